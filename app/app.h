@@ -1,0 +1,47 @@
+/* app.h - the gcdp executable: subcommand entry points and shared option handling.
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * Every subcommand is `int cmd_<name>(int argc, char **argv)` with argv[0] the subcommand
+ * name, returning the process exit code (0 ok, 1 runtime failure, 2 usage/config error).
+ * Only main() and the cmd_* functions decide exit codes; library code returns core_err.
+ */
+#ifndef GCDP_APP_H
+#define GCDP_APP_H
+
+#include "core/config.h"
+#include "core/err.h"
+
+#define APP_EXIT_OK      0
+#define APP_EXIT_FAILURE 1
+#define APP_EXIT_USAGE   2
+
+int cmd_run(int argc, char **argv);
+int cmd_broker(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_ingest(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
+int cmd_release(int argc, char **argv);
+int cmd_ledger(int argc, char **argv);
+int cmd_semgen(int argc, char **argv);
+int cmd_learn(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_config(int argc, char **argv);
+
+int bench_ingest(int argc, char **argv);
+int bench_calibrate(int argc, char **argv);
+int bench_release(int argc, char **argv);
+int bench_learner(int argc, char **argv);
+
+/* Build the configuration from every stage's key table, then layer: defaults < config file
+ * (--config F, or $GCDP_CONFIG) < GCDP_* environment < --set key=value flags; applies
+ * --log-level / $GCDP_LOG_LEVEL / log.level. The common options are removed from argv
+ * (*argc updated) so the subcommand's own getopt_long sees only its options.
+ *   out  on success a new configuration; free with core_config_free().
+ * On failure prints the reason (naming the key) to stderr and returns CORE_ECONFIG etc. */
+CORE_MUST_CHECK core_err app_config_load(int *argc, char **argv, struct core_config **out);
+
+/* Help text for the common options, for each subcommand's --help. */
+extern const char app_common_help[];
+
+#endif /* GCDP_APP_H */

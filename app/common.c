@@ -1,0 +1,114 @@
+/* common.c - the options every subcommand shares: --config, --set, --log-level. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "cal/config.h"
+#include "core/kconf.h"
+#include "core/log.h"
+#include "ing/config.h"
+#include "lrn/config.h"
+#include "rel/config.h"
+#include "sim/config.h"
+
+extern char **environ;
+
+const char app_common_help[] =
+    "common options:\n"
+    "  --config FILE      JSON configuration file (also $GCDP_CONFIG)\n"
+    "  --set KEY=VALUE    set one configuration key (repeatable; wins over file and env)\n"
+    "  --log-level LEVEL  debug|info|warn|error|off (also $GCDP_LOG_LEVEL, log.level)\n"
+    "  environment        GCDP_<KEY> with '.' written as '__', e.g. GCDP_INGEST__WINDOW__SIZE_S\n"
+    "  `gcdp config keys` lists every key with its type, default and range.\n";
+
+static const struct core_cfg_key *const all_tables[] = {
+    core_config_keys, ing_config_keys, sim_config_keys,
+    cal_config_keys,  rel_config_keys, lrn_config_keys,
+};
+
+/* Remove argv[i..i+n) and shift the rest down. */
+static void drop_args(int *argc, char **argv, int i, int n)
+{
+    memmove(argv + i, argv + i + n, (size_t)(*argc - i - n + 1) * sizeof(*argv));
+    *argc -= n;
+}
+
+/* Value of "--opt V" or "--opt=V" at argv[i]; *used = how many argv slots it took. */
+static const char *opt_value(int argc, char **argv, int i, const char *opt, int *used)
+{
+    size_t n = strlen(opt);
+    if (strncmp(argv[i], opt, n) != 0)
+        return NULL;
+    if (argv[i][n] == '=') {
+        *used = 1;
+        return argv[i] + n + 1;
+    }
+    if (argv[i][n] == '\0' && i + 1 < argc) {
+        *used = 2;
+        return argv[i + 1];
+    }
+    return NULL;
+}
+
+core_err app_config_load(int *argc, char **argv, struct core_config **out)
+{
+    struct core_config *cfg = core_config_new(all_tables, sizeof(all_tables) / sizeof(*all_tables));
+    const char *file = getenv("GCDP_CONFIG"), *level = getenv("GCDP_LOG_LEVEL");
+    char eb[1024] = "";
+    core_err rc = cfg ? CORE_OK : CORE_ECONFIG;
+    int lvl, used = 0;
+
+    for (int i = 1; rc == CORE_OK && i < *argc;) {
+        const char *v;
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if ((v = opt_value(*argc, argv, i, "--config", &used))) {
+            file = v;
+        } else if ((v = opt_value(*argc, argv, i, "--log-level", &used))) {
+            level = v;
+        } else if ((v = opt_value(*argc, argv, i, "--set", &used))) {
+            /* applied after file and env, below; keep order */
+            i += used;
+            continue;
+        } else {
+            i++;
+            continue;
+        }
+        drop_args(argc, argv, i, used);
+    }
+    if (rc == CORE_OK && file && file[0])
+        rc = core_config_load_file(cfg, file, eb, sizeof(eb));
+    if (rc == CORE_OK)
+        rc = core_config_load_env(cfg, environ, eb, sizeof(eb));
+    for (int i = 1; rc == CORE_OK && i < *argc;) {
+        const char *v = opt_value(*argc, argv, i, "--set", &used);
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (!v) {
+            i++;
+            continue;
+        }
+        rc = core_config_set_arg(cfg, v, eb, sizeof(eb));
+        drop_args(argc, argv, i, used);
+    }
+    if (rc == CORE_OK) {
+        if (!level)
+            level = core_config_str(cfg, "log.level");
+        if (core_log_level_parse(level, &lvl) != CORE_OK) {
+            snprintf(eb, sizeof(eb), "log level '%s' is not one of debug|info|warn|error|off",
+                     level);
+            rc = CORE_ECONFIG;
+        } else {
+            core_log_level = lvl;
+        }
+    }
+    if (rc != CORE_OK) {
+        fprintf(stderr, "gcdp %s: configuration error: %s\n", argv[0],
+                eb[0] ? eb : core_strerror(rc));
+        core_config_free(cfg);
+        return rc;
+    }
+    *out = cfg;
+    return CORE_OK;
+}

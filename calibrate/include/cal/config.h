@@ -1,0 +1,15 @@
+/* cal/config.h - configuration keys owned by the calibrate stage.
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * The table is handed to core_config_new() by the app; keys are "<section>.<name>".
+ * Thread-safety: immutable data.
+ */
+#ifndef CAL_CONFIG_H
+#define CAL_CONFIG_H
+
+#include "core/config.h"
+
+/* Terminated by a {NULL} row. */
+extern const struct core_cfg_key cal_config_keys[];
+
+#endif /* CAL_CONFIG_H */

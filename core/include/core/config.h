@@ -1,0 +1,105 @@
+/* core/config.h - one configuration for every gcdp command: JSON file, environment, flags.
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * Keys are dotted names ("ingest.window.size_s") declared in tables that each stage
+ * exports (struct core_cfg_key[], terminated by a {NULL} row); core knows no stage, the
+ * app hands the tables in. Precedence, lowest first: defaults < JSON file < environment
+ * (GCDP_<KEY> with '.' written as "__", upper case: GCDP_INGEST__WINDOW__SIZE_S) < flags
+ * (--set key=value). A key that no table declares, a value of the wrong type, or one out
+ * of range is a startup error whose message names the key and the reason.
+ * Keys under "kafka." are passed through to librdkafka unchanged (as strings); librdkafka
+ * itself validates them when a client is created (core/kconf.h), again naming the key.
+ *
+ * Thread-safety: build and validate on one thread; afterwards the getters are read-only
+ * and safe to share.
+ */
+#ifndef CORE_CONFIG_H
+#define CORE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "core/err.h"
+
+enum core_cfg_type {
+    CORE_CFG_BOOL,
+    CORE_CFG_INT,    /* int64, range [min, max] */
+    CORE_CFG_DOUBLE, /* finite double, range [min, max] */
+    CORE_CFG_STRING,
+    CORE_CFG_ENUM,   /* string, one of choices "a|b|c" */
+    CORE_CFG_JSON    /* any JSON value; the owning stage validates it (validate hook) */
+};
+
+/* Optional extra check for a key; write a reason into errbuf and return non-OK to refuse. */
+typedef core_err core_cfg_check_fn(const json_t *value, char *errbuf, size_t errbuf_size);
+
+struct core_cfg_key {
+    const char *name;
+    enum core_cfg_type type;
+    const char *def;     /* default as a JSON literal ("60", "\"mean\"", "[1,2]"); NULL: unset */
+    double min, max;     /* INT / DOUBLE inclusive range; ignored when min > max */
+    const char *choices; /* ENUM only */
+    const char *help;    /* one line for `gcdp config keys` */
+    core_cfg_check_fn *check; /* optional */
+};
+
+struct core_config;
+
+/* New configuration holding the defaults of every key in tables[0..ntables).
+ *   tables  borrowed; must outlive the configuration.
+ * Returns NULL only when a default does not parse (a programmer error, logged). */
+struct core_config *core_config_new(const struct core_cfg_key *const *tables, size_t ntables);
+void core_config_free(struct core_config *cfg); /* NULL-safe */
+
+/* Merge a JSON file (nested objects or dotted keys). CORE_EIO, CORE_EPARSE, CORE_ECONFIG. */
+CORE_MUST_CHECK core_err core_config_load_file(struct core_config *cfg, const char *path,
+                                               char *errbuf, size_t errbuf_size);
+
+/* Merge GCDP_* variables from envp (NULL-terminated, e.g. environ). GCDP_CONFIG and
+ * GCDP_LOG_LEVEL are handled by the app and skipped here. CORE_ECONFIG on an unknown key. */
+CORE_MUST_CHECK core_err core_config_load_env(struct core_config *cfg, char *const *envp,
+                                              char *errbuf, size_t errbuf_size);
+
+/* Set one key from text: JSON literal, or a bare word taken as a string.
+ *   source  "file", "env", "flag" (for messages). CORE_ECONFIG names key and reason. */
+CORE_MUST_CHECK core_err core_config_set(struct core_config *cfg, const char *key,
+                                         const char *text, const char *source, char *errbuf,
+                                         size_t errbuf_size);
+
+/* Set one key from a JSON value (borrowed). */
+CORE_MUST_CHECK core_err core_config_set_json(struct core_config *cfg, const char *key,
+                                              const json_t *value, const char *source,
+                                              char *errbuf, size_t errbuf_size);
+
+/* Parse "key=value" (a --set flag). */
+CORE_MUST_CHECK core_err core_config_set_arg(struct core_config *cfg, const char *arg,
+                                             char *errbuf, size_t errbuf_size);
+
+/* Getters. The key must be declared with the matching type (asserted: a programmer error).
+ * String/JSON results are borrowed and valid until the key is set again or cfg is freed. */
+bool core_config_bool(const struct core_config *cfg, const char *key);
+int64_t core_config_int(const struct core_config *cfg, const char *key);
+double core_config_double(const struct core_config *cfg, const char *key);
+const char *core_config_str(const struct core_config *cfg, const char *key); /* NULL if unset */
+const json_t *core_config_json(const struct core_config *cfg, const char *key); /* NULL if unset */
+bool core_config_is_set(const struct core_config *cfg, const char *key);
+
+/* Call fn(name, value, arg) for every "kafka.*" key, with the "kafka." prefix removed. */
+typedef void core_cfg_kv_fn(const char *name, const char *value, void *arg);
+void core_config_each_kafka(const struct core_config *cfg, core_cfg_kv_fn *fn, void *arg);
+
+/* Effective configuration as a flat JSON object {key: value}; new reference. */
+json_t *core_config_dump(const struct core_config *cfg);
+
+/* Stable 16-hex-digit id of the effective configuration of keys starting with prefix
+ * (e.g. "ingest."), so records can name the configuration that produced them.
+ *   out  at least 17 bytes. */
+void core_config_version(const struct core_config *cfg, const char *prefix, char *out);
+
+/* Print the declared keys with type, default and help (for `gcdp config keys`). */
+void core_config_print_keys(const struct core_config *cfg, void *file /* FILE* */);
+
+#endif /* CORE_CONFIG_H */

@@ -1,0 +1,166 @@
+/* kconf.c - core keys and the two librdkafka client profiles (KAFKA.md §8.2). */
+#include "core/kconf.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define K_STR(name, def, help)  {name, CORE_CFG_STRING, def, 1, 0, NULL, help, NULL}
+#define K_INT(name, def, lo, hi, help) {name, CORE_CFG_INT, def, lo, hi, NULL, help, NULL}
+
+const struct core_cfg_key core_config_keys[] = {
+    {"log.level", CORE_CFG_ENUM, "\"info\"", 1, 0, "debug|info|warn|error|off",
+     "structured log level on stderr", NULL},
+    K_STR("broker.bootstrap", NULL,
+          "Kafka bootstrap servers, or @file written by `gcdp broker`; unset: embedded broker"),
+    {"broker.profile", CORE_CFG_ENUM, "\"embedded\"", 1, 0, "embedded|production",
+     "librdkafka client profile (see core/kconf.h)", NULL},
+    K_INT("broker.partitions", "4", 1, 256, "partitions per topic created by the embedded broker"),
+    K_STR("topics.raw", "\"sensors.raw\"", "raw sensor readings (input)"),
+    K_STR("topics.rejected", "\"sensors.rejected\"", "dead letters"),
+    K_STR("topics.windows", "\"gcdp.windows\"", "protected window records (internal)"),
+    K_STR("topics.calibration", "\"gcdp.calibration\"", "versioned theta objects"),
+    K_STR("topics.released", "\"gcdp.released\"", "privatized releases (public)"),
+    K_STR("topics.control", "\"gcdp.control\"", "operator commands"),
+    K_STR("topics.audit", "\"gcdp.audit\"", "privacy ledger events"),
+    K_STR("topics.learner_updates", "\"learner.updates\"", "participant -> server"),
+    K_STR("topics.learner_global", "\"learner.global\"", "server -> participants"),
+    K_STR("topics.learner_dag", "\"learner.dag\"", "learned DAG"),
+    K_INT("metrics.port", "0", 0, 65535, "HTTP port for /metrics and /healthz; 0: disabled"),
+    K_STR("metrics.bind", "\"127.0.0.1\"", "address the metrics endpoint binds to"),
+    {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},
+};
+
+core_err core_kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
+                             char *eb, size_t ebn)
+{
+    char why[512];
+    if (rd_kafka_conf_set(conf, name, value, why, sizeof(why)) != RD_KAFKA_CONF_OK) {
+        snprintf(eb, ebn, "kafka property '%s'='%s': %s", name, value, why);
+        return CORE_ECONFIG;
+    }
+    return CORE_OK;
+}
+
+core_err core_kafka_bootstrap_resolve(const char *spec, char *out, size_t n, char *eb, size_t ebn)
+{
+    FILE *f;
+    char line[1024];
+    const char *p;
+    size_t len;
+
+    if (spec[0] != '@') {
+        snprintf(out, n, "%s", spec);
+        return CORE_OK;
+    }
+    f = fopen(spec + 1, "r");
+    if (!f || !fgets(line, sizeof(line), f)) {
+        snprintf(eb, ebn, "cannot read bootstrap file '%s'", spec + 1);
+        if (f)
+            fclose(f);
+        return CORE_EIO;
+    }
+    fclose(f);
+    p = strncmp(line, "BOOTSTRAP ", 10) == 0 ? line + 10 : line;
+    len = strcspn(p, " \r\n");
+    if (len == 0 || len >= n) {
+        snprintf(eb, ebn, "bootstrap file '%s' holds no address", spec + 1);
+        return CORE_EPARSE;
+    }
+    memcpy(out, p, len);
+    out[len] = '\0';
+    return CORE_OK;
+}
+
+struct kv {
+    const char *k, *v;
+};
+
+static const struct kv common_props[] = {
+    {"partition.assignment.strategy", "range,roundrobin"},
+    {"log.queue", "true"},
+    {NULL, NULL},
+};
+static const struct kv embedded_consumer[] = {
+    {"fetch.wait.max.ms", "10"},        {"session.timeout.ms", "6000"},
+    {"heartbeat.interval.ms", "500"},   {"reconnect.backoff.max.ms", "1000"},
+    {"topic.metadata.refresh.interval.ms", "5000"}, {NULL, NULL},
+};
+static const struct kv consumer_props[] = {
+    {"enable.auto.commit", "false"},
+    {"enable.auto.offset.store", "false"},
+    {"auto.offset.reset", "earliest"},
+    {"enable.partition.eof", "false"},
+    {NULL, NULL},
+};
+static const struct kv producer_props[] = {
+    {"enable.idempotence", "true"},
+    {"acks", "all"},
+    {"linger.ms", "5"},
+    {NULL, NULL},
+};
+static const struct kv embedded_producer[] = {
+    {"reconnect.backoff.max.ms", "1000"},
+    {NULL, NULL},
+};
+
+static core_err apply(rd_kafka_conf_t *conf, const struct kv *kv, char *eb, size_t ebn)
+{
+    for (; kv->k; kv++) {
+        core_err rc = core_kafka_conf_set(conf, kv->k, kv->v, eb, ebn);
+        if (rc != CORE_OK)
+            return rc;
+    }
+    return CORE_OK;
+}
+
+struct override_ctx {
+    rd_kafka_conf_t *conf;
+    core_err rc;
+    char *eb;
+    size_t ebn;
+};
+
+static void apply_override(const char *name, const char *value, void *arg)
+{
+    struct override_ctx *o = arg;
+    if (o->rc == CORE_OK)
+        o->rc = core_kafka_conf_set(o->conf, name, value, o->eb, o->ebn);
+}
+
+core_err core_kafka_conf_new(const struct core_config *cfg, enum core_kafka_role role,
+                             const char *group_id, rd_kafka_conf_t **out, char *eb, size_t ebn)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    const char *boot = core_config_str(cfg, "broker.bootstrap");
+    int embedded = strcmp(core_config_str(cfg, "broker.profile"), "embedded") == 0;
+    struct override_ctx o = {conf, CORE_OK, eb, ebn};
+    char addr[1024];
+    core_err rc = apply(conf, common_props, eb, ebn);
+
+    if (rc == CORE_OK && boot) {
+        rc = core_kafka_bootstrap_resolve(boot, addr, sizeof(addr), eb, ebn);
+        if (rc == CORE_OK)
+            rc = core_kafka_conf_set(conf, "bootstrap.servers", addr, eb, ebn);
+    }
+    if (rc == CORE_OK && role == CORE_KAFKA_CONSUMER) {
+        rc = apply(conf, consumer_props, eb, ebn);
+        if (rc == CORE_OK && embedded)
+            rc = apply(conf, embedded_consumer, eb, ebn);
+        if (rc == CORE_OK && group_id)
+            rc = core_kafka_conf_set(conf, "group.id", group_id, eb, ebn);
+    } else if (rc == CORE_OK) {
+        rc = apply(conf, producer_props, eb, ebn);
+        if (rc == CORE_OK && embedded)
+            rc = apply(conf, embedded_producer, eb, ebn);
+    }
+    if (rc == CORE_OK) {
+        core_config_each_kafka(cfg, apply_override, &o);
+        rc = o.rc;
+    }
+    if (rc != CORE_OK) {
+        rd_kafka_conf_destroy(conf);
+        return rc;
+    }
+    *out = conf;
+    return CORE_OK;
+}

@@ -1,0 +1,45 @@
+/* mem.c - allocation that aborts on out-of-memory. */
+#include "core/mem.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void oom(size_t size)
+{
+    fprintf(stderr, "{\"level\":\"fatal\",\"msg\":\"out of memory allocating %zu bytes\"}\n",
+            size);
+    abort();
+}
+
+void *core_xmalloc(size_t size)
+{
+    void *p = malloc(size ? size : 1);
+    if (!p)
+        oom(size);
+    return p;
+}
+
+void *core_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        oom(n * size);
+    return p;
+}
+
+void *core_xrealloc(void *p, size_t size)
+{
+    void *q = realloc(p, size ? size : 1);
+    if (!q)
+        oom(size);
+    return q;
+}
+
+char *core_xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = core_xmalloc(n);
+    memcpy(p, s, n);
+    return p;
+}

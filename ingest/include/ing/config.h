@@ -1,0 +1,15 @@
+/* ing/config.h - configuration keys owned by the ingest stage.
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * The table is handed to core_config_new() by the app; keys are "<section>.<name>".
+ * Thread-safety: immutable data.
+ */
+#ifndef ING_CONFIG_H
+#define ING_CONFIG_H
+
+#include "core/config.h"
+
+/* Terminated by a {NULL} row. */
+extern const struct core_cfg_key ing_config_keys[];
+
+#endif /* ING_CONFIG_H */

@@ -1,0 +1,15 @@
+/* rel/config.h - configuration keys owned by the release stage.
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * The table is handed to core_config_new() by the app; keys are "<section>.<name>".
+ * Thread-safety: immutable data.
+ */
+#ifndef REL_CONFIG_H
+#define REL_CONFIG_H
+
+#include "core/config.h"
+
+/* Terminated by a {NULL} row. */
+extern const struct core_cfg_key rel_config_keys[];
+
+#endif /* REL_CONFIG_H */

@@ -1,0 +1,15 @@
+/* sim/config.h - configuration keys owned by the sim stage.
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * The table is handed to core_config_new() by the app; keys are "<section>.<name>".
+ * Thread-safety: immutable data.
+ */
+#ifndef SIM_CONFIG_H
+#define SIM_CONFIG_H
+
+#include "core/config.h"
+
+/* Terminated by a {NULL} row. */
+extern const struct core_cfg_key sim_config_keys[];
+
+#endif /* SIM_CONFIG_H */

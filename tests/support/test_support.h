@@ -1,0 +1,24 @@
+/* test_support.h - helpers shared by the Criterion suites. Never linked into gcdp.
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * Compile-time paths (from tests/CMakeLists.txt): GCDP_SOURCE_DIR, GCDP_SCHEMA_DIR,
+ * GCDP_DATA_DIR (../shared/data), GCDP_BIN (the built gcdp executable).
+ */
+#ifndef GCDP_TEST_SUPPORT_H
+#define GCDP_TEST_SUPPORT_H
+
+#include <stddef.h>
+
+/* Create a fresh temporary directory; returns a new string (free()). Aborts on failure. */
+char *ts_tmpdir(void);
+
+/* Remove a directory tree (best effort). */
+void ts_rmtree(const char *path);
+
+/* Write text to path; aborts on failure. */
+void ts_write_file(const char *path, const char *text);
+
+/* Read a whole file; new string (free()) or NULL. */
+char *ts_read_file(const char *path, size_t *len);
+
+#endif /* GCDP_TEST_SUPPORT_H */
