@@ -1,11 +1,328 @@
-/* cmd_broker.c - placeholder until the subcommand lands; says so instead of pretending. */
+/* cmd_broker.c - `gcdp broker`: the embedded in-memory Kafka-protocol broker, standalone.
+ *
+ * DEVELOPMENT / TEST ONLY (see core/broker.h and KAFKA.md). It prints its bootstrap
+ * address on stdout ("BOOTSTRAP 127.0.0.1:PORT"), writes it to a file that other commands
+ * read with --set broker.bootstrap=@FILE, and stops cleanly on SIGINT/SIGTERM (removing
+ * the file). SIGINT/SIGTERM are blocked before any librdkafka thread exists and taken
+ * with sigwait(), so no thread can swallow them (KAFKA.md §8.1).
+ *
+ * --port uses a bind() interposer: librdkafka 2.0.2's mock binds 127.0.0.1:0 with no API
+ * to choose the port, so while the cluster is being created this executable's bind()
+ * rewrites that address to 127.0.0.1:PORT+n for broker n and calls the real bind via
+ * dlsym(RTLD_NEXT). The ports are checked free first, because a failed bind aborts the
+ * process inside librdkafka (rd_assert, rdkafka_mock.c:2405). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "app.h"
+#include "core/broker.h"
+#include "core/log.h"
+
+#define MAX_EXTRA_TOPICS 32
+
+/* glibc exposes RTLD_NEXT only under _GNU_SOURCE, which would also turn bind()'s
+ * prototype into a transparent union that an ISO C definition cannot match. */
+#ifndef RTLD_NEXT
+#define RTLD_NEXT ((void *)-1L)
+#endif
+
+/* 0: pass through; otherwise the next port to hand to a 127.0.0.1:0 bind. */
+static atomic_int fixed_port_next;
+
+typedef int bind_fn(int, const struct sockaddr *, socklen_t);
+
+/* Interposed bind(): see the file comment. Only active during core_broker_new(). */
+int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    static bind_fn *real_bind;
+    struct sockaddr_in sin;
+    int port;
+
+    if (!real_bind) {
+        void *sym = dlsym(RTLD_NEXT, "bind");
+        memcpy(&real_bind, &sym, sizeof(real_bind));
+        if (!real_bind) {
+            errno = ENOSYS;
+            return -1;
+        }
+    }
+    port = atomic_load(&fixed_port_next);
+    if (port > 0 && addr && addr->sa_family == AF_INET && len >= sizeof(sin)) {
+        memcpy(&sin, addr, sizeof(sin));
+        if (sin.sin_port == 0 && sin.sin_addr.s_addr == htonl(INADDR_LOOPBACK)) {
+            sin.sin_port = htons((uint16_t)port);
+            atomic_store(&fixed_port_next, port + 1);
+            return real_bind(fd, (const struct sockaddr *)&sin, sizeof(sin));
+        }
+    }
+    return real_bind(fd, addr, len);
+}
+
+/* True when 127.0.0.1:port can be bound right now (no SO_REUSEADDR: as strict as the mock). */
+static bool port_is_free(int port)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET};
+    int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
+
+    if (fd < 0)
+        return false;
+    sin.sin_port = htons((uint16_t)port);
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ok = bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
+    close(fd);
+    return ok;
+}
+
+/* mkdir -p for the directory part of path. */
+static void make_parent_dirs(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        mkdir(buf, 0755);
+        *p = '/';
+    }
+}
+
+/* Write "BOOTSTRAP addr\n" atomically (tmp + rename) so readers never see half a line. */
+static core_err write_bootstrap(const char *path, const char *addr)
+{
+    char tmp[4200];
+    FILE *f;
+
+    make_parent_dirs(path);
+    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+    f = fopen(tmp, "w");
+    if (!f)
+        return CORE_EIO;
+    fprintf(f, "BOOTSTRAP %s\n", addr);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return CORE_EIO;
+    }
+    return CORE_OK;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: gcdp broker [options]\n\n"
+            "Runs the EMBEDDED IN-MEMORY Kafka-protocol broker (librdkafka mock cluster) for\n"
+            "development, demos and tests. It is NOT a production broker: production uses\n"
+            "Apache Kafka (docker/docker-compose.yml). Limits (KAFKA.md): no persistence (a\n"
+            "restart loses every record, offset and group), retention fixed at 5 MiB or\n"
+            "100000 batches PER PARTITION (older data is dropped; a lagging consumer loses it\n"
+            "and gcdp ingest reports the gap), no transactions, no admin API.\n"
+            "Every topics.* topic is created at start with broker.partitions partitions.\n\n"
+            "options:\n"
+            "  --bootstrap-file F  write \"BOOTSTRAP 127.0.0.1:PORT\" to F (default\n"
+            "                      run/kafka.bootstrap); other commands then use\n"
+            "                      --set broker.bootstrap=@F. Removed on clean shutdown.\n"
+            "  --port P            listen on 127.0.0.1:P (broker n on P+n); default: a random\n"
+            "                      free port. Fails if the port is in use.\n"
+            "  --brokers N         brokers in the cluster, 1..%d (default 1)\n"
+            "  --partitions N      partitions per topic (default: broker.partitions, 4)\n"
+            "  --topic NAME[:P]    create one more topic (repeatable, up to %d)\n"
+            "  --help              this text\n\n"
+            "Prints BOOTSTRAP 127.0.0.1:PORT on stdout when ready; SIGINT/SIGTERM stop it.\n\n%s",
+            CORE_BROKER_MAX_BROKERS, MAX_EXTRA_TOPICS, app_common_help);
+}
+
+struct broker_opts {
+    const char *bootstrap_file;
+    long port, brokers, partitions;
+    const char *extra[MAX_EXTRA_TOPICS];
+    size_t nextra;
+};
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Returns -1 ok, or an exit code. */
+static int parse_opts(int argc, char **argv, struct broker_opts *o)
+{
+    static const struct option longopts[] = {
+        {"bootstrap-file", required_argument, NULL, 'f'}, {"port", required_argument, NULL, 'p'},
+        {"brokers", required_argument, NULL, 'b'}, {"partitions", required_argument, NULL, 'n'},
+        {"topic", required_argument, NULL, 't'},   {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int ch;
+
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'f':
+            o->bootstrap_file = optarg;
+            break;
+        case 'p':
+            if (parse_long(optarg, 1, 65535, &o->port) != 0)
+                goto bad;
+            break;
+        case 'b':
+            if (parse_long(optarg, 1, CORE_BROKER_MAX_BROKERS, &o->brokers) != 0)
+                goto bad;
+            break;
+        case 'n':
+            if (parse_long(optarg, 1, 10000, &o->partitions) != 0)
+                goto bad;
+            break;
+        case 't':
+            if (o->nextra == MAX_EXTRA_TOPICS)
+                goto bad;
+            o->extra[o->nextra++] = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return APP_EXIT_OK;
+        default:
+            usage(stderr);
+            return APP_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "gcdp broker: unexpected argument '%s'\n", argv[optind]);
+        return APP_EXIT_USAGE;
+    }
+    return -1;
+bad:
+    fprintf(stderr, "gcdp broker: invalid value for --%s: '%s'\n",
+            longopts[0].name ? argv[optind - 1] + 2 : "", optarg);
+    return APP_EXIT_USAGE;
+}
+
+static const char *const topic_keys[] = {
+    "topics.raw",         "topics.rejected",       "topics.windows",
+    "topics.calibration", "topics.released",       "topics.control",
+    "topics.audit",       "topics.learner_updates", "topics.learner_global",
+    "topics.learner_dag",
+};
+#define NTOPIC_KEYS (sizeof(topic_keys) / sizeof(topic_keys[0]))
+
+/* Create the extra --topic NAME[:P] topics. */
+static core_err create_extra(struct core_broker *b, const struct broker_opts *o)
+{
+    for (size_t i = 0; i < o->nextra; i++) {
+        char name[256];
+        long p = o->partitions;
+        const char *colon = strrchr(o->extra[i], ':');
+        size_t len = colon ? (size_t)(colon - o->extra[i]) : strlen(o->extra[i]);
+        if (len == 0 || len >= sizeof(name) ||
+            (colon && parse_long(colon + 1, 1, 10000, &p) != 0)) {
+            fprintf(stderr, "gcdp broker: bad --topic '%s'\n", o->extra[i]);
+            return CORE_EINVAL;
+        }
+        memcpy(name, o->extra[i], len);
+        name[len] = '\0';
+        if (core_broker_topic_create(b, name, (int)p) != CORE_OK)
+            return CORE_EKAFKA;
+    }
+    return CORE_OK;
+}
+
+static int wait_for_signal(void)
+{
+    sigset_t set;
+    int sig = 0;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    while (sigwait(&set, &sig) != 0)
+        ;
+    return sig;
+}
 
 int cmd_broker(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "gcdp %s: not built yet\n", argv[0]);
-    return APP_EXIT_FAILURE;
+    struct core_config *cfg = NULL;
+    struct core_broker *b = NULL;
+    struct broker_opts o = {"run/kafka.bootstrap", 0, 1, 0, {NULL}, 0};
+    const char *topics[NTOPIC_KEYS];
+    sigset_t set;
+    char eb[512] = "";
+    int rc = APP_EXIT_FAILURE, ret, sig;
+
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return APP_EXIT_OK;
+        }
+    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
+        return APP_EXIT_USAGE;
+    core_log_set_component("broker");
+    o.partitions = (long)core_config_int(cfg, "broker.partitions");
+    if ((ret = parse_opts(argc, argv, &o)) >= 0) {
+        rc = ret;
+        goto out;
+    }
+    for (size_t i = 0; i < NTOPIC_KEYS; i++)
+        topics[i] = core_config_str(cfg, topic_keys[i]);
+    /* Before any librdkafka thread exists: threads inherit the mask (KAFKA.md §8.1). */
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    if (o.port) {
+        for (long i = 0; i < o.brokers; i++)
+            if (o.port + i > 65535 || !port_is_free((int)(o.port + i))) {
+                fprintf(stderr, "gcdp broker: port %ld on 127.0.0.1 is in use\n", o.port + i);
+                goto out;
+            }
+        atomic_store(&fixed_port_next, (int)o.port);
+    }
+    if (core_broker_new((int)o.brokers, topics, NTOPIC_KEYS, (int)o.partitions, &b, eb,
+                        sizeof(eb)) != CORE_OK) {
+        atomic_store(&fixed_port_next, 0);
+        fprintf(stderr, "gcdp broker: %s\n", eb);
+        goto out;
+    }
+    atomic_store(&fixed_port_next, 0);
+    if (create_extra(b, &o) != CORE_OK)
+        goto out;
+    if (write_bootstrap(o.bootstrap_file, core_broker_bootstrap(b)) != CORE_OK) {
+        fprintf(stderr, "gcdp broker: cannot write bootstrap file '%s'\n", o.bootstrap_file);
+        goto out;
+    }
+    fprintf(stderr,
+            "gcdp broker: embedded in-memory development/test broker (NOT for production);\n"
+            "  %ld broker(s), %zu topics x %ld partitions; retention is fixed by the mock at\n"
+            "  %u MiB or %u batches PER PARTITION (older records are dropped); no persistence.\n"
+            "  bootstrap file: %s (use --set broker.bootstrap=@%s)\n",
+            o.brokers, NTOPIC_KEYS + o.nextra, o.partitions,
+            CORE_BROKER_RETENTION_BYTES >> 20, CORE_BROKER_RETENTION_BATCHES,
+            o.bootstrap_file, o.bootstrap_file);
+    printf("BOOTSTRAP %s\n", core_broker_bootstrap(b));
+    fflush(stdout);
+    CORE_INFO("broker ready at %s", core_broker_bootstrap(b));
+    sig = wait_for_signal();
+    CORE_INFO("broker stopping on signal %d", sig);
+    unlink(o.bootstrap_file);
+    rc = APP_EXIT_OK;
+out:
+    core_broker_free(b);
+    core_config_free(cfg);
+    return rc;
 }

@@ -1,11 +1,525 @@
-/* cmd_run.c - placeholder until the subcommand lands; says so instead of pretending. */
+/* cmd_run.c - `gcdp run`: the whole pipeline in one command.
+ *
+ * Parts: (1) the embedded broker as a CHILD PROCESS `gcdp broker` (KAFKA.md §8.1 prefers a
+ * separate process; it runs in its own process group so a terminal Ctrl-C reaches only us
+ * and we stop it last, and it gets SIGTERM if we die: PR_SET_PDEATHSIG), skipped when
+ * broker.bootstrap is set; (2) the stages, a table below in data-flow order: today the
+ * simulator (sim_run() on a thread of its own) and the ingest service (on this loop).
+ * Later stages (calibrate, release, learner) plug in by adding one row to `stages`.
+ *
+ * Shutdown (--duration elapsed, SIGINT or SIGTERM): stages are stopped one at a time in
+ * data-flow order, each drained before the next is told to stop, so upstream output is
+ * consumed (simulator flushes -> ingest drains, acks, commits, leaves its group); then
+ * the broker child gets SIGTERM and is reaped. A second signal skips the waiting. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <uv.h>
 
 #include "app.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "ing/service.h"
+#include "sim/sim.h"
+
+#define BROKER_START_MS 30000
+
+struct run_opts {
+    double duration_s;
+    const char *bootstrap_file;
+    size_t devices;
+    double rate;
+    unsigned long long seed;
+    bool no_sim;
+};
+
+struct run_ctx {
+    uv_loop_t loop;
+    uv_signal_t sigint, sigterm;
+    uv_timer_t progress, duration, poll;
+    struct core_config *cfg;
+    struct core_metrics *metrics;
+    struct run_opts o;
+    pid_t broker_pid;
+    uint64_t t0;
+    bool stopping, tty;
+    int signals;
+    size_t stopping_stage; /* index of the stage being stopped */
+    int exit_code;
+    /* simulator */
+    uv_thread_t sim_thread;
+    bool sim_started;
+    struct sim_progress sim;
+    struct sim_options sim_opts;
+    atomic_bool sim_done;
+    core_err sim_status;
+    char sim_err[512];
+    /* ingest */
+    struct ing_service *ingest;
+    bool ingest_done;
+    core_err ingest_status;
+    uint64_t last_in;
+};
+
+/* ------------------------------------------------------------------------------------ */
+/* Stage table: start, stop (begin), done (fully stopped), progress text. */
+
+struct run_stage {
+    const char *name;
+    core_err (*start)(struct run_ctx *c, char *eb, size_t ebn);
+    void (*stop)(struct run_ctx *c);
+    bool (*done)(struct run_ctx *c);
+};
+
+static void sim_main(void *arg)
+{
+    struct run_ctx *c = arg;
+    c->sim_status = sim_run(c->cfg, &c->sim_opts, &c->sim, c->sim_err, sizeof(c->sim_err));
+    atomic_store(&c->sim_done, true);
+}
+
+static core_err sim_start(struct run_ctx *c, char *eb, size_t ebn)
+{
+    if (c->o.no_sim) {
+        atomic_store(&c->sim_done, true);
+        return CORE_OK;
+    }
+    sim_options_default(&c->sim_opts);
+    c->sim_opts.devices = c->o.devices;
+    c->sim_opts.rate = c->o.rate;
+    c->sim_opts.seed = c->o.seed;
+    sim_progress_init(&c->sim);
+    if (uv_thread_create(&c->sim_thread, sim_main, c) != 0) {
+        snprintf(eb, ebn, "cannot start the simulator thread");
+        return CORE_EIO;
+    }
+    c->sim_started = true;
+    return CORE_OK;
+}
+
+static void sim_stop(struct run_ctx *c)
+{
+    atomic_store(&c->sim.stop, 1);
+}
+
+static bool sim_is_done(struct run_ctx *c)
+{
+    return atomic_load(&c->sim_done);
+}
+
+static void ingest_on_done(void *arg, core_err status)
+{
+    struct run_ctx *c = arg;
+    c->ingest_done = true;
+    c->ingest_status = status;
+    if (!c->stopping) { /* it stopped by itself (failure): stop everything */
+        CORE_ERROR("ingest stopped unexpectedly: %s", core_strerror(status));
+        c->exit_code = APP_EXIT_FAILURE;
+    }
+}
+
+static core_err ingest_start(struct run_ctx *c, char *eb, size_t ebn)
+{
+    struct ing_service_opts so = {"gcdp-ingest", 500, 0, false, ingest_on_done, c};
+    return ing_service_new(&c->loop, c->cfg, &so, c->metrics, &c->ingest, eb, ebn);
+}
+
+static void ingest_stop(struct run_ctx *c)
+{
+    if (c->ingest && !c->ingest_done)
+        ing_service_stop(c->ingest);
+}
+
+static bool ingest_is_done(struct run_ctx *c)
+{
+    return !c->ingest || c->ingest_done;
+}
+
+/* Data-flow order. To add a stage: write its four functions and add a row here. */
+static const struct run_stage stages[] = {
+    {"simulator", sim_start, sim_stop, sim_is_done},
+    {"ingest", ingest_start, ingest_stop, ingest_is_done},
+};
+#define NSTAGES (sizeof(stages) / sizeof(stages[0]))
+
+/* ------------------------------------------------------------------------------------ */
+/* Broker child */
+
+static core_err broker_spawn(struct run_ctx *c, char *eb, size_t ebn)
+{
+    char exe[4096];
+    size_t n = sizeof(exe);
+    char *text = NULL;
+    int64_t waited = 0;
+    int st;
+
+    if (uv_exepath(exe, &n) != 0) {
+        snprintf(eb, ebn, "cannot find the gcdp executable");
+        return CORE_EIO;
+    }
+    unlink(c->o.bootstrap_file);
+    c->broker_pid = fork();
+    if (c->broker_pid < 0) {
+        snprintf(eb, ebn, "fork: %s", strerror(errno));
+        return CORE_EIO;
+    }
+    if (c->broker_pid == 0) {
+        setpgid(0, 0);                   /* terminal Ctrl-C goes to us, not the broker */
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* ... and it dies with us */
+        execl(exe, exe, "broker", "--bootstrap-file", c->o.bootstrap_file, "--log-level",
+              "warn", (char *)NULL);
+        _exit(127);
+    }
+    while (!(text = (access(c->o.bootstrap_file, R_OK) == 0) ? (char *)"" : NULL)) {
+        if (waitpid(c->broker_pid, &st, WNOHANG) == c->broker_pid) {
+            c->broker_pid = 0;
+            snprintf(eb, ebn, "the embedded broker exited at start");
+            return CORE_EIO;
+        }
+        if (waited >= BROKER_START_MS) {
+            snprintf(eb, ebn, "the embedded broker did not start within %d ms",
+                     BROKER_START_MS);
+            return CORE_EIO;
+        }
+        usleep(20000);
+        waited += 20;
+    }
+    return CORE_OK;
+}
+
+static void broker_stop(struct run_ctx *c)
+{
+    int st;
+    if (c->broker_pid <= 0)
+        return;
+    kill(c->broker_pid, SIGTERM);
+    for (int i = 0; i < 500; i++) {
+        if (waitpid(c->broker_pid, &st, WNOHANG) == c->broker_pid) {
+            c->broker_pid = 0;
+            return;
+        }
+        usleep(20000);
+    }
+    kill(c->broker_pid, SIGKILL);
+    waitpid(c->broker_pid, &st, 0);
+    c->broker_pid = 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Progress and shutdown */
+
+static void progress_line(struct run_ctx *c, bool final)
+{
+    struct ing_service_stats st = {0};
+    double el = (double)(uv_now(&c->loop) - c->t0) / 1000.0;
+    uint64_t sent = atomic_load(&c->sim.acked);
+
+    if (c->ingest)
+        ing_service_stats(c->ingest, &st);
+    if (final)
+        return;
+    fprintf(stderr, "%s[%6.1fs] sim sent %llu | readings in %llu (%.0f/s) | windows out %llu "
+                    "| rejected %llu | lag %lld | gaps %llu%s",
+            c->tty ? "\r" : "", el, (unsigned long long)sent, (unsigned long long)st.consumed,
+            el > 0 ? (double)st.consumed / el : 0.0, (unsigned long long)st.windows_out,
+            (unsigned long long)st.rejected, (long long)st.lag,
+            (unsigned long long)st.offset_gaps, c->tty ? "   " : "\n");
+    fflush(stderr);
+}
+
+static void on_progress(uv_timer_t *t)
+{
+    progress_line(t->data, false);
+}
+
+static void close_all(struct run_ctx *c)
+{
+    uv_close((uv_handle_t *)&c->sigint, NULL);
+    uv_close((uv_handle_t *)&c->sigterm, NULL);
+    uv_close((uv_handle_t *)&c->progress, NULL);
+    uv_close((uv_handle_t *)&c->duration, NULL);
+    uv_close((uv_handle_t *)&c->poll, NULL);
+}
+
+/* Every 50 ms: advance the stage-by-stage shutdown; notice a stage that died. */
+static void on_poll(uv_timer_t *t)
+{
+    struct run_ctx *c = t->data;
+
+    if (!c->stopping) {
+        if (c->ingest_done) { /* unexpected: begin the shutdown of the rest */
+            c->stopping = true;
+            c->stopping_stage = 0;
+            stages[0].stop(c);
+        }
+        return;
+    }
+    while (c->stopping_stage < NSTAGES && stages[c->stopping_stage].done(c)) {
+        if (++c->stopping_stage < NSTAGES) {
+            CORE_INFO("stopping %s", stages[c->stopping_stage].name);
+            stages[c->stopping_stage].stop(c);
+        }
+    }
+    if (c->stopping_stage == NSTAGES)
+        close_all(c);
+}
+
+static void begin_shutdown(struct run_ctx *c, const char *why)
+{
+    if (c->stopping)
+        return;
+    CORE_INFO("shutting down (%s): stopping %s", why, stages[0].name);
+    if (c->tty)
+        fputc('\n', stderr);
+    c->stopping = true;
+    c->stopping_stage = 0;
+    stages[0].stop(c);
+}
+
+static void on_duration(uv_timer_t *t)
+{
+    begin_shutdown(t->data, "duration reached");
+}
+
+static void on_signal(uv_signal_t *h, int sig)
+{
+    struct run_ctx *c = h->data;
+    if (++c->signals > 1) {
+        CORE_WARN("second signal %d: stopping every stage now", sig);
+        for (size_t i = 0; i < NSTAGES; i++)
+            stages[i].stop(c);
+        return;
+    }
+    begin_shutdown(c, sig == SIGINT ? "SIGINT" : "SIGTERM");
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* CLI */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: gcdp run [options]\n\n"
+            "Run the pipeline in one command: the embedded in-memory broker (a `gcdp broker`\n"
+            "child process; skipped when broker.bootstrap is set), the sensor simulator\n"
+            "feeding topics.raw, and the ingest stage writing topics.windows and\n"
+            "topics.rejected. A progress line (readings in / windows out / rejected, rate)\n"
+            "goes to stderr every second and a JSON summary to stdout at the end.\n\n"
+            "options:\n"
+            "  --duration S        stop after S seconds (default 0 = until Ctrl-C/SIGTERM)\n"
+            "  --devices N         simulated devices (default 100)\n"
+            "  --rate R            simulated readings per second, all devices (default 2000)\n"
+            "  --seed S            simulator seed (default 1)\n"
+            "  --no-simulator      do not start the simulator (feed topics.raw yourself,\n"
+            "                      e.g. `gcdp replay`)\n"
+            "  --bootstrap-file F  where the embedded broker writes its address\n"
+            "                      (default run/kafka.bootstrap; other commands can join with\n"
+            "                      --set broker.bootstrap=@F while it runs)\n"
+            "  --help              this text\n\n"
+            "metrics: --set metrics.port=P serves /metrics and /healthz for the ingest stage.\n"
+            "Ctrl-C (or SIGTERM) stops gracefully: the simulator flushes, ingest drains and\n"
+            "commits, the broker stops last; a second Ctrl-C skips the waiting.\n"
+            "Exit status: 0 ok, 1 a stage failed or an offset gap was detected, 2 usage.\n\n%s",
+            app_common_help);
+}
+
+static int parse_opts(int argc, char **argv, struct run_opts *o)
+{
+    static const struct option longopts[] = {
+        {"duration", required_argument, NULL, 'd'}, {"devices", required_argument, NULL, 'n'},
+        {"rate", required_argument, NULL, 'r'},     {"seed", required_argument, NULL, 's'},
+        {"no-simulator", no_argument, NULL, 'N'},
+        {"bootstrap-file", required_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+    };
+    int ch;
+    char *end;
+
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        errno = 0;
+        switch (ch) {
+        case 'd':
+            o->duration_s = strtod(optarg, &end);
+            if (errno || *end || !(o->duration_s >= 0 && o->duration_s <= 1e7))
+                goto bad;
+            break;
+        case 'n':
+            o->devices = (size_t)strtoul(optarg, &end, 10);
+            if (errno || *end || o->devices < 1 || o->devices > SIM_MAX_DEVICES)
+                goto bad;
+            break;
+        case 'r':
+            o->rate = strtod(optarg, &end);
+            if (errno || *end || !(o->rate > 0 && o->rate <= 1e7))
+                goto bad;
+            break;
+        case 's':
+            o->seed = strtoull(optarg, &end, 10);
+            if (errno || *end)
+                goto bad;
+            break;
+        case 'N':
+            o->no_sim = true;
+            break;
+        case 'f':
+            o->bootstrap_file = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return APP_EXIT_OK;
+        default:
+            usage(stderr);
+            return APP_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "gcdp run: unexpected argument '%s'\n", argv[optind]);
+        return APP_EXIT_USAGE;
+    }
+    return -1;
+bad:
+    fprintf(stderr, "gcdp run: invalid value '%s' (see gcdp run --help)\n", optarg);
+    return APP_EXIT_USAGE;
+}
+
+static void print_summary(struct run_ctx *c)
+{
+    struct ing_service_stats st = {0};
+    double el = (double)(uv_now(&c->loop) - c->t0) / 1000.0;
+
+    if (c->ingest)
+        ing_service_stats(c->ingest, &st);
+    fprintf(stderr,
+            "gcdp run: %.1f s; simulator sent %llu (acked %llu, failed %llu); ingest consumed "
+            "%llu = accepted %llu + rejected %llu; windows out %llu; dead letters out %llu; "
+            "offset gaps %llu (lost %llu)\n",
+            el, (unsigned long long)atomic_load(&c->sim.sent),
+            (unsigned long long)atomic_load(&c->sim.acked),
+            (unsigned long long)atomic_load(&c->sim.failed), (unsigned long long)st.consumed,
+            (unsigned long long)st.accepted, (unsigned long long)st.rejected,
+            (unsigned long long)st.windows_out, (unsigned long long)st.rejected_out,
+            (unsigned long long)st.offset_gaps, (unsigned long long)st.offsets_lost);
+    printf("{\"seconds\":%.3f,\"sim_sent\":%llu,\"sim_acked\":%llu,\"sim_failed\":%llu,"
+           "\"consumed\":%llu,\"accepted\":%llu,\"rejected\":%llu,\"windows_out\":%llu,"
+           "\"dead_letters_out\":%llu,\"offset_gaps\":%llu,\"offsets_lost\":%llu,"
+           "\"ingest_status\":\"%s\"}\n",
+           el, (unsigned long long)atomic_load(&c->sim.sent),
+           (unsigned long long)atomic_load(&c->sim.acked),
+           (unsigned long long)atomic_load(&c->sim.failed), (unsigned long long)st.consumed,
+           (unsigned long long)st.accepted, (unsigned long long)st.rejected,
+           (unsigned long long)st.windows_out, (unsigned long long)st.rejected_out,
+           (unsigned long long)st.offset_gaps, (unsigned long long)st.offsets_lost,
+           core_errname(c->ingest_status));
+    fflush(stdout);
+    if (st.offset_gaps > 0 || c->ingest_status != CORE_OK ||
+        (c->sim_started && c->sim_status != CORE_OK))
+        c->exit_code = APP_EXIT_FAILURE;
+    if (c->sim_started && c->sim_status != CORE_OK)
+        fprintf(stderr, "gcdp run: simulator: %s\n", c->sim_err);
+}
+
+static core_err start_everything(struct run_ctx *c, char *eb, size_t ebn)
+{
+    char set[4200];
+    int port = (int)core_config_int(c->cfg, "metrics.port");
+    core_err rc;
+
+    if (!core_config_is_set(c->cfg, "broker.bootstrap")) {
+        rc = broker_spawn(c, eb, ebn);
+        if (rc != CORE_OK)
+            return rc;
+        snprintf(set, sizeof(set), "\"@%s\"", c->o.bootstrap_file);
+        rc = core_config_set(c->cfg, "broker.bootstrap", set, "flag", eb, ebn);
+        if (rc != CORE_OK)
+            return rc;
+        fprintf(stderr, "gcdp run: embedded broker (in-memory, dev/test only) at @%s\n",
+                c->o.bootstrap_file);
+    }
+    if (port > 0) {
+        rc = core_metrics_serve(c->metrics, core_config_str(c->cfg, "metrics.bind"), port, NULL);
+        if (rc != CORE_OK) {
+            snprintf(eb, ebn, "cannot serve metrics on port %d", port);
+            return rc;
+        }
+    }
+    /* Start downstream first so nothing the simulator sends waits on a missing consumer. */
+    for (size_t i = NSTAGES; i-- > 0;) {
+        rc = stages[i].start(c, eb, ebn);
+        if (rc != CORE_OK)
+            return rc;
+    }
+    return CORE_OK;
+}
 
 int cmd_run(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "gcdp %s: not built yet\n", argv[0]);
-    return APP_EXIT_FAILURE;
+    struct run_ctx *c = calloc(1, sizeof(*c));
+    char eb[1024] = "";
+    int ret;
+
+    if (!c)
+        return APP_EXIT_FAILURE;
+    c->o = (struct run_opts){0, "run/kafka.bootstrap", 100, 2000, 1, false};
+    c->exit_code = APP_EXIT_OK;
+    c->sim_status = CORE_OK;
+    sim_progress_init(&c->sim);
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            free(c);
+            return APP_EXIT_OK;
+        }
+    if (app_config_load(&argc, argv, &c->cfg) != CORE_OK) {
+        free(c);
+        return APP_EXIT_USAGE;
+    }
+    core_log_set_component("run");
+    if ((ret = parse_opts(argc, argv, &c->o)) >= 0) {
+        core_config_free(c->cfg);
+        free(c);
+        return ret;
+    }
+    c->tty = isatty(2);
+    c->metrics = core_metrics_new();
+    uv_loop_init(&c->loop);
+    c->t0 = uv_now(&c->loop);
+    uv_signal_init(&c->loop, &c->sigint);
+    uv_signal_init(&c->loop, &c->sigterm);
+    uv_timer_init(&c->loop, &c->progress);
+    uv_timer_init(&c->loop, &c->duration);
+    uv_timer_init(&c->loop, &c->poll);
+    c->sigint.data = c->sigterm.data = c->progress.data = c->duration.data = c->poll.data = c;
+    uv_signal_start(&c->sigint, on_signal, SIGINT);
+    uv_signal_start(&c->sigterm, on_signal, SIGTERM);
+    if (start_everything(c, eb, sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp run: %s\n", eb);
+        c->exit_code = APP_EXIT_FAILURE;
+        begin_shutdown(c, "start failed");
+    }
+    uv_timer_start(&c->progress, on_progress, 1000, 1000);
+    uv_timer_start(&c->poll, on_poll, 50, 50);
+    if (c->o.duration_s > 0)
+        uv_timer_start(&c->duration, on_duration, (uint64_t)(c->o.duration_s * 1000), 0);
+    uv_run(&c->loop, UV_RUN_DEFAULT);
+    if (c->sim_started)
+        uv_thread_join(&c->sim_thread);
+    print_summary(c);
+    ing_service_free(c->ingest);
+    uv_run(&c->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&c->loop);
+    broker_stop(c);
+    ret = c->exit_code;
+    core_metrics_free(c->metrics);
+    core_config_free(c->cfg);
+    free(c);
+    return ret;
 }

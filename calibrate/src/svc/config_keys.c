@@ -1,6 +1,169 @@
-/* config_keys.c - the calibrate stage's configuration keys (see cal/config.h). */
+/* config_keys.c - the calibrate stage's configuration keys (see cal/config.h).
+ * Defaults are the paper's Table 5 constants. */
 #include "cal/config.h"
 
+#include <math.h>
+#include <stdio.h>
+
+#define K_INT(name, def, lo, hi, help)  {name, CORE_CFG_INT, def, lo, hi, NULL, help, NULL}
+#define K_DBL(name, def, lo, hi, help)  {name, CORE_CFG_DOUBLE, def, lo, hi, NULL, help, NULL}
+#define K_STR(name, def, help)          {name, CORE_CFG_STRING, def, 1, 0, NULL, help, NULL}
+#define K_ENUM(name, def, choices, help) {name, CORE_CFG_ENUM, def, 1, 0, choices, help, NULL}
+#define K_JSON(name, def, help, check)  {name, CORE_CFG_JSON, def, 1, 0, NULL, help, check}
+
+/* [lo, hi] with finite lo < hi. */
+static core_err check_pair(const json_t *v, char *eb, size_t ebn)
+{
+    if (!json_is_array(v) || json_array_size(v) != 2 || !json_is_number(json_array_get(v, 0)) ||
+        !json_is_number(json_array_get(v, 1)) ||
+        !(json_number_value(json_array_get(v, 0)) < json_number_value(json_array_get(v, 1))) ||
+        !isfinite(json_number_value(json_array_get(v, 1))) ||
+        !isfinite(json_number_value(json_array_get(v, 0)))) {
+        snprintf(eb, ebn, "expected [lo, hi] with finite lo < hi");
+        return CORE_ECONFIG;
+    }
+    return CORE_OK;
+}
+
+static core_err check_norm(const json_t *v, char *eb, size_t ebn)
+{
+    const char *k;
+    json_t *p;
+    if (json_is_null(v))
+        return CORE_OK;
+    if (!json_is_object(v)) {
+        snprintf(eb, ebn, "expected an object {node: [lo, hi]}");
+        return CORE_ECONFIG;
+    }
+    json_object_foreach((json_t *)v, k, p) {
+        if (check_pair(p, eb, ebn) != CORE_OK) {
+            snprintf(eb, ebn, "node \"%s\": expected [lo, hi] with finite lo < hi", k);
+            return CORE_ECONFIG;
+        }
+    }
+    return CORE_OK;
+}
+
+static core_err check_grid(const json_t *v, char *eb, size_t ebn)
+{
+    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > 64) {
+        snprintf(eb, ebn, "expected a non-empty array of at most 64 thresholds in [0,1]");
+        return CORE_ECONFIG;
+    }
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        const json_t *x = json_array_get(v, i);
+        if (!json_is_number(x) || !(json_number_value(x) >= 0.0 && json_number_value(x) <= 1.0)) {
+            snprintf(eb, ebn, "entry %zu: not a number in [0,1]", i);
+            return CORE_ECONFIG;
+        }
+    }
+    return CORE_OK;
+}
+
+static core_err check_weights(const json_t *v, char *eb, size_t ebn)
+{
+    const char *k;
+    json_t *x;
+    size_t i;
+    if (json_is_null(v))
+        return CORE_OK;
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, x) {
+            if (!json_is_number(x) || !(json_number_value(x) >= 0.0) ||
+                !isfinite(json_number_value(x))) {
+                snprintf(eb, ebn, "entry %zu: not a finite number >= 0", i);
+                return CORE_ECONFIG;
+            }
+        }
+        return CORE_OK;
+    }
+    if (json_is_object(v)) {
+        json_object_foreach((json_t *)v, k, x) {
+            if (!json_is_number(x) || !(json_number_value(x) >= 0.0) ||
+                !isfinite(json_number_value(x))) {
+                snprintf(eb, ebn, "coordinate \"%s\": not a finite number >= 0", k);
+                return CORE_ECONFIG;
+            }
+        }
+        return CORE_OK;
+    }
+    snprintf(eb, ebn, "expected null, an array of d weights or {coordinate: weight}");
+    return CORE_ECONFIG;
+}
+
+static core_err check_coords(const json_t *v, char *eb, size_t ebn)
+{
+    size_t i;
+    json_t *c;
+    if (json_is_null(v))
+        return CORE_OK;
+    if (!json_is_array(v) || json_array_size(v) == 0) {
+        snprintf(eb, ebn, "expected null or a non-empty array of {name, nodes, coef?}");
+        return CORE_ECONFIG;
+    }
+    json_array_foreach(v, i, c) {
+        const json_t *nodes = json_object_get(c, "nodes"), *coef = json_object_get(c, "coef");
+        if (!json_is_object(c) || !json_is_string(json_object_get(c, "name")) ||
+            !json_is_array(nodes) || json_array_size(nodes) == 0 ||
+            (coef && (!json_is_array(coef) || json_array_size(coef) != json_array_size(nodes)))) {
+            snprintf(eb, ebn,
+                     "entry %zu: expected {\"name\": s, \"nodes\": [node names], \"coef\": "
+                     "[numbers, same length] (optional)}",
+                     i);
+            return CORE_ECONFIG;
+        }
+    }
+    return CORE_OK;
+}
+
 const struct core_cfg_key cal_config_keys[] = {
+    K_ENUM("calibrate.mode", "\"public\"", "public|private",
+           "public: eps_cal = 0 from public data; private: Sec. 4.2 with eps_cal parts"),
+    K_ENUM("calibrate.input.format", "\"csv\"", "csv|occupancy",
+           "calibration file format (csv: header of node names)"),
+    K_STR("calibrate.input.label_column", "\"label\"",
+          "csv: label column for the classify task (absent from the header: no labels)"),
+    K_INT("calibrate.input.max_rows", "1000000", 2, 4000000, "cap on calibration rows"),
+    K_JSON("calibrate.norm", "null",
+           "fixed public normalization bounds {node: [lo, hi]} (never learned from data)",
+           check_norm),
+    K_JSON("calibrate.norm_default", "[0, 1]",
+           "bounds for nodes not in calibrate.norm (occupancy: built-in physical ranges)",
+           check_pair),
+    K_INT("calibrate.L", "3", 0, 64, "max lag L of Algorithm 1"),
+    K_DBL("calibrate.lambda", "0.6", 0, 1, "synchronous weight lambda"),
+    K_DBL("calibrate.tau", "0.2", 0, 1, "graph threshold tau (tau_select = fixed)"),
+    K_ENUM("calibrate.tau_select", "\"fixed\"", "fixed|grid",
+           "fixed: calibrate.tau; grid: validation utility over tau_grid (private: exp. mech.)"),
+    K_JSON("calibrate.tau_grid", "[0.10, 0.15, 0.20, 0.25, 0.30]", "threshold grid (Table 5)",
+           check_grid),
+    K_INT("calibrate.K", "5", 1, 4096, "degree cap K"),
+    K_DBL("calibrate.alpha", "0.7", 0, 1, "exposure smoothing alpha"),
+    K_DBL("calibrate.gamma", "1.2", 0, 1e6, "empirical expansion gamma (Sec. 4.3)"),
+    K_DBL("calibrate.tau_c", "0.85", 0, 1, "compression threshold tau_c"),
+    K_DBL("calibrate.kappa", "1", 1, 1e6, "inflation kappa >= 1"),
+    K_DBL("calibrate.g_max", "1", 1e-12, 1e12, "empirical-score cap g_max"),
+    K_DBL("calibrate.mask_value", "0.5", 0, 1,
+          "fixed mask value (normalized units) for leave-one-node masking"),
+    K_JSON("calibrate.coords", "null",
+           "released coordinates [{name, nodes: [node names], coef?}]; null: one per node",
+           check_coords),
+    K_ENUM("calibrate.task", "\"aggregate\"", "aggregate|classify", "utility task for mu"),
+    K_JSON("calibrate.task_weights", "null",
+           "aggregate task: public weights (array of d or {coord: w}); null: all 1",
+           check_weights),
+    K_DBL("calibrate.classify.train_frac", "0.7", 0.1, 0.95,
+          "classify: leading fraction of rows that trains; the rest validates"),
+    K_DBL("calibrate.eps_G", "0", 0, 1024, "private: budget for the score vector S"),
+    K_DBL("calibrate.eps_tau", "0", 0, 1024, "private: budget for selecting tau (grid)"),
+    K_DBL("calibrate.eps_mu", "0", 0, 1024, "private: budget for mu (classify task)"),
+    K_DBL("calibrate.eps_xi", "0", 0, 1024, "private: budget for xi_hat"),
+    K_ENUM("calibrate.private.sensitivity", "\"universal\"", "universal|expansion",
+           "Delta_1 S: universal P = M(M-1)/2, or pairs touching the expansion set"),
+    K_INT("calibrate.private.expansion_nodes", "1", 1, 4096,
+          "|A|: max nodes one protected occurrence's expansion set touches (policy G0)"),
+    K_INT("calibrate.version", "0", 0, 9007199254740991.0,
+          "theta version; 0: milliseconds since the epoch at calibration"),
+    K_INT("calibrate.threads", "0", 0, 256, "OpenBLAS threads; 0: library default"),
     {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},
 };

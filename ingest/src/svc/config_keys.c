@@ -1,6 +1,90 @@
-/* config_keys.c - the ingest stage's configuration keys (see ing/config.h). */
+/* config_keys.c - the ingest stage's configuration keys (see ing/config.h, docs/ingest.md).
+ * Cross-key rules (hop <= size, multiples of the period, split on the grid, nodes among
+ * channels) are checked by ing_params_from_config(), which every ingest command calls. */
 #include "ing/config.h"
 
+#include <stdio.h>
+
+#include "ing/engine.h"
+#include "ing_int.h"
+
+static core_err check_channels(const json_t *v, char *eb, size_t ebn)
+{
+    struct ing_params p;
+    ing_params_default(&p);
+    return ing_params_set_channels(&p, v, eb, ebn);
+}
+
+static core_err check_features(const json_t *v, char *eb, size_t ebn)
+{
+    struct ing_params p;
+    ing_params_default(&p);
+    return ing__params_set_features(&p, v, eb, ebn);
+}
+
+/* Only the shape here: which names are channels depends on ingest.channels, checked
+ * together in ing_params_from_config(). */
+static core_err check_nodes(const json_t *v, char *eb, size_t ebn)
+{
+    size_t i;
+    const json_t *e;
+
+    if (!json_is_array(v) || json_array_size(v) > ING_MAX_CHANNELS)
+        goto bad;
+    json_array_foreach(v, i, e) {
+        if (!json_is_string(e))
+            goto bad;
+    }
+    return CORE_OK;
+bad:
+    snprintf(eb, ebn, "config key 'ingest.nodes': expected an array of at most %d channel "
+             "names", ING_MAX_CHANNELS);
+    return CORE_ECONFIG;
+}
+
+#define DAY_MS 86400000.0
+#define K_INT(name, def, lo, hi, help) {name, CORE_CFG_INT, def, lo, hi, NULL, help, NULL}
+
 const struct core_cfg_key ing_config_keys[] = {
+    K_INT("ingest.window.size_ms", "900000", 1, 7 * DAY_MS,
+          "window length, ms (multiple of ingest.period_ms)"),
+    K_INT("ingest.window.hop_ms", "0", 0, 7 * DAY_MS,
+          "hop between window starts, ms; 0 = tumbling (hop = size)"),
+    K_INT("ingest.window.origin_ms", "0", -9007199254740992.0, 9007199254740992.0,
+          "epoch ms the window grid and the sampling grid are aligned to"),
+    K_INT("ingest.split_at_ms", NULL, 0, 253402300800000.0,
+          "optional epoch ms no window may cross (must be on the window grid); unset: none"),
+    K_INT("ingest.period_ms", "60000", 1, DAY_MS,
+          "expected sampling period, ms; ts is snapped to the nearest grid point"),
+    K_INT("ingest.lateness_ms", "120000", 0, 7 * DAY_MS,
+          "allowed event-time lateness: watermark = max slot time - lateness"),
+    K_INT("ingest.idle_timeout_ms", "60000", 0, 7 * DAY_MS,
+          "close a device's windows after this much processing time without readings; 0: never"),
+    K_INT("ingest.ts_min_ms", "946684800000", 0, 253402300800000.0,
+          "earliest accepted ts (inclusive), epoch ms"),
+    K_INT("ingest.ts_max_ms", "4102444800000", 0, 253402300800000.0,
+          "latest accepted ts (exclusive), epoch ms"),
+    K_INT("ingest.max_interp_gap", "2", 0, ING_MAX_SLOTS,
+          "longest run of missing samples filled by linear interpolation; longer: excluded"),
+    {"ingest.min_coverage", CORE_CFG_DOUBLE, "0.5", 0, 1, NULL,
+     "minimum fraction of a window's sampling slots holding a real sample, per node", NULL},
+    K_INT("ingest.max_message_bytes", "65536", 64, ING_MAX_MESSAGE_BYTES,
+          "larger raw messages are dead-lettered as oversize"),
+    K_INT("ingest.max_devices", "100000", 1, ING_MAX_DEVICES_CAP,
+          "device entries held; readings of further devices are dead-lettered"),
+    K_INT("ingest.max_buffer_per_device", "4096", 1, ING_MAX_BUFFER_CAP,
+          "readings buffered per device (open windows + lateness)"),
+    {"ingest.key_policy", CORE_CFG_ENUM, "\"require\"", 1, 0, "require|match|ignore",
+     "message key vs device: require equal, match when present, or ignore", NULL},
+    {"ingest.features", CORE_CFG_JSON, "[\"mean\"]", 1, 0, NULL,
+     "window features per node, from mean|count|min|max|std", check_features},
+    {"ingest.emit_excluded", CORE_CFG_BOOL, "true", 1, 0, NULL,
+     "also emit excluded windows ({\"excluded\": true, reason}) on the windows topic", NULL},
+    {"ingest.channels", CORE_CFG_JSON, ing_default_channels_json, 1, 0, NULL,
+     "{channel: {\"domain\":[min,max], \"clip\":[L,U]}}: physical domain and public clip",
+     check_channels},
+    {"ingest.nodes", CORE_CFG_JSON, "[]", 1, 0, NULL,
+     "channels that form window nodes (required); []: every channel present in the window",
+     check_nodes},
     {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},
 };

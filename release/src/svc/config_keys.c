@@ -1,6 +1,73 @@
 /* config_keys.c - the release stage's configuration keys (see rel/config.h). */
 #include "rel/config.h"
 
+#include <stdio.h>
+#include <string.h>
+
+#include "rel/mech.h"
+
+#define K_DBL(name, def, lo, hi, help) {name, CORE_CFG_DOUBLE, def, lo, hi, NULL, help, NULL}
+#define K_INT(name, def, lo, hi, help) {name, CORE_CFG_INT, def, lo, hi, NULL, help, NULL}
+
+/* release.policy.edges: [[chanA, chanB], ...] with non-empty channel names. Whether the
+ * names exist is checked against θ when a plan is built. */
+static core_err check_edges(const json_t *v, char *eb, size_t ebn)
+{
+    size_t i;
+    json_t *e;
+
+    if (!json_is_array(v)) {
+        snprintf(eb, ebn, "must be an array of [channel, channel] pairs");
+        return CORE_ECONFIG;
+    }
+    if (json_array_size(v) > 65536) {
+        snprintf(eb, ebn, "more than 65536 edges");
+        return CORE_ECONFIG;
+    }
+    json_array_foreach(v, i, e) {
+        if (!json_is_array(e) || json_array_size(e) != 2 ||
+            !json_is_string(json_array_get(e, 0)) || !json_is_string(json_array_get(e, 1)) ||
+            json_string_length(json_array_get(e, 0)) == 0 ||
+            json_string_length(json_array_get(e, 1)) == 0) {
+            snprintf(eb, ebn, "edge %zu is not a pair of non-empty channel names", i);
+            return CORE_ECONFIG;
+        }
+    }
+    return CORE_OK;
+}
+
 const struct core_cfg_key rel_config_keys[] = {
+    {"release.mechanism", CORE_CFG_ENUM, "\"gcdp\"", 1, 0, REL_MECH_CHOICES,
+     "release mechanism (paper Table 4) or Table 11 ablation", NULL},
+    K_DBL("release.eps_rel", "1.0", 0x1p-40, 1024.0, "release budget eps_rel per window"),
+    K_DBL("release.delta", "1e-6", 1e-300, 0.5, "gauss only: delta of (eps_rel, delta)-DP"),
+    K_DBL("release.beta_r", "1.0", 0.0, 64.0, "Algorithm 3 exposure exponent (Table 5: 1)"),
+    K_DBL("release.beta_g", "1.0", 0.0, 64.0, "Algorithm 3 scale exponent (Table 5: 1)"),
+    K_DBL("release.beta_u", "0.7", 0.0, 64.0, "Algorithm 3 utility exponent (Table 5: 0.7)"),
+    K_DBL("release.eta", "1e-8", 1e-300, 1.0, "Algorithm 3 stabilizer eta (Table 5: 1e-8)"),
+    K_DBL("release.eps_min", "0", 0.0, 1024.0,
+          "per-coordinate floor; 0: eps_rel/(100 d'); refused unless < eps_rel/d'"),
+    {"release.policy.edges", CORE_CFG_JSON, "[]", 1, 0, NULL,
+     "policy graph G0: [[chanA, chanB], ...] channel pairs whose occurrences are protected "
+     "together (fixed before data is seen)",
+     check_edges},
+    K_INT("release.policy.hops", "1", 0, 64, "G0 neighbourhood radius of an expansion set"),
+    K_INT("release.policy.time_radius", "0", 0, 10000,
+          "expansion set spans samples t-h..t+h (h, in sampling periods)"),
+    K_INT("release.query.min_samples", "10", 2, 1 << 30,
+          "n_min: windows with fewer real samples of a released node are refused"),
+    K_INT("release.query.max_samples", "10000", 2, 1 << 30,
+          "n_max: range of a .sum node; windows with more samples are refused"),
+    K_INT("release.query.interp_gap", "-1", -1, 10000,
+          "G >= ingest.max_interp_gap (one reading moves <= 1+2G points); -1: use ingest's"),
+    K_INT("release.period_ms", "0", 0, 86400000,
+          "sampling period in ms for the time radius; 0: use ingest.period_ms"),
+    {"release.ledger.path", CORE_CFG_STRING, "\"gcdp-ledger.jsonl\"", 1, 0, NULL,
+     "write-ahead privacy ledger file (append-only JSONL, fsync'd)", NULL},
+    K_INT("release.ledger.slot_ms", "60000", 1, 86400000,
+          "privacy-unit time grain: units are <device>|<floor(t/slot_ms)>"),
+    K_DBL("release.ledger.cap_eps", "10", 0.0, 1e6, "lifetime epsilon cap per unit"),
+    K_DBL("release.ledger.cap_delta", "1e-5", 0.0, 1.0, "lifetime delta cap per unit (gauss)"),
+    K_INT("release.ledger.batch", "256", 1, 65536, "releases per fsync (group commit)"),
     {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},
 };

@@ -1,0 +1,136 @@
+/* core/dp_ledger.h - write-ahead privacy ledger: lifetime caps per privacy unit, charge
+ * before noise, durable output before publication, byte-identical replay (NOISE.md §4.9
+ * option A, §4.10; DESIGN §5 release, §7.1).
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * File: append-only JSON lines, one per committed release:
+ *   {"v":1,"id":...,"mech":...,"units":[...],"eps":..,"rho":..,"delta":..,
+ *    "params":{...},"out":"<base64 of the output bytes>"}
+ * (first line {"gcdp_ledger":1}). Doubles are printed with 17 significant digits, so a
+ * rescan rebuilds the same upward-rounded totals.
+ *
+ * Protocol for one release (the caller is the release/calibrate/learner stage):
+ *   1. core_dp_ledger_lookup(id)      -> CORE_OK: republish the stored bytes, stop.
+ *   2. core_dp_ledger_charge(id, ...) -> CORE_EBUDGET: refuse the work (nothing drawn).
+ *   3. draw noise, encode the output bytes;  on failure core_dp_ledger_cancel(id).
+ *   4. core_dp_ledger_commit_output(id, bytes) -> on CORE_OK the row is on disk (fsync'd);
+ *      only now may the caller publish the bytes.
+ * Many releases may share one fsync with core_dp_ledger_commit_batch (group commit): nothing
+ * of the batch may be published before it returns CORE_OK.
+ *
+ * Composition: a charge is added to EVERY unit listed (sequential composition per unit).
+ * Overlapping windows / repeated releases / recalibrations name the same unit and add up;
+ * disjoint windows name different units and do not add (parallel composition). A calibrate
+ * + release invocation charges eps_cal and eps_rel as two charges (or one with the sum).
+ * The cap is per unit; a charge that would take ANY listed unit above the cap in ANY field
+ * (eps, rho, delta; compared on upward-rounded totals, NaN fails closed) is refused whole.
+ *
+ * Crash safety: a row is written with one write(2) and fsync'd (the directory is fsync'd
+ * when the file is created/opened) before commit returns. On reopen, totals are rebuilt by
+ * scanning; a torn LAST line (no newline / unparseable) belongs to a commit that never
+ * returned, so its output was never published; it is cut off (and counted in
+ * stats.torn_dropped). A bad line that is not the last one fails the open (CORE_EPARSE):
+ * the operator must inspect the file. Totals therefore never undercount a published output.
+ *
+ * Thread-safety: one ledger object per file, used by one thread at a time (no internal
+ * lock). The file is locked with flock(LOCK_EX) so a second process gets CORE_EAGAIN.
+ */
+#ifndef CORE_DP_LEDGER_H
+#define CORE_DP_LEDGER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/dp_acct.h"
+#include "core/err.h"
+
+/* Input caps (STYLE P8). */
+#define CORE_DP_LEDGER_MAX_ID      256           /* bytes in a release id or unit name */
+#define CORE_DP_LEDGER_MAX_MECH    32            /* bytes in a mechanism name */
+#define CORE_DP_LEDGER_MAX_UNITS   4096          /* units per charge */
+#define CORE_DP_LEDGER_MAX_PARAMS  4096          /* bytes of params JSON per charge */
+#define CORE_DP_LEDGER_MAX_OUTPUT  (1u << 24)    /* output bytes per release (16 MiB) */
+#define CORE_DP_LEDGER_MAX_LINE    (1u << 26)    /* bytes per ledger line on reopen */
+#define CORE_DP_LEDGER_DEF_MAX_TRACKED (1u << 22) /* default cap on distinct ids + units */
+
+struct core_dp_ledger;
+
+struct core_dp_ledger_opts {
+    const char *path;       /* ledger file, borrowed; created (0600) if absent */
+    struct core_dp_cost cap; /* lifetime cap per unit; each field finite and >= 0
+                              * (0 forbids that kind of charge) */
+    size_t max_tracked;     /* cap on distinct release ids + units (0 -> default) */
+};
+
+struct core_dp_ledger_stats {
+    uint64_t releases;      /* committed rows (after reopen: rows scanned + new) */
+    uint64_t units;         /* distinct units with a charge */
+    uint64_t pending;       /* charged, not yet committed or cancelled */
+    uint64_t fsyncs;        /* fsync calls made by this object */
+    uint64_t torn_dropped;  /* torn last lines cut off at open */
+};
+
+/* Open or create the ledger and rebuild the totals by scanning it.
+ *   opts    borrowed; out: new object, caller frees with core_dp_ledger_free().
+ *   errbuf  optional reason (line number, key name; never output bytes).
+ * Returns CORE_OK, CORE_EINVAL (opts), CORE_EIO, CORE_EAGAIN (locked by another process),
+ * CORE_EPARSE (corrupt line before the last), CORE_ETOOBIG (more than max_tracked). */
+CORE_MUST_CHECK core_err core_dp_ledger_open(const struct core_dp_ledger_opts *opts,
+                                             struct core_dp_ledger **out, char *errbuf,
+                                             size_t errbuf_size);
+
+/* Close (pending charges are dropped: their outputs were never published). NULL is a no-op. */
+void core_dp_ledger_free(struct core_dp_ledger *l);
+
+/* Reserve cost for release_id against every unit (in memory; no I/O). Must precede any
+ * noise drawn for the release.
+ *   release_id, mech  borrowed NUL-terminated strings (1..MAX_ID / 1..MAX_MECH bytes).
+ *   units             borrowed array of n_units (1..MAX_UNITS) unit names; duplicates are
+ *                     charged once.
+ *   cost              borrowed; fields finite, >= 0.
+ *   params_json       optional (NULL): public parameters as a JSON object text, stored in
+ *                     the row for audit (never protected values).
+ * Returns CORE_OK (reserved), CORE_EBUDGET (a unit would exceed the cap; nothing reserved),
+ * CORE_EEXIST (id already committed: look it up and republish), CORE_ESTATE (id already
+ * pending), CORE_EINVAL, CORE_ETOOBIG. */
+CORE_MUST_CHECK core_err core_dp_ledger_charge(struct core_dp_ledger *l, const char *release_id,
+                                               const char *mech, const char *const *units,
+                                               size_t n_units, const struct core_dp_cost *cost,
+                                               const char *params_json);
+
+/* Drop a pending reservation (the output was not and will not be published).
+ * Returns CORE_OK, CORE_ENOTFOUND. */
+CORE_MUST_CHECK core_err core_dp_ledger_cancel(struct core_dp_ledger *l, const char *release_id);
+
+/* Append the row for a pending release with its output bytes, write(2) + fsync before
+ * returning. After CORE_OK the caller may publish `bytes`; after an error it must not
+ * (the reservation stays pending: retry or cancel).
+ *   bytes borrowed, len in [0, MAX_OUTPUT].
+ * Returns CORE_OK, CORE_ENOTFOUND (not pending), CORE_EIO, CORE_ETOOBIG, CORE_EINVAL. */
+CORE_MUST_CHECK core_err core_dp_ledger_commit_output(struct core_dp_ledger *l,
+                                                      const char *release_id,
+                                                      const void *bytes, size_t len);
+
+/* Group commit: n pending releases in one write(2) + one fsync. All or nothing from the
+ * caller's point of view: publish none of them unless CORE_OK.
+ *   ids, bytes, lens: borrowed arrays of n. Returns as core_dp_ledger_commit_output. */
+CORE_MUST_CHECK core_err core_dp_ledger_commit_batch(struct core_dp_ledger *l, size_t n,
+                                                     const char *const *ids,
+                                                     const void *const *bytes,
+                                                     const size_t *lens);
+
+/* Stored output of a committed release, for byte-identical republication.
+ *   bytes  out: new buffer (caller frees with free()); len out.
+ * Returns CORE_OK, CORE_ENOTFOUND, CORE_EIO, CORE_EPARSE. */
+CORE_MUST_CHECK core_err core_dp_ledger_lookup(struct core_dp_ledger *l, const char *release_id,
+                                               uint8_t **bytes, size_t *len);
+
+/* Total charged to unit (committed + pending), upward-rounded; zeros for an unknown unit.
+ * Returns CORE_OK, CORE_EINVAL. */
+CORE_MUST_CHECK core_err core_dp_ledger_spent(const struct core_dp_ledger *l, const char *unit,
+                                              struct core_dp_cost *out);
+
+/* Counters (no protected values). Always succeeds. */
+void core_dp_ledger_stats(const struct core_dp_ledger *l, struct core_dp_ledger_stats *out);
+
+#endif /* CORE_DP_LEDGER_H */

@@ -1,0 +1,132 @@
+/* core/kafka.h - librdkafka clients driven by a libuv loop (KAFKA.md §6 recipe).
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * Bridge: the client's final queue gets an io-event on a non-blocking pipe (O_NONBLOCK |
+ * O_CLOEXEC) watched by uv_poll; the read side is drained until empty with a budget per
+ * turn and a uv_idle continuation (the wake-up is edge-triggered, §6.2.1). A 1 s keepalive
+ * timer polls even when idle so max.poll.interval.ms never expires (§6.2.4). Every
+ * librdkafka callback (messages, rebalance, delivery reports, errors, logs) therefore runs
+ * on the loop thread. Nothing here blocks the loop: close is asynchronous
+ * (rd_kafka_consumer_close_queue), rd_kafka_destroy() runs in _free after uv_run returns.
+ *
+ * Offset-gap detection (DESIGN §3): the consumer remembers, per partition, the offset it
+ * expects next. A message beyond it, or librdkafka's "offset reset (at offset N ...)" log
+ * (the mock's retention evicted data we had not read), is reported with the lost range
+ * [from, to) through ops->on_gap and logged at error level. Producers here never use
+ * transactions, so on both the mock and real Kafka offsets of a partition are contiguous.
+ *
+ * Thread-safety: not thread-safe; one loop thread per client.
+ */
+#ifndef CORE_KAFKA_H
+#define CORE_KAFKA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
+#include <uv.h>
+
+#include "core/err.h"
+
+/* Messages served per loop turn before yielding to other handles (§6.2.1). */
+#define CORE_KAFKA_BUDGET 2000
+/* Partitions tracked per consumer for gap detection (STYLE P8). */
+#define CORE_KAFKA_MAX_PARTITIONS 1024
+
+struct core_kconsumer;
+struct core_kproducer;
+
+/* Callbacks of a consumer; all run on the loop thread, all optional except on_message.
+ * Pointers passed in are borrowed and valid only during the call. */
+struct core_kconsumer_ops {
+    /* One record (never an error event). */
+    void (*on_message)(void *arg, const rd_kafka_message_t *m);
+    /* After the new partitions are assigned / before the revoked ones are unassigned. */
+    void (*on_assign)(void *arg, const rd_kafka_topic_partition_list_t *parts);
+    void (*on_revoke)(void *arg, const rd_kafka_topic_partition_list_t *parts);
+    /* Offsets [from, to) of topic/partition will never be delivered (to may be -1 when
+     * only the reset point is known yet). */
+    void (*on_gap)(void *arg, const char *topic, int32_t partition, int64_t from, int64_t to);
+    /* A client error; fatal ones end the consumer (the owner should shut down). */
+    void (*on_error)(void *arg, rd_kafka_resp_err_t err, const char *reason, bool fatal);
+    /* Result of an asynchronous commit. */
+    void (*on_commit)(void *arg, rd_kafka_resp_err_t err,
+                      const rd_kafka_topic_partition_list_t *offsets);
+    /* The consumer left its group after core_kconsumer_close(); safe to free after. */
+    void (*on_closed)(void *arg);
+    void *arg;
+};
+
+/* New consumer group member subscribed to topics, driven by loop.
+ *   conf    takes ownership on success only (from core_kafka_conf_new, consumer role).
+ *   topics  ntopics names, borrowed.
+ *   ops     copied.
+ *   out     new consumer; free with core_kconsumer_free() after on_closed (or on error).
+ * Returns CORE_OK, CORE_EKAFKA (message in errbuf), CORE_EIO (pipe/uv failure). */
+CORE_MUST_CHECK core_err core_kconsumer_new(uv_loop_t *loop, rd_kafka_conf_t *conf,
+                                            const char *const *topics, size_t ntopics,
+                                            const struct core_kconsumer_ops *ops,
+                                            struct core_kconsumer **out, char *errbuf,
+                                            size_t errbuf_size);
+
+/* Stop fetching (pause every assigned partition) or resume; polling goes on (§6.2.7). */
+void core_kconsumer_pause(struct core_kconsumer *c, bool paused);
+
+/* Commit offsets asynchronously (result through ops->on_commit).
+ *   offsets  borrowed; offset = next offset to read, as Kafka defines it. */
+CORE_MUST_CHECK core_err core_kconsumer_commit(struct core_kconsumer *c,
+                                               const rd_kafka_topic_partition_list_t *offsets);
+
+/* Start leaving the group; ops->on_revoke then ops->on_closed follow on the loop. */
+void core_kconsumer_close(struct core_kconsumer *c);
+bool core_kconsumer_closed(const struct core_kconsumer *c);
+
+/* Partitions currently assigned (0 before the first rebalance). */
+size_t core_kconsumer_assigned(const struct core_kconsumer *c);
+
+/* Sum over assigned partitions of (high watermark - position), from cached watermarks;
+ * -1 when unknown. Cheap (no broker round trip). */
+int64_t core_kconsumer_lag(struct core_kconsumer *c);
+
+/* The underlying handle (borrowed), e.g. for rd_kafka_name() in logs. */
+rd_kafka_t *core_kconsumer_handle(struct core_kconsumer *c);
+
+/* Stop the loop handles and destroy the client (may block ~1 s in rd_kafka_destroy: call
+ * after uv_run returned, or after on_closed). NULL-safe. Handles are closed with
+ * uv_close; run the loop once more (uv_run NOWAIT/DEFAULT) before uv_loop_close. */
+void core_kconsumer_free(struct core_kconsumer *c);
+
+/* Delivery report for one produced record: err 0 = acknowledged by the broker.
+ *   opaque  the value passed to core_kproducer_send. */
+typedef void core_kdelivery_fn(void *arg, void *opaque, rd_kafka_resp_err_t err);
+
+/* New producer on loop; delivery reports run on the loop thread.
+ *   conf  takes ownership on success only (producer role). */
+CORE_MUST_CHECK core_err core_kproducer_new(uv_loop_t *loop, rd_kafka_conf_t *conf,
+                                            core_kdelivery_fn *on_delivery, void *arg,
+                                            struct core_kproducer **out, char *errbuf,
+                                            size_t errbuf_size);
+
+/* Enqueue a copy of key/value for topic (partition chosen by key hash; partition may be
+ * RD_KAFKA_PARTITION_UA).
+ * Returns CORE_OK, CORE_EAGAIN (local queue full: serve the loop and retry), CORE_ETOOBIG
+ * (larger than message.max.bytes), CORE_EKAFKA. */
+CORE_MUST_CHECK core_err core_kproducer_send(struct core_kproducer *p, const char *topic,
+                                             int32_t partition, const void *key,
+                                             size_t key_len, const void *value,
+                                             size_t value_len, void *opaque);
+
+/* Records enqueued but not yet delivered or failed. */
+size_t core_kproducer_outq(const struct core_kproducer *p);
+
+/* Serve delivery reports now without waiting for the loop (non-blocking poll). */
+void core_kproducer_poll(struct core_kproducer *p, int timeout_ms);
+
+rd_kafka_t *core_kproducer_handle(struct core_kproducer *p);
+
+/* As core_kconsumer_free; records still queued are purged (their delivery reports
+ * are not called). Wait for core_kproducer_outq() == 0 first to keep them. NULL-safe. */
+void core_kproducer_free(struct core_kproducer *p);
+
+#endif /* CORE_KAFKA_H */

@@ -1,0 +1,187 @@
+/* dp_exact.c - exact integer samplers of Canonne, Kamath & Steinke (2020), "The Discrete
+ * Gaussian for Differential Privacy" (CKS20), as specified in NOISE.md §4.4. No floating
+ * point: every probability is an exact rational of 128-bit integers.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include "core/dp_exact.h"
+
+#include "dp_exact_internal.h"
+
+#define U128_MAX (~(core_u128)0)
+#define DEN_LIMIT ((core_u128)1 << 100)
+
+core_err core_dp_bern_rat(const struct core_rng *rng, core_u128 num, core_u128 den, bool *out)
+{
+    core_u128 r;
+
+    if (den == 0 || num > den || !out)
+        return CORE_EINVAL;
+    core_err rc = core_rng_u128_below(rng, den, &r);
+    if (rc != CORE_OK)
+        return rc;
+    *out = r < num;
+    return CORE_OK;
+}
+
+static core_err rng_bern_rat(void *ctx, core_u128 num, core_u128 den, bool *out)
+{
+    return core_dp_bern_rat(ctx, num, den, out);
+}
+
+/* CKS20 Alg. 1 (first half), NOISE.md §4.4 item 2: Bernoulli(exp(-a/b)) for 0 <= a <= b.
+ * Von Neumann's series: the loop stops at the first k with not Bernoulli(a/(b k)); the
+ * probability that it stops at an odd k is exp(-a/b). */
+static core_err bern_exp1(const struct core__bern_src *src, core_u128 a, core_u128 b, bool *out)
+{
+    core_u128 k = 1;
+
+    for (;;) {
+        bool more;
+        if (b > U128_MAX / k)
+            return CORE_ENUMERIC; /* b k overflow: probability < 1/(2^27)! for b < 2^100 */
+        core_err rc = src->bern_rat(src->ctx, a, b * k, &more);
+        if (rc != CORE_OK)
+            return rc;
+        if (!more) {
+            *out = (k & 1) != 0;
+            return CORE_OK;
+        }
+        k++;
+    }
+}
+
+/* CKS20 Alg. 1 (second half), NOISE.md §4.4 item 3: exp(-num/den) = exp(-1)^q exp(-r/den)
+ * with q = num / den, r = num % den; stops at the first failing factor. */
+core_err core__dp_bern_exp_src(const struct core__bern_src *src, core_u128 num, core_u128 den,
+                               bool *out)
+{
+    bool ok = true;
+
+    if (den == 0 || den >= DEN_LIMIT || !out || !src)
+        return CORE_EINVAL;
+    core_u128 q = num / den, r = num % den;
+    for (core_u128 i = 0; i < q; i++) {
+        core_err rc = bern_exp1(src, 1, 1, &ok);
+        if (rc != CORE_OK)
+            return rc;
+        if (!ok) {
+            *out = false;
+            return CORE_OK;
+        }
+    }
+    core_err rc = bern_exp1(src, r, den, &ok);
+    if (rc == CORE_OK)
+        *out = ok;
+    return rc;
+}
+
+core_err core_dp_bern_exp(const struct core_rng *rng, core_u128 num, core_u128 den, bool *out)
+{
+    const struct core__bern_src src = {.bern_rat = rng_bern_rat, .ctx = (void *)rng};
+    if (!rng)
+        return CORE_EINVAL;
+    return core__dp_bern_exp_src(&src, num, den, out);
+}
+
+/* NOISE.md §4.4 item 4: V counts the successes of Bernoulli(exp(-1)) before the first
+ * failure, so P(V = v) = (1 - e^-1) e^-v. */
+core_err core_dp_geom_e1(const struct core_rng *rng, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    if (!rng || !out)
+        return CORE_EINVAL;
+    for (;;) {
+        bool ok;
+        core_err rc = core_dp_bern_exp(rng, 1, 1, &ok);
+        if (rc != CORE_OK)
+            return rc;
+        if (!ok)
+            break;
+        if (++v > (uint64_t)CORE_DP_MAX_NOISE)
+            return CORE_ENUMERIC;
+    }
+    *out = v;
+    return CORE_OK;
+}
+
+/* CKS20 Alg. 2 with integer scale t (NOISE.md §4.4 item 5): the magnitude m = u + t v has
+ * P(m) proportional to exp(-u/t) exp(-v) = exp(-m/t); a random sign, rejecting (-, 0) so
+ * that zero is not counted twice. */
+core_err core_dp_dlap(const struct core_rng *rng, uint64_t t, int64_t *out)
+{
+    if (!rng || !out || t == 0 || t > ((uint64_t)1 << 42))
+        return CORE_EINVAL;
+    for (;;) {
+        uint64_t u, v, sign;
+        bool keep;
+        core_err rc = core_rng_u64_below(rng, t, &u);
+        if (rc == CORE_OK)
+            rc = core_dp_bern_exp(rng, u, t, &keep);
+        if (rc != CORE_OK)
+            return rc;
+        if (!keep)
+            continue;
+        rc = core_dp_geom_e1(rng, &v);
+        if (rc == CORE_OK)
+            rc = core_rng_u64(rng, &sign);
+        if (rc != CORE_OK)
+            return rc;
+        core_u128 m = (core_u128)u + (core_u128)t * v;
+        if (m > (core_u128)CORE_DP_MAX_NOISE)
+            return CORE_ENUMERIC;
+        if ((sign & 1) && m == 0)
+            continue;
+        *out = (sign & 1) ? -(int64_t)m : (int64_t)m;
+        return CORE_OK;
+    }
+}
+
+/* floor(sqrt(s)) exactly, by the bitwise integer method (no floating point). */
+static uint64_t isqrt_u64(uint64_t s)
+{
+    uint64_t r = 0;
+    uint64_t bit = (uint64_t)1 << 62;
+
+    while (bit > s)
+        bit >>= 2;
+    while (bit != 0) {
+        if (s >= r + bit) {
+            s -= r + bit;
+            r = (r >> 1) + bit;
+        } else {
+            r >>= 1;
+        }
+        bit >>= 2;
+    }
+    return r;
+}
+
+/* CKS20 Alg. 3 (NOISE.md §4.4 item 6): propose c ~ DLap(t), t = floor(sigma) + 1, accept with
+ * probability exp(-(|c| - sigma^2/t)^2 / (2 sigma^2)) = exp(-(|c| t - S)^2 / (2 S t^2)). */
+core_err core_dp_dgauss(const struct core_rng *rng, uint64_t S, int64_t *out)
+{
+    if (!rng || !out || S == 0 || S > ((uint64_t)1 << 44))
+        return CORE_EINVAL;
+    uint64_t t = isqrt_u64(S) + 1;
+    core_u128 den = (core_u128)2 * S * t * t;
+    for (;;) {
+        int64_t c;
+        bool keep;
+        core_err rc = core_dp_dlap(rng, t, &c);
+        if (rc != CORE_OK)
+            return rc;
+        uint64_t mag = c < 0 ? (uint64_t)0 - (uint64_t)c : (uint64_t)c;
+        if (mag > ((uint64_t)1 << 40))
+            return CORE_ENUMERIC;
+        core_u128 ct = (core_u128)mag * t;
+        core_u128 diff = ct >= S ? ct - S : (core_u128)S - ct;
+        rc = core_dp_bern_exp(rng, diff * diff, den, &keep);
+        if (rc != CORE_OK)
+            return rc;
+        if (keep) {
+            *out = c;
+            return CORE_OK;
+        }
+    }
+}

@@ -1,0 +1,751 @@
+/* dp_ledger.c - write-ahead privacy ledger (NOISE.md §4.9 option A, §4.10; DESIGN §7.1).
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * Why the file is the truth: totals are rebuilt from it on every open, so a crash can lose
+ * only rows whose commit never returned (whose outputs were therefore never published).
+ * Why one write(2) per commit: a crash leaves at most one torn line, at the end.
+ */
+#include "core/dp_ledger.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <math.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/mem.h"
+#include "dp_round.h"
+
+#define HEADER_LINE "{\"gcdp_ledger\":1}\n"
+#define ROW_VERSION 1
+
+/* ---- string map with SipHash (keys may come from device ids: no hash flooding) ---- */
+
+struct slot {
+    char *key;
+    void *val;
+};
+
+struct smap {
+    struct slot *slots;
+    size_t cap, n;
+    unsigned char hkey[crypto_shorthash_KEYBYTES];
+};
+
+static void smap_init(struct smap *m)
+{
+    m->cap = 64;
+    m->n = 0;
+    m->slots = core_xcalloc(m->cap, sizeof(*m->slots));
+    crypto_shorthash_keygen(m->hkey);
+}
+
+static size_t smap_hash(const struct smap *m, const char *key)
+{
+    unsigned char h[crypto_shorthash_BYTES];
+    uint64_t v;
+    crypto_shorthash(h, (const unsigned char *)key, strlen(key), m->hkey);
+    memcpy(&v, h, sizeof(v));
+    return (size_t)v;
+}
+
+static struct slot *smap_slot(const struct smap *m, const char *key)
+{
+    size_t i = smap_hash(m, key) & (m->cap - 1);
+    while (m->slots[i].key && strcmp(m->slots[i].key, key) != 0)
+        i = (i + 1) & (m->cap - 1);
+    return &m->slots[i];
+}
+
+static void *smap_get(const struct smap *m, const char *key)
+{
+    return smap_slot(m, key)->val;
+}
+
+static void smap_grow(struct smap *m)
+{
+    struct slot *old = m->slots;
+    size_t oldcap = m->cap;
+    m->cap *= 2;
+    m->slots = core_xcalloc(m->cap, sizeof(*m->slots));
+    for (size_t i = 0; i < oldcap; i++)
+        if (old[i].key)
+            *smap_slot(m, old[i].key) = old[i];
+    free(old);
+}
+
+/* Insert a new key (caller checked it is absent); the key is copied. */
+static void smap_put(struct smap *m, const char *key, void *val)
+{
+    if ((m->n + 1) * 10 > m->cap * 7)
+        smap_grow(m);
+    struct slot *s = smap_slot(m, key);
+    s->key = core_xstrdup(key);
+    s->val = val;
+    m->n++;
+}
+
+static void smap_cleanup(struct smap *m, void (*free_val)(void *))
+{
+    for (size_t i = 0; m->slots && i < m->cap; i++) {
+        free(m->slots[i].key);
+        if (free_val)
+            free_val(m->slots[i].val);
+    }
+    free(m->slots);
+    m->slots = NULL;
+}
+
+/* ---- ledger state ---- */
+
+enum rel_state { REL_FREE = 0, REL_PENDING, REL_COMMITTED };
+
+struct rel {
+    enum rel_state state;
+    uint64_t off; /* committed: line offset and length in the file */
+    size_t len;
+    char *mech; /* pending: what the row will say */
+    char **units;
+    size_t n_units;
+    struct core_dp_cost cost;
+    char *params;
+};
+
+struct core_dp_ledger {
+    int fd;
+    char *path;
+    struct core_dp_cost cap;
+    size_t max_tracked;
+    struct smap rels;  /* release id -> struct rel */
+    struct smap units; /* unit -> struct core_dp_cost */
+    uint64_t size;     /* bytes of valid file content */
+    int broken;        /* a write/fsync failed: refuse all further commits */
+    struct core_dp_ledger_stats st;
+};
+
+static void rel_clear(struct rel *r)
+{
+    for (size_t i = 0; i < r->n_units; i++)
+        free(r->units[i]);
+    free(r->units);
+    free(r->mech);
+    free(r->params);
+    r->units = NULL;
+    r->mech = r->params = NULL;
+    r->n_units = 0;
+}
+
+static void rel_free(void *p)
+{
+    if (p) {
+        rel_clear(p);
+        free(p);
+    }
+}
+
+static void set_err(char *errbuf, size_t n, const char *fmt, ...) CORE_PRINTF(3, 4);
+static void set_err(char *errbuf, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    if (!errbuf || n == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(errbuf, n, fmt, ap);
+    va_end(ap);
+}
+
+static int cost_ok(const struct core_dp_cost *c)
+{
+    return c && c->eps >= 0 && isfinite(c->eps) && c->rho >= 0 && isfinite(c->rho) &&
+           c->delta >= 0 && isfinite(c->delta);
+}
+
+static int name_ok(const char *s, size_t max)
+{
+    if (!s)
+        return 0;
+    size_t n = strnlen(s, max + 1);
+    if (n < 1 || n > max)
+        return 0;
+    json_t *j = json_stringn(s, n); /* NULL unless valid UTF-8 without NUL */
+    int ok = j != NULL;
+    json_decref(j);
+    return ok;
+}
+
+/* Add c to unit's total (creating it); the totals are upward-rounded (core_dp_cost_add). */
+static core_err unit_add(struct core_dp_ledger *l, const char *unit, const struct core_dp_cost *c)
+{
+    struct core_dp_cost *t = smap_get(&l->units, unit);
+    if (!t) {
+        t = core_xcalloc(1, sizeof(*t));
+        smap_put(&l->units, unit, t);
+        l->st.units++;
+    }
+    return core_dp_cost_add(t, c);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Sorted, de-duplicated copy of the unit pointers (borrowed strings); returns the count. */
+static size_t units_unique(const char *const *units, size_t n, const char **out)
+{
+    size_t m = 0;
+    memcpy(out, units, n * sizeof(*out));
+    qsort(out, n, sizeof(*out), cmp_str);
+    for (size_t i = 0; i < n; i++)
+        if (m == 0 || strcmp(out[m - 1], out[i]) != 0)
+            out[m++] = out[i];
+    return m;
+}
+
+/* ---- reopen: scan and rebuild ---- */
+
+static int tracked_full(const struct core_dp_ledger *l, size_t more)
+{
+    return l->rels.n + l->units.n + more > l->max_tracked;
+}
+
+static int json_cost_field(const json_t *row, const char *key, double *out)
+{
+    json_t *v = json_object_get(row, key);
+    if (!json_is_number(v))
+        return 0;
+    *out = json_number_value(v);
+    return *out >= 0 && isfinite(*out);
+}
+
+/* Apply one committed row found at off/len. Returns CORE_OK or CORE_EPARSE/ETOOBIG. */
+static core_err scan_row(struct core_dp_ledger *l, const json_t *row, uint64_t off, size_t len)
+{
+    const char *ubuf[CORE_DP_LEDGER_MAX_UNITS];
+    struct core_dp_cost c;
+    json_t *units = json_object_get(row, "units");
+    const char *id = json_string_value(json_object_get(row, "id"));
+    size_t n = json_array_size(units);
+
+    if (json_integer_value(json_object_get(row, "v")) != ROW_VERSION || !name_ok(id, CORE_DP_LEDGER_MAX_ID) ||
+        !json_is_string(json_object_get(row, "out")) || !json_is_array(units) || n == 0 ||
+        n > CORE_DP_LEDGER_MAX_UNITS || !json_cost_field(row, "eps", &c.eps) ||
+        !json_cost_field(row, "rho", &c.rho) || !json_cost_field(row, "delta", &c.delta))
+        return CORE_EPARSE;
+    if (smap_get(&l->rels, id))
+        return CORE_EPARSE; /* an id is committed once; a duplicate means a damaged file */
+    for (size_t i = 0; i < n; i++) {
+        ubuf[i] = json_string_value(json_array_get(units, i));
+        if (!name_ok(ubuf[i], CORE_DP_LEDGER_MAX_ID))
+            return CORE_EPARSE;
+    }
+    if (tracked_full(l, n + 1))
+        return CORE_ETOOBIG;
+    n = units_unique(ubuf, n, ubuf);
+    for (size_t i = 0; i < n; i++)
+        if (unit_add(l, ubuf[i], &c) != CORE_OK)
+            return CORE_EPARSE;
+    struct rel *r = core_xcalloc(1, sizeof(*r));
+    r->state = REL_COMMITTED;
+    r->off = off;
+    r->len = len;
+    smap_put(&l->rels, id, r);
+    l->st.releases++;
+    return CORE_OK;
+}
+
+/* Parse one line (without its '\n'). *unparsable is set when the line is not JSON at all
+ * (what a torn append looks like); a JSON line that is not a valid row is corruption. */
+static core_err scan_line(struct core_dp_ledger *l, const char *line, size_t len, uint64_t off,
+                          int *unparsable)
+{
+    json_error_t jerr;
+    json_t *row = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    core_err rc;
+
+    *unparsable = row == NULL;
+    if (!json_is_object(row))
+        rc = CORE_EPARSE;
+    else if (off == 0)
+        rc = json_integer_value(json_object_get(row, "gcdp_ledger")) == 1 ? CORE_OK : CORE_EPARSE;
+    else
+        rc = scan_row(l, row, off, len + 1);
+    json_decref(row);
+    return rc;
+}
+
+static core_err truncate_to(struct core_dp_ledger *l, uint64_t size)
+{
+    if (ftruncate(l->fd, (off_t)size) != 0 || fsync(l->fd) != 0)
+        return CORE_EIO;
+    l->st.fsyncs++;
+    l->size = size;
+    return CORE_OK;
+}
+
+/* Scan the whole file; a bad line followed by more data is corruption (CORE_EPARSE), a bad
+ * or unterminated LAST line is a torn append and is cut off. */
+static core_err scan_file(struct core_dp_ledger *l, char *errbuf, size_t errbuf_size)
+{
+    FILE *f = NULL;
+    char *line = NULL;
+    size_t cap = 0, lineno = 0;
+    uint64_t off = 0, bad_off = UINT64_MAX;
+    ssize_t got;
+    core_err rc = CORE_OK;
+
+    f = fopen(l->path, "r");
+    if (!f) {
+        set_err(errbuf, errbuf_size, "ledger: cannot read %s: %s", l->path, strerror(errno));
+        return CORE_EIO;
+    }
+    while ((got = getline(&line, &cap, f)) > 0) {
+        size_t len = (size_t)got;
+        lineno++;
+        if (bad_off != UINT64_MAX || (size_t)got > CORE_DP_LEDGER_MAX_LINE) {
+            rc = bad_off != UINT64_MAX ? CORE_EPARSE : CORE_ETOOBIG;
+            set_err(errbuf, errbuf_size, "ledger %s: bad line %zu is not the last one",
+                    l->path, lineno - 1);
+            goto out;
+        }
+        int unparsable = 1;
+        if (line[len - 1] == '\n')
+            rc = scan_line(l, line, len - 1, off, &unparsable);
+        else
+            rc = CORE_EPARSE;
+        if (rc != CORE_OK && !unparsable) {
+            set_err(errbuf, errbuf_size, "ledger %s: line %zu: %s", l->path, lineno,
+                    rc == CORE_ETOOBIG ? "more than max_tracked ids+units" : "invalid row");
+            goto out;
+        }
+        if (rc != CORE_OK)
+            bad_off = off;
+        rc = CORE_OK;
+        off += len;
+    }
+    if (ferror(f)) {
+        rc = CORE_EIO;
+        goto out;
+    }
+    l->size = off;
+    if (bad_off != UINT64_MAX) {
+        CORE_WARN("ledger %s: torn last line at byte %llu cut off (its commit never returned)",
+                  l->path, (unsigned long long)bad_off);
+        l->st.torn_dropped++;
+        rc = truncate_to(l, bad_off);
+    }
+out:
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* ---- open / free ---- */
+
+static core_err fsync_dir(const char *path)
+{
+    char *copy = core_xstrdup(path);
+    int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    core_err rc = CORE_EIO;
+    if (dfd >= 0) {
+        if (fsync(dfd) == 0)
+            rc = CORE_OK;
+        close(dfd);
+    }
+    free(copy);
+    return rc;
+}
+
+/* Write all of buf at the end of the file (O_APPEND), or restore the old size on failure. */
+static core_err append_all(struct core_dp_ledger *l, const char *buf, size_t len)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = write(l->fd, buf + done, len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (truncate_to(l, l->size) != CORE_OK)
+                l->broken = 1;
+            return CORE_EIO;
+        }
+        done += (size_t)w;
+    }
+    l->size += len;
+    return CORE_OK;
+}
+
+static core_err sync_file(struct core_dp_ledger *l)
+{
+    if (fsync(l->fd) != 0) {
+        l->broken = 1; /* after a failed fsync the page cache state is unknown (Linux) */
+        return CORE_EIO;
+    }
+    l->st.fsyncs++;
+    return CORE_OK;
+}
+
+static int opts_ok(const struct core_dp_ledger_opts *o)
+{
+    return o && o->path && o->path[0] && cost_ok(&o->cap);
+}
+
+static core_err open_fd(struct core_dp_ledger *l, char *errbuf, size_t errbuf_size)
+{
+    l->fd = open(l->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (l->fd < 0) {
+        set_err(errbuf, errbuf_size, "ledger: cannot open %s: %s", l->path, strerror(errno));
+        return CORE_EIO;
+    }
+    if (flock(l->fd, LOCK_EX | LOCK_NB) != 0) {
+        set_err(errbuf, errbuf_size, "ledger: %s is in use by another process", l->path);
+        return errno == EWOULDBLOCK ? CORE_EAGAIN : CORE_EIO;
+    }
+    return CORE_OK;
+}
+
+core_err core_dp_ledger_open(const struct core_dp_ledger_opts *opts, struct core_dp_ledger **out,
+                             char *errbuf, size_t errbuf_size)
+{
+    struct core_dp_ledger *l = NULL;
+    core_err rc;
+
+    if (!out || !opts_ok(opts)) {
+        set_err(errbuf, errbuf_size, "ledger: path and finite non-negative caps required");
+        return CORE_EINVAL;
+    }
+    if (sodium_init() < 0)
+        return CORE_ERNG;
+    l = core_xcalloc(1, sizeof(*l));
+    l->fd = -1;
+    l->path = core_xstrdup(opts->path);
+    l->cap = opts->cap;
+    l->max_tracked = opts->max_tracked ? opts->max_tracked : CORE_DP_LEDGER_DEF_MAX_TRACKED;
+    smap_init(&l->rels);
+    smap_init(&l->units);
+    rc = open_fd(l, errbuf, errbuf_size);
+    if (rc == CORE_OK)
+        rc = scan_file(l, errbuf, errbuf_size);
+    if (rc == CORE_OK && l->size == 0) {
+        rc = append_all(l, HEADER_LINE, strlen(HEADER_LINE));
+        if (rc == CORE_OK)
+            rc = sync_file(l);
+    }
+    /* the directory entry of a newly created file must be durable too */
+    if (rc == CORE_OK && fsync_dir(l->path) != CORE_OK) {
+        set_err(errbuf, errbuf_size, "ledger: cannot fsync the directory of %s", l->path);
+        rc = CORE_EIO;
+    }
+    if (rc != CORE_OK) {
+        core_dp_ledger_free(l);
+        return rc;
+    }
+    *out = l;
+    return CORE_OK;
+}
+
+void core_dp_ledger_free(struct core_dp_ledger *l)
+{
+    if (!l)
+        return;
+    if (l->fd >= 0)
+        close(l->fd); /* releases the flock */
+    smap_cleanup(&l->rels, rel_free);
+    smap_cleanup(&l->units, free);
+    free(l->path);
+    free(l);
+}
+
+/* ---- charge / cancel ---- */
+
+static core_err charge_args_ok(const char *id, const char *mech, const char *const *units,
+                               size_t n_units, const struct core_dp_cost *cost,
+                               const char *params_json)
+{
+    if (!name_ok(id, CORE_DP_LEDGER_MAX_ID) || !name_ok(mech, CORE_DP_LEDGER_MAX_MECH) ||
+        !units || !cost_ok(cost))
+        return CORE_EINVAL;
+    if (n_units == 0)
+        return CORE_EINVAL;
+    if (n_units > CORE_DP_LEDGER_MAX_UNITS)
+        return CORE_ETOOBIG;
+    for (size_t i = 0; i < n_units; i++)
+        if (!name_ok(units[i], CORE_DP_LEDGER_MAX_ID))
+            return CORE_EINVAL;
+    if (params_json) {
+        if (strnlen(params_json, CORE_DP_LEDGER_MAX_PARAMS + 1) > CORE_DP_LEDGER_MAX_PARAMS)
+            return CORE_ETOOBIG;
+        json_t *p = json_loads(params_json, JSON_REJECT_DUPLICATES, NULL);
+        int ok = json_is_object(p);
+        json_decref(p);
+        if (!ok)
+            return CORE_EINVAL;
+    }
+    return CORE_OK;
+}
+
+/* Every listed unit must stay within the cap in every field (NaN fails closed). */
+static int within_cap(const struct core_dp_ledger *l, const char *const *u, size_t n,
+                      const struct core_dp_cost *cost)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct core_dp_cost *cur = smap_get(&l->units, u[i]);
+        struct core_dp_cost t = cur ? *cur : (struct core_dp_cost){0, 0, 0};
+        if (core_dp_cost_add(&t, cost) != CORE_OK || !(t.eps <= l->cap.eps) ||
+            !(t.rho <= l->cap.rho) || !(t.delta <= l->cap.delta))
+            return 0;
+    }
+    return 1;
+}
+
+static size_t count_new_units(const struct core_dp_ledger *l, const char *const *u, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += smap_get(&l->units, u[i]) == NULL;
+    return k;
+}
+
+core_err core_dp_ledger_charge(struct core_dp_ledger *l, const char *release_id,
+                               const char *mech, const char *const *units, size_t n_units,
+                               const struct core_dp_cost *cost, const char *params_json)
+{
+    const char **uniq = NULL;
+    core_err rc;
+
+    if (!l)
+        return CORE_EINVAL;
+    rc = charge_args_ok(release_id, mech, units, n_units, cost, params_json);
+    if (rc != CORE_OK)
+        return rc;
+    struct rel *r = smap_get(&l->rels, release_id);
+    if (r && r->state == REL_COMMITTED)
+        return CORE_EEXIST;
+    if (r && r->state == REL_PENDING)
+        return CORE_ESTATE;
+    uniq = core_xmalloc(n_units * sizeof(*uniq));
+    size_t n = units_unique(units, n_units, uniq);
+    if (tracked_full(l, count_new_units(l, uniq, n) + (r ? 0 : 1))) {
+        rc = CORE_ETOOBIG;
+        goto out;
+    }
+    if (!within_cap(l, uniq, n, cost)) {
+        rc = CORE_EBUDGET;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (unit_add(l, uniq[i], cost) != CORE_OK) { /* cannot fail after within_cap */
+            rc = CORE_EINVARIANT;
+            goto out;
+        }
+    if (!r) {
+        r = core_xcalloc(1, sizeof(*r));
+        smap_put(&l->rels, release_id, r);
+    }
+    r->state = REL_PENDING;
+    r->mech = core_xstrdup(mech);
+    r->params = params_json ? core_xstrdup(params_json) : NULL;
+    r->cost = *cost;
+    r->n_units = n;
+    r->units = core_xcalloc(n, sizeof(*r->units));
+    for (size_t i = 0; i < n; i++)
+        r->units[i] = core_xstrdup(uniq[i]);
+    l->st.pending++;
+out:
+    free(uniq);
+    return rc;
+}
+
+core_err core_dp_ledger_cancel(struct core_dp_ledger *l, const char *release_id)
+{
+    if (!l || !release_id)
+        return CORE_EINVAL;
+    struct rel *r = smap_get(&l->rels, release_id);
+    if (!r || r->state != REL_PENDING)
+        return CORE_ENOTFOUND;
+    /* Give the reservation back, rounding the difference UP (never below the truth). */
+    for (size_t i = 0; i < r->n_units; i++) {
+        struct core_dp_cost *t = smap_get(&l->units, r->units[i]);
+        t->eps = fmax(0.0, rd_add_up(t->eps, -r->cost.eps));
+        t->rho = fmax(0.0, rd_add_up(t->rho, -r->cost.rho));
+        t->delta = fmax(0.0, rd_add_up(t->delta, -r->cost.delta));
+    }
+    rel_clear(r);
+    r->state = REL_FREE;
+    l->st.pending--;
+    return CORE_OK;
+}
+
+/* ---- commit ---- */
+
+/* One row as a compact JSON line with '\n'; new string (free()) or NULL. */
+static char *row_format(const char *id, const struct rel *r, const void *bytes, size_t len)
+{
+    size_t b64len = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
+    char *b64 = core_xmalloc(b64len);
+    json_t *units = json_array();
+    json_t *row = NULL;
+    char *text = NULL, *line = NULL;
+
+    sodium_bin2base64(b64, b64len, bytes, len, sodium_base64_VARIANT_ORIGINAL);
+    for (size_t i = 0; i < r->n_units; i++)
+        json_array_append_new(units, json_string(r->units[i]));
+    row = json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:s}", "v", ROW_VERSION, "id", id,
+                    "mech", r->mech, "units", units, "eps", r->cost.eps, "rho", r->cost.rho,
+                    "delta", r->cost.delta, "out", b64); /* "o" steals units */
+    if (row && r->params)
+        json_object_set_new(row, "params", json_loads(r->params, 0, NULL));
+    if (row)
+        text = json_dumps(row, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    if (text) {
+        size_t n = strlen(text);
+        line = core_xmalloc(n + 2);
+        memcpy(line, text, n);
+        line[n] = '\n';
+        line[n + 1] = '\0';
+    }
+    free(text);
+    json_decref(row);
+    free(b64);
+    return line;
+}
+
+core_err core_dp_ledger_commit_batch(struct core_dp_ledger *l, size_t n, const char *const *ids,
+                                     const void *const *bytes, const size_t *lens)
+{
+    char **lines = NULL;
+    size_t *lens_out = NULL, total = 0;
+    char *buf = NULL;
+    uint64_t start;
+    core_err rc = CORE_OK;
+
+    if (!l || n == 0 || !ids || !bytes || !lens)
+        return CORE_EINVAL;
+    if (l->broken)
+        return CORE_EIO;
+    lines = core_xcalloc(n, sizeof(*lines));
+    lens_out = core_xcalloc(n, sizeof(*lens_out));
+    for (size_t i = 0; i < n; i++) {
+        struct rel *r = ids[i] ? smap_get(&l->rels, ids[i]) : NULL;
+        if (!r || r->state != REL_PENDING) {
+            rc = CORE_ENOTFOUND;
+            goto out;
+        }
+        if (lens[i] > CORE_DP_LEDGER_MAX_OUTPUT || (lens[i] > 0 && !bytes[i])) {
+            rc = lens[i] > CORE_DP_LEDGER_MAX_OUTPUT ? CORE_ETOOBIG : CORE_EINVAL;
+            goto out;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(ids[j], ids[i]) == 0) {
+                rc = CORE_EINVAL; /* the same id twice in one batch */
+                goto out;
+            }
+        lines[i] = row_format(ids[i], r, bytes[i], lens[i]);
+        if (!lines[i]) {
+            rc = CORE_ENOMEM;
+            goto out;
+        }
+        lens_out[i] = strlen(lines[i]);
+        total += lens_out[i];
+    }
+    buf = core_xmalloc(total);
+    for (size_t i = 0, off = 0; i < n; off += lens_out[i], i++)
+        memcpy(buf + off, lines[i], lens_out[i]);
+    start = l->size;
+    rc = append_all(l, buf, total); /* one write(2): at most one torn line on a crash */
+    if (rc == CORE_OK)
+        rc = sync_file(l); /* durable before anyone may publish */
+    if (rc != CORE_OK)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        struct rel *r = smap_get(&l->rels, ids[i]);
+        rel_clear(r);
+        r->state = REL_COMMITTED;
+        r->off = start;
+        r->len = lens_out[i];
+        start += lens_out[i];
+        l->st.pending--;
+        l->st.releases++;
+    }
+out:
+    for (size_t i = 0; i < n; i++)
+        free(lines[i]);
+    free(lines);
+    free(lens_out);
+    free(buf);
+    return rc;
+}
+
+core_err core_dp_ledger_commit_output(struct core_dp_ledger *l, const char *release_id,
+                                      const void *bytes, size_t len)
+{
+    return core_dp_ledger_commit_batch(l, 1, &release_id, &bytes, &len);
+}
+
+/* ---- lookup / spent / stats ---- */
+
+core_err core_dp_ledger_lookup(struct core_dp_ledger *l, const char *release_id,
+                               uint8_t **bytes, size_t *len)
+{
+    char *line = NULL;
+    json_t *row = NULL;
+    uint8_t *bin = NULL;
+    const char *id, *b64;
+    size_t b64len, binlen = 0;
+    core_err rc = CORE_EPARSE;
+
+    if (!l || !release_id || !bytes || !len)
+        return CORE_EINVAL;
+    struct rel *r = smap_get(&l->rels, release_id);
+    if (!r || r->state != REL_COMMITTED)
+        return CORE_ENOTFOUND;
+    line = core_xmalloc(r->len);
+    if (pread(l->fd, line, r->len, (off_t)r->off) != (ssize_t)r->len) {
+        rc = CORE_EIO;
+        goto out;
+    }
+    row = json_loadb(line, r->len - 1, 0, NULL);
+    id = json_string_value(json_object_get(row, "id"));
+    b64 = json_string_value(json_object_get(row, "out"));
+    if (!id || !b64 || strcmp(id, release_id) != 0)
+        goto out;
+    b64len = strlen(b64);
+    bin = core_xmalloc(b64len / 4 * 3 + 1);
+    if (sodium_base642bin(bin, b64len / 4 * 3 + 1, b64, b64len, NULL, &binlen, NULL,
+                          sodium_base64_VARIANT_ORIGINAL) != 0)
+        goto out;
+    *bytes = bin;
+    *len = binlen;
+    bin = NULL;
+    rc = CORE_OK;
+out:
+    free(bin);
+    json_decref(row);
+    free(line);
+    return rc;
+}
+
+core_err core_dp_ledger_spent(const struct core_dp_ledger *l, const char *unit,
+                              struct core_dp_cost *out)
+{
+    if (!l || !unit || !out)
+        return CORE_EINVAL;
+    const struct core_dp_cost *t = smap_get(&l->units, unit);
+    *out = t ? *t : (struct core_dp_cost){0, 0, 0};
+    return CORE_OK;
+}
+
+void core_dp_ledger_stats(const struct core_dp_ledger *l, struct core_dp_ledger_stats *out)
+{
+    if (l && out)
+        *out = l->st;
+}

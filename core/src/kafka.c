@@ -1,0 +1,648 @@
+/* kafka.c - librdkafka consumer/producer on a libuv loop: io-event pipe + uv_poll bridge,
+ * budgeted draining with an idle continuation, keepalive polling, async close, offset-gap
+ * detection. The recipe and its pitfalls are KAFKA.md §6.1-6.2. */
+#include "core/kafka.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/mem.h"
+
+/* ------------------------------------------------------------------------------------ */
+/* The bridge: queue io-event -> pipe -> uv_poll (+ idle continuation + keepalive timer) */
+
+typedef bool drain_fn(void *owner); /* true when more work is pending (budget ran out) */
+
+struct bridge {
+    uv_poll_t poll;
+    uv_idle_t idle;
+    uv_timer_t keepalive;
+    int fds[2];
+    rd_kafka_queue_t *q; /* the final queue the io-event is enabled on; ours */
+    drain_fn *drain;
+    void *owner;
+    int open; /* uv handles not yet closed */
+    void (*on_all_closed)(void *owner);
+};
+
+static void on_idle(uv_idle_t *h)
+{
+    struct bridge *b = h->data;
+    if (!b->drain(b->owner))
+        uv_idle_stop(h);
+}
+
+static void on_readable(uv_poll_t *h, int status, int events)
+{
+    struct bridge *b = h->data;
+    char buf[256];
+
+    (void)status;
+    (void)events;
+    while (read(b->fds[0], buf, sizeof(buf)) > 0)
+        ;
+    if (b->drain(b->owner))
+        uv_idle_start(&b->idle, on_idle);
+}
+
+static void on_keepalive(uv_timer_t *h)
+{
+    struct bridge *b = h->data;
+    if (b->drain(b->owner))
+        uv_idle_start(&b->idle, on_idle);
+}
+
+static core_err bridge_init(struct bridge *b, uv_loop_t *loop, rd_kafka_queue_t *q,
+                            drain_fn *drain, void *owner, char *eb, size_t ebn)
+{
+    b->fds[0] = b->fds[1] = -1;
+    b->q = q;
+    b->drain = drain;
+    b->owner = owner;
+    if (pipe(b->fds) != 0) {
+        snprintf(eb, ebn, "pipe: %s", strerror(errno));
+        return CORE_EIO;
+    }
+    for (int i = 0; i < 2; i++) { /* §6.2.2: MUST be non-blocking (and close-on-exec) */
+        int fl = fcntl(b->fds[i], F_GETFL);
+        if (fl < 0 || fcntl(b->fds[i], F_SETFL, fl | O_NONBLOCK) != 0 ||
+            fcntl(b->fds[i], F_SETFD, FD_CLOEXEC) != 0) {
+            snprintf(eb, ebn, "fcntl: %s", strerror(errno));
+            return CORE_EIO;
+        }
+    }
+    if (uv_poll_init(loop, &b->poll, b->fds[0]) != 0) {
+        snprintf(eb, ebn, "uv_poll_init failed");
+        return CORE_EIO;
+    }
+    uv_idle_init(loop, &b->idle);
+    uv_timer_init(loop, &b->keepalive);
+    b->poll.data = b->idle.data = b->keepalive.data = b;
+    b->open = 3;
+    rd_kafka_queue_io_event_enable(q, b->fds[1], "1", 1);
+    uv_poll_start(&b->poll, UV_READABLE, on_readable);
+    uv_timer_start(&b->keepalive, on_keepalive, 1000, 1000); /* §6.2.4 */
+    /* Events may already be queued (the edge happened before we listened). */
+    uv_idle_start(&b->idle, on_idle);
+    return CORE_OK;
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    struct bridge *b = h->data;
+    if (--b->open == 0) {
+        close(b->fds[0]);
+        close(b->fds[1]);
+        b->on_all_closed(b->owner);
+    }
+}
+
+/* Stop watching; the io-event is disabled before the pipe can go away (§6.2.8). */
+static void bridge_stop(struct bridge *b)
+{
+    if (b->q) {
+        rd_kafka_queue_io_event_enable(b->q, -1, NULL, 0);
+        rd_kafka_queue_destroy(b->q);
+        b->q = NULL;
+    }
+}
+
+/* Close the uv handles; on_all_closed(owner) runs on the loop afterwards. */
+static void bridge_close(struct bridge *b, void (*on_all_closed)(void *))
+{
+    b->on_all_closed = on_all_closed;
+    if (b->open == 0) {
+        if (b->fds[0] >= 0) {
+            close(b->fds[0]);
+            close(b->fds[1]);
+        }
+        on_all_closed(b->owner);
+        return;
+    }
+    uv_close((uv_handle_t *)&b->poll, on_handle_closed);
+    uv_close((uv_handle_t *)&b->idle, on_handle_closed);
+    uv_close((uv_handle_t *)&b->keepalive, on_handle_closed);
+}
+
+/* librdkafka log lines (served on the loop thanks to log.queue=true). */
+static void log_line(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    int lvl = level <= 3 ? CORE_LOG_ERROR : level <= 4 ? CORE_LOG_WARN
+              : level <= 6                             ? CORE_LOG_INFO
+                                                       : CORE_LOG_DEBUG;
+    CORE_LOG(lvl, "librdkafka %s %s: %s", rd_kafka_name(rk), fac, buf);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Consumer */
+
+struct part_state {
+    char topic[128];
+    int32_t partition;
+    int64_t next;       /* offset expected next; -1 unknown */
+    int64_t reset_from; /* offset of a reported reset not yet resolved; -1 none */
+};
+
+struct core_kconsumer {
+    struct bridge br;
+    rd_kafka_t *rk;
+    struct core_kconsumer_ops ops;
+    rd_kafka_topic_partition_list_t *assigned; /* copy of the current assignment */
+    struct part_state parts[CORE_KAFKA_MAX_PARTITIONS];
+    size_t nparts, last_part;
+    bool paused, closing, closed, closed_notified, fatal;
+};
+
+static struct part_state *part_find(struct core_kconsumer *c, const char *topic, int32_t p,
+                                    bool create)
+{
+    struct part_state *s = &c->parts[c->last_part];
+    if (c->nparts && s->partition == p && strcmp(s->topic, topic) == 0)
+        return s;
+    for (size_t i = 0; i < c->nparts; i++) {
+        s = &c->parts[i];
+        if (s->partition == p && strcmp(s->topic, topic) == 0) {
+            c->last_part = i;
+            return s;
+        }
+    }
+    if (!create || c->nparts == CORE_KAFKA_MAX_PARTITIONS || strlen(topic) >= sizeof(s->topic))
+        return NULL;
+    s = &c->parts[c->nparts];
+    snprintf(s->topic, sizeof(s->topic), "%s", topic);
+    s->partition = p;
+    s->next = -1;
+    s->reset_from = -1;
+    c->last_part = c->nparts++;
+    return s;
+}
+
+static void report_gap(struct core_kconsumer *c, const char *topic, int32_t p, int64_t from,
+                       int64_t to)
+{
+    CORE_ERROR("offset gap on %s [%" PRId32 "]: offsets %" PRId64 "..%" PRId64
+               " (%" PRId64 " records) will never be consumed",
+               topic, p, from, to - 1, to - from);
+    if (c->ops.on_gap)
+        c->ops.on_gap(c->ops.arg, topic, p, from, to);
+}
+
+/* Track the per-partition expected offset; report a forward jump as a gap. */
+static void check_offset(struct core_kconsumer *c, const rd_kafka_message_t *m)
+{
+    const char *topic = rd_kafka_topic_name(m->rkt);
+    struct part_state *s = part_find(c, topic, m->partition, true);
+    int64_t from;
+
+    if (!s)
+        return;
+    from = s->next >= 0 ? s->next : s->reset_from;
+    if (from >= 0 && m->offset > from)
+        report_gap(c, topic, m->partition, from, m->offset);
+    s->reset_from = -1;
+    s->next = m->offset + 1;
+}
+
+/* librdkafka logs "T [P]: offset reset (at offset N, broker B) to ..." at warning level
+ * when a fetch position is no longer on the broker (KAFKA.md §3.1). */
+static void consumer_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    struct core_kconsumer *c = rd_kafka_opaque(rk);
+    char topic[128];
+    int32_t p;
+    long long at;
+
+    log_line(rk, level, fac, buf);
+    if (strcmp(fac, "OFFSET") != 0 || !strstr(buf, "offset reset (at offset"))
+        return;
+    if (sscanf(buf, "%127s [%" SCNd32 "]: offset reset (at offset %lld", topic, &p, &at) != 3)
+        return;
+    struct part_state *s = part_find(c, topic, p, true);
+    if (s && s->reset_from < 0)
+        s->reset_from = s->next >= 0 ? s->next : (int64_t)at;
+    if (s && s->next >= 0)
+        s->next = -1; /* the next message resolves the range from reset_from */
+}
+
+static void consumer_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+    struct core_kconsumer *c = opaque;
+    char fatal_reason[512];
+    bool fatal = err == RD_KAFKA_RESP_ERR__FATAL;
+
+    if (fatal) {
+        err = rd_kafka_fatal_error(rk, fatal_reason, sizeof(fatal_reason));
+        reason = fatal_reason;
+        c->fatal = true;
+    }
+    CORE_LOG(fatal ? CORE_LOG_ERROR : CORE_LOG_WARN, "kafka consumer %s: %s: %s",
+             rd_kafka_name(rk), rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+    if (c->ops.on_error)
+        c->ops.on_error(c->ops.arg, (rd_kafka_resp_err_t)err, reason, fatal);
+}
+
+static void commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                      rd_kafka_topic_partition_list_t *offsets, void *opaque)
+{
+    struct core_kconsumer *c = opaque;
+    (void)rk;
+    if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET)
+        CORE_WARN("offset commit failed: %s (the next owner re-reads; duplicates allowed)",
+                  rd_kafka_err2str(err));
+    if (c->ops.on_commit)
+        c->ops.on_commit(c->ops.arg, err, offsets);
+}
+
+static void set_assigned(struct core_kconsumer *c, const rd_kafka_topic_partition_list_t *l)
+{
+    if (c->assigned)
+        rd_kafka_topic_partition_list_destroy(c->assigned);
+    c->assigned = l ? rd_kafka_topic_partition_list_copy(l) : NULL;
+}
+
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+    struct core_kconsumer *c = opaque;
+    bool coop = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+    rd_kafka_error_t *e = NULL;
+    rd_kafka_resp_err_t r = 0;
+
+    CORE_INFO("rebalance: %s %d partition(s)",
+              err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS ? "assigned" : "revoked", parts->cnt);
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        if (coop)
+            e = rd_kafka_incremental_assign(rk, parts);
+        else
+            r = rd_kafka_assign(rk, parts);
+        rd_kafka_topic_partition_list_t *now = NULL;
+        if (rd_kafka_assignment(rk, &now) == 0) {
+            set_assigned(c, now);
+            rd_kafka_topic_partition_list_destroy(now);
+        }
+        if (c->paused && c->assigned)
+            rd_kafka_pause_partitions(rk, c->assigned);
+        if (c->ops.on_assign)
+            c->ops.on_assign(c->ops.arg, parts);
+    } else {
+        if (c->ops.on_revoke)
+            c->ops.on_revoke(c->ops.arg, parts);
+        if (coop)
+            e = rd_kafka_incremental_unassign(rk, parts);
+        else
+            r = rd_kafka_assign(rk, NULL);
+        rd_kafka_topic_partition_list_t *now = NULL;
+        if (rd_kafka_assignment(rk, &now) == 0) {
+            set_assigned(c, now->cnt ? now : NULL);
+            rd_kafka_topic_partition_list_destroy(now);
+        }
+    }
+    if (e) {
+        CORE_ERROR("rebalance: %s", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    } else if (r) {
+        CORE_ERROR("rebalance: %s", rd_kafka_err2str(r));
+    }
+}
+
+static void handle_message(struct core_kconsumer *c, rd_kafka_message_t *m)
+{
+    if (m->err) {
+        /* Consumer errors arrive as messages (e.g. partition EOF, unknown topic). */
+        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            CORE_WARN("consume error: %s", rd_kafka_message_errstr(m));
+            if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET && m->rkt) {
+                struct part_state *s =
+                    part_find(c, rd_kafka_topic_name(m->rkt), m->partition, true);
+                if (s && s->reset_from < 0)
+                    s->reset_from = s->next >= 0 ? s->next : m->offset;
+            }
+            if (c->ops.on_error)
+                c->ops.on_error(c->ops.arg, m->err, rd_kafka_message_errstr(m), false);
+        }
+        return;
+    }
+    check_offset(c, m);
+    c->ops.on_message(c->ops.arg, m);
+}
+
+static bool consumer_drain(void *owner)
+{
+    struct core_kconsumer *c = owner;
+    rd_kafka_message_t *m;
+
+    if (!c->rk)
+        return false;
+    for (int i = 0; i < CORE_KAFKA_BUDGET; i++) {
+        m = rd_kafka_consumer_poll(c->rk, 0);
+        if (!m)
+            goto done;
+        handle_message(c, m);
+        rd_kafka_message_destroy(m);
+    }
+    return true;
+done:
+    if (c->closing && !c->closed_notified && rd_kafka_consumer_closed(c->rk)) {
+        c->closed = c->closed_notified = true;
+        CORE_INFO("consumer %s left its group", rd_kafka_name(c->rk));
+        if (c->ops.on_closed)
+            c->ops.on_closed(c->ops.arg);
+    }
+    return false;
+}
+
+core_err core_kconsumer_new(uv_loop_t *loop, rd_kafka_conf_t *conf, const char *const *topics,
+                            size_t ntopics, const struct core_kconsumer_ops *ops,
+                            struct core_kconsumer **out, char *eb, size_t ebn)
+{
+    struct core_kconsumer *c = core_xcalloc(1, sizeof(*c));
+    rd_kafka_topic_partition_list_t *sub = NULL;
+    rd_kafka_resp_err_t err;
+    core_err rc = CORE_EKAFKA;
+    char why[512];
+
+    c->ops = *ops;
+    rd_kafka_conf_set_opaque(conf, c);
+    rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
+    rd_kafka_conf_set_offset_commit_cb(conf, commit_cb);
+    rd_kafka_conf_set_error_cb(conf, consumer_error_cb);
+    rd_kafka_conf_set_log_cb(conf, consumer_log_cb);
+    c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof(why));
+    if (!c->rk) { /* conf still ours: the caller frees it */
+        snprintf(eb, ebn, "rd_kafka_new(consumer): %s", why);
+        free(c);
+        return CORE_EKAFKA;
+    }
+    /* conf is owned by rk from here on. */
+    rd_kafka_poll_set_consumer(c->rk);      /* main queue -> consumer queue */
+    rd_kafka_set_log_queue(c->rk, NULL);    /* logs -> main -> consumer queue */
+    rc = bridge_init(&c->br, loop, rd_kafka_queue_get_consumer(c->rk), consumer_drain, c, eb,
+                     ebn);
+    if (rc != CORE_OK)
+        goto out;
+    sub = rd_kafka_topic_partition_list_new((int)ntopics);
+    for (size_t i = 0; i < ntopics; i++)
+        rd_kafka_topic_partition_list_add(sub, topics[i], RD_KAFKA_PARTITION_UA);
+    err = rd_kafka_subscribe(c->rk, sub);
+    rd_kafka_topic_partition_list_destroy(sub);
+    if (err) {
+        snprintf(eb, ebn, "subscribe: %s", rd_kafka_err2str(err));
+        rc = CORE_EKAFKA;
+        goto out;
+    }
+    *out = c;
+    return CORE_OK;
+out:
+    c->closed = true; /* never joined */
+    core_kconsumer_free(c);
+    return rc;
+}
+
+void core_kconsumer_pause(struct core_kconsumer *c, bool paused)
+{
+    if (c->paused == paused)
+        return;
+    c->paused = paused;
+    if (!c->assigned)
+        return;
+    if (paused)
+        rd_kafka_pause_partitions(c->rk, c->assigned);
+    else
+        rd_kafka_resume_partitions(c->rk, c->assigned);
+}
+
+core_err core_kconsumer_commit(struct core_kconsumer *c,
+                               const rd_kafka_topic_partition_list_t *offsets)
+{
+    rd_kafka_resp_err_t err = rd_kafka_commit(c->rk, offsets, 1);
+    if (err) {
+        CORE_WARN("commit: %s", rd_kafka_err2str(err));
+        return CORE_EKAFKA;
+    }
+    return CORE_OK;
+}
+
+void core_kconsumer_close(struct core_kconsumer *c)
+{
+    rd_kafka_error_t *e;
+
+    if (c->closing)
+        return;
+    c->closing = true;
+    e = rd_kafka_consumer_close_queue(c->rk, c->br.q); /* §6.2.6: never block the loop */
+    if (e) {
+        CORE_ERROR("consumer close: %s", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    }
+    uv_idle_start(&c->br.idle, on_idle); /* drain (revoke, leave) on the next turn */
+}
+
+bool core_kconsumer_closed(const struct core_kconsumer *c)
+{
+    return c->closed;
+}
+
+size_t core_kconsumer_assigned(const struct core_kconsumer *c)
+{
+    return c->assigned ? (size_t)c->assigned->cnt : 0;
+}
+
+int64_t core_kconsumer_lag(struct core_kconsumer *c)
+{
+    rd_kafka_topic_partition_list_t *pos;
+    int64_t lag = 0;
+
+    if (!c->assigned)
+        return -1;
+    pos = rd_kafka_topic_partition_list_copy(c->assigned);
+    if (rd_kafka_position(c->rk, pos) != 0) {
+        rd_kafka_topic_partition_list_destroy(pos);
+        return -1;
+    }
+    for (int i = 0; i < pos->cnt; i++) {
+        int64_t lo, hi;
+        rd_kafka_topic_partition_t *t = &pos->elems[i];
+        if (rd_kafka_get_watermark_offsets(c->rk, t->topic, t->partition, &lo, &hi) != 0 ||
+            hi < 0) {
+            lag = -1;
+            break;
+        }
+        lag += t->offset >= 0 ? (hi > t->offset ? hi - t->offset : 0) : (hi - lo);
+    }
+    rd_kafka_topic_partition_list_destroy(pos);
+    return lag;
+}
+
+rd_kafka_t *core_kconsumer_handle(struct core_kconsumer *c)
+{
+    return c->rk;
+}
+
+static void consumer_release(void *owner)
+{
+    free(owner);
+}
+
+void core_kconsumer_free(struct core_kconsumer *c)
+{
+    if (!c)
+        return;
+    if (c->br.open)
+        uv_poll_stop(&c->br.poll);
+    bridge_stop(&c->br);
+    if (c->assigned)
+        rd_kafka_topic_partition_list_destroy(c->assigned);
+    c->assigned = NULL;
+    if (c->rk) {
+        if (!c->closed)
+            rd_kafka_consumer_close(c->rk); /* blocking fallback: owner skipped the close */
+        rd_kafka_destroy(c->rk);
+        c->rk = NULL;
+    }
+    bridge_close(&c->br, consumer_release);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Producer */
+
+struct core_kproducer {
+    struct bridge br;
+    rd_kafka_t *rk;
+    core_kdelivery_fn *on_delivery;
+    void *arg;
+};
+
+static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    struct core_kproducer *p = opaque;
+    (void)rk;
+    if (m->err)
+        CORE_ERROR("delivery to %s failed: %s", rd_kafka_topic_name(m->rkt),
+                   rd_kafka_err2str(m->err));
+    if (p->on_delivery)
+        p->on_delivery(p->arg, m->_private, m->err);
+}
+
+static void producer_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+    char fatal_reason[512];
+    (void)opaque;
+    if (err == RD_KAFKA_RESP_ERR__FATAL) {
+        err = rd_kafka_fatal_error(rk, fatal_reason, sizeof(fatal_reason));
+        CORE_ERROR("kafka producer fatal: %s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err),
+                   fatal_reason);
+        return;
+    }
+    CORE_WARN("kafka producer %s: %s: %s", rd_kafka_name(rk),
+              rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+}
+
+static bool producer_drain(void *owner)
+{
+    struct core_kproducer *p = owner;
+    int served = 0;
+
+    if (!p->rk)
+        return false;
+    for (int i = 0; i < CORE_KAFKA_BUDGET; i += served) {
+        served = rd_kafka_poll(p->rk, 0);
+        if (served <= 0)
+            return false;
+    }
+    return true;
+}
+
+core_err core_kproducer_new(uv_loop_t *loop, rd_kafka_conf_t *conf,
+                            core_kdelivery_fn *on_delivery, void *arg,
+                            struct core_kproducer **out, char *eb, size_t ebn)
+{
+    struct core_kproducer *p = core_xcalloc(1, sizeof(*p));
+    char why[512];
+    core_err rc;
+
+    p->on_delivery = on_delivery;
+    p->arg = arg;
+    rd_kafka_conf_set_opaque(conf, p);
+    rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
+    rd_kafka_conf_set_error_cb(conf, producer_error_cb);
+    rd_kafka_conf_set_log_cb(conf, log_line);
+    p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof(why));
+    if (!p->rk) {
+        snprintf(eb, ebn, "rd_kafka_new(producer): %s", why);
+        free(p);
+        return CORE_EKAFKA;
+    }
+    rd_kafka_set_log_queue(p->rk, NULL); /* logs -> main queue, served by rd_kafka_poll */
+    rc = bridge_init(&p->br, loop, rd_kafka_queue_get_main(p->rk), producer_drain, p, eb, ebn);
+    if (rc != CORE_OK) {
+        core_kproducer_free(p);
+        return rc;
+    }
+    *out = p;
+    return CORE_OK;
+}
+
+core_err core_kproducer_send(struct core_kproducer *p, const char *topic, int32_t partition,
+                             const void *key, size_t key_len, const void *value,
+                             size_t value_len, void *opaque)
+{
+    rd_kafka_resp_err_t err = rd_kafka_producev(
+        p->rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, key_len),
+        RD_KAFKA_V_VALUE((void *)value, value_len), RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
+
+    switch (err) {
+    case RD_KAFKA_RESP_ERR_NO_ERROR:
+        return CORE_OK;
+    case RD_KAFKA_RESP_ERR__QUEUE_FULL:
+        return CORE_EAGAIN;
+    case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+        return CORE_ETOOBIG;
+    default:
+        CORE_ERROR("produce to %s: %s", topic, rd_kafka_err2str(err));
+        return CORE_EKAFKA;
+    }
+}
+
+size_t core_kproducer_outq(const struct core_kproducer *p)
+{
+    int n = rd_kafka_outq_len(p->rk);
+    return n > 0 ? (size_t)n : 0;
+}
+
+void core_kproducer_poll(struct core_kproducer *p, int timeout_ms)
+{
+    rd_kafka_poll(p->rk, timeout_ms);
+}
+
+rd_kafka_t *core_kproducer_handle(struct core_kproducer *p)
+{
+    return p->rk;
+}
+
+static void producer_release(void *owner)
+{
+    free(owner);
+}
+
+void core_kproducer_free(struct core_kproducer *p)
+{
+    if (!p)
+        return;
+    if (p->br.open)
+        uv_poll_stop(&p->br.poll);
+    bridge_stop(&p->br);
+    if (p->rk) {
+        rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        p->on_delivery = NULL; /* purged records: no callbacks into a dying owner */
+        rd_kafka_destroy(p->rk);
+        p->rk = NULL;
+    }
+    bridge_close(&p->br, producer_release);
+}

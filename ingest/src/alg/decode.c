@@ -1,0 +1,247 @@
+/* decode.c - strict decoding of one gcdp.reading/1 message (ing_decode.h). */
+#include "alg/decode.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#define R(reason, ...)                                                                     \
+    (snprintf(detail, detail_size, __VA_ARGS__), (reason))
+
+static enum ing_reason map_json_error(const json_error_t *err, char *detail, size_t detail_size)
+{
+    static const char *const nonfinite_tokens[] = {"near 'NaN", "near 'nan", "near 'Inf",
+                                                   "near 'inf", "near '-Inf", "near '-inf",
+                                                   "near '-NaN", "near '+"};
+    switch (json_error_code(err)) {
+    case json_error_invalid_utf8:
+        return R(ING_R_INVALID_UTF8, "invalid UTF-8 at byte %d", err->position);
+    case json_error_null_character:
+    case json_error_null_byte_in_key:
+        return R(ING_R_NUL_CHARACTER, "\\u0000 in a string at byte %d", err->position);
+    case json_error_premature_end_of_input:
+        return R(ING_R_TRUNCATED, "document ends early at byte %d", err->position);
+    case json_error_end_of_input_expected:
+        return R(ING_R_TRAILING_DATA, "data after the JSON value at byte %d", err->position);
+    case json_error_stack_overflow:
+        return R(ING_R_TOO_DEEP, "nesting too deep at byte %d", err->position);
+    case json_error_duplicate_key:
+        return R(ING_R_DUPLICATE_KEY, "repeated member name at byte %d", err->position);
+    case json_error_numeric_overflow:
+        return R(ING_R_NON_FINITE, "number overflows a double/int64 at byte %d", err->position);
+    default:
+        break;
+    }
+    for (size_t i = 0; i < sizeof(nonfinite_tokens) / sizeof(*nonfinite_tokens); i++)
+        if (strstr(err->text, nonfinite_tokens[i]))
+            return R(ING_R_NON_FINITE, "NaN/Infinity token at byte %d", err->position);
+    return R(ING_R_MALFORMED_JSON, "syntax error at byte %d", err->position);
+}
+
+static bool device_char_ok(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '.' || c == '_' || c == ':' || c == '-';
+}
+
+static enum ing_reason check_device(const json_t *root, struct ing__reading *out, char *detail,
+                                    size_t detail_size)
+{
+    const json_t *d = json_object_get(root, "device");
+    const char *s;
+    size_t n;
+
+    if (!d)
+        return R(ING_R_MISSING_DEVICE, "no \"device\" member");
+    if (!json_is_string(d))
+        return R(ING_R_DEVICE_WRONG_TYPE, "\"device\" must be a string");
+    s = json_string_value(d);
+    n = json_string_length(d);
+    if (n == 0)
+        return R(ING_R_DEVICE_EMPTY, "\"device\" is empty");
+    if (n > ING_DEVICE_MAX)
+        return R(ING_R_DEVICE_TOO_LONG, "\"device\" has %zu bytes (max %d)", n, ING_DEVICE_MAX);
+    for (size_t i = 0; i < n; i++)
+        if (!device_char_ok(s[i]))
+            return R(ING_R_DEVICE_BAD_CHARS, "\"device\" byte %zu outside [A-Za-z0-9._:-]", i);
+    out->device = s;
+    out->device_len = n;
+    return ING_R_NONE;
+}
+
+static enum ing_reason check_key(const struct ing_params *p, const struct ing__reading *r,
+                                 const char *key, size_t key_len, char *detail,
+                                 size_t detail_size)
+{
+    if (p->key_policy == ING_KEY_IGNORE)
+        return ING_R_NONE;
+    if (!key) {
+        if (p->key_policy == ING_KEY_REQUIRE)
+            return R(ING_R_MISSING_KEY, "message has no key (must equal \"device\")");
+        return ING_R_NONE;
+    }
+    if (key_len != r->device_len || memcmp(key, r->device, key_len) != 0)
+        return R(ING_R_KEY_MISMATCH, "message key differs from \"device\"");
+    return ING_R_NONE;
+}
+
+static enum ing_reason check_ts(const struct ing_params *p, const json_t *root,
+                                struct ing__reading *out, char *detail, size_t detail_size)
+{
+    const json_t *t = json_object_get(root, "ts");
+    int64_t ms;
+
+    if (!t)
+        return R(ING_R_MISSING_TS, "no \"ts\" member");
+    if (json_is_integer(t)) {
+        ms = (int64_t)json_integer_value(t);
+    } else if (json_is_string(t)) {
+        if (!ing__ts_parse(json_string_value(t), json_string_length(t), &ms))
+            return R(ING_R_TS_UNPARSEABLE, "\"ts\" is not RFC 3339 or 'YYYY-MM-DD HH:MM:SS'");
+    } else {
+        return R(ING_R_TS_WRONG_TYPE, "\"ts\" must be an RFC 3339 string or integer epoch ms");
+    }
+    if (!(ms >= p->ts_min_ms && ms < p->ts_max_ms))
+        return R(ING_R_TS_OUT_OF_RANGE, "\"ts\" outside [ingest.ts_min_ms, ingest.ts_max_ms)");
+    out->ts = ms;
+    return ING_R_NONE;
+}
+
+static bool nonfinite_word(const char *s)
+{
+    static const char *const words[] = {"nan", "inf", "infinity"};
+    if (*s == '+' || *s == '-')
+        s++;
+    for (size_t i = 0; i < sizeof(words) / sizeof(*words); i++)
+        if (strcasecmp(s, words[i]) == 0)
+            return true;
+    return false;
+}
+
+static int channel_find(const struct ing_params *p, const char *name)
+{
+    for (size_t i = 0; i < p->n_channels; i++)
+        if (p->channels[i].name[0] == name[0] && strcmp(p->channels[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static enum ing_reason check_value(const struct ing_channel *ch, const json_t *v, double *out,
+                                   char *detail, size_t detail_size)
+{
+    double x;
+
+    if (json_is_null(v)) {
+        *out = NAN; /* absent: internal marker only (values are validated finite) */
+        return ING_R_NONE;
+    }
+    if (json_is_string(v) && nonfinite_word(json_string_value(v)))
+        return R(ING_R_NON_FINITE, "channel '%s' is not a finite number", ch->name);
+    if (!json_is_number(v))
+        return R(ING_R_WRONG_TYPE, "channel '%s' must be a number or null", ch->name);
+    x = json_number_value(v);
+    if (!isfinite(x))
+        return R(ING_R_NON_FINITE, "channel '%s' is not a finite number", ch->name);
+    if (!(x >= ch->dom_lo && x <= ch->dom_hi))
+        return R(ING_R_OUT_OF_DOMAIN, "channel '%s' outside its physical domain [%g, %g]",
+                 ch->name, ch->dom_lo, ch->dom_hi);
+    *out = x;
+    return ING_R_NONE;
+}
+
+static enum ing_reason check_readings(const struct ing_params *p, const json_t *root,
+                                      struct ing__reading *out, char *detail, size_t detail_size)
+{
+    const json_t *rd = json_object_get(root, "readings");
+    const char *name;
+    const json_t *v;
+
+    if (!rd)
+        return R(ING_R_MISSING_READINGS, "no \"readings\" member");
+    if (!json_is_object(rd))
+        return R(ING_R_READINGS_NOT_OBJECT, "\"readings\" must be an object");
+    if (json_object_size(rd) == 0)
+        return R(ING_R_READINGS_EMPTY, "\"readings\" is empty");
+    for (size_t i = 0; i < p->n_channels; i++)
+        out->val[i] = NAN;
+    json_object_foreach((json_t *)rd, name, v) {
+        int c = channel_find(p, name);
+        enum ing_reason r;
+        if (c < 0)
+            return R(ING_R_UNKNOWN_CHANNEL, "channel '%.40s' not declared in ingest.channels",
+                     name);
+        r = check_value(&p->channels[c], v, &out->val[c], detail, detail_size);
+        if (r != ING_R_NONE)
+            return r;
+    }
+    return ING_R_NONE;
+}
+
+static enum ing_reason check_envelope(const json_t *root, char *detail, size_t detail_size)
+{
+    static const char *const fields[] = {"schema", "device", "ts", "readings", "seq"};
+    const json_t *s = json_object_get(root, "schema");
+    const char *k;
+    const json_t *v;
+
+    if (!s)
+        return R(ING_R_MISSING_SCHEMA, "no \"schema\" member");
+    if (!json_is_string(s) || strcmp(json_string_value(s), ING_SCHEMA_READING) != 0)
+        return R(ING_R_UNSUPPORTED_SCHEMA, "\"schema\" must be \"%s\"", ING_SCHEMA_READING);
+    json_object_foreach((json_t *)root, k, v) {
+        bool known = false;
+        for (size_t i = 0; i < sizeof(fields) / sizeof(*fields); i++)
+            known = known || strcmp(k, fields[i]) == 0;
+        if (!known)
+            return R(ING_R_UNKNOWN_FIELD, "member '%.40s' is not part of %s", k,
+                     ING_SCHEMA_READING);
+    }
+    return ING_R_NONE;
+}
+
+static enum ing_reason check_seq(const json_t *root, char *detail, size_t detail_size)
+{
+    const json_t *s = json_object_get(root, "seq");
+    if (s && !(json_is_integer(s) && json_integer_value(s) >= 0))
+        return R(ING_R_SEQ_WRONG_TYPE, "\"seq\" must be an integer >= 0");
+    return ING_R_NONE;
+}
+
+/* Checks run in the order of ING_REASON_MAP; the first failure is the reason. */
+enum ing_reason ing__decode(const struct ing_params *p, const char *payload, size_t len,
+                            const char *key, size_t key_len, json_t **root,
+                            struct ing__reading *out, char *detail, size_t detail_size)
+{
+    json_error_t err;
+    enum ing_reason r;
+
+    *root = NULL;
+    detail[0] = '\0';
+    out->device = NULL;
+    out->device_len = 0;
+    if (len > p->max_message_bytes)
+        return R(ING_R_OVERSIZE, "%zu bytes > ingest.max_message_bytes %zu", len,
+                 p->max_message_bytes);
+    if (len == 0)
+        return R(ING_R_EMPTY_PAYLOAD, "empty payload");
+    if (!ing__utf8_valid(payload, len))
+        return R(ING_R_INVALID_UTF8, "payload is not UTF-8");
+    *root = json_loadb(payload, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &err);
+    if (!*root)
+        return map_json_error(&err, detail, detail_size);
+    if (!json_is_object(*root))
+        return R(ING_R_NOT_OBJECT, "top-level value is not an object");
+    r = check_envelope(*root, detail, detail_size);
+    if (r == ING_R_NONE)
+        r = check_device(*root, out, detail, detail_size);
+    if (r == ING_R_NONE)
+        r = check_key(p, out, key, key_len, detail, detail_size);
+    if (r == ING_R_NONE)
+        r = check_ts(p, *root, out, detail, detail_size);
+    if (r == ING_R_NONE)
+        r = check_seq(*root, detail, detail_size);
+    if (r == ING_R_NONE)
+        r = check_readings(p, *root, out, detail, detail_size);
+    return r;
+}

@@ -1,0 +1,27 @@
+/* alg/decode.h - strict decoding of one gcdp.reading/1 message (private to ingest).
+ * SPDX-License-Identifier: Apache-2.0
+ * Thread-safety: pure; safe on distinct outputs.
+ */
+#ifndef ING_ALG_DECODE_H
+#define ING_ALG_DECODE_H
+
+#include "ing_int.h"
+
+/* One decoded reading. device points into the parsed document (valid while root lives). */
+struct ing__reading {
+    const char *device;
+    size_t device_len;
+    int64_t ts;                    /* epoch ms, UTC */
+    double val[ING_MAX_CHANNELS];  /* per declared channel; NaN = null or absent */
+};
+
+/* Decode and validate payload against p (all checks that need no engine state).
+ *   root    out: new jansson reference or NULL; caller json_decref()s it in every case.
+ *   out     filled on ING_R_NONE (device borrowed from *root).
+ *   detail  receives a short reason text without protected values.
+ * Returns ING_R_NONE or the first failing reason in ING_REASON_MAP order. */
+enum ing_reason ing__decode(const struct ing_params *p, const char *payload, size_t len,
+                            const char *key, size_t key_len, json_t **root,
+                            struct ing__reading *out, char *detail, size_t detail_size);
+
+#endif /* ING_ALG_DECODE_H */

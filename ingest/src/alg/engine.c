@@ -1,0 +1,523 @@
+/* engine.c - device state, watermarks, window closing, dead letters (ing/engine.h). */
+#include "ing/engine.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alg/decode.h"
+#include "alg/window.h"
+#include "core/mem.h"
+
+#define NO_K       INT64_MIN /* "no window closed yet" */
+#define KEY_MAX    256       /* key bytes copied into a dead letter */
+#define TAB_INITIAL 1024
+
+static const char *const reason_codes[] = {
+#define X(name, code, desc) code,
+    ING_REASON_MAP(X)
+#undef X
+};
+static const char *const reason_descs[] = {
+#define X(name, code, desc) desc,
+    ING_REASON_MAP(X)
+#undef X
+};
+static const char *const excl_codes[] = {
+#define X(name, code) code,
+    ING_EXCL_MAP(X)
+#undef X
+};
+
+const char *ing_reason_code(enum ing_reason r)
+{
+    return (unsigned)r < ING_REASON_COUNT ? reason_codes[r] : "unknown";
+}
+
+const char *ing_reason_desc(enum ing_reason r)
+{
+    return (unsigned)r < ING_REASON_COUNT ? reason_descs[r] : "unknown";
+}
+
+const char *ing_excl_code(enum ing_excl x)
+{
+    return (unsigned)x < ING_EXCL_COUNT ? excl_codes[x] : "unknown";
+}
+
+/* ---- device table: open addressing, linear probing, FNV-1a ---- */
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static struct ing__dev **tab_slot(struct ing_engine *e, const char *id, size_t n, uint64_t h)
+{
+    size_t mask = e->tab_size - 1;
+    for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+        struct ing__dev *d = e->tab[i];
+        if (!d || (d->hash == h && d->id_len == n && memcmp(d->id, id, n) == 0))
+            return &e->tab[i];
+    }
+}
+
+static void tab_grow(struct ing_engine *e)
+{
+    struct ing__dev **old = e->tab;
+    size_t old_size = e->tab_size;
+
+    e->tab_size = old_size ? old_size * 2 : TAB_INITIAL;
+    e->tab = core_xcalloc(e->tab_size, sizeof(*e->tab));
+    for (size_t i = 0; i < old_size; i++)
+        if (old[i])
+            *tab_slot(e, old[i]->id, old[i]->id_len, old[i]->hash) = old[i];
+    free(old);
+}
+
+/* ---- LRU of devices holding buffered readings (oldest activity first) ---- */
+
+static void lru_unlink(struct ing_engine *e, struct ing__dev *d)
+{
+    if (!d->in_lru)
+        return;
+    if (d->prev)
+        d->prev->next = d->next;
+    else
+        e->lru_head = d->next;
+    if (d->next)
+        d->next->prev = d->prev;
+    else
+        e->lru_tail = d->prev;
+    d->prev = d->next = NULL;
+    d->in_lru = false;
+    e->c.open_devices--;
+}
+
+static void lru_touch(struct ing_engine *e, struct ing__dev *d)
+{
+    lru_unlink(e, d);
+    d->prev = e->lru_tail;
+    d->next = NULL;
+    if (e->lru_tail)
+        e->lru_tail->next = d;
+    else
+        e->lru_head = d;
+    e->lru_tail = d;
+    d->in_lru = true;
+    e->c.open_devices++;
+}
+
+static void dev_release_buffers(struct ing__dev *d)
+{
+    free(d->rd);
+    free(d->val);
+    d->rd = NULL;
+    d->val = NULL;
+    d->n = d->cap = 0;
+}
+
+/* ---- lifecycle ---- */
+
+struct ing_engine *ing_engine_new(const struct ing_params *p, char *eb, size_t ebn)
+{
+    struct ing_engine *e;
+
+    if (!p || ing_params_validate(p, eb, ebn) != CORE_OK)
+        return NULL;
+    e = core_xcalloc(1, sizeof(*e));
+    e->p = *p;
+    e->n_slots = p->window_ms / p->period_ms;
+    e->half = p->period_ms / 2;
+    ing__window_scratch_init(&e->ws, p);
+    tab_grow(e);
+    return e;
+}
+
+void ing_engine_free(struct ing_engine *e)
+{
+    if (!e)
+        return;
+    for (size_t i = 0; i < e->tab_size; i++) {
+        if (e->tab[i]) {
+            dev_release_buffers(e->tab[i]);
+            free(e->tab[i]);
+        }
+    }
+    free(e->tab);
+    ing__window_scratch_cleanup(&e->ws);
+    free(e->out.p);
+    free(e);
+}
+
+const struct ing_params *ing_engine_params(const struct ing_engine *e)
+{
+    return &e->p;
+}
+
+void ing_engine_counters(const struct ing_engine *e, struct ing_counters *out)
+{
+    *out = e->c;
+}
+
+/* ---- window indexes (docs/ingest.md "Time model") ---- */
+
+int64_t ing__slot_time(const struct ing_engine *e, int64_t ts)
+{
+    return e->p.origin_ms +
+           ing__floor_div(ts - e->p.origin_ms + e->half, e->p.period_ms) * e->p.period_ms;
+}
+
+/* Last window containing slot time tau: start_k <= tau. */
+static int64_t k_last(const struct ing_engine *e, int64_t tau)
+{
+    return ing__floor_div(tau - e->p.origin_ms, e->p.hop_ms);
+}
+
+/* First window containing tau: start_k + size > tau. */
+static int64_t k_first(const struct ing_engine *e, int64_t tau)
+{
+    return ing__floor_div(tau - e->p.origin_ms - e->p.window_ms, e->p.hop_ms) + 1;
+}
+
+static bool straddles_split(const struct ing_engine *e, int64_t start, int64_t end)
+{
+    return e->p.has_split && start < e->p.split_at_ms && e->p.split_at_ms < end;
+}
+
+/* Drop the prefix of readings none of whose windows is still open. */
+static void drop_closed(struct ing_engine *e, struct ing__dev *d)
+{
+    size_t m = 0, nch = e->p.n_channels;
+
+    while (m < d->n && k_last(e, d->rd[m].tau) < d->next_k)
+        m++;
+    if (m == 0)
+        return;
+    memmove(d->rd, d->rd + m, (d->n - m) * sizeof(*d->rd));
+    memmove(d->val, d->val + m * nch, (d->n - m) * nch * sizeof(*d->val));
+    d->n -= m;
+    e->c.buffered -= m;
+}
+
+/* Close windows next_k..hi of d, emitting those that hold readings. */
+static void close_upto(struct ing_engine *e, struct ing__dev *d, int64_t hi,
+                       const struct ing_sink *sink)
+{
+    size_t i = 0;
+    int64_t k;
+
+    if (d->next_k != NO_K && hi < d->next_k)
+        return;
+    k = d->n ? k_first(e, d->rd[0].tau) : hi + 1;
+    if (d->next_k != NO_K && k < d->next_k)
+        k = d->next_k;
+    while (k <= hi && i < d->n) {
+        int64_t start = e->p.origin_ms + k * e->p.hop_ms, end = start + e->p.window_ms;
+        size_t j;
+        while (i < d->n && d->rd[i].tau < start)
+            i++;
+        for (j = i; j < d->n && d->rd[j].tau < end; j++)
+            ;
+        if (j == i) { /* empty window: jump to the first window of the next reading */
+            int64_t kn = i < d->n ? k_first(e, d->rd[i].tau) : hi + 1;
+            k = kn > k ? kn : k + 1;
+            continue;
+        }
+        if (straddles_split(e, start, end))
+            e->c.windows_split_skipped++;
+        else
+            ing__window_emit(e, d, start, i, j, sink);
+        k++;
+    }
+    if (d->next_k == NO_K || hi + 1 > d->next_k)
+        d->next_k = hi + 1;
+    drop_closed(e, d);
+}
+
+/* Close every window holding buffered readings, then free the buffers. */
+static void force_close(struct ing_engine *e, struct ing__dev *d, const struct ing_sink *sink)
+{
+    if (d->n)
+        close_upto(e, d, k_last(e, d->rd[d->n - 1].tau), sink);
+    e->c.buffered -= d->n;
+    dev_release_buffers(d);
+    lru_unlink(e, d);
+}
+
+void ing_engine_tick(struct ing_engine *e, int64_t now_ms, const struct ing_sink *sink)
+{
+    if (e->p.idle_timeout_ms <= 0)
+        return;
+    while (e->lru_head && now_ms - e->lru_head->last_seen_ms >= e->p.idle_timeout_ms) {
+        e->c.idle_closes++;
+        force_close(e, e->lru_head, sink);
+    }
+}
+
+void ing_engine_flush(struct ing_engine *e, const struct ing_sink *sink)
+{
+    while (e->lru_head)
+        force_close(e, e->lru_head, sink);
+}
+
+bool ing_engine_low_watermark(const struct ing_engine *e, int32_t partition, int64_t *out)
+{
+    bool found = false;
+    int64_t lo = INT64_MAX;
+
+    for (const struct ing__dev *d = e->lru_head; d; d = d->next)
+        for (size_t i = 0; i < d->n; i++)
+            if (d->rd[i].partition == partition && d->rd[i].offset < lo) {
+                lo = d->rd[i].offset;
+                found = true;
+            }
+    if (found)
+        *out = lo;
+    return found;
+}
+
+static bool dev_uses_partition(const struct ing__dev *d, int32_t partition)
+{
+    if (d->last_partition == partition)
+        return true;
+    for (size_t i = 0; i < d->n; i++)
+        if (d->rd[i].partition == partition)
+            return true;
+    return false;
+}
+
+size_t ing_engine_forget_partition(struct ing_engine *e, int32_t partition)
+{
+    size_t dropped = 0, size = e->tab_size;
+    struct ing__dev **old = e->tab;
+
+    e->tab = core_xcalloc(size, sizeof(*e->tab));
+    for (size_t i = 0; i < size; i++) {
+        struct ing__dev *d = old[i];
+        if (!d)
+            continue;
+        if (!dev_uses_partition(d, partition)) {
+            *tab_slot(e, d->id, d->id_len, d->hash) = d;
+            continue;
+        }
+        dropped += d->n;
+        e->c.buffered -= d->n;
+        lru_unlink(e, d);
+        dev_release_buffers(d);
+        free(d);
+        e->n_dev--;
+    }
+    free(old);
+    e->c.devices = e->n_dev;
+    e->c.forgotten += dropped;
+    return dropped;
+}
+
+/* ---- accepting a reading ---- */
+
+static size_t lower_bound_ts(const struct ing__dev *d, int64_t ts)
+{
+    size_t lo = 0, hi = d->n;
+    if (d->n && d->rd[d->n - 1].ts < ts) /* in-order arrival: O(1) */
+        return d->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (d->rd[mid].ts < ts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void dev_reserve(const struct ing_engine *e, struct ing__dev *d)
+{
+    size_t cap;
+    if (d->n < d->cap)
+        return;
+    cap = d->cap ? d->cap * 2 : 32;
+    if (cap > e->p.max_buffer)
+        cap = e->p.max_buffer;
+    d->rd = core_xrealloc(d->rd, cap * sizeof(*d->rd));
+    d->val = core_xrealloc(d->val, cap * e->p.n_channels * sizeof(*d->val));
+    d->cap = cap;
+}
+
+static struct ing__dev *dev_get(struct ing_engine *e, const struct ing__reading *r,
+                                enum ing_reason *why)
+{
+    uint64_t h = fnv1a(r->device, r->device_len);
+    struct ing__dev **slot = tab_slot(e, r->device, r->device_len, h);
+    struct ing__dev *d = *slot;
+
+    if (d)
+        return d;
+    if (e->n_dev >= e->p.max_devices) {
+        *why = ING_R_TOO_MANY_DEVICES;
+        return NULL;
+    }
+    d = core_xcalloc(1, sizeof(*d));
+    memcpy(d->id, r->device, r->device_len);
+    d->id_len = r->device_len;
+    d->hash = h;
+    d->next_k = NO_K;
+    *slot = d;
+    e->n_dev++;
+    e->c.devices = e->n_dev;
+    if (e->n_dev * 2 > e->tab_size)
+        tab_grow(e);
+    return d;
+}
+
+static enum ing_reason admit(struct ing_engine *e, const struct ing__reading *r,
+                             const struct ing_source *src, int64_t now_ms, struct ing__dev **out,
+                             char *detail, size_t dn)
+{
+    enum ing_reason why = ING_R_NONE;
+    int64_t tau = ing__slot_time(e, r->ts);
+    struct ing__dev *d = dev_get(e, r, &why);
+    size_t pos, nch = e->p.n_channels;
+
+    if (!d)
+        return snprintf(detail, dn, "device table full (ingest.max_devices %zu)",
+                        e->p.max_devices), why;
+    if (d->next_k != NO_K && k_last(e, tau) < d->next_k)
+        return snprintf(detail, dn, "all windows of this reading have closed "
+                        "(ingest.lateness_ms %lld)", (long long)e->p.lateness_ms), ING_R_LATE;
+    pos = lower_bound_ts(d, r->ts);
+    if (pos < d->n && d->rd[pos].ts == r->ts)
+        return snprintf(detail, dn, "a reading with this device and ts is buffered"),
+               ING_R_DUPLICATE;
+    if (d->n >= e->p.max_buffer)
+        return snprintf(detail, dn, "device buffer full (ingest.max_buffer_per_device %zu)",
+                        e->p.max_buffer), ING_R_BUFFER_FULL;
+    dev_reserve(e, d);
+    memmove(d->rd + pos + 1, d->rd + pos, (d->n - pos) * sizeof(*d->rd));
+    memmove(d->val + (pos + 1) * nch, d->val + pos * nch, (d->n - pos) * nch * sizeof(*d->val));
+    d->rd[pos] = (struct ing__rd){r->ts, tau, src->offset, src->partition};
+    memcpy(d->val + pos * nch, r->val, nch * sizeof(*d->val));
+    d->n++;
+    e->c.buffered++;
+    if (d->n == 1 || tau > d->max_tau)
+        d->max_tau = tau;
+    d->last_seen_ms = now_ms;
+    d->last_partition = src->partition;
+    lru_touch(e, d);
+    *out = d;
+    return ING_R_NONE;
+}
+
+/* ---- dead letters ---- */
+
+static void put_key(struct ing_buf *b, const char *key, size_t key_len)
+{
+    size_t n = key_len > KEY_MAX ? KEY_MAX : key_len;
+
+    ing__buf_puts(b, ",\"key\":");
+    if (!key) {
+        ing__buf_puts(b, "null");
+        return;
+    }
+    if (ing__utf8_valid(key, n)) {
+        ing__buf_json_str(b, key, n);
+    } else {
+        ing__buf_base64(b, (const unsigned char *)key, n);
+        ing__buf_puts(b, ",\"key_encoding\":\"base64\"");
+    }
+    if (n < key_len)
+        ing__buf_puts(b, ",\"key_truncated\":true");
+}
+
+static void put_payload(struct ing_buf *b, const char *payload, size_t len, size_t cap)
+{
+    size_t n = len > cap ? cap : len;
+    bool utf8 = ing__utf8_valid(payload, n);
+
+    ing__buf_puts(b, ",\"payload_encoding\":");
+    ing__buf_puts(b, utf8 ? "\"utf8\"" : "\"base64\"");
+    ing__buf_puts(b, ",\"payload_bytes\":");
+    ing__buf_int(b, (int64_t)len);
+    ing__buf_puts(b, n < len ? ",\"payload_truncated\":true" : ",\"payload_truncated\":false");
+    ing__buf_puts(b, ",\"payload\":");
+    if (utf8)
+        ing__buf_json_str(b, payload, n);
+    else
+        ing__buf_base64(b, (const unsigned char *)payload, n);
+}
+
+static void reject(struct ing_engine *e, enum ing_reason reason, const char *detail,
+                   const char *payload, size_t len, const char *key, size_t key_len,
+                   const struct ing__reading *r, const struct ing_source *src, int64_t now_ms,
+                   const struct ing_sink *sink)
+{
+    struct ing_buf *b = &e->out;
+    struct ing_reject_info info = {reason, src};
+
+    e->c.rejected++;
+    e->c.rejected_by_reason[reason]++;
+    if (reason == ING_R_DUPLICATE)
+        e->c.duplicates++;
+    if (reason == ING_R_LATE)
+        e->c.late++;
+    if (!sink || !sink->on_reject)
+        return;
+    b->len = 0;
+    ing__buf_puts(b, "{\"schema\":\"" ING_SCHEMA_REJECTED "\",\"reason\":\"");
+    ing__buf_puts(b, ing_reason_code(reason));
+    ing__buf_puts(b, "\",\"detail\":");
+    ing__buf_json_str(b, detail, strlen(detail));
+    ing__buf_puts(b, ",\"source\":{\"topic\":");
+    ing__buf_json_str(b, src->topic ? src->topic : "", src->topic ? strlen(src->topic) : 0);
+    ing__buf_puts(b, ",\"partition\":");
+    ing__buf_int(b, src->partition);
+    ing__buf_puts(b, ",\"offset\":");
+    ing__buf_int(b, src->offset);
+    ing__buf_puts(b, "},\"received_at_ms\":");
+    ing__buf_int(b, now_ms);
+    if (r->device) {
+        ing__buf_puts(b, ",\"device\":");
+        ing__buf_json_str(b, r->device, r->device_len);
+    }
+    put_key(b, key, key_len);
+    put_payload(b, payload, len, e->p.max_message_bytes);
+    ing__buf_puts(b, "}");
+    sink->on_reject(sink->arg, key, key_len, b->p, b->len, &info);
+}
+
+core_err ing_engine_push(struct ing_engine *e, const char *payload, size_t len, const char *key,
+                         size_t key_len, const struct ing_source *src, int64_t now_ms,
+                         const struct ing_sink *sink, enum ing_reason *out_reason)
+{
+    json_t *root = NULL;
+    struct ing__reading r;
+    struct ing__dev *d = NULL;
+    enum ing_reason reason;
+    char detail[256];
+
+    if (!e || !src || (!payload && len > 0))
+        return CORE_EINVAL;
+    if (!payload)
+        payload = "";
+    e->c.consumed++;
+    reason = ing__decode(&e->p, payload, len, key, key_len, &root, &r, detail, sizeof(detail));
+    if (reason == ING_R_NONE)
+        reason = admit(e, &r, src, now_ms, &d, detail, sizeof(detail));
+    if (reason != ING_R_NONE) {
+        reject(e, reason, detail, payload, len, key, key_len, &r, src, now_ms, sink);
+    } else {
+        e->c.accepted++;
+        /* Watermark = max slot time - lateness; close windows whose end it has reached. */
+        close_upto(e, d, ing__floor_div(d->max_tau - e->p.lateness_ms - e->p.origin_ms -
+                                            e->p.window_ms, e->p.hop_ms), sink);
+    }
+    json_decref(root);
+    if (out_reason)
+        *out_reason = reason;
+    return CORE_OK;
+}

@@ -1,0 +1,70 @@
+/* alg/window.h - engine internals shared by engine.c and window.c (private to ingest).
+ * SPDX-License-Identifier: Apache-2.0
+ * Thread-safety: as struct ing_engine (single-threaded).
+ */
+#ifndef ING_ALG_WINDOW_H
+#define ING_ALG_WINDOW_H
+
+#include "ing_int.h"
+
+/* One buffered reading (values live in the device's val array, n_channels per row). */
+struct ing__rd {
+    int64_t ts;     /* epoch ms as sent */
+    int64_t tau;    /* slot time: ts snapped to the sampling grid */
+    int64_t offset; /* source offset */
+    int32_t partition;
+};
+
+struct ing__dev {
+    char id[ING_DEVICE_MAX + 1];
+    size_t id_len;
+    uint64_t hash;
+    int64_t max_tau;      /* largest slot time accepted (valid once a reading arrived) */
+    int64_t next_k;       /* windows < next_k are closed; INT64_MIN: none yet */
+    int64_t last_seen_ms; /* processing time of the last accepted reading */
+    int32_t last_partition;
+    size_t n, cap;       /* buffered readings, sorted by ts (hence by tau) */
+    struct ing__rd *rd;
+    double *val;         /* cap * n_channels; NaN = null */
+    struct ing__dev *prev, *next; /* LRU (devices with n > 0) */
+    bool in_lru;
+};
+
+/* Per-window scratch, sized once at engine creation (no allocation per window). */
+struct ing__wscratch {
+    int64_t n_slots;
+    size_t *slot_first, *slot_last; /* per slot: first/last reading index; SIZE_MAX = empty */
+    double *u;                       /* normalized points of one channel */
+    int64_t *imp_ts;                 /* n_channels * n_slots imputed slot times */
+    size_t imp_n[ING_MAX_CHANNELS];
+    size_t n_real[ING_MAX_CHANNELS];
+    double feat[ING_MAX_CHANNELS][5]; /* mean, count, min, max, std */
+    size_t nodes[ING_MAX_CHANNELS];   /* channel index per node of this window */
+    size_t n_nodes;
+    struct ing_src_range *src;
+    size_t src_cap;
+};
+
+struct ing_engine {
+    struct ing_params p;
+    int64_t n_slots; /* window_ms / period_ms */
+    int64_t half;    /* period_ms / 2 */
+    struct ing__dev **tab;
+    size_t tab_size, n_dev;
+    struct ing__dev *lru_head, *lru_tail;
+    struct ing_counters c;
+    struct ing_buf out;
+    struct ing__wscratch ws;
+};
+
+void ing__window_scratch_init(struct ing__wscratch *ws, const struct ing_params *p);
+void ing__window_scratch_cleanup(struct ing__wscratch *ws);
+
+/* Slot time of ts: origin + floor((ts - origin + period/2) / period) * period. */
+int64_t ing__slot_time(const struct ing_engine *e, int64_t ts);
+
+/* Compute and emit the window [start, start + size) of d from readings [i0, i1). */
+void ing__window_emit(struct ing_engine *e, const struct ing__dev *d, int64_t start, size_t i0,
+                      size_t i1, const struct ing_sink *sink);
+
+#endif /* ING_ALG_WINDOW_H */

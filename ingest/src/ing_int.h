@@ -1,0 +1,65 @@
+/* ing_int.h - private to the ingest stage (ing__ functions shared across its files).
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#ifndef ING_INT_H
+#define ING_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "core/err.h"
+#include "ing/engine.h"
+
+#define ING_DEFAULT_TS_MIN INT64_C(946684800000)  /* 2000-01-01T00:00:00Z */
+#define ING_DEFAULT_TS_MAX INT64_C(4102444800000) /* 2100-01-01T00:00:00Z */
+#define ING_TS_FLOOR       INT64_C(0)             /* 1970-01-01 */
+#define ING_TS_CEIL        INT64_C(253402300800000) /* 10000-01-01 */
+
+extern const char ing_default_channels_json[];
+
+/* "mean" for ING_F_MEAN, ...; "unknown" otherwise. Static string. */
+const char *ing__feature_name(unsigned bit);
+
+/* ingest.features / ingest.nodes array parsers (arr borrowed). CORE_ECONFIG names the key. */
+CORE_MUST_CHECK core_err ing__params_set_features(struct ing_params *p, const json_t *arr,
+                                                  char *errbuf, size_t errbuf_size);
+CORE_MUST_CHECK core_err ing__params_set_nodes(struct ing_params *p, const json_t *arr,
+                                               char *errbuf, size_t errbuf_size);
+
+/* Parse a timestamp string: "YYYY-MM-DDTHH:MM:SS[.fff...](Z|z|+HH:MM|-HH:MM)" or the naive
+ * "YYYY-MM-DD HH:MM:SS[.fff...]" (taken as UTC; 'T' and ' ' are interchangeable, and a
+ * zone is optional in both). Fractions beyond milliseconds are truncated.
+ * Returns true and *out_ms (epoch ms, UTC) on success. */
+bool ing__ts_parse(const char *s, size_t len, int64_t *out_ms);
+
+/* Format epoch ms as "YYYY-MM-DDTHH:MM:SS.mmmZ" (ms omitted when 0) into out (>= 32 bytes).
+ * Returns the length written. */
+size_t ing__ts_format(int64_t ms, char *out, size_t out_size);
+
+/* True when s[0..len) is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF). */
+bool ing__utf8_valid(const char *s, size_t len);
+
+/* Growable output buffer (engine-owned, reused; no per-record malloc once grown). */
+struct ing_buf {
+    char *p;
+    size_t len, cap;
+};
+void ing__buf_reserve(struct ing_buf *b, size_t extra);
+void ing__buf_put(struct ing_buf *b, const char *s, size_t n);
+void ing__buf_puts(struct ing_buf *b, const char *s);
+void ing__buf_int(struct ing_buf *b, int64_t v);
+void ing__buf_double(struct ing_buf *b, double v); /* %.17g; finite values only */
+void ing__buf_json_str(struct ing_buf *b, const char *s, size_t n); /* quoted, escaped */
+void ing__buf_base64(struct ing_buf *b, const unsigned char *s, size_t n); /* quoted */
+
+/* floor division / modulo for possibly negative numerators (b > 0). */
+static inline int64_t ing__floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+#endif /* ING_INT_H */

@@ -1,0 +1,190 @@
+/* lrn/admm.h - the federated ADMM driver of Fed-Sparse-BNSL / Fed-BNSL (paper Algorithm 1).
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * Solves  min Σ_p [L(B_p; X_p) + λ‖B_p‖₁]  s.t. B_p = W, h(W) = 0  (paper Eq. 3) by ADMM
+ * (DESIGN.md §6). One round t:
+ *   1. every participant p runs its LOCAL SOLVER on (Wᵗ, β_p, ρ₂) and sends B_p
+ *      (pluggable: PGCD for Fed-Sparse-BNSL, DP-PGCD for the private variant, the
+ *      closed form (Σ_p+ρ₂I)⁻¹(ρ₂W−β_p+Σ_p) for the Fed-BNSL baseline);
+ *   2. the server solves  W ← argmin α h(W) + (ρ₁/2)h(W)² + Σ_p[−tr(β_pᵀW) + (ρ₂/2)‖B_p−W‖²]
+ *      by L-BFGS (liblbfgs), warm-started at the previous W, restricted to the union
+ *      support of the B_p and β_p (entries outside it stay 0 at a stationary point);
+ *   3. duals: β_p ← β_p + ρ₂(B_p − W) (computed on both sides, never sent),
+ *      α ← α + ρ₁ h(W); then the ρ schedule.
+ * After the last round |W_ij| < w_threshold is set to 0 and, if enforce_dag, the weakest
+ * edges are dropped until the graph is acyclic (lrn_dag_prune()).
+ *
+ * Communication (paper B.2.1). Every message is encoded for real by lrn_wire_encode() and
+ * the server works on the decoded values:
+ *   sparse wire: u32 count (little-endian), then count × (index i*d+j in b_idx bytes LE,
+ *                value as IEEE-754 binary64 LE), b_idx = ⌈log₂(d²)/8⌉ (≥ 1);
+ *   dense wire:  the d² values, binary64 LE, row-major, no header.
+ * bytes_model counts the paper's model (8 + b_idx per sparse entry, 8·d² per dense
+ * matrix); bytes_wire counts the encoded buffers (model + 4-byte count headers).
+ * Both directions: every participant uploads B_p, the server sends W to each of P.
+ *
+ * Thread-safety: lrn_admm_run() is reentrant; the local ops are called from the calling
+ * thread, one participant after another.
+ */
+#ifndef LRN_ADMM_H
+#define LRN_ADMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+
+#define LRN_ADMM_MAX_D 4096
+#define LRN_ADMM_MAX_P 4096
+#define LRN_ADMM_MAX_ROUNDS 100000
+
+/* Pluggable local solver (STYLE P10). */
+struct lrn_local_ops {
+    /* Participant p's local step of round t.
+     *   W       in, current global W (d×d row-major), borrowed for the call.
+     *   beta_p  in, participant p's dual β_p (d×d), borrowed for the call.
+     *   rho2    current ρ₂.
+     *   B_p     in/out, d×d: previous B_p in (zeros before round 0, usable as a warm
+     *           start), new B_p out. Diagonal must come out 0 (the driver zeroes it).
+     * Return non-OK to abort the run (the driver returns that code). */
+    core_err (*solve)(void *self, size_t p, size_t t, const double *W, const double *beta_p,
+                      double rho2, double *B_p);
+    void *self;
+};
+
+enum lrn_wire { LRN_WIRE_SPARSE = 0, LRN_WIRE_DENSE = 1 };
+
+enum lrn_rho_schedule {
+    LRN_RHO_ON_STALL = 0,  /* ρ₁ *= rho1_growth when h(Wᵗ) > h_stall·h(Wᵗ⁻¹); ρ₂ fixed */
+    LRN_RHO_EVERY_ROUND = 1 /* notears-admm: ρ₁ *= rho1_growth, ρ₂ *= rho2_growth each round */
+};
+
+struct lrn_admm_opts {
+    size_t max_rounds;      /* T ≥ 1 */
+    double rho1, rho2;      /* initial penalties (> 0) */
+    double rho1_growth;     /* ≥ 1 */
+    double rho2_growth;     /* ≥ 1; LRN_RHO_EVERY_ROUND only */
+    double rho_max;         /* cap on ρ₁ and ρ₂ */
+    enum lrn_rho_schedule schedule;
+    double h_stall;         /* in (0, 1]: the "h did not decrease enough" ratio */
+    double h_tol;           /* early stop when h(W) ≤ h_tol AND primal residual ≤ primal_tol */
+    double primal_tol;      /* max_p ‖B_p − W‖_max; ≤ 0 disables early stopping */
+    double w_threshold;     /* final |w| < w_threshold → 0 (paper: 0.3) */
+    double w_sparsify;      /* each round, the server zeroes |W_ij| < w_sparsify before
+                             * sending W (both sides then use that W); 0 disables */
+    bool enforce_dag;       /* final cycle breaking (lrn_dag_prune) */
+    enum lrn_wire wire;     /* what participants and server send */
+    size_t lbfgs_max_iter;  /* server L-BFGS iteration cap per round */
+    double lbfgs_epsilon;   /* liblbfgs relative gradient tolerance */
+};
+
+/* Fed-Sparse-BNSL defaults (paper B.3.2: ρ₁ = 1000, ρ₂ = 1; T = 100; threshold 0.3;
+ * sparse wire; ρ₁ ×10 on stall (h_stall 0.25), cap 1e16; no early stop; enforce_dag). */
+struct lrn_admm_opts lrn_admm_opts_default(void);
+
+/* Check an options struct. Returns CORE_OK or CORE_EINVAL (errbuf names the field). */
+CORE_MUST_CHECK core_err lrn_admm_opts_check(const struct lrn_admm_opts *o, char *errbuf,
+                                             size_t errbuf_size);
+
+/* Per-round progress, handed to the callback after the dual update of round `round`. */
+struct lrn_admm_progress {
+    size_t round;            /* 0-based */
+    double h;                /* h(W) after the server step (before thresholding) */
+    size_t edges;            /* entries of W with |w| ≥ w_threshold (off-diagonal) */
+    size_t nnz_up;           /* nonzeros sent by participants this round (sum over p) */
+    size_t nnz_down;         /* nonzeros of W sent down (per participant) */
+    uint64_t bytes_model;    /* cumulative, paper B.2.1 model, both directions */
+    uint64_t bytes_wire;     /* cumulative encoded bytes, both directions */
+    double rho1, rho2, alpha;
+    double primal_residual;  /* max_p max_ij |B_p − W| */
+    size_t lbfgs_iters;      /* server L-BFGS iterations this round */
+    size_t lbfgs_evals;      /* server objective evaluations (each one h(W) and ∇h) */
+    size_t server_vars;      /* size of the union support the server optimised over */
+};
+
+/* Return false to stop after this round (the result is then thresholded as usual). */
+typedef bool lrn_admm_progress_fn(void *arg, const struct lrn_admm_progress *pr);
+
+enum lrn_admm_status {
+    LRN_ADMM_MAX_ROUNDS_REACHED = 1,
+    LRN_ADMM_CONVERGED = 2,
+    LRN_ADMM_STOPPED = 3 /* the progress callback asked to stop */
+};
+
+struct lrn_admm_result {
+    enum lrn_admm_status status;
+    size_t rounds;           /* rounds run */
+    double h_raw;            /* h(W) before thresholding */
+    double h;                /* h(W) after thresholding/pruning (0 when enforce_dag) */
+    size_t edges;            /* edges of the returned W */
+    size_t pruned;           /* edges dropped by cycle breaking */
+    uint64_t bytes_model;    /* total, both directions */
+    uint64_t bytes_wire;
+    uint64_t bytes_up_model; /* participants → server part of bytes_model */
+};
+
+/* Run ADMM.
+ *   d, P     dimension and participants (1 ≤ each ≤ caps).
+ *   ops      local solver, borrowed.
+ *   o        options, borrowed (checked with lrn_admm_opts_check()).
+ *   cb       optional progress callback (NULL: none), cb_arg handed back.
+ *   W        out, d×d row-major: the final thresholded W.
+ *   W_raw    out (optional), d×d: W before thresholding.
+ *   res      out.
+ * Returns CORE_OK, CORE_EINVAL/CORE_ETOOBIG (bad sizes/options), CORE_ENUMERIC (server
+ * solver or h(W) produced non-finite values), or the local solver's error. */
+CORE_MUST_CHECK core_err lrn_admm_run(size_t d, size_t P, const struct lrn_local_ops *ops,
+                                      const struct lrn_admm_opts *o, lrn_admm_progress_fn *cb,
+                                      void *cb_arg, double *W, double *W_raw,
+                                      struct lrn_admm_result *res);
+
+/* ---- wire encoding (also used by the Kafka participants) ---- */
+
+/* Bytes per index, ⌈log₂(d²)/8⌉, at least 1. */
+size_t lrn_wire_index_bytes(size_t d);
+/* Upper bound of the encoded size of a d×d matrix under wire. */
+size_t lrn_wire_max_len(size_t d, enum lrn_wire wire);
+
+/* Encode M (d×d row-major): sparse → only entries != 0 (and not -0.0 treated as 0).
+ *   buf      out, cap bytes (≥ lrn_wire_max_len()).
+ *   len      out, bytes written.
+ *   nnz      out (optional), entries written (d² for dense).
+ * Returns CORE_OK, CORE_EINVAL (non-finite entry), CORE_ETOOBIG (cap too small). */
+CORE_MUST_CHECK core_err lrn_wire_encode(size_t d, const double *M, enum lrn_wire wire,
+                                         uint8_t *buf, size_t cap, size_t *len, size_t *nnz);
+
+/* Decode into M (d×d, fully overwritten; absent entries are 0).
+ * Returns CORE_OK, CORE_EPARSE (truncated, trailing bytes, index ≥ d², duplicate or
+ * unordered index, non-finite value). */
+CORE_MUST_CHECK core_err lrn_wire_decode(size_t d, const uint8_t *buf, size_t len,
+                                         enum lrn_wire wire, double *M);
+
+/* ---- the PGCD local solver as lrn_local_ops (Fed-Sparse-BNSL) ---- */
+
+struct lrn_pgcd_opts;
+struct lrn_pgcd_local;
+
+/* One PGCD solver per participant over Σ_p.
+ *   sigma  P pointers to d×d Σ_p, borrowed, valid for the object's lifetime.
+ *   o      PGCD options, copied.
+ *   out    new; caller frees with lrn_pgcd_local_free().
+ * Returns CORE_OK, CORE_EINVAL, CORE_ETOOBIG. */
+CORE_MUST_CHECK core_err lrn_pgcd_local_new(size_t d, size_t P, const double *const *sigma,
+                                            const struct lrn_pgcd_opts *o,
+                                            struct lrn_pgcd_local **out);
+void lrn_pgcd_local_free(struct lrn_pgcd_local *l); /* NULL-safe */
+/* The ops view; valid while l lives. */
+struct lrn_local_ops lrn_pgcd_local_ops(struct lrn_pgcd_local *l);
+/* Total PGCD coordinate steps taken so far (all participants). */
+uint64_t lrn_pgcd_local_steps(const struct lrn_pgcd_local *l);
+
+/* Σ = XᵀX / (n·scale) by dsyrk (both triangles filled).
+ *   X      n×d row-major, borrowed.  scale > 0 (1, or P for notears-admm's scaling).
+ *   sigma  out, d×d.
+ * Returns CORE_OK, CORE_EINVAL (n == 0, d == 0, scale ≤ 0, non-finite X),
+ * CORE_ETOOBIG (n or d larger than INT_MAX for BLAS). */
+CORE_MUST_CHECK core_err lrn_covariance(size_t n, size_t d, const double *X, double scale,
+                                        double *sigma);
+
+#endif /* LRN_ADMM_H */

@@ -1,0 +1,654 @@
+/* admm.c - the Fed-Sparse-BNSL ADMM driver (paper Algorithm 1; DESIGN.md §6) and the
+ * sparse/dense wire encodings (paper B.2.1). See lrn/admm.h for the contract.
+ *
+ * Choices where the paper is silent (our reading, documented in docs/learner.md):
+ *  - ρ₁ grows ×rho1_growth only when h(W) failed to fall below h_stall·h(W_prev) (the
+ *    NOTEARS rule applied per round), ρ₂ stays fixed: the paper tunes fixed ρ₁ = 1000,
+ *    ρ₂ = 1 (B.3.2) and says nothing about growth; the notears-admm per-round growth is
+ *    available as LRN_RHO_EVERY_ROUND for the Fed-BNSL baseline.
+ *  - The server's support is the union of the off-diagonal nonzeros of every B_p, every β_p
+ *    and the previous W (the last one keeps entries whose dual happens to be exactly 0).
+ *  - The server minimises to liblbfgs's relative gradient tolerance; a line-search
+ *    failure keeps the last accepted point (liblbfgs reverts to it), which is a valid,
+ *    lower-objective warm start for the next round.
+ */
+#include "lrn/admm.h"
+
+#include <cblas.h>
+#include <lbfgs.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/mem.h"
+#include "lrn/acyclic.h"
+#include "lrn/pgcd.h"
+
+/* ---- options ---- */
+
+struct lrn_admm_opts lrn_admm_opts_default(void)
+{
+    struct lrn_admm_opts o = {
+        .max_rounds = 100,
+        .rho1 = 1000.0,
+        .rho2 = 1.0,
+        .rho1_growth = 10.0,
+        .rho2_growth = 1.0,
+        .rho_max = 1e16,
+        .schedule = LRN_RHO_ON_STALL,
+        .h_stall = 0.25,
+        .h_tol = 1e-8,
+        .primal_tol = 0.0,
+        .w_threshold = 0.3,
+        .w_sparsify = 0.0,
+        .enforce_dag = true,
+        .wire = LRN_WIRE_SPARSE,
+        .lbfgs_max_iter = 200,
+        .lbfgs_epsilon = 1e-6,
+    };
+    return o;
+}
+
+#define BAD(field)                                                                         \
+    do {                                                                                   \
+        if (errbuf && errbuf_size)                                                         \
+            snprintf(errbuf, errbuf_size, "admm option %s out of range", field);           \
+        return CORE_EINVAL;                                                                \
+    } while (0)
+
+core_err lrn_admm_opts_check(const struct lrn_admm_opts *o, char *errbuf, size_t errbuf_size)
+{
+    if (o->max_rounds == 0 || o->max_rounds > LRN_ADMM_MAX_ROUNDS)
+        BAD("max_rounds");
+    if (!(o->rho1 > 0.0) || !isfinite(o->rho1))
+        BAD("rho1");
+    if (!(o->rho2 > 0.0) || !isfinite(o->rho2))
+        BAD("rho2");
+    if (!(o->rho1_growth >= 1.0) || !isfinite(o->rho1_growth))
+        BAD("rho1_growth");
+    if (!(o->rho2_growth >= 1.0) || !isfinite(o->rho2_growth))
+        BAD("rho2_growth");
+    if (!(o->rho_max >= o->rho1) || !(o->rho_max >= o->rho2) || !isfinite(o->rho_max))
+        BAD("rho_max");
+    if (o->schedule != LRN_RHO_ON_STALL && o->schedule != LRN_RHO_EVERY_ROUND)
+        BAD("schedule");
+    if (!(o->h_stall > 0.0) || !(o->h_stall <= 1.0))
+        BAD("h_stall");
+    if (!(o->h_tol >= 0.0) || !isfinite(o->h_tol))
+        BAD("h_tol");
+    if (isnan(o->primal_tol) || isinf(o->primal_tol))
+        BAD("primal_tol");
+    if (!(o->w_threshold >= 0.0) || !isfinite(o->w_threshold))
+        BAD("w_threshold");
+    if (!(o->w_sparsify >= 0.0) || !(o->w_sparsify <= o->w_threshold))
+        BAD("w_sparsify");
+    if (o->wire != LRN_WIRE_SPARSE && o->wire != LRN_WIRE_DENSE)
+        BAD("wire");
+    if (o->lbfgs_max_iter == 0 || o->lbfgs_max_iter > 100000)
+        BAD("lbfgs_max_iter");
+    if (!(o->lbfgs_epsilon > 0.0) || !(o->lbfgs_epsilon < 1.0))
+        BAD("lbfgs_epsilon");
+    return CORE_OK;
+}
+
+/* ---- wire (paper B.2.1) ---- */
+
+size_t lrn_wire_index_bytes(size_t d)
+{
+    /* ⌈log₂(d²)/8⌉ computed exactly: bits needed for d² (as the paper), at least 1 byte. */
+    size_t d2 = d * d, bits = 0;
+    while (bits < 64 && ((size_t)1 << bits) < d2)
+        bits++;
+    return bits == 0 ? 1 : (bits + 7) / 8;
+}
+
+size_t lrn_wire_max_len(size_t d, enum lrn_wire wire)
+{
+    if (wire == LRN_WIRE_DENSE)
+        return 8 * d * d;
+    return 4 + d * d * (8 + lrn_wire_index_bytes(d));
+}
+
+static void put_le(uint8_t *p, uint64_t v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, size_t n)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static uint64_t dbits(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof(u));
+    return u;
+}
+
+static double bitsd(uint64_t u)
+{
+    double x;
+    memcpy(&x, &u, sizeof(x));
+    return x;
+}
+
+core_err lrn_wire_encode(size_t d, const double *M, enum lrn_wire wire, uint8_t *buf, size_t cap,
+                         size_t *len, size_t *nnz)
+{
+    size_t d2 = d * d, bi = lrn_wire_index_bytes(d), pos = 0, cnt = 0;
+
+    for (size_t x = 0; x < d2; x++)
+        if (!isfinite(M[x]))
+            return CORE_EINVAL;
+    if (wire == LRN_WIRE_DENSE) {
+        if (cap < 8 * d2)
+            return CORE_ETOOBIG;
+        for (size_t x = 0; x < d2; x++)
+            put_le(buf + 8 * x, dbits(M[x] == 0.0 ? 0.0 : M[x]), 8);
+        *len = 8 * d2;
+        if (nnz)
+            *nnz = d2;
+        return CORE_OK;
+    }
+    if (cap < 4)
+        return CORE_ETOOBIG;
+    pos = 4;
+    for (size_t x = 0; x < d2; x++) {
+        if (M[x] == 0.0)
+            continue;
+        if (cap - pos < bi + 8)
+            return CORE_ETOOBIG;
+        put_le(buf + pos, x, bi);
+        put_le(buf + pos + bi, dbits(M[x]), 8);
+        pos += bi + 8;
+        cnt++;
+    }
+    put_le(buf, cnt, 4);
+    *len = pos;
+    if (nnz)
+        *nnz = cnt;
+    return CORE_OK;
+}
+
+core_err lrn_wire_decode(size_t d, const uint8_t *buf, size_t len, enum lrn_wire wire, double *M)
+{
+    size_t d2 = d * d, bi = lrn_wire_index_bytes(d), cnt, pos = 4;
+    uint64_t prev = 0;
+
+    memset(M, 0, d2 * sizeof(double));
+    if (wire == LRN_WIRE_DENSE) {
+        if (len != 8 * d2)
+            return CORE_EPARSE;
+        for (size_t x = 0; x < d2; x++) {
+            M[x] = bitsd(get_le(buf + 8 * x, 8));
+            if (!isfinite(M[x]))
+                return CORE_EPARSE;
+        }
+        return CORE_OK;
+    }
+    if (len < 4)
+        return CORE_EPARSE;
+    cnt = (size_t)get_le(buf, 4);
+    if (cnt > d2 || len - 4 != cnt * (bi + 8))
+        return CORE_EPARSE;
+    for (size_t k = 0; k < cnt; k++, pos += bi + 8) {
+        uint64_t idx = get_le(buf + pos, bi);
+        double v = bitsd(get_le(buf + pos + bi, 8));
+        if (idx >= d2 || (k > 0 && idx <= prev) || !isfinite(v) || v == 0.0)
+            return CORE_EPARSE;
+        M[idx] = v;
+        prev = idx;
+    }
+    return CORE_OK;
+}
+
+/* ---- covariance ---- */
+
+core_err lrn_covariance(size_t n, size_t d, const double *X, double scale, double *sigma)
+{
+    if (n == 0 || d == 0 || !(scale > 0.0) || !isfinite(scale))
+        return CORE_EINVAL;
+    if (n > (size_t)INT32_MAX || d > (size_t)INT32_MAX)
+        return CORE_ETOOBIG;
+    for (size_t x = 0; x < n * d; x++)
+        if (!isfinite(X[x]))
+            return CORE_EINVAL;
+    /* Row-major X (n×d): Σ = XᵀX/(n·scale), upper triangle by dsyrk, then mirrored. */
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)d, (int)n,
+                1.0 / ((double)n * scale), X, (int)d, 0.0, sigma, (int)d);
+    for (size_t i = 0; i < d; i++)
+        for (size_t j = 0; j < i; j++)
+            sigma[i * d + j] = sigma[j * d + i];
+    return CORE_OK;
+}
+
+/* ---- the driver ---- */
+
+struct run {
+    size_t d, P, d2;
+    const struct lrn_admm_opts *o;
+    double *W, *B, *beta;    /* W: d²; B, beta: P·d² */
+    double *sumB, *sumBeta;  /* d² */
+    double *grad;            /* d² */
+    size_t *supp, nsupp;     /* server variables (indices into d²) */
+    double const_b;          /* Σ_p ‖B_p‖² (objective constant, for meaningful f) */
+    double alpha, rho1, rho2, h;
+    struct lrn_acyclic_ws *ws;
+    uint8_t *buf;
+    size_t bufcap;
+    lbfgsfloatval_t *x;
+    size_t evals, iters, max_scc;
+    uint64_t bytes_model, bytes_wire, bytes_up_model;
+    size_t nnz_up, nnz_down;
+};
+
+static void run_free(struct run *r)
+{
+    free(r->B);
+    free(r->beta);
+    free(r->W);
+    free(r->supp);
+    free(r->buf);
+    if (r->x)
+        lbfgs_free(r->x);
+    lrn_acyclic_ws_free(r->ws);
+}
+
+static core_err run_init(struct run *r, size_t d, size_t P, const struct lrn_admm_opts *o)
+{
+    core_err rc;
+
+    memset(r, 0, sizeof(*r));
+    r->d = d;
+    r->P = P;
+    r->d2 = d * d;
+    r->o = o;
+    r->B = core_xcalloc(P * r->d2, sizeof(double));
+    r->beta = core_xcalloc(P * r->d2, sizeof(double));
+    r->W = core_xcalloc(4 * r->d2, sizeof(double));
+    r->sumB = r->W + r->d2;
+    r->sumBeta = r->sumB + r->d2;
+    r->grad = r->sumBeta + r->d2;
+    r->supp = core_xcalloc(r->d2, sizeof(size_t));
+    r->bufcap = lrn_wire_max_len(d, o->wire);
+    r->buf = core_xmalloc(r->bufcap);
+    r->x = lbfgs_malloc((int)r->d2);
+    if (!r->x)
+        return CORE_ENOMEM;
+    r->rho1 = o->rho1;
+    r->rho2 = o->rho2;
+    rc = lrn_acyclic_ws_new(d, &r->ws);
+    return rc;
+}
+
+/* Encode M, decode it back in place (so what is used downstream is what crossed the wire),
+ * and account for `copies` transmissions. */
+static core_err transmit(struct run *r, double *M, size_t copies, size_t *nnz_out)
+{
+    size_t len = 0, nnz = 0, entry = 8 + lrn_wire_index_bytes(r->d);
+    core_err rc = lrn_wire_encode(r->d, M, r->o->wire, r->buf, r->bufcap, &len, &nnz);
+
+    if (rc != CORE_OK)
+        return rc == CORE_EINVAL ? CORE_ENUMERIC : rc;
+    rc = lrn_wire_decode(r->d, r->buf, len, r->o->wire, M);
+    if (rc != CORE_OK)
+        return CORE_ENUMERIC;
+    r->bytes_wire += (uint64_t)len * copies;
+    r->bytes_model += (uint64_t)(r->o->wire == LRN_WIRE_DENSE ? 8 * r->d2 : nnz * entry) * copies;
+    *nnz_out = nnz;
+    return CORE_OK;
+}
+
+static core_err local_round(struct run *r, const struct lrn_local_ops *ops, size_t t)
+{
+    size_t nnz;
+    core_err rc;
+
+    r->nnz_up = 0;
+    for (size_t p = 0; p < r->P; p++) {
+        double *Bp = r->B + p * r->d2;
+        uint64_t before = r->bytes_model;
+        rc = ops->solve(ops->self, p, t, r->W, r->beta + p * r->d2, r->rho2, Bp);
+        if (rc != CORE_OK)
+            return rc;
+        for (size_t i = 0; i < r->d; i++)
+            Bp[i * r->d + i] = 0.0;
+        rc = transmit(r, Bp, 1, &nnz);
+        if (rc != CORE_OK)
+            return rc;
+        r->bytes_up_model += r->bytes_model - before;
+        r->nnz_up += nnz;
+    }
+    return CORE_OK;
+}
+
+/* Sums over participants and the union support (DESIGN §6 step 2). */
+static void server_prepare(struct run *r)
+{
+    size_t d = r->d;
+
+    memset(r->sumB, 0, 2 * r->d2 * sizeof(double));
+    r->const_b = 0.0;
+    for (size_t p = 0; p < r->P; p++) {
+        const double *Bp = r->B + p * r->d2, *bp = r->beta + p * r->d2;
+        for (size_t x = 0; x < r->d2; x++) {
+            r->sumB[x] += Bp[x];
+            r->sumBeta[x] += bp[x];
+            r->const_b += Bp[x] * Bp[x];
+        }
+    }
+    r->nsupp = 0;
+    for (size_t x = 0; x < r->d2; x++) {
+        int in = 0;
+        if (x / d == x % d) {
+            r->W[x] = 0.0;
+            continue;
+        }
+        in = r->W[x] != 0.0 || r->sumB[x] != 0.0 || r->sumBeta[x] != 0.0;
+        for (size_t p = 0; p < r->P && !in; p++)
+            in = r->B[p * r->d2 + x] != 0.0 || r->beta[p * r->d2 + x] != 0.0;
+        if (in)
+            r->supp[r->nsupp++] = x;
+        else
+            r->W[x] = 0.0;
+    }
+}
+
+/* Server objective (DESIGN §6 step 2) and its gradient on the support variables. */
+static lbfgsfloatval_t server_eval(void *inst, const lbfgsfloatval_t *x, lbfgsfloatval_t *g,
+                                   const int n, const lbfgsfloatval_t step)
+{
+    struct run *r = inst;
+    double h = 0.0, f, c, P = (double)r->P;
+    (void)step;
+
+    r->evals++;
+    for (int k = 0; k < n; k++)
+        r->W[r->supp[k]] = x[k];
+    if (lrn_acyclic_h(r->ws, r->W, &h, r->grad) != CORE_OK) {
+        /* Overflow at a trial point: report +inf so the line search backs off. */
+        for (int k = 0; k < n; k++)
+            g[k] = 0.0;
+        return INFINITY;
+    }
+    f = r->alpha * h + 0.5 * r->rho1 * h * h + 0.5 * r->rho2 * r->const_b;
+    c = r->alpha + r->rho1 * h;
+    for (int k = 0; k < n; k++) {
+        size_t s = r->supp[k];
+        double w = x[k];
+        f += -r->sumBeta[s] * w + 0.5 * r->rho2 * (P * w * w - 2.0 * r->sumB[s] * w);
+        g[k] = c * r->grad[s] - r->sumBeta[s] + r->rho2 * (P * w - r->sumB[s]);
+    }
+    return f;
+}
+
+static int server_progress(void *inst, const lbfgsfloatval_t *x, const lbfgsfloatval_t *g,
+                           const lbfgsfloatval_t fx, const lbfgsfloatval_t xnorm,
+                           const lbfgsfloatval_t gnorm, const lbfgsfloatval_t step, int n, int k,
+                           int ls)
+{
+    struct run *r = inst;
+    (void)x, (void)g, (void)fx, (void)xnorm, (void)gnorm, (void)step, (void)n, (void)ls;
+    r->iters = (size_t)k;
+    return 0;
+}
+
+static core_err server_solve(struct run *r, size_t *iters)
+{
+    lbfgs_parameter_t prm;
+    lbfgsfloatval_t fx = 0.0;
+    int st;
+
+    server_prepare(r);
+    *iters = 0;
+    if (r->nsupp == 0)
+        return CORE_OK;
+    for (size_t k = 0; k < r->nsupp; k++)
+        r->x[k] = r->W[r->supp[k]];
+    lbfgs_parameter_init(&prm);
+    prm.max_iterations = (int)r->o->lbfgs_max_iter;
+    prm.epsilon = r->o->lbfgs_epsilon;
+    prm.linesearch = LBFGS_LINESEARCH_BACKTRACKING_WOLFE;
+    r->iters = 0;
+    r->evals = 0;
+    st = lbfgs((int)r->nsupp, r->x, &fx, server_eval, server_progress, r, &prm);
+    if (st == LBFGSERR_OUTOFMEMORY)
+        return CORE_ENOMEM;
+    if (st == LBFGSERR_INVALID_N || st == LBFGSERR_INVALIDPARAMETERS)
+        return CORE_EINVAL;
+    /* Any other status leaves x at the last accepted (finite-objective) point. */
+    for (size_t k = 0; k < r->nsupp; k++) {
+        if (!isfinite(r->x[k]))
+            return CORE_ENUMERIC;
+        r->W[r->supp[k]] = r->x[k];
+    }
+    *iters = r->iters;
+    return CORE_OK;
+}
+
+static double dual_update(struct run *r)
+{
+    double res = 0.0;
+
+    for (size_t p = 0; p < r->P; p++) {
+        const double *Bp = r->B + p * r->d2;
+        double *bp = r->beta + p * r->d2;
+        for (size_t x = 0; x < r->d2; x++) {
+            double diff = Bp[x] - r->W[x];
+            bp[x] += r->rho2 * diff;
+            if (fabs(diff) > res)
+                res = fabs(diff);
+        }
+    }
+    r->alpha += r->rho1 * r->h;
+    return res;
+}
+
+static void rho_schedule(struct run *r, double h_prev, size_t t)
+{
+    const struct lrn_admm_opts *o = r->o;
+
+    if (o->schedule == LRN_RHO_EVERY_ROUND) {
+        r->rho1 = fmin(r->rho1 * o->rho1_growth, o->rho_max);
+        r->rho2 = fmin(r->rho2 * o->rho2_growth, o->rho_max);
+    } else if (t > 0 && r->h > o->h_stall * h_prev) {
+        r->rho1 = fmin(r->rho1 * o->rho1_growth, o->rho_max);
+    }
+}
+
+static size_t count_edges(const double *W, size_t d, double thr)
+{
+    size_t e = 0;
+    for (size_t i = 0; i < d; i++)
+        for (size_t j = 0; j < d; j++)
+            e += i != j && fabs(W[i * d + j]) >= thr && W[i * d + j] != 0.0;
+    return e;
+}
+
+static core_err finish(struct run *r, double *W, double *W_raw, struct lrn_admm_result *res)
+{
+    void *work = NULL;
+    core_err rc = CORE_OK;
+
+    res->h_raw = r->h;
+    if (W_raw)
+        memcpy(W_raw, r->W, r->d2 * sizeof(double));
+    memcpy(W, r->W, r->d2 * sizeof(double));
+    res->pruned = 0;
+    if (r->o->enforce_dag) {
+        work = core_xmalloc(lrn_dag_prune_work_len(r->d));
+        rc = lrn_dag_prune(r->d, W, r->o->w_threshold, work, &res->pruned);
+        free(work);
+    } else {
+        for (size_t x = 0; x < r->d2; x++)
+            if (!(fabs(W[x]) >= r->o->w_threshold) || x / r->d == x % r->d)
+                W[x] = 0.0;
+    }
+    if (rc == CORE_OK)
+        rc = lrn_acyclic_h(r->ws, W, &res->h, NULL);
+    res->edges = count_edges(W, r->d, 0.0);
+    res->bytes_model = r->bytes_model;
+    res->bytes_wire = r->bytes_wire;
+    res->bytes_up_model = r->bytes_up_model;
+    return rc;
+}
+
+static core_err run_round(struct run *r, const struct lrn_local_ops *ops, size_t t,
+                          struct lrn_admm_progress *pr)
+{
+    core_err rc;
+    size_t iters = 0;
+
+    rc = local_round(r, ops, t);
+    if (rc == CORE_OK)
+        rc = server_solve(r, &iters);
+    if (rc == CORE_OK && r->o->w_sparsify > 0.0) {
+        for (size_t x = 0; x < r->d2; x++)
+            if (fabs(r->W[x]) < r->o->w_sparsify)
+                r->W[x] = 0.0;
+    }
+    if (rc == CORE_OK)
+        rc = transmit(r, r->W, r->P, &r->nnz_down);
+    if (rc == CORE_OK)
+        rc = lrn_acyclic_h(r->ws, r->W, &r->h, NULL);
+    if (rc != CORE_OK)
+        return rc == CORE_EINVAL ? CORE_ENUMERIC : rc;
+    memset(pr, 0, sizeof(*pr));
+    pr->round = t;
+    pr->h = r->h;
+    pr->rho1 = r->rho1;
+    pr->rho2 = r->rho2;
+    pr->primal_residual = dual_update(r);
+    pr->alpha = r->alpha;
+    pr->edges = count_edges(r->W, r->d, r->o->w_threshold);
+    pr->nnz_up = r->nnz_up;
+    pr->nnz_down = r->nnz_down;
+    pr->bytes_model = r->bytes_model;
+    pr->bytes_wire = r->bytes_wire;
+    pr->lbfgs_iters = iters;
+    pr->lbfgs_evals = r->evals;
+    pr->server_vars = r->nsupp;
+    return CORE_OK;
+}
+
+core_err lrn_admm_run(size_t d, size_t P, const struct lrn_local_ops *ops,
+                      const struct lrn_admm_opts *o, lrn_admm_progress_fn *cb, void *cb_arg,
+                      double *W, double *W_raw, struct lrn_admm_result *res)
+{
+    struct run r;
+    struct lrn_admm_progress pr;
+    double h_prev = INFINITY;
+    core_err rc;
+    size_t t;
+
+    memset(res, 0, sizeof(*res));
+    if (d < 2 || P == 0 || !ops || !ops->solve || !o || !W)
+        return CORE_EINVAL;
+    if (d > LRN_ADMM_MAX_D || P > LRN_ADMM_MAX_P)
+        return CORE_ETOOBIG;
+    rc = lrn_admm_opts_check(o, NULL, 0);
+    if (rc != CORE_OK)
+        return rc;
+    rc = run_init(&r, d, P, o);
+    res->status = LRN_ADMM_MAX_ROUNDS_REACHED;
+    for (t = 0; rc == CORE_OK && t < o->max_rounds; t++) {
+        rc = run_round(&r, ops, t, &pr);
+        if (rc != CORE_OK)
+            break;
+        if (cb && !cb(cb_arg, &pr)) {
+            res->status = LRN_ADMM_STOPPED;
+            t++;
+            break;
+        }
+        if (o->primal_tol > 0.0 && r.h <= o->h_tol && pr.primal_residual <= o->primal_tol) {
+            res->status = LRN_ADMM_CONVERGED;
+            t++;
+            break;
+        }
+        rho_schedule(&r, h_prev, t);
+        h_prev = r.h;
+    }
+    res->rounds = t;
+    if (rc == CORE_OK)
+        rc = finish(&r, W, W_raw, res);
+    run_free(&r);
+    return rc;
+}
+
+/* ---- PGCD as local ops ---- */
+
+struct lrn_pgcd_local {
+    size_t d, P;
+    struct lrn_pgcd **s;
+    struct lrn_pgcd_opts o;
+    uint64_t steps;
+};
+
+static core_err pgcd_local_solve(void *self, size_t p, size_t t, const double *W,
+                                 const double *beta_p, double rho2, double *B_p)
+{
+    struct lrn_pgcd_local *l = self;
+    struct lrn_pgcd_stats st;
+    core_err rc;
+    (void)t;
+
+    if (p >= l->P)
+        return CORE_EINVAL;
+    rc = lrn_pgcd_solve(l->s[p], &l->o, W, beta_p, rho2, B_p, &st);
+    if (rc == CORE_OK)
+        l->steps += st.steps;
+    return rc;
+}
+
+core_err lrn_pgcd_local_new(size_t d, size_t P, const double *const *sigma,
+                            const struct lrn_pgcd_opts *o, struct lrn_pgcd_local **out)
+{
+    struct lrn_pgcd_local *l;
+    core_err rc = CORE_OK;
+
+    *out = NULL;
+    if (P == 0 || !sigma || !o)
+        return CORE_EINVAL;
+    if (P > LRN_ADMM_MAX_P)
+        return CORE_ETOOBIG;
+    l = core_xcalloc(1, sizeof(*l));
+    l->d = d;
+    l->P = P;
+    l->o = *o;
+    l->s = core_xcalloc(P, sizeof(*l->s));
+    for (size_t p = 0; p < P && rc == CORE_OK; p++)
+        rc = lrn_pgcd_new(d, sigma[p], &l->s[p]);
+    if (rc != CORE_OK) {
+        lrn_pgcd_local_free(l);
+        return rc;
+    }
+    *out = l;
+    return CORE_OK;
+}
+
+void lrn_pgcd_local_free(struct lrn_pgcd_local *l)
+{
+    if (!l)
+        return;
+    for (size_t p = 0; p < l->P; p++)
+        lrn_pgcd_free(l->s[p]);
+    free(l->s);
+    free(l);
+}
+
+struct lrn_local_ops lrn_pgcd_local_ops(struct lrn_pgcd_local *l)
+{
+    struct lrn_local_ops ops = {pgcd_local_solve, l};
+    return ops;
+}
+
+uint64_t lrn_pgcd_local_steps(const struct lrn_pgcd_local *l)
+{
+    return l->steps;
+}

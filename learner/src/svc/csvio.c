@@ -1,0 +1,272 @@
+/* csvio.c - strict CSV reader/writer for participant data (errors name file and line). */
+#include "lrn/csvio.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/mem.h"
+
+void lrn_csv_free(struct lrn_csv *csv)
+{
+    if (!csv)
+        return;
+    if (csv->names)
+        for (size_t j = 0; j < csv->d; j++)
+            free(csv->names[j]);
+    free(csv->names);
+    free(csv->x);
+    free(csv);
+}
+
+static void chomp(char *s)
+{
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r'))
+        s[--n] = '\0';
+}
+
+static size_t count_fields(const char *s)
+{
+    size_t k = 1;
+    for (; *s; s++)
+        k += (*s == ',');
+    return k;
+}
+
+static char *trim(char *s)
+{
+    char *e;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+        *--e = '\0';
+    return s;
+}
+
+/* Parse one finite number; 0 on success. */
+static int parse_num(char *tok, double *v)
+{
+    char *end;
+    tok = trim(tok);
+    if (*tok == '\0')
+        return -1;
+    errno = 0;
+    *v = strtod(tok, &end);
+    if (*end != '\0' || !isfinite(*v) || (errno == ERANGE && fabs(*v) > 1.0))
+        return -1;
+    return 0;
+}
+
+/* Split line into d fields (already counted) and parse; names the field on error. */
+static core_err parse_row(char *line, size_t d, double *row, const char *path, size_t lineno,
+                          char *eb, size_t ebn)
+{
+    char *p = line;
+    for (size_t j = 0; j < d; j++) {
+        char *comma = strchr(p, ',');
+        if (comma)
+            *comma = '\0';
+        if (parse_num(p, &row[j]) != 0) {
+            if (eb)
+                snprintf(eb, ebn, "%s:%zu: field %zu is not a finite number: '%.40s'", path,
+                         lineno, j + 1, trim(p));
+            return CORE_EPARSE;
+        }
+        p = comma ? comma + 1 : p + strlen(p);
+    }
+    return CORE_OK;
+}
+
+static int looks_numeric(const char *line)
+{
+    char buf[128], *end;
+    size_t k = strcspn(line, ",");
+    if (k >= sizeof(buf))
+        return 0;
+    memcpy(buf, line, k);
+    buf[k] = '\0';
+    {
+        char *t = trim(buf);
+        (void)strtod(t, &end);
+        return end != t && *trim(end) == '\0';
+    }
+}
+
+static void set_names(struct lrn_csv *c, char *header)
+{
+    char *p = header;
+    c->names = core_xcalloc(c->d, sizeof(*c->names));
+    for (size_t j = 0; j < c->d; j++) {
+        char nb[32];
+        if (header) {
+            char *comma = strchr(p, ',');
+            if (comma)
+                *comma = '\0';
+            c->names[j] = core_xstrdup(trim(p));
+            p = comma ? comma + 1 : p + strlen(p);
+        } else {
+            snprintf(nb, sizeof(nb), "x%zu", j);
+            c->names[j] = core_xstrdup(nb);
+        }
+    }
+}
+
+/* Grow the value buffer to hold at least need doubles (capped by the caller). */
+static void reserve(struct lrn_csv *c, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return;
+    while (*cap < need)
+        *cap = *cap ? *cap * 2 : 1024;
+    c->x = core_xrealloc(c->x, *cap * sizeof(double));
+}
+
+static core_err check_width(const char *path, size_t lineno, size_t k, size_t d, char *eb,
+                            size_t ebn)
+{
+    if (k == d)
+        return CORE_OK;
+    if (eb)
+        snprintf(eb, ebn, "%s:%zu: ragged row: expected %zu fields, got %zu", path, lineno, d,
+                 k);
+    return CORE_EPARSE;
+}
+
+static core_err read_first(FILE *f, const char *path, size_t expect_d, struct lrn_csv *c,
+                           char **line, size_t *cap, size_t *lineno, char *eb, size_t ebn)
+{
+    ssize_t len = getline(line, cap, f);
+    (*lineno)++;
+    if (len < 0) {
+        if (eb)
+            snprintf(eb, ebn, "%s: empty file (no header and no data)", path);
+        return CORE_EPARSE;
+    }
+    chomp(*line);
+    c->d = count_fields(*line);
+    if (c->d > LRN_CSV_MAX_D) {
+        if (eb)
+            snprintf(eb, ebn, "%s:1: %zu columns exceeds the cap %d", path, c->d,
+                     LRN_CSV_MAX_D);
+        return CORE_ETOOBIG;
+    }
+    if (expect_d && c->d != expect_d) {
+        if (eb)
+            snprintf(eb, ebn, "%s:1: %zu columns, expected %zu (same d in every participant)",
+                     path, c->d, expect_d);
+        return CORE_EINVAL;
+    }
+    c->has_header = !looks_numeric(*line);
+    set_names(c, c->has_header ? *line : NULL);
+    return CORE_OK;
+}
+
+static core_err read_rows(FILE *f, const char *path, struct lrn_csv *c, char **line,
+                          size_t *cap, size_t *lineno, char *eb, size_t ebn)
+{
+    size_t xcap = 0;
+    core_err rc = CORE_OK;
+    int pending = !c->has_header; /* the first line is data already in *line */
+
+    for (;;) {
+        ssize_t len = 0;
+        if (!pending) {
+            len = getline(line, cap, f);
+            if (len < 0)
+                break;
+            (*lineno)++;
+            chomp(*line);
+        }
+        pending = 0;
+        if (len > LRN_CSV_MAX_LINE || c->n >= LRN_CSV_MAX_ROWS ||
+            (c->n + 1) * c->d > LRN_CSV_MAX_CELLS) {
+            if (eb)
+                snprintf(eb, ebn, "%s:%zu: input exceeds the reader's caps", path, *lineno);
+            return CORE_ETOOBIG;
+        }
+        rc = check_width(path, *lineno, count_fields(*line), c->d, eb, ebn);
+        if (rc != CORE_OK)
+            return rc;
+        reserve(c, &xcap, (c->n + 1) * c->d);
+        rc = parse_row(*line, c->d, c->x + c->n * c->d, path, *lineno, eb, ebn);
+        if (rc != CORE_OK)
+            return rc;
+        c->n++;
+    }
+    if (ferror(f)) {
+        if (eb)
+            snprintf(eb, ebn, "%s:%zu: read error", path, *lineno);
+        return CORE_EIO;
+    }
+    return CORE_OK;
+}
+
+core_err lrn_csv_read(const char *path, size_t expect_d, size_t min_rows, struct lrn_csv **out,
+                      char *eb, size_t ebn)
+{
+    FILE *f = NULL;
+    char *line = NULL;
+    size_t cap = 0, lineno = 0;
+    struct lrn_csv *c = NULL;
+    core_err rc;
+
+    *out = NULL;
+    f = fopen(path, "r");
+    if (!f) {
+        if (eb)
+            snprintf(eb, ebn, "%s: cannot open: %s", path, strerror(errno));
+        rc = CORE_EIO;
+        goto out;
+    }
+    c = core_xcalloc(1, sizeof(*c));
+    rc = read_first(f, path, expect_d, c, &line, &cap, &lineno, eb, ebn);
+    if (rc != CORE_OK)
+        goto out;
+    rc = read_rows(f, path, c, &line, &cap, &lineno, eb, ebn);
+    if (rc != CORE_OK)
+        goto out;
+    if (c->n < min_rows || c->n == 0) {
+        if (eb)
+            snprintf(eb, ebn, "%s:%zu: too few rows: %zu data rows, need at least %zu", path,
+                     lineno, c->n, min_rows ? min_rows : 1);
+        rc = CORE_EINVAL;
+        goto out;
+    }
+    *out = c;
+    c = NULL;
+out:
+    free(line);
+    if (f)
+        fclose(f);
+    lrn_csv_free(c);
+    return rc;
+}
+
+core_err lrn_csv_write(const char *path, const double *x, size_t n, size_t d,
+                       const char *const *names, char *eb, size_t ebn)
+{
+    FILE *f = fopen(path, "w");
+    core_err rc = CORE_OK;
+
+    if (!f) {
+        if (eb)
+            snprintf(eb, ebn, "%s: cannot create: %s", path, strerror(errno));
+        return CORE_EIO;
+    }
+    for (size_t j = 0; names && j < d; j++)
+        fprintf(f, "%s%s", names[j], j + 1 < d ? "," : "\n");
+    for (size_t r = 0; r < n; r++)
+        for (size_t j = 0; j < d; j++)
+            fprintf(f, "%.17g%s", x[r * d + j], j + 1 < d ? "," : "\n");
+    if (ferror(f))
+        rc = CORE_EIO;
+    if (fclose(f) != 0)
+        rc = CORE_EIO;
+    if (rc != CORE_OK && eb)
+        snprintf(eb, ebn, "%s: write failed: %s", path, strerror(errno));
+    return rc;
+}

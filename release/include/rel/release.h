@@ -1,0 +1,111 @@
+/* rel/release.h - Algorithm 4 on window records: parse a window (gcdp.window/1 JSON or CSV),
+ * project, refuse what the plan does not cover, charge the write-ahead ledger, draw secure
+ * noise, encode the gcdp.released/1 record, and hand it out only once it is durable.
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * Release id = "<window id>@<θ version>": published at most once. A window whose release
+ * id is already in the ledger is republished byte-for-byte from the ledger (replay),
+ * never resampled. Records are emitted in input order, each only after the ledger row
+ * that covers it is fsync'd (group commit of up to `batch` releases per fsync).
+ *
+ * Error messages name window ids, node names, units and budget totals; never window
+ * values or noise (DESIGN §7.4).
+ *
+ * Thread-safety: a releaser is single-threaded. The plan is shared read-only.
+ */
+#ifndef REL_RELEASE_H
+#define REL_RELEASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/dp_ledger.h"
+#include "core/dp_rng.h"
+#include "core/err.h"
+#include "rel/plan.h"
+
+#define REL_SCHEMA_RELEASED "gcdp.released/1"
+#define REL_SCHEMA_WINDOW   "gcdp.window/1"
+#define REL_MAX_ID          200u     /* window id bytes */
+#define REL_MAX_DEVICE      64u      /* device id bytes */
+#define REL_MAX_LINE        (1u << 22) /* one input record (JSONL line / CSV row) */
+
+/* One window, values indexed by θ node (caller storage; see rel_window_init). */
+struct rel_window {
+    char id[REL_MAX_ID + 1];
+    char device[REL_MAX_DEVICE + 1];
+    int64_t start, end;  /* epoch ms, [start, end) */
+    bool excluded;       /* ingest excluded it: nothing to release */
+    double *x;           /* θ n_nodes values (NAN where absent and unused) */
+    uint32_t *n;         /* θ n_nodes real-sample counts */
+};
+
+/* Allocate x and n for plan's θ. rel_window_cleanup frees them. Always succeeds. */
+void rel_window_init(struct rel_window *w, const struct rel_plan *p);
+void rel_window_cleanup(struct rel_window *w);
+
+/* Parse one gcdp.window/1 JSON record (one JSONL line).
+ *   text/len borrowed. Every θ node used by a coordinate must be present in "nodes" with a
+ *   finite number, and its real-sample count in "n_node" (keyed by node or by channel).
+ * Returns CORE_OK, CORE_EPARSE (shape), CORE_EINVAL (values), CORE_ETOOBIG; errbuf names
+ * the field. */
+CORE_MUST_CHECK core_err rel_window_from_json(const struct rel_plan *p, const char *text,
+                                              size_t len, struct rel_window *w, char *errbuf,
+                                              size_t errbuf_size);
+
+/* CSV input: a header row naming columns, then one row per window. Columns: device,
+ * window_start, window_end (epoch ms), optional id, optional excluded (0/1), one column per
+ * θ node used, and the counts as "n_node.<node>", "n_node.<channel>" or one "n" column.
+ * Plain comma-separated fields (no quoting). */
+struct rel_csv;
+CORE_MUST_CHECK core_err rel_csv_new(const struct rel_plan *p, const char *header,
+                                     struct rel_csv **out, char *errbuf, size_t errbuf_size);
+void rel_csv_free(struct rel_csv *c); /* NULL-safe */
+CORE_MUST_CHECK core_err rel_csv_parse(const struct rel_csv *c, const char *row,
+                                       struct rel_window *w, char *errbuf,
+                                       size_t errbuf_size);
+
+/* Output callback: one released record (JSON, no newline), durable in the ledger.
+ *   replayed  true when the bytes came from the ledger (an earlier identical release). */
+typedef core_err rel_emit_fn(void *arg, const char *bytes, size_t len, bool replayed);
+
+struct rel_release_stats {
+    uint64_t released;       /* new releases committed */
+    uint64_t replayed;       /* republished from the ledger */
+    uint64_t excluded;       /* excluded windows skipped (nothing to release) */
+    uint64_t coords_noisy;   /* coordinates released with noise */
+    uint64_t coords_exact;   /* zero-sensitivity coordinates released deterministically */
+    uint64_t cancel_failed;  /* reservations that could not be cancelled (stay charged) */
+};
+
+struct rel_releaser;
+
+/* New releaser. plan, ledger and rng are borrowed and must outlive it.
+ *   batch  releases per fsync (>= 1).
+ * Returns CORE_OK or CORE_EINVAL. */
+CORE_MUST_CHECK core_err rel_releaser_new(const struct rel_plan *plan,
+                                          struct core_dp_ledger *ledger,
+                                          const struct core_rng *rng, size_t batch,
+                                          struct rel_releaser **out);
+
+/* Free; charges of a batch that was never committed are cancelled (nothing was emitted
+ * for them). NULL-safe. */
+void rel_releaser_free(struct rel_releaser *r);
+
+/* Release one window (Algorithm 4). Emits earlier records when a batch completes.
+ * Returns CORE_OK; CORE_EINVAL (window not covered: too few / too many samples, missing
+ * node, non-finite value; nothing charged), CORE_EBUDGET (a unit's lifetime cap; errbuf
+ * names the unit and its totals; nothing charged), CORE_ERNG / CORE_ENUMERIC (noise
+ * failed; the charge is cancelled), CORE_EIO (ledger), or the emit callback's error. */
+CORE_MUST_CHECK core_err rel_releaser_push(struct rel_releaser *r, const struct rel_window *w,
+                                           rel_emit_fn *emit, void *arg, char *errbuf,
+                                           size_t errbuf_size);
+
+/* Commit the pending batch (one fsync) and emit it. */
+CORE_MUST_CHECK core_err rel_releaser_flush(struct rel_releaser *r, rel_emit_fn *emit,
+                                            void *arg, char *errbuf, size_t errbuf_size);
+
+void rel_releaser_stats(const struct rel_releaser *r, struct rel_release_stats *out);
+
+#endif /* REL_RELEASE_H */

@@ -1,0 +1,60 @@
+/* sim/encode.h - pure text helpers: gcdp.reading/1 JSON encoding (with fault transforms),
+ * UTC calendar conversion, RFC 3339 formatting. No I/O, no clock.
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * Thread-safety: reentrant.
+ */
+#ifndef SIM_ENCODE_H
+#define SIM_ENCODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "sim/gen.h"
+#include "sim/rng.h"
+#include "sim/sim.h"
+
+/* Longest device id we generate or accept from a replay flag. */
+#define SIM_MAX_DEVICE_ID 128
+
+/* Days since 1970-01-01 of the proleptic Gregorian date y-m-d (Hinnant's algorithm). */
+int64_t sim_days_from_civil(int64_t y, unsigned m, unsigned d);
+
+/* Write ts (epoch ms, UTC) as "YYYY-MM-DDTHH:MM:SS.mmmZ" (with_ms) or "...:SSZ".
+ *   out  at least 32 bytes. Returns the length. Years 0..9999 only (else clamps to "0000"). */
+size_t sim_format_rfc3339(int64_t ts_ms, int with_ms, char *out);
+
+/* Parse "YYYY-MM-DD HH:MM:SS" or "YYYY-MM-DDTHH:MM:SS", then an optional fraction
+ * ".fff" (ms kept) and zone "Z" | "+HH:MM" | "-HH:MM"; no zone means UTC.
+ *   s, n  the text (not necessarily NUL-terminated). out: epoch ms.
+ * Returns CORE_OK or CORE_EPARSE (bad shape or out-of-range field). */
+CORE_MUST_CHECK core_err sim_parse_datetime(const char *s, size_t n, int64_t *out);
+
+/* What a reading looks like before encoding. */
+struct sim_reading {
+    const char *device;        /* borrowed */
+    int64_t ts_ms;
+    uint64_t seq;
+    const char *const *names;  /* channel names, n of them; borrowed */
+    const double *values;      /* n values */
+    size_t n;
+};
+
+/* Encode r as one gcdp.reading/1 JSON object (no newline), applying the message-level
+ * fault (SIM_FAULT_OUT_OF_DOMAIN, _NONFINITE, _WRONG_TYPE, _UNKNOWN_CHANNEL,
+ * _MALFORMED_JSON, _OVERSIZE; any other value encodes the reading unchanged).
+ *   rng             picks the channel / direction / cut point of a fault.
+ *   oversize_bytes  an _OVERSIZE message is padded to oversize_bytes + 1 bytes.
+ *   buf, cap        caller buffer; needs cap > oversize_bytes + 1 for _OVERSIZE.
+ *   len             out: bytes written (a NUL follows them).
+ * Returns CORE_OK, or CORE_ETOOBIG when cap is too small. */
+CORE_MUST_CHECK core_err sim_encode_reading(const struct sim_reading *r, enum sim_fault fault,
+                                            struct sim_rng *rng, size_t oversize_bytes,
+                                            char *buf, size_t cap, size_t *len);
+
+/* Pick a fault kind for one reading: returns a kind with probability rates[kind], or
+ * SIM_FAULT_COUNT (no fault) with probability 1 - sum(rates). Requires sum(rates) <= 1. */
+enum sim_fault sim_fault_pick(struct sim_rng *rng, const double rates[SIM_FAULT_COUNT]);
+
+#endif /* SIM_ENCODE_H */

@@ -1,0 +1,145 @@
+/* options.c - fault names and parsing, option defaults, progress summary (sim/sim.h). */
+#include "sim/sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const fault_names[SIM_FAULT_COUNT] = {
+#define X(name, str, help) str,
+    SIM_FAULT_MAP(X)
+#undef X
+};
+
+const char *sim_fault_name(enum sim_fault f)
+{
+    return (int)f >= 0 && f < SIM_FAULT_COUNT ? fault_names[f] : NULL;
+}
+
+void sim_progress_init(struct sim_progress *p)
+{
+    atomic_init(&p->stop, 0);
+    atomic_init(&p->generated, 0);
+    atomic_init(&p->sent, 0);
+    atomic_init(&p->acked, 0);
+    atomic_init(&p->failed, 0);
+    atomic_init(&p->retries, 0);
+    for (int k = 0; k < SIM_FAULT_COUNT; k++)
+        atomic_init(&p->faults[k], 0);
+}
+
+void sim_options_default(struct sim_options *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->devices = 16;
+    o->seed = 1;
+    o->rate = 5000.0;
+    o->ticks = 0;
+    o->duration_s = 0.0;
+    o->start_ms = 1793491200000LL; /* 2026-11-01T00:00:00Z: fixed, on every window grid */
+    o->period_s = 60.0; /* = ingest.period_ms default (the Intel Lab motes used ~31 s) */
+    o->wall_clock = false;
+    o->regime_change_at_s = -1.0;
+    o->hetero_sd = 0.1;
+    o->spatial_coupling = 0.5;
+    o->spatial_lag = 2;
+    o->ar = 0.8;
+    o->gap_ticks = 20;
+    o->late_s = 3600.0;
+    o->oversize_bytes = 65536; /* = ingest.max_message_bytes default */
+    o->truth_path = NULL;
+    o->topic = NULL;
+    o->max_inflight = 20000;
+    o->flush_timeout_ms = 30000;
+}
+
+void sim_replay_options_default(struct sim_replay_options *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->format = SIM_REPLAY_OCCUPANCY;
+    o->device = "occupancy";
+    o->speed = 0.0;
+    o->rate = 5000.0;
+    o->max_inflight = 20000;
+    o->flush_timeout_ms = 30000;
+}
+
+/* One "kind=rate" item of length n. */
+static core_err parse_item(const char *item, size_t n, double *rates, char *eb, size_t ebn)
+{
+    const char *eq = memchr(item, '=', n);
+    char name[64], num[64], *end;
+    double v;
+    size_t kl;
+
+    if (!eq || (kl = (size_t)(eq - item)) == 0 || kl >= sizeof(name) ||
+        n - kl - 1 == 0 || n - kl - 1 >= sizeof(num)) {
+        snprintf(eb, ebn, "fault spec item '%.*s' is not kind=rate", (int)(n > 60 ? 60 : n),
+                 item);
+        return CORE_ECONFIG;
+    }
+    memcpy(name, item, kl);
+    name[kl] = '\0';
+    memcpy(num, eq + 1, n - kl - 1);
+    num[n - kl - 1] = '\0';
+    v = strtod(num, &end);
+    if (*end != '\0' || !(v >= 0.0 && v <= 1.0)) {
+        snprintf(eb, ebn, "fault rate '%s' for '%s' is not a number in [0, 1]", num, name);
+        return CORE_ECONFIG;
+    }
+    if (strcmp(name, "all") == 0) {
+        for (int k = 0; k < SIM_FAULT_COUNT; k++)
+            rates[k] = v;
+        return CORE_OK;
+    }
+    for (int k = 0; k < SIM_FAULT_COUNT; k++) {
+        if (strcmp(name, fault_names[k]) == 0) {
+            rates[k] = v;
+            return CORE_OK;
+        }
+    }
+    snprintf(eb, ebn, "unknown fault kind '%s' (kinds: see gcdp simulate --help)", name);
+    return CORE_ECONFIG;
+}
+
+core_err sim_faults_parse(const char *spec, double rates[SIM_FAULT_COUNT], char *eb, size_t ebn)
+{
+    double tmp[SIM_FAULT_COUNT], sum = 0.0;
+    const char *p = spec;
+
+    memcpy(tmp, rates, sizeof(tmp));
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        core_err rc;
+        if (n > 0 && (rc = parse_item(p, n, tmp, eb, ebn)) != CORE_OK)
+            return rc;
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    for (int k = 0; k < SIM_FAULT_COUNT; k++)
+        sum += tmp[k];
+    if (!(sum <= 1.0)) {
+        snprintf(eb, ebn, "fault rates sum to %.6g > 1", sum);
+        return CORE_ECONFIG;
+    }
+    memcpy(rates, tmp, sizeof(tmp));
+    return CORE_OK;
+}
+
+void sim_progress_print(const struct sim_progress *p, void *file)
+{
+    FILE *f = file;
+    fprintf(f, "{\"generated\":%llu,\"sent\":%llu,\"acked\":%llu,\"failed\":%llu,"
+               "\"retries\":%llu,\"faults\":{",
+            (unsigned long long)atomic_load(&p->generated),
+            (unsigned long long)atomic_load(&p->sent), (unsigned long long)atomic_load(&p->acked),
+            (unsigned long long)atomic_load(&p->failed),
+            (unsigned long long)atomic_load(&p->retries));
+    for (int k = 0; k < SIM_FAULT_COUNT; k++)
+        fprintf(f, "%s\"%s\":%llu", k ? "," : "", fault_names[k],
+                (unsigned long long)atomic_load(&p->faults[k]));
+    fprintf(f, "}}\n");
+    fflush(f);
+}

@@ -1,0 +1,209 @@
+/* broker.c - the broker fixture, child processes and a minimal HTTP client for tests. */
+#define _XOPEN_SOURCE 700
+#include "broker.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "test_support.h"
+
+int64_t ts_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+void ts_sleep_ms(int ms)
+{
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&t, &t) != 0 && errno == EINTR)
+        ;
+}
+
+int ts_free_port(void)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET};
+    socklen_t len = sizeof(sin);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 &&
+              getsockname(fd, (struct sockaddr *)&sin, &len) == 0);
+    port = ntohs(sin.sin_port);
+    close(fd);
+    return port;
+}
+
+static void redirect(int fd, const char *path)
+{
+    int f = open(path ? path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (f >= 0) {
+        dup2(f, fd);
+        close(f);
+    }
+}
+
+pid_t ts_spawn(const char *const *args, const char *out_path, const char *err_path)
+{
+    const char *argv[64];
+    size_t n = 0;
+    pid_t pid;
+
+    argv[n++] = GCDP_BIN;
+    for (; args[n - 1] && n < 63; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    pid = fork();
+    cr_assert(pid >= 0, "fork failed");
+    if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        redirect(1, out_path);
+        redirect(2, err_path);
+        execv(GCDP_BIN, (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+int ts_wait(pid_t pid, int timeout_ms)
+{
+    int64_t end = ts_now_ms() + timeout_ms;
+    int st;
+
+    for (;;) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (r < 0)
+            return -1;
+        if (ts_now_ms() >= end) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return -1;
+        }
+        ts_sleep_ms(20);
+    }
+}
+
+void ts_broker_start(struct ts_broker *b, const char *const *extra)
+{
+    const char *args[40] = {"broker", "--bootstrap-file", NULL, "--log-level", "warn"};
+    char log[600];
+    size_t n = 5;
+    int64_t deadline;
+    char *text;
+
+    memset(b, 0, sizeof(*b));
+    b->dir = ts_tmpdir();
+    snprintf(b->bootstrap_file, sizeof(b->bootstrap_file), "%s/kafka.bootstrap", b->dir);
+    snprintf(log, sizeof(log), "%s/broker.log", b->dir);
+    args[2] = b->bootstrap_file;
+    for (size_t i = 0; extra && extra[i] && n < 38; i++)
+        args[n++] = extra[i];
+    args[n] = NULL;
+    b->pid = ts_spawn(args, NULL, log);
+    deadline = ts_now_ms() + 20000;
+    while (!(text = ts_read_file(b->bootstrap_file, NULL))) {
+        cr_assert(ts_now_ms() < deadline, "broker did not write its bootstrap file");
+        cr_assert(waitpid(b->pid, NULL, WNOHANG) == 0, "broker exited at start");
+        ts_sleep_ms(20);
+    }
+    cr_assert(sscanf(text, "BOOTSTRAP %255s", b->bootstrap) == 1, "bad bootstrap file");
+    free(text);
+    snprintf(b->set_bootstrap, sizeof(b->set_bootstrap), "broker.bootstrap=@%s",
+             b->bootstrap_file);
+}
+
+void ts_broker_stop(struct ts_broker *b)
+{
+    if (b->pid > 0) {
+        kill(b->pid, SIGTERM);
+        ts_wait(b->pid, 10000);
+        b->pid = 0;
+    }
+    ts_rmtree(b->dir);
+    free(b->dir);
+    b->dir = NULL;
+}
+
+char *ts_http_get(int port, const char *path, int *status)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET};
+    char req[512], *buf = NULL, *body;
+    size_t len = 0, cap = 0;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ssize_t r;
+
+    sin.sin_port = htons((uint16_t)port);
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+    if (write(fd, req, strlen(req)) < 0) {
+        close(fd);
+        return NULL;
+    }
+    for (;;) {
+        if (cap - len < 4096) {
+            cap = cap ? cap * 2 : 65536;
+            buf = realloc(buf, cap);
+        }
+        r = read(fd, buf + len, cap - len - 1);
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+    }
+    close(fd);
+    if (!buf)
+        return NULL;
+    buf[len] = '\0';
+    if (sscanf(buf, "HTTP/1.%*d %d", status) != 1 || !(body = strstr(buf, "\r\n\r\n"))) {
+        free(buf);
+        return NULL;
+    }
+    body = strdup(body + 4);
+    free(buf);
+    return body;
+}
+
+int64_t ts_prom_value(const char *text, const char *series)
+{
+    size_t n = strlen(series);
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, series, n) == 0 && p[n] == ' ')
+            return strtoll(p + n + 1, NULL, 10);
+    }
+    return -1;
+}
+
+int64_t ts_prom_sum(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    int64_t sum = 0;
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, name, n) != 0 || (p[n] != ' ' && p[n] != '{'))
+            continue;
+        const char *sp = strchr(p, ' ');
+        if (sp)
+            sum += strtoll(sp + 1, NULL, 10);
+    }
+    return sum;
+}

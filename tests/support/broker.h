@@ -1,0 +1,58 @@
+/* broker.h - test fixture: a `gcdp broker` child process on a free loopback port.
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * ts_broker_start() runs GCDP_BIN broker with a bootstrap file in a fresh temp dir, waits
+ * until the file appears (the broker is then serving), and returns. ts_broker_stop() sends
+ * SIGTERM, waits (SIGKILL after 10 s) and removes the temp dir. Also: free ports, child
+ * processes of gcdp with captured output, and a tiny HTTP GET for /metrics.
+ * Never linked into gcdp. Thread-safety: single-threaded tests only.
+ */
+#ifndef GCDP_TEST_BROKER_H
+#define GCDP_TEST_BROKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct ts_broker {
+    pid_t pid;
+    char *dir;             /* temp dir; holds the bootstrap file and child logs */
+    char bootstrap_file[512];
+    char bootstrap[256];   /* "127.0.0.1:PORT" */
+    char set_bootstrap[600]; /* "broker.bootstrap=@<file>" for --set */
+};
+
+/* Start a broker; extra_args (NULL-terminated, may be NULL) go to `gcdp broker`
+ * (e.g. "--partitions", "8", "--topic", "x:2"). Aborts the test on failure. */
+void ts_broker_start(struct ts_broker *b, const char *const *extra_args);
+void ts_broker_stop(struct ts_broker *b);
+
+/* A TCP port on 127.0.0.1 that was free a moment ago. */
+int ts_free_port(void);
+
+/* Spawn GCDP_BIN with args (args[0] is the subcommand; NULL-terminated); stdout and
+ * stderr go to out_path / err_path (NULL: /dev/null). Returns the pid; aborts on failure. */
+pid_t ts_spawn(const char *const *args, const char *out_path, const char *err_path);
+
+/* Wait for pid up to timeout_ms; returns the exit status (0..255), 128+signal, or -1 on
+ * timeout (the process is then SIGKILLed and reaped). */
+int ts_wait(pid_t pid, int timeout_ms);
+
+/* GET http://127.0.0.1:port/path; returns a new string with the body (free()) and the
+ * status code in *status, or NULL on connection failure. */
+char *ts_http_get(int port, const char *path, int *status);
+
+/* Value of the Prometheus series `series` (exact text before the value, e.g.
+ * "gcdp_ingest_consumed_total" or "gcdp_ingest_rejected_total{reason=\"late\"}") in text;
+ * -1 when absent. */
+int64_t ts_prom_value(const char *text, const char *series);
+
+/* Sum of every series of metric name (with any labels). */
+int64_t ts_prom_sum(const char *text, const char *name);
+
+/* Milliseconds from a monotonic clock. */
+int64_t ts_now_ms(void);
+void ts_sleep_ms(int ms);
+
+#endif /* GCDP_TEST_BROKER_H */
