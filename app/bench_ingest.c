@@ -16,6 +16,7 @@
  * excluded from both), and for ingest until every window produced so far is acknowledged.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -305,21 +306,49 @@ static int run_phase(enum phase ph, struct core_config *cfg, const struct bench_
     return r->ok ? 0 : -1;
 }
 
-static pid_t start_broker(const char *file, long partitions)
+/* `gcdp broker` child with the bench topics created explicitly (auto-created topics get
+ * the mock's default of 4 partitions). Its output goes to DIR/broker.log. */
+static pid_t start_broker(const char *dir, const char *file, long partitions, int repeat)
 {
-    char exe[4096], parts[32];
+    char exe[4096], parts[32], log[700], topics[15][2][80];
+    const char *argv[80];
     size_t n = sizeof(exe);
+    int a = 0;
     pid_t pid;
 
     if (uv_exepath(exe, &n) != 0)
         return -1;
     snprintf(parts, sizeof(parts), "%ld", partitions);
+    snprintf(log, sizeof(log), "%s/broker.log", dir);
+    argv[a++] = exe;
+    argv[a++] = "broker";
+    argv[a++] = "--bootstrap-file";
+    argv[a++] = file;
+    argv[a++] = "--partitions";
+    argv[a++] = parts;
+    argv[a++] = "--log-level";
+    argv[a++] = "warn";
+    for (int k = 0; k < repeat; k++) {
+        snprintf(topics[k][0], sizeof(topics[k][0]), "bench.raw.%d:%ld", k, partitions);
+        snprintf(topics[k][1], sizeof(topics[k][1]), "bench.windows.%d:%ld", k, partitions);
+        argv[a++] = "--topic";
+        argv[a++] = topics[k][0];
+        argv[a++] = "--topic";
+        argv[a++] = topics[k][1];
+    }
+    argv[a++] = "--topic";
+    argv[a++] = "bench.rejected";
+    argv[a] = NULL;
     unlink(file);
     fflush(NULL);
     pid = fork();
     if (pid == 0) {
-        execl(exe, exe, "broker", "--bootstrap-file", file, "--partitions", parts,
-              "--log-level", "warn", (char *)NULL);
+        int out = open("/dev/null", O_WRONLY), err = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (out >= 0)
+            dup2(out, 1);
+        if (err >= 0)
+            dup2(err, 2);
+        execv(exe, (char *const *)argv);
         _exit(127);
     }
     for (int i = 0; pid > 0 && i < 1500 && access(file, R_OK) != 0; i++)
@@ -435,7 +464,7 @@ int bench_ingest(int argc, char **argv)
         return APP_EXIT_FAILURE;
     }
     snprintf(file, sizeof(file), "%s/kafka.bootstrap", dir);
-    broker = start_broker(file, o.partitions);
+    broker = start_broker(dir, file, o.partitions, o.repeat);
     snprintf(at_file, sizeof(at_file), "@%s", file);
     if (broker < 0 || set_key(cfg, "broker.bootstrap", at_file) != CORE_OK) {
         fprintf(stderr, "gcdp bench ingest: the embedded broker did not start\n");
@@ -490,6 +519,8 @@ out:
         kill(broker, SIGTERM);
         waitpid(broker, NULL, 0);
     }
+    unlink(file);
+    snprintf(file, sizeof(file), "%s/broker.log", dir);
     unlink(file);
     rmdir(dir);
     core_config_free(cfg);

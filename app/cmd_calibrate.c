@@ -10,6 +10,7 @@
 #include "app.h"
 #include "cal/calibrate.h"
 #include "cal/matrix.h"
+#include "cal/publish.h"
 #include "cal/theta.h"
 #include "core/dp_rng.h"
 #include "core/log.h"
@@ -18,6 +19,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: gcdp calibrate -i FILE [-f csv|occupancy] [-o FILE] [--mode public|private]\n"
+            "                      [--publish]\n"
             "       gcdp calibrate --check THETA.json\n\n"
             "Build the GC-DP parameter object theta (paper Sec. 4.1-4.4: Algorithm 1 graph,\n"
             "exposure, utility mu, empirical influence xi_hat) from a calibration matrix.\n"
@@ -32,6 +34,9 @@ static void usage(FILE *f)
             "                      (default: calibrate.input.format = csv)\n"
             "  -o, --output FILE   write theta here (atomic rename); default: stdout\n"
             "      --mode MODE     public | private (default: calibrate.mode = public)\n"
+            "      --publish       also produce theta to topics.calibration (key = version)\n"
+            "                      and wait for the broker's acknowledgement (needs\n"
+            "                      broker.bootstrap, e.g. --set broker.bootstrap=@FILE)\n"
             "      --check FILE    validate a theta file strictly; exit 0 if valid, 1 if not\n"
             "  -h, --help          this help\n\n"
             "Parameters are configuration keys (defaults = paper Table 5): calibrate.L,\n"
@@ -84,7 +89,7 @@ static int emit(const struct cal_theta *t, const char *out)
     return APP_EXIT_OK;
 }
 
-static int run(struct core_config *cfg, const char *input, const char *output)
+static int run(struct core_config *cfg, const char *input, const char *output, int publish)
 {
     struct cal_opts o;
     struct cal_matrix *mx = NULL;
@@ -122,6 +127,16 @@ static int run(struct core_config *cfg, const char *input, const char *output)
               t->n_edges, t->tau, cal_theta_eps_cal_total(t), rep.t_alg1, rep.t_xi, rep.t_mu,
               rep.t_total);
     ret = emit(t, output);
+    if (ret == APP_EXIT_OK && publish) {
+        rc = cal_theta_publish(cfg, t, 15000, eb, sizeof(eb));
+        if (rc != CORE_OK) {
+            fprintf(stderr, "gcdp calibrate: publish: %s\n", eb);
+            ret = rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
+        } else {
+            CORE_INFO("theta version=%llu published to %s", (unsigned long long)t->version,
+                      core_config_str(cfg, "topics.calibration"));
+        }
+    }
 out:
     cal_theta_free(t);
     cal_matrix_free(mx);
@@ -134,12 +149,13 @@ int cmd_calibrate(int argc, char **argv)
         {"input", required_argument, NULL, 'i'}, {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'}, {"mode", required_argument, NULL, 'm'},
         {"check", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
+        {"publish", no_argument, NULL, 'p'},
         {NULL, 0, NULL, 0},
     };
     struct core_config *cfg = NULL;
     const char *input = NULL, *output = NULL, *check = NULL;
     char eb[512] = "";
-    int c, ret;
+    int c, ret, publish = 0;
 
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -156,12 +172,13 @@ int cmd_calibrate(int argc, char **argv)
         case 'i': input = optarg; break;
         case 'o': output = optarg; break;
         case 'c': check = optarg; break;
+        case 'p': publish = 1; break;
         case 'f':
             rc = core_config_set(cfg, "calibrate.input.format", optarg, "flag", eb, sizeof(eb));
             break;
         case 'm': rc = core_config_set(cfg, "calibrate.mode", optarg, "flag", eb, sizeof(eb)); break;
         default:
-            usage(stderr);
+            fprintf(stderr, "gcdp calibrate: see gcdp calibrate --help\n");
             core_config_free(cfg);
             return APP_EXIT_USAGE;
         }
@@ -172,13 +189,19 @@ int cmd_calibrate(int argc, char **argv)
         }
     }
     if (optind < argc || (!input && !check)) {
-        fprintf(stderr, "gcdp calibrate: %s\n",
-                optind < argc ? "unexpected argument" : "missing -i/--input (or --check)");
-        usage(stderr);
+        fprintf(stderr, "gcdp calibrate: %s%s (see gcdp calibrate --help)\n",
+                optind < argc ? "unexpected argument " : "missing -i/--input (or --check)",
+                optind < argc ? argv[optind] : "");
         core_config_free(cfg);
         return APP_EXIT_USAGE;
     }
-    ret = check ? check_file(check) : run(cfg, input, output);
+    if (publish && !check && !core_config_str(cfg, "broker.bootstrap")) {
+        fprintf(stderr, "gcdp calibrate: --publish needs broker.bootstrap (e.g. --set "
+                        "broker.bootstrap=@FILE written by `gcdp broker`)\n");
+        core_config_free(cfg);
+        return APP_EXIT_USAGE;
+    }
+    ret = check ? check_file(check) : run(cfg, input, output, publish);
     core_config_free(cfg);
     return ret;
 }

@@ -45,10 +45,13 @@ static const char learn_help[] =
     "  --steps K         PGCD / DP-PGCD coordinate steps per round (fed-sparse 100;\n"
     "                    dp-fed-sparse Table 7 by d)\n"
     "  --threshold X     final |w| pruning threshold (default 0.3)\n"
+    "  --server-iters N  server L-BFGS iteration cap per round (default: see below)\n"
+    "  --pgcd-tol X      stop a PGCD call early when the best score <= X (default 0)\n"
     "  --eps X           privacy budget per participant for dp-* methods (default 10)\n"
     "  --delta X         delta (default 1/n_p^2)\n"
     "  --clip C          DP-PGCD clipping threshold (default Table 7 by d)\n"
     "  --cov-bound B     DP-Fed-BNSL row bound ||x||^2 <= B (default Table 7 by d)\n"
+    "  --cov-by-p        fed-sparse: local loss uses X^T X / (n_p P) (notears-admm scaling)\n"
     "  --no-png          do not run graphviz\n"
     "  --quiet           no per-round progress lines\n"
     "  -h, --help        this text\n"
@@ -61,7 +64,7 @@ struct learn_args {
     const char *out, *truth;
     const char *ptruth[LEARN_MAX_P];
     size_t n_ptruth, min_rows;
-    int personalize, png, quiet;
+    int personalize, png, quiet, cov_by_p;
     char **files;
     size_t P;
 };
@@ -76,7 +79,7 @@ static int num(const char *s, double *v)
 
 /* Overrides are collected first and applied after the method's defaults are set. */
 struct overrides {
-    double rounds, rho1, rho2, lambda, gamma, steps, thr, eps, delta, clip, covb;
+    double rounds, rho1, rho2, lambda, gamma, steps, thr, eps, delta, clip, covb, siters, ptol;
 };
 
 static void apply_overrides(struct lrn_runner_opts *o, const struct overrides *v)
@@ -105,6 +108,10 @@ static void apply_overrides(struct lrn_runner_opts *o, const struct overrides *v
         o->dppgcd.clip = v->clip;
     if (!isnan(v->covb))
         o->cov_bound = v->covb;
+    if (!isnan(v->siters))
+        o->admm.lbfgs_max_iter = (size_t)v->siters;
+    if (!isnan(v->ptol))
+        o->pgcd.tol = v->ptol;
 }
 
 static const struct option learn_opts[] = {
@@ -117,6 +124,8 @@ static const struct option learn_opts[] = {
     {"steps", required_argument, 0, 'K'},    {"threshold", required_argument, 0, 'x'},
     {"eps", required_argument, 0, 'e'},      {"delta", required_argument, 0, 'D'},
     {"clip", required_argument, 0, 'C'},     {"cov-bound", required_argument, 0, 'b'},
+    {"server-iters", required_argument, 0, 'I'}, {"pgcd-tol", required_argument, 0, 'p'},
+    {"cov-by-p", no_argument, 0, 'B'},
     {"no-png", no_argument, 0, 'N'},         {"quiet", no_argument, 0, 'Q'},
     {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
 
@@ -134,6 +143,8 @@ static double *ov_slot(struct overrides *v, int c)
     case 'D': return &v->delta;
     case 'C': return &v->clip;
     case 'b': return &v->covb;
+    case 'I': return &v->siters;
+    case 'p': return &v->ptol;
     default: return NULL;
     }
 }
@@ -173,6 +184,7 @@ static int parse_one(int c, int li, struct learn_args *a, struct overrides *v,
         a->min_rows = (size_t)tmp;
         return 0;
     case 'N': a->png = 0; return 0;
+    case 'B': a->cov_by_p = 1; return 0;
     case 'Q': a->quiet = 1; return 0;
     case 'h': fputs(learn_help, stdout); fputs(app_common_help, stdout); return 1;
     default: return -1;
@@ -185,7 +197,7 @@ static int parse_args(int argc, char **argv, struct learn_args *a, struct overri
                       enum lrn_method *m)
 {
     int c, li = 0, r;
-    *v = (struct overrides){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    *v = (struct overrides){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
     while ((c = getopt_long(argc, argv, "h", learn_opts, &li)) != -1) {
         r = parse_one(c, li, a, v, m);
         if (r != 0)
@@ -442,6 +454,7 @@ int cmd_learn(int argc, char **argv)
     }
     a.ro = lrn_runner_opts_default(m, d);
     apply_overrides(&a.ro, &ov);
+    a.ro.fs_cov_by_p = a.cov_by_p;
     if (a.truth && lrn_graph_read(a.truth, d, &s.truth, &dt, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp learn: %s\n", eb);
         goto out;

@@ -42,7 +42,7 @@ static const char release_help[] =
     "\n"
     "Other settings are release.* keys (`gcdp config keys`): delta, beta_r/g/u, eta, eps_min,\n"
     "policy.edges/hops/time_radius, query.min_samples/max_samples/interp_gap, period_ms,\n"
-    "ledger.slot_ms/cap_eps/cap_delta/batch.\n"
+    "ledger.slot_ms/cap_eps/cap_delta/batch, threads.\n"
     "exit status: 0 ok; 1 runtime failure or refusal (budget cap, window not covered,\n"
     "ledger I/O); 2 usage, configuration or theta error.\n\n";
 
@@ -243,7 +243,8 @@ static int run_release(const struct core_config *cfg, const struct rel_plan *pla
         goto out;
     }
     if (rel_releaser_new(plan, ledger, core_rng_os(),
-                         (size_t)core_config_int(cfg, "release.ledger.batch"), &rr) != CORE_OK)
+                         (size_t)core_config_int(cfg, "release.ledger.batch"),
+                         (unsigned)core_config_int(cfg, "release.threads"), &rr) != CORE_OK)
         goto out;
     ex = run_stream(plan, rr, in, out, strcmp(a->format, "csv") == 0);
     rel_releaser_stats(rr, &st);

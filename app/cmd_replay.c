@@ -83,7 +83,9 @@ static int apply_opt(int c, const char *arg, struct sim_replay_options *o)
     double v = 0.0;
     int bad = 0;
     switch (c) {
-    case O_FILE: o->path = arg; break;
+    case O_FILE:
+        o->path = arg;
+        break;
     case O_FORMAT:
         if (strcmp(arg, "occupancy") == 0)
             o->format = SIM_REPLAY_OCCUPANCY;
@@ -94,13 +96,28 @@ static int apply_opt(int c, const char *arg, struct sim_replay_options *o)
         else
             bad = 1;
         break;
-    case O_DEVICE: o->device = arg; break;
-    case O_SPEED: bad = parse_num(arg, 0.0, 1e9, &o->speed); break;
-    case O_RATE: bad = parse_num(arg, 0.0, 1e9, &o->rate); break;
-    case O_TOPIC: o->topic = arg; break;
-    case O_INFLIGHT: bad = parse_num(arg, 1, 1e7, &v); o->max_inflight = (size_t)v; break;
-    case O_FLUSH: bad = parse_num(arg, 0, 3600000, &v); o->flush_timeout_ms = (int)v; break;
-    default: return -1;
+    case O_DEVICE:
+        o->device = arg;
+        break;
+    case O_SPEED:
+        bad = parse_num(arg, 0.0, 1e9, &o->speed);
+        break;
+    case O_RATE:
+        bad = parse_num(arg, 0.0, 1e9, &o->rate);
+        break;
+    case O_TOPIC:
+        o->topic = arg;
+        break;
+    case O_INFLIGHT:
+        bad = parse_num(arg, 1, 1e7, &v);
+        o->max_inflight = (size_t)v;
+        break;
+    case O_FLUSH:
+        bad = parse_num(arg, 0, 3600000, &v);
+        o->flush_timeout_ms = (int)v;
+        break;
+    default:
+        return -1;
     }
     if (bad) {
         for (const struct option *lo = long_opts; lo->name; lo++)

@@ -12,6 +12,7 @@
  * consumed (simulator flushes -> ingest drains, acks, commits, leaves its group); then
  * the broker child gets SIGTERM and is reaped. A second signal skips the waiting. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -172,8 +173,16 @@ static core_err broker_spawn(struct run_ctx *c, char *eb, size_t ebn)
         return CORE_EIO;
     }
     if (c->broker_pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY), log;
+        char path[4200];
         setpgid(0, 0);                   /* terminal Ctrl-C goes to us, not the broker */
         prctl(PR_SET_PDEATHSIG, SIGTERM); /* ... and it dies with us */
+        snprintf(path, sizeof(path), "%s.log", c->o.bootstrap_file);
+        log = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (devnull >= 0)
+            dup2(devnull, 1);
+        if (log >= 0)
+            dup2(log, 2);
         execl(exe, exe, "broker", "--bootstrap-file", c->o.bootstrap_file, "--log-level",
               "warn", (char *)NULL);
         _exit(127);
@@ -322,7 +331,7 @@ static void usage(FILE *f)
             "                      e.g. `gcdp replay`)\n"
             "  --bootstrap-file F  where the embedded broker writes its address\n"
             "                      (default run/kafka.bootstrap; other commands can join with\n"
-            "                      --set broker.bootstrap=@F while it runs)\n"
+            "                      --set broker.bootstrap=@F while it runs); its log: F.log\n"
             "  --help              this text\n\n"
             "metrics: --set metrics.port=P serves /metrics and /healthz for the ingest stage.\n"
             "Ctrl-C (or SIGTERM) stops gracefully: the simulator flushes, ingest drains and\n"

@@ -19,56 +19,68 @@ static void on_signal(int sig)
         atomic_store(&sim_sig_progress->stop, 1); /* lock-free atomic: signal-safe */
 }
 
+static const char *const fault_help[SIM_FAULT_COUNT][2] = {
+#define X(name, str, help) {str, help},
+    SIM_FAULT_MAP(X)
+#undef X
+};
+
 static void usage(FILE *f)
 {
     struct sim_options d;
     sim_options_default(&d);
-    fprintf(f,
-            "usage: gcdp simulate [options]\n\n"
-            "Publish live readings of simulated motes (temperature, humidity, light, voltage)\n"
-            "to topics.raw, keyed by device id. Deterministic given --seed.\n\n"
-            "  --devices N          number of motes mote-0..mote-(N-1) (default %zu, max %d)\n"
-            "  --seed S             PRNG seed, unsigned 64-bit (default %llu)\n"
-            "  --rate R             readings/s, token bucket; 0 = as fast as the in-flight cap\n"
-            "                       allows (default %.0f; see docs/simulator.md before using 0)\n"
-            "  --ticks N            readings per device, then stop (default 0 = unbounded)\n"
-            "  --duration S         stop after S wall-clock seconds (default 0 = unbounded)\n"
-            "  --start TS           simulated clock start, RFC 3339 UTC or epoch ms\n"
-            "                       (default %lld = 2026-11-01T00:00:00Z)\n"
-            "  --period S           seconds between a device's readings\n"
-            "                       (default: ingest.period_ms / 1000, i.e. %g)\n"
-            "  --wall-clock         ts = wall-clock time, one tick per period in real time\n"
-            "                       (default: simulated clock, start + tick*period, paced by --rate)\n"
-            "  --regime-change-at S switch to the second SEM after S seconds of (simulated or\n"
-            "                       wall) time (default: never)\n"
-            "  --hetero-sd X        per-device edge weight sd (default %g)\n"
-            "  --coupling A         spatial coupling to the neighbour mote, [0,1) (default %g)\n"
-            "  --lag K              spatial lag in ticks, 0..%d (default %u)\n"
-            "  --ar PHI             temporal AR(1) coefficient, [0,1) (default %g)\n"
-            "  --truth FILE         write the ground-truth SEM (JSON, gcdp.sim-truth/1)\n"
-            "  --fault-rate P       total fault probability per reading, spread evenly over\n"
-            "                       all kinds (default 0)\n"
-            "  --faults SPEC        kind=rate,... per-kind probabilities (after --fault-rate);\n"
-            "                       kinds: missing gap duplicate out_of_order late out_of_domain\n"
-            "                       nonfinite wrong_type unknown_channel malformed_json oversize\n"
-            "                       (\"all=P\" sets every kind); the sum must be <= 1\n"
-            "  --gap-ticks N        readings skipped by one gap fault (default %u)\n"
-            "  --late-s S           how far a late reading goes back (default %g s)\n"
-            "  --oversize-bytes N   an oversize message has N+1 bytes\n"
-            "                       (default: ingest.max_message_bytes, i.e. %zu)\n"
-            "  --topic T            override topics.raw\n"
-            "  --max-inflight N     cap on unacknowledged messages (default %zu)\n"
-            "  --flush-timeout MS   final flush bound (default %d)\n"
-            "  -h, --help           this text\n\n"
-            "Broker: broker.bootstrap (e.g. --set broker.bootstrap=@run/kafka.bootstrap).\n"
-            "Faulty messages carry the Kafka header gcdp-fault: <kind>. On exit a JSON summary\n"
-            "{generated,sent,acked,failed,retries,faults{kind:n}} is printed on stdout.\n"
-            "SIGINT/SIGTERM stop cleanly (in-flight messages are flushed).\n"
-            "Exit: 0 all delivered, 1 runtime failure or any undelivered message, 2 usage.\n\n%s",
-            d.devices, SIM_MAX_DEVICES, (unsigned long long)d.seed, d.rate,
-            (long long)d.start_ms, d.period_s, d.hetero_sd, d.spatial_coupling, SIM_MAX_LAG,
-            d.spatial_lag, d.ar, d.gap_ticks, d.late_s, d.oversize_bytes, d.max_inflight,
-            d.flush_timeout_ms, app_common_help);
+    fprintf(
+        f,
+        "usage: gcdp simulate [options]\n\n"
+        "Publish live readings of simulated motes (temperature, humidity, light, voltage)\n"
+        "to topics.raw, keyed by device id. Deterministic given --seed.\n"
+        "The flags have sim.* configuration keys (gcdp config keys; --topic is topics.raw,\n"
+        "--fault-rate and --flush-timeout have none); the defaults shown are the keys'\n"
+        "defaults, and a flag wins over its key. --faults/--fault-rate replace sim.faults.\n\n"
+        "  --devices N          number of motes mote-0..mote-(N-1) (default %zu, max %d)\n"
+        "  --seed S             PRNG seed, unsigned 64-bit (default %llu)\n"
+        "  --rate R             messages/s, token bucket; 0 = as fast as the in-flight cap\n"
+        "                       allows (default %.0f; see docs/simulator.md before using 0)\n"
+        "  --ticks N            readings per device, then stop (default 0 = unbounded)\n"
+        "  --duration S         stop after S wall-clock seconds (default 0 = unbounded)\n"
+        "  --start TS           simulated clock start, RFC 3339 UTC or epoch ms\n"
+        "                       (default %lld = 2026-11-01T00:00:00Z)\n"
+        "  --period S           seconds between a device's readings\n"
+        "                       (default: sim.period_ms, else ingest.period_ms; i.e. %g)\n"
+        "  --wall-clock         ts = wall-clock time, one tick per period in real time\n"
+        "                       (default: simulated clock, start + tick*period, paced by --rate)\n"
+        "  --regime-change-at S switch to the second SEM after S seconds of (simulated or\n"
+        "                       wall) time (default: never)\n"
+        "  --hetero-sd X        per-device edge weight sd (default %g)\n"
+        "  --coupling A         spatial coupling to the neighbour mote, [0,1) (default %g)\n"
+        "  --lag K              spatial lag in ticks, 0..%d (default %u)\n"
+        "  --ar PHI             temporal AR(1) coefficient, [0,1) (default %g)\n"
+        "  --truth FILE         write the ground-truth SEM (JSON, gcdp.sim-truth/1)\n"
+        "  --fault-rate P       total fault probability per reading, spread evenly over\n"
+        "                       all kinds (default 0)\n"
+        "  --faults SPEC        kind=rate,... per-kind probabilities (after --fault-rate);\n"
+        "                       (kinds below; \"all=P\" sets every kind); the sum must be <= 1\n"
+        "  --gap-ticks N        readings skipped by one gap fault (default %u)\n"
+        "  --late-s S           how far a late reading goes back (default %g s)\n"
+        "  --oversize-bytes N   an oversize message has N+1 bytes\n"
+        "                       (default: sim.oversize_bytes, else ingest.max_message_bytes;\n"
+        "                       i.e. %zu)\n"
+        "  --topic T            override topics.raw\n"
+        "  --max-inflight N     cap on unacknowledged messages (default %zu)\n"
+        "  --flush-timeout MS   final flush bound (default %d)\n"
+        "  -h, --help           this text\n\n"
+        "Broker: broker.bootstrap (e.g. --set broker.bootstrap=@run/kafka.bootstrap).\n"
+        "Faulty messages carry the Kafka header gcdp-fault: <kind>. On exit a JSON summary\n"
+        "{generated,sent,acked,failed,retries,faults{kind:n}} is printed on stdout.\n"
+        "SIGINT/SIGTERM stop cleanly (in-flight messages are flushed).\n"
+        "Exit: 0 all delivered, 1 runtime failure or any undelivered message, 2 usage.\n\n"
+        "fault kinds:\n",
+        d.devices, SIM_MAX_DEVICES, (unsigned long long)d.seed, d.rate, (long long)d.start_ms,
+        d.period_s, d.hetero_sd, d.spatial_coupling, SIM_MAX_LAG, d.spatial_lag, d.ar, d.gap_ticks,
+        d.late_s, d.oversize_bytes, d.max_inflight, d.flush_timeout_ms);
+    for (size_t k = 0; k < SIM_FAULT_COUNT; k++)
+        fprintf(f, "  %-16s %s\n", fault_help[k][0], fault_help[k][1]);
+    fprintf(f, "\n%s", app_common_help);
 }
 
 static int parse_u64(const char *s, unsigned long long max, unsigned long long *out)
@@ -104,9 +116,30 @@ static int parse_start(const char *s, int64_t *out)
     return sim_parse_datetime(s, strlen(s), out) == CORE_OK ? 0 : -1;
 }
 
-enum { O_DEVICES = 256, O_SEED, O_RATE, O_TICKS, O_DURATION, O_START, O_PERIOD, O_WALL,
-       O_REGIME, O_HETERO, O_COUPLING, O_LAG, O_AR, O_TRUTH, O_FAULT_RATE, O_FAULTS,
-       O_GAP, O_LATE, O_OVERSIZE, O_TOPIC, O_INFLIGHT, O_FLUSH };
+enum {
+    O_DEVICES = 256,
+    O_SEED,
+    O_RATE,
+    O_TICKS,
+    O_DURATION,
+    O_START,
+    O_PERIOD,
+    O_WALL,
+    O_REGIME,
+    O_HETERO,
+    O_COUPLING,
+    O_LAG,
+    O_AR,
+    O_TRUTH,
+    O_FAULT_RATE,
+    O_FAULTS,
+    O_GAP,
+    O_LATE,
+    O_OVERSIZE,
+    O_TOPIC,
+    O_INFLIGHT,
+    O_FLUSH
+};
 
 static const struct option long_opts[] = {
     {"devices", required_argument, NULL, O_DEVICES},
@@ -136,35 +169,89 @@ static const struct option long_opts[] = {
 };
 
 /* Apply one option; returns 0, or -1 with a message printed. */
+// NOLINTNEXTLINE(readability-function-size): a dispatcher, one short case per flag
 static int apply_opt(int c, const char *arg, struct sim_options *o, const char **faults,
                      double *total)
 {
     unsigned long long u = 0;
     int bad = 0;
     switch (c) {
-    case O_DEVICES: bad = parse_u64(arg, SIM_MAX_DEVICES, &u); o->devices = (size_t)u; break;
-    case O_SEED: bad = parse_u64(arg, UINT64_MAX, &u); o->seed = u; break;
-    case O_RATE: bad = parse_dbl(arg, &o->rate) || !(o->rate >= 0.0); break;
-    case O_TICKS: bad = parse_u64(arg, UINT64_MAX, &u); o->ticks = u; break;
-    case O_DURATION: bad = parse_dbl(arg, &o->duration_s) || !(o->duration_s >= 0.0); break;
-    case O_START: bad = parse_start(arg, &o->start_ms); break;
-    case O_PERIOD: bad = parse_dbl(arg, &o->period_s); break;
-    case O_WALL: o->wall_clock = true; break;
-    case O_REGIME: bad = parse_dbl(arg, &o->regime_change_at_s) || o->regime_change_at_s < 0; break;
-    case O_HETERO: bad = parse_dbl(arg, &o->hetero_sd); break;
-    case O_COUPLING: bad = parse_dbl(arg, &o->spatial_coupling); break;
-    case O_LAG: bad = parse_u64(arg, SIM_MAX_LAG, &u); o->spatial_lag = (unsigned)u; break;
-    case O_AR: bad = parse_dbl(arg, &o->ar); break;
-    case O_TRUTH: o->truth_path = arg; break;
-    case O_FAULT_RATE: bad = parse_dbl(arg, total) || !(*total >= 0.0 && *total <= 1.0); break;
-    case O_FAULTS: *faults = arg; break;
-    case O_GAP: bad = parse_u64(arg, 1000000, &u); o->gap_ticks = (unsigned)u; break;
-    case O_LATE: bad = parse_dbl(arg, &o->late_s); break;
-    case O_OVERSIZE: bad = parse_u64(arg, 64ULL << 20, &u); o->oversize_bytes = (size_t)u; break;
-    case O_TOPIC: o->topic = arg; break;
-    case O_INFLIGHT: bad = parse_u64(arg, 10000000, &u) || u == 0; o->max_inflight = (size_t)u; break;
-    case O_FLUSH: bad = parse_u64(arg, 3600000, &u); o->flush_timeout_ms = (int)u; break;
-    default: return -1;
+    case O_DEVICES:
+        bad = parse_u64(arg, SIM_MAX_DEVICES, &u);
+        o->devices = (size_t)u;
+        break;
+    case O_SEED:
+        bad = parse_u64(arg, UINT64_MAX, &u);
+        o->seed = u;
+        break;
+    case O_RATE:
+        bad = parse_dbl(arg, &o->rate) || !(o->rate >= 0.0);
+        break;
+    case O_TICKS:
+        bad = parse_u64(arg, UINT64_MAX, &u);
+        o->ticks = u;
+        break;
+    case O_DURATION:
+        bad = parse_dbl(arg, &o->duration_s) || !(o->duration_s >= 0.0);
+        break;
+    case O_START:
+        bad = parse_start(arg, &o->start_ms);
+        break;
+    case O_PERIOD:
+        bad = parse_dbl(arg, &o->period_s);
+        break;
+    case O_WALL:
+        o->wall_clock = true;
+        break;
+    case O_REGIME:
+        bad = parse_dbl(arg, &o->regime_change_at_s) || o->regime_change_at_s < 0;
+        break;
+    case O_HETERO:
+        bad = parse_dbl(arg, &o->hetero_sd);
+        break;
+    case O_COUPLING:
+        bad = parse_dbl(arg, &o->spatial_coupling);
+        break;
+    case O_LAG:
+        bad = parse_u64(arg, SIM_MAX_LAG, &u);
+        o->spatial_lag = (unsigned)u;
+        break;
+    case O_AR:
+        bad = parse_dbl(arg, &o->ar);
+        break;
+    case O_TRUTH:
+        o->truth_path = arg;
+        break;
+    case O_FAULT_RATE:
+        bad = parse_dbl(arg, total) || !(*total >= 0.0 && *total <= 1.0);
+        break;
+    case O_FAULTS:
+        *faults = arg;
+        break;
+    case O_GAP:
+        bad = parse_u64(arg, 1000000, &u);
+        o->gap_ticks = (unsigned)u;
+        break;
+    case O_LATE:
+        bad = parse_dbl(arg, &o->late_s);
+        break;
+    case O_OVERSIZE:
+        bad = parse_u64(arg, 64ULL << 20, &u);
+        o->oversize_bytes = (size_t)u;
+        break;
+    case O_TOPIC:
+        o->topic = arg;
+        break;
+    case O_INFLIGHT:
+        bad = parse_u64(arg, 10000000, &u) || u == 0;
+        o->max_inflight = (size_t)u;
+        break;
+    case O_FLUSH:
+        bad = parse_u64(arg, 3600000, &u);
+        o->flush_timeout_ms = (int)u;
+        break;
+    default:
+        return -1;
     }
     if (bad) {
         for (const struct option *lo = long_opts; lo->name; lo++)
@@ -175,19 +262,53 @@ static int apply_opt(int c, const char *arg, struct sim_options *o, const char *
     return 0;
 }
 
+/* Parse the subcommand's own flags into o (over the configuration's values).
+ * Returns 0, or -1 after printing the reason. */
+static int parse_flags(int argc, char **argv, struct sim_options *o)
+{
+    const char *faults = NULL;
+    double total = -1.0; /* < 0: --fault-rate not given */
+    char eb[256];
+    int c;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1)
+        if (c == '?' || c == 'h' || apply_opt(c, optarg, o, &faults, &total) != 0)
+            return -1;
+    if (optind < argc) {
+        fprintf(stderr, "gcdp simulate: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    if (faults || total >= 0.0) /* the flags replace sim.faults */
+        for (int k = 0; k < SIM_FAULT_COUNT; k++)
+            o->fault_rate[k] = total > 0.0 ? total / SIM_FAULT_COUNT : 0.0;
+    if (faults && sim_faults_parse(faults, o->fault_rate, eb, sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp simulate: --faults: %s\n", eb);
+        return -1;
+    }
+    return 0;
+}
+
+static void install_signals(struct sim_progress *pr)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sim_sig_progress = pr;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
 int cmd_simulate(int argc, char **argv)
 {
     struct core_config *cfg = NULL;
     struct sim_options o;
     struct sim_progress pr;
-    const char *faults = NULL;
-    double total = 0.0;
     char eb[1024] = "";
-    int c, code = APP_EXIT_USAGE;
-    struct sigaction sa;
+    int code = APP_EXIT_USAGE;
     core_err rc;
 
-    sim_options_default(&o);
     sim_progress_init(&pr);
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -197,35 +318,17 @@ int cmd_simulate(int argc, char **argv)
     if (app_config_load(&argc, argv, &cfg) != CORE_OK)
         return APP_EXIT_USAGE;
     core_log_set_component("simulate");
-    /* Defaults that must agree with what ingest expects come from its keys. */
-    o.period_s = (double)core_config_int(cfg, "ingest.period_ms") / 1000.0;
-    o.oversize_bytes = (size_t)core_config_int(cfg, "ingest.max_message_bytes");
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
-        if (c == 'h') {
-            usage(stdout);
-            code = APP_EXIT_OK;
-            goto out;
-        }
-        if (c == '?' || apply_opt(c, optarg, &o, &faults, &total) != 0)
-            goto usage_err;
+    /* Defaults come from the sim.* keys (and ingest.period_ms / ingest.max_message_bytes,
+     * so the readings match what ingest expects); the flags override them. */
+    if (sim_options_from_config(cfg, &o, eb, sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp simulate: configuration error: %s\n", eb);
+        goto out;
     }
-    if (optind < argc) {
-        fprintf(stderr, "gcdp simulate: unexpected argument '%s'\n", argv[optind]);
-        goto usage_err;
+    if (parse_flags(argc, argv, &o) != 0) {
+        fprintf(stderr, "(gcdp simulate --help lists the options)\n");
+        goto out;
     }
-    for (int k = 0; k < SIM_FAULT_COUNT; k++)
-        o.fault_rate[k] = total / SIM_FAULT_COUNT;
-    if (faults && sim_faults_parse(faults, o.fault_rate, eb, sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp simulate: --faults: %s\n", eb);
-        goto usage_err;
-    }
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sim_sig_progress = &pr;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    install_signals(&pr);
     rc = sim_run(cfg, &o, &pr, eb, sizeof(eb));
     sim_sig_progress = NULL;
     sim_progress_print(&pr, stdout);
@@ -238,10 +341,6 @@ int cmd_simulate(int argc, char **argv)
     } else {
         code = APP_EXIT_OK;
     }
-    goto out;
-usage_err:
-    fprintf(stderr, "(gcdp simulate --help lists the options)\n");
-    code = APP_EXIT_USAGE;
 out:
     core_config_free(cfg);
     return code;

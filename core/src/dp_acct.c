@@ -115,13 +115,13 @@ core_err core_dp_cdp_delta(double rho, double eps, double *delta)
     double a_min = 1.01, a_max = (eps + 1.0) / (2.0 * rho) + 2.0;
     for (int i = 0; i < 1000; i++) {
         double a = a_min + (a_max - a_min) / 2.0;
+        if (!(a > a_min && a < a_max))
+            break; /* converged to adjacent doubles */
         double der = (2.0 * a - 1.0) * rho - eps + log1p(-1.0 / a);
         if (der < 0.0)
             a_min = a;
         else
             a_max = a;
-        if (!(a_min < a_max) || a == a_min || a == a_max)
-            break;
     }
     double d = cks_delta_at(rho, eps, a_min + (a_max - a_min) / 2.0);
     if (isnan(d))

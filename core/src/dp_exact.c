@@ -7,25 +7,83 @@
 
 #include "dp_exact_internal.h"
 
+#include <string.h>
+
 #define U128_MAX (~(core_u128)0)
 #define DEN_LIMIT ((core_u128)1 << 100)
 
-core_err core_dp_bern_rat(const struct core_rng *rng, core_u128 num, core_u128 den, bool *out)
-{
-    core_u128 r;
+/* Random bits for one sampler call ("keep the bit position per release", NOISE.md §4.3):
+ * one 64-bit draw serves 64 fair bits; the word is wiped when the call ends. */
+struct bitpool {
+    const struct core_rng *rng;
+    uint64_t w;
+    unsigned left;
+};
 
-    if (den == 0 || num > den || !out)
-        return CORE_EINVAL;
-    core_err rc = core_rng_u128_below(rng, den, &r);
-    if (rc != CORE_OK)
-        return rc;
-    *out = r < num;
+static core_err pool_bit(struct bitpool *p, unsigned *bit)
+{
+    if (p->left == 0) {
+        core_err rc = core_rng_u64(p->rng, &p->w);
+        if (rc != CORE_OK)
+            return rc;
+        p->left = 64;
+    }
+    *bit = (unsigned)(p->w & 1);
+    p->w >>= 1;
+    p->left--;
     return CORE_OK;
 }
 
-static core_err rng_bern_rat(void *ctx, core_u128 num, core_u128 den, bool *out)
+static void pool_wipe(struct bitpool *p)
 {
-    return core_dp_bern_rat(ctx, num, den, out);
+    explicit_bzero(&p->w, sizeof(p->w));
+    p->left = 0;
+}
+
+/* Bernoulli(num/den) exactly, by comparing the bits of a uniform U in [0,1) with the binary
+ * expansion of num/den (long division, exact in 128 bits since den < 2^100): the first
+ * differing bit decides U < num/den. Expected 2 random bits instead of a 64/128-bit
+ * uniform; P(U == num/den) = 0, so stopping when the expansion ends is exact. */
+static core_err pool_bern_rat(void *ctx, core_u128 num, core_u128 den, bool *out)
+{
+    struct bitpool *p = ctx;
+    core_u128 rem = num;
+
+    if (den == 0 || num > den || den >= DEN_LIMIT)
+        return CORE_EINVAL;
+    if (num == den) {
+        *out = true;
+        return CORE_OK;
+    }
+    for (;;) {
+        unsigned ub;
+        if (rem == 0) {
+            *out = false;
+            return CORE_OK;
+        }
+        rem <<= 1;
+        unsigned pb = rem >= den;
+        if (pb)
+            rem -= den;
+        core_err rc = pool_bit(p, &ub);
+        if (rc != CORE_OK)
+            return rc;
+        if (ub != pb) {
+            *out = ub < pb;
+            return CORE_OK;
+        }
+    }
+}
+
+core_err core_dp_bern_rat(const struct core_rng *rng, core_u128 num, core_u128 den, bool *out)
+{
+    struct bitpool p = {.rng = rng};
+
+    if (!rng || den == 0 || num > den || den >= DEN_LIMIT || !out)
+        return CORE_EINVAL;
+    core_err rc = pool_bern_rat(&p, num, den, out);
+    pool_wipe(&p);
+    return rc;
 }
 
 /* CKS20 Alg. 1 (first half), NOISE.md §4.4 item 2: Bernoulli(exp(-a/b)) for 0 <= a <= b.
@@ -77,23 +135,25 @@ core_err core__dp_bern_exp_src(const struct core__bern_src *src, core_u128 num, 
 
 core_err core_dp_bern_exp(const struct core_rng *rng, core_u128 num, core_u128 den, bool *out)
 {
-    const struct core__bern_src src = {.bern_rat = rng_bern_rat, .ctx = (void *)rng};
+    struct bitpool p = {.rng = rng};
+    const struct core__bern_src src = {.bern_rat = pool_bern_rat, .ctx = &p};
     if (!rng)
         return CORE_EINVAL;
-    return core__dp_bern_exp_src(&src, num, den, out);
+    core_err rc = core__dp_bern_exp_src(&src, num, den, out);
+    pool_wipe(&p);
+    return rc;
 }
 
 /* NOISE.md §4.4 item 4: V counts the successes of Bernoulli(exp(-1)) before the first
  * failure, so P(V = v) = (1 - e^-1) e^-v. */
-core_err core_dp_geom_e1(const struct core_rng *rng, uint64_t *out)
+static core_err geom_e1(struct bitpool *p, uint64_t *out)
 {
+    const struct core__bern_src src = {.bern_rat = pool_bern_rat, .ctx = p};
     uint64_t v = 0;
 
-    if (!rng || !out)
-        return CORE_EINVAL;
     for (;;) {
         bool ok;
-        core_err rc = core_dp_bern_exp(rng, 1, 1, &ok);
+        core_err rc = core__dp_bern_exp_src(&src, 1, 1, &ok);
         if (rc != CORE_OK)
             return rc;
         if (!ok)
@@ -105,36 +165,56 @@ core_err core_dp_geom_e1(const struct core_rng *rng, uint64_t *out)
     return CORE_OK;
 }
 
+core_err core_dp_geom_e1(const struct core_rng *rng, uint64_t *out)
+{
+    struct bitpool p = {.rng = rng};
+    if (!rng || !out)
+        return CORE_EINVAL;
+    core_err rc = geom_e1(&p, out);
+    pool_wipe(&p);
+    return rc;
+}
+
 /* CKS20 Alg. 2 with integer scale t (NOISE.md §4.4 item 5): the magnitude m = u + t v has
  * P(m) proportional to exp(-u/t) exp(-v) = exp(-m/t); a random sign, rejecting (-, 0) so
  * that zero is not counted twice. */
-core_err core_dp_dlap(const struct core_rng *rng, uint64_t t, int64_t *out)
+static core_err dlap(struct bitpool *p, uint64_t t, int64_t *out)
 {
-    if (!rng || !out || t == 0 || t > ((uint64_t)1 << 42))
-        return CORE_EINVAL;
+    const struct core__bern_src src = {.bern_rat = pool_bern_rat, .ctx = p};
     for (;;) {
-        uint64_t u, v, sign;
+        uint64_t u, v;
+        unsigned sign;
         bool keep;
-        core_err rc = core_rng_u64_below(rng, t, &u);
+        core_err rc = core_rng_u64_below(p->rng, t, &u);
         if (rc == CORE_OK)
-            rc = core_dp_bern_exp(rng, u, t, &keep);
+            rc = core__dp_bern_exp_src(&src, u, t, &keep);
         if (rc != CORE_OK)
             return rc;
         if (!keep)
             continue;
-        rc = core_dp_geom_e1(rng, &v);
+        rc = geom_e1(p, &v);
         if (rc == CORE_OK)
-            rc = core_rng_u64(rng, &sign);
+            rc = pool_bit(p, &sign);
         if (rc != CORE_OK)
             return rc;
         core_u128 m = (core_u128)u + (core_u128)t * v;
         if (m > (core_u128)CORE_DP_MAX_NOISE)
             return CORE_ENUMERIC;
-        if ((sign & 1) && m == 0)
+        if (sign && m == 0)
             continue;
-        *out = (sign & 1) ? -(int64_t)m : (int64_t)m;
+        *out = sign ? -(int64_t)m : (int64_t)m;
         return CORE_OK;
     }
+}
+
+core_err core_dp_dlap(const struct core_rng *rng, uint64_t t, int64_t *out)
+{
+    struct bitpool p = {.rng = rng};
+    if (!rng || !out || t == 0 || t > ((uint64_t)1 << 42))
+        return CORE_EINVAL;
+    core_err rc = dlap(&p, t, out);
+    pool_wipe(&p);
+    return rc;
 }
 
 /* floor(sqrt(s)) exactly, by the bitwise integer method (no floating point). */
@@ -159,16 +239,15 @@ static uint64_t isqrt_u64(uint64_t s)
 
 /* CKS20 Alg. 3 (NOISE.md §4.4 item 6): propose c ~ DLap(t), t = floor(sigma) + 1, accept with
  * probability exp(-(|c| - sigma^2/t)^2 / (2 sigma^2)) = exp(-(|c| t - S)^2 / (2 S t^2)). */
-core_err core_dp_dgauss(const struct core_rng *rng, uint64_t S, int64_t *out)
+static core_err dgauss(struct bitpool *p, uint64_t S, int64_t *out)
 {
-    if (!rng || !out || S == 0 || S > ((uint64_t)1 << 44))
-        return CORE_EINVAL;
+    const struct core__bern_src src = {.bern_rat = pool_bern_rat, .ctx = p};
     uint64_t t = isqrt_u64(S) + 1;
     core_u128 den = (core_u128)2 * S * t * t;
     for (;;) {
         int64_t c;
         bool keep;
-        core_err rc = core_dp_dlap(rng, t, &c);
+        core_err rc = dlap(p, t, &c);
         if (rc != CORE_OK)
             return rc;
         uint64_t mag = c < 0 ? (uint64_t)0 - (uint64_t)c : (uint64_t)c;
@@ -176,7 +255,7 @@ core_err core_dp_dgauss(const struct core_rng *rng, uint64_t S, int64_t *out)
             return CORE_ENUMERIC;
         core_u128 ct = (core_u128)mag * t;
         core_u128 diff = ct >= S ? ct - S : (core_u128)S - ct;
-        rc = core_dp_bern_exp(rng, diff * diff, den, &keep);
+        rc = core__dp_bern_exp_src(&src, diff * diff, den, &keep);
         if (rc != CORE_OK)
             return rc;
         if (keep) {
@@ -184,4 +263,14 @@ core_err core_dp_dgauss(const struct core_rng *rng, uint64_t S, int64_t *out)
             return CORE_OK;
         }
     }
+}
+
+core_err core_dp_dgauss(const struct core_rng *rng, uint64_t S, int64_t *out)
+{
+    struct bitpool p = {.rng = rng};
+    if (!rng || !out || S == 0 || S > ((uint64_t)1 << 44))
+        return CORE_EINVAL;
+    core_err rc = dgauss(&p, S, out);
+    pool_wipe(&p);
+    return rc;
 }

@@ -27,8 +27,9 @@ struct bridge {
     rd_kafka_queue_t *q; /* the final queue the io-event is enabled on; ours */
     drain_fn *drain;
     void *owner;
-    int open; /* uv handles not yet closed */
-    void (*on_all_closed)(void *owner);
+    int open;     /* uv handles not yet closed */
+    bool closing; /* handles being closed */
+    void (*release)(void *owner); /* set by _free: frees the owner when open reaches 0 */
 };
 
 static void on_idle(uv_idle_t *h)
@@ -99,35 +100,51 @@ static void on_handle_closed(uv_handle_t *h)
     if (--b->open == 0) {
         close(b->fds[0]);
         close(b->fds[1]);
-        b->on_all_closed(b->owner);
+        b->fds[0] = b->fds[1] = -1;
+        if (b->release)
+            b->release(b->owner);
     }
 }
 
-/* Stop watching; the io-event is disabled before the pipe can go away (§6.2.8). */
-static void bridge_stop(struct bridge *b)
+/* Stop watching and close the uv handles (the loop can then end); the client stays
+ * usable for a final destroy. Idempotent. */
+static void bridge_detach(struct bridge *b)
 {
-    if (b->q) {
-        rd_kafka_queue_io_event_enable(b->q, -1, NULL, 0);
-        rd_kafka_queue_destroy(b->q);
-        b->q = NULL;
-    }
-}
-
-/* Close the uv handles; on_all_closed(owner) runs on the loop afterwards. */
-static void bridge_close(struct bridge *b, void (*on_all_closed)(void *))
-{
-    b->on_all_closed = on_all_closed;
+    if (b->closing)
+        return;
+    b->closing = true;
+    if (b->q)
+        rd_kafka_queue_io_event_enable(b->q, -1, NULL, 0); /* before the pipe goes (§6.2.8) */
     if (b->open == 0) {
         if (b->fds[0] >= 0) {
             close(b->fds[0]);
             close(b->fds[1]);
+            b->fds[0] = b->fds[1] = -1;
         }
-        on_all_closed(b->owner);
         return;
     }
     uv_close((uv_handle_t *)&b->poll, on_handle_closed);
     uv_close((uv_handle_t *)&b->idle, on_handle_closed);
     uv_close((uv_handle_t *)&b->keepalive, on_handle_closed);
+}
+
+/* Drop the queue reference (before rd_kafka_destroy). */
+static void bridge_stop(struct bridge *b)
+{
+    bridge_detach(b);
+    if (b->q) {
+        rd_kafka_queue_destroy(b->q);
+        b->q = NULL;
+    }
+}
+
+/* Free the owner now if every handle is closed, else when the last one is. */
+static void bridge_release(struct bridge *b, void (*release)(void *))
+{
+    if (b->open == 0)
+        release(b->owner);
+    else
+        b->release = release;
 }
 
 /* librdkafka log lines (served on the loop thanks to log.queue=true). */
@@ -209,25 +226,58 @@ static void check_offset(struct core_kconsumer *c, const rd_kafka_message_t *m)
     s->next = m->offset + 1;
 }
 
+/* Parse "... TOPIC [P]: offset reset (at offset N, ..." (librdkafka 2.0.2 rdkafka_offset.c;
+ * the line starts with "[thrd:...]: "). Returns true with the three fields. */
+static bool parse_reset(const char *buf, char *topic, size_t tn, int32_t *p, int64_t *at)
+{
+    static const char mark[] = "]: offset reset (at offset ";
+    const char *m = strstr(buf, mark), *lb, *t0;
+    char *end;
+    long part;
+    long long off;
+
+    if (!m)
+        return false;
+    for (lb = m; lb > buf && *lb != '['; lb--)
+        ;
+    if (lb == buf || lb[-1] != ' ')
+        return false;
+    part = strtol(lb + 1, &end, 10);
+    if (end != m || part < 0 || part > INT32_MAX)
+        return false;
+    for (t0 = lb - 1; t0 > buf && t0[-1] != ' '; t0--)
+        ;
+    if ((size_t)(lb - 1 - t0) >= tn || lb - 1 == t0)
+        return false;
+    off = strtoll(m + sizeof(mark) - 1, &end, 10);
+    if (end == m + sizeof(mark) - 1)
+        return false;
+    memcpy(topic, t0, (size_t)(lb - 1 - t0));
+    topic[lb - 1 - t0] = '\0';
+    *p = (int32_t)part;
+    *at = off;
+    return true;
+}
+
 /* librdkafka logs "T [P]: offset reset (at offset N, broker B) to ..." at warning level
  * when a fetch position is no longer on the broker (KAFKA.md §3.1). */
 static void consumer_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
     struct core_kconsumer *c = rd_kafka_opaque(rk);
+    struct part_state *s;
     char topic[128];
     int32_t p;
-    long long at;
+    int64_t at;
 
     log_line(rk, level, fac, buf);
-    if (strcmp(fac, "OFFSET") != 0 || !strstr(buf, "offset reset (at offset"))
+    if (strcmp(fac, "OFFSET") != 0 || !parse_reset(buf, topic, sizeof(topic), &p, &at))
         return;
-    if (sscanf(buf, "%127s [%" SCNd32 "]: offset reset (at offset %lld", topic, &p, &at) != 3)
+    s = part_find(c, topic, p, true);
+    if (!s)
         return;
-    struct part_state *s = part_find(c, topic, p, true);
-    if (s && s->reset_from < 0)
-        s->reset_from = s->next >= 0 ? s->next : (int64_t)at;
-    if (s && s->next >= 0)
-        s->next = -1; /* the next message resolves the range from reset_from */
+    if (s->reset_from < 0)
+        s->reset_from = s->next >= 0 ? s->next : at;
+    s->next = -1; /* the next message resolves the range from reset_from */
 }
 
 static void consumer_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
@@ -479,6 +529,11 @@ int64_t core_kconsumer_lag(struct core_kconsumer *c)
     return lag;
 }
 
+void core_kconsumer_detach(struct core_kconsumer *c)
+{
+    bridge_detach(&c->br);
+}
+
 rd_kafka_t *core_kconsumer_handle(struct core_kconsumer *c)
 {
     return c->rk;
@@ -493,8 +548,6 @@ void core_kconsumer_free(struct core_kconsumer *c)
 {
     if (!c)
         return;
-    if (c->br.open)
-        uv_poll_stop(&c->br.poll);
     bridge_stop(&c->br);
     if (c->assigned)
         rd_kafka_topic_partition_list_destroy(c->assigned);
@@ -505,7 +558,7 @@ void core_kconsumer_free(struct core_kconsumer *c)
         rd_kafka_destroy(c->rk);
         c->rk = NULL;
     }
-    bridge_close(&c->br, consumer_release);
+    bridge_release(&c->br, consumer_release);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -621,6 +674,11 @@ void core_kproducer_poll(struct core_kproducer *p, int timeout_ms)
     rd_kafka_poll(p->rk, timeout_ms);
 }
 
+void core_kproducer_detach(struct core_kproducer *p)
+{
+    bridge_detach(&p->br);
+}
+
 rd_kafka_t *core_kproducer_handle(struct core_kproducer *p)
 {
     return p->rk;
@@ -635,8 +693,6 @@ void core_kproducer_free(struct core_kproducer *p)
 {
     if (!p)
         return;
-    if (p->br.open)
-        uv_poll_stop(&p->br.poll);
     bridge_stop(&p->br);
     if (p->rk) {
         rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
@@ -644,5 +700,5 @@ void core_kproducer_free(struct core_kproducer *p)
         rd_kafka_destroy(p->rk);
         p->rk = NULL;
     }
-    bridge_close(&p->br, producer_release);
+    bridge_release(&p->br, producer_release);
 }

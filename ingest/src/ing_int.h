@@ -13,9 +13,9 @@
 #include "core/err.h"
 #include "ing/engine.h"
 
-#define ING_DEFAULT_TS_MIN INT64_C(946684800000)  /* 2000-01-01T00:00:00Z */
-#define ING_DEFAULT_TS_MAX INT64_C(4102444800000) /* 2100-01-01T00:00:00Z */
-#define ING_TS_FLOOR       INT64_C(0)             /* 1970-01-01 */
+#define ING_DEFAULT_TS_MIN INT64_C(946684800000)    /* 2000-01-01T00:00:00Z */
+#define ING_DEFAULT_TS_MAX INT64_C(4102444800000)   /* 2100-01-01T00:00:00Z */
+#define ING_TS_FLOOR       INT64_C(0)               /* 1970-01-01 */
 #define ING_TS_CEIL        INT64_C(253402300800000) /* 10000-01-01 */
 
 extern const char ing_default_channels_json[];
@@ -51,7 +51,7 @@ void ing__buf_reserve(struct ing_buf *b, size_t extra);
 void ing__buf_put(struct ing_buf *b, const char *s, size_t n);
 void ing__buf_puts(struct ing_buf *b, const char *s);
 void ing__buf_int(struct ing_buf *b, int64_t v);
-void ing__buf_double(struct ing_buf *b, double v); /* %.17g; finite values only */
+void ing__buf_double(struct ing_buf *b, double v);                  /* %.17g; finite values only */
 void ing__buf_json_str(struct ing_buf *b, const char *s, size_t n); /* quoted, escaped */
 void ing__buf_base64(struct ing_buf *b, const unsigned char *s, size_t n); /* quoted */
 

@@ -69,6 +69,47 @@ Test(dp_exact, u128_below_max_rejects_zero_only)
     ts_rng_free(r);
 }
 
+Test(dp_exact, bern_rat_compares_bits_lazily_and_exactly)
+{
+    /* 1/3 = 0.010101...b; bits are consumed from the low end of each 64-bit word */
+    const uint64_t w[3] = {0 /* U = 0.00..: below 1/3 */, 1 /* U = 0.1..: above */,
+                           2 /* U = 0.0100..: below 0.0101 */};
+    struct ts_rng *r = script_u64(w, 3);
+    bool b;
+    cr_assert_eq(core_dp_bern_rat(ts_rng_iface(r), 1, 3, &b), CORE_OK);
+    cr_assert(b);
+    cr_assert_eq(core_dp_bern_rat(ts_rng_iface(r), 1, 3, &b), CORE_OK);
+    cr_assert(!b);
+    cr_assert_eq(core_dp_bern_rat(ts_rng_iface(r), 1, 3, &b), CORE_OK);
+    cr_assert(b);
+    cr_assert_eq(core_dp_bern_rat(ts_rng_iface(r), 0, 3, &b), CORE_OK, "no draw needed");
+    cr_assert(!b);
+    cr_assert_eq(core_dp_bern_rat(ts_rng_iface(r), 3, 3, &b), CORE_OK, "no draw needed");
+    cr_assert(b);
+    cr_assert_eq(core_dp_bern_rat(ts_rng_iface(r), 1, 3, &b), CORE_ERNG, "script exhausted");
+    ts_rng_free(r);
+}
+
+Test(dp_exact, bern_rat_matches_wilson_interval)
+{
+    struct ts_rng *r = ts_rng_seeded_new(350);
+    const core_u128 nd[3][2] = {{1, 3}, {999, 1000}, {((core_u128)1 << 90) / 7 * 5, (core_u128)1 << 90}};
+    for (int i = 0; i < 3; i++) {
+        uint64_t k = 0;
+        for (uint64_t j = 0; j < DP_N; j++) {
+            bool b;
+            cr_assert_eq(core_dp_bern_rat(ts_rng_iface(r), nd[i][0], nd[i][1], &b), CORE_OK);
+            k += b;
+        }
+        double p0 = (double)nd[i][0] / (double)nd[i][1];
+        cr_assert(dp_wilson_contains(k, DP_N, p0, DP_Z), "case %d: %llu vs %g (N=1e6)", i,
+                  (unsigned long long)k, p0);
+        cr_assert(!dp_wilson_contains(k, DP_N, p0 * 1.01, DP_Z) || p0 > 0.99,
+                  "a 1%% error would be visible");
+    }
+    ts_rng_free(r);
+}
+
 Test(dp_exact, parameters_are_validated)
 {
     struct ts_rng *r = ts_rng_seeded_new(1);
@@ -91,14 +132,21 @@ Test(dp_exact, parameters_are_validated)
 
 Test(dp_exact, rng_failure_gives_no_output)
 {
-    for (size_t ok = 0; ok < 64; ok += 8) {
+    /* the source dies after ok bytes: every attempt fails with CORE_ERNG and no output
+     * until ok is large enough for one complete draw */
+    size_t ok = 0, failures = 0;
+    for (;; ok += 8) {
         struct ts_rng *r = ts_rng_failing_new(7, ok);
         int64_t k = 424242;
         core_err rc = core_dp_dgauss(ts_rng_iface(r), 1000, &k);
+        ts_rng_free(r);
+        if (rc == CORE_OK)
+            break;
         cr_assert_eq(rc, CORE_ERNG, "rng failing after %zu bytes", ok);
         cr_assert_eq(k, 424242, "output untouched on failure");
-        ts_rng_free(r);
+        failures++;
     }
+    cr_assert_geq(failures, 2, "a draw needs several words");
 }
 
 /* ---------- T1.5: exhaustive enumeration of bern_exp's algebra ---------- */

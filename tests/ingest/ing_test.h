@@ -2,21 +2,22 @@
 #ifndef ING_TEST_H
 #define ING_TEST_H
 
-#include <criterion/criterion.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <criterion/criterion.h>
+#include <jansson.h>
+
 #include "ing/engine.h"
 
-#define T_MIN    60000LL
-#define T0       1423072800000LL /* 2015-02-04T18:00:00Z, on the 15-min grid */
-#define MAX_SRC  8
+#define T_MIN   60000LL
+#define T0      1423072800000LL /* 2015-02-04T18:00:00Z, on the 15-min grid */
+#define MAX_SRC 8
 
 struct coll {
-    json_t *windows; /* array of parsed window records */
-    json_t *rejects; /* array of parsed dead letters */
+    json_t *windows;     /* array of parsed window records */
+    json_t *rejects;     /* array of parsed dead letters */
     json_t *raw_windows; /* array of the exact JSON texts */
     struct ing_src_range src[64][MAX_SRC];
     size_t n_src[64];

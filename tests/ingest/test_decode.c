@@ -34,8 +34,7 @@ static const struct bad corpus[] = {
     {"schema_type", "{\"schema\":1,\"device\":\"m1\"," OK_TS OK_RD "}", "m1",
      ING_R_UNSUPPORTED_SCHEMA},
     {"extra_field", OK_HEAD OK_TS OK_RD ",\"label\":1}", "m1", ING_R_UNKNOWN_FIELD},
-    {"no_device", "{\"schema\":\"gcdp.reading/1\"," OK_TS OK_RD "}", "m1",
-     ING_R_MISSING_DEVICE},
+    {"no_device", "{\"schema\":\"gcdp.reading/1\"," OK_TS OK_RD "}", "m1", ING_R_MISSING_DEVICE},
     {"device_int", "{\"schema\":\"gcdp.reading/1\",\"device\":7," OK_TS OK_RD "}", "m1",
      ING_R_DEVICE_WRONG_TYPE},
     {"device_null", "{\"schema\":\"gcdp.reading/1\",\"device\":null," OK_TS OK_RD "}", "m1",
@@ -56,13 +55,10 @@ static const struct bad corpus[] = {
     {"ts_bool", OK_HEAD "\"ts\":true," OK_RD "}", "m1", ING_R_TS_WRONG_TYPE},
     {"ts_real", OK_HEAD "\"ts\":1423072260000.5," OK_RD "}", "m1", ING_R_TS_WRONG_TYPE},
     {"ts_words", OK_HEAD "\"ts\":\"yesterday\"," OK_RD "}", "m1", ING_R_TS_UNPARSEABLE},
-    {"ts_feb30", OK_HEAD "\"ts\":\"2015-02-30 10:00:00\"," OK_RD "}", "m1",
-     ING_R_TS_UNPARSEABLE},
-    {"ts_hour24", OK_HEAD "\"ts\":\"2015-02-03T24:00:00Z\"," OK_RD "}", "m1",
-     ING_R_TS_UNPARSEABLE},
+    {"ts_feb30", OK_HEAD "\"ts\":\"2015-02-30 10:00:00\"," OK_RD "}", "m1", ING_R_TS_UNPARSEABLE},
+    {"ts_hour24", OK_HEAD "\"ts\":\"2015-02-03T24:00:00Z\"," OK_RD "}", "m1", ING_R_TS_UNPARSEABLE},
     {"ts_1970", OK_HEAD "\"ts\":1," OK_RD "}", "m1", ING_R_TS_OUT_OF_RANGE},
-    {"ts_2200", OK_HEAD "\"ts\":\"2200-01-01T00:00:00Z\"," OK_RD "}", "m1",
-     ING_R_TS_OUT_OF_RANGE},
+    {"ts_2200", OK_HEAD "\"ts\":\"2200-01-01T00:00:00Z\"," OK_RD "}", "m1", ING_R_TS_OUT_OF_RANGE},
     {"seq_negative", OK_HEAD OK_TS OK_RD ",\"seq\":-1}", "m1", ING_R_SEQ_WRONG_TYPE},
     {"seq_string", OK_HEAD OK_TS OK_RD ",\"seq\":\"7\"}", "m1", ING_R_SEQ_WRONG_TYPE},
     {"no_readings", OK_HEAD OK_TS "\"seq\":1}", "m1", ING_R_MISSING_READINGS},
@@ -76,16 +72,13 @@ static const struct bad corpus[] = {
     {"value_array", OK_HEAD OK_TS "\"readings\":{\"temperature\":[1]}}", "m1", ING_R_WRONG_TYPE},
     {"value_object", OK_HEAD OK_TS "\"readings\":{\"temperature\":{\"v\":1}}}", "m1",
      ING_R_WRONG_TYPE},
-    {"nan_string", OK_HEAD OK_TS "\"readings\":{\"temperature\":\"NaN\"}}", "m1",
-     ING_R_NON_FINITE},
+    {"nan_string", OK_HEAD OK_TS "\"readings\":{\"temperature\":\"NaN\"}}", "m1", ING_R_NON_FINITE},
     {"inf_string", OK_HEAD OK_TS "\"readings\":{\"temperature\":\"-Infinity\"}}", "m1",
      ING_R_NON_FINITE},
     {"overflow", OK_HEAD OK_TS "\"readings\":{\"temperature\":1e999}}", "m1", ING_R_NON_FINITE},
     {"nan_token", OK_HEAD OK_TS "\"readings\":{\"temperature\":NaN}}", "m1", ING_R_NON_FINITE},
-    {"too_hot", OK_HEAD OK_TS "\"readings\":{\"temperature\":125.5}}", "m1",
-     ING_R_OUT_OF_DOMAIN},
-    {"too_cold", OK_HEAD OK_TS "\"readings\":{\"temperature\":-40.01}}", "m1",
-     ING_R_OUT_OF_DOMAIN},
+    {"too_hot", OK_HEAD OK_TS "\"readings\":{\"temperature\":125.5}}", "m1", ING_R_OUT_OF_DOMAIN},
+    {"too_cold", OK_HEAD OK_TS "\"readings\":{\"temperature\":-40.01}}", "m1", ING_R_OUT_OF_DOMAIN},
     {"negative_light", OK_HEAD OK_TS "\"readings\":{\"light\":-1}}", "m1", ING_R_OUT_OF_DOMAIN},
 };
 
@@ -324,10 +317,12 @@ Test(decode, accepted_forms_of_a_reading)
     ing_params_default(&p);
     e = mk_engine(&p);
     for (size_t i = 0; i < sizeof(ok) / sizeof(*ok); i++)
-        cr_assert_eq(push_raw(e, &s, ok[i], strlen(ok[i]), "m1", 0, (long long)i, 0), ING_R_NONE,
-                     "message %zu: %s", i, c.rejects && json_array_size(c.rejects) ?
-                     json_string_value(json_object_get(json_array_get(c.rejects, 0), "detail"))
-                     : "");
+        cr_assert_eq(
+            push_raw(e, &s, ok[i], strlen(ok[i]), "m1", 0, (long long)i, 0), ING_R_NONE,
+            "message %zu: %s", i,
+            c.rejects && json_array_size(c.rejects)
+                ? json_string_value(json_object_get(json_array_get(c.rejects, 0), "detail"))
+                : "");
     coll_free(&c);
     ing_engine_free(e);
 }

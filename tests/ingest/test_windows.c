@@ -86,8 +86,8 @@ Test(windows, exact_boundaries_use_nearest_slot)
     struct ing_sink s = coll_sink(&c);
     const long long end = T0 + 5 * T_MIN;
 
-    push_t(e, &s, "m1", T0, 20, 0);                 /* slot 0 of window 0 */
-    push_t(e, &s, "m1", T0 - T_MIN / 2, 21, 1);     /* ts - half ties up: slot 0 of window 0 */
+    push_t(e, &s, "m1", T0, 20, 0);                  /* slot 0 of window 0 */
+    push_t(e, &s, "m1", T0 - T_MIN / 2, 21, 1);      /* ts - half ties up: slot 0 of window 0 */
     push_t(e, &s, "m1", end - T_MIN / 2 - 1, 22, 2); /* snaps to end - 1 min: window 0 */
     push_t(e, &s, "m1", end - T_MIN / 2, 23, 3);     /* snaps to end: window 1 */
     push_t(e, &s, "m1", end, 24, 4);                 /* exactly the end: window 1 */
@@ -206,8 +206,7 @@ Test(windows, duplicate_device_ts_is_dead_lettered)
     cr_assert_eq(push_t(e, &s, "m1", T0, 30, 2), ING_R_DUPLICATE, "same ts, other value");
     cr_assert_eq(push_t(e, &s, "m2", T0, 20, 3), ING_R_NONE, "other device, same ts");
     ing_engine_flush(e, &s);
-    cr_assert_float_eq(jnode(win_at(&c, 0), "temperature"), (norm_t(20) + norm_t(21)) / 2,
-                       1e-15);
+    cr_assert_float_eq(jnode(win_at(&c, 0), "temperature"), (norm_t(20) + norm_t(21)) / 2, 1e-15);
     ing_engine_counters(e, &k);
     cr_assert_eq(k.duplicates, 1);
     cr_assert_eq(k.rejected_by_reason[ING_R_DUPLICATE], 1);
@@ -321,8 +320,9 @@ Test(windows, edge_gaps_are_not_imputed)
     ing_engine_flush(e, &s);
     cr_assert_eq(json_array_size(c.windows), 1);
     cr_assert_float_eq(jnode(win_at(&c, 0), "temperature"), sum / 8, 1e-15);
-    cr_assert_eq(json_array_size(json_object_get(json_object_get(win_at(&c, 0), "imputed"),
-                                                 "temperature")), 0);
+    cr_assert_eq(
+        json_array_size(json_object_get(json_object_get(win_at(&c, 0), "imputed"), "temperature")),
+        0);
     coll_free(&c);
     ing_engine_free(e);
 }
@@ -375,8 +375,10 @@ Test(windows, idle_timeout_closes_and_later_reading_is_late)
     p.idle_timeout_ms = 30000;
     e = mk_engine(&p);
     for (int i = 0; i < 3; i++) {
-        n = snprintf(buf, sizeof(buf), "{\"schema\":\"gcdp.reading/1\",\"device\":\"m1\","
-                     "\"ts\":%lld,\"readings\":{\"temperature\":20}}", T0 + i * T_MIN);
+        n = snprintf(buf, sizeof(buf),
+                     "{\"schema\":\"gcdp.reading/1\",\"device\":\"m1\","
+                     "\"ts\":%lld,\"readings\":{\"temperature\":20}}",
+                     T0 + i * T_MIN);
         cr_assert_eq(push_raw(e, &s, buf, (size_t)n, "m1", 0, i, 1000 + i), ING_R_NONE);
     }
     ing_engine_tick(e, 1002 + 29999, &s);
@@ -388,8 +390,10 @@ Test(windows, idle_timeout_closes_and_later_reading_is_late)
     cr_assert_eq(k.idle_closes, 1);
     cr_assert_eq(k.open_devices, 0);
     cr_assert_eq(k.buffered, 0);
-    n = snprintf(buf, sizeof(buf), "{\"schema\":\"gcdp.reading/1\",\"device\":\"m1\","
-                 "\"ts\":%lld,\"readings\":{\"temperature\":20}}", T0 + 4 * T_MIN);
+    n = snprintf(buf, sizeof(buf),
+                 "{\"schema\":\"gcdp.reading/1\",\"device\":\"m1\","
+                 "\"ts\":%lld,\"readings\":{\"temperature\":20}}",
+                 T0 + 4 * T_MIN);
     cr_assert_eq(push_raw(e, &s, buf, (size_t)n, "m1", 0, 9, 40000), ING_R_LATE,
                  "its window was force-closed: emitting it again would duplicate the id");
     coll_free(&c);

@@ -89,9 +89,9 @@ Test(sem, samples_follow_the_linear_sem_covariance)
         c01 += x[2 * i] * x[2 * i + 1];
         c11 += x[2 * i + 1] * x[2 * i + 1];
     }
-    cr_assert_lt(fabs(c00 / n - 1.0), 0.03);
-    cr_assert_lt(fabs(c01 / n - 1.5), 0.03);
-    cr_assert_lt(fabs(c11 / n - 3.25), 0.06);
+    cr_assert_lt(fabs(c00 / (double)n - 1.0), 0.03);
+    cr_assert_lt(fabs(c01 / (double)n - 1.5), 0.03);
+    cr_assert_lt(fabs(c11 / (double)n - 3.25), 0.06);
     free(x);
 }
 

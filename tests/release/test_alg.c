@@ -38,16 +38,19 @@ Test(rel_bounds, policy_counts_follow_graph_hops_and_time_radius)
     uint32_t counts[16], work[8];
     const uint32_t expect[16] = {5, 5, 0, 0, 5, 5, 5, 0, 0, 5, 5, 5, 0, 0, 5, 5};
 
-    cr_assert_eq(rel_policy_counts(4, edges, 3, 1, 2, counts, work), CORE_OK);
+    cr_assert_eq(rel_policy_counts(4, edges, 3, 1, 2, 1, counts, work), CORE_OK);
     cr_assert_arr_eq(counts, expect, sizeof(expect));
-    cr_assert_eq(rel_policy_counts(4, edges, 3, 0, 0, counts, work), CORE_OK);
+    cr_assert_eq(rel_policy_counts(4, edges, 3, 0, 0, 3, counts, work), CORE_OK);
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++)
             cr_assert_eq(counts[i * 4 + j], i == j ? 1u : 0u);
-    cr_assert_eq(rel_policy_counts(4, edges, 3, 3, 0, counts, work), CORE_OK);
+    cr_assert_eq(rel_policy_counts(4, edges, 3, 3, 0, 1, counts, work), CORE_OK);
     cr_assert_eq(counts[0 * 4 + 3], 1u, "three hops reach the far end");
+    cr_assert_eq(rel_policy_counts(4, edges, 3, 1, 2, 2, counts, work), CORE_OK);
+    cr_assert_eq(counts[0], 10u, "two readings per slot double the count");
     const uint32_t bad[] = {0, 4};
-    cr_assert_eq(rel_policy_counts(4, bad, 1, 1, 0, counts, work), CORE_EINVAL);
+    cr_assert_eq(rel_policy_counts(4, bad, 1, 1, 0, 1, counts, work), CORE_EINVAL);
+    cr_assert_eq(rel_policy_counts(4, edges, 3, 1, 1, 0, counts, work), CORE_EINVAL);
 }
 
 Test(rel_bounds, stat_sensitivities_match_design_formulas)
@@ -73,7 +76,7 @@ Test(rel_bounds, linear_combination_adds_abs_coefficients_and_falls_back_to_rang
     double lo, hi, B;
     int analytic;
 
-    cr_assert_eq(rel_policy_counts(2, edges, 1, 1, 0, counts, work), CORE_OK);
+    cr_assert_eq(rel_policy_counts(2, edges, 1, 1, 0, 1, counts, work), CORE_OK);
     cr_assert_eq(rel_coord_bound(2, counts, 2, t, &QP, &lo, &hi, &B, &analytic), CORE_OK);
     cr_assert_float_eq(lo, -1.0, 0.0);
     cr_assert_float_eq(hi, 2.0, 0.0);
@@ -135,7 +138,7 @@ Test(rel_bounds, proposition1_certified_bound_dominates_neighbour_displacement)
         double lo, hi, B, s, xi = sm_unif() * 0.5, x[PC][PM], y[PC][PM];
         for (uint32_t e = 0; e < 2 * ne; e++)
             edges[e] = sm_below(PC);
-        cr_assert_eq(rel_policy_counts(PC, edges, ne, 1, radius, counts, work), CORE_OK);
+        cr_assert_eq(rel_policy_counts(PC, edges, ne, 1, radius, 1, counts, work), CORE_OK);
         for (size_t i = 0; i < nt; i++) {
             t[i].chan = sm_below(PC);
             t[i].stat = (enum rel_stat)sm_below(REL_STAT_N_);

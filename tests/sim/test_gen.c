@@ -8,8 +8,7 @@
 #include "sim/gen.h"
 #include "sim/rng.h"
 
-static struct sim_gen *make(size_t devices, uint64_t seed, double ar, double coupling,
-                            unsigned lag)
+static struct sim_gen *make(size_t devices, uint64_t seed, double ar, double coupling, unsigned lag)
 {
     struct sim_gen_params p;
     struct sim_gen *g = NULL;
@@ -135,10 +134,11 @@ static void check_cov(struct sim_gen *g, size_t m, unsigned r, int n, double vif
         for (size_t j = 0; j < SIM_NCH; j++) {
             double s = cross[i * SIM_NCH + j] / n - (sum[i] / n) * (sum[j] / n);
             double e = implied[i * SIM_NCH + j];
-            double tol = k_sd * sqrt(vif * (implied[i * SIM_NCH + i] * implied[j * SIM_NCH + j] +
-                                            e * e) / n);
-            cr_assert_leq(fabs(s - e), tol, "cov[%zu][%zu] = %g, implied %g, tol %g", i, j, s,
-                          e, tol);
+            double tol =
+                k_sd *
+                sqrt(vif * (implied[i * SIM_NCH + i] * implied[j * SIM_NCH + j] + e * e) / n);
+            cr_assert_leq(fabs(s - e), tol, "cov[%zu][%zu] = %g, implied %g, tol %g", i, j, s, e,
+                          tol);
         }
     free(v);
 }

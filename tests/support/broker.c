@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <librdkafka/rdkafka.h>
 
 #include "test_support.h"
 
@@ -206,4 +207,105 @@ int64_t ts_prom_sum(const char *text, const char *name)
             sum += strtoll(sp + 1, NULL, 10);
     }
     return sum;
+}
+
+static char *dup_n(const void *p, size_t n)
+{
+    char *s = malloc(n + 1);
+    cr_assert_not_null(s);
+    if (n)
+        memcpy(s, p, n);
+    s[n] = '\0';
+    return s;
+}
+
+static void add_record(struct ts_record **out, size_t *n, size_t *cap, rd_kafka_message_t *m)
+{
+    struct ts_record *r;
+    rd_kafka_headers_t *hdrs = NULL;
+    const void *hv;
+    size_t hl;
+
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 1024;
+        *out = realloc(*out, *cap * sizeof(**out));
+        cr_assert_not_null(*out);
+    }
+    r = &(*out)[(*n)++];
+    r->partition = m->partition;
+    r->offset = m->offset;
+    r->key = m->key ? dup_n(m->key, m->key_len) : NULL;
+    r->value = dup_n(m->payload, m->payload ? m->len : 0);
+    r->value_len = m->payload ? m->len : 0;
+    r->expected_reason = NULL;
+    if (rd_kafka_message_headers(m, &hdrs) == 0 &&
+        rd_kafka_header_get_last(hdrs, "gcdp-expected-reason", &hv, &hl) == 0 && hv)
+        r->expected_reason = dup_n(hv, hl);
+}
+
+size_t ts_topic_read(const char *bootstrap, const char *topic, struct ts_record **out)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_t *rk;
+    const rd_kafka_metadata_t *md = NULL;
+    rd_kafka_topic_t *rkt;
+    rd_kafka_topic_partition_list_t *asg;
+    int64_t *hi;
+    int np, done = 0;
+    size_t n = 0, cap = 0;
+    char eb[512];
+    int64_t deadline;
+
+    *out = NULL;
+    cr_assert(rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, eb, sizeof(eb)) == 0);
+    cr_assert(rd_kafka_conf_set(conf, "group.id", "ts-reader", eb, sizeof(eb)) == 0);
+    cr_assert(rd_kafka_conf_set(conf, "enable.auto.commit", "false", eb, sizeof(eb)) == 0);
+    cr_assert(rd_kafka_conf_set(conf, "fetch.wait.max.ms", "10", eb, sizeof(eb)) == 0);
+    cr_assert(rd_kafka_conf_set(conf, "log_level", "3", eb, sizeof(eb)) == 0);
+    rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, eb, sizeof(eb));
+    cr_assert_not_null(rk, "%s", eb);
+    rkt = rd_kafka_topic_new(rk, topic, NULL);
+    cr_assert(rd_kafka_metadata(rk, 0, rkt, &md, 10000) == 0, "metadata for %s", topic);
+    cr_assert(md->topic_cnt == 1 && md->topics[0].partition_cnt > 0, "topic %s missing", topic);
+    np = md->topics[0].partition_cnt;
+    rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(rkt);
+    hi = calloc((size_t)np, sizeof(*hi));
+    asg = rd_kafka_topic_partition_list_new(np);
+    for (int p = 0; p < np; p++) {
+        int64_t lo;
+        cr_assert(rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi[p], 10000) == 0);
+        rd_kafka_topic_partition_list_add(asg, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+        if (hi[p] <= lo)
+            done++;
+    }
+    cr_assert(rd_kafka_assign(rk, asg) == 0);
+    rd_kafka_topic_partition_list_destroy(asg);
+    deadline = ts_now_ms() + 60000;
+    while (done < np) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+        cr_assert(ts_now_ms() < deadline, "reading %s timed out", topic);
+        if (!m)
+            continue;
+        if (!m->err && m->offset < hi[m->partition]) {
+            add_record(out, &n, &cap, m);
+            if (m->offset + 1 == hi[m->partition])
+                done++;
+        }
+        rd_kafka_message_destroy(m);
+    }
+    free(hi);
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return n;
+}
+
+void ts_records_free(struct ts_record *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(r[i].key);
+        free(r[i].value);
+        free(r[i].expected_reason);
+    }
+    free(r);
 }

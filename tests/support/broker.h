@@ -51,6 +51,22 @@ int64_t ts_prom_value(const char *text, const char *series);
 /* Sum of every series of metric name (with any labels). */
 int64_t ts_prom_sum(const char *text, const char *name);
 
+/* One record read back from a topic. Strings are NUL-terminated copies. */
+struct ts_record {
+    int32_t partition;
+    int64_t offset;
+    char *key;     /* NULL when the record has no key */
+    char *value;   /* "" for an empty payload */
+    size_t value_len;
+    char *expected_reason; /* header gcdp-expected-reason, or NULL */
+};
+
+/* Read every record of topic (all partitions, from the log start to the high watermark at
+ * the time of the call) from bootstrap "host:port". Returns the count; *out is a new array
+ * (free with ts_records_free). Aborts the test on a Kafka error. */
+size_t ts_topic_read(const char *bootstrap, const char *topic, struct ts_record **out);
+void ts_records_free(struct ts_record *r, size_t n);
+
 /* Milliseconds from a monotonic clock. */
 int64_t ts_now_ms(void);
 void ts_sleep_ms(int ms);

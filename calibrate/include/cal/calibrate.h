@@ -61,7 +61,8 @@ CORE_MUST_CHECK core_err cal_opts_from_config(const struct core_config *cfg, str
 
 /* Timings (seconds, CLOCK_MONOTONIC) and diagnostics of one run. No protected values. */
 struct cal_report {
-    double t_alg1;     /* normalization + lagged correlations + S + graph + exposure */
+    double t_alg1;     /* normalization + lagged correlations + S + graph + exposure
+                          (excludes setup/copies and the τ grid search, t_tau) */
     double t_lagcorr;  /* the (L+1) products and corrections alone */
     double t_xi, t_mu, t_tau, t_noise, t_total;
     double f1_full;    /* classify: unmasked validation macro-F1 (public mode only; -1 otherwise) */

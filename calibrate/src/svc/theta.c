@@ -633,6 +633,26 @@ static core_err get_vec(const json_t *o, const char *key, size_t n, double *v, c
     return CORE_OK;
 }
 
+static const char *const eps_keys[] = {"G", "tau", "mu", "xi", "total", NULL};
+static const char *const sens_keys[] = {"choice", "delta_S", "delta_mu", "delta_xi", "delta_U",
+                                        NULL};
+
+/* Every member of object o must be one of known[]. */
+static core_err check_keys(const json_t *o, const char *what, const char *const *known,
+                           char *eb, size_t ebn)
+{
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)o, key, v) {
+        bool ok = false;
+        for (size_t i = 0; known[i]; i++)
+            ok = ok || strcmp(known[i], key) == 0;
+        if (!ok)
+            PFAIL(CORE_EPARSE, "%s.%s: unknown field", what, key);
+    }
+    return CORE_OK;
+}
+
 /* Prefix the field name in errbuf with the enclosing object's name. */
 static core_err prefix_err(core_err rc, const char *prefix, char *eb, size_t ebn)
 {
@@ -676,8 +696,19 @@ static core_err parse_header(const json_t *j, struct cal_theta *t, char *eb, siz
         (rc = get_num(ec, "mu", true, &t->eps_cal.mu, eb, ebn)) ||
         (rc = get_num(ec, "xi", true, &t->eps_cal.xi, eb, ebn)))
         return prefix_err(rc, "eps_cal.", eb, ebn);
+    if ((rc = check_keys(ec, "eps_cal", eps_keys, eb, ebn)) != CORE_OK)
+        return rc;
+    if (json_object_get(ec, "total")) {
+        double tot = 0.0;
+        if ((rc = get_num(ec, "total", true, &tot, eb, ebn)) != CORE_OK)
+            return prefix_err(rc, "eps_cal.", eb, ebn);
+        if (!(fabs(tot - cal_theta_eps_cal_total(t)) <= 1e-12 * (1.0 + tot)))
+            PFAIL(CORE_EINVAL, "eps_cal.total: not G + tau + mu + xi");
+    }
     if (!json_is_object(se))
         PFAIL(CORE_EPARSE, "sensitivity: missing or not an object");
+    if ((rc = check_keys(se, "sensitivity", sens_keys, eb, ebn)) != CORE_OK)
+        return rc;
     if ((rc = get_enum(se, "choice", "universal", "expansion", &e, eb, ebn)) != CORE_OK)
         return prefix_err(rc, "sensitivity.", eb, ebn);
     t->sens = (enum cal_sens)e;

@@ -19,8 +19,9 @@
  * Reaching it has probability < exp(-2^20) for every parameter we accept. */
 #define CORE_DP_MAX_NOISE ((int64_t)1 << 61)
 
-/* Bernoulli(num/den), 0 <= num <= den, den >= 1: returns u128_below(den) < num.
- * Returns CORE_OK, CORE_EINVAL (num > den, den == 0), CORE_ERNG. */
+/* Bernoulli(num/den), 0 <= num <= den, 1 <= den < 2^100, exactly: the bits of a uniform
+ * U in [0,1) are compared lazily with the binary expansion of num/den (2 bits expected).
+ * Returns CORE_OK, CORE_EINVAL (num > den, den == 0 or too large), CORE_ERNG. */
 CORE_MUST_CHECK core_err core_dp_bern_rat(const struct core_rng *rng, core_u128 num,
                                           core_u128 den, bool *out);
 

@@ -89,12 +89,18 @@ size_t core_kconsumer_assigned(const struct core_kconsumer *c);
  * -1 when unknown. Cheap (no broker round trip). */
 int64_t core_kconsumer_lag(struct core_kconsumer *c);
 
+/* Stop driving the client from the loop (close its uv handles) so uv_run can return;
+ * nothing is served afterwards. Call after on_closed, then core_kconsumer_free() once
+ * uv_run has returned. Idempotent. */
+void core_kconsumer_detach(struct core_kconsumer *c);
+
 /* The underlying handle (borrowed), e.g. for rd_kafka_name() in logs. */
 rd_kafka_t *core_kconsumer_handle(struct core_kconsumer *c);
 
-/* Stop the loop handles and destroy the client (may block ~1 s in rd_kafka_destroy: call
- * after uv_run returned, or after on_closed). NULL-safe. Handles are closed with
- * uv_close; run the loop once more (uv_run NOWAIT/DEFAULT) before uv_loop_close. */
+/* Destroy the client (may block ~1 s in rd_kafka_destroy: call after uv_run returned, or
+ * after on_closed). NULL-safe. Handles not yet closed are closed with uv_close and the
+ * memory is released by their close callbacks: run the loop once more (uv_run DEFAULT)
+ * before uv_loop_close. */
 void core_kconsumer_free(struct core_kconsumer *c);
 
 /* Delivery report for one produced record: err 0 = acknowledged by the broker.
@@ -122,6 +128,9 @@ size_t core_kproducer_outq(const struct core_kproducer *p);
 
 /* Serve delivery reports now without waiting for the loop (non-blocking poll). */
 void core_kproducer_poll(struct core_kproducer *p, int timeout_ms);
+
+/* As core_kconsumer_detach, for a producer whose outq is empty. */
+void core_kproducer_detach(struct core_kproducer *p);
 
 rd_kafka_t *core_kproducer_handle(struct core_kproducer *p);
 

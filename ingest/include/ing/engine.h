@@ -43,13 +43,13 @@
 #include "core/err.h"
 
 /* Hard caps (STYLE P8). Configured values are validated against them. */
-#define ING_MAX_CHANNELS      32     /* channels declared in ingest.channels */
-#define ING_NAME_MAX          32     /* channel name length, bytes, excluding NUL */
-#define ING_DEVICE_MAX        64     /* device id length, bytes */
-#define ING_MAX_SLOTS         10000  /* window size / period */
+#define ING_MAX_CHANNELS      32    /* channels declared in ingest.channels */
+#define ING_NAME_MAX          32    /* channel name length, bytes, excluding NUL */
+#define ING_DEVICE_MAX        64    /* device id length, bytes */
+#define ING_MAX_SLOTS         10000 /* window size / period */
 #define ING_MAX_MESSAGE_BYTES 1048576
 #define ING_MAX_DEVICES_CAP   1000000
-#define ING_MAX_BUFFER_CAP    65536  /* readings buffered per device */
+#define ING_MAX_BUFFER_CAP    65536 /* readings buffered per device */
 #define ING_SCHEMA_READING    "gcdp.reading/1"
 #define ING_SCHEMA_WINDOW     "gcdp.window/1"
 #define ING_SCHEMA_REJECTED   "gcdp.rejected/1"
@@ -57,43 +57,43 @@
 /* Reject reasons: X(enum, "code", "description"). Codes are stable; never renumber or
  * rename one (consumers of sensors.rejected and /metrics key on the code). The order
  * below is also the order in which the checks run: the first failing check wins. */
-#define ING_REASON_MAP(X)                                                                  \
-    X(ING_R_NONE, "accepted", "not rejected")                                              \
-    X(ING_R_OVERSIZE, "oversize", "payload larger than ingest.max_message_bytes")          \
-    X(ING_R_EMPTY_PAYLOAD, "empty_payload", "zero-length payload (or tombstone)")          \
-    X(ING_R_INVALID_UTF8, "invalid_utf8", "payload is not valid UTF-8")                    \
-    X(ING_R_NUL_CHARACTER, "nul_character", "JSON string contains \\u0000")                \
-    X(ING_R_TRUNCATED, "truncated", "JSON ends before the document is complete")           \
-    X(ING_R_TRAILING_DATA, "trailing_data", "bytes after the JSON document")               \
-    X(ING_R_TOO_DEEP, "too_deep", "JSON nesting deeper than the parser allows")            \
-    X(ING_R_DUPLICATE_KEY, "duplicate_key", "a JSON object repeats a member name")         \
-    X(ING_R_MALFORMED_JSON, "malformed_json", "not JSON (syntax error)")                   \
-    X(ING_R_NOT_OBJECT, "not_object", "top-level JSON value is not an object")             \
-    X(ING_R_MISSING_SCHEMA, "missing_schema", "no \"schema\" member")                      \
-    X(ING_R_UNSUPPORTED_SCHEMA, "unsupported_schema", "\"schema\" is not gcdp.reading/1")  \
-    X(ING_R_UNKNOWN_FIELD, "unknown_field", "top-level member not in gcdp.reading/1")      \
-    X(ING_R_MISSING_DEVICE, "missing_device", "no \"device\" member")                      \
-    X(ING_R_DEVICE_WRONG_TYPE, "device_wrong_type", "\"device\" is not a string")          \
-    X(ING_R_DEVICE_EMPTY, "device_empty", "\"device\" is the empty string")                \
-    X(ING_R_DEVICE_TOO_LONG, "device_too_long", "\"device\" longer than 64 bytes")         \
-    X(ING_R_DEVICE_BAD_CHARS, "device_bad_chars", "\"device\" outside [A-Za-z0-9._:-]")    \
-    X(ING_R_MISSING_KEY, "missing_key", "message has no key (ingest.key_policy=require)")  \
-    X(ING_R_KEY_MISMATCH, "key_mismatch", "message key differs from \"device\"")           \
-    X(ING_R_MISSING_TS, "missing_ts", "no \"ts\" member")                                  \
-    X(ING_R_TS_WRONG_TYPE, "ts_wrong_type", "\"ts\" neither string nor integer")           \
-    X(ING_R_TS_UNPARSEABLE, "ts_unparseable", "\"ts\" string is not a supported format")   \
-    X(ING_R_TS_OUT_OF_RANGE, "ts_out_of_range", "\"ts\" outside [ts_min_ms, ts_max_ms)")   \
-    X(ING_R_SEQ_WRONG_TYPE, "seq_wrong_type", "\"seq\" present but not an integer >= 0")   \
-    X(ING_R_MISSING_READINGS, "missing_readings", "no \"readings\" member")                \
-    X(ING_R_READINGS_NOT_OBJECT, "readings_not_object", "\"readings\" is not an object")   \
-    X(ING_R_READINGS_EMPTY, "readings_empty", "\"readings\" has no members")               \
-    X(ING_R_UNKNOWN_CHANNEL, "unknown_channel", "channel not declared in ingest.channels") \
-    X(ING_R_WRONG_TYPE, "wrong_type", "channel value neither number nor null")             \
-    X(ING_R_NON_FINITE, "non_finite", "NaN/Infinity (as string or token) or overflow")     \
-    X(ING_R_OUT_OF_DOMAIN, "out_of_domain", "value outside the channel's physical domain") \
-    X(ING_R_TOO_MANY_DEVICES, "too_many_devices", "new device beyond ingest.max_devices")  \
-    X(ING_R_LATE, "late", "every window the reading belongs to has already closed")        \
-    X(ING_R_DUPLICATE, "duplicate", "same (device, ts) already buffered")                  \
+#define ING_REASON_MAP(X)                                                                          \
+    X(ING_R_NONE, "accepted", "not rejected")                                                      \
+    X(ING_R_OVERSIZE, "oversize", "payload larger than ingest.max_message_bytes")                  \
+    X(ING_R_EMPTY_PAYLOAD, "empty_payload", "zero-length payload (or tombstone)")                  \
+    X(ING_R_INVALID_UTF8, "invalid_utf8", "payload is not valid UTF-8")                            \
+    X(ING_R_NUL_CHARACTER, "nul_character", "JSON string contains \\u0000")                        \
+    X(ING_R_TRUNCATED, "truncated", "JSON ends before the document is complete")                   \
+    X(ING_R_TRAILING_DATA, "trailing_data", "bytes after the JSON document")                       \
+    X(ING_R_TOO_DEEP, "too_deep", "JSON nesting deeper than the parser allows")                    \
+    X(ING_R_DUPLICATE_KEY, "duplicate_key", "a JSON object repeats a member name")                 \
+    X(ING_R_MALFORMED_JSON, "malformed_json", "not JSON (syntax error)")                           \
+    X(ING_R_NOT_OBJECT, "not_object", "top-level JSON value is not an object")                     \
+    X(ING_R_MISSING_SCHEMA, "missing_schema", "no \"schema\" member")                              \
+    X(ING_R_UNSUPPORTED_SCHEMA, "unsupported_schema", "\"schema\" is not gcdp.reading/1")          \
+    X(ING_R_UNKNOWN_FIELD, "unknown_field", "top-level member not in gcdp.reading/1")              \
+    X(ING_R_MISSING_DEVICE, "missing_device", "no \"device\" member")                              \
+    X(ING_R_DEVICE_WRONG_TYPE, "device_wrong_type", "\"device\" is not a string")                  \
+    X(ING_R_DEVICE_EMPTY, "device_empty", "\"device\" is the empty string")                        \
+    X(ING_R_DEVICE_TOO_LONG, "device_too_long", "\"device\" longer than 64 bytes")                 \
+    X(ING_R_DEVICE_BAD_CHARS, "device_bad_chars", "\"device\" outside [A-Za-z0-9._:-]")            \
+    X(ING_R_MISSING_KEY, "missing_key", "message has no key (ingest.key_policy=require)")          \
+    X(ING_R_KEY_MISMATCH, "key_mismatch", "message key differs from \"device\"")                   \
+    X(ING_R_MISSING_TS, "missing_ts", "no \"ts\" member")                                          \
+    X(ING_R_TS_WRONG_TYPE, "ts_wrong_type", "\"ts\" neither string nor integer")                   \
+    X(ING_R_TS_UNPARSEABLE, "ts_unparseable", "\"ts\" string is not a supported format")           \
+    X(ING_R_TS_OUT_OF_RANGE, "ts_out_of_range", "\"ts\" outside [ts_min_ms, ts_max_ms)")           \
+    X(ING_R_SEQ_WRONG_TYPE, "seq_wrong_type", "\"seq\" present but not an integer >= 0")           \
+    X(ING_R_MISSING_READINGS, "missing_readings", "no \"readings\" member")                        \
+    X(ING_R_READINGS_NOT_OBJECT, "readings_not_object", "\"readings\" is not an object")           \
+    X(ING_R_READINGS_EMPTY, "readings_empty", "\"readings\" has no members")                       \
+    X(ING_R_UNKNOWN_CHANNEL, "unknown_channel", "channel not declared in ingest.channels")         \
+    X(ING_R_WRONG_TYPE, "wrong_type", "channel value neither number nor null")                     \
+    X(ING_R_NON_FINITE, "non_finite", "NaN/Infinity (as string or token) or overflow")             \
+    X(ING_R_OUT_OF_DOMAIN, "out_of_domain", "value outside the channel's physical domain")         \
+    X(ING_R_TOO_MANY_DEVICES, "too_many_devices", "new device beyond ingest.max_devices")          \
+    X(ING_R_LATE, "late", "every window the reading belongs to has already closed")                \
+    X(ING_R_DUPLICATE, "duplicate", "same (device, ts) already buffered")                          \
     X(ING_R_BUFFER_FULL, "buffer_full", "device buffer at ingest.max_buffer_per_device")
 
 enum ing_reason {
@@ -109,10 +109,10 @@ const char *ing_reason_code(enum ing_reason r);
 const char *ing_reason_desc(enum ing_reason r);
 
 /* Why a window was excluded (emitted with "excluded": true and no values). */
-#define ING_EXCL_MAP(X)                                                                    \
-    X(ING_X_NONE, "none")                                                                  \
-    X(ING_X_LOW_COVERAGE, "low_coverage")                                                  \
-    X(ING_X_LONG_GAP, "long_gap")                                                          \
+#define ING_EXCL_MAP(X)                                                                            \
+    X(ING_X_NONE, "none")                                                                          \
+    X(ING_X_LOW_COVERAGE, "low_coverage")                                                          \
+    X(ING_X_LONG_GAP, "long_gap")                                                                  \
     X(ING_X_NO_DATA, "no_data")
 
 enum ing_excl {
@@ -165,13 +165,13 @@ struct ing_params {
     size_t max_devices;
     size_t max_buffer; /* ingest.max_buffer_per_device */
     enum ing_key_policy key_policy;
-    unsigned features; /* OR of enum ing_feature, at least one */
+    unsigned features;  /* OR of enum ing_feature, at least one */
     bool emit_excluded; /* ingest.emit_excluded: also emit excluded-window records */
     size_t n_channels;
     struct ing_channel channels[ING_MAX_CHANNELS];
-    size_t n_nodes;                      /* 0 = auto: channels seen in the window */
+    size_t n_nodes;                        /* 0 = auto: channels seen in the window */
     size_t node_channel[ING_MAX_CHANNELS]; /* indexes into channels[] */
-    char config_version[17]; /* core_config_version(cfg, "ingest.") or "default" */
+    char config_version[17];               /* core_config_version(cfg, "ingest.") or "default" */
 };
 
 /* Fill p with the built-in defaults (the same values as the ingest.* key defaults).
@@ -180,9 +180,8 @@ void ing_params_default(struct ing_params *p);
 
 /* Read and cross-validate every ingest.* key of cfg (borrowed) into p.
  * Returns CORE_OK or CORE_ECONFIG with errbuf naming the offending key. */
-CORE_MUST_CHECK core_err ing_params_from_config(const struct core_config *cfg,
-                                                struct ing_params *p, char *errbuf,
-                                                size_t errbuf_size);
+CORE_MUST_CHECK core_err ing_params_from_config(const struct core_config *cfg, struct ing_params *p,
+                                                char *errbuf, size_t errbuf_size);
 
 /* Check p (e.g. after editing a default). CORE_ECONFIG naming the key on failure. */
 CORE_MUST_CHECK core_err ing_params_validate(const struct ing_params *p, char *errbuf,
@@ -212,8 +211,8 @@ struct ing_window_info {
     int64_t window_end;   /* epoch ms, exclusive */
     bool excluded;
     enum ing_excl excl_reason;
-    size_t n_src;                      /* entries in src; 0 if no tracked partition */
-    const struct ing_src_range *src;   /* valid during the callback only */
+    size_t n_src;                    /* entries in src; 0 if no tracked partition */
+    const struct ing_src_range *src; /* valid during the callback only */
 };
 
 struct ing_reject_info {
@@ -223,10 +222,10 @@ struct ing_reject_info {
 
 /* Callbacks. key/key_len, json/len and info are valid during the callback only; json is
  * one complete UTF-8 JSON object, NUL-terminated at json[len]. */
-typedef void ing_window_fn(void *arg, const char *key, size_t key_len, const char *json,
-                           size_t len, const struct ing_window_info *info);
-typedef void ing_reject_fn(void *arg, const char *key, size_t key_len, const char *json,
-                           size_t len, const struct ing_reject_info *info);
+typedef void ing_window_fn(void *arg, const char *key, size_t key_len, const char *json, size_t len,
+                           const struct ing_window_info *info);
+typedef void ing_reject_fn(void *arg, const char *key, size_t key_len, const char *json, size_t len,
+                           const struct ing_reject_info *info);
 
 struct ing_sink {
     ing_window_fn *on_window; /* may be NULL (records discarded) */
@@ -240,18 +239,18 @@ struct ing_counters {
     uint64_t accepted;
     uint64_t rejected;
     uint64_t rejected_by_reason[ING_REASON_COUNT];
-    uint64_t duplicates;         /* == rejected_by_reason[ING_R_DUPLICATE] */
-    uint64_t late;               /* == rejected_by_reason[ING_R_LATE] */
-    uint64_t interpolated;       /* imputed points written into emitted windows */
-    uint64_t windows_emitted;    /* window records handed to on_window (incl. excluded) */
-    uint64_t windows_excluded;   /* of which excluded */
+    uint64_t duplicates;       /* == rejected_by_reason[ING_R_DUPLICATE] */
+    uint64_t late;             /* == rejected_by_reason[ING_R_LATE] */
+    uint64_t interpolated;     /* imputed points written into emitted windows */
+    uint64_t windows_emitted;  /* window records produced (incl. excluded ones if emitted) */
+    uint64_t windows_excluded; /* of which excluded */
     uint64_t excluded_by_reason[ING_EXCL_COUNT];
     uint64_t windows_split_skipped; /* windows never formed: they straddle split_at_ms */
-    uint64_t idle_closes;        /* devices whose windows tick() force-closed */
-    uint64_t forgotten;          /* buffered readings dropped by forget_partition */
-    uint64_t open_devices;       /* devices with buffered readings now */
-    uint64_t devices;            /* device entries held now (<= max_devices) */
-    uint64_t buffered;           /* readings buffered now */
+    uint64_t idle_closes;           /* devices whose windows tick() force-closed */
+    uint64_t forgotten;             /* buffered readings dropped by forget_partition */
+    uint64_t open_devices;          /* devices with buffered readings now */
+    uint64_t devices;               /* device entries held now (<= max_devices) */
+    uint64_t buffered;              /* readings buffered now */
 };
 
 struct ing_engine;
@@ -278,8 +277,7 @@ const struct ing_params *ing_engine_params(const struct ing_engine *eng);
 CORE_MUST_CHECK core_err ing_engine_push(struct ing_engine *eng, const char *payload, size_t len,
                                          const char *key, size_t key_len,
                                          const struct ing_source *src, int64_t now_ms,
-                                         const struct ing_sink *sink,
-                                         enum ing_reason *out_reason);
+                                         const struct ing_sink *sink, enum ing_reason *out_reason);
 
 /* Close every window of devices idle (no accepted reading) for >= idle_timeout_ms of
  * processing time as of now_ms. Cost O(devices closed) (LRU list). Call it from a timer. */

@@ -6,13 +6,12 @@
 #include <string.h>
 #include <strings.h>
 
-#define R(reason, ...)                                                                     \
-    (snprintf(detail, detail_size, __VA_ARGS__), (reason))
+#define R(reason, ...) (snprintf(detail, detail_size, __VA_ARGS__), (reason))
 
 static enum ing_reason map_json_error(const json_error_t *err, char *detail, size_t detail_size)
 {
-    static const char *const nonfinite_tokens[] = {"near 'NaN", "near 'nan", "near 'Inf",
-                                                   "near 'inf", "near '-Inf", "near '-inf",
+    static const char *const nonfinite_tokens[] = {"near 'NaN",  "near 'nan",  "near 'Inf",
+                                                   "near 'inf",  "near '-Inf", "near '-inf",
                                                    "near '-NaN", "near '+"};
     switch (json_error_code(err)) {
     case json_error_invalid_utf8:
@@ -41,14 +40,42 @@ static enum ing_reason map_json_error(const json_error_t *err, char *detail, siz
 
 static bool device_char_ok(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == ':' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == ':' || c == '-';
 }
 
-static enum ing_reason check_device(const json_t *root, struct ing__reading *out, char *detail,
+/* The top-level members of a reading, found in one pass over the object. */
+struct members {
+    const json_t *schema, *device, *ts, *readings, *seq;
+    const char *unknown; /* first member outside gcdp.reading/1, or NULL */
+};
+
+static void find_members(const json_t *root, struct members *m)
+{
+    const char *k;
+    const json_t *v;
+
+    memset(m, 0, sizeof(*m));
+    json_object_foreach((json_t *)root, k, v)
+    {
+        if (strcmp(k, "schema") == 0)
+            m->schema = v;
+        else if (strcmp(k, "device") == 0)
+            m->device = v;
+        else if (strcmp(k, "ts") == 0)
+            m->ts = v;
+        else if (strcmp(k, "readings") == 0)
+            m->readings = v;
+        else if (strcmp(k, "seq") == 0)
+            m->seq = v;
+        else if (!m->unknown)
+            m->unknown = k;
+    }
+}
+
+static enum ing_reason check_device(const json_t *d, struct ing__reading *out, char *detail,
                                     size_t detail_size)
 {
-    const json_t *d = json_object_get(root, "device");
     const char *s;
     size_t n;
 
@@ -71,8 +98,7 @@ static enum ing_reason check_device(const json_t *root, struct ing__reading *out
 }
 
 static enum ing_reason check_key(const struct ing_params *p, const struct ing__reading *r,
-                                 const char *key, size_t key_len, char *detail,
-                                 size_t detail_size)
+                                 const char *key, size_t key_len, char *detail, size_t detail_size)
 {
     if (p->key_policy == ING_KEY_IGNORE)
         return ING_R_NONE;
@@ -86,10 +112,9 @@ static enum ing_reason check_key(const struct ing_params *p, const struct ing__r
     return ING_R_NONE;
 }
 
-static enum ing_reason check_ts(const struct ing_params *p, const json_t *root,
+static enum ing_reason check_ts(const struct ing_params *p, const json_t *t,
                                 struct ing__reading *out, char *detail, size_t detail_size)
 {
-    const json_t *t = json_object_get(root, "ts");
     int64_t ms;
 
     if (!t)
@@ -144,16 +169,15 @@ static enum ing_reason check_value(const struct ing_channel *ch, const json_t *v
     if (!isfinite(x))
         return R(ING_R_NON_FINITE, "channel '%s' is not a finite number", ch->name);
     if (!(x >= ch->dom_lo && x <= ch->dom_hi))
-        return R(ING_R_OUT_OF_DOMAIN, "channel '%s' outside its physical domain [%g, %g]",
-                 ch->name, ch->dom_lo, ch->dom_hi);
+        return R(ING_R_OUT_OF_DOMAIN, "channel '%s' outside its physical domain [%g, %g]", ch->name,
+                 ch->dom_lo, ch->dom_hi);
     *out = x;
     return ING_R_NONE;
 }
 
-static enum ing_reason check_readings(const struct ing_params *p, const json_t *root,
+static enum ing_reason check_readings(const struct ing_params *p, const json_t *rd,
                                       struct ing__reading *out, char *detail, size_t detail_size)
 {
-    const json_t *rd = json_object_get(root, "readings");
     const char *name;
     const json_t *v;
 
@@ -165,7 +189,8 @@ static enum ing_reason check_readings(const struct ing_params *p, const json_t *
         return R(ING_R_READINGS_EMPTY, "\"readings\" is empty");
     for (size_t i = 0; i < p->n_channels; i++)
         out->val[i] = NAN;
-    json_object_foreach((json_t *)rd, name, v) {
+    json_object_foreach((json_t *)rd, name, v)
+    {
         int c = channel_find(p, name);
         enum ing_reason r;
         if (c < 0)
@@ -178,31 +203,20 @@ static enum ing_reason check_readings(const struct ing_params *p, const json_t *
     return ING_R_NONE;
 }
 
-static enum ing_reason check_envelope(const json_t *root, char *detail, size_t detail_size)
+static enum ing_reason check_envelope(const struct members *m, char *detail, size_t detail_size)
 {
-    static const char *const fields[] = {"schema", "device", "ts", "readings", "seq"};
-    const json_t *s = json_object_get(root, "schema");
-    const char *k;
-    const json_t *v;
-
-    if (!s)
+    if (!m->schema)
         return R(ING_R_MISSING_SCHEMA, "no \"schema\" member");
-    if (!json_is_string(s) || strcmp(json_string_value(s), ING_SCHEMA_READING) != 0)
+    if (!json_is_string(m->schema) || strcmp(json_string_value(m->schema), ING_SCHEMA_READING) != 0)
         return R(ING_R_UNSUPPORTED_SCHEMA, "\"schema\" must be \"%s\"", ING_SCHEMA_READING);
-    json_object_foreach((json_t *)root, k, v) {
-        bool known = false;
-        for (size_t i = 0; i < sizeof(fields) / sizeof(*fields); i++)
-            known = known || strcmp(k, fields[i]) == 0;
-        if (!known)
-            return R(ING_R_UNKNOWN_FIELD, "member '%.40s' is not part of %s", k,
-                     ING_SCHEMA_READING);
-    }
+    if (m->unknown)
+        return R(ING_R_UNKNOWN_FIELD, "member '%.40s' is not part of %s", m->unknown,
+                 ING_SCHEMA_READING);
     return ING_R_NONE;
 }
 
-static enum ing_reason check_seq(const json_t *root, char *detail, size_t detail_size)
+static enum ing_reason check_seq(const json_t *s, char *detail, size_t detail_size)
 {
-    const json_t *s = json_object_get(root, "seq");
     if (s && !(json_is_integer(s) && json_integer_value(s) >= 0))
         return R(ING_R_SEQ_WRONG_TYPE, "\"seq\" must be an integer >= 0");
     return ING_R_NONE;
@@ -214,6 +228,7 @@ enum ing_reason ing__decode(const struct ing_params *p, const char *payload, siz
                             struct ing__reading *out, char *detail, size_t detail_size)
 {
     json_error_t err;
+    struct members m;
     enum ing_reason r;
 
     *root = NULL;
@@ -225,23 +240,26 @@ enum ing_reason ing__decode(const struct ing_params *p, const char *payload, siz
                  p->max_message_bytes);
     if (len == 0)
         return R(ING_R_EMPTY_PAYLOAD, "empty payload");
-    if (!ing__utf8_valid(payload, len))
-        return R(ING_R_INVALID_UTF8, "payload is not UTF-8");
+    /* jansson accepts only well-formed UTF-8 (strings checked in full, ASCII elsewhere), so
+     * the separate UTF-8 scan is needed only to classify a failed parse. */
     *root = json_loadb(payload, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &err);
+    if (!*root && !ing__utf8_valid(payload, len))
+        return R(ING_R_INVALID_UTF8, "payload is not UTF-8");
     if (!*root)
         return map_json_error(&err, detail, detail_size);
     if (!json_is_object(*root))
         return R(ING_R_NOT_OBJECT, "top-level value is not an object");
-    r = check_envelope(*root, detail, detail_size);
+    find_members(*root, &m);
+    r = check_envelope(&m, detail, detail_size);
     if (r == ING_R_NONE)
-        r = check_device(*root, out, detail, detail_size);
+        r = check_device(m.device, out, detail, detail_size);
     if (r == ING_R_NONE)
         r = check_key(p, out, key, key_len, detail, detail_size);
     if (r == ING_R_NONE)
-        r = check_ts(p, *root, out, detail, detail_size);
+        r = check_ts(p, m.ts, out, detail, detail_size);
     if (r == ING_R_NONE)
-        r = check_seq(*root, detail, detail_size);
+        r = check_seq(m.seq, detail, detail_size);
     if (r == ING_R_NONE)
-        r = check_readings(p, *root, out, detail, detail_size);
+        r = check_readings(p, m.readings, out, detail, detail_size);
     return r;
 }

@@ -11,8 +11,8 @@
 struct ing__reading {
     const char *device;
     size_t device_len;
-    int64_t ts;                    /* epoch ms, UTC */
-    double val[ING_MAX_CHANNELS];  /* per declared channel; NaN = null or absent */
+    int64_t ts;                   /* epoch ms, UTC */
+    double val[ING_MAX_CHANNELS]; /* per declared channel; NaN = null or absent */
 };
 
 /* Decode and validate payload against p (all checks that need no engine state).

@@ -10,8 +10,8 @@
 #include "alg/window.h"
 #include "core/mem.h"
 
-#define NO_K       INT64_MIN /* "no window closed yet" */
-#define KEY_MAX    256       /* key bytes copied into a dead letter */
+#define NO_K        INT64_MIN /* "no window closed yet" */
+#define KEY_MAX     256       /* key bytes copied into a dead letter */
 #define TAB_INITIAL 1024
 
 static const char *const reason_codes[] = {
@@ -73,7 +73,7 @@ static void tab_grow(struct ing_engine *e)
     size_t old_size = e->tab_size;
 
     e->tab_size = old_size ? old_size * 2 : TAB_INITIAL;
-    e->tab = core_xcalloc(e->tab_size, sizeof(*e->tab));
+    e->tab = core_xcalloc(e->tab_size, sizeof(struct ing__dev *));
     for (size_t i = 0; i < old_size; i++)
         if (old[i])
             *tab_slot(e, old[i]->id, old[i]->id_len, old[i]->hash) = old[i];
@@ -124,45 +124,45 @@ static void dev_release_buffers(struct ing__dev *d)
 
 /* ---- lifecycle ---- */
 
-struct ing_engine *ing_engine_new(const struct ing_params *p, char *eb, size_t ebn)
+struct ing_engine *ing_engine_new(const struct ing_params *p, char *errbuf, size_t errbuf_size)
 {
-    struct ing_engine *e;
+    struct ing_engine *eng;
 
-    if (!p || ing_params_validate(p, eb, ebn) != CORE_OK)
+    if (!p || ing_params_validate(p, errbuf, errbuf_size) != CORE_OK)
         return NULL;
-    e = core_xcalloc(1, sizeof(*e));
-    e->p = *p;
-    e->n_slots = p->window_ms / p->period_ms;
-    e->half = p->period_ms / 2;
-    ing__window_scratch_init(&e->ws, p);
-    tab_grow(e);
-    return e;
+    eng = core_xcalloc(1, sizeof(*eng));
+    eng->p = *p;
+    eng->n_slots = p->window_ms / p->period_ms;
+    eng->half = p->period_ms / 2;
+    ing__window_scratch_init(&eng->ws, p);
+    tab_grow(eng);
+    return eng;
 }
 
-void ing_engine_free(struct ing_engine *e)
+void ing_engine_free(struct ing_engine *eng)
 {
-    if (!e)
+    if (!eng)
         return;
-    for (size_t i = 0; i < e->tab_size; i++) {
-        if (e->tab[i]) {
-            dev_release_buffers(e->tab[i]);
-            free(e->tab[i]);
+    for (size_t i = 0; i < eng->tab_size; i++) {
+        if (eng->tab[i]) {
+            dev_release_buffers(eng->tab[i]);
+            free(eng->tab[i]);
         }
     }
-    free(e->tab);
-    ing__window_scratch_cleanup(&e->ws);
-    free(e->out.p);
-    free(e);
+    free(eng->tab);
+    ing__window_scratch_cleanup(&eng->ws);
+    free(eng->out.p);
+    free(eng);
 }
 
-const struct ing_params *ing_engine_params(const struct ing_engine *e)
+const struct ing_params *ing_engine_params(const struct ing_engine *eng)
 {
-    return &e->p;
+    return &eng->p;
 }
 
-void ing_engine_counters(const struct ing_engine *e, struct ing_counters *out)
+void ing_engine_counters(const struct ing_engine *eng, struct ing_counters *out)
 {
-    *out = e->c;
+    *out = eng->c;
 }
 
 /* ---- window indexes (docs/ingest.md "Time model") ---- */
@@ -250,28 +250,28 @@ static void force_close(struct ing_engine *e, struct ing__dev *d, const struct i
     lru_unlink(e, d);
 }
 
-void ing_engine_tick(struct ing_engine *e, int64_t now_ms, const struct ing_sink *sink)
+void ing_engine_tick(struct ing_engine *eng, int64_t now_ms, const struct ing_sink *sink)
 {
-    if (e->p.idle_timeout_ms <= 0)
+    if (eng->p.idle_timeout_ms <= 0)
         return;
-    while (e->lru_head && now_ms - e->lru_head->last_seen_ms >= e->p.idle_timeout_ms) {
-        e->c.idle_closes++;
-        force_close(e, e->lru_head, sink);
+    while (eng->lru_head && now_ms - eng->lru_head->last_seen_ms >= eng->p.idle_timeout_ms) {
+        eng->c.idle_closes++;
+        force_close(eng, eng->lru_head, sink);
     }
 }
 
-void ing_engine_flush(struct ing_engine *e, const struct ing_sink *sink)
+void ing_engine_flush(struct ing_engine *eng, const struct ing_sink *sink)
 {
-    while (e->lru_head)
-        force_close(e, e->lru_head, sink);
+    while (eng->lru_head)
+        force_close(eng, eng->lru_head, sink);
 }
 
-bool ing_engine_low_watermark(const struct ing_engine *e, int32_t partition, int64_t *out)
+bool ing_engine_low_watermark(const struct ing_engine *eng, int32_t partition, int64_t *out)
 {
     bool found = false;
     int64_t lo = INT64_MAX;
 
-    for (const struct ing__dev *d = e->lru_head; d; d = d->next)
+    for (const struct ing__dev *d = eng->lru_head; d; d = d->next)
         for (size_t i = 0; i < d->n; i++)
             if (d->rd[i].partition == partition && d->rd[i].offset < lo) {
                 lo = d->rd[i].offset;
@@ -292,30 +292,30 @@ static bool dev_uses_partition(const struct ing__dev *d, int32_t partition)
     return false;
 }
 
-size_t ing_engine_forget_partition(struct ing_engine *e, int32_t partition)
+size_t ing_engine_forget_partition(struct ing_engine *eng, int32_t partition)
 {
-    size_t dropped = 0, size = e->tab_size;
-    struct ing__dev **old = e->tab;
+    size_t dropped = 0, size = eng->tab_size;
+    struct ing__dev **old = eng->tab;
 
-    e->tab = core_xcalloc(size, sizeof(*e->tab));
+    eng->tab = core_xcalloc(size, sizeof(struct ing__dev *));
     for (size_t i = 0; i < size; i++) {
         struct ing__dev *d = old[i];
         if (!d)
             continue;
         if (!dev_uses_partition(d, partition)) {
-            *tab_slot(e, d->id, d->id_len, d->hash) = d;
+            *tab_slot(eng, d->id, d->id_len, d->hash) = d;
             continue;
         }
         dropped += d->n;
-        e->c.buffered -= d->n;
-        lru_unlink(e, d);
+        eng->c.buffered -= d->n;
+        lru_unlink(eng, d);
         dev_release_buffers(d);
         free(d);
-        e->n_dev--;
+        eng->n_dev--;
     }
     free(old);
-    e->c.devices = e->n_dev;
-    e->c.forgotten += dropped;
+    eng->c.devices = eng->n_dev;
+    eng->c.forgotten += dropped;
     return dropped;
 }
 
@@ -385,18 +385,22 @@ static enum ing_reason admit(struct ing_engine *e, const struct ing__reading *r,
     size_t pos, nch = e->p.n_channels;
 
     if (!d)
-        return snprintf(detail, dn, "device table full (ingest.max_devices %zu)",
-                        e->p.max_devices), why;
+        return snprintf(detail, dn, "device table full (ingest.max_devices %zu)", e->p.max_devices),
+               why;
     if (d->next_k != NO_K && k_last(e, tau) < d->next_k)
-        return snprintf(detail, dn, "all windows of this reading have closed "
-                        "(ingest.lateness_ms %lld)", (long long)e->p.lateness_ms), ING_R_LATE;
+        return snprintf(detail, dn,
+                        "all windows of this reading have closed "
+                        "(ingest.lateness_ms %lld)",
+                        (long long)e->p.lateness_ms),
+               ING_R_LATE;
     pos = lower_bound_ts(d, r->ts);
     if (pos < d->n && d->rd[pos].ts == r->ts)
         return snprintf(detail, dn, "a reading with this device and ts is buffered"),
                ING_R_DUPLICATE;
     if (d->n >= e->p.max_buffer)
         return snprintf(detail, dn, "device buffer full (ingest.max_buffer_per_device %zu)",
-                        e->p.max_buffer), ING_R_BUFFER_FULL;
+                        e->p.max_buffer),
+               ING_R_BUFFER_FULL;
     dev_reserve(e, d);
     memmove(d->rd + pos + 1, d->rd + pos, (d->n - pos) * sizeof(*d->rd));
     memmove(d->val + (pos + 1) * nch, d->val + pos * nch, (d->n - pos) * nch * sizeof(*d->val));
@@ -490,7 +494,7 @@ static void reject(struct ing_engine *e, enum ing_reason reason, const char *det
     sink->on_reject(sink->arg, key, key_len, b->p, b->len, &info);
 }
 
-core_err ing_engine_push(struct ing_engine *e, const char *payload, size_t len, const char *key,
+core_err ing_engine_push(struct ing_engine *eng, const char *payload, size_t len, const char *key,
                          size_t key_len, const struct ing_source *src, int64_t now_ms,
                          const struct ing_sink *sink, enum ing_reason *out_reason)
 {
@@ -500,21 +504,24 @@ core_err ing_engine_push(struct ing_engine *e, const char *payload, size_t len, 
     enum ing_reason reason;
     char detail[256];
 
-    if (!e || !src || (!payload && len > 0))
+    if (!eng || !src || (!payload && len > 0))
         return CORE_EINVAL;
     if (!payload)
         payload = "";
-    e->c.consumed++;
-    reason = ing__decode(&e->p, payload, len, key, key_len, &root, &r, detail, sizeof(detail));
+    eng->c.consumed++;
+    reason = ing__decode(&eng->p, payload, len, key, key_len, &root, &r, detail, sizeof(detail));
     if (reason == ING_R_NONE)
-        reason = admit(e, &r, src, now_ms, &d, detail, sizeof(detail));
+        reason = admit(eng, &r, src, now_ms, &d, detail, sizeof(detail));
     if (reason != ING_R_NONE) {
-        reject(e, reason, detail, payload, len, key, key_len, &r, src, now_ms, sink);
+        reject(eng, reason, detail, payload, len, key, key_len, &r, src, now_ms, sink);
     } else {
-        e->c.accepted++;
+        eng->c.accepted++;
         /* Watermark = max slot time - lateness; close windows whose end it has reached. */
-        close_upto(e, d, ing__floor_div(d->max_tau - e->p.lateness_ms - e->p.origin_ms -
-                                            e->p.window_ms, e->p.hop_ms), sink);
+        close_upto(
+            eng, d,
+            ing__floor_div(d->max_tau - eng->p.lateness_ms - eng->p.origin_ms - eng->p.window_ms,
+                           eng->p.hop_ms),
+            sink);
     }
     json_decref(root);
     if (out_reason)

@@ -1,10 +1,9 @@
 /* params.c - ingest parameters: defaults, reading ingest.* keys, validation (ing/engine.h). */
-#include "ing/engine.h"
-
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "ing/engine.h"
 #include "ing_int.h"
 
 /* Default channel table (the ingest.channels default). Domains are sensor/physical
@@ -69,58 +68,69 @@ static core_err channel_parse(struct ing_channel *ch, const char *name, const js
     const json_t *v;
 
     if (!name_ok(name)) {
-        snprintf(eb, ebn, "config key 'ingest.channels': channel name '%.40s' must be 1..%d "
-                 "characters of [A-Za-z0-9_-]", name, ING_NAME_MAX);
+        snprintf(eb, ebn,
+                 "config key 'ingest.channels': channel name '%.40s' must be 1..%d "
+                 "characters of [A-Za-z0-9_-]",
+                 name, ING_NAME_MAX);
         return CORE_ECONFIG;
     }
     if (!json_is_object(spec)) {
-        snprintf(eb, ebn, "config key 'ingest.channels': '%s' must be an object "
-                 "{\"domain\":[min,max],\"clip\":[L,U]}", name);
+        snprintf(eb, ebn,
+                 "config key 'ingest.channels': '%s' must be an object "
+                 "{\"domain\":[min,max],\"clip\":[L,U]}",
+                 name);
         return CORE_ECONFIG;
     }
-    json_object_foreach((json_t *)spec, k, v) {
+    json_object_foreach((json_t *)spec, k, v)
+    {
         if (strcmp(k, "domain") != 0 && strcmp(k, "clip") != 0) {
-            snprintf(eb, ebn, "config key 'ingest.channels': '%s' has unknown member '%.40s'",
-                     name, k);
+            snprintf(eb, ebn, "config key 'ingest.channels': '%s' has unknown member '%.40s'", name,
+                     k);
             return CORE_ECONFIG;
         }
     }
     snprintf(ch->name, sizeof(ch->name), "%s", name);
     if (!pair_get(spec, "domain", &ch->dom_lo, &ch->dom_hi) ||
         !pair_get(spec, "clip", &ch->clip_lo, &ch->clip_hi)) {
-        snprintf(eb, ebn, "config key 'ingest.channels': '%s' needs \"domain\":[min,max] and "
-                 "\"clip\":[L,U] (numbers)", name);
+        snprintf(eb, ebn,
+                 "config key 'ingest.channels': '%s' needs \"domain\":[min,max] and "
+                 "\"clip\":[L,U] (numbers)",
+                 name);
         return CORE_ECONFIG;
     }
     /* Written as negations so NaN fails closed. */
     if (!(ch->dom_lo < ch->dom_hi) || !(ch->clip_lo < ch->clip_hi) || !isfinite(ch->dom_lo) ||
         !isfinite(ch->dom_hi) || !isfinite(ch->clip_lo) || !isfinite(ch->clip_hi)) {
-        snprintf(eb, ebn, "config key 'ingest.channels': '%s' needs finite min < max and "
-                 "L < U", name);
+        snprintf(eb, ebn,
+                 "config key 'ingest.channels': '%s' needs finite min < max and "
+                 "L < U",
+                 name);
         return CORE_ECONFIG;
     }
     return CORE_OK;
 }
 
-core_err ing_params_set_channels(struct ing_params *p, const json_t *channels, char *eb,
-                                 size_t ebn)
+core_err ing_params_set_channels(struct ing_params *p, const json_t *channels, char *errbuf,
+                                 size_t errbuf_size)
 {
     const char *name;
     const json_t *spec;
     size_t n = 0;
 
     if (!json_is_object(channels) || json_object_size(channels) == 0) {
-        snprintf(eb, ebn, "config key 'ingest.channels': expected a non-empty object "
+        snprintf(errbuf, errbuf_size,
+                 "config key 'ingest.channels': expected a non-empty object "
                  "{channel: {\"domain\":[min,max],\"clip\":[L,U]}}");
         return CORE_ECONFIG;
     }
     if (json_object_size(channels) > ING_MAX_CHANNELS) {
-        snprintf(eb, ebn, "config key 'ingest.channels': more than %d channels",
+        snprintf(errbuf, errbuf_size, "config key 'ingest.channels': more than %d channels",
                  ING_MAX_CHANNELS);
         return CORE_ECONFIG;
     }
-    json_object_foreach((json_t *)channels, name, spec) {
-        core_err rc = channel_parse(&p->channels[n], name, spec, eb, ebn);
+    json_object_foreach((json_t *)channels, name, spec)
+    {
+        core_err rc = channel_parse(&p->channels[n], name, spec, errbuf, errbuf_size);
         if (rc != CORE_OK)
             return rc;
         n++;
@@ -146,7 +156,8 @@ core_err ing__params_set_features(struct ing_params *p, const json_t *arr, char 
 
     if (!json_is_array(arr) || json_array_size(arr) == 0)
         goto bad;
-    json_array_foreach(arr, i, v) {
+    json_array_foreach(arr, i, v)
+    {
         unsigned bit = 0;
         for (size_t f = 0; f < sizeof(feature_names) / sizeof(*feature_names); f++)
             if (json_is_string(v) && strcmp(json_string_value(v), feature_names[f].name) == 0)
@@ -158,7 +169,8 @@ core_err ing__params_set_features(struct ing_params *p, const json_t *arr, char 
     p->features = bits;
     return CORE_OK;
 bad:
-    snprintf(eb, ebn, "config key 'ingest.features': expected a non-empty array of distinct "
+    snprintf(eb, ebn,
+             "config key 'ingest.features': expected a non-empty array of distinct "
              "names from mean|count|min|max|std");
     return CORE_ECONFIG;
 }
@@ -170,15 +182,19 @@ core_err ing__params_set_nodes(struct ing_params *p, const json_t *arr, char *eb
     bool seen[ING_MAX_CHANNELS] = {false};
 
     if (!json_is_array(arr) || json_array_size(arr) > ING_MAX_CHANNELS) {
-        snprintf(eb, ebn, "config key 'ingest.nodes': expected an array of channel names "
+        snprintf(eb, ebn,
+                 "config key 'ingest.nodes': expected an array of channel names "
                  "([] = every channel present in the window)");
         return CORE_ECONFIG;
     }
-    json_array_foreach(arr, i, v) {
+    json_array_foreach(arr, i, v)
+    {
         int c = json_is_string(v) ? channel_index(p, json_string_value(v)) : -1;
         if (c < 0 || seen[c]) {
-            snprintf(eb, ebn, "config key 'ingest.nodes': entry %zu is not a distinct channel "
-                     "declared in ingest.channels", i);
+            snprintf(eb, ebn,
+                     "config key 'ingest.nodes': entry %zu is not a distinct channel "
+                     "declared in ingest.channels",
+                     i);
             return CORE_ECONFIG;
         }
         seen[c] = true;
@@ -235,15 +251,18 @@ static core_err validate_window(const struct ing_params *p, char *eb, size_t ebn
     if (!(p->period_ms > 0))
         return fail(eb, ebn, "ingest.period_ms", "must be > 0");
     if (!(p->window_ms > 0) || p->window_ms % p->period_ms != 0)
-        return fail(eb, ebn, "ingest.window.size_ms", "must be a positive multiple of "
+        return fail(eb, ebn, "ingest.window.size_ms",
+                    "must be a positive multiple of "
                     "ingest.period_ms");
     if (p->window_ms / p->period_ms > ING_MAX_SLOTS)
         return fail(eb, ebn, "ingest.window.size_ms", "more than 10000 sampling periods");
     if (!(p->hop_ms > 0) || p->hop_ms > p->window_ms || p->hop_ms % p->period_ms != 0)
-        return fail(eb, ebn, "ingest.window.hop_ms", "must be a multiple of ingest.period_ms "
+        return fail(eb, ebn, "ingest.window.hop_ms",
+                    "must be a multiple of ingest.period_ms "
                     "in (0, ingest.window.size_ms] (0 in the config = tumbling)");
     if (p->has_split && floor_mod(p->split_at_ms - p->origin_ms, p->hop_ms) != 0)
-        return fail(eb, ebn, "ingest.split_at_ms", "must lie on the window grid "
+        return fail(eb, ebn, "ingest.split_at_ms",
+                    "must lie on the window grid "
                     "(origin_ms + k * hop)");
     if (p->max_interp_gap < 0 || p->max_interp_gap > ING_MAX_SLOTS)
         return fail(eb, ebn, "ingest.max_interp_gap", "must be in [0, 10000]");
@@ -273,30 +292,31 @@ static core_err validate_limits(const struct ing_params *p, char *eb, size_t ebn
     return CORE_OK;
 }
 
-core_err ing_params_validate(const struct ing_params *p, char *eb, size_t ebn)
+core_err ing_params_validate(const struct ing_params *p, char *errbuf, size_t errbuf_size)
 {
-    core_err rc = validate_window(p, eb, ebn);
+    core_err rc = validate_window(p, errbuf, errbuf_size);
     if (rc == CORE_OK)
-        rc = validate_limits(p, eb, ebn);
+        rc = validate_limits(p, errbuf, errbuf_size);
     if (rc != CORE_OK)
         return rc;
     if (p->n_channels == 0 || p->n_channels > ING_MAX_CHANNELS)
-        return fail(eb, ebn, "ingest.channels", "needs 1..32 channels");
+        return fail(errbuf, errbuf_size, "ingest.channels", "needs 1..32 channels");
     for (size_t i = 0; i < p->n_channels; i++) {
         const struct ing_channel *c = &p->channels[i];
         if (!name_ok(c->name) || !(c->dom_lo < c->dom_hi) || !(c->clip_lo < c->clip_hi) ||
             !isfinite(c->dom_lo) || !isfinite(c->dom_hi) || !isfinite(c->clip_lo) ||
             !isfinite(c->clip_hi))
-            return fail(eb, ebn, "ingest.channels", "a channel has a bad name or interval");
+            return fail(errbuf, errbuf_size, "ingest.channels",
+                        "a channel has a bad name or interval");
         for (size_t j = 0; j < i; j++)
             if (strcmp(p->channels[j].name, c->name) == 0)
-                return fail(eb, ebn, "ingest.channels", "duplicate channel name");
+                return fail(errbuf, errbuf_size, "ingest.channels", "duplicate channel name");
     }
     if (p->n_nodes > p->n_channels)
-        return fail(eb, ebn, "ingest.nodes", "more nodes than channels");
+        return fail(errbuf, errbuf_size, "ingest.nodes", "more nodes than channels");
     for (size_t i = 0; i < p->n_nodes; i++)
         if (p->node_channel[i] >= p->n_channels)
-            return fail(eb, ebn, "ingest.nodes", "refers to an undeclared channel");
+            return fail(errbuf, errbuf_size, "ingest.nodes", "refers to an undeclared channel");
     return CORE_OK;
 }
 
@@ -323,8 +343,8 @@ static core_err read_ints(const struct core_config *cfg, struct ing_params *p)
     return CORE_OK;
 }
 
-core_err ing_params_from_config(const struct core_config *cfg, struct ing_params *p, char *eb,
-                                size_t ebn)
+core_err ing_params_from_config(const struct core_config *cfg, struct ing_params *p, char *errbuf,
+                                size_t errbuf_size)
 {
     const char *kp;
     core_err rc;
@@ -333,16 +353,18 @@ core_err ing_params_from_config(const struct core_config *cfg, struct ing_params
     rc = read_ints(cfg, p);
     kp = core_config_str(cfg, "ingest.key_policy");
     p->key_policy = !kp || strcmp(kp, "require") == 0 ? ING_KEY_REQUIRE
-                    : strcmp(kp, "match") == 0     ? ING_KEY_MATCH
-                                                   : ING_KEY_IGNORE;
+                    : strcmp(kp, "match") == 0        ? ING_KEY_MATCH
+                                                      : ING_KEY_IGNORE;
     if (rc == CORE_OK)
-        rc = ing_params_set_channels(p, core_config_json(cfg, "ingest.channels"), eb, ebn);
+        rc = ing_params_set_channels(p, core_config_json(cfg, "ingest.channels"), errbuf,
+                                     errbuf_size);
     if (rc == CORE_OK)
-        rc = ing__params_set_nodes(p, core_config_json(cfg, "ingest.nodes"), eb, ebn);
+        rc = ing__params_set_nodes(p, core_config_json(cfg, "ingest.nodes"), errbuf, errbuf_size);
     if (rc == CORE_OK)
-        rc = ing__params_set_features(p, core_config_json(cfg, "ingest.features"), eb, ebn);
+        rc = ing__params_set_features(p, core_config_json(cfg, "ingest.features"), errbuf,
+                                      errbuf_size);
     if (rc == CORE_OK)
-        rc = ing_params_validate(p, eb, ebn);
+        rc = ing_params_validate(p, errbuf, errbuf_size);
     if (rc == CORE_OK)
         core_config_version(cfg, "ingest.", p->config_version);
     return rc;

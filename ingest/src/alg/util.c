@@ -1,10 +1,9 @@
 /* util.c - timestamps, UTF-8 check, JSON output buffer (ing_int.h). */
-#include "ing_int.h"
-
 #include <stdio.h>
 #include <string.h>
 
 #include "core/mem.h"
+#include "ing_int.h"
 
 /* Days since 1970-01-01 of a proleptic Gregorian civil date (H. Hinnant's algorithm). */
 static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
@@ -269,8 +268,10 @@ void ing__buf_base64(struct ing_buf *b, const unsigned char *s, size_t n)
         unsigned v = (unsigned)s[i] << 16 | (i + 1 < n ? (unsigned)s[i + 1] << 8 : 0u);
         b->p[b->len++] = tab[v >> 18];
         b->p[b->len++] = tab[(v >> 12) & 63];
-        b->p[b->len++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
         b->p[b->len++] = '=';
+        b->p[b->len++] = '=';
+        if (i + 1 < n)
+            b->p[b->len - 2] = tab[(v >> 6) & 63];
     }
     b->p[b->len++] = '"';
     b->p[b->len] = '\0';

@@ -112,8 +112,7 @@ static int64_t next_occupied(const struct ing__wscratch *ws, int64_t j)
 /* Build the completed, normalized series of channel c into ws->u (slots between the first
  * and the last occupied one; leading/trailing empty slots have no neighbour on one side
  * inside the window and are not imputed). Returns its length. */
-static size_t build_series(struct ing_engine *e, const struct ing__dev *d, size_t c,
-                           int64_t start)
+static size_t build_series(struct ing_engine *e, const struct ing__dev *d, size_t c, int64_t start)
 {
     struct ing__wscratch *ws = &e->ws;
     const struct ing_channel *ch = &e->p.channels[c];
@@ -172,8 +171,10 @@ static enum ing_excl channel_window(struct ing_engine *e, const struct ing__dev 
     int64_t gap;
 
     if (!((double)occ / (double)ws->n_slots >= e->p.min_coverage) || occ == 0) {
-        snprintf(why, wn, "channel '%s': %zu of %lld slots hold a sample (ingest.min_coverage "
-                 "%g)", e->p.channels[c].name, occ, (long long)ws->n_slots, e->p.min_coverage);
+        snprintf(why, wn,
+                 "channel '%s': %zu of %lld slots hold a sample (ingest.min_coverage "
+                 "%g)",
+                 e->p.channels[c].name, occ, (long long)ws->n_slots, e->p.min_coverage);
         return ING_X_LOW_COVERAGE;
     }
     gap = longest_gap(ws);
@@ -206,8 +207,8 @@ static void pick_nodes(struct ing_engine *e, const struct ing__dev *d, size_t i0
             }
 }
 
-static void collect_src(struct ing__wscratch *ws, const struct ing__dev *d, size_t i0,
-                        size_t i1, size_t *n_src)
+static void collect_src(struct ing__wscratch *ws, const struct ing__dev *d, size_t i0, size_t i1,
+                        size_t *n_src)
 {
     size_t n = 0;
 
@@ -279,8 +280,8 @@ static void put_nodes(struct ing_buf *b, const struct ing_engine *e, int what)
     ing__buf_puts(b, "}");
 }
 
-static void put_header(struct ing_engine *e, const struct ing__dev *d, int64_t start,
-                       int64_t end, size_t n)
+static void put_header(struct ing_engine *e, const struct ing__dev *d, int64_t start, int64_t end,
+                       size_t n)
 {
     struct ing_buf *b = &e->out;
     char ts[40];
@@ -332,7 +333,10 @@ void ing__window_emit(struct ing_engine *e, const struct ing__dev *d, int64_t st
     e->c.excluded_by_reason[x] += x != ING_X_NONE;
     for (size_t k = 0; x == ING_X_NONE && k < ws->n_nodes; k++)
         e->c.interpolated += ws->imp_n[ws->nodes[k]];
-    if (!sink || !sink->on_window || (x != ING_X_NONE && !e->p.emit_excluded))
+    if (x != ING_X_NONE && !e->p.emit_excluded)
+        return;
+    e->c.windows_emitted++;
+    if (!sink || !sink->on_window)
         return;
     put_header(e, d, start, start + e->p.window_ms, i1 - i0);
     if (x != ING_X_NONE) {
@@ -349,8 +353,7 @@ void ing__window_emit(struct ing_engine *e, const struct ing__dev *d, int64_t st
         put_nodes(b, e, 2);
     }
     ing__buf_puts(b, "}");
-    e->c.windows_emitted++;
-    info = (struct ing_window_info){d->id, start, start + e->p.window_ms, x != ING_X_NONE, x,
+    info = (struct ing_window_info){d->id, start,  start + e->p.window_ms, x != ING_X_NONE, x,
                                     n_src, ws->src};
     sink->on_window(sink->arg, d->id, d->id_len, b->p, b->len, &info);
 }

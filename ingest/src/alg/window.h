@@ -23,9 +23,9 @@ struct ing__dev {
     int64_t next_k;       /* windows < next_k are closed; INT64_MIN: none yet */
     int64_t last_seen_ms; /* processing time of the last accepted reading */
     int32_t last_partition;
-    size_t n, cap;       /* buffered readings, sorted by ts (hence by tau) */
+    size_t n, cap; /* buffered readings, sorted by ts (hence by tau) */
     struct ing__rd *rd;
-    double *val;         /* cap * n_channels; NaN = null */
+    double *val;                  /* cap * n_channels; NaN = null */
     struct ing__dev *prev, *next; /* LRU (devices with n > 0) */
     bool in_lru;
 };
@@ -34,8 +34,8 @@ struct ing__dev {
 struct ing__wscratch {
     int64_t n_slots;
     size_t *slot_first, *slot_last; /* per slot: first/last reading index; SIZE_MAX = empty */
-    double *u;                       /* normalized points of one channel */
-    int64_t *imp_ts;                 /* n_channels * n_slots imputed slot times */
+    double *u;                      /* normalized points of one channel */
+    int64_t *imp_ts;                /* n_channels * n_slots imputed slot times */
     size_t imp_n[ING_MAX_CHANNELS];
     size_t n_real[ING_MAX_CHANNELS];
     double feat[ING_MAX_CHANNELS][5]; /* mean, count, min, max, std */

@@ -31,19 +31,25 @@ static core_err check_nodes(const json_t *v, char *eb, size_t ebn)
 
     if (!json_is_array(v) || json_array_size(v) > ING_MAX_CHANNELS)
         goto bad;
-    json_array_foreach(v, i, e) {
+    json_array_foreach(v, i, e)
+    {
         if (!json_is_string(e))
             goto bad;
     }
     return CORE_OK;
 bad:
-    snprintf(eb, ebn, "config key 'ingest.nodes': expected an array of at most %d channel "
-             "names", ING_MAX_CHANNELS);
+    snprintf(eb, ebn,
+             "config key 'ingest.nodes': expected an array of at most %d channel "
+             "names",
+             ING_MAX_CHANNELS);
     return CORE_ECONFIG;
 }
 
 #define DAY_MS 86400000.0
-#define K_INT(name, def, lo, hi, help) {name, CORE_CFG_INT, def, lo, hi, NULL, help, NULL}
+#define K_INT(name, def, lo, hi, help)                                                             \
+    {                                                                                              \
+        name, CORE_CFG_INT, def, lo, hi, NULL, help, NULL                                          \
+    }
 
 const struct core_cfg_key ing_config_keys[] = {
     K_INT("ingest.window.size_ms", "900000", 1, 7 * DAY_MS,

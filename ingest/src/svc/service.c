@@ -405,6 +405,8 @@ static void finish(struct ing_service *s)
     metrics_refresh(s);
     health_refresh(s);
     CORE_INFO("ingest stopped: %s", core_strerror(s->status));
+    core_kconsumer_detach(s->cons); /* let uv_run return; destroyed in ing_service_free */
+    core_kproducer_detach(s->prod);
     uv_close((uv_handle_t *)&s->commit_timer, on_timer_closed);
     uv_close((uv_handle_t *)&s->tick_timer, on_timer_closed);
 }

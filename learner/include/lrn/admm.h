@@ -77,10 +77,12 @@ struct lrn_admm_opts {
     enum lrn_wire wire;     /* what participants and server send */
     size_t lbfgs_max_iter;  /* server L-BFGS iteration cap per round */
     double lbfgs_epsilon;   /* liblbfgs relative gradient tolerance */
+    double lbfgs_wtol;      /* also stop when no W_ij moved more than this in 3 iterations */
 };
 
-/* Fed-Sparse-BNSL defaults (paper B.3.2: ρ₁ = 1000, ρ₂ = 1; T = 100; threshold 0.3;
- * sparse wire; ρ₁ ×10 on stall (h_stall 0.25), cap 1e16; no early stop; enforce_dag). */
+/* Fed-Sparse-BNSL defaults (paper B.3.2: ρ₁ = 1000, ρ₂ = 1; T = 100; threshold 0.3) and
+ * our choices: sparse wire; ρ₁ ×2 on stall (h_stall 0.25), cap 1e16; w_sparsify 0.05;
+ * L-BFGS ≤ 100 iterations, wtol 1e-4, epsilon 1e-6; no early stop; enforce_dag. */
 struct lrn_admm_opts lrn_admm_opts_default(void);
 
 /* Check an options struct. Returns CORE_OK or CORE_EINVAL (errbuf names the field). */

@@ -91,6 +91,12 @@ CORE_MUST_CHECK core_err lrn_dppgcd_new(size_t n, size_t d, const double *X,
                                         const struct core_rng *rng, struct lrn_dppgcd **out);
 void lrn_dppgcd_free(struct lrn_dppgcd *s); /* NULL-safe */
 
+/* Prepare the clipped data state for (B, ρ₂) without any private step or charge: sets
+ * C_ij for ρ₂ and computes the residuals and D. lrn_dppgcd_solve() does this itself; it is
+ * public so audits can inspect D (lrn_dppgcd_data_gradient()) for a given B.
+ * Returns CORE_OK, CORE_EINVAL. */
+CORE_MUST_CHECK core_err lrn_dppgcd_prepare(struct lrn_dppgcd *s, const double *B, double rho2);
+
 /* K private steps from the warm start B (in/out, d×d; diagonal zeroed).
  *   W, beta  d×d borrowed (beta NULL = 0).  rho2 ≥ 0.
  * Returns CORE_OK, CORE_EINVAL, CORE_EBUDGET (more rounds than calibrated: nothing done),

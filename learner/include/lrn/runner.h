@@ -47,6 +47,7 @@ struct lrn_runner_opts {
     struct lrn_notears_opts notears; /* notears, local-notears */
     double cov_eps, cov_delta;      /* dp-fed-bnsl: (eps, delta) per participant; delta 0 -> 1/n^2 */
     double cov_bound;               /* dp-fed-bnsl: b, rows clipped to ||x||^2 <= b */
+    bool fs_cov_by_p;               /* fed-sparse: Sigma_p = X^T X / (n_p P) as notears-admm */
 };
 
 /* The paper's tuned defaults (Appendix B.3) for method m at dimension d:

@@ -33,7 +33,7 @@ struct lrn_admm_opts lrn_admm_opts_default(void)
         .max_rounds = 100,
         .rho1 = 1000.0,
         .rho2 = 1.0,
-        .rho1_growth = 10.0,
+        .rho1_growth = 2.0,
         .rho2_growth = 1.0,
         .rho_max = 1e16,
         .schedule = LRN_RHO_ON_STALL,
@@ -41,11 +41,12 @@ struct lrn_admm_opts lrn_admm_opts_default(void)
         .h_tol = 1e-8,
         .primal_tol = 0.0,
         .w_threshold = 0.3,
-        .w_sparsify = 0.0,
+        .w_sparsify = 0.05,
         .enforce_dag = true,
         .wire = LRN_WIRE_SPARSE,
-        .lbfgs_max_iter = 200,
+        .lbfgs_max_iter = 100,
         .lbfgs_epsilon = 1e-6,
+        .lbfgs_wtol = 1e-4,
     };
     return o;
 }
@@ -89,6 +90,8 @@ core_err lrn_admm_opts_check(const struct lrn_admm_opts *o, char *errbuf, size_t
         BAD("lbfgs_max_iter");
     if (!(o->lbfgs_epsilon > 0.0) || !(o->lbfgs_epsilon < 1.0))
         BAD("lbfgs_epsilon");
+    if (!(o->lbfgs_wtol >= 0.0) || !isfinite(o->lbfgs_wtol))
+        BAD("lbfgs_wtol");
     return CORE_OK;
 }
 
@@ -243,7 +246,8 @@ struct run {
     uint8_t *buf;
     size_t bufcap;
     lbfgsfloatval_t *x;
-    size_t evals, iters, max_scc;
+    size_t evals, iters, calm;
+    double *xprev;
     uint64_t bytes_model, bytes_wire, bytes_up_model;
     size_t nnz_up, nnz_down;
 };
@@ -255,6 +259,7 @@ static void run_free(struct run *r)
     free(r->W);
     free(r->supp);
     free(r->buf);
+    free(r->xprev);
     if (r->x)
         lbfgs_free(r->x);
     lrn_acyclic_ws_free(r->ws);
@@ -279,6 +284,7 @@ static core_err run_init(struct run *r, size_t d, size_t P, const struct lrn_adm
     r->bufcap = lrn_wire_max_len(d, o->wire);
     r->buf = core_xmalloc(r->bufcap);
     r->x = lbfgs_malloc((int)r->d2);
+    r->xprev = core_xcalloc(r->d2, sizeof(double));
     if (!r->x)
         return CORE_ENOMEM;
     r->rho1 = o->rho1;
@@ -394,9 +400,18 @@ static int server_progress(void *inst, const lbfgsfloatval_t *x, const lbfgsfloa
                            int ls)
 {
     struct run *r = inst;
-    (void)x, (void)g, (void)fx, (void)xnorm, (void)gnorm, (void)step, (void)n, (void)ls;
+    double dmax = 0.0;
+    (void)g, (void)fx, (void)xnorm, (void)gnorm, (void)step, (void)ls;
+
     r->iters = (size_t)k;
-    return 0;
+    /* Stop once no entry of W moved by more than wtol in 3 consecutive iterations: the
+     * gradient norm is a poor test here because the ρ₁h² directions are very stiff. */
+    for (int i = 0; i < n; i++) {
+        dmax = fmax(dmax, fabs(x[i] - r->xprev[i]));
+        r->xprev[i] = x[i];
+    }
+    r->calm = dmax <= r->o->lbfgs_wtol ? r->calm + 1 : 0;
+    return r->calm >= 3 ? 1 : 0;
 }
 
 static core_err server_solve(struct run *r, size_t *iters)
@@ -410,17 +425,20 @@ static core_err server_solve(struct run *r, size_t *iters)
     if (r->nsupp == 0)
         return CORE_OK;
     for (size_t k = 0; k < r->nsupp; k++)
-        r->x[k] = r->W[r->supp[k]];
+        r->x[k] = r->xprev[k] = r->W[r->supp[k]];
+    r->calm = 0;
     lbfgs_parameter_init(&prm);
     prm.max_iterations = (int)r->o->lbfgs_max_iter;
     prm.epsilon = r->o->lbfgs_epsilon;
     prm.linesearch = LBFGS_LINESEARCH_BACKTRACKING_WOLFE;
+
     r->iters = 0;
     r->evals = 0;
     st = lbfgs((int)r->nsupp, r->x, &fx, server_eval, server_progress, r, &prm);
     if (st == LBFGSERR_OUTOFMEMORY)
         return CORE_ENOMEM;
-    if (st == LBFGSERR_INVALID_N || st == LBFGSERR_INVALIDPARAMETERS)
+    if (st == LBFGSERR_INVALID_N || st == LBFGSERR_INVALIDPARAMETERS ||
+        st == LBFGSERR_INVALID_EPSILON)
         return CORE_EINVAL;
     /* Any other status leaves x at the last accepted (finite-objective) point. */
     for (size_t k = 0; k < r->nsupp; k++) {

@@ -1,6 +1,62 @@
-/* config_keys.c - the learner stage's configuration keys (see lrn/config.h). */
+/* config_keys.c - the learner stage's configuration keys (see lrn/config.h).
+ *
+ * Defaults are the paper's tuned values for synthetic homogeneous data (Appendix B.3.2:
+ * ρ₁ = 1000, ρ₂ = 1, λ = 0.1, γ = 0.5, threshold 0.3; B.3.3 Table 5 at ε = 5: C = 5,
+ * T = 100, K = 20) plus our choices where the paper is silent (docs/learner.md).
+ */
 #include "lrn/config.h"
 
+#define K_DBL(name, def, lo, hi, help) {name, CORE_CFG_DOUBLE, def, lo, hi, NULL, help, NULL}
+#define K_INT(name, def, lo, hi, help) {name, CORE_CFG_INT, def, lo, hi, NULL, help, NULL}
+#define K_BOOL(name, def, help)        {name, CORE_CFG_BOOL, def, 1, 0, NULL, help, NULL}
+#define K_ENUM(name, def, choices, help) {name, CORE_CFG_ENUM, def, 1, 0, choices, help, NULL}
+
 const struct core_cfg_key lrn_config_keys[] = {
+    /* ADMM (paper Algorithm 1) */
+    K_INT("learner.rounds", "100", 1, 100000, "ADMM rounds T"),
+    K_DBL("learner.lambda", "0.1", 0, 1e6, "l1 weight lambda on each B_p (paper B.3.2: 0.1)"),
+    K_DBL("learner.rho1", "1000", 1e-12, 1e16, "initial acyclicity penalty rho1 (paper: 1000)"),
+    K_DBL("learner.rho2", "1", 1e-12, 1e16, "consensus penalty rho2 (paper: 1)"),
+    K_ENUM("learner.rho_schedule", "\"on_stall\"", "on_stall|every_round",
+           "on_stall: rho1 *= rho1_growth when h(W) > h_stall*h(W_prev); every_round: "
+           "notears-admm (rho1 *= rho1_growth, rho2 *= rho2_growth each round)"),
+    K_DBL("learner.rho1_growth", "2", 1, 1e6, "rho1 growth factor"),
+    K_DBL("learner.rho2_growth", "1", 1, 1e6, "rho2 growth factor (every_round only)"),
+    K_DBL("learner.rho_max", "1e16", 1, 1e300, "cap on rho1 and rho2"),
+    K_DBL("learner.h_stall", "0.25", 1e-9, 1, "h must fall below h_stall*h_prev or rho1 grows"),
+    K_DBL("learner.h_tol", "1e-8", 0, 1, "early stop: h(W) <= h_tol (with primal_tol)"),
+    K_DBL("learner.primal_tol", "0", 0, 1e6,
+          "early stop when max|B_p - W| <= primal_tol and h <= h_tol; 0: run all rounds"),
+    K_DBL("learner.w_threshold", "0.3", 0, 1e6, "final |w| < threshold -> 0 (paper: 0.3)"),
+    K_DBL("learner.w_sparsify", "0.05", 0, 1e6,
+          "server zeroes |W_ij| < w_sparsify each round before sending W (0: off)"),
+    K_BOOL("learner.enforce_dag", "true", "drop weakest edges until acyclic at the end"),
+    K_ENUM("learner.wire", "\"sparse\"", "sparse|dense",
+           "message encoding: (index,value) pairs of nonzeros, or dense d*d"),
+    K_ENUM("learner.cov_scale", "\"n\"", "n|nP",
+           "Sigma_p = X'X/n_p, or X'X/(n_p*P) as notears-admm does"),
+    K_INT("learner.lbfgs.max_iter", "100", 1, 100000, "server L-BFGS iterations per round"),
+    K_DBL("learner.lbfgs.epsilon", "1e-6", 1e-16, 0.5, "liblbfgs relative gradient tolerance"),
+    K_DBL("learner.lbfgs.wtol", "1e-4", 0, 1,
+          "server stops when no W_ij moved more than this in 3 iterations"),
+    /* PGCD local solver (paper §4.2) */
+    K_DBL("learner.pgcd.gamma", "0.5", 1e-6, 1, "PGCD step gamma (paper: 0.5)"),
+    K_INT("learner.pgcd.max_steps", "1000", 1, 100000000,
+          "non-private PGCD coordinate steps per round (cap)"),
+    K_DBL("learner.pgcd.tol", "1e-6", 0, 1e6, "PGCD stops when the best GS-s score <= tol"),
+    /* DP-PGCD (paper §5, Theorem 5.1, Appendix A.3) */
+    K_BOOL("learner.dp.enabled", "false", "use DP-PGCD (DP-Fed-Sparse-BNSL)"),
+    K_DBL("learner.dp.eps", "5", 1e-3, 1e3, "epsilon of the optimisation (Theorem 5.1)"),
+    K_DBL("learner.dp.delta", "0", 0, 0.5, "delta; 0 means 1/n_p^2 (paper default)"),
+    K_DBL("learner.dp.clip", "5", 1e-9, 1e12, "global clipping threshold C (Table 5: 5 at eps 5)"),
+    K_INT("learner.dp.steps", "20", 1, 100000, "private PGCD steps K per round (Table 5: 20)"),
+    K_ENUM("learner.dp.m_source", "\"private\"", "private|public|exact",
+           "smoothness constants: Gaussian estimate with eps_m (A.3.2), public values "
+           "(learner.dp.m_public), or exact from data (NOT private; paper baseline)"),
+    K_DBL("learner.dp.eps_m", "1.25", 1e-3, 1e3, "epsilon for the private M_j estimate"),
+    K_DBL("learner.dp.m_bound", "100", 1e-12, 1e12,
+          "public bound b on x_kj^2 for the private M_j estimate (values are clipped to it)"),
+    {"learner.dp.m_public", CORE_CFG_JSON, NULL, 1, 0, NULL,
+     "array of d public smoothness constants M_j (m_source = public)", NULL},
     {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},
 };

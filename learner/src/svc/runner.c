@@ -117,7 +117,7 @@ static core_err run_fed_sparse(const struct lrn_runner_opts *o, size_t d, size_t
     core_err rc = CORE_OK;
 
     for (size_t p = 0; rc == CORE_OK && p < P; p++) {
-        rc = lrn_covariance(n[p], d, x[p], 1.0, sig + p * d * d);
+        rc = lrn_covariance(n[p], d, x[p], o->fs_cov_by_p ? (double)P : 1.0, sig + p * d * d);
         sp[p] = sig + p * d * d;
     }
     if (rc == CORE_OK)

@@ -6,10 +6,11 @@
  *   - the protected atomic unit u = (t, v_i) is one reading occurrence of channel v_i at
  *     one sample time t of one device (component-occurrence privacy, paper Sec. 3.1);
  *   - the expansion set Γ(u) holds, for every channel j within `hops` edges of v_i in the
- *     declared policy graph G0 (v_i itself included), the occurrences of j at the sample
- *     times t-h..t+h (h = time radius). Neighbouring datasets agree outside Γ(u) and may
- *     differ arbitrarily inside the clipped domain [0,1] within it (value replacement:
- *     which samples exist is NOT protected; see docs/release.md).
+ *     declared policy graph G0 (v_i itself included), the occurrences of j in the same
+ *     reading (h = 0), or in the sampling slots t-h..t+h (h = time radius > 0; at most
+ *     `per_slot` real readings of a channel share a slot). Neighbouring datasets agree
+ *     outside Γ(u) and may differ arbitrarily inside the clipped domain within it (value
+ *     replacement: which samples exist is NOT protected; see docs/release.md).
  * Window values are clipped and normalized to [0,1] by ingest, so every bound below is
  * in normalized units. All bounds hold for every window with at least `min_samples` real
  * samples of the node (windows with fewer are refused), so B_k is a public constant of
@@ -69,15 +70,16 @@ CORE_MUST_CHECK core_err rel_query_params_check(const struct rel_query_params *q
  *   edges         borrowed, 2*n_edges channel indices (undirected pairs; self-loops allowed
  *                 and ignored).
  *   hops          neighbourhood radius in G0 (0: the channel only).
- *   time_radius   h: Γ(u) spans sample times t-h..t+h.
+ *   time_radius   h: Γ(u) spans the sampling slots t-h..t+h (0: u's own reading only).
+ *   per_slot      k >= 1: real readings of one channel that may share a slot (h > 0 only).
  *   counts        out, caller-allocated n_chan*n_chan: counts[i*n_chan + j] = number of
  *                 occurrences of channel j inside Γ(u) for an occurrence u of channel i
- *                 (2h+1 or 0).
+ *                 (1 when h = 0, (2h+1)k when h > 0, or 0).
  *   work          caller-allocated, 2*n_chan uint32_t.
  * Returns CORE_OK, CORE_EINVAL (index out of range, n_chan 0 or over the cap, overflow). */
 CORE_MUST_CHECK core_err rel_policy_counts(size_t n_chan, const uint32_t *edges,
                                            size_t n_edges, uint32_t hops, uint32_t time_radius,
-                                           uint32_t *counts, uint32_t *work);
+                                           uint32_t per_slot, uint32_t *counts, uint32_t *work);
 
 /* Certified global sensitivity of one node statistic when c of its real samples may change,
  * in normalized units, with P = c(1+2G) changed points of the completed series (DESIGN §5:

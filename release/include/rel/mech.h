@@ -13,7 +13,7 @@
 
 enum rel_mech_id {
     REL_MECH_LAP = 0,         /* Lap-DP: s_k = B_k, uniform ε_k */
-    REL_MECH_GAUSS,           /* Gau-DP: s_k = B_k, analytic Gaussian (ε_rel, δ), l2 certificate */
+    REL_MECH_GAUSS,           /* Gau-DP: s_k = B_k, analytic Gaussian (ε_rel, δ), l2 cert. */
     REL_MECH_ADA,             /* Ada-DP: s_k = B_k, Algorithm 3 with β_r = 0 */
     REL_MECH_RISK,            /* Risk-DP: s_k = B_k, Algorithm 3 with β_u = 0 */
     REL_MECH_GCDP,            /* GC-DP: s_k = max(B_k, ξ̂_k), Algorithm 3 */

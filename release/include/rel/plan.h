@@ -39,6 +39,7 @@ struct rel_opts {
     const json_t *policy_edges;    /* borrowed: [[chanA, chanB], ...] names of G0 edges */
     uint32_t policy_hops;          /* G0 neighbourhood radius */
     uint32_t policy_time_radius;   /* h, in sampling periods */
+    uint32_t policy_per_slot;      /* k: real readings of a channel that may share a slot */
     int64_t period_ms;             /* sampling period (time radius -> ms for ledger units) */
     int64_t slot_ms;               /* ledger unit slot length (privacy unit time grain) */
     struct core_dp_cost cap;       /* lifetime cap per unit */

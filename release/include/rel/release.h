@@ -37,6 +37,7 @@ struct rel_window {
     char device[REL_MAX_DEVICE + 1];
     int64_t start, end;  /* epoch ms, [start, end) */
     bool excluded;       /* ingest excluded it: nothing to release */
+    uint32_t n_slots;    /* slots in the window (record's "n_slots"); 0 if not given */
     double *x;           /* θ n_nodes values (NAN where absent and unused) */
     uint32_t *n;         /* θ n_nodes real-sample counts */
 };
@@ -82,12 +83,27 @@ struct rel_release_stats {
 struct rel_releaser;
 
 /* New releaser. plan, ledger and rng are borrowed and must outlive it.
- *   batch  releases per fsync (>= 1).
+ *   batch     releases per fsync (>= 1).
+ *   nthreads  noise workers per window (1..REL_MAX_THREADS); > 1 requires a thread-safe
+ *             rng (core_rng_os() is; the seeded test sources are not).
  * Returns CORE_OK or CORE_EINVAL. */
 CORE_MUST_CHECK core_err rel_releaser_new(const struct rel_plan *plan,
                                           struct core_dp_ledger *ledger,
                                           const struct core_rng *rng, size_t batch,
-                                          struct rel_releaser **out);
+                                          unsigned nthreads, struct rel_releaser **out);
+
+#define REL_MAX_THREADS 16u
+
+/* Algorithm 4 steps 2-5 on projected values: out_k = y_k + noise with the plan's
+ * per-coordinate parameters (Laplace b_k = s_k/ε_k, or Gaussian s_k σ), out_k = y_k
+ * exactly for zero-sensitivity coordinates (Theorem 1). All noise comes from core's exact
+ * samplers. The coordinates are split over nthreads workers (1: the calling thread only).
+ *   y, out  d values each (may not alias); work: d doubles (Gaussian path).
+ * Fails closed: on error out is zeroed. Returns CORE_OK, CORE_EINVAL, CORE_ERNG,
+ * CORE_ENUMERIC. */
+CORE_MUST_CHECK core_err rel_noise_apply(const struct rel_plan *p, const struct core_rng *rng,
+                                         unsigned nthreads, const double *y, double *out,
+                                         double *work);
 
 /* Free; charges of a batch that was never committed are cancelled (nothing was emitted
  * for them). NULL-safe. */

@@ -65,16 +65,19 @@ static void reach(size_t n_chan, const uint32_t *edges, size_t n_edges, uint32_t
 
 /* Γ_G0(u) of paper Sec. 3.1, instantiated as (G0 neighbourhood) x (time radius). */
 core_err rel_policy_counts(size_t n_chan, const uint32_t *edges, size_t n_edges, uint32_t hops,
-                           uint32_t time_radius, uint32_t *counts, uint32_t *work)
+                           uint32_t time_radius, uint32_t per_slot, uint32_t *counts,
+                           uint32_t *work)
 {
     uint32_t per;
 
-    if (n_chan == 0 || n_chan > REL_MAX_CHANNELS || time_radius > REL_MAX_SAMPLES)
+    if (n_chan == 0 || n_chan > REL_MAX_CHANNELS || time_radius > 1000000 || per_slot == 0 ||
+        per_slot > 1000)
         return CORE_EINVAL;
     for (size_t e = 0; e < 2 * n_edges; e++)
         if (edges[e] >= n_chan)
             return CORE_EINVAL;
-    per = 2 * time_radius + 1;
+    /* one reading holds one value per channel; a slot holds <= per_slot readings */
+    per = time_radius == 0 ? 1 : (2 * time_radius + 1) * per_slot;
     for (size_t i = 0; i < n_chan; i++) {
         reach(n_chan, edges, n_edges, hops, (uint32_t)i, work, work + n_chan);
         for (size_t j = 0; j < n_chan; j++)

@@ -54,6 +54,9 @@ const struct core_cfg_key rel_config_keys[] = {
     K_INT("release.policy.hops", "1", 0, 64, "G0 neighbourhood radius of an expansion set"),
     K_INT("release.policy.time_radius", "0", 0, 10000,
           "expansion set spans samples t-h..t+h (h, in sampling periods)"),
+    K_INT("release.policy.max_per_slot", "2", 1, 1000,
+          "time_radius > 0: real readings of one channel that may share a slot; windows with "
+          "n_node > max_per_slot * n_slots are refused"),
     K_INT("release.query.min_samples", "10", 2, 1 << 30,
           "n_min: windows with fewer real samples of a released node are refused"),
     K_INT("release.query.max_samples", "10000", 2, 1 << 30,
@@ -69,5 +72,6 @@ const struct core_cfg_key rel_config_keys[] = {
     K_DBL("release.ledger.cap_eps", "10", 0.0, 1e6, "lifetime epsilon cap per unit"),
     K_DBL("release.ledger.cap_delta", "1e-5", 0.0, 1.0, "lifetime delta cap per unit (gauss)"),
     K_INT("release.ledger.batch", "256", 1, 65536, "releases per fsync (group commit)"),
+    K_INT("release.threads", "2", 1, 16, "noise worker threads per window (>= 256 coords each)"),
     {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},
 };

@@ -67,6 +67,7 @@ core_err rel_opts_from_config(const struct core_config *cfg, int64_t ingest_inte
     o->policy_edges = core_config_json(cfg, "release.policy.edges");
     o->policy_hops = (uint32_t)core_config_int(cfg, "release.policy.hops");
     o->policy_time_radius = (uint32_t)core_config_int(cfg, "release.policy.time_radius");
+    o->policy_per_slot = (uint32_t)core_config_int(cfg, "release.policy.max_per_slot");
     rc = resolve_int(core_config_int(cfg, "release.period_ms"), 0, ingest_period_ms,
                      "release.period_ms", &period, eb, ebn);
     if (rc != CORE_OK)
@@ -175,7 +176,9 @@ static core_err policy_counts(const struct rel_plan *p, uint32_t **out, char *eb
     }
     if (rc == CORE_OK &&
         rel_policy_counts(p->n_chan, edges, ne, p->opts.policy_hops,
-                          p->opts.policy_time_radius, counts, work) != CORE_OK) {
+                          p->opts.policy_time_radius,
+                          p->opts.policy_per_slot ? p->opts.policy_per_slot : 1, counts,
+                          work) != CORE_OK) {
         snprintf(eb, ebn, "release.policy: invalid policy graph");
         rc = CORE_ECONFIG;
     }

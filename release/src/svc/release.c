@@ -3,6 +3,7 @@
 #include "rel/release.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,8 +31,11 @@ struct rel_releaser {
     struct core_dp_ledger *ledger;
     const struct core_rng *rng;
     size_t batch, n_pending;
+    unsigned nthreads;
     struct pending *pending;
     char **coord_json;     /* d JSON-escaped coordinate names, with quotes */
+    struct sbuf scale_json; /* '},"scale":{...}}': the plan's scales, encoded once */
+    struct sbuf txt[REL_MAX_THREADS]; /* per-worker formatted values of the current window */
     double *y, *z, *out;   /* d work arrays */
     char *unit_buf;
     const char **units;
@@ -85,7 +89,8 @@ static char *json_quote(const char *s)
     return out ? out : core_xstrdup("\"?\"");
 }
 
-/* Shortest-exact doubles (%.17g), with -0 canonicalized to 0 (NOISE.md §4.11). */
+/* Exact doubles (%.17g, round-trip), with -0 canonicalized to 0 (NOISE.md §4.11). Used for
+ * the public parameters (eps_rel, delta, scales). */
 static void sb_double(struct sbuf *b, double v)
 {
     if (v == 0.0)
@@ -93,26 +98,77 @@ static void sb_double(struct sbuf *b, double v)
     sb_printf(b, "%.17g", v);
 }
 
+/* Released values: fixed point, rounded to 12 decimals, trailing zeros trimmed. Rounding a
+ * DP output is post-processing (no privacy cost); the stored and published bytes are the
+ * rounded ones, so a replay is still byte-identical. glibc's %.17g costs ~250 ns (exact
+ * multiprecision conversion) and was a fifth of the release path's CPU; this costs ~20 ns.
+ * |v| >= 1e6 (only possible for .sum nodes or huge coefficients) falls back to %.17g. */
+static void sb_value(struct sbuf *b, double v)
+{
+    char tmp[40], *e = tmp + sizeof(tmp), *q = e;
+    long long m;
+    unsigned long long u, ip, fp;
+    int digits = 12, neg;
+
+    if (!(fabs(v) < 1e6)) {
+        sb_double(b, v);
+        return;
+    }
+    m = llround(v * 1e12);
+    neg = m < 0;
+    u = neg ? (unsigned long long)(-m) : (unsigned long long)m;
+    ip = u / 1000000000000ULL;
+    fp = u % 1000000000000ULL;
+    while (fp && fp % 10 == 0) { /* trim trailing zeros */
+        fp /= 10;
+        digits--;
+    }
+    if (fp) {
+        for (int i = 0; i < digits; i++, fp /= 10)
+            *--q = (char)('0' + fp % 10);
+        *--q = '.';
+    }
+    do {
+        *--q = (char)('0' + ip % 10);
+        ip /= 10;
+    } while (ip);
+    if (neg && u)
+        *--q = '-';
+    sb_put(b, q, (size_t)(e - q));
+}
+
 /* ------------------------------------------------------------------ lifecycle */
 
 core_err rel_releaser_new(const struct rel_plan *plan, struct core_dp_ledger *ledger,
-                          const struct core_rng *rng, size_t batch, struct rel_releaser **out)
+                          const struct core_rng *rng, size_t batch, unsigned nthreads,
+                          struct rel_releaser **out)
 {
     struct rel_releaser *r;
 
     *out = NULL;
-    if (!plan || !ledger || !rng || batch == 0 || batch > 65536)
+    if (!plan || !ledger || !rng || batch == 0 || batch > 65536 || nthreads == 0 ||
+        nthreads > REL_MAX_THREADS)
         return CORE_EINVAL;
     r = core_xcalloc(1, sizeof(*r));
     r->plan = plan;
     r->ledger = ledger;
     r->rng = rng;
     r->batch = batch;
+    r->nthreads = nthreads;
     r->pending = core_xcalloc(batch, sizeof(*r->pending));
     r->coord_json = core_xcalloc(plan->d, sizeof(*r->coord_json));
     for (size_t k = 0; k < plan->d; k++)
         r->coord_json[k] = json_quote(plan->theta->coords[k].name ? plan->theta->coords[k].name
                                                                   : plan->theta->nodes[k]);
+    sb_put(&r->scale_json, "},\"scale\":{", 11);
+    for (size_t k = 0; k < plan->d; k++) {
+        if (k)
+            sb_put(&r->scale_json, ",", 1);
+        sb_put(&r->scale_json, r->coord_json[k], strlen(r->coord_json[k]));
+        sb_put(&r->scale_json, ":", 1);
+        sb_double(&r->scale_json, plan->scale[k]);
+    }
+    sb_put(&r->scale_json, "}}", 2);
     r->y = core_xcalloc(plan->d, sizeof(double));
     r->z = core_xcalloc(plan->d, sizeof(double));
     r->out = core_xcalloc(plan->d, sizeof(double));
@@ -141,6 +197,9 @@ void rel_releaser_free(struct rel_releaser *r)
     for (size_t k = 0; k < r->plan->d; k++)
         free(r->coord_json[k]);
     free(r->coord_json);
+    free(r->scale_json.p);
+    for (unsigned t = 0; t < REL_MAX_THREADS; t++)
+        free(r->txt[t].p);
     free(r->y);
     free(r->z);
     free(r->out);
@@ -172,6 +231,12 @@ static core_err project(struct rel_releaser *r, const struct rel_window *w, char
                      "certified range [%" PRIu32 ", %" PRIu32 "] (release.query.*); refused",
                      w->id, t->nodes[m], w->n[m], p->opts.query.min_samples,
                      p->opts.query.max_samples);
+            return CORE_EINVAL;
+        }
+        if (p->opts.policy_time_radius > 0 && w->n_slots > 0 &&
+            (uint64_t)w->n[m] > (uint64_t)p->opts.policy_per_slot * w->n_slots) {
+            snprintf(eb, ebn, "window %s: node %s has more real samples than "
+                     "release.policy.max_per_slot x n_slots; refused", w->id, t->nodes[m]);
             return CORE_EINVAL;
         }
         if (!isfinite(w->x[m])) {
@@ -211,35 +276,94 @@ static void budget_message(struct rel_releaser *r, size_t n_units, char *eb, siz
     snprintf(eb, ebn, "privacy budget: lifetime cap reached (eps cap %.6g); refused", cap->eps);
 }
 
-/* Algorithm 4 steps 2-5: independent noise per coordinate; zero-sensitivity coordinates
- * exactly (Theorem 1). Noise comes only from core's exact samplers (NOISE.md §4.5/4.6). */
-static core_err add_noise(struct rel_releaser *r)
+/* One worker's share of Algorithm 4 steps 2-5: coordinates [k0, k1). */
+struct noise_job {
+    const struct rel_plan *p;
+    const struct core_rng *rng;
+    const double *y;
+    double *out, *work;
+    size_t k0, k1;
+    char *const *names; /* optional: JSON-quoted coordinate names, to format the values */
+    struct sbuf *txt;   /* with names: receives ',"name":value' for k in [k0, k1) */
+    core_err rc;
+};
+
+static void *noise_run(void *arg)
 {
-    const struct rel_plan *p = r->plan;
-    size_t j = 0;
+    struct noise_job *j = arg;
+    const struct rel_plan *p = j->p;
     core_err rc = CORE_OK;
 
-    if (p->opts.mech->gaussian) {
-        for (size_t k = 0; k < p->d; k++)
-            if (p->s[k] > 0.0)
-                r->z[j++] = r->y[k] / p->s[k]; /* sensitivity <= 1 per coordinate */
-        rc = core_dp_gauss_release(r->rng, &p->gauss, j, r->z, r->z);
-        j = 0;
-        for (size_t k = 0; rc == CORE_OK && k < p->d; k++)
-            r->out[k] = p->s[k] > 0.0 ? p->s[k] * r->z[j++] : r->y[k];
-        return rc;
+    for (size_t k = j->k0; rc == CORE_OK && k < j->k1; k++) {
+        if (!(p->s[k] > 0.0)) {
+            j->out[k] = j->y[k]; /* zero sensitivity: released exactly (Theorem 1) */
+        } else if (p->opts.mech->gaussian) {
+            j->work[k] = j->y[k] / p->s[k]; /* sensitivity <= 1 per coordinate */
+            rc = core_dp_gauss_release(j->rng, &p->gauss, 1, &j->work[k], &j->work[k]);
+            j->out[k] = p->s[k] * j->work[k];
+        } else {
+            rc = core_dp_lap_release(j->rng, &p->lap[k], 1, &j->y[k], &j->out[k]);
+        }
     }
-    for (size_t k = 0; rc == CORE_OK && k < p->d; k++) {
-        if (p->s[k] > 0.0)
-            rc = core_dp_lap_release(r->rng, &p->lap[k], 1, &r->y[k], &r->out[k]);
-        else
-            r->out[k] = r->y[k];
+    if (rc == CORE_OK && j->names) { /* encoding in the worker: printf is the next cost */
+        j->txt->len = 0;
+        sb_reserve(j->txt, (j->k1 - j->k0) * 48);
+        for (size_t k = j->k0; k < j->k1; k++) {
+            if (k)
+                sb_put(j->txt, ",", 1);
+            sb_put(j->txt, j->names[k], strlen(j->names[k]));
+            sb_put(j->txt, ":", 1);
+            sb_value(j->txt, j->out[k]);
+        }
     }
+    j->rc = rc;
+    return NULL;
+}
+
+/* rel_noise_apply, optionally formatting each worker's values into txt[t]; *used = workers. */
+static core_err noise_apply(const struct rel_plan *p, const struct core_rng *rng,
+                            unsigned nthreads, const double *y, double *out, double *work,
+                            char *const *names, struct sbuf *txt, unsigned *used)
+{
+    struct noise_job jobs[REL_MAX_THREADS];
+    pthread_t tid[REL_MAX_THREADS];
+    unsigned started = 1;
+    core_err rc = CORE_OK;
+
+    if (!p || !rng || nthreads == 0 || nthreads > REL_MAX_THREADS)
+        return CORE_EINVAL;
+    if (p->d < 256u * nthreads) /* not worth a thread */
+        nthreads = 1;
+    for (unsigned t = 0; t < nthreads; t++)
+        jobs[t] = (struct noise_job){p,          rng, y, out, work, p->d * t / nthreads,
+                                     p->d * (t + 1) / nthreads, names, names ? &txt[t] : NULL,
+                                     CORE_OK};
+    if (used)
+        *used = nthreads;
+    for (; started < nthreads; started++)
+        if (pthread_create(&tid[started], NULL, noise_run, &jobs[started]) != 0)
+            break;
+    for (unsigned t = started; t < nthreads; t++) /* could not start: do it here */
+        noise_run(&jobs[t]);
+    noise_run(&jobs[0]);
+    for (unsigned t = 1; t < started; t++)
+        pthread_join(tid[t], NULL);
+    for (unsigned t = 0; t < nthreads; t++)
+        if (jobs[t].rc != CORE_OK && rc == CORE_OK)
+            rc = jobs[t].rc;
+    if (rc != CORE_OK) /* fail closed: nothing of this window may be used */
+        explicit_bzero(out, p->d * sizeof(*out));
     return rc;
 }
 
+core_err rel_noise_apply(const struct rel_plan *p, const struct core_rng *rng, unsigned nthreads,
+                         const double *y, double *out, double *work)
+{
+    return noise_apply(p, rng, nthreads, y, out, work, NULL, NULL, NULL);
+}
+
 static char *encode(struct rel_releaser *r, const struct rel_window *w, const char *rid,
-                    size_t *len)
+                    unsigned parts, size_t *len)
 {
     const struct rel_plan *p = r->plan;
     struct sbuf b = {0};
@@ -258,17 +382,10 @@ static char *encode(struct rel_releaser *r, const struct rel_window *w, const ch
         sb_put(&b, ",\"delta\":", 9);
         sb_double(&b, p->opts.delta);
     }
-    for (int part = 0; part < 2; part++) {
-        sb_put(&b, part ? "},\"scale\":{" : ",\"values\":{", part ? 11 : 11);
-        for (size_t k = 0; k < p->d; k++) {
-            if (k)
-                sb_put(&b, ",", 1);
-            sb_put(&b, r->coord_json[k], strlen(r->coord_json[k]));
-            sb_put(&b, ":", 1);
-            sb_double(&b, part ? p->scale[k] : r->out[k]);
-        }
-    }
-    sb_put(&b, "}}", 2);
+    sb_put(&b, ",\"values\":{", 11);
+    for (unsigned t = 0; t < parts; t++) /* formatted by the noise workers, in order */
+        sb_put(&b, r->txt[t].p, r->txt[t].len);
+    sb_put(&b, r->scale_json.p, r->scale_json.len); /* public, fixed per plan */
     *len = b.len;
     return b.p;
 }
@@ -355,6 +472,7 @@ core_err rel_releaser_push(struct rel_releaser *r, const struct rel_window *w, r
 {
     const struct rel_plan *p = r->plan;
     char rid[REL_MAX_ID + 32], *bytes = NULL;
+    unsigned parts = 0;
     uint8_t *stored = NULL;
     size_t len = 0;
     core_err rc;
@@ -382,11 +500,20 @@ core_err rel_releaser_push(struct rel_releaser *r, const struct rel_window *w, r
         return rc;
     }
     rc = project(r, w, eb, ebn);
+    if (rc == CORE_OK) { /* Algorithm 4 step 1 again, per window (O(d), defence in depth) */
+        size_t bad = 0;
+        enum rel_refusal why = REL_REFUSE_NONE;
+        rc = rel_release_check(p->d, p->B, NULL, p->s, p->eps, p->opts.eps_rel, &bad, &why);
+        if (rc != CORE_OK)
+            snprintf(eb, ebn, "release refused (Algorithm 4): coordinate %zu: %s", bad,
+                     rel_refusal_str(why));
+    }
     if (rc == CORE_OK)
         rc = charge(r, w, rid, eb, ebn); /* write-ahead: charged before any noise */
     if (rc != CORE_OK)
         return rc;
-    rc = add_noise(r);
+    rc = noise_apply(p, r->rng, r->nthreads, r->y, r->out, r->z, r->coord_json, r->txt,
+                     &parts);
     if (rc != CORE_OK) {
         if (core_dp_ledger_cancel(r->ledger, rid) != CORE_OK)
             r->stats.cancel_failed++;
@@ -394,7 +521,7 @@ core_err rel_releaser_push(struct rel_releaser *r, const struct rel_window *w, r
                  core_strerror(rc));
         return rc;
     }
-    bytes = encode(r, w, rid, &len);
+    bytes = encode(r, w, rid, parts, &len);
     r->stats.coords_noisy += p->n_noisy;
     r->stats.coords_exact += p->d - p->n_noisy;
     return queue(r, rid, bytes, len, false, emit, arg, eb, ebn);

@@ -149,6 +149,16 @@ core_err rel_window_from_json(const struct rel_plan *p, const char *text, size_t
         goto out;
     v = json_object_get(doc, "excluded");
     w->excluded = json_is_true(v);
+    v = json_object_get(doc, "n_slots");
+    w->n_slots = 0;
+    if (v && (!json_is_integer(v) || json_integer_value(v) < 0 ||
+              json_integer_value(v) > (json_int_t)REL_MAX_SAMPLES)) {
+        snprintf(eb, ebn, "n_slots: not an integer in range");
+        rc = CORE_EPARSE;
+        goto out;
+    }
+    if (v)
+        w->n_slots = (uint32_t)json_integer_value(v);
     rc = w->excluded ? CORE_OK : json_values(p, doc, w, eb, ebn);
 out:
     json_decref(doc);
@@ -158,7 +168,7 @@ out:
 /* ------------------------------------------------------------------ CSV */
 
 enum col_kind { COL_SKIP, COL_ID, COL_DEVICE, COL_START, COL_END, COL_EXCL, COL_VALUE,
-                COL_COUNT, COL_COUNT_ALL };
+                COL_COUNT, COL_COUNT_ALL, COL_SLOTS };
 
 struct rel_csv {
     const struct rel_plan *plan;
@@ -199,7 +209,8 @@ static core_err classify_col(struct rel_csv *c, size_t i, const char *name)
     const struct rel_plan *p = c->plan;
     static const struct { const char *n; enum col_kind k; } fixed[] = {
         {"id", COL_ID}, {"device", COL_DEVICE}, {"window_start", COL_START},
-        {"window_end", COL_END}, {"excluded", COL_EXCL}, {"n", COL_COUNT_ALL}};
+        {"window_end", COL_END}, {"excluded", COL_EXCL}, {"n", COL_COUNT_ALL},
+        {"n_slots", COL_SLOTS}};
     size_t m;
 
     for (size_t f = 0; f < sizeof(fixed) / sizeof(*fixed); f++)
@@ -307,6 +318,12 @@ static core_err csv_field(const struct rel_csv *c, size_t i, const char *f, stru
     case COL_EXCL: w->excluded = strcmp(f, "1") == 0 || strcmp(f, "true") == 0; break;
     case COL_VALUE: rc = f[0] ? parse_f64(f, &w->x[c->node[i]]) : CORE_OK; break;
     case COL_COUNT_ALL: rc = parse_i64(f, all_n); break;
+    case COL_SLOTS:
+        rc = parse_i64(f, &v);
+        if (rc == CORE_OK && (v < 0 || v > (int64_t)REL_MAX_SAMPLES))
+            rc = CORE_EINVAL;
+        w->n_slots = (uint32_t)v;
+        break;
     case COL_COUNT:
         rc = parse_i64(f, &v);
         if (rc == CORE_OK && (v < 0 || v > (int64_t)REL_MAX_SAMPLES))
@@ -338,6 +355,7 @@ core_err rel_csv_parse(const struct rel_csv *c, const char *row, struct rel_wind
     f = core_xcalloc(c->ncol + 1, sizeof(*f));
     nf = split(copy, f, c->ncol + 1);
     w->excluded = false;
+    w->n_slots = 0;
     for (size_t m = 0; m < p->theta->n_nodes; m++) {
         w->x[m] = NAN;
         w->n[m] = UINT32_MAX; /* "not given" */

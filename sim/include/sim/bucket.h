@@ -10,8 +10,8 @@
 #include <stdint.h>
 
 struct sim_bucket {
-    double rate;    /* tokens per second; <= 0: unlimited */
-    double burst;   /* capacity in tokens (>= 1) */
+    double rate;  /* tokens per second; <= 0: unlimited */
+    double burst; /* capacity in tokens (>= 1) */
     double tokens;
     int64_t last_ns;
 };

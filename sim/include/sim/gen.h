@@ -46,7 +46,7 @@ struct sim_channel_info {
 const struct sim_channel_info *sim_gen_channel_info(size_t c);
 
 struct sim_gen_params {
-    size_t devices;          /* >= 1 */
+    size_t devices; /* >= 1 */
     uint64_t seed;
     double edge_prob;        /* (0, 1]; default 0.6 */
     double hetero_sd;        /* >= 0; default 0.1 */
@@ -69,8 +69,7 @@ void sim_gen_free(struct sim_gen *g); /* NULL-safe */
  *   regime  0 or 1
  *   values  out: devices x SIM_NCH physical values, row-major, caller-allocated.
  * The latent x of this tick is then available from sim_gen_latent(). */
-void sim_gen_tick(struct sim_gen *g, int64_t ts_ms, double days, unsigned regime,
-                  double *values);
+void sim_gen_tick(struct sim_gen *g, int64_t ts_ms, double days, unsigned regime, double *values);
 
 /* Latent x of the last tick: devices x SIM_NCH, row-major; borrowed, valid until the next
  * tick or free. */

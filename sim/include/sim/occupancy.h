@@ -20,7 +20,7 @@
 
 #include "core/err.h"
 
-#define SIM_OCC_NVALUES   5   /* Temperature, Humidity, Light, CO2, HumidityRatio */
+#define SIM_OCC_NVALUES   5 /* Temperature, Humidity, Light, CO2, HumidityRatio */
 #define SIM_OCC_MAX_LINE  1024
 #define SIM_OCC_MAX_FIELD 64
 
@@ -28,12 +28,12 @@
 extern const char *const sim_occ_channels[SIM_OCC_NVALUES];
 
 struct sim_occ_row {
-    uint64_t id;                                 /* the R row name */
-    int64_t ts_ms;                               /* date as UTC epoch ms */
+    uint64_t id;   /* the R row name */
+    int64_t ts_ms; /* date as UTC epoch ms */
     double value[SIM_OCC_NVALUES];
     char text[SIM_OCC_NVALUES][SIM_OCC_MAX_FIELD]; /* each value's text, valid JSON number */
-    int occupancy;                               /* 0 or 1 (not sent by replay) */
-    int date_quoted;                             /* 1 if the date field was quoted */
+    int occupancy;                                 /* 0 or 1 (not sent by replay) */
+    int date_quoted;                               /* 1 if the date field was quoted */
 };
 
 /* Check the header line (n bytes, line end stripped or not). CORE_EPARSE with a reason. */

@@ -15,7 +15,7 @@
 
 struct sim_rng {
     uint64_t s[4];
-    double spare;    /* second Box-Muller output */
+    double spare; /* second Box-Muller output */
     bool has_spare;
 };
 

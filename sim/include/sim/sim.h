@@ -35,24 +35,25 @@
 /* Kinds of injected fault. "missing" and "gap" send nothing (the reading is skipped);
  * every other kind produces exactly one recognizable bad (or displaced) message, which
  * carries the Kafka header "gcdp-fault: <name>". */
-#define SIM_FAULT_MAP(X)                                                               \
-    X(SIM_FAULT_MISSING, "missing", "reading not sent")                                 \
-    X(SIM_FAULT_GAP, "gap", "device silent for gap_ticks readings")                     \
-    X(SIM_FAULT_DUPLICATE, "duplicate", "same message sent twice (2nd copy counted)")   \
-    X(SIM_FAULT_OUT_OF_ORDER, "out_of_order", "swapped with the device's next reading") \
-    X(SIM_FAULT_LATE, "late", "ts moved late_s (+ half a period) into the past")        \
-    X(SIM_FAULT_OUT_OF_DOMAIN, "out_of_domain", "one channel outside its physical domain") \
-    X(SIM_FAULT_NONFINITE, "nonfinite", "one channel written as 1e999 (overflows)")     \
-    X(SIM_FAULT_WRONG_TYPE, "wrong_type", "one channel written as a string")            \
-    X(SIM_FAULT_UNKNOWN_CHANNEL, "unknown_channel", "an extra undeclared channel")      \
-    X(SIM_FAULT_MALFORMED_JSON, "malformed_json", "JSON text truncated")                \
+#define SIM_FAULT_MAP(X)                                                                           \
+    X(SIM_FAULT_MISSING, "missing", "reading not sent")                                            \
+    X(SIM_FAULT_GAP, "gap", "device silent for gap_ticks readings")                                \
+    X(SIM_FAULT_DUPLICATE, "duplicate", "same message sent twice (2nd copy counted)")              \
+    X(SIM_FAULT_OUT_OF_ORDER, "out_of_order", "swapped with the device's next reading")            \
+    X(SIM_FAULT_LATE, "late", "ts moved late_s (+ half a period) into the past")                   \
+    X(SIM_FAULT_OUT_OF_DOMAIN, "out_of_domain", "one channel outside its physical domain")         \
+    X(SIM_FAULT_NONFINITE, "nonfinite", "one channel written as 1e999 (overflows)")                \
+    X(SIM_FAULT_WRONG_TYPE, "wrong_type", "one channel written as a string")                       \
+    X(SIM_FAULT_UNKNOWN_CHANNEL, "unknown_channel", "an extra undeclared channel")                 \
+    X(SIM_FAULT_MALFORMED_JSON, "malformed_json", "syntax error: ':' after \"readings\" dropped")  \
+    X(SIM_FAULT_TRUNCATED, "truncated", "JSON text cut after a random '{', ',' or ':'")            \
     X(SIM_FAULT_OVERSIZE, "oversize", "message padded beyond oversize_bytes")
 
 enum sim_fault {
 #define X(name, str, help) name,
     SIM_FAULT_MAP(X)
 #undef X
-    SIM_FAULT_COUNT
+        SIM_FAULT_COUNT
 };
 
 /* Name of a fault kind ("duplicate"); NULL when out of range. */
@@ -61,12 +62,13 @@ const char *sim_fault_name(enum sim_fault f);
 /* Progress counters and stop flag, shared between the run and its caller. Zero it (or use
  * sim_progress_init) before the run. */
 struct sim_progress {
-    atomic_int stop;                     /* set non-zero to stop cleanly */
-    atomic_uint_fast64_t generated;      /* readings generated (incl. skipped ones) */
-    atomic_uint_fast64_t sent;           /* messages handed to librdkafka */
-    atomic_uint_fast64_t acked;          /* delivery reports: success */
-    atomic_uint_fast64_t failed;         /* delivery reports: failure, or unflushed at end */
-    atomic_uint_fast64_t retries;        /* QUEUE_FULL / in-flight back-offs */
+    atomic_int stop;                /* set non-zero to stop cleanly */
+    atomic_uint_fast64_t generated; /* readings generated (incl. skipped ones; one made
+                                       as a stop arrives is not sent) */
+    atomic_uint_fast64_t sent;      /* messages handed to librdkafka */
+    atomic_uint_fast64_t acked;     /* delivery reports: success */
+    atomic_uint_fast64_t failed;    /* delivery reports: failure, or unflushed at end */
+    atomic_uint_fast64_t retries;   /* QUEUE_FULL / in-flight back-offs */
     atomic_uint_fast64_t faults[SIM_FAULT_COUNT]; /* injected faults by kind */
 };
 void sim_progress_init(struct sim_progress *p);
@@ -74,29 +76,37 @@ void sim_progress_init(struct sim_progress *p);
 /* Simulator options. Fill with sim_options_default() and then override. Borrowed strings
  * must stay valid for the whole run. */
 struct sim_options {
-    size_t devices;          /* number of motes, 1..SIM_MAX_DEVICES; ids "mote-0".. */
-    uint64_t seed;           /* everything generated is a function of the seed */
-    double rate;             /* readings per second (token bucket); 0: as fast as in-flight allows */
-    uint64_t ticks;          /* readings per device; 0: unbounded */
-    double duration_s;       /* wall-clock cap in seconds; 0: unbounded */
-    int64_t start_ms;        /* simulated clock: ts of tick 0 (epoch ms) */
-    double period_s;         /* simulated clock: seconds between a device's readings */
-    bool wall_clock;         /* true: ts = wall-clock time when the reading is made */
+    size_t devices;    /* number of motes, 1..SIM_MAX_DEVICES; ids "mote-0".. */
+    uint64_t seed;     /* everything generated is a function of the seed */
+    double rate;       /* readings per second (token bucket); 0: as fast as in-flight allows */
+    uint64_t ticks;    /* readings per device; 0: unbounded */
+    double duration_s; /* wall-clock cap in seconds; 0: unbounded */
+    int64_t start_ms;  /* simulated clock: ts of tick 0 (epoch ms) */
+    double period_s;   /* simulated clock: seconds between a device's readings */
+    bool wall_clock;   /* true: ts = wall-clock time when the reading is made */
     double regime_change_at_s; /* seconds after start when SEM weights switch; < 0: never */
-    double hetero_sd;        /* per-device weight heterogeneity: sd of N(0, sd^2) per edge */
-    double spatial_coupling; /* coupling of a mote's innovations to its neighbour's, [0, 1) */
-    unsigned spatial_lag;    /* lag in ticks of that coupling, 0..SIM_MAX_LAG */
-    double ar;               /* temporal AR(1) coefficient of the innovations, [0, 1) */
+    double hetero_sd;          /* per-device weight heterogeneity: sd of N(0, sd^2) per edge */
+    double spatial_coupling;   /* coupling of a mote's innovations to its neighbour's, [0, 1) */
+    unsigned spatial_lag;      /* lag in ticks of that coupling, 0..SIM_MAX_LAG */
+    double ar;                 /* temporal AR(1) coefficient of the innovations, [0, 1) */
     double fault_rate[SIM_FAULT_COUNT]; /* per-reading probability of each kind; sum <= 1 */
-    unsigned gap_ticks;      /* length of a "gap" fault in readings */
-    double late_s;           /* how far into the past a "late" reading goes */
-    size_t oversize_bytes;   /* size an "oversize" message is padded beyond */
-    const char *truth_path;  /* write the ground-truth SEM JSON here; NULL: don't */
-    const char *topic;       /* NULL: the "topics.raw" key */
-    size_t max_inflight;     /* cap on unacknowledged messages */
-    int flush_timeout_ms;    /* final flush bound */
+    unsigned gap_ticks;                 /* length of a "gap" fault in readings */
+    double late_s;                      /* how far into the past a "late" reading goes */
+    size_t oversize_bytes;              /* size an "oversize" message is padded beyond */
+    const char *truth_path;             /* write the ground-truth SEM JSON here; NULL: don't */
+    const char *topic;                  /* NULL: the "topics.raw" key */
+    size_t max_inflight;                /* cap on unacknowledged messages */
+    int flush_timeout_ms;               /* final flush bound */
 };
 void sim_options_default(struct sim_options *o);
+
+/* Fill o from the sim.* keys of cfg (borrowed; strings in o borrow from cfg and stay valid
+ * while cfg is unchanged). sim.period_ms / sim.oversize_bytes fall back to
+ * ingest.period_ms / ingest.max_message_bytes when those keys are declared, so the
+ * simulator matches what ingest expects. CORE_ECONFIG naming the key on a bad sim.faults. */
+CORE_MUST_CHECK core_err sim_options_from_config(const struct core_config *cfg,
+                                                 struct sim_options *o, char *errbuf,
+                                                 size_t errbuf_size);
 
 #define SIM_MAX_DEVICES 100000
 #define SIM_MAX_LAG     64
@@ -113,8 +123,7 @@ CORE_MUST_CHECK core_err sim_faults_parse(const char *spec, double rates[SIM_FAU
  * (progress->failed > 0) or the producer could not be created; CORE_EIO when the truth
  * file cannot be written; CORE_EINVAL for bad options. errbuf receives the reason. */
 CORE_MUST_CHECK core_err sim_run(const struct core_config *cfg, const struct sim_options *opt,
-                                 struct sim_progress *progress, char *errbuf,
-                                 size_t errbuf_size);
+                                 struct sim_progress *progress, char *errbuf, size_t errbuf_size);
 
 enum sim_replay_format {
     SIM_REPLAY_OCCUPANCY, /* UCI Occupancy CSV (R write.csv, unnamed row-id column) */
@@ -124,12 +133,12 @@ enum sim_replay_format {
 };
 
 struct sim_replay_options {
-    const char *path;             /* input file; borrowed */
+    const char *path; /* input file; borrowed */
     enum sim_replay_format format;
-    const char *device;           /* occupancy: device id (default "occupancy") */
-    double speed;                 /* > 0: replay at speed x the recorded pace; 0: as fast as allowed */
-    double rate;                  /* token bucket cap, messages/s; 0: none */
-    const char *topic;            /* NULL: "topics.raw" */
+    const char *device; /* occupancy: device id (default "occupancy") */
+    double speed;       /* > 0: replay at speed x the recorded pace; 0: as fast as allowed */
+    double rate;        /* token bucket cap, messages/s; 0: none */
+    const char *topic;  /* NULL: "topics.raw" */
     size_t max_inflight;
     int flush_timeout_ms;
 };

@@ -46,8 +46,8 @@ size_t sim_format_rfc3339(int64_t ts_ms, int with_ms, char *out)
                      (int)(rem / 3600000), (int)(rem / 60000 % 60), (int)(rem / 1000 % 60),
                      (int)(rem % 1000));
     else
-        n = snprintf(out, 32, "%04d-%02u-%02uT%02d:%02d:%02dZ", (int)y, mo, d,
-                     (int)(rem / 3600000), (int)(rem / 60000 % 60), (int)(rem / 1000 % 60));
+        n = snprintf(out, 32, "%04d-%02u-%02uT%02d:%02d:%02dZ", (int)y, mo, d, (int)(rem / 3600000),
+                     (int)(rem / 60000 % 60), (int)(rem / 1000 % 60));
     return n > 0 ? (size_t)n : 0;
 }
 
@@ -98,8 +98,8 @@ core_err sim_parse_datetime(const char *s, size_t n, int64_t *out)
     unsigned y, mo, d, h, mi, sec;
     int64_t ms, off;
 
-    if (n < 19 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') ||
-        s[13] != ':' || s[16] != ':')
+    if (n < 19 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') || s[13] != ':' ||
+        s[16] != ':')
         return CORE_EPARSE;
     if (digits(s, 4, &y) || digits(s + 5, 2, &mo) || digits(s + 8, 2, &d) ||
         digits(s + 11, 2, &h) || digits(s + 14, 2, &mi) || digits(s + 17, 2, &sec))
@@ -129,6 +129,7 @@ static void CORE_PRINTF(2, 3) put(struct sbuf *b, const char *fmt, ...)
     if (b->overflow)
         return;
     va_start(ap, fmt);
+    /* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is right above */
     n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
     va_end(ap);
     if (n < 0 || (size_t)n >= b->cap - b->len) {
@@ -170,6 +171,46 @@ static void put_value(struct sbuf *b, const struct sim_reading *r, size_t c, enu
     }
 }
 
+/* Syntax error, deterministic: "readings":{ becomes "readings"{ (a ':' is missing). */
+static void drop_readings_colon(char *buf, size_t *len)
+{
+    char *p = strstr(buf, "\"readings\":");
+    if (!p)
+        return;
+    p += 10;                                     /* the ':' */
+    memmove(p, p + 1, *len - (size_t)(p - buf)); /* includes the NUL */
+    (*len)--;
+}
+
+/* Index of the k-th structural '{', ',' or ':' outside strings in buf[0..len-1), or the
+ * number of them when k == SIZE_MAX. */
+static size_t structural(const char *buf, size_t len, size_t k)
+{
+    size_t seen = 0;
+    int in_str = 0;
+    for (size_t i = 0; i + 1 < len; i++) {
+        char c = buf[i];
+        if (c == '"' && (i == 0 || buf[i - 1] != '\\'))
+            in_str = !in_str;
+        if (in_str || (c != '{' && c != ',' && c != ':'))
+            continue;
+        if (seen == k)
+            return i;
+        seen++;
+    }
+    return seen;
+}
+
+/* A proper prefix ending right after a structural '{', ',' or ':': the document is then
+ * incomplete (the next token is missing) wherever the cut falls. */
+static size_t cut_point(const char *buf, size_t len, struct sim_rng *rng)
+{
+    size_t n = structural(buf, len, SIZE_MAX);
+    if (n == 0)
+        return 1;
+    return structural(buf, len, (size_t)sim_rng_below(rng, n)) + 1;
+}
+
 core_err sim_encode_reading(const struct sim_reading *r, enum sim_fault f, struct sim_rng *rng,
                             size_t oversize_bytes, char *buf, size_t cap, size_t *len)
 {
@@ -180,8 +221,8 @@ core_err sim_encode_reading(const struct sim_reading *r, enum sim_fault f, struc
 
     if (cap == 0)
         return CORE_ETOOBIG;
-    if ((f == SIM_FAULT_OUT_OF_DOMAIN || f == SIM_FAULT_NONFINITE ||
-         f == SIM_FAULT_WRONG_TYPE) && r->n > 0) {
+    if ((f == SIM_FAULT_OUT_OF_DOMAIN || f == SIM_FAULT_NONFINITE || f == SIM_FAULT_WRONG_TYPE) &&
+        r->n > 0) {
         target = (size_t)sim_rng_below(rng, r->n);
         dir = (int)sim_rng_below(rng, 2);
     }
@@ -212,11 +253,11 @@ core_err sim_encode_reading(const struct sim_reading *r, enum sim_fault f, struc
     put(&b, "}");
     if (b.overflow)
         return CORE_ETOOBIG;
-    if (f == SIM_FAULT_MALFORMED_JSON && b.len > 2) {
-        /* cut somewhere in [1, len-1): always loses at least the closing brace */
-        b.len = 1 + (size_t)sim_rng_below(rng, b.len - 2);
-        buf[b.len] = '\0';
-    }
+    if (f == SIM_FAULT_MALFORMED_JSON)
+        drop_readings_colon(buf, &b.len);
+    if (f == SIM_FAULT_TRUNCATED)
+        b.len = cut_point(buf, b.len, rng);
+    buf[b.len] = '\0';
     *len = b.len;
     return CORE_OK;
 }

@@ -19,16 +19,16 @@ static const struct sim_channel_info channels[SIM_NCH] = {
 #define VOLTAGE_DROP_PER_DAY 0.02
 
 struct sim_gen {
-    size_t n;                                   /* devices */
-    double a, a_c, phi, phi_c;                  /* couplings and their complements */
+    size_t n;                  /* devices */
+    double a, a_c, phi, phi_c; /* couplings and their complements */
     unsigned lag;
     size_t order[SIM_NREGIMES][SIM_NCH];
-    double w[SIM_NREGIMES][SIM_NCH * SIM_NCH];  /* shared weights */
-    double *wdev;    /* n x SIM_NREGIMES x SIM_NCH^2 per-device weights */
-    double *offset;  /* n x SIM_NCH */
-    double *u;       /* n x SIM_NCH AR(1) state */
-    double *zhist;   /* n x (lag+1) x SIM_NCH ring of innovations z */
-    double *x;       /* n x SIM_NCH latent of the last tick */
+    double w[SIM_NREGIMES][SIM_NCH * SIM_NCH]; /* shared weights */
+    double *wdev;                              /* n x SIM_NREGIMES x SIM_NCH^2 per-device weights */
+    double *offset;                            /* n x SIM_NCH */
+    double *u;                                 /* n x SIM_NCH AR(1) state */
+    double *zhist;                             /* n x (lag+1) x SIM_NCH ring of innovations z */
+    double *x;                                 /* n x SIM_NCH latent of the last tick */
     uint64_t tick;
     struct sim_rng noise;
 };
@@ -100,9 +100,8 @@ static void init_device(struct sim_gen *g, const struct sim_gen_params *p, size_
     sim_rng_seed(&r, sim_splitmix64(&st));
     for (unsigned reg = 0; reg < SIM_NREGIMES; reg++) {
         double *wd = g->wdev + (m * SIM_NREGIMES + reg) * SIM_NCH * SIM_NCH;
-        for (size_t k = 0; k < SIM_NCH * SIM_NCH; k++)
-            wd[k] = g->w[reg][k] != 0.0 ? g->w[reg][k] + p->hetero_sd * sim_rng_normal(&r)
-                                        : 0.0;
+        for (size_t k = 0; k < (size_t)SIM_NCH * SIM_NCH; k++)
+            wd[k] = g->w[reg][k] != 0.0 ? g->w[reg][k] + p->hetero_sd * sim_rng_normal(&r) : 0.0;
     }
     for (size_t c = 0; c < SIM_NCH; c++)
         g->offset[m * SIM_NCH + c] = channels[c].offset_sd * sim_rng_normal(&r);
@@ -217,8 +216,8 @@ void sim_gen_tick(struct sim_gen *g, int64_t ts_ms, double days, unsigned regime
         }
         for (size_t c = 0; c < SIM_NCH; c++) {
             const struct sim_channel_info *ci = &channels[c];
-            double v = ci->base + g->offset[m * SIM_NCH + c] + ci->amp * shape[c] +
-                       ci->scale * x[c];
+            double v =
+                ci->base + g->offset[m * SIM_NCH + c] + ci->amp * shape[c] + ci->scale * x[c];
             if (c == SIM_CH_VOLTAGE)
                 v -= VOLTAGE_DROP_PER_DAY * days;
             values[m * SIM_NCH + c] = fmin(ci->hi, fmax(ci->lo, v));
@@ -276,7 +275,7 @@ void sim_gen_implied_cov(const double *w, double *cov)
                 tmp[i * D + j] = s;
             }
         memcpy(pw, tmp, sizeof(pw));
-        for (size_t i = 0; i < D * D; i++)
+        for (size_t i = 0; i < (size_t)D * D; i++)
             inv[i] += pw[i];
     }
     /* Row-vector SEM x = z (I-W)^-1 with Cov(z) = I: Cov(x) = (I-W)^-T (I-W)^-1. */

@@ -9,12 +9,12 @@
 
 #include "sim/encode.h"
 
-const char *const sim_occ_channels[SIM_OCC_NVALUES] = {"temperature", "humidity", "light",
-                                                       "co2", "humidity_ratio"};
-static const char *const header_names[7] = {"date", "Temperature", "Humidity", "Light",
-                                            "CO2", "HumidityRatio", "Occupancy"};
-static const char *const value_names[SIM_OCC_NVALUES] = {"Temperature", "Humidity", "Light",
-                                                         "CO2", "HumidityRatio"};
+const char *const sim_occ_channels[SIM_OCC_NVALUES] = {"temperature", "humidity", "light", "co2",
+                                                       "humidity_ratio"};
+static const char *const header_names[7] = {"date", "Temperature",   "Humidity", "Light",
+                                            "CO2",  "HumidityRatio", "Occupancy"};
+static const char *const value_names[SIM_OCC_NVALUES] = {"Temperature", "Humidity", "Light", "CO2",
+                                                         "HumidityRatio"};
 
 struct field {
     const char *p;
@@ -59,8 +59,10 @@ core_err sim_occ_parse_header(const char *line, size_t n, char *eb, size_t ebn)
     struct field f[8];
     int k = split(line, n, f, 8);
     if (k != 7) {
-        snprintf(eb, ebn, "header has %d fields, expected the 7 names \"date\",\"Temperature\","
-                          "\"Humidity\",\"Light\",\"CO2\",\"HumidityRatio\",\"Occupancy\"", k);
+        snprintf(eb, ebn,
+                 "header has %d fields, expected the 7 names \"date\",\"Temperature\","
+                 "\"Humidity\",\"Light\",\"CO2\",\"HumidityRatio\",\"Occupancy\"",
+                 k);
         return CORE_EPARSE;
     }
     for (int i = 0; i < 7; i++) {
@@ -142,20 +144,20 @@ core_err sim_occ_parse_row(const char *line, size_t n, struct sim_occ_row *row, 
         return CORE_EPARSE;
     }
     if (f[0].n == 0 || f[0].n > 19 || strspn(f[0].p, "0123456789") < f[0].n) {
-        snprintf(eb, ebn, "row id '%.*s' is not an unsigned integer", (int)(f[0].n > 20 ? 20 : f[0].n),
-                 f[0].p);
+        snprintf(eb, ebn, "row id '%.*s' is not an unsigned integer",
+                 (int)(f[0].n > 20 ? 20 : f[0].n), f[0].p);
         return CORE_EPARSE;
     }
     row->id = strtoull(f[0].p, NULL, 10);
     if (sim_parse_datetime(f[1].p, f[1].n, &row->ts_ms) != CORE_OK || f[1].n != 19) {
-        snprintf(eb, ebn, "date '%.*s' is not YYYY-MM-DD HH:MM:SS", (int)(f[1].n > 30 ? 30 : f[1].n),
-                 f[1].p);
+        snprintf(eb, ebn, "date '%.*s' is not YYYY-MM-DD HH:MM:SS",
+                 (int)(f[1].n > 30 ? 30 : f[1].n), f[1].p);
         return CORE_EPARSE;
     }
     row->date_quoted = f[1].quoted;
     for (int i = 0; i < SIM_OCC_NVALUES; i++)
-        if ((rc = parse_number(&f[2 + i], value_names[i], &row->value[i], row->text[i], eb,
-                               ebn)) != CORE_OK)
+        if ((rc = parse_number(&f[2 + i], value_names[i], &row->value[i], row->text[i], eb, ebn)) !=
+            CORE_OK)
             return rc;
     if ((rc = parse_number(&f[7], "Occupancy", &occ, tmp, eb, ebn)) != CORE_OK)
         return rc;

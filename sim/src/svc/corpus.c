@@ -46,7 +46,7 @@ static core_err apply_pad(struct sim_corpus_entry *e, json_int_t pad, char *eb, 
     size_t pre, post, len;
     char *b;
     if (pad < 0 || (size_t)pad > SIM_CORPUS_MAX_PAD || !at) {
-        snprintf(eb, ebn, "\"pad\" must be 0..%u and the payload must contain @PAD@",
+        snprintf(eb, ebn, "\"pad\" must be 0..%zu and the payload must contain @PAD@",
                  SIM_CORPUS_MAX_PAD);
         return CORE_EPARSE;
     }
@@ -69,8 +69,8 @@ static char *default_key(const struct sim_corpus_entry *e)
 {
     json_t *doc = json_loadb(e->payload, e->payload_len, 0, NULL);
     const char *dev = json_string_value(json_object_get(doc, "device"));
-    char *k = core_xstrdup(dev && dev[0] && strlen(dev) == json_string_length(
-                                                                 json_object_get(doc, "device"))
+    char *k = core_xstrdup(dev && dev[0] &&
+                                   strlen(dev) == json_string_length(json_object_get(doc, "device"))
                                ? dev
                                : "corpus");
     json_decref(doc);
@@ -99,8 +99,9 @@ core_err sim_corpus_entry_parse(const char *line, size_t n, struct sim_corpus_en
     if (!json_is_string(kind) || !(json_is_string(reason) || json_is_null(reason)) ||
         !(json_is_string(payload) ^ json_is_string(hex)) ||
         (key && !json_is_string(key) && !json_is_null(key)) || (pad && !json_is_integer(pad))) {
-        snprintf(eb, ebn, "needs kind (string), expected_reason (string|null), exactly one of "
-                          "payload/payload_hex (string), optional key (string|null), pad (int)");
+        snprintf(eb, ebn,
+                 "needs kind (string), expected_reason (string|null), exactly one of "
+                 "payload/payload_hex (string), optional key (string|null), pad (int)");
         goto out;
     }
     if (payload) {
@@ -116,8 +117,9 @@ core_err sim_corpus_entry_parse(const char *line, size_t n, struct sim_corpus_en
         goto out;
     e->kind = core_xstrdup(json_string_value(kind));
     e->expected_reason = json_is_string(reason) ? core_xstrdup(json_string_value(reason)) : NULL;
-    e->key = !key ? default_key(e) : json_is_string(key) ? core_xstrdup(json_string_value(key))
-                                                         : NULL;
+    e->key = !key                  ? default_key(e)
+             : json_is_string(key) ? core_xstrdup(json_string_value(key))
+                                   : NULL;
     rc = CORE_OK;
 out:
     if (rc != CORE_OK)

@@ -11,9 +11,8 @@
 struct sim_lines;
 
 /* out: new; free with sim_lines_free(). CORE_EIO "cannot open 'path'". path is copied. */
-CORE_MUST_CHECK core_err sim_lines_open(const char *path, size_t max_line,
-                                        struct sim_lines **out, char *errbuf,
-                                        size_t errbuf_size);
+CORE_MUST_CHECK core_err sim_lines_open(const char *path, size_t max_line, struct sim_lines **out,
+                                        char *errbuf, size_t errbuf_size);
 
 /* Next line without its "\n" / "\r\n": *line borrowed until the next call, NUL-terminated
  * at (*line)[*n]. CORE_ENOTFOUND at end of file; CORE_ETOOBIG / CORE_EIO / CORE_EPARSE

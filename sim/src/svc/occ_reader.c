@@ -1,12 +1,11 @@
 /* occ_reader.c - file reader over the pure Occupancy line parsers (sim/occupancy.h). */
-#include "sim/occupancy.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/mem.h"
 #include "lines.h"
+#include "sim/occupancy.h"
 
 struct sim_occ_reader {
     struct sim_lines *lines;

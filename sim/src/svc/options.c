@@ -1,10 +1,11 @@
 /* options.c - fault names and parsing, option defaults, progress summary (sim/sim.h). */
-#include "sim/sim.h"
-
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "sim/config.h"
+#include "sim/sim.h"
 
 static const char *const fault_names[SIM_FAULT_COUNT] = {
 #define X(name, str, help) str,
@@ -38,7 +39,7 @@ void sim_options_default(struct sim_options *o)
     o->ticks = 0;
     o->duration_s = 0.0;
     o->start_ms = 1793491200000LL; /* 2026-11-01T00:00:00Z: fixed, on every window grid */
-    o->period_s = 60.0; /* = ingest.period_ms default (the Intel Lab motes used ~31 s) */
+    o->period_s = 60.0;            /* = ingest.period_ms default (the Intel Lab motes used ~31 s) */
     o->wall_clock = false;
     o->regime_change_at_s = -1.0;
     o->hetero_sd = 0.1;
@@ -73,10 +74,9 @@ static core_err parse_item(const char *item, size_t n, double *rates, char *eb, 
     double v;
     size_t kl;
 
-    if (!eq || (kl = (size_t)(eq - item)) == 0 || kl >= sizeof(name) ||
-        n - kl - 1 == 0 || n - kl - 1 >= sizeof(num)) {
-        snprintf(eb, ebn, "fault spec item '%.*s' is not kind=rate", (int)(n > 60 ? 60 : n),
-                 item);
+    if (!eq || (kl = (size_t)(eq - item)) == 0 || kl >= sizeof(name) || n - kl - 1 == 0 ||
+        n - kl - 1 >= sizeof(num)) {
+        snprintf(eb, ebn, "fault spec item '%.*s' is not kind=rate", (int)(n > 60 ? 60 : n), item);
         return CORE_ECONFIG;
     }
     memcpy(name, item, kl);
@@ -131,8 +131,9 @@ core_err sim_faults_parse(const char *spec, double rates[SIM_FAULT_COUNT], char 
 void sim_progress_print(const struct sim_progress *p, void *file)
 {
     FILE *f = file;
-    fprintf(f, "{\"generated\":%llu,\"sent\":%llu,\"acked\":%llu,\"failed\":%llu,"
-               "\"retries\":%llu,\"faults\":{",
+    fprintf(f,
+            "{\"generated\":%llu,\"sent\":%llu,\"acked\":%llu,\"failed\":%llu,"
+            "\"retries\":%llu,\"faults\":{",
             (unsigned long long)atomic_load(&p->generated),
             (unsigned long long)atomic_load(&p->sent), (unsigned long long)atomic_load(&p->acked),
             (unsigned long long)atomic_load(&p->failed),
@@ -142,4 +143,44 @@ void sim_progress_print(const struct sim_progress *p, void *file)
                 (unsigned long long)atomic_load(&p->faults[k]));
     fprintf(f, "}}\n");
     fflush(f);
+}
+
+core_err sim_options_from_config(const struct core_config *cfg, struct sim_options *o, char *eb,
+                                 size_t ebn)
+{
+    const char *faults = core_config_str(cfg, "sim.faults");
+    char why[256];
+
+    sim_options_default(o);
+    o->devices = (size_t)core_config_int(cfg, "sim.devices");
+    o->seed = (uint64_t)core_config_int(cfg, "sim.seed");
+    o->rate = core_config_double(cfg, "sim.rate");
+    o->ticks = (uint64_t)core_config_int(cfg, "sim.ticks");
+    o->duration_s = core_config_double(cfg, "sim.duration_s");
+    o->start_ms = core_config_int(cfg, "sim.start_ms");
+    if (core_config_is_set(cfg, "sim.period_ms"))
+        o->period_s = (double)core_config_int(cfg, "sim.period_ms") / 1000.0;
+    else if (core_config_is_set(cfg, "ingest.period_ms"))
+        o->period_s = (double)core_config_int(cfg, "ingest.period_ms") / 1000.0;
+    o->wall_clock = core_config_bool(cfg, "sim.wall_clock");
+    if (core_config_is_set(cfg, "sim.regime_change_at_s"))
+        o->regime_change_at_s = core_config_double(cfg, "sim.regime_change_at_s");
+    o->hetero_sd = core_config_double(cfg, "sim.hetero_sd");
+    o->spatial_coupling = core_config_double(cfg, "sim.spatial_coupling");
+    o->spatial_lag = (unsigned)core_config_int(cfg, "sim.spatial_lag");
+    o->ar = core_config_double(cfg, "sim.ar");
+    o->gap_ticks = (unsigned)core_config_int(cfg, "sim.gap_ticks");
+    o->late_s = core_config_double(cfg, "sim.late_s");
+    if (core_config_is_set(cfg, "sim.oversize_bytes"))
+        o->oversize_bytes = (size_t)core_config_int(cfg, "sim.oversize_bytes");
+    else if (core_config_is_set(cfg, "ingest.max_message_bytes"))
+        o->oversize_bytes = (size_t)core_config_int(cfg, "ingest.max_message_bytes");
+    o->truth_path = core_config_str(cfg, "sim.truth_path");
+    o->max_inflight = (size_t)core_config_int(cfg, "sim.max_inflight");
+    if (faults && faults[0] &&
+        sim_faults_parse(faults, o->fault_rate, why, sizeof(why)) != CORE_OK) {
+        snprintf(eb, ebn, "config key 'sim.faults': %s", why);
+        return CORE_ECONFIG;
+    }
+    return CORE_OK;
 }

@@ -118,6 +118,29 @@ static core_err wait_turn(struct sim_producer *p)
     return CORE_OK;
 }
 
+/* One produce attempt; the headers (built here) are freed unless librdkafka took them. */
+static rd_kafka_resp_err_t produce_once(struct sim_producer *p, const char *key, size_t key_len,
+                                        const char *payload, size_t len, const char *const *names,
+                                        const char *const *values, size_t nhdr)
+{
+    rd_kafka_headers_t *h = NULL;
+    rd_kafka_resp_err_t err;
+
+    if (nhdr > 0) {
+        h = rd_kafka_headers_new(nhdr);
+        for (size_t i = 0; i < nhdr; i++)
+            if (values[i])
+                rd_kafka_header_add(h, names[i], -1, values[i], -1);
+    }
+    err = rd_kafka_producev(
+        p->rk, RD_KAFKA_V_TOPIC(p->topic), RD_KAFKA_V_KEY(key, key ? key_len : 0),
+        RD_KAFKA_V_VALUE((void *)payload, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
+    if (err && h)
+        rd_kafka_headers_destroy(h); /* producev takes the headers on success only */
+    return err;
+}
+
 core_err sim_producer_send_hdrs(struct sim_producer *p, const char *key, size_t key_len,
                                 const char *payload, size_t len, const char *const *names,
                                 const char *const *values, size_t nhdr)
@@ -127,23 +150,8 @@ core_err sim_producer_send_hdrs(struct sim_producer *p, const char *key, size_t 
 
     if (rc != CORE_OK)
         return rc;
-    for (;;) {
-        rd_kafka_headers_t *h = NULL;
-        if (nhdr > 0) {
-            h = rd_kafka_headers_new(nhdr);
-            for (size_t i = 0; i < nhdr; i++)
-                if (values[i])
-                    rd_kafka_header_add(h, names[i], -1, values[i], -1);
-        }
-        err = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(p->topic),
-                                RD_KAFKA_V_KEY(key, key ? key_len : 0),
-                                RD_KAFKA_V_VALUE((void *)payload, len),
-                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
-        if (err && h)
-            rd_kafka_headers_destroy(h); /* producev takes the headers on success only */
-        if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
-            break;
+    while ((err = produce_once(p, key, key_len, payload, len, names, values, nhdr)) ==
+           RD_KAFKA_RESP_ERR__QUEUE_FULL) {
         if (atomic_load(&p->progress->stop))
             return CORE_ESTATE; /* not produced: nothing is lost, the run just ends here */
         /* never drop: serve delivery reports until the local queue has room */
@@ -177,11 +185,11 @@ core_err sim_producer_finish(struct sim_producer *p, int timeout_ms)
     if (err || left > 0) {
         /* outq also counts internal requests; count only messages still unacknowledged */
         uint_fast64_t sent = atomic_load(&p->progress->sent);
-        uint_fast64_t done = atomic_load(&p->progress->acked) +
-                             atomic_load(&p->progress->failed) - p->produce_errors;
+        uint_fast64_t done = atomic_load(&p->progress->acked) + atomic_load(&p->progress->failed) -
+                             p->produce_errors;
         if (sent > done) {
-            CORE_ERROR("flush timed out after %d ms: %llu messages not acknowledged",
-                       timeout_ms, (unsigned long long)(sent - done));
+            CORE_ERROR("flush timed out after %d ms: %llu messages not acknowledged", timeout_ms,
+                       (unsigned long long)(sent - done));
             atomic_fetch_add(&p->progress->failed, sent - done);
         }
     }

@@ -28,24 +28,22 @@ struct sim_producer;
  * out: new; free with sim_producer_free(). CORE_ECONFIG / CORE_EKAFKA with a reason. */
 CORE_MUST_CHECK core_err sim_producer_new(const struct core_config *cfg, const char *topic,
                                           double rate, size_t max_inflight, size_t max_bytes,
-                                          struct sim_progress *progress,
-                                          struct sim_producer **out, char *errbuf,
-                                          size_t errbuf_size);
+                                          struct sim_progress *progress, struct sim_producer **out,
+                                          char *errbuf, size_t errbuf_size);
 
 /* Produce one message (copied). fault: value of header "gcdp-fault", or NULL for none.
  * Returns CORE_OK; CORE_ESTATE when progress->stop was set while waiting (the message was
  * NOT produced: the caller ends the run); CORE_EKAFKA on a non-retriable produce error
  * (counted as failed). */
-CORE_MUST_CHECK core_err sim_producer_send(struct sim_producer *p, const char *key,
-                                           size_t key_len, const char *payload, size_t len,
-                                           const char *fault);
+CORE_MUST_CHECK core_err sim_producer_send(struct sim_producer *p, const char *key, size_t key_len,
+                                           const char *payload, size_t len, const char *fault);
 
 /* As sim_producer_send with nhdr headers names[i]: values[i] (a NULL value is skipped);
  * key may be NULL (no key). */
 CORE_MUST_CHECK core_err sim_producer_send_hdrs(struct sim_producer *p, const char *key,
                                                 size_t key_len, const char *payload, size_t len,
-                                                const char *const *names,
-                                                const char *const *values, size_t nhdr);
+                                                const char *const *names, const char *const *values,
+                                                size_t nhdr);
 
 /* Wait until the monotonic time deadline_ns (serving delivery reports meanwhile) or until
  * progress->stop is set. */

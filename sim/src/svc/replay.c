@@ -12,8 +12,6 @@
  * start + (T - T_first) / speed of wall time (lines whose ts cannot be read are sent
  * right away).
  */
-#include "sim/sim.h"
-
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,9 +27,10 @@
 #include "replay_int.h"
 #include "sim/encode.h"
 #include "sim/occupancy.h"
+#include "sim/sim.h"
 
 /* Corpus/JSONL lines may carry an oversize payload (1 MiB + hex), never more. */
-#define SIM_REPLAY_MAX_LINE (4u * 1024u * 1024u)
+#define SIM_REPLAY_MAX_LINE ((size_t)4 * 1024 * 1024)
 
 struct pacer {
     double speed;
@@ -54,8 +53,7 @@ static void pace(struct pacer *pc, struct sim_producer *p, int have_ts, int64_t 
             p, pc->t0_ns + (int64_t)((double)(ts_ms - pc->first_ts_ms) * 1e6 / pc->speed));
 }
 
-size_t sim_occ_row_json(const struct sim_occ_row *row, const char *device, char *buf,
-                        size_t cap)
+size_t sim_occ_row_json(const struct sim_occ_row *row, const char *device, char *buf, size_t cap)
 {
     char ts[32];
     int n;
@@ -64,9 +62,9 @@ size_t sim_occ_row_json(const struct sim_occ_row *row, const char *device, char 
                  "{\"schema\":\"gcdp.reading/1\",\"device\":\"%s\",\"ts\":\"%s\","
                  "\"readings\":{\"%s\":%s,\"%s\":%s,\"%s\":%s,\"%s\":%s,\"%s\":%s},"
                  "\"seq\":%llu}",
-                 device, ts, sim_occ_channels[0], row->text[0], sim_occ_channels[1],
-                 row->text[1], sim_occ_channels[2], row->text[2], sim_occ_channels[3],
-                 row->text[3], sim_occ_channels[4], row->text[4], (unsigned long long)row->id);
+                 device, ts, sim_occ_channels[0], row->text[0], sim_occ_channels[1], row->text[1],
+                 sim_occ_channels[2], row->text[2], sim_occ_channels[3], row->text[3],
+                 sim_occ_channels[4], row->text[4], (unsigned long long)row->id);
     return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
@@ -108,14 +106,12 @@ static int json_ts(const json_t *doc, int64_t *out)
         return 1;
     }
     if (json_is_string(ts))
-        return sim_parse_datetime(json_string_value(ts), json_string_length(ts), out) ==
-               CORE_OK;
+        return sim_parse_datetime(json_string_value(ts), json_string_length(ts), out) == CORE_OK;
     return 0;
 }
 
 static core_err replay_jsonl(const struct sim_replay_options *o, struct sim_lines *ln,
-                             struct sim_producer *p, struct sim_progress *pr, char *eb,
-                             size_t ebn)
+                             struct sim_producer *p, struct sim_progress *pr, char *eb, size_t ebn)
 {
     struct pacer pc = {o->speed, 0, 0, 0};
     core_err rc = CORE_OK;
@@ -135,8 +131,7 @@ static core_err replay_jsonl(const struct sim_replay_options *o, struct sim_line
         doc = json_loadb(line, n, JSON_REJECT_DUPLICATES, &jerr);
         dev = json_string_value(json_object_get(doc, "device"));
         if (!dev) {
-            snprintf(eb, ebn, "%s:%llu: %s", o->path,
-                     (unsigned long long)sim_lines_lineno(ln),
+            snprintf(eb, ebn, "%s:%llu: %s", o->path, (unsigned long long)sim_lines_lineno(ln),
                      doc ? "no string \"device\" member (needed for the key)" : jerr.text);
             json_decref(doc);
             rc = CORE_EPARSE;
@@ -152,8 +147,7 @@ static core_err replay_jsonl(const struct sim_replay_options *o, struct sim_line
 }
 
 static core_err replay_corpus(const struct sim_replay_options *o, struct sim_lines *ln,
-                              struct sim_producer *p, struct sim_progress *pr, char *eb,
-                              size_t ebn)
+                              struct sim_producer *p, struct sim_progress *pr, char *eb, size_t ebn)
 {
     core_err rc = CORE_OK;
     struct sim_corpus_entry e;
@@ -188,18 +182,19 @@ core_err sim_replay_run(const struct core_config *cfg, const struct sim_replay_o
 
     if (ebn > 0)
         eb[0] = '\0';
-    if (!o->path || !o->device || strlen(o->device) == 0 ||
-        strlen(o->device) > SIM_MAX_DEVICE_ID || !(o->speed >= 0.0) || !(o->rate >= 0.0) ||
-        o->max_inflight < 1) {
-        snprintf(eb, ebn, "invalid replay options (file, device 1..%d bytes, speed >= 0, "
-                          "rate >= 0, max-inflight >= 1)", SIM_MAX_DEVICE_ID);
+    if (!o->path || !o->device || strlen(o->device) == 0 || strlen(o->device) > SIM_MAX_DEVICE_ID ||
+        !(o->speed >= 0.0) || !(o->rate >= 0.0) || o->max_inflight < 1) {
+        snprintf(eb, ebn,
+                 "invalid replay options (file, device 1..%d bytes, speed >= 0, "
+                 "rate >= 0, max-inflight >= 1)",
+                 SIM_MAX_DEVICE_ID);
         return CORE_EINVAL;
     }
     if (o->format != SIM_REPLAY_OCCUPANCY &&
         (rc = sim_lines_open(o->path, SIM_REPLAY_MAX_LINE, &ln, eb, ebn)) != CORE_OK)
         return rc;
-    rc = sim_producer_new(cfg, o->topic, o->rate, o->max_inflight, SIM_REPLAY_MAX_LINE, pr, &p,
-                          eb, ebn);
+    rc = sim_producer_new(cfg, o->topic, o->rate, o->max_inflight, SIM_REPLAY_MAX_LINE, pr, &p, eb,
+                          ebn);
     if (rc != CORE_OK)
         goto out;
     if (o->format == SIM_REPLAY_OCCUPANCY)

@@ -25,7 +25,7 @@ struct sim_corpus_entry {
     size_t payload_len;
 };
 
-#define SIM_CORPUS_MAX_PAD (2u * 1024u * 1024u)
+#define SIM_CORPUS_MAX_PAD ((size_t)2 * 1024 * 1024)
 
 /* Parse one corpus line. e is filled with new strings (sim_corpus_entry_cleanup) on
  * CORE_OK only. CORE_EPARSE / CORE_ETOOBIG with a reason. */
@@ -40,7 +40,6 @@ CORE_MUST_CHECK core_err sim_producer_send_corpus(struct sim_producer *p,
 
 /* Encode an Occupancy row as a gcdp.reading/1 JSON object into buf; returns the length, or
  * 0 if cap is too small. */
-size_t sim_occ_row_json(const struct sim_occ_row *row, const char *device, char *buf,
-                        size_t cap);
+size_t sim_occ_row_json(const struct sim_occ_row *row, const char *device, char *buf, size_t cap);
 
 #endif /* SIM_SVC_REPLAY_INT_H */

@@ -1,6 +1,4 @@
 /* run.c - sim_run: the mote simulator's produce loop (sim/sim.h). */
-#include "sim/sim.h"
-
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +10,7 @@
 #include "producer.h"
 #include "sim/encode.h"
 #include "sim/gen.h"
+#include "sim/sim.h"
 #include "truth.h"
 
 /* Per-device fault state. */
@@ -57,12 +56,13 @@ static core_err check_options(const struct sim_options *o, char *eb, size_t ebn)
     if (!(o->rate >= 0.0) || !(o->duration_s >= 0.0) || !(o->period_s >= 0.001) ||
         !(o->period_s <= 86400.0) || !(o->late_s >= 0.0) || !(o->hetero_sd >= 0.0) ||
         !(o->spatial_coupling >= 0.0 && o->spatial_coupling < 1.0) ||
-        !(o->ar >= 0.0 && o->ar < 1.0) || o->spatial_lag > SIM_MAX_LAG ||
-        o->oversize_bytes < 64 || o->oversize_bytes > 64u * 1024 * 1024 ||
-        o->max_inflight < 1 || !isfinite(o->regime_change_at_s)) {
-        snprintf(eb, ebn, "option out of range (rate >= 0, duration >= 0, period in "
-                          "[0.001, 86400] s, coupling and ar in [0, 1), lag <= %d, "
-                          "oversize-bytes in [64, 64 MiB], max-inflight >= 1)",
+        !(o->ar >= 0.0 && o->ar < 1.0) || o->spatial_lag > SIM_MAX_LAG || o->oversize_bytes < 64 ||
+        o->oversize_bytes > (size_t)64 * 1024 * 1024 || o->max_inflight < 1 ||
+        !isfinite(o->regime_change_at_s)) {
+        snprintf(eb, ebn,
+                 "option out of range (rate >= 0, duration >= 0, period in "
+                 "[0.001, 86400] s, coupling and ar in [0, 1), lag <= %d, "
+                 "oversize-bytes in [64, 64 MiB], max-inflight >= 1)",
                  SIM_MAX_LAG);
         return CORE_EINVAL;
     }
@@ -83,8 +83,7 @@ static core_err send_text(struct run *r, const char *id, const char *text, size_
                              f < SIM_FAULT_COUNT ? sim_fault_name(f) : NULL);
 }
 
-static core_err encode(struct run *r, const struct sim_reading *rd, enum sim_fault f,
-                       size_t *len)
+static core_err encode(struct run *r, const struct sim_reading *rd, enum sim_fault f, size_t *len)
 {
     core_err rc = sim_encode_reading(rd, f, &r->frng, r->o->oversize_bytes, r->buf, r->cap, len);
     if (rc != CORE_OK)
@@ -132,8 +131,7 @@ static core_err emit_reading(struct run *r, struct sim_reading *rd, struct dev_s
     return rc;
 }
 
-static core_err emit_device(struct run *r, size_t m, int64_t ts_ms, uint64_t tick,
-                            double elapsed_s)
+static core_err emit_device(struct run *r, size_t m, int64_t ts_ms, uint64_t tick, double elapsed_s)
 {
     struct dev_state *d = &r->dev[m];
     char id[32];
@@ -197,8 +195,8 @@ static core_err setup(struct run *r, const struct core_config *cfg, char *eb, si
     r->buf = core_xmalloc(r->cap);
     r->values = core_xcalloc(o->devices * SIM_NCH, sizeof(double));
     r->dev = core_xcalloc(o->devices, sizeof(*r->dev));
-    return sim_producer_new(cfg, o->topic, o->rate, o->max_inflight, o->oversize_bytes + 1,
-                            r->pr, &r->prod, eb, ebn);
+    return sim_producer_new(cfg, o->topic, o->rate, o->max_inflight, o->oversize_bytes + 1, r->pr,
+                            &r->prod, eb, ebn);
 }
 
 static void cleanup(struct run *r)
@@ -246,7 +244,10 @@ static core_err loop(struct run *r)
         if (atomic_load(&r->pr->stop) || (o->duration_s > 0.0 && wall_s >= o->duration_s))
             break;
         if (o->wall_clock) { /* real time: one tick per period */
-            sim_producer_sleep_until(r->prod, t0 + (int64_t)((double)tick * o->period_s * 1e9));
+            int64_t due = t0 + (int64_t)((double)tick * o->period_s * 1e9);
+            if (o->duration_s > 0.0 && (double)(due - t0) * 1e-9 >= o->duration_s)
+                break; /* the next tick would fall after the end */
+            sim_producer_sleep_until(r->prod, due);
             if (atomic_load(&r->pr->stop))
                 break;
             ts = wall_ms();

@@ -13,10 +13,9 @@ static json_t *edges_json(const double *w)
         for (size_t j = 0; j < SIM_NCH; j++) {
             if (w[i * SIM_NCH + j] == 0.0)
                 continue;
-            json_array_append_new(arr, json_pack("{s:s, s:s, s:f}", "from",
-                                                 sim_gen_channel_info(i)->name, "to",
-                                                 sim_gen_channel_info(j)->name, "weight",
-                                                 w[i * SIM_NCH + j]));
+            json_array_append_new(
+                arr, json_pack("{s:s, s:s, s:f}", "from", sim_gen_channel_info(i)->name, "to",
+                               sim_gen_channel_info(j)->name, "weight", w[i * SIM_NCH + j]));
         }
     return arr;
 }
@@ -48,9 +47,8 @@ static json_t *regimes_json(const struct sim_gen *g, const struct sim_options *o
         json_array_append_new(
             arr, json_pack("{s:i, s:o, s:o, s:o, s:o, s:o}", "regime", (json_int_t)r, "from_s",
                            r == 0 ? json_real(0.0)
-                                  : (o->regime_change_at_s >= 0.0
-                                         ? json_real(o->regime_change_at_s)
-                                         : json_null()),
+                                  : (o->regime_change_at_s >= 0.0 ? json_real(o->regime_change_at_s)
+                                                                  : json_null()),
                            "order", ord, "edges", edges_json(w), "weights", matrix_json(w),
                            "implied_cov", matrix_json(cov)));
     }
@@ -84,15 +82,14 @@ json_t *sim_truth_json(const struct sim_gen *g, const struct sim_options *o)
     json_t *chans = json_array();
     for (size_t c = 0; c < SIM_NCH; c++) {
         const struct sim_channel_info *ci = sim_gen_channel_info(c);
-        json_array_append_new(chans, json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f}", "name",
-                                               ci->name, "base", ci->base, "offset_sd",
-                                               ci->offset_sd, "diurnal_amp", ci->amp, "scale",
-                                               ci->scale, "lo", ci->lo, "hi", ci->hi));
+        json_array_append_new(chans,
+                              json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f}", "name", ci->name,
+                                        "base", ci->base, "offset_sd", ci->offset_sd, "diurnal_amp",
+                                        ci->amp, "scale", ci->scale, "lo", ci->lo, "hi", ci->hi));
     }
     return json_pack(
         "{s:s, s:I, s:I, s:s, s:o, s:{s:s, s:f, s:i}, s:f, s:f, s:o, s:o}", "schema",
-        "gcdp.sim-truth/1", "seed", (json_int_t)o->seed, "devices", (json_int_t)o->devices,
-        "model",
+        "gcdp.sim-truth/1", "seed", (json_int_t)o->seed, "devices", (json_int_t)o->devices, "model",
         "latent x = x W + z (edge from->to: x_to += weight * x_from); z_m(k) = a z_(m-1)(k-lag) "
         "+ sqrt(1-a^2) u_m(k); u_m(k) = phi u_m(k-1) + sqrt(1-phi^2) e, e ~ N(0,I); "
         "value = base + offset + diurnal_amp * diurnal(ts) + scale * x, clamped to [lo,hi]; "

@@ -1,0 +1,355 @@
+/* test_dp_ledger.c - write-ahead ledger (NOISE.md §6 T6): replay returns the stored bytes,
+ * crash injection (SIGKILL between the durable write and publication, and before it),
+ * totals never undercount, lifetime cap per unit, torn last line, group commit.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/dp_ledger.h"
+#include "core/dp_mech.h"
+#include "core/dp_rng.h"
+#include "test_support.h"
+
+TestSuite(dp_ledger, .timeout = 60);
+
+static char *tmp_path(char **dir)
+{
+    *dir = ts_tmpdir();
+    size_t n = strlen(*dir) + 32;
+    char *p = malloc(n);
+    snprintf(p, n, "%s/ledger.jsonl", *dir);
+    return p;
+}
+
+static struct core_dp_ledger *open_ok(const char *path, double cap_eps)
+{
+    struct core_dp_ledger_opts o = {.path = path, .cap = {cap_eps, 100.0, 1e-3}};
+    struct core_dp_ledger *l = NULL;
+    char err[256] = "";
+    core_err rc = core_dp_ledger_open(&o, &l, err, sizeof(err));
+    cr_assert_eq(rc, CORE_OK, "open: %s (%s)", core_errname(rc), err);
+    return l;
+}
+
+static const struct core_dp_cost C04 = {0.4, 0.08, 0};
+
+static void release(struct core_dp_ledger *l, const char *id, const char *unit,
+                    const struct core_dp_cost *c, const void *bytes, size_t len)
+{
+    const char *units[1] = {unit};
+    cr_assert_eq(core_dp_ledger_charge(l, id, "lap", units, 1, c, "{\"k\":-40}"), CORE_OK);
+    cr_assert_eq(core_dp_ledger_commit_output(l, id, bytes, len), CORE_OK);
+}
+
+Test(dp_ledger, commit_then_replay_returns_identical_bytes)
+{
+    char *dir, *path = tmp_path(&dir);
+    struct core_dp_ledger *l = open_ok(path, 10.0);
+    const uint8_t out[5] = {0, 1, 2, 0xff, '\n'};
+    uint8_t *got = NULL;
+    size_t len = 0;
+    release(l, "w1/theta3", "dev1/2026-11-29", &C04, out, sizeof(out));
+    const char *u[1] = {"dev1/2026-11-29"};
+    cr_assert_eq(core_dp_ledger_charge(l, "w1/theta3", "lap", u, 1, &C04, NULL), CORE_EEXIST,
+                 "a release id is published once");
+    cr_assert_eq(core_dp_ledger_lookup(l, "w1/theta3", &got, &len), CORE_OK);
+    cr_assert_eq(len, sizeof(out));
+    cr_assert_eq(memcmp(got, out, len), 0);
+    free(got);
+    cr_assert_eq(core_dp_ledger_lookup(l, "nope", &got, &len), CORE_ENOTFOUND);
+    core_dp_ledger_free(l);
+    l = open_ok(path, 10.0); /* reopen rebuilds from the file */
+    cr_assert_eq(core_dp_ledger_lookup(l, "w1/theta3", &got, &len), CORE_OK);
+    cr_assert_eq(len, sizeof(out));
+    cr_assert_eq(memcmp(got, out, len), 0);
+    free(got);
+    struct core_dp_cost s;
+    cr_assert_eq(core_dp_ledger_spent(l, "dev1/2026-11-29", &s), CORE_OK);
+    cr_assert(s.eps == 0.4 && s.rho == 0.08);
+    core_dp_ledger_free(l);
+    ts_rmtree(dir);
+    free(dir);
+    free(path);
+}
+
+Test(dp_ledger, lifetime_cap_refuses_beyond_and_survives_reopen)
+{
+    char *dir, *path = tmp_path(&dir);
+    struct core_dp_ledger *l = open_ok(path, 1.0);
+    const char *u[1] = {"occ-7"};
+    release(l, "r1", "occ-7", &C04, "a", 1);
+    release(l, "r2", "occ-7", &C04, "b", 1); /* sequential: 0.8 */
+    cr_assert_eq(core_dp_ledger_charge(l, "r3", "lap", u, 1, &C04, NULL), CORE_EBUDGET);
+    struct core_dp_cost s;
+    cr_assert_eq(core_dp_ledger_spent(l, "occ-7", &s), CORE_OK);
+    cr_assert(fabs(s.eps - 0.8) < 1e-15 && s.eps >= 0.8, "refused charge reserved nothing");
+    release(l, "r3b", "occ-8", &C04, "c", 1); /* disjoint unit: parallel composition */
+    const char *both[2] = {"occ-8", "occ-7"};
+    cr_assert_eq(core_dp_ledger_charge(l, "r4", "lap", both, 2, &C04, NULL), CORE_EBUDGET,
+                 "one unit over the cap refuses the whole charge");
+    cr_assert_eq(core_dp_ledger_spent(l, "occ-8", &s), CORE_OK);
+    cr_assert(s.eps == 0.4, "occ-8 untouched by the refused charge");
+    struct core_dp_cost nan_cost = {NAN, 0, 0};
+    cr_assert_eq(core_dp_ledger_charge(l, "r5", "lap", u, 1, &nan_cost, NULL), CORE_EINVAL);
+    core_dp_ledger_free(l);
+    l = open_ok(path, 1.0);
+    cr_assert_eq(core_dp_ledger_charge(l, "r3", "lap", u, 1, &C04, NULL), CORE_EBUDGET,
+                 "the cap holds after a restart");
+    /* 0.8 + 0.2 is 1 + 2^-54 exactly in binary, rounded UP above the cap 1.0: refused */
+    struct core_dp_cost small = {0.2, 0, 0};
+    cr_assert_eq(core_dp_ledger_charge(l, "r3", "lap", u, 1, &small, NULL), CORE_EBUDGET);
+    small.eps = 0.125;
+    cr_assert_eq(core_dp_ledger_charge(l, "r3", "lap", u, 1, &small, NULL), CORE_OK);
+    core_dp_ledger_free(l);
+    ts_rmtree(dir);
+    free(dir);
+    free(path);
+}
+
+Test(dp_ledger, cancel_returns_the_reservation_and_duplicates_charge_once)
+{
+    char *dir, *path = tmp_path(&dir);
+    struct core_dp_ledger *l = open_ok(path, 1.0);
+    const char *u[3] = {"a", "b", "a"};
+    struct core_dp_cost s;
+    cr_assert_eq(core_dp_ledger_charge(l, "x", "gauss", u, 3, &C04, NULL), CORE_OK);
+    cr_assert_eq(core_dp_ledger_spent(l, "a", &s), CORE_OK);
+    cr_assert(s.eps == 0.4, "unit listed twice is charged once");
+    cr_assert_eq(core_dp_ledger_charge(l, "x", "gauss", u, 3, &C04, NULL), CORE_ESTATE);
+    cr_assert_eq(core_dp_ledger_cancel(l, "x"), CORE_OK);
+    cr_assert_eq(core_dp_ledger_spent(l, "a", &s), CORE_OK);
+    cr_assert(s.eps == 0.0);
+    cr_assert_eq(core_dp_ledger_commit_output(l, "x", "z", 1), CORE_ENOTFOUND);
+    cr_assert_eq(core_dp_ledger_charge(l, "x", "gauss", u, 3, &C04, NULL), CORE_OK);
+    cr_assert_eq(core_dp_ledger_commit_output(l, "x", "z", 1), CORE_OK);
+    core_dp_ledger_free(l);
+    ts_rmtree(dir);
+    free(dir);
+    free(path);
+}
+
+Test(dp_ledger, second_opener_is_refused)
+{
+    char *dir, *path = tmp_path(&dir);
+    struct core_dp_ledger *l = open_ok(path, 1.0), *l2 = NULL;
+    struct core_dp_ledger_opts o = {.path = path, .cap = {1, 1, 1}};
+    cr_assert_eq(core_dp_ledger_open(&o, &l2, NULL, 0), CORE_EAGAIN);
+    cr_assert_null(l2);
+    core_dp_ledger_free(l);
+    o.cap.eps = NAN;
+    cr_assert_eq(core_dp_ledger_open(&o, &l2, NULL, 0), CORE_EINVAL, "NaN cap fails closed");
+    ts_rmtree(dir);
+    free(dir);
+    free(path);
+}
+
+/* ---- crash injection ---- */
+
+/* Child: charge, draw real noise, commit; then report the bytes on the observer pipe (stand-
+ * in for publication) and SIGKILL itself before returning. kill_before_commit kills it
+ * between the charge and the durable write instead. */
+static void child_release(const char *path, const char *id, int fd, int kill_before_commit)
+{
+    struct core_dp_ledger_opts o = {.path = path, .cap = {5.0, 100.0, 1e-3}};
+    struct core_dp_ledger *l = NULL;
+    struct core_dp_lap p;
+    const char *u[1] = {"occ"};
+    double x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[8];
+    if (core_dp_ledger_open(&o, &l, NULL, 0) != CORE_OK ||
+        core_dp_ledger_charge(l, id, "lap", u, 1, &C04, NULL) != CORE_OK ||
+        core_dp_lap_params(1.0, 0.4, 10.0, 1, &p) != CORE_OK ||
+        core_dp_lap_release(core_rng_os(), &p, 8, x, y) != CORE_OK)
+        _exit(3);
+    if (kill_before_commit)
+        raise(SIGKILL);
+    if (core_dp_ledger_commit_output(l, id, y, sizeof(y)) != CORE_OK)
+        _exit(4);
+    if (write(fd, y, sizeof(y)) != (ssize_t)sizeof(y))
+        _exit(5);
+    raise(SIGKILL); /* dies before "returning" to its caller */
+    _exit(6);
+}
+
+static int run_child(const char *path, const char *id, int kill_before, double *bytes_out)
+{
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        close(fds[0]);
+        child_release(path, id, fds[1], kill_before);
+    }
+    close(fds[1]);
+    ssize_t got = read(fds[0], bytes_out, 8 * sizeof(double));
+    close(fds[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "child must die by SIGKILL");
+    return (int)got;
+}
+
+Test(dp_ledger, crash_after_durable_write_replays_identical_bytes)
+{
+    char *dir, *path = tmp_path(&dir);
+    double seen[8];
+    struct core_dp_cost s;
+    for (int i = 0; i < 10; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "win-%d", i);
+        cr_assert_eq(run_child(path, id, 0, seen), (int)sizeof(seen));
+        struct core_dp_ledger *l = open_ok(path, 5.0);
+        uint8_t *b = NULL;
+        size_t len = 0;
+        cr_assert_eq(core_dp_ledger_lookup(l, id, &b, &len), CORE_OK);
+        cr_assert_eq(len, sizeof(seen));
+        cr_assert_eq(memcmp(b, seen, len), 0, "replay must be byte-identical to what was seen");
+        free(b);
+        const char *u[1] = {"occ"};
+        cr_assert_eq(core_dp_ledger_charge(l, id, "lap", u, 1, &C04, NULL), CORE_EEXIST,
+                     "never resampled");
+        cr_assert_eq(core_dp_ledger_spent(l, "occ", &s), CORE_OK);
+        cr_assert_geq(s.eps, 0.4 * (i + 1) - 1e-12, "total never undercounts");
+        cr_assert_lt(s.eps, 0.4 * (i + 1) + 1e-12, "charged exactly once per release");
+        core_dp_ledger_free(l);
+    }
+    ts_rmtree(dir);
+    free(dir);
+    free(path);
+}
+
+Test(dp_ledger, crash_before_durable_write_publishes_nothing)
+{
+    char *dir, *path = tmp_path(&dir);
+    double seen[8];
+    cr_assert_eq(run_child(path, "w", 1, seen), 0, "nothing was published");
+    struct core_dp_ledger *l = open_ok(path, 5.0);
+    uint8_t *b = NULL;
+    size_t len;
+    cr_assert_eq(core_dp_ledger_lookup(l, "w", &b, &len), CORE_ENOTFOUND);
+    core_dp_ledger_free(l);
+    cr_assert_eq(run_child(path, "w", 0, seen), (int)sizeof(seen), "a retry may release");
+    l = open_ok(path, 5.0);
+    struct core_dp_cost s;
+    cr_assert_eq(core_dp_ledger_spent(l, "occ", &s), CORE_OK);
+    cr_assert(s.eps == 0.4, "one published release, one charge");
+    core_dp_ledger_free(l);
+    ts_rmtree(dir);
+    free(dir);
+    free(path);
+}
+
+static void append_raw(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_APPEND);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+}
+
+Test(dp_ledger, torn_last_line_is_cut_and_middle_corruption_refused)
+{
+    char *dir, *path = tmp_path(&dir);
+    struct core_dp_ledger *l = open_ok(path, 5.0);
+    release(l, "a", "u", &C04, "A", 1);
+    core_dp_ledger_free(l);
+    append_raw(path, "{\"v\":1,\"id\":\"b\",\"mech\":\"lap\",\"units\":[\"u\"],\"eps\":0.4");
+    l = open_ok(path, 5.0);
+    struct core_dp_ledger_stats st;
+    core_dp_ledger_stats(l, &st);
+    cr_assert_eq(st.torn_dropped, 1);
+    cr_assert_eq(st.releases, 1);
+    release(l, "b", "u", &C04, "B", 1); /* appends cleanly after the cut */
+    core_dp_ledger_free(l);
+    l = open_ok(path, 5.0);
+    uint8_t *got;
+    size_t len;
+    cr_assert_eq(core_dp_ledger_lookup(l, "b", &got, &len), CORE_OK);
+    cr_assert(len == 1 && got[0] == 'B');
+    free(got);
+    core_dp_ledger_free(l);
+    /* garbage followed by a valid row: not a torn append, refuse to open */
+    append_raw(path, "garbage\n{\"v\":1}\n");
+    struct core_dp_ledger_opts o = {.path = path, .cap = {5, 5, 1}};
+    char err[256] = "";
+    cr_assert_eq(core_dp_ledger_open(&o, &l, err, sizeof(err)), CORE_EPARSE);
+    cr_assert(strstr(err, "line") != NULL, "reason names the line: %s", err);
+    ts_rmtree(dir);
+    free(dir);
+    free(path);
+}
+
+Test(dp_ledger, group_commit_uses_one_fsync_for_a_batch)
+{
+    char *dir, *path = tmp_path(&dir);
+    struct core_dp_ledger *l = open_ok(path, 100.0);
+    enum { B = 64 };
+    char ids[B][16];
+    const char *idp[B];
+    const void *bp[B];
+    size_t lens[B];
+    struct core_dp_cost c = {0.01, 0, 0};
+    struct core_dp_ledger_stats before, after;
+    for (int i = 0; i < B; i++) {
+        char unit[16];
+        snprintf(ids[i], sizeof(ids[i]), "r%d", i);
+        snprintf(unit, sizeof(unit), "u%d", i % 4);
+        const char *u[1] = {unit};
+        cr_assert_eq(core_dp_ledger_charge(l, ids[i], "lap", u, 1, &c, NULL), CORE_OK);
+        idp[i] = ids[i];
+        bp[i] = ids[i];
+        lens[i] = strlen(ids[i]);
+    }
+    core_dp_ledger_stats(l, &before);
+    cr_assert_eq(core_dp_ledger_commit_batch(l, B, idp, bp, lens), CORE_OK);
+    core_dp_ledger_stats(l, &after);
+    cr_assert_eq(after.fsyncs - before.fsyncs, 1);
+    cr_assert_eq(after.pending, 0);
+    core_dp_ledger_free(l);
+    l = open_ok(path, 100.0);
+    for (int i = 0; i < B; i++) {
+        uint8_t *g;
+        size_t n;
+        cr_assert_eq(core_dp_ledger_lookup(l, ids[i], &g, &n), CORE_OK);
+        cr_assert(n == lens[i] && memcmp(g, ids[i], n) == 0);
+        free(g);
+    }
+    struct core_dp_cost s;
+    cr_assert_eq(core_dp_ledger_spent(l, "u1", &s), CORE_OK);
+    cr_assert(s.eps >= 0.16 && s.eps < 0.16 + 1e-14, "%.17g", s.eps);
+    core_dp_ledger_free(l);
+    ts_rmtree(dir);
+    free(dir);
+    free(path);
+}
+
+Test(dp_ledger, invalid_arguments_are_rejected)
+{
+    char *dir, *path = tmp_path(&dir);
+    struct core_dp_ledger *l = open_ok(path, 1.0);
+    const char *u[1] = {"u"};
+    const char *bad_utf8[1] = {"\xff\xfe"};
+    struct core_dp_cost c = {0.1, 0, 0};
+    cr_assert_eq(core_dp_ledger_charge(l, "", "lap", u, 1, &c, NULL), CORE_EINVAL);
+    cr_assert_eq(core_dp_ledger_charge(l, "i", "lap", u, 0, &c, NULL), CORE_EINVAL);
+    cr_assert_eq(core_dp_ledger_charge(l, "i", "lap", bad_utf8, 1, &c, NULL), CORE_EINVAL);
+    cr_assert_eq(core_dp_ledger_charge(l, "i", "lap", u, 1, &c, "[1]"), CORE_EINVAL);
+    cr_assert_eq(core_dp_ledger_charge(l, "i", "lap", u, 1, &c, "{bad"), CORE_EINVAL);
+    c.rho = -1;
+    cr_assert_eq(core_dp_ledger_charge(l, "i", "lap", u, 1, &c, NULL), CORE_EINVAL);
+    c.rho = INFINITY;
+    cr_assert_eq(core_dp_ledger_charge(l, "i", "lap", u, 1, &c, NULL), CORE_EINVAL);
+    core_dp_ledger_free(l);
+    core_dp_ledger_free(NULL);
+    ts_rmtree(dir);
+    free(dir);
+    free(path);
+}

@@ -1,0 +1,324 @@
+/* test_admm.c - the ADMM driver, its wire encoding and byte accounting, structure recovery. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lrn/acyclic.h"
+#include "lrn/admm.h"
+#include "lrn/pgcd.h"
+#include "lrn/sem.h"
+
+/* ---- wire ---- */
+
+Test(admm, wire_index_bytes_follow_the_paper)
+{
+    /* ⌈log₂(d²)/8⌉: d=4 → ⌈4/8⌉ = 1, d=16 → 1, d=17 → ⌈8.17/8⌉ = 2, d=20 → 2, d=200 → 2,
+     * d=4096 → 3 */
+    cr_assert_eq(lrn_wire_index_bytes(4), 1);
+    cr_assert_eq(lrn_wire_index_bytes(16), 1);
+    cr_assert_eq(lrn_wire_index_bytes(17), 2);
+    cr_assert_eq(lrn_wire_index_bytes(20), 2);
+    cr_assert_eq(lrn_wire_index_bytes(200), 2);
+    cr_assert_eq(lrn_wire_index_bytes(4096), 3);
+}
+
+Test(admm, sparse_wire_round_trips_and_sends_only_nonzeros)
+{
+    enum { D = 20 };
+    double M[D * D] = {0}, back[D * D];
+    uint8_t buf[4 + D * D * 10];
+    size_t len = 0, nnz = 0;
+
+    M[3] = 1.25;
+    M[45] = -0.5;
+    M[399] = 1e-300;
+    M[7] = -0.0; /* a negative zero is a zero: not sent */
+    cr_assert_eq(lrn_wire_encode(D, M, LRN_WIRE_SPARSE, buf, sizeof(buf), &len, &nnz), CORE_OK);
+    cr_assert_eq(nnz, 3);
+    cr_assert_eq(len, 4 + 3 * (8 + 2));
+    cr_assert_eq(lrn_wire_decode(D, buf, len, LRN_WIRE_SPARSE, back), CORE_OK);
+    for (int x = 0; x < D * D; x++)
+        cr_assert(back[x] == M[x], "entry %d", x);
+    /* truncated, trailing byte, count too large */
+    cr_assert_eq(lrn_wire_decode(D, buf, len - 1, LRN_WIRE_SPARSE, back), CORE_EPARSE);
+    cr_assert_eq(lrn_wire_decode(D, buf, len + 1, LRN_WIRE_SPARSE, back), CORE_EPARSE);
+    buf[0] = 4;
+    cr_assert_eq(lrn_wire_decode(D, buf, len, LRN_WIRE_SPARSE, back), CORE_EPARSE);
+    buf[0] = 3;
+    /* index out of range (≥ d²) */
+    buf[4] = 0xff;
+    buf[5] = 0xff;
+    cr_assert_eq(lrn_wire_decode(D, buf, len, LRN_WIRE_SPARSE, back), CORE_EPARSE);
+    /* unordered / duplicate indices */
+    buf[4] = 45;
+    buf[5] = 0;
+    cr_assert_eq(lrn_wire_decode(D, buf, len, LRN_WIRE_SPARSE, back), CORE_EPARSE);
+    /* a NaN is refused on both sides */
+    M[3] = NAN;
+    cr_assert_eq(lrn_wire_encode(D, M, LRN_WIRE_SPARSE, buf, sizeof(buf), &len, &nnz),
+                 CORE_EINVAL);
+    /* the cap is enforced */
+    M[3] = 1.0;
+    cr_assert_eq(lrn_wire_encode(D, M, LRN_WIRE_SPARSE, buf, 20, &len, &nnz), CORE_ETOOBIG);
+}
+
+Test(admm, dense_wire_round_trips)
+{
+    double M[9] = {1, 2, 3, 4, 0, -6, 7, 8, 9}, back[9];
+    uint8_t buf[72];
+    size_t len = 0;
+
+    cr_assert_eq(lrn_wire_encode(3, M, LRN_WIRE_DENSE, buf, sizeof(buf), &len, NULL), CORE_OK);
+    cr_assert_eq(len, 72);
+    cr_assert_eq(lrn_wire_decode(3, buf, len, LRN_WIRE_DENSE, back), CORE_OK);
+    cr_assert_arr_eq(back, M, sizeof(M));
+    cr_assert_eq(lrn_wire_decode(3, buf, 71, LRN_WIRE_DENSE, back), CORE_EPARSE);
+}
+
+/* ---- structure recovery ---- */
+
+struct problem {
+    size_t d, P, n;
+    double *X, *S;
+    const double *sp[8];
+};
+
+static void problem_make(struct problem *pb, const double *W, size_t d, size_t P, size_t n,
+                         uint64_t seed)
+{
+    struct lrn_rng rng;
+    size_t *scratch = malloc(LRN_SEM_SCRATCH(d) * sizeof(size_t));
+
+    pb->d = d;
+    pb->P = P;
+    pb->n = n;
+    pb->X = malloc(P * n * d * sizeof(double));
+    pb->S = malloc(P * d * d * sizeof(double));
+    lrn_rng_seed(&rng, seed);
+    for (size_t p = 0; p < P; p++) {
+        cr_assert_eq(lrn_sem_sample(W, d, n, 1.0, &rng, pb->X + p * n * d, scratch), CORE_OK);
+        cr_assert_eq(lrn_covariance(n, d, pb->X + p * n * d, 1.0, pb->S + p * d * d), CORE_OK);
+        pb->sp[p] = pb->S + p * d * d;
+    }
+    free(scratch);
+}
+
+static void problem_free(struct problem *pb)
+{
+    free(pb->X);
+    free(pb->S);
+}
+
+static void learn(const struct problem *pb, const struct lrn_admm_opts *o, double *W,
+                  struct lrn_admm_result *res)
+{
+    struct lrn_pgcd_opts po = {0.1, 0.5, 1000, 1e-6};
+    struct lrn_pgcd_local *l = NULL;
+    struct lrn_local_ops ops;
+
+    cr_assert_eq(lrn_pgcd_local_new(pb->d, pb->P, pb->sp, &po, &l), CORE_OK);
+    ops = lrn_pgcd_local_ops(l);
+    cr_assert_eq(lrn_admm_run(pb->d, pb->P, &ops, o, NULL, NULL, W, NULL, res), CORE_OK);
+    cr_assert(lrn_pgcd_local_steps(l) > 0);
+    lrn_pgcd_local_free(l);
+}
+
+static void assert_same_support(const double *truth, const double *W, size_t d)
+{
+    for (size_t x = 0; x < d * d; x++)
+        cr_assert_eq(truth[x] != 0.0, W[x] != 0.0, "entry %zu→%zu: true %g, learned %g", x / d,
+                     x % d, truth[x], W[x]);
+}
+
+static void recover(const double *truth, size_t d)
+{
+    struct problem pb;
+    struct lrn_admm_opts o = lrn_admm_opts_default();
+    struct lrn_admm_result res;
+    double *W = malloc(d * d * sizeof(double));
+
+    o.max_rounds = 40;
+    problem_make(&pb, truth, d, 4, 3000, 17);
+    learn(&pb, &o, W, &res);
+    assert_same_support(truth, W, d);
+    cr_assert_float_eq(res.h, 0.0, 1e-12);
+    cr_assert_eq(res.rounds, 40);
+    for (size_t x = 0; x < d * d; x++)
+        if (truth[x] != 0.0)
+            cr_assert_float_eq(W[x], truth[x], 0.25, "weight %zu: %g vs %g (ℓ1 shrinks)", x,
+                               W[x], truth[x]);
+    problem_free(&pb);
+    free(W);
+}
+
+Test(admm, recovers_chain_exactly)
+{
+    /* 0 → 1 → 2 → 3 */
+    const double W[16] = {0, 1.5, 0, 0, 0, 0, -1.2, 0, 0, 0, 0, 0.8, 0, 0, 0, 0};
+    recover(W, 4);
+}
+
+Test(admm, recovers_fork_exactly)
+{
+    /* 1 ← 0 → 2, and 0 → 3 */
+    const double W[16] = {0, 1.3, -1.1, 0.9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    recover(W, 4);
+}
+
+Test(admm, recovers_collider_exactly)
+{
+    /* 0 → 2 ← 1, 2 → 3 */
+    const double W[16] = {0, 0, 1.4, 0, 0, 0, -1.0, 0, 0, 0, 0, 0.7, 0, 0, 0, 0};
+    recover(W, 4);
+}
+
+/* ---- accounting and control ---- */
+
+struct tally {
+    size_t d, P, rounds;
+    uint64_t model;
+    int ok;
+    size_t stop_after;
+};
+
+static bool count_bytes(void *arg, const struct lrn_admm_progress *pr)
+{
+    struct tally *t = arg;
+    uint64_t entry = 8 + lrn_wire_index_bytes(t->d);
+
+    t->model += (pr->nnz_up + t->P * pr->nnz_down) * entry;
+    t->ok &= t->model == pr->bytes_model;
+    t->ok &= pr->bytes_wire == pr->bytes_model + 4 * (t->rounds + 1) * (t->P + t->P);
+    t->ok &= pr->round == t->rounds;
+    t->rounds++;
+    return t->stop_after == 0 || t->rounds < t->stop_after;
+}
+
+Test(admm, bytes_follow_the_paper_model_and_the_wire)
+{
+    const double truth[9] = {0, 1.0, 0, 0, 0, -1.5, 0, 0, 0};
+    struct problem pb;
+    struct lrn_admm_opts o = lrn_admm_opts_default();
+    struct lrn_admm_result res;
+    struct lrn_pgcd_opts po = {0.1, 0.5, 1000, 1e-6};
+    struct lrn_pgcd_local *l = NULL;
+    struct lrn_local_ops ops;
+    struct tally t = {3, 3, 0, 0, 1, 0};
+    double W[9];
+
+    o.max_rounds = 12;
+    problem_make(&pb, truth, 3, 3, 1000, 5);
+    cr_assert_eq(lrn_pgcd_local_new(3, 3, pb.sp, &po, &l), CORE_OK);
+    ops = lrn_pgcd_local_ops(l);
+    cr_assert_eq(lrn_admm_run(3, 3, &ops, &o, count_bytes, &t, W, NULL, &res), CORE_OK);
+    cr_assert(t.ok, "per-round byte counts agree with nnz × (8 + index bytes)");
+    cr_assert_eq(t.rounds, 12);
+    cr_assert_eq(res.bytes_model, t.model);
+    cr_assert(res.bytes_up_model > 0 && res.bytes_up_model < res.bytes_model);
+    /* dense wire: exactly the paper's 2·T·P·d²·8 */
+    o.wire = LRN_WIRE_DENSE;
+    cr_assert_eq(lrn_admm_run(3, 3, &ops, &o, NULL, NULL, W, NULL, &res), CORE_OK);
+    cr_assert_eq(res.bytes_model, 2ull * 12 * 3 * 9 * 8);
+    cr_assert_eq(res.bytes_wire, res.bytes_model);
+    lrn_pgcd_local_free(l);
+    problem_free(&pb);
+}
+
+Test(admm, progress_callback_can_stop_the_run)
+{
+    const double truth[9] = {0, 1.0, 0, 0, 0, -1.5, 0, 0, 0};
+    struct problem pb;
+    struct lrn_admm_opts o = lrn_admm_opts_default();
+    struct lrn_admm_result res;
+    struct lrn_pgcd_opts po = {0.1, 0.5, 1000, 1e-6};
+    struct lrn_pgcd_local *l = NULL;
+    struct lrn_local_ops ops;
+    struct tally t = {3, 2, 0, 0, 1, 5};
+    double W[9];
+
+    problem_make(&pb, truth, 3, 2, 500, 6);
+    cr_assert_eq(lrn_pgcd_local_new(3, 2, pb.sp, &po, &l), CORE_OK);
+    ops = lrn_pgcd_local_ops(l);
+    cr_assert_eq(lrn_admm_run(3, 2, &ops, &o, count_bytes, &t, W, NULL, &res), CORE_OK);
+    cr_assert_eq(res.status, LRN_ADMM_STOPPED);
+    cr_assert_eq(res.rounds, 5);
+    lrn_pgcd_local_free(l);
+    problem_free(&pb);
+}
+
+/* A different local solver plugs in: every participant proposes the same DAG B*, so the
+ * consensus W must converge to B* (server step, duals and ρ schedule shared). */
+static core_err fixed_solve(void *self, size_t p, size_t t, const double *W,
+                            const double *beta_p, double rho2, double *B_p)
+{
+    (void)p, (void)t, (void)W, (void)beta_p, (void)rho2;
+    memcpy(B_p, self, 9 * sizeof(double));
+    return CORE_OK;
+}
+
+Test(admm, pluggable_local_solver_reaches_consensus)
+{
+    double target[9] = {0, 0.9, -0.6, 0, 0, 1.2, 0, 0, 0}, W[9], raw[9];
+    struct lrn_local_ops ops = {fixed_solve, target};
+    struct lrn_admm_opts o = lrn_admm_opts_default();
+    struct lrn_admm_result res;
+
+    o.max_rounds = 30;
+    o.w_threshold = 0.0;
+    o.w_sparsify = 0.0;
+    cr_assert_eq(lrn_admm_run(3, 4, &ops, &o, NULL, NULL, W, raw, &res), CORE_OK);
+    for (int x = 0; x < 9; x++)
+        cr_assert_float_eq(raw[x], target[x], 1e-4, "entry %d", x);
+    cr_assert_eq(res.edges, 3);
+}
+
+static core_err failing_solve(void *self, size_t p, size_t t, const double *W,
+                              const double *beta_p, double rho2, double *B_p)
+{
+    (void)self, (void)W, (void)beta_p, (void)rho2, (void)B_p;
+    return p == 1 && t == 2 ? CORE_ENUMERIC : CORE_OK;
+}
+
+Test(admm, local_solver_error_aborts_the_run)
+{
+    struct lrn_local_ops ops = {failing_solve, NULL};
+    struct lrn_admm_opts o = lrn_admm_opts_default();
+    struct lrn_admm_result res;
+    double W[9];
+
+    cr_assert_eq(lrn_admm_run(3, 2, &ops, &o, NULL, NULL, W, NULL, &res), CORE_ENUMERIC);
+}
+
+Test(admm, options_are_checked)
+{
+    struct lrn_admm_opts o = lrn_admm_opts_default();
+    char err[128] = "";
+
+    cr_assert_eq(lrn_admm_opts_check(&o, err, sizeof(err)), CORE_OK);
+    o.rho1 = NAN;
+    cr_assert_eq(lrn_admm_opts_check(&o, err, sizeof(err)), CORE_EINVAL);
+    cr_assert_str_eq(err, "admm option rho1 out of range");
+    o = lrn_admm_opts_default();
+    o.max_rounds = 0;
+    cr_assert_eq(lrn_admm_opts_check(&o, NULL, 0), CORE_EINVAL);
+    o = lrn_admm_opts_default();
+    o.h_stall = 0.0;
+    cr_assert_eq(lrn_admm_opts_check(&o, NULL, 0), CORE_EINVAL);
+    o = lrn_admm_opts_default();
+    o.w_sparsify = 0.5; /* above the final threshold: refused */
+    cr_assert_eq(lrn_admm_opts_check(&o, NULL, 0), CORE_EINVAL);
+}
+
+Test(admm, covariance_is_xtx_over_n_scale)
+{
+    const double X[6] = {1, 2, 3, 4, 5, 6}; /* 3 × 2 */
+    double S[4];
+
+    cr_assert_eq(lrn_covariance(3, 2, X, 2.0, S), CORE_OK);
+    cr_assert_float_eq(S[0], (1 + 9 + 25) / 6.0, 1e-14);
+    cr_assert_float_eq(S[1], (2 + 12 + 30) / 6.0, 1e-14);
+    cr_assert_float_eq(S[2], S[1], 0.0);
+    cr_assert_float_eq(S[3], (4 + 16 + 36) / 6.0, 1e-14);
+    cr_assert_eq(lrn_covariance(3, 2, X, 0.0, S), CORE_EINVAL);
+}

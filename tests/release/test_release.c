@@ -1,0 +1,655 @@
+/* test_release.c - the release service path: plan from θ + configuration, window parsing,
+ * write-ahead ledger (replay, crash injection, lifetime cap), refusals, and the T4
+ * empirical DP audit of the Laplace release on neighbouring inputs. */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+
+#include "cal/theta.h"
+#include "core/dp_ledger.h"
+#include "core/dp_mech.h"
+#include "rel/plan.h"
+#include "rel/release.h"
+#include "seeded_rng.h"
+#include "test_support.h"
+
+/* θ with nodes temp, hum, light, temp.count; identity coordinates. */
+static struct cal_theta *make_theta(void)
+{
+    static const char *names[] = {"temp", "hum", "light", "temp.count"};
+    struct cal_theta *t = NULL;
+    cr_assert_eq(cal_theta_new(4, 4, &t), CORE_OK);
+    for (size_t m = 0; m < 4; m++) {
+        cr_assert_eq(cal_theta_set_node(t, m, names[m]), CORE_OK);
+        t->exposure[m] = 0.2 * (double)(m + 1);
+        t->mu[m] = 0.5;
+        t->xi_hat[m] = 0.0;
+    }
+    cr_assert_eq(cal_theta_set_identity_coords(t), CORE_OK);
+    t->version = 7;
+    return t;
+}
+
+static struct rel_opts make_opts(const char *mech)
+{
+    struct rel_opts o;
+    memset(&o, 0, sizeof(o));
+    o.mech = rel_mech_find(mech);
+    cr_assert_not_null(o.mech);
+    o.eps_rel = 1.0;
+    o.delta = 1e-6;
+    o.alloc = (struct rel_alloc_params){1.0, 1.0, 0.7, 1e-8, 0.0};
+    o.query = (struct rel_query_params){10, 10000, 0};
+    o.period_ms = 1000;
+    o.slot_ms = 60000;
+    o.cap = (struct core_dp_cost){10.0, 0.0, 1e-5};
+    return o;
+}
+
+static const char *WIN =
+    "{\"schema\":\"gcdp.window/1\",\"id\":\"dev1|0|cfg\",\"device\":\"dev1\","
+    "\"window_start\":0,\"window_end\":60000,\"n\":20,"
+    "\"nodes\":{\"temp\":0.5,\"hum\":0.25,\"light\":0.75,\"temp.count\":0.8},"
+    "\"n_node\":{\"temp\":20,\"hum\":20,\"light\":20}}";
+
+static void window_at(char *buf, size_t n, const char *id, long start, long end, int samples)
+{
+    snprintf(buf, n,
+             "{\"schema\":\"gcdp.window/1\",\"id\":\"%s\",\"device\":\"dev1\","
+             "\"window_start\":%ld,\"window_end\":%ld,"
+             "\"nodes\":{\"temp\":0.5,\"hum\":0.25,\"light\":0.75,\"temp.count\":0.8},"
+             "\"n_node\":{\"temp\":%d,\"hum\":%d,\"light\":%d}}",
+             id, start, end, samples, samples, samples);
+}
+
+Test(rel_plan, bounds_follow_policy_and_count_is_deterministic)
+{
+    struct cal_theta *t = make_theta();
+    struct rel_opts o = make_opts("gcdp");
+    struct rel_plan *p = NULL;
+    json_t *edges = json_pack("[[s,s]]", "temp", "hum");
+    char eb[512] = "";
+
+    cr_assert_eq(rel_plan_new(t, &o, &p, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(p->n_chan, 3u, "temp.count is a statistic of channel temp");
+    cr_assert_float_eq(p->B[0], 0.1, 1e-15);
+    cr_assert_eq(p->B[3], 0.0);
+    cr_assert_eq(p->s[3], 0.0);
+    cr_assert_eq(p->eps[3], 0.0);
+    cr_assert_eq(p->scale[3], 0.0);
+    cr_assert_eq(p->n_noisy, 3u);
+    cr_assert_float_eq(p->cost.eps, 1.0, 1e-12);
+    cr_assert(p->cost.eps >= p->eps[0] + p->eps[1] + p->eps[2]);
+    for (size_t k = 0; k < 3; k++)
+        cr_assert_float_eq(p->scale[k], p->s[k] / p->eps[k], 1e-15);
+    rel_plan_free(p);
+
+    o.policy_edges = edges;
+    o.policy_time_radius = 2;
+    o.policy_per_slot = 1;
+    cr_assert_eq(rel_plan_new(t, &o, &p, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_float_eq(p->B[0], 0.5, 1e-15, "5 occurrences / n_min 10");
+    cr_assert_float_eq(p->B[2], 0.5, 1e-15, "the time radius applies to every channel");
+    rel_plan_free(p);
+    o.policy_per_slot = 2;
+    cr_assert_eq(rel_plan_new(t, &o, &p, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_float_eq(p->B[0], 1.0, 1e-15, "10 occurrences / 10: capped at the range");
+    cr_assert_eq(p->analytic[0], 0);
+    rel_plan_free(p);
+    json_decref(edges);
+    cal_theta_free(t);
+}
+
+Test(rel_plan, refuses_unknown_policy_channel_and_ablation_theta_mismatch)
+{
+    struct cal_theta *t = make_theta();
+    struct rel_opts o = make_opts("gcdp");
+    struct rel_plan *p = NULL;
+    json_t *edges = json_pack("[[s,s]]", "temp", "pressure");
+    char eb[512] = "";
+
+    o.policy_edges = edges;
+    cr_assert_eq(rel_plan_new(t, &o, &p, eb, sizeof(eb)), CORE_ECONFIG);
+    cr_assert(strstr(eb, "release.policy.edges[0]") && strstr(eb, "pressure"), "%s", eb);
+    o = make_opts("gcdp-nolag");
+    cr_assert_eq(rel_plan_new(t, &o, &p, eb, sizeof(eb)), CORE_ECONFIG);
+    cr_assert(strstr(eb, "L = 0"), "%s", eb);
+    t->L = 0;
+    cr_assert_eq(rel_plan_new(t, &o, &p, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    rel_plan_free(p);
+    o = make_opts("gcdp-nocomp");
+    cr_assert_eq(rel_plan_new(t, &o, &p, eb, sizeof(eb)), CORE_ECONFIG);
+    o = make_opts("gcdp");
+    o.alloc.eps_min = 1.0 / 3.0; /* == eps_rel / d' */
+    cr_assert_eq(rel_plan_new(t, &o, &p, eb, sizeof(eb)), CORE_EINVAL);
+    cr_assert(strstr(eb, "Algorithm 3"), "%s", eb);
+    t->xi_hat[1] = NAN;
+    o = make_opts("gcdp");
+    cr_assert_eq(rel_plan_new(t, &o, &p, eb, sizeof(eb)), CORE_EINVAL);
+    json_decref(edges);
+    cal_theta_free(t);
+}
+
+Test(rel_plan, mechanisms_differ_as_table4_says)
+{
+    struct cal_theta *t = make_theta();
+    struct rel_plan *p = NULL;
+    char eb[512];
+    t->xi_hat[0] = 0.4; /* above B = 0.1 */
+    struct rel_opts o = make_opts("gcdp");
+    cr_assert_eq(rel_plan_new(t, &o, &p, eb, sizeof(eb)), CORE_OK);
+    cr_assert_float_eq(p->s[0], 0.4, 0.0, "gcdp uses xi");
+    rel_plan_free(p);
+    o = make_opts("risk");
+    cr_assert_eq(rel_plan_new(t, &o, &p, eb, sizeof(eb)), CORE_OK);
+    cr_assert_float_eq(p->s[0], 0.1, 1e-15, "risk keeps s = B");
+    rel_plan_free(p);
+    o = make_opts("lap");
+    cr_assert_eq(rel_plan_new(t, &o, &p, eb, sizeof(eb)), CORE_OK);
+    cr_assert_float_eq(p->eps[0], 1.0 / 3.0, 1e-15, "uniform over the 3 noisy coordinates");
+    rel_plan_free(p);
+    o = make_opts("gauss");
+    cr_assert_eq(rel_plan_new(t, &o, &p, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert(p->gauss.sigma > 0.0);
+    cr_assert_float_eq(p->scale[1], p->s[1] * p->gauss.sigma, 1e-15);
+    cr_assert_float_eq(p->cost.delta, 1e-6, 0.0);
+    rel_plan_free(p);
+    cal_theta_free(t);
+}
+
+/* ---- releaser helpers ---- */
+
+struct out {
+    char buf[65536];
+    size_t len;
+    int n, replayed;
+};
+
+static core_err collect(void *arg, const char *bytes, size_t len, bool replayed)
+{
+    struct out *o = arg;
+    cr_assert(o->len + len + 1 < sizeof(o->buf));
+    memcpy(o->buf + o->len, bytes, len);
+    o->len += len;
+    o->buf[o->len++] = '\n';
+    o->buf[o->len] = '\0';
+    o->n++;
+    o->replayed += replayed;
+    return CORE_OK;
+}
+
+struct fixture {
+    char *dir, path[512];
+    struct cal_theta *t;
+    struct rel_plan *p;
+    struct core_dp_ledger *l;
+    struct ts_rng *rng;
+    struct rel_releaser *r;
+    struct rel_window w;
+};
+
+static void fx_open(struct fixture *f, size_t batch)
+{
+    struct core_dp_ledger_opts lo = {f->path, f->p->opts.cap, 0};
+    char eb[256] = "";
+    cr_assert_eq(core_dp_ledger_open(&lo, &f->l, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(rel_releaser_new(f->p, f->l, ts_rng_iface(f->rng), batch, 1, &f->r), CORE_OK);
+}
+
+static void fx_close(struct fixture *f)
+{
+    rel_releaser_free(f->r);
+    core_dp_ledger_free(f->l);
+    f->r = NULL;
+    f->l = NULL;
+}
+
+static void fx_init(struct fixture *f, const char *mech, double cap_eps, size_t batch)
+{
+    struct rel_opts o = make_opts(mech);
+    char eb[512] = "";
+    memset(f, 0, sizeof(*f));
+    f->dir = ts_tmpdir();
+    snprintf(f->path, sizeof(f->path), "%s/ledger.jsonl", f->dir);
+    f->t = make_theta();
+    o.cap.eps = cap_eps;
+    cr_assert_eq(rel_plan_new(f->t, &o, &f->p, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    f->rng = ts_rng_seeded_new(11);
+    rel_window_init(&f->w, f->p);
+    fx_open(f, batch);
+}
+
+static void fx_fini(struct fixture *f)
+{
+    fx_close(f);
+    rel_window_cleanup(&f->w);
+    rel_plan_free(f->p);
+    cal_theta_free(f->t);
+    ts_rng_free(f->rng);
+    ts_rmtree(f->dir);
+    free(f->dir);
+}
+
+static core_err push_json(struct fixture *f, const char *js, struct out *o, char *eb, size_t n)
+{
+    core_err rc = rel_window_from_json(f->p, js, strlen(js), &f->w, eb, n);
+    if (rc != CORE_OK)
+        return rc;
+    return rel_releaser_push(f->r, &f->w, collect, o, eb, n);
+}
+
+Test(rel_release, record_has_schema_fields_scales_and_exact_zero_sensitivity_value)
+{
+    struct fixture f;
+    struct out o = {0};
+    char eb[512] = "";
+    json_error_t je;
+    json_t *rec;
+
+    fx_init(&f, "gcdp", 10.0, 4);
+    cr_assert_eq(push_json(&f, WIN, &o, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(o.n, 0, "nothing emitted before the group commit");
+    cr_assert_eq(rel_releaser_flush(f.r, collect, &o, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(o.n, 1);
+    rec = json_loads(o.buf, 0, &je);
+    cr_assert_not_null(rec, "%s", je.text);
+    cr_assert_str_eq(json_string_value(json_object_get(rec, "schema")), "gcdp.released/1");
+    cr_assert_str_eq(json_string_value(json_object_get(rec, "release_id")), "dev1|0|cfg@7");
+    cr_assert_str_eq(json_string_value(json_object_get(rec, "mechanism")), "gcdp");
+    cr_assert_eq(json_integer_value(json_object_get(rec, "theta_version")), 7);
+    cr_assert_eq(json_integer_value(json_object_get(rec, "window_end")), 60000);
+    json_t *vals = json_object_get(rec, "values"), *sc = json_object_get(rec, "scale");
+    cr_assert_eq(json_object_size(vals), 4u);
+    cr_assert_float_eq(json_number_value(json_object_get(vals, "temp.count")), 0.8, 0.0,
+                       "zero sensitivity: released exactly");
+    cr_assert_eq(json_number_value(json_object_get(sc, "temp.count")), 0.0);
+    cr_assert_float_eq(json_number_value(json_object_get(sc, "temp")), f.p->scale[0], 0.0);
+    cr_assert(json_number_value(json_object_get(vals, "temp")) != 0.5, "noise was added");
+    struct core_dp_cost spent;
+    cr_assert_eq(core_dp_ledger_spent(f.l, "dev1|0", &spent), CORE_OK);
+    cr_assert_float_eq(spent.eps, f.p->cost.eps, 0.0);
+    json_decref(rec);
+    fx_fini(&f);
+}
+
+Test(rel_release, rerun_on_same_ledger_replays_identical_bytes_without_new_charge)
+{
+    struct fixture f;
+    struct out o1 = {0}, o2 = {0};
+    char eb[512] = "";
+    struct core_dp_cost before, after;
+
+    fx_init(&f, "gcdp", 10.0, 2);
+    cr_assert_eq(push_json(&f, WIN, &o1, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(rel_releaser_flush(f.r, collect, &o1, eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_dp_ledger_spent(f.l, "dev1|0", &before), CORE_OK);
+    fx_close(&f);
+    fx_open(&f, 2); /* a new process on the same ledger */
+    cr_assert_eq(push_json(&f, WIN, &o2, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(push_json(&f, WIN, &o2, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(rel_releaser_flush(f.r, collect, &o2, eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(o2.n, 2);
+    cr_assert_eq(o2.replayed, 2);
+    cr_assert_eq(o2.len, 2 * o1.len);
+    cr_assert_eq(memcmp(o1.buf, o2.buf, o1.len), 0, "replay must be byte-identical");
+    cr_assert_eq(memcmp(o1.buf, o2.buf + o1.len, o1.len), 0);
+    cr_assert_eq(core_dp_ledger_spent(f.l, "dev1|0", &after), CORE_OK);
+    cr_assert_eq(after.eps, before.eps, "a replay is post-processing: no new charge");
+    fx_fini(&f);
+}
+
+Test(rel_release, duplicate_window_within_one_batch_is_released_once)
+{
+    struct fixture f;
+    struct out o = {0};
+    char eb[512] = "";
+    struct core_dp_cost spent;
+
+    fx_init(&f, "gcdp", 10.0, 8);
+    cr_assert_eq(push_json(&f, WIN, &o, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(push_json(&f, WIN, &o, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(rel_releaser_flush(f.r, collect, &o, eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(o.n, 2);
+    cr_assert_eq(o.replayed, 1);
+    char *nl = strchr(o.buf, '\n');
+    cr_assert_eq(memcmp(o.buf, nl + 1, (size_t)(nl - o.buf)), 0);
+    cr_assert_eq(core_dp_ledger_spent(f.l, "dev1|0", &spent), CORE_OK);
+    cr_assert_float_eq(spent.eps, f.p->cost.eps, 0.0);
+    fx_fini(&f);
+}
+
+/* Crash injection (NOISE.md T6): the child is SIGKILLed between the ledger commit and the
+ * return to its caller (inside the emit callback, after it wrote what it published). */
+static core_err publish_then_die(void *arg, const char *bytes, size_t len, bool replayed)
+{
+    FILE *fp = fopen(arg, "w");
+    (void)replayed;
+    fwrite(bytes, 1, len, fp);
+    fflush(fp);
+    fsync(fileno(fp));
+    fclose(fp);
+    raise(SIGKILL);
+    return CORE_OK;
+}
+
+Test(rel_release, crash_after_ledger_write_replays_identical_bytes_and_never_undercounts)
+{
+    struct fixture f;
+    struct out o = {0};
+    char eb[512] = "", pub[600];
+    int status;
+    pid_t pid;
+    size_t n = 0;
+    struct core_dp_cost spent;
+
+    fx_init(&f, "gcdp", 10.0, 1);
+    fx_close(&f); /* the child owns the ledger (flock) */
+    snprintf(pub, sizeof(pub), "%s/published", f.dir);
+    pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        fx_open(&f, 1);
+        if (rel_window_from_json(f.p, WIN, strlen(WIN), &f.w, eb, sizeof(eb)) == CORE_OK)
+            if (rel_releaser_push(f.r, &f.w, publish_then_die, pub, eb, sizeof(eb)) != CORE_OK)
+                _exit(4);
+        _exit(3); /* not reached when the callback ran */
+    }
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "child must die in emit");
+    char *published = ts_read_file(pub, &n);
+    cr_assert_not_null(published);
+    fx_open(&f, 1);
+    cr_assert_eq(core_dp_ledger_spent(f.l, "dev1|0", &spent), CORE_OK);
+    cr_assert(spent.eps >= f.p->cost.eps, "published output is charged (no undercount)");
+    cr_assert_eq(push_json(&f, WIN, &o, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(o.replayed, 1);
+    cr_assert_eq(o.len, n + 1);
+    cr_assert_eq(memcmp(o.buf, published, n), 0, "replay returns the published bytes");
+    cr_assert_eq(core_dp_ledger_spent(f.l, "dev1|0", &spent), CORE_OK);
+    cr_assert_float_eq(spent.eps, f.p->cost.eps, 0.0, "charged exactly once");
+    free(published);
+    fx_fini(&f);
+}
+
+Test(rel_release, crash_before_commit_publishes_nothing_and_rerun_charges_once)
+{
+    struct fixture f;
+    struct out o = {0};
+    char eb[512] = "";
+    int status;
+    pid_t pid;
+    struct core_dp_cost spent;
+
+    fx_init(&f, "gcdp", 10.0, 8);
+    fx_close(&f);
+    pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        struct out co = {0};
+        fx_open(&f, 8); /* batch 8: the push charges but does not commit */
+        if (push_json(&f, WIN, &co, eb, sizeof(eb)) == CORE_OK && co.n == 0)
+            raise(SIGKILL);
+        _exit(3);
+    }
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFSIGNALED(status), "child must be killed after charging, before commit");
+    fx_open(&f, 1);
+    cr_assert_eq(core_dp_ledger_spent(f.l, "dev1|0", &spent), CORE_OK);
+    cr_assert_eq(spent.eps, 0.0, "nothing was published, nothing is owed");
+    cr_assert_eq(push_json(&f, WIN, &o, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(o.n, 1);
+    cr_assert_eq(o.replayed, 0);
+    cr_assert_eq(core_dp_ledger_spent(f.l, "dev1|0", &spent), CORE_OK);
+    cr_assert_float_eq(spent.eps, f.p->cost.eps, 0.0);
+    fx_fini(&f);
+}
+
+Test(rel_release, lifetime_cap_refuses_sequential_but_not_parallel_windows)
+{
+    struct fixture f;
+    struct out o = {0};
+    char eb[512] = "", js[1024];
+
+    fx_init(&f, "gcdp", 2.5, 1); /* eps_rel = 1 per window */
+    /* hopping windows over the same minute compose sequentially on unit dev1|0 */
+    window_at(js, sizeof(js), "w-a", 0, 60000, 20);
+    cr_assert_eq(push_json(&f, js, &o, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    window_at(js, sizeof(js), "w-b", 0, 60000, 20);
+    cr_assert_eq(push_json(&f, js, &o, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    window_at(js, sizeof(js), "w-c", 30000, 60000, 20);
+    cr_assert_eq(push_json(&f, js, &o, eb, sizeof(eb)), CORE_EBUDGET);
+    cr_assert(strstr(eb, "unit 'dev1|0'") && strstr(eb, "spent eps=2") && strstr(eb, "cap eps=2.5"),
+              "%s", eb);
+    cr_assert_eq(o.n, 2, "the refused window is not released");
+    /* a disjoint window (another slot) composes in parallel: still allowed */
+    window_at(js, sizeof(js), "w-d", 60000, 120000, 20);
+    cr_assert_eq(push_json(&f, js, &o, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(o.n, 3);
+    /* a window spanning both slots charges both and is refused by dev1|0 */
+    window_at(js, sizeof(js), "w-e", 0, 120000, 20);
+    cr_assert_eq(push_json(&f, js, &o, eb, sizeof(eb)), CORE_EBUDGET);
+    fx_fini(&f);
+}
+
+Test(rel_release, refuses_windows_outside_the_certified_sample_range_without_charging)
+{
+    struct fixture f;
+    struct out o = {0};
+    char eb[512] = "", js[1024];
+    struct core_dp_cost spent;
+
+    fx_init(&f, "gcdp", 10.0, 1);
+    window_at(js, sizeof(js), "few", 0, 60000, 9); /* n_min = 10 */
+    cr_assert_eq(push_json(&f, js, &o, eb, sizeof(eb)), CORE_EINVAL);
+    cr_assert(strstr(eb, "9 real samples") && strstr(eb, "[10, 10000]"), "%s", eb);
+    cr_assert_null(strstr(eb, "0.5"), "no window values in errors");
+    cr_assert_eq(core_dp_ledger_spent(f.l, "dev1|0", &spent), CORE_OK);
+    cr_assert_eq(spent.eps, 0.0);
+    cr_assert_eq(o.n, 0);
+    fx_fini(&f);
+}
+
+Test(rel_window, parse_errors_name_the_field)
+{
+    struct fixture f;
+    char eb[512] = "";
+    static const struct { const char *js, *needle; } bad[] = {
+        {"[1]", "not a JSON object"},
+        {"{\"schema\":\"gcdp.reading/1\"}", "schema"},
+        {"{\"schema\":\"gcdp.window/1\",\"device\":\"d\",\"window_start\":0}", "window_end"},
+        {"{\"schema\":\"gcdp.window/1\",\"device\":\"d|x\",\"window_start\":0,"
+         "\"window_end\":1,\"nodes\":{},\"n_node\":{}}", "device"},
+        {"{\"schema\":\"gcdp.window/1\",\"device\":\"d\",\"window_start\":5,"
+         "\"window_end\":1,\"nodes\":{},\"n_node\":{}}", "window_end must be after"},
+        {"{\"schema\":\"gcdp.window/1\",\"device\":\"d\",\"window_start\":0,"
+         "\"window_end\":1,\"nodes\":{\"temp\":0.1},\"n_node\":{\"temp\":3}}", "nodes.hum"},
+        {"{\"schema\":\"gcdp.window/1\",\"device\":\"d\",\"window_start\":0,\"window_end\":1,"
+         "\"nodes\":{\"temp\":0.1,\"hum\":0.1,\"light\":0.1,\"temp.count\":1},"
+         "\"n_node\":{\"temp\":3}}", "n_node.hum"},
+    };
+    fx_init(&f, "gcdp", 10.0, 1);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        eb[0] = '\0';
+        cr_assert_neq(rel_window_from_json(f.p, bad[i].js, strlen(bad[i].js), &f.w, eb,
+                                           sizeof(eb)), CORE_OK, "case %zu", i);
+        cr_assert(strstr(eb, bad[i].needle), "case %zu: '%s' lacks '%s'", i, eb, bad[i].needle);
+    }
+    const char *excl = "{\"schema\":\"gcdp.window/1\",\"device\":\"d\",\"window_start\":0,"
+                       "\"window_end\":1,\"excluded\":true,\"reason\":\"long_gap\"}";
+    cr_assert_eq(rel_window_from_json(f.p, excl, strlen(excl), &f.w, eb, sizeof(eb)), CORE_OK);
+    cr_assert(f.w.excluded);
+    fx_fini(&f);
+}
+
+Test(rel_window, csv_rows_parse_like_json)
+{
+    struct fixture f;
+    struct rel_csv *c = NULL;
+    char eb[512] = "";
+    fx_init(&f, "gcdp", 10.0, 1);
+    cr_assert_eq(rel_csv_new(f.p, "device,window_start,window_end,temp,hum,light,temp.count,n\n",
+                             &c, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(rel_csv_parse(c, "dev1,0,60000,0.5,0.25,0.75,0.8,20\n", &f.w, eb, sizeof(eb)),
+                 CORE_OK, "%s", eb);
+    cr_assert_str_eq(f.w.id, "dev1|0");
+    cr_assert_float_eq(f.w.x[1], 0.25, 0.0);
+    cr_assert_eq(f.w.n[2], 20u);
+    cr_assert_eq(rel_csv_parse(c, "dev1,0,60000,0.5,0.25\n", &f.w, eb, sizeof(eb)), CORE_EPARSE);
+    cr_assert(strstr(eb, "fields"), "%s", eb);
+    cr_assert_eq(rel_csv_parse(c, "dev1,0,60000,0.5,x,0.75,0.8,20\n", &f.w, eb, sizeof(eb)),
+                 CORE_EPARSE);
+    rel_csv_free(c);
+    cr_assert_eq(rel_csv_new(f.p, "device,window_start,temp\n", &c, eb, sizeof(eb)),
+                 CORE_EPARSE);
+    cr_assert_eq(rel_csv_new(f.p, "device,window_start,window_end,n_node.nosuch\n", &c, eb,
+                             sizeof(eb)), CORE_EPARSE);
+    fx_fini(&f);
+}
+
+/* ---- T4: empirical DP audit (NOISE.md §6 T4, histogram tester) ----
+ * Worst-case neighbours for the temp coordinate: x = 0 and x' = B (= s: one occurrence
+ * moves the mean by 1/n_min), through the plan's own Laplace parameters. N = 10^6 draws
+ * per side, m = 22 bins, beta = 1e-6. Fail if the lower confidence bound on
+ * delta(eps_k) is > 0 (the claim is pure eps_k-DP). Negative control: the same tester on
+ * a sampler with half the scale (true eps' = 2 eps_k) must report LB > 0. */
+#define AUDIT_N 1000000
+#define AUDIT_BINS 22
+
+static void histogram(const struct core_rng *rng, const struct core_dp_lap *lp, double x,
+                      double b, double *h)
+{
+    static double y[4096];
+    double xs[4096];
+    for (int i = 0; i < 4096; i++)
+        xs[i] = x;
+    memset(h, 0, AUDIT_BINS * sizeof(*h));
+    for (int done = 0; done < AUDIT_N; done += 4096) {
+        cr_assert_eq(core_dp_lap_release(rng, lp, 4096, xs, y), CORE_OK);
+        for (int i = 0; i < 4096 && done + i < AUDIT_N; i++) {
+            int bin = (int)floor(y[i] / (0.5 * b)) + AUDIT_BINS / 2; /* width b/2 */
+            bin = bin < 0 ? 0 : (bin >= AUDIT_BINS ? AUDIT_BINS - 1 : bin);
+            h[bin] += 1.0 / AUDIT_N;
+        }
+    }
+}
+
+static double audit_lb(const double *p, const double *q, double eps)
+{
+    double best = -1.0, ee = exp(eps), n = AUDIT_N;
+    for (int dir = 0; dir < 2; dir++) {
+        const double *a = dir ? q : p, *c = dir ? p : q;
+        double d = 0.0, sa = 0.0, sc = 0.0;
+        for (int i = 0; i < AUDIT_BINS; i++) {
+            d += fmax(0.0, a[i] - ee * c[i]);
+            sa += sqrt(a[i]);
+            sc += sqrt(c[i]);
+        }
+        double lb = d - (2.0 / sqrt(n) * sa + 2.0 * ee / sqrt(n) * sc +
+                         6.0 * (1.0 + ee) * sqrt(log(4.0 / 1e-6) / (2.0 * n)));
+        best = fmax(best, lb);
+    }
+    return best;
+}
+
+Test(rel_audit, laplace_release_passes_t4_and_half_scale_control_fails, .timeout = 120)
+{
+    struct cal_theta *t = make_theta();
+    struct rel_opts o = make_opts("lap");
+    struct rel_plan *p = NULL;
+    struct ts_rng *rng = ts_rng_seeded_new(2026);
+    struct core_dp_lap broken;
+    double hp[AUDIT_BINS], hq[AUDIT_BINS], lb, lb_bad;
+    char eb[256];
+
+    o.eps_rel = 3.0; /* eps_k = 1 for each of the 3 noisy coordinates */
+    cr_assert_eq(rel_plan_new(t, &o, &p, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_float_eq(p->eps[0], 1.0, 1e-15);
+    histogram(ts_rng_iface(rng), &p->lap[0], 0.0, p->scale[0], hp);
+    histogram(ts_rng_iface(rng), &p->lap[0], p->B[0], p->scale[0], hq);
+    lb = audit_lb(hp, hq, p->eps[0]);
+    cr_assert(lb <= 0.0, "T4: delta lower bound %g > 0 at eps = %g", lb, p->eps[0]);
+    cr_assert_eq(core_dp_lap_params(p->s[0] / 2.0, p->eps[0], p->bound, 1, &broken), CORE_OK);
+    histogram(ts_rng_iface(rng), &broken, 0.0, p->scale[0], hp);
+    histogram(ts_rng_iface(rng), &broken, p->B[0], p->scale[0], hq);
+    lb_bad = audit_lb(hp, hq, p->eps[0]);
+    cr_assert(lb_bad > 0.0, "negative control (half scale) not detected: LB = %g", lb_bad);
+    cr_log_info("T4 audit: LB = %.4g (must be <= 0); half-scale control LB = %.4g (> 0)", lb,
+                lb_bad);
+    rel_plan_free(p);
+    ts_rng_free(rng);
+    cal_theta_free(t);
+}
+
+/* Every mechanism's record validates against schemas/released.schema.json (python3
+ * jsonschema, Draft 2020-12), and values/scale name the same coordinates. */
+Test(rel_release, records_of_every_mechanism_validate_against_the_schema, .timeout = 60)
+{
+    const char *mechs[] = {"lap", "gauss", "ada", "risk", "gcdp", "gcdp-noutility",
+                           "gcdp-norisk"};
+    char *dir = ts_tmpdir(), file[600], cmd[1400];
+    FILE *fp;
+
+    snprintf(file, sizeof(file), "%s/records.jsonl", dir);
+    fp = fopen(file, "w");
+    cr_assert_not_null(fp);
+    for (size_t i = 0; i < sizeof(mechs) / sizeof(*mechs); i++) {
+        struct fixture f;
+        struct out o = {0};
+        char eb[512] = "";
+        fx_init(&f, mechs[i], 10.0, 1);
+        cr_assert_eq(push_json(&f, WIN, &o, eb, sizeof(eb)), CORE_OK, "%s: %s", mechs[i], eb);
+        cr_assert_eq(o.n, 1);
+        fputs(o.buf, fp);
+        fx_fini(&f);
+    }
+    fclose(fp);
+    snprintf(cmd, sizeof(cmd),
+             "/usr/bin/python3 -c \"import json,jsonschema,sys\n"
+             "s=json.load(open('%s/released.schema.json'))\n"
+             "v=jsonschema.Draft202012Validator(s)\n"
+             "n=0\n"
+             "for l in open('%s'):\n"
+             "  r=json.loads(l); v.validate(r); n+=1\n"
+             "  assert set(r['values'])==set(r['scale'])\n"
+             "sys.exit(0 if n==7 else 3)\"",
+             GCDP_SCHEMA_DIR, file);
+    cr_assert_eq(system(cmd), 0, "schema validation failed");
+    ts_rmtree(dir);
+    free(dir);
+}
+
+Test(rel_release, time_radius_refuses_windows_denser_than_max_per_slot)
+{
+    struct fixture f;
+    struct out o = {0};
+    char eb[512] = "", eb2[512] = "";
+    struct rel_opts opt = make_opts("gcdp");
+    struct rel_plan *p2 = NULL;
+    const char *dense =
+        "{\"schema\":\"gcdp.window/1\",\"id\":\"dense\",\"device\":\"dev1\",\"window_start\":0,"
+        "\"window_end\":60000,\"n_slots\":10,"
+        "\"nodes\":{\"temp\":0.5,\"hum\":0.25,\"light\":0.75,\"temp.count\":0.8},"
+        "\"n_node\":{\"temp\":21,\"hum\":20,\"light\":20}}";
+
+    fx_init(&f, "gcdp", 10.0, 1);
+    opt.policy_time_radius = 1;
+    opt.policy_per_slot = 2;
+    cr_assert_eq(rel_plan_new(f.t, &opt, &p2, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    rel_window_cleanup(&f.w);
+    fx_close(&f);
+    rel_plan_free(f.p);
+    f.p = p2;
+    rel_window_init(&f.w, f.p);
+    fx_open(&f, 1);
+    cr_assert_eq(push_json(&f, dense, &o, eb2, sizeof(eb2)), CORE_EINVAL);
+    cr_assert(strstr(eb2, "max_per_slot"), "%s", eb2);
+    cr_assert_eq(o.n, 0);
+    fx_fini(&f);
+}
