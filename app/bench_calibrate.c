@@ -286,7 +286,10 @@ static void usage(FILE *f)
                "  --sizes LIST    M values of the sweep (default 16,64,256,1024)\n"
                "  --direct-max M  run the direct reference only up to this M (default 561)\n"
                "  --no-full       skip the full calibration + release pass\n"
-               "Always runs the UCI-HAR shape M=561 N=7352 L=3 first.\n");
+               "Always runs the UCI-HAR shape M=561 N=7352 L=3 first. The full pass uses the\n"
+               "calibrate.* defaults (Table 5) and the release.* configuration (mechanism,\n"
+               "eps_rel, query bounds), settable with the common options below.\n\n%s",
+            app_common_help);
 }
 
 static void print_row(size_t m, size_t n, int L, const struct shape_result *r)

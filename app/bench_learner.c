@@ -17,6 +17,7 @@
 
 #include "app.h"
 #include "core/dp_rng.h"
+#include "core/mem.h"
 #include "lrn/metrics.h"
 #include "lrn/runner.h"
 #include "lrn/sem.h"
@@ -164,7 +165,7 @@ static int run_one(const struct lrn_runner_opts *o, const struct lrn_sem_problem
 {
     size_t d = pb->d, P = pb->participants, nn[1024];
     const double *x[1024];
-    double *w = calloc(d * d, sizeof(double)), t0, c0;
+    double *w = core_xcalloc(d * d, sizeof(double)), t0, c0;
     struct lrn_runner_result res;
     struct lrn_metrics m;
     char eb[512] = "";
@@ -267,7 +268,7 @@ static const char table_head[] =
 
 static int table1_dim(const struct bl_args *a, size_t d, FILE *md, FILE *csv)
 {
-    struct agg *fs = calloc(1, sizeof(*fs)), *fb = calloc(1, sizeof(*fb));
+    struct agg *fs = core_xcalloc(1, sizeof(*fs)), *fb = core_xcalloc(1, sizeof(*fb));
     struct lrn_runner_opts ofs = fs_opts(a, d);
     struct lrn_runner_opts ofb = lrn_runner_opts_default(LRN_METHOD_FED_BNSL, d);
     int ret = 0;
@@ -424,7 +425,7 @@ static void sweep_row(FILE *f, const char *setting, const char *method, const st
 static int run_fig3(const struct bl_args *a, const char *cmdline)
 {
     static const char *const names[2] = {"DP-Fed-Sparse-BNSL", "Fed-Sparse-BNSL (non-private)"};
-    struct agg *ref = calloc(1, sizeof(*ref)), *g = calloc(1, sizeof(*g));
+    struct agg *ref = core_xcalloc(1, sizeof(*ref)), *g = core_xcalloc(1, sizeof(*g));
     struct lrn_runner_opts o = fs_opts(a, 20);
     FILE *md = open_out(a, "fig3.md"), *dat = open_out(a, "fig3.dat");
     char setting[64];
@@ -472,7 +473,7 @@ static int run_fig3(const struct bl_args *a, const char *cmdline)
 static int run_fig4(const struct bl_args *a, const char *cmdline)
 {
     static const char *const names[2] = {"DP-Fed-Sparse-BNSL", "DP-Fed-BNSL"};
-    struct agg *gs = calloc(1, sizeof(*gs)), *gb = calloc(1, sizeof(*gb));
+    struct agg *gs = core_xcalloc(1, sizeof(*gs)), *gb = core_xcalloc(1, sizeof(*gb));
     FILE *md = open_out(a, "fig4.md"), *dat = open_out(a, "fig4.dat");
     char setting[64];
     int ret = (md && dat) ? 0 : -1;
@@ -518,6 +519,19 @@ static int run_fig4(const struct bl_args *a, const char *cmdline)
     return ret;
 }
 
+static void set_size_opt(struct bl_args *a, int c, size_t v)
+{
+    switch (c) {
+    case 's': a->seeds = v; break;
+    case 'f': a->first_seed = v; break;
+    case 'P': a->participants = v; break;
+    case 'n': a->n = v; break;
+    case 'K': a->fs_steps = v; break;
+    case 'I': a->fs_iters = v; break;
+    default: a->threads = (int)v; break;
+    }
+}
+
 static int bl_parse(int argc, char **argv, struct bl_args *a)
 {
     static const struct option lo[] = {
@@ -544,11 +558,7 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
         case 's': case 'f': case 'P': case 'n': case 'K': case 'I': case 't':
             bad = parse_list_size(optarg, one, &k) || k != 1;
             if (!bad)
-                *(c == 's' ? &a->seeds : c == 'f' ? &a->first_seed : c == 'P' ? &a->participants
-                  : c == 'n' ? &a->n : c == 'K' ? &a->fs_steps : c == 'I' ? &a->fs_iters
-                  : &one[1]) = one[0];
-            if (!bad && c == 't')
-                a->threads = (int)one[0];
+                set_size_opt(a, c, one[0]);
             break;
         default: return -1;
         }

@@ -13,6 +13,7 @@
 
 #include "app.h"
 #include "core/dp_rng.h"
+#include "core/mem.h"
 #include "lrn/baselines.h"
 #include "lrn/csvio.h"
 #include "lrn/graphout.h"
@@ -337,8 +338,8 @@ static int add_metrics(json_t *arr, const double *truth, const double *w, size_t
 static int personalize(const struct learn_args *a, struct lrn_csv **csv, const double *w,
                        size_t d, json_t *out)
 {
-    double *sig = malloc(d * d * sizeof(double)), *bp = malloc(d * d * sizeof(double));
-    double *work = malloc((d * d + d) * sizeof(double)), *tp = NULL;
+    double *sig = core_xmalloc(d * d * sizeof(double)), *bp = core_xmalloc(d * d * sizeof(double));
+    double *work = core_xmalloc((d * d + d) * sizeof(double)), *tp = NULL;
     json_t *arr = json_array();
     char eb[1024], tag[64];
     int ret = 0;
@@ -394,7 +395,7 @@ static int run_and_report(struct learn_args *a, struct learn_state *s, size_t d)
     double t0 = now_s(), secs;
     int ret = 0;
 
-    s->w = calloc(ngraph * d * d, sizeof(double));
+    s->w = core_xcalloc(ngraph * d * d, sizeof(double));
     if (lrn_runner_run(&a->ro, d, a->P, s->x, s->n, core_rng_os(), on_round, &pg, s->w, &res, eb,
                        sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp learn: %s\n", eb);

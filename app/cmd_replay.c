@@ -45,12 +45,18 @@ static void usage(FILE *f)
             "  --topic T           override topics.raw\n"
             "  --max-inflight N    cap on unacknowledged messages (default %zu)\n"
             "  --flush-timeout MS  final flush bound (default %d)\n"
+            "  --lag-group G       wait while consumer group G lags more than --max-lag-bytes\n"
+            "                      on any partition (committed offsets; e.g. gcdp-ingest);\n"
+            "                      default: sim.lag_group (unset = none)\n"
+            "  --max-lag-bytes N   allowed per-partition lag of G (default sim.max_lag_bytes,\n"
+            "                      %zu)\n"
             "  -h, --help          this text\n\n"
             "Broker: broker.bootstrap (e.g. --set broker.bootstrap=@run/kafka.bootstrap).\n"
             "A malformed line stops the replay with file:line and the reason (exit 1); lines\n"
             "before it are delivered. A JSON summary is printed on stdout at the end.\n"
             "SIGINT/SIGTERM stop cleanly. Exit: 0 all delivered, 1 failure, 2 usage.\n\n%s",
-            d.device, d.speed, d.rate, d.max_inflight, d.flush_timeout_ms, app_common_help);
+            d.device, d.speed, d.rate, d.max_inflight, d.flush_timeout_ms, d.max_lag_bytes,
+            app_common_help);
 }
 
 static int parse_num(const char *s, double lo, double hi, double *out)
@@ -63,7 +69,18 @@ static int parse_num(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
-enum { O_FILE = 256, O_FORMAT, O_DEVICE, O_SPEED, O_RATE, O_TOPIC, O_INFLIGHT, O_FLUSH };
+enum {
+    O_FILE = 256,
+    O_FORMAT,
+    O_DEVICE,
+    O_SPEED,
+    O_RATE,
+    O_TOPIC,
+    O_INFLIGHT,
+    O_FLUSH,
+    O_LAG_GROUP,
+    O_MAX_LAG
+};
 
 static const struct option long_opts[] = {
     {"file", required_argument, NULL, O_FILE},
@@ -74,6 +91,8 @@ static const struct option long_opts[] = {
     {"topic", required_argument, NULL, O_TOPIC},
     {"max-inflight", required_argument, NULL, O_INFLIGHT},
     {"flush-timeout", required_argument, NULL, O_FLUSH},
+    {"lag-group", required_argument, NULL, O_LAG_GROUP},
+    {"max-lag-bytes", required_argument, NULL, O_MAX_LAG},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -116,6 +135,13 @@ static int apply_opt(int c, const char *arg, struct sim_replay_options *o)
         bad = parse_num(arg, 0, 3600000, &v);
         o->flush_timeout_ms = (int)v;
         break;
+    case O_LAG_GROUP:
+        o->lag_group = arg[0] ? arg : NULL;
+        break;
+    case O_MAX_LAG:
+        bad = parse_num(arg, 65536, 5242880, &v);
+        o->max_lag_bytes = (size_t)v;
+        break;
     default:
         return -1;
     }
@@ -148,6 +174,8 @@ int cmd_replay(int argc, char **argv)
     if (app_config_load(&argc, argv, &cfg) != CORE_OK)
         return APP_EXIT_USAGE;
     core_log_set_component("replay");
+    o.lag_group = core_config_str(cfg, "sim.lag_group");
+    o.max_lag_bytes = (size_t)core_config_int(cfg, "sim.max_lag_bytes");
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1)
         if (c == '?' || c == 'h' || apply_opt(c, optarg, &o) != 0)

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "app.h"
+#include "core/mem.h"
 #include "lrn/csvio.h"
 #include "lrn/graphout.h"
 #include "lrn/sem.h"
@@ -125,8 +126,8 @@ static core_err write_all(const char *dir, const struct lrn_sem_opts *o,
 {
     char path[4096];
     size_t d = pb->d;
-    const char **names = calloc(d, sizeof(*names));
-    char *nbuf = calloc(d, 24);
+    const char **names = core_xcalloc(d, sizeof(*names));
+    char *nbuf = core_xcalloc(d, 24);
     core_err rc = CORE_OK;
 
     for (size_t j = 0; j < d; j++) {

@@ -68,6 +68,10 @@ static void usage(FILE *f)
         "  --topic T            override topics.raw\n"
         "  --max-inflight N     cap on unacknowledged messages (default %zu)\n"
         "  --flush-timeout MS   final flush bound (default %d)\n"
+        "  --lag-group G        wait while consumer group G lags more than --max-lag-bytes\n"
+        "                       on any partition (committed offsets; e.g. gcdp-ingest);\n"
+        "                       default: none (sim.lag_group)\n"
+        "  --max-lag-bytes N    allowed per-partition lag of G (default %zu)\n"
         "  -h, --help           this text\n\n"
         "Broker: broker.bootstrap (e.g. --set broker.bootstrap=@run/kafka.bootstrap).\n"
         "Faulty messages carry the Kafka header gcdp-fault: <kind>. On exit a JSON summary\n"
@@ -77,7 +81,7 @@ static void usage(FILE *f)
         "fault kinds:\n",
         d.devices, SIM_MAX_DEVICES, (unsigned long long)d.seed, d.rate, (long long)d.start_ms,
         d.period_s, d.hetero_sd, d.spatial_coupling, SIM_MAX_LAG, d.spatial_lag, d.ar, d.gap_ticks,
-        d.late_s, d.oversize_bytes, d.max_inflight, d.flush_timeout_ms);
+        d.late_s, d.oversize_bytes, d.max_inflight, d.flush_timeout_ms, d.max_lag_bytes);
     for (size_t k = 0; k < SIM_FAULT_COUNT; k++)
         fprintf(f, "  %-16s %s\n", fault_help[k][0], fault_help[k][1]);
     fprintf(f, "\n%s", app_common_help);
@@ -138,7 +142,9 @@ enum {
     O_OVERSIZE,
     O_TOPIC,
     O_INFLIGHT,
-    O_FLUSH
+    O_FLUSH,
+    O_LAG_GROUP,
+    O_MAX_LAG
 };
 
 static const struct option long_opts[] = {
@@ -164,6 +170,8 @@ static const struct option long_opts[] = {
     {"topic", required_argument, NULL, O_TOPIC},
     {"max-inflight", required_argument, NULL, O_INFLIGHT},
     {"flush-timeout", required_argument, NULL, O_FLUSH},
+    {"lag-group", required_argument, NULL, O_LAG_GROUP},
+    {"max-lag-bytes", required_argument, NULL, O_MAX_LAG},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -249,6 +257,13 @@ static int apply_opt(int c, const char *arg, struct sim_options *o, const char *
     case O_FLUSH:
         bad = parse_u64(arg, 3600000, &u);
         o->flush_timeout_ms = (int)u;
+        break;
+    case O_LAG_GROUP:
+        o->lag_group = arg[0] ? arg : NULL;
+        break;
+    case O_MAX_LAG:
+        bad = parse_u64(arg, 5u << 20, &u) || u < 65536;
+        o->max_lag_bytes = (size_t)u;
         break;
     default:
         return -1;

@@ -9,6 +9,7 @@
 
 #include "core/dp_calib.h"
 #include "core/dp_exact.h"
+#include "dp_grid.h"
 #include "dp_round.h"
 
 _Static_assert(FLT_EVAL_METHOD == 0, "gcdp needs FLT_EVAL_METHOD == 0 (NOISE.md §4.1 item 6)");
@@ -16,27 +17,9 @@ _Static_assert(FLT_EVAL_METHOD == 0, "gcdp needs FLT_EVAL_METHOD == 0 (NOISE.md 
 #error "gcdp needs IEEE 754 binary64 doubles"
 #endif
 
-#define TWO62 0x1p62
+
 #define LAP_T_MAX ((uint64_t)1 << 42)
 #define GAUSS_S_MAX ((uint64_t)1 << 44)
-
-/* ---- grid helpers (NOISE.md §4.5 steps 2 and 4) ---- */
-
-/* ceil(log2(b)) exactly for finite b > 0: b = m 2^E with m in [0.5, 1). */
-static int ceil_log2(double b)
-{
-    int e;
-    double m = frexp(b, &e);
-    return m == 0.5 ? e - 1 : e;
-}
-
-/* floor(log2(b)) exactly for finite b > 0. */
-static int floor_log2(double b)
-{
-    int e;
-    (void)frexp(b, &e);
-    return e - 1;
-}
 
 static int valid_pos(double x)
 {
@@ -46,19 +29,6 @@ static int valid_pos(double x)
 static int eps_in_range(double eps)
 {
     return eps >= CORE_DP_EPS_MIN && eps <= CORE_DP_EPS_MAX;
-}
-
-/* The grid must hold every clamped input: |x| / g < 2^62 (checked on public bound only). */
-static int bound_fits(double bound, int k)
-{
-    return ldexp(bound, -k) < TWO62;
-}
-
-/* Rounded grid index of a clamped input; |result| < 2^62 by bound_fits. */
-static int64_t grid_index(double x, double bound, int k)
-{
-    double xc = x < -bound ? -bound : (x > bound ? bound : x);
-    return (int64_t)nearbyint(ldexp(xc, -k));
 }
 
 static core_err check_inputs(size_t n, const double *x, const double *y)
@@ -113,7 +83,7 @@ core_err core_dp_lap_params(double l1, double eps, double bound, uint64_t n_coor
 static int lap_valid(const struct core_dp_lap *p)
 {
     return p && p->t >= 1 && p->t <= LAP_T_MAX && p->k >= -1022 && valid_pos(p->bound) &&
-           p->k < 1000 && bound_fits(p->bound, p->k);
+           bound_fits(p->bound, p->k);
 }
 
 core_err core_dp_lap_release(const struct core_rng *rng, const struct core_dp_lap *p, size_t n,
@@ -174,7 +144,7 @@ fail:
 static core_err gauss_fill(int k, uint64_t S, double l2, uint64_t d, double bound,
                            struct core_dp_gauss *out)
 {
-    if (S == 0 || S > GAUSS_S_MAX || k < -1022 || k > 1000 || !bound_fits(bound, k))
+    if (S == 0 || S > GAUSS_S_MAX || k < -1022 || !bound_fits(bound, k))
         return CORE_EINVAL;
     double dint = rd_add_up(ldexp(l2, -k), rd_sqrt_up((double)d));
     double rho = rd_div_up(rd_mul_up(dint, dint), 2.0 * (double)S);
@@ -269,7 +239,7 @@ core_err core_dp_gauss_params_agm(double eps, double delta, double l2, uint64_t 
 
 static int gauss_valid(const struct core_dp_gauss *p)
 {
-    return p && p->S >= 1 && p->S <= GAUSS_S_MAX && p->k >= -1022 && p->k <= 1000 &&
+    return p && p->S >= 1 && p->S <= GAUSS_S_MAX && p->k >= -1022 &&
            valid_pos(p->bound) && bound_fits(p->bound, p->k);
 }
 

@@ -42,6 +42,10 @@ size_t ing__ts_format(int64_t ms, char *out, size_t out_size);
 /* True when s[0..len) is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF). */
 bool ing__utf8_valid(const char *s, size_t len);
 
+/* Replace, in the NUL-terminated s, every byte that does not start a well-formed UTF-8
+ * sequence by '?', so s becomes valid UTF-8. */
+void ing__utf8_sanitize(char *s);
+
 /* Growable output buffer (engine-owned, reused; no per-record malloc once grown). */
 struct ing_buf {
     char *p;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -153,25 +154,34 @@ Test(dp_ledger, second_opener_is_refused)
 
 /* ---- crash injection ---- */
 
+/* Kill points of the child (NOISE.md §6 T6). */
+enum kill_at { KILL_BEFORE_CHARGE = 2, KILL_AFTER_CHARGE = 1, KILL_AFTER_PUBLISH = 0,
+               KILL_AFTER_WAL = 3 };
+
 /* Child: charge, draw real noise, commit; then report the bytes on the observer pipe (stand-
- * in for publication) and SIGKILL itself before returning. kill_before_commit kills it
- * between the charge and the durable write instead. */
-static void child_release(const char *path, const char *id, int fd, int kill_before_commit)
+ * in for publication) and SIGKILL itself before returning. Other kill points: before the
+ * charge, between the charge and the durable write, between the write and publication. */
+static void child_release(const char *path, const char *id, int fd, int kill_at)
 {
     struct core_dp_ledger_opts o = {.path = path, .cap = {5.0, 100.0, 1e-3}};
     struct core_dp_ledger *l = NULL;
     struct core_dp_lap p;
     const char *u[1] = {"occ"};
     double x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[8];
-    if (core_dp_ledger_open(&o, &l, NULL, 0) != CORE_OK ||
-        core_dp_ledger_charge(l, id, "lap", u, 1, &C04, NULL) != CORE_OK ||
+    if (core_dp_ledger_open(&o, &l, NULL, 0) != CORE_OK)
+        _exit(2);
+    if (kill_at == KILL_BEFORE_CHARGE)
+        raise(SIGKILL);
+    if (core_dp_ledger_charge(l, id, "lap", u, 1, &C04, NULL) != CORE_OK ||
         core_dp_lap_params(1.0, 0.4, 10.0, 1, &p) != CORE_OK ||
         core_dp_lap_release(core_rng_os(), &p, 8, x, y) != CORE_OK)
         _exit(3);
-    if (kill_before_commit)
+    if (kill_at == KILL_AFTER_CHARGE)
         raise(SIGKILL);
     if (core_dp_ledger_commit_output(l, id, y, sizeof(y)) != CORE_OK)
         _exit(4);
+    if (kill_at == KILL_AFTER_WAL)
+        raise(SIGKILL);
     if (write(fd, y, sizeof(y)) != (ssize_t)sizeof(y))
         _exit(5);
     raise(SIGKILL); /* dies before "returning" to its caller */
@@ -221,6 +231,80 @@ Test(dp_ledger, crash_after_durable_write_replays_identical_bytes)
         cr_assert_lt(s.eps, 0.4 * (i + 1) + 1e-12, "charged exactly once per release");
         core_dp_ledger_free(l);
     }
+    ts_rmtree(dir);
+    free(dir);
+    free(path);
+}
+
+Test(dp_ledger, crash_at_each_step_never_undercounts)
+{
+    char *dir, *path = tmp_path(&dir);
+    double seen[8];
+    struct core_dp_cost s;
+    uint8_t *b = NULL;
+    size_t len;
+    cr_assert_eq(run_child(path, "w", KILL_BEFORE_CHARGE, seen), 0);
+    cr_assert_eq(run_child(path, "w", KILL_AFTER_CHARGE, seen), 0);
+    cr_assert_eq(run_child(path, "w", KILL_AFTER_WAL, seen), 0, "written, not yet published");
+    struct core_dp_ledger *l = open_ok(path, 5.0);
+    cr_assert_eq(core_dp_ledger_spent(l, "occ", &s), CORE_OK);
+    cr_assert(s.eps == 0.4, "charged exactly once: %g", s.eps);
+    cr_assert_eq(core_dp_ledger_lookup(l, "w", &b, &len), CORE_OK, "restart republishes it");
+    cr_assert_eq(len, sizeof(seen));
+    free(b);
+    core_dp_ledger_free(l);
+    cr_assert_eq(run_child(path, "w2", KILL_AFTER_PUBLISH, seen), (int)sizeof(seen));
+    l = open_ok(path, 5.0);
+    cr_assert_eq(core_dp_ledger_lookup(l, "w2", &b, &len), CORE_OK);
+    cr_assert_eq(memcmp(b, seen, sizeof(seen)), 0);
+    free(b);
+    cr_assert_eq(core_dp_ledger_spent(l, "occ", &s), CORE_OK);
+    cr_assert(s.eps == 0.8, "two published releases, two charges: %g", s.eps);
+    core_dp_ledger_free(l);
+    ts_rmtree(dir);
+    free(dir);
+    free(path);
+}
+
+/* A write that fails half-way (RLIMIT_FSIZE) is rolled back: no torn line, no row, and the
+ * ledger keeps working after a reopen. Runs in a child because of the rlimit. */
+Test(dp_ledger, failed_write_is_rolled_back)
+{
+    char *dir, *path = tmp_path(&dir);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        struct core_dp_ledger_opts o = {.path = path, .cap = {5.0, 100.0, 1e-3}};
+        struct core_dp_ledger *l = NULL;
+        const char *u[1] = {"occ"};
+        char big[4096];
+        memset(big, 'z', sizeof(big));
+        if (core_dp_ledger_open(&o, &l, NULL, 0) != CORE_OK ||
+            core_dp_ledger_charge(l, "ok", "lap", u, 1, &C04, NULL) != CORE_OK ||
+            core_dp_ledger_commit_output(l, "ok", "A", 1) != CORE_OK)
+            _exit(2);
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {.rlim_cur = 1000, .rlim_max = RLIM_INFINITY};
+        if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+            _exit(3);
+        if (core_dp_ledger_charge(l, "big", "lap", u, 1, &C04, NULL) != CORE_OK ||
+            core_dp_ledger_commit_output(l, "big", big, sizeof(big)) != CORE_EIO)
+            _exit(4);
+        _exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+    struct core_dp_ledger *l = open_ok(path, 5.0);
+    struct core_dp_ledger_stats stt;
+    core_dp_ledger_stats(l, &stt);
+    cr_assert_eq(stt.torn_dropped, 0, "the partial line was truncated by the writer");
+    cr_assert_eq(stt.releases, 1);
+    uint8_t *b;
+    size_t len;
+    cr_assert_eq(core_dp_ledger_lookup(l, "big", &b, &len), CORE_ENOTFOUND);
+    release(l, "after", "occ", &C04, "C", 1);
+    core_dp_ledger_free(l);
     ts_rmtree(dir);
     free(dir);
     free(path);
@@ -308,6 +392,11 @@ Test(dp_ledger, group_commit_uses_one_fsync_for_a_batch)
         bp[i] = ids[i];
         lens[i] = strlen(ids[i]);
     }
+    const char *dup[2] = {ids[0], ids[0]};
+    const void *dupb[2] = {"x", "x"};
+    const size_t dupl[2] = {1, 1};
+    cr_assert_eq(core_dp_ledger_commit_batch(l, 2, dup, dupb, dupl), CORE_EINVAL,
+                 "the same id twice in one batch");
     core_dp_ledger_stats(l, &before);
     cr_assert_eq(core_dp_ledger_commit_batch(l, B, idp, bp, lens), CORE_OK);
     core_dp_ledger_stats(l, &after);

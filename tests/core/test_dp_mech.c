@@ -13,6 +13,7 @@
 #include "core/dp_calib.h"
 #include "core/dp_exact.h"
 #include "core/dp_mech.h"
+#include "dp_grid.h"
 #include "seeded_rng.h"
 #include "test_dp_stat.h"
 
@@ -31,6 +32,82 @@ Test(dp_mech, built_without_fast_math_and_with_ieee_doubles)
 #endif
     cr_assert_eq(FLT_EVAL_METHOD, 0);
     cr_assert_eq(DBL_MANT_DIG, 53);
+}
+
+/* ---------- T1.1 / T1.2: exact log2 and rounding to the grid ---------- */
+
+Test(dp_mech, ceil_and_floor_log2_are_exact)
+{
+    for (int e = -1072; e <= 1023; e++) { /* below, next up/down are other powers of 2 */
+        double x = ldexp(1.0, e);
+        cr_assert_eq(ceil_log2(x), e, "2^%d", e);
+        cr_assert_eq(floor_log2(x), e, "2^%d", e);
+        double up = nextafter(x, INFINITY), down = nextafter(x, 0.0);
+        cr_assert_eq(ceil_log2(up), e + 1, "next up of 2^%d", e);
+        cr_assert_eq(floor_log2(up), e);
+        if (down > 0) {
+            cr_assert_eq(ceil_log2(down), e, "next down of 2^%d", e);
+            cr_assert_eq(floor_log2(down), e - 1);
+        }
+    }
+    cr_assert_eq(ceil_log2(0x1p-1074), -1074, "smallest subnormal");
+    cr_assert_eq(floor_log2(0x1p-1073), -1073);
+    cr_assert_eq(ceil_log2(3 * 0x1p-1074), -1072, "subnormal 3 * 2^-1074");
+    cr_assert_eq(floor_log2(3 * 0x1p-1074), -1073);
+    cr_assert_eq(ceil_log2(DBL_MAX), 1024);
+    cr_assert_eq(floor_log2(DBL_MAX), 1023);
+}
+
+Test(dp_mech, grid_rounding_matches_long_double_oracle)
+{
+    struct ts_rng *r = ts_rng_seeded_new(1900);
+    for (int i = 0; i < 100000; i++) {
+        uint64_t u, v;
+        cr_assert_eq(core_rng_u64(ts_rng_iface(r), &u), CORE_OK);
+        cr_assert_eq(core_rng_u64(ts_rng_iface(r), &v), CORE_OK);
+        int k = (int)(v % 200) - 100;
+        double bound = ldexp(1.0, k + 61); /* largest dyadic bound that fits */
+        double x = ldexp((double)(u >> 11), (int)((u & 2047) % 130) - 53 + k - 10);
+        if (v & 1)
+            x = -x;
+        cr_assert(bound_fits(bound, k));
+        cr_assert(!bound_fits(bound * 2, k), "|bound|/g = 2^62 is rejected");
+        long double xc = fminl(fmaxl((long double)x, -(long double)bound), (long double)bound);
+        long double want = nearbyintl(ldexpl(xc, -k)); /* ties to even, like nearbyint */
+        int64_t got = grid_index(x, bound, k);
+        cr_assert((long double)got == want, "x=%a k=%d: %lld vs %Lf", x, k, (long long)got, want);
+    }
+    cr_assert_eq(grid_index(0.5, 10, 0), 0, "tie to even");
+    cr_assert_eq(grid_index(1.5, 10, 0), 2);
+    cr_assert_eq(grid_index(-2.5, 10, 0), -2);
+    cr_assert_eq(grid_index(INFINITY, 10, 0), 10, "clamped (release rejects Inf earlier)");
+    ts_rng_free(r);
+}
+
+/* T3: the support of (y - round_g(x))/g does not depend on x: for x = 0 and x' = Delta the
+ * sets of noise values seen in [-20, 20] coincide and are complete (t = 3, 2e5 draws each;
+ * the rarest value has expected count 2e5 * 0.165 * e^-20/3 = 42). */
+Test(dp_mech, noise_support_is_input_independent)
+{
+    struct ts_rng *r = ts_rng_seeded_new(1950);
+    struct core_dp_lap p;
+    unsigned char seen[2][41], all[41];
+    memset(seen, 0, sizeof(seen));
+    cr_assert_eq(core_dp_lap_params(1.0, 1.0, 10.0, 1, &p), CORE_OK);
+    p.t = 3;
+    const double xs[2] = {0.0, 1.0};
+    for (int w = 0; w < 2; w++)
+        for (int i = 0; i < 200000; i++) {
+            double y;
+            cr_assert_eq(core_dp_lap_release(ts_rng_iface(r), &p, 1, &xs[w], &y), CORE_OK);
+            int64_t z = (int64_t)ldexp(y, -p.k) - grid_index(xs[w], p.bound, p.k);
+            if (z >= -20 && z <= 20)
+                seen[w][z + 20] = 1;
+        }
+    memset(all, 1, sizeof(all));
+    cr_assert_eq(memcmp(seen[0], seen[1], sizeof(seen[0])), 0);
+    cr_assert_eq(memcmp(seen[0], all, sizeof(all)), 0);
+    ts_rng_free(r);
 }
 
 /* ---------- T1.1: grid exponent k = ceil_log2(s/eps) - 40 ---------- */
@@ -62,7 +139,10 @@ Test(dp_mech, lap_grid_exponent_is_exact_ceil_log2)
     cr_assert_eq(core_dp_lap_params(1.0, 0x1p-41, 1.0, 1, &p), CORE_EINVAL, "eps < 2^-40");
     cr_assert_eq(core_dp_lap_params(1.0, 2000.0, 1.0, 1, &p), CORE_EINVAL, "eps > 2^10");
     cr_assert_eq(core_dp_lap_params(1.0, 1.0, INFINITY, 1, &p), CORE_EINVAL);
-    cr_assert_eq(core_dp_lap_params(DBL_MAX, 1.0, 1.0, 1, &p), CORE_OK);
+    cr_assert_eq(core_dp_lap_params(DBL_MAX, 1.0, 1.0, 1, &p), CORE_EINVAL,
+                 "k = 984: outputs could overflow to inf");
+    cr_assert_eq(lap_k(0x1p1000, 1.0, 1.0), 960, "largest grid whose outputs stay finite");
+    cr_assert_eq(core_dp_lap_params(0x1p1001, 1.0, 1.0, 1, &p), CORE_EINVAL);
     cr_assert_eq(core_dp_lap_params(1.0, 1.0, 1.0, 0, &p), CORE_EINVAL);
 }
 

@@ -1,6 +1,6 @@
 /* test_dp_perf.c - throughput of the secure samplers and of the ledger, with the OS CSPRNG.
  * Prints figures and ratios against a baseline measured in the same run (the machine is
- * shared and noisy); the floors are deliberately ~10x below the figures measured on the
+ * shared and noisy); the floors are deliberately 10-20x below the figures measured on the
  * 2-core build box so only a real regression (e.g. a sampler falling back to 128-bit
  * uniforms per Bernoulli, or an fsync per row in batch mode) fails them.
  * SPDX-License-Identifier: Apache-2.0
@@ -53,9 +53,9 @@ Test(dp_perf, sampler_throughput_with_os_rng)
     printf("dp_perf: os u64 %.3g/s (baseline); dlap(t~2^40) %.3g/s = %.3f x baseline; "
            "dgauss(S=2^40) %.3g/s = %.3f x; lap_release %.3g coords/s = %.3f x\n",
            base, dl, dl / base, dg, dg / base, lr, lr / base);
-    cr_assert_gt(dl, 2e5, "dlap %.3g/s", dl);
-    cr_assert_gt(dg, 1e5, "dgauss %.3g/s", dg);
-    cr_assert_gt(lr, 2e5, "lap_release %.3g coords/s", lr);
+    cr_assert_gt(dl, 1e5, "dlap %.3g/s", dl);
+    cr_assert_gt(dg, 5e4, "dgauss %.3g/s", dg);
+    cr_assert_gt(lr, 1e5, "lap_release %.3g coords/s", lr);
     free(x);
     free(y);
 }

@@ -326,3 +326,61 @@ Test(decode, accepted_forms_of_a_reading)
     coll_free(&c);
     ing_engine_free(e);
 }
+
+Test(decode, base64_rfc4648_vectors)
+{
+    const char *want[] = {"\"\"",         "\"Zg==\"",     "\"Zm8=\"",    "\"Zm9v\"",
+                          "\"Zm9vYg==\"", "\"Zm9vYmE=\"", "\"Zm9vYmFy\""};
+    for (size_t n = 0; n <= 6; n++) {
+        struct ing_buf b = {NULL, 0, 0};
+        ing__buf_base64(&b, (const unsigned char *)"foobar", n);
+        cr_assert_str_eq(b.p, want[n], "length %zu", n);
+        free(b.p);
+    }
+}
+
+Test(decode, utf8_validator_edge_cases)
+{
+    cr_assert(ing__utf8_valid("a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 10), "2/3/4-byte forms");
+    cr_assert_not(ing__utf8_valid("\xed\xa0\x80", 3), "UTF-16 surrogate");
+    cr_assert_not(ing__utf8_valid("\xf4\x90\x80\x80", 4), "beyond U+10FFFF");
+    cr_assert_not(ing__utf8_valid("\xe0\x80\xaf", 3), "overlong 3-byte");
+    cr_assert_not(ing__utf8_valid("\xe2\x82", 2), "truncated sequence");
+    cr_assert_not(ing__utf8_valid("\x80", 1), "lone continuation byte");
+    cr_assert(ing__utf8_valid("", 0));
+}
+
+Test(decode, json_string_escaping)
+{
+    struct ing_buf b = {NULL, 0, 0};
+    json_t *v;
+
+    ing__buf_json_str(&b, "a\"b\\c\n\x01\x7f\xc3\xa9", 10);
+    v = json_loads(b.p, JSON_DECODE_ANY, NULL);
+    cr_assert_not_null(v, "escaped text must parse back: %s", b.p);
+    cr_assert_eq(json_string_length(v), 10);
+    cr_assert_eq(memcmp(json_string_value(v), "a\"b\\c\n\x01\x7f\xc3\xa9", 10), 0);
+    json_decref(v);
+    free(b.p);
+}
+
+Test(decode, detail_stays_utf8_when_a_name_is_cut)
+{
+    struct ing_params p;
+    struct ing_engine *e;
+    struct coll c;
+    struct ing_sink s = coll_sink(&c);
+    /* 39 ASCII bytes then a 2-byte character: "%.40s" cuts it in half */
+    const char *m = OK_HEAD OK_TS "\"readings\":{\"abcdefghijabcdefghijabcdefghijabcdefghi\xc3\xa9"
+                                  "\":1}}";
+    const char *detail;
+
+    ing_params_default(&p);
+    e = mk_engine(&p);
+    cr_assert_eq(push_raw(e, &s, m, strlen(m), "m1", 0, 0, 0), ING_R_UNKNOWN_CHANNEL);
+    detail = json_string_value(json_object_get(json_array_get(c.rejects, 0), "detail"));
+    cr_assert_not_null(detail, "the dead letter parsed (valid UTF-8) and has a detail");
+    cr_assert_not_null(strstr(detail, "abcdefghi?' not declared"), "%s", detail);
+    coll_free(&c);
+    ing_engine_free(e);
+}

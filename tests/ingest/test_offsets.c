@@ -140,3 +140,50 @@ Test(offsets, many_devices_fit)
     cr_assert_eq(k.buffered, 10000, "one reading of the next window per device");
     ing_engine_free(e);
 }
+
+Test(devices, ttl_evicts_idle_entries_and_lookups_survive_deletion)
+{
+    struct ing_params p = five_min(0);
+    struct ing_engine *e;
+    struct ing_counters k;
+    struct coll c;
+    struct ing_sink s = coll_sink(&c);
+    char dev[32], buf[200];
+    int n;
+
+    p.idle_timeout_ms = 1000;
+    p.device_ttl_ms = 5000;
+    p.max_devices = 600;
+    e = mk_engine(&p);
+    for (int d = 0; d < 500; d++) {
+        snprintf(dev, sizeof(dev), "d%d", d);
+        n = snprintf(buf, sizeof(buf),
+                     "{\"schema\":\"gcdp.reading/1\",\"device\":\"%s\","
+                     "\"ts\":%lld,\"readings\":{\"temperature\":20}}",
+                     dev, T0);
+        cr_assert_eq(push_raw(e, &s, buf, (size_t)n, dev, 0, d, d < 250 ? 0 : 3000), ING_R_NONE);
+    }
+    ing_engine_tick(e, 3000, &s); /* devices d0..d249 idle-closed */
+    ing_engine_counters(e, &k);
+    cr_assert_eq(k.idle_closes, 250);
+    cr_assert_eq(k.open_devices, 250);
+    ing_engine_tick(e, 5000, &s); /* d250.. closed; d0..d249 older than the TTL: dropped */
+    ing_engine_counters(e, &k);
+    cr_assert_eq(k.devices_evicted, 250);
+    cr_assert_eq(k.devices, 250);
+    cr_assert_eq(json_array_size(c.windows), 500);
+    for (int d = 0; d < 500; d++) {
+        snprintf(dev, sizeof(dev), "d%d", d);
+        n = snprintf(buf, sizeof(buf),
+                     "{\"schema\":\"gcdp.reading/1\",\"device\":\"%s\","
+                     "\"ts\":%lld,\"readings\":{\"temperature\":20}}",
+                     dev, T0 + T_MIN);
+        /* kept entries still know their window closed; dropped ones start afresh */
+        cr_assert_eq(push_raw(e, &s, buf, (size_t)n, dev, 0, 1000 + d, 6000),
+                     d < 250 ? ING_R_NONE : ING_R_LATE, "device %s", dev);
+    }
+    ing_engine_counters(e, &k);
+    cr_assert_eq(k.devices, 500);
+    coll_free(&c);
+    ing_engine_free(e);
+}

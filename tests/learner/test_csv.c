@@ -25,7 +25,7 @@ static void teardown(void)
 static char *put(const char *name, const char *text)
 {
     char *p = malloc(strlen(dir) + strlen(name) + 2);
-    sprintf(p, "%s/%s", dir, name); /* NOLINT: sized above */
+    snprintf(p, strlen(dir) + strlen(name) + 2, "%s/%s", dir, name);
     ts_write_file(p, text);
     return p;
 }

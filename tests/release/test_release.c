@@ -653,3 +653,111 @@ Test(rel_release, time_radius_refuses_windows_denser_than_max_per_slot)
     cr_assert_eq(o.n, 0);
     fx_fini(&f);
 }
+
+/* Released values are rounded to 12 decimals (post-processing); exact coordinates show it:
+ * no "-0", trailing zeros trimmed, carries propagate, tiny values round to 0. */
+Test(rel_release, value_formatting_is_exact_to_twelve_decimals)
+{
+    static const struct { double x; const char *want; } cases[] = {
+        {0.0, "\"neg\":0}"},          {0.25, "\"neg\":-0.25}"},
+        {0.8, "\"neg\":-0.8}"},       {1.0, "\"neg\":-1}"},
+        {0.9999999999996, "\"neg\":-1}"}, {1e-13, "\"neg\":0}"},
+        {0.123456789012345, "\"neg\":-0.123456789012}"},
+    };
+    struct fixture f;
+    const uint32_t node = 3;
+    const double coef = -1.0;
+    char eb[512] = "", js[1024];
+
+    fx_init(&f, "gcdp", 1000.0, 1);
+    fx_close(&f);
+    rel_window_cleanup(&f.w);
+    rel_plan_free(f.p);
+    cr_assert_eq(cal_theta_set_coord(f.t, 3, "neg", 1, &node, &coef), CORE_OK);
+    struct rel_opts o = make_opts("gcdp");
+    o.cap.eps = 1000.0;
+    cr_assert_eq(rel_plan_new(f.t, &o, &f.p, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(f.p->s[3], 0.0);
+    rel_window_init(&f.w, f.p);
+    fx_open(&f, 1);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        struct out out = {0};
+        snprintf(js, sizeof(js),
+                 "{\"schema\":\"gcdp.window/1\",\"id\":\"fmt%zu\",\"device\":\"dev1\","
+                 "\"window_start\":0,\"window_end\":60000,"
+                 "\"nodes\":{\"temp\":0.5,\"hum\":0.25,\"light\":0.75,\"temp.count\":%.17g},"
+                 "\"n_node\":{\"temp\":20,\"hum\":20,\"light\":20,\"temp.count\":20}}",
+                 i, cases[i].x);
+        cr_assert_eq(push_json(&f, js, &out, eb, sizeof(eb)), CORE_OK, "%s", eb);
+        char *vals = strstr(out.buf, "\"values\"");
+        char *scale = strstr(out.buf, "\"scale\"");
+        cr_assert(vals && scale);
+        *scale = '\0';
+        cr_assert(strstr(vals, cases[i].want), "case %zu: %s lacks %s", i, vals, cases[i].want);
+    }
+    fx_fini(&f);
+}
+
+/* Two noise workers (production rng): every coordinate present once, in θ order, the
+ * exact coordinate copied, the record valid JSON. d = 600 so both workers run. */
+Test(rel_release, two_noise_workers_produce_a_complete_ordered_record)
+{
+    struct cal_theta *t = NULL;
+    struct rel_opts o = make_opts("gcdp");
+    struct rel_plan *p = NULL;
+    struct core_dp_ledger *l = NULL;
+    struct rel_releaser *r = NULL;
+    struct rel_window w;
+    struct out *out = calloc(1, sizeof(*out));
+    char eb[512] = "", name[32], *dir = ts_tmpdir(), path[600];
+    const size_t d = 600;
+
+    cr_assert_eq(cal_theta_new(d, d, &t), CORE_OK);
+    for (size_t m = 0; m < d; m++) {
+        snprintf(name, sizeof(name), m == d - 1 ? "c%zu.count" : "c%zu", m);
+        cr_assert_eq(cal_theta_set_node(t, m, name), CORE_OK);
+        t->mu[m] = 0.5;
+    }
+    cr_assert_eq(cal_theta_set_identity_coords(t), CORE_OK);
+    cr_assert_eq(rel_plan_new(t, &o, &p, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    snprintf(path, sizeof(path), "%s/l.jsonl", dir);
+    struct core_dp_ledger_opts lo = {path, p->opts.cap, 0};
+    cr_assert_eq(core_dp_ledger_open(&lo, &l, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(rel_releaser_new(p, l, core_rng_os(), 1, 2, &r), CORE_OK);
+    rel_window_init(&w, p);
+    snprintf(w.id, sizeof(w.id), "big");
+    snprintf(w.device, sizeof(w.device), "dev9");
+    w.start = 0;
+    w.end = 60000;
+    for (size_t m = 0; m < d; m++) {
+        w.x[m] = (double)m / (double)d;
+        w.n[m] = 30;
+    }
+    cr_assert_eq(rel_releaser_push(r, &w, collect, out, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    json_t *rec = json_loads(out->buf, 0, NULL);
+    cr_assert_not_null(rec);
+    json_t *vals = json_object_get(rec, "values");
+    cr_assert_eq(json_object_size(vals), d);
+    const char *key, *prev = NULL;
+    json_t *v;
+    size_t i = 0;
+    json_object_foreach(vals, key, v) { /* jansson keeps insertion order */
+        snprintf(name, sizeof(name), i == d - 1 ? "c%zu.count" : "c%zu", i);
+        cr_assert_str_eq(key, name);
+        cr_assert(json_is_number(v));
+        prev = key;
+        i++;
+    }
+    cr_assert_not_null(prev);
+    cr_assert_float_eq(json_number_value(json_object_get(vals, "c599.count")), 599.0 / 600.0,
+                       1e-12);
+    json_decref(rec);
+    rel_window_cleanup(&w);
+    rel_releaser_free(r);
+    core_dp_ledger_free(l);
+    rel_plan_free(p);
+    cal_theta_free(t);
+    free(out);
+    ts_rmtree(dir);
+    free(dir);
+}

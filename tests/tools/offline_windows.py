@@ -78,9 +78,15 @@ def load_config(args):
     return cfg
 
 
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
 def utc_ms(text):
-    dt = datetime.datetime.strptime(text, "%Y-%m-%d %H:%M:%S")
-    return int(dt.replace(tzinfo=datetime.timezone.utc).timestamp()) * 1000
+    """RFC 3339 or 'YYYY-MM-DD HH:MM:SS[.f]' (no zone = UTC) -> epoch ms, sub-ms truncated."""
+    dt = datetime.datetime.fromisoformat(text.replace("z", "Z"))
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=datetime.timezone.utc)
+    return (dt - EPOCH) // datetime.timedelta(milliseconds=1)
 
 
 def read_occupancy(path, device):
@@ -105,7 +111,7 @@ def read_jsonl(path):
                 m = json.loads(line)
                 ts = m["ts"]
                 if isinstance(ts, str):
-                    ts = utc_ms(ts.replace("T", " ").rstrip("Z"))
+                    ts = utc_ms(ts)
                 vals = {k: float(v) for k, v in m["readings"].items() if v is not None}
                 rows.append({"device": m["device"], "ts": ts, "values": vals})
     return rows

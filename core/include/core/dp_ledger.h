@@ -25,8 +25,8 @@
  * The cap is per unit; a charge that would take ANY listed unit above the cap in ANY field
  * (eps, rho, delta; compared on upward-rounded totals, NaN fails closed) is refused whole.
  *
- * Crash safety: a row is written with one write(2) and fsync'd (the directory is fsync'd
- * when the file is created/opened) before commit returns. On reopen, totals are rebuilt by
+ * Crash safety: a row is written with one write(2), then the file and its directory are
+ * fsync'd, before commit returns. On reopen, totals are rebuilt by
  * scanning; a torn LAST line (no newline / unparseable) belongs to a commit that never
  * returned, so its output was never published; it is cut off (and counted in
  * stats.torn_dropped). A bad line that is not the last one fails the open (CORE_EPARSE):
@@ -66,7 +66,7 @@ struct core_dp_ledger_stats {
     uint64_t releases;      /* committed rows (after reopen: rows scanned + new) */
     uint64_t units;         /* distinct units with a charge */
     uint64_t pending;       /* charged, not yet committed or cancelled */
-    uint64_t fsyncs;        /* fsync calls made by this object */
+    uint64_t fsyncs;        /* durability points (fsync of file + directory) */
     uint64_t torn_dropped;  /* torn last lines cut off at open */
 };
 
@@ -102,17 +102,17 @@ CORE_MUST_CHECK core_err core_dp_ledger_charge(struct core_dp_ledger *l, const c
  * Returns CORE_OK, CORE_ENOTFOUND. */
 CORE_MUST_CHECK core_err core_dp_ledger_cancel(struct core_dp_ledger *l, const char *release_id);
 
-/* Append the row for a pending release with its output bytes, write(2) + fsync before
- * returning. After CORE_OK the caller may publish `bytes`; after an error it must not
- * (the reservation stays pending: retry or cancel).
+/* Append the row for a pending release with its output bytes, write(2) + fsync (file and
+ * directory) before returning. After CORE_OK the caller may publish `bytes`; after an error
+ * it must not (the reservation stays pending: retry or cancel).
  *   bytes borrowed, len in [0, MAX_OUTPUT].
  * Returns CORE_OK, CORE_ENOTFOUND (not pending), CORE_EIO, CORE_ETOOBIG, CORE_EINVAL. */
 CORE_MUST_CHECK core_err core_dp_ledger_commit_output(struct core_dp_ledger *l,
                                                       const char *release_id,
                                                       const void *bytes, size_t len);
 
-/* Group commit: n pending releases in one write(2) + one fsync. All or nothing from the
- * caller's point of view: publish none of them unless CORE_OK.
+/* Group commit: n pending releases in one write(2) + one fsync (file and directory).
+ * All or nothing from the caller's point of view: publish none of them unless CORE_OK.
  *   ids, bytes, lens: borrowed arrays of n. Returns as core_dp_ledger_commit_output. */
 CORE_MUST_CHECK core_err core_dp_ledger_commit_batch(struct core_dp_ledger *l, size_t n,
                                                      const char *const *ids,

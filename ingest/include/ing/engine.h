@@ -157,6 +157,7 @@ struct ing_params {
     int64_t period_ms;       /* ingest.period_ms: expected sampling period */
     int64_t lateness_ms;     /* ingest.lateness_ms */
     int64_t idle_timeout_ms; /* ingest.idle_timeout_ms (processing time); 0 = never */
+    int64_t device_ttl_ms;   /* ingest.device_ttl_ms: drop idle device entries; 0 = never */
     int64_t ts_min_ms;       /* ingest.ts_min_ms, inclusive */
     int64_t ts_max_ms;       /* ingest.ts_max_ms, exclusive */
     int max_interp_gap;      /* ingest.max_interp_gap: longest fillable run of slots */
@@ -248,6 +249,7 @@ struct ing_counters {
     uint64_t windows_split_skipped; /* windows never formed: they straddle split_at_ms */
     uint64_t idle_closes;           /* devices whose windows tick() force-closed */
     uint64_t forgotten;             /* buffered readings dropped by forget_partition */
+    uint64_t devices_evicted;       /* idle device entries dropped after device_ttl_ms */
     uint64_t open_devices;          /* devices with buffered readings now */
     uint64_t devices;               /* device entries held now (<= max_devices) */
     uint64_t buffered;              /* readings buffered now */
@@ -268,7 +270,8 @@ const struct ing_params *ing_engine_params(const struct ing_engine *eng);
  *   payload/len  borrowed; any bytes (need not be NUL-terminated).
  *   key/key_len  borrowed message key; key == NULL means "no key".
  *   src          borrowed; copied into dead letters and used for offset tracking.
- *   now_ms       processing clock (for idle timeouts and the dead letter's received_at_ms).
+ *   now_ms       processing clock, non-decreasing across calls (idle timeouts, the dead
+ *                letter's received_at_ms).
  *   sink         callbacks; called synchronously (a dead letter for this message, and/or
  *                windows this reading's watermark advance closed).
  *   out_reason   optional; ING_R_NONE if accepted, else the reject reason.
@@ -280,7 +283,10 @@ CORE_MUST_CHECK core_err ing_engine_push(struct ing_engine *eng, const char *pay
                                          const struct ing_sink *sink, enum ing_reason *out_reason);
 
 /* Close every window of devices idle (no accepted reading) for >= idle_timeout_ms of
- * processing time as of now_ms. Cost O(devices closed) (LRU list). Call it from a timer. */
+ * processing time as of now_ms; then drop the entries of devices without buffered readings
+ * whose last accepted reading is >= device_ttl_ms old (their memory of closed windows goes
+ * with them). Cost O(devices closed or dropped): both lists are kept oldest first.
+ * Call it from a timer. */
 void ing_engine_tick(struct ing_engine *eng, int64_t now_ms, const struct ing_sink *sink);
 
 /* Close and emit every open window of every device (end of a bounded stream). The engine

@@ -80,37 +80,69 @@ static void tab_grow(struct ing_engine *e)
     free(old);
 }
 
-/* ---- LRU of devices holding buffered readings (oldest activity first) ---- */
+/* ---- device lists: open (buffered readings) and idle (entries only), oldest first ---- */
 
-static void lru_unlink(struct ing_engine *e, struct ing__dev *d)
+static struct ing__dlist *list_of(struct ing_engine *e, int which)
 {
-    if (!d->in_lru)
+    return which == ING__LIST_OPEN ? &e->open : &e->idle;
+}
+
+static void list_remove(struct ing_engine *e, struct ing__dev *d)
+{
+    struct ing__dlist *l;
+
+    if (d->list == ING__LIST_NONE)
         return;
+    l = list_of(e, d->list);
     if (d->prev)
         d->prev->next = d->next;
     else
-        e->lru_head = d->next;
+        l->head = d->next;
     if (d->next)
         d->next->prev = d->prev;
     else
-        e->lru_tail = d->prev;
+        l->tail = d->prev;
+    if (d->list == ING__LIST_OPEN)
+        e->c.open_devices--;
     d->prev = d->next = NULL;
-    d->in_lru = false;
-    e->c.open_devices--;
+    d->list = ING__LIST_NONE;
 }
 
-static void lru_touch(struct ing_engine *e, struct ing__dev *d)
+static void list_append(struct ing_engine *e, struct ing__dev *d, int which)
 {
-    lru_unlink(e, d);
-    d->prev = e->lru_tail;
+    struct ing__dlist *l = list_of(e, which);
+
+    list_remove(e, d);
+    d->prev = l->tail;
     d->next = NULL;
-    if (e->lru_tail)
-        e->lru_tail->next = d;
+    if (l->tail)
+        l->tail->next = d;
     else
-        e->lru_head = d;
-    e->lru_tail = d;
-    d->in_lru = true;
-    e->c.open_devices++;
+        l->head = d;
+    l->tail = d;
+    d->list = which;
+    if (which == ING__LIST_OPEN)
+        e->c.open_devices++;
+}
+
+/* Remove d from the table (linear probing: backward-shift deletion, no tombstones). */
+static void tab_delete(struct ing_engine *e, const struct ing__dev *d)
+{
+    size_t mask = e->tab_size - 1, i = (size_t)d->hash & mask, j;
+
+    while (e->tab[i] != d)
+        i = (i + 1) & mask;
+    e->tab[i] = NULL;
+    for (j = (i + 1) & mask; e->tab[j]; j = (j + 1) & mask) {
+        size_t home = (size_t)e->tab[j]->hash & mask;
+        /* e->tab[j] may move into the hole at i unless its home lies cyclically in (i, j] */
+        bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+        if (stays)
+            continue;
+        e->tab[i] = e->tab[j];
+        e->tab[j] = NULL;
+        i = j;
+    }
 }
 
 static void dev_release_buffers(struct ing__dev *d)
@@ -247,23 +279,51 @@ static void force_close(struct ing_engine *e, struct ing__dev *d, const struct i
         close_upto(e, d, k_last(e, d->rd[d->n - 1].tau), sink);
     e->c.buffered -= d->n;
     dev_release_buffers(d);
-    lru_unlink(e, d);
+    list_append(e, d, ING__LIST_IDLE);
+}
+
+/* Unlink and return the oldest idle device (the list must not be empty). */
+static struct ing__dev *idle_pop(struct ing_engine *e)
+{
+    struct ing__dev *d = e->idle.head;
+
+    e->idle.head = d->next;
+    if (d->next)
+        d->next->prev = NULL;
+    else
+        e->idle.tail = NULL;
+    d->next = NULL;
+    d->list = ING__LIST_NONE;
+    return d;
+}
+
+static void dev_evict(struct ing_engine *e, struct ing__dev *d)
+{
+    tab_delete(e, d);
+    list_remove(e, d);
+    dev_release_buffers(d);
+    free(d);
+    e->n_dev--;
+    e->c.devices = e->n_dev;
+    e->c.devices_evicted++;
 }
 
 void ing_engine_tick(struct ing_engine *eng, int64_t now_ms, const struct ing_sink *sink)
 {
-    if (eng->p.idle_timeout_ms <= 0)
-        return;
-    while (eng->lru_head && now_ms - eng->lru_head->last_seen_ms >= eng->p.idle_timeout_ms) {
+    while (eng->p.idle_timeout_ms > 0 && eng->open.head &&
+           now_ms - eng->open.head->last_seen_ms >= eng->p.idle_timeout_ms) {
         eng->c.idle_closes++;
-        force_close(eng, eng->lru_head, sink);
+        force_close(eng, eng->open.head, sink);
     }
+    while (eng->p.device_ttl_ms > 0 && eng->idle.head &&
+           now_ms - eng->idle.head->last_seen_ms >= eng->p.device_ttl_ms)
+        dev_evict(eng, idle_pop(eng));
 }
 
 void ing_engine_flush(struct ing_engine *eng, const struct ing_sink *sink)
 {
-    while (eng->lru_head)
-        force_close(eng, eng->lru_head, sink);
+    while (eng->open.head)
+        force_close(eng, eng->open.head, sink);
 }
 
 bool ing_engine_low_watermark(const struct ing_engine *eng, int32_t partition, int64_t *out)
@@ -271,7 +331,7 @@ bool ing_engine_low_watermark(const struct ing_engine *eng, int32_t partition, i
     bool found = false;
     int64_t lo = INT64_MAX;
 
-    for (const struct ing__dev *d = eng->lru_head; d; d = d->next)
+    for (const struct ing__dev *d = eng->open.head; d; d = d->next)
         for (size_t i = 0; i < d->n; i++)
             if (d->rd[i].partition == partition && d->rd[i].offset < lo) {
                 lo = d->rd[i].offset;
@@ -308,7 +368,7 @@ size_t ing_engine_forget_partition(struct ing_engine *eng, int32_t partition)
         }
         dropped += d->n;
         eng->c.buffered -= d->n;
-        lru_unlink(eng, d);
+        list_remove(eng, d);
         dev_release_buffers(d);
         free(d);
         eng->n_dev--;
@@ -412,7 +472,7 @@ static enum ing_reason admit(struct ing_engine *e, const struct ing__reading *r,
         d->max_tau = tau;
     d->last_seen_ms = now_ms;
     d->last_partition = src->partition;
-    lru_touch(e, d);
+    list_append(e, d, ING__LIST_OPEN);
     *out = d;
     return ING_R_NONE;
 }
@@ -513,6 +573,7 @@ core_err ing_engine_push(struct ing_engine *eng, const char *payload, size_t len
     if (reason == ING_R_NONE)
         reason = admit(eng, &r, src, now_ms, &d, detail, sizeof(detail));
     if (reason != ING_R_NONE) {
+        ing__utf8_sanitize(detail); /* a name cut by "%.40s" may end mid-character */
         reject(eng, reason, detail, payload, len, key, key_len, &r, src, now_ms, sink);
     } else {
         eng->c.accepted++;

@@ -217,6 +217,7 @@ void ing_params_default(struct ing_params *p)
     p->period_ms = 60000;
     p->lateness_ms = 120000;
     p->idle_timeout_ms = 60000;
+    p->device_ttl_ms = 3600000;
     p->ts_min_ms = ING_DEFAULT_TS_MIN;
     p->ts_max_ms = ING_DEFAULT_TS_MAX;
     p->max_interp_gap = 2;
@@ -275,6 +276,8 @@ static core_err validate_limits(const struct ing_params *p, char *eb, size_t ebn
 {
     if (p->lateness_ms < 0)
         return fail(eb, ebn, "ingest.lateness_ms", "must be >= 0");
+    if (p->device_ttl_ms < 0)
+        return fail(eb, ebn, "ingest.device_ttl_ms", "must be >= 0");
     if (p->idle_timeout_ms < 0)
         return fail(eb, ebn, "ingest.idle_timeout_ms", "must be >= 0");
     if (!(p->ts_min_ms < p->ts_max_ms))
@@ -332,6 +335,7 @@ static core_err read_ints(const struct core_config *cfg, struct ing_params *p)
     p->period_ms = core_config_int(cfg, "ingest.period_ms");
     p->lateness_ms = core_config_int(cfg, "ingest.lateness_ms");
     p->idle_timeout_ms = core_config_int(cfg, "ingest.idle_timeout_ms");
+    p->device_ttl_ms = core_config_int(cfg, "ingest.device_ttl_ms");
     p->ts_min_ms = core_config_int(cfg, "ingest.ts_min_ms");
     p->ts_max_ms = core_config_int(cfg, "ingest.ts_max_ms");
     p->max_interp_gap = (int)core_config_int(cfg, "ingest.max_interp_gap");

@@ -184,6 +184,21 @@ bool ing__utf8_valid(const char *s, size_t len)
     return true;
 }
 
+void ing__utf8_sanitize(char *s)
+{
+    unsigned char *u = (unsigned char *)s;
+    size_t n = strlen(s), i = 0;
+
+    while (i < n) {
+        size_t k = utf8_seq(u + i, n - i);
+        if (k == 0) {
+            u[i] = '?';
+            k = 1;
+        }
+        i += k;
+    }
+}
+
 void ing__buf_reserve(struct ing_buf *b, size_t extra)
 {
     size_t need = b->len + extra + 1;

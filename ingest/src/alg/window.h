@@ -26,8 +26,8 @@ struct ing__dev {
     size_t n, cap; /* buffered readings, sorted by ts (hence by tau) */
     struct ing__rd *rd;
     double *val;                  /* cap * n_channels; NaN = null */
-    struct ing__dev *prev, *next; /* LRU (devices with n > 0) */
-    bool in_lru;
+    struct ing__dev *prev, *next; /* links in the open or the idle list */
+    int list;                     /* ING__LIST_NONE / _OPEN (n > 0) / _IDLE (n == 0) */
 };
 
 /* Per-window scratch, sized once at engine creation (no allocation per window). */
@@ -45,13 +45,21 @@ struct ing__wscratch {
     size_t src_cap;
 };
 
+enum { ING__LIST_NONE, ING__LIST_OPEN, ING__LIST_IDLE };
+
+/* Doubly linked list of devices, oldest activity first. */
+struct ing__dlist {
+    struct ing__dev *head, *tail;
+};
+
 struct ing_engine {
     struct ing_params p;
     int64_t n_slots; /* window_ms / period_ms */
     int64_t half;    /* period_ms / 2 */
     struct ing__dev **tab;
     size_t tab_size, n_dev;
-    struct ing__dev *lru_head, *lru_tail;
+    struct ing__dlist open; /* devices holding buffered readings */
+    struct ing__dlist idle; /* device entries without readings (closed-window memory) */
     struct ing_counters c;
     struct ing_buf out;
     struct ing__wscratch ws;

@@ -66,6 +66,9 @@ const struct core_cfg_key ing_config_keys[] = {
           "allowed event-time lateness: watermark = max slot time - lateness"),
     K_INT("ingest.idle_timeout_ms", "60000", 0, 7 * DAY_MS,
           "close a device's windows after this much processing time without readings; 0: never"),
+    K_INT("ingest.device_ttl_ms", "3600000", 0, 30 * DAY_MS,
+          "drop a device's entry this long after its last reading once its windows closed; "
+          "0: never"),
     K_INT("ingest.ts_min_ms", "946684800000", 0, 253402300800000.0,
           "earliest accepted ts (inclusive), epoch ms"),
     K_INT("ingest.ts_max_ms", "4102444800000", 0, 253402300800000.0,

@@ -12,4 +12,24 @@
 /* Terminated by a {NULL} row. */
 extern const struct core_cfg_key lrn_config_keys[];
 
+struct lrn_admm_opts;
+struct lrn_pgcd_opts;
+struct lrn_dppgcd_opts;
+
+/* Options from the learner.* keys (defaults: the paper's tuned values, docs/learner.md).
+ *   cfg         borrowed, built with lrn_config_keys.
+ *   d           dimension (to check learner.dp.m_public's length).
+ *   admm, pgcd, dp  out (caller storage), fully written. dp->rounds = learner.rounds.
+ *   m_public    caller storage of d doubles receiving learner.dp.m_public when
+ *               learner.dp.m_source = "public" (dp->m_public then points to it); may be
+ *               NULL otherwise.
+ *   dp_enabled, cov_by_p  out: learner.dp.enabled; learner.cov_scale == "nP".
+ *   errbuf      names the key on failure.
+ * Returns CORE_OK or CORE_ECONFIG. */
+CORE_MUST_CHECK core_err lrn_config_opts(const struct core_config *cfg, size_t d,
+                                         struct lrn_admm_opts *admm, struct lrn_pgcd_opts *pgcd,
+                                         struct lrn_dppgcd_opts *dp, double *m_public,
+                                         bool *dp_enabled, bool *cov_by_p, char *errbuf,
+                                         size_t errbuf_size);
+
 #endif /* LRN_CONFIG_H */

@@ -33,7 +33,7 @@ struct lrn_admm_opts lrn_admm_opts_default(void)
         .max_rounds = 100,
         .rho1 = 1000.0,
         .rho2 = 1.0,
-        .rho1_growth = 2.0,
+        .rho1_growth = 10.0,
         .rho2_growth = 1.0,
         .rho_max = 1e16,
         .schedule = LRN_RHO_ON_STALL,

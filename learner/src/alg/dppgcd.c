@@ -168,7 +168,7 @@ static void clipped_column(struct lrn_dppgcd *s, size_t j)
         double c = s->cij[i * s->d + j], acc = 0.0;
         for (size_t k = 0; k < s->n; k++) {
             double g = xi[k] * rj[k];
-            acc += g > c ? c : (g < -c ? -c : g);
+            acc += fmin(fmax(g, -c), c);
         }
         s->dg[i * s->d + j] = acc / (double)s->n;
     }

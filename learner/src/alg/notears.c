@@ -53,10 +53,8 @@ static lbfgsfloatval_t nt_eval(void *inst, const lbfgsfloatval_t *x, lbfgsfloatv
     c->evals++;
     for (size_t k = 0; k < d * d; k++)
         c->m[k] = -x[k];
-    for (size_t i = 0; i < d; i++) {
+    for (size_t i = 0; i < d; i++)
         c->m[i * d + i] = 1.0; /* diagonal held at 0 in W */
-        c->w[i * d + i] = 0.0;
-    }
     for (size_t k = 0; k < d * d; k++)
         c->w[k] = x[k];
     for (size_t i = 0; i < d; i++)

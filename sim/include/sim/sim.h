@@ -11,8 +11,9 @@
  * Messages are keyed by device id (one device stays on one partition, in order); the
  * topic is "topics.raw" unless overridden. Producers are paced (token bucket, --rate) and
  * bounded by the number of unacknowledged messages, and never drop a message on
- * QUEUE_FULL (they poll and retry), so the embedded broker's 5 MiB-per-partition retention
- * is not overrun by the producer alone (see docs/simulator.md for the trade-off).
+ * QUEUE_FULL (they poll and retry). With lag_group set they also wait while that consumer
+ * group's committed position lags more than max_lag_bytes on any partition, so the embedded
+ * broker's 5 MiB-per-partition retention cannot overrun it (docs/simulator.md).
  *
  * Stopping and progress: struct sim_progress is shared with the caller. Set `stop` (from
  * any thread or a signal handler: it is a lock-free atomic) to end the run cleanly: no new
@@ -69,6 +70,7 @@ struct sim_progress {
     atomic_uint_fast64_t acked;     /* delivery reports: success */
     atomic_uint_fast64_t failed;    /* delivery reports: failure, or unflushed at end */
     atomic_uint_fast64_t retries;   /* QUEUE_FULL / in-flight back-offs */
+    atomic_uint_fast64_t lag_waits; /* 100 ms waits for a lagging consumer group */
     atomic_uint_fast64_t faults[SIM_FAULT_COUNT]; /* injected faults by kind */
 };
 void sim_progress_init(struct sim_progress *p);
@@ -97,6 +99,8 @@ struct sim_options {
     const char *topic;                  /* NULL: the "topics.raw" key */
     size_t max_inflight;                /* cap on unacknowledged messages */
     int flush_timeout_ms;               /* final flush bound */
+    const char *lag_group;              /* consumer group kept within max_lag_bytes; NULL: none */
+    size_t max_lag_bytes;               /* per-partition lag allowed for lag_group */
 };
 void sim_options_default(struct sim_options *o);
 
@@ -141,6 +145,8 @@ struct sim_replay_options {
     const char *topic;  /* NULL: "topics.raw" */
     size_t max_inflight;
     int flush_timeout_ms;
+    const char *lag_group; /* as in struct sim_options */
+    size_t max_lag_bytes;
 };
 void sim_replay_options_default(struct sim_replay_options *o);
 
@@ -152,8 +158,11 @@ CORE_MUST_CHECK core_err sim_replay_run(const struct core_config *cfg,
                                         struct sim_progress *progress, char *errbuf,
                                         size_t errbuf_size);
 
+/* Default per-partition lag allowed for a watched consumer group: 40 % of the mock's 5 MiB. */
+#define SIM_DEFAULT_MAX_LAG_BYTES ((size_t)2 * 1024 * 1024)
+
 /* Print a one-line JSON summary of progress to f (a FILE *): {"generated","sent","acked",
- * "failed","retries","faults":{kind:n}}. */
+ * "failed","retries","lag_waits","faults":{kind:n}}. */
 void sim_progress_print(const struct sim_progress *p, void *f);
 
 #endif /* SIM_SIM_H */

@@ -36,5 +36,9 @@ const struct core_cfg_key sim_config_keys[] = {
       "an oversize fault message has this many bytes + 1; unset: ingest.max_message_bytes"),
     K("sim.truth_path", CORE_CFG_STRING, NULL, 1, 0, "write the ground-truth SEM JSON here"),
     K("sim.max_inflight", CORE_CFG_INT, "20000", 1, 10000000, "cap on unacknowledged messages"),
+    K("sim.lag_group", CORE_CFG_STRING, NULL, 1, 0,
+      "consumer group whose lag bounds the producers (e.g. gcdp-ingest); unset: none"),
+    K("sim.max_lag_bytes", CORE_CFG_INT, "2097152", 65536, 5242880,
+      "per-partition lag (estimated bytes) allowed for sim.lag_group"),
     {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},
 };

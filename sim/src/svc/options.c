@@ -26,6 +26,7 @@ void sim_progress_init(struct sim_progress *p)
     atomic_init(&p->acked, 0);
     atomic_init(&p->failed, 0);
     atomic_init(&p->retries, 0);
+    atomic_init(&p->lag_waits, 0);
     for (int k = 0; k < SIM_FAULT_COUNT; k++)
         atomic_init(&p->faults[k], 0);
 }
@@ -53,6 +54,8 @@ void sim_options_default(struct sim_options *o)
     o->topic = NULL;
     o->max_inflight = 20000;
     o->flush_timeout_ms = 30000;
+    o->lag_group = NULL;
+    o->max_lag_bytes = SIM_DEFAULT_MAX_LAG_BYTES;
 }
 
 void sim_replay_options_default(struct sim_replay_options *o)
@@ -64,6 +67,8 @@ void sim_replay_options_default(struct sim_replay_options *o)
     o->rate = 5000.0;
     o->max_inflight = 20000;
     o->flush_timeout_ms = 30000;
+    o->lag_group = NULL;
+    o->max_lag_bytes = SIM_DEFAULT_MAX_LAG_BYTES;
 }
 
 /* One "kind=rate" item of length n. */
@@ -133,11 +138,12 @@ void sim_progress_print(const struct sim_progress *p, void *file)
     FILE *f = file;
     fprintf(f,
             "{\"generated\":%llu,\"sent\":%llu,\"acked\":%llu,\"failed\":%llu,"
-            "\"retries\":%llu,\"faults\":{",
+            "\"retries\":%llu,\"lag_waits\":%llu,\"faults\":{",
             (unsigned long long)atomic_load(&p->generated),
             (unsigned long long)atomic_load(&p->sent), (unsigned long long)atomic_load(&p->acked),
             (unsigned long long)atomic_load(&p->failed),
-            (unsigned long long)atomic_load(&p->retries));
+            (unsigned long long)atomic_load(&p->retries),
+            (unsigned long long)atomic_load(&p->lag_waits));
     for (int k = 0; k < SIM_FAULT_COUNT; k++)
         fprintf(f, "%s\"%s\":%llu", k ? "," : "", fault_names[k],
                 (unsigned long long)atomic_load(&p->faults[k]));
@@ -177,6 +183,8 @@ core_err sim_options_from_config(const struct core_config *cfg, struct sim_optio
         o->oversize_bytes = (size_t)core_config_int(cfg, "ingest.max_message_bytes");
     o->truth_path = core_config_str(cfg, "sim.truth_path");
     o->max_inflight = (size_t)core_config_int(cfg, "sim.max_inflight");
+    o->lag_group = core_config_str(cfg, "sim.lag_group");
+    o->max_lag_bytes = (size_t)core_config_int(cfg, "sim.max_lag_bytes");
     if (faults && faults[0] &&
         sim_faults_parse(faults, o->fault_rate, why, sizeof(why)) != CORE_OK) {
         snprintf(eb, ebn, "config key 'sim.faults': %s", why);

@@ -10,6 +10,7 @@
 #include "core/kconf.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "lagguard.h"
 
 struct sim_producer {
     rd_kafka_t *rk;
@@ -18,7 +19,14 @@ struct sim_producer {
     size_t max_inflight;
     uint64_t produce_errors; /* counted in progress->failed but never in ->sent */
     struct sim_progress *progress;
+    struct sim_lagguard *guard; /* NULL: no consumer-lag back-pressure */
+    uint64_t bytes_sent;        /* payload + key bytes, for the mean message size */
+    uint64_t bytes_at_check;    /* bytes_sent at the last lag check */
+    int64_t next_check_ns;
 };
+
+/* Lag checks: every 100 ms, and whenever 1/8 of the allowed lag was produced since. */
+#define LAG_CHECK_NS 100000000
 
 int64_t sim_now_ns(void)
 {
@@ -98,6 +106,33 @@ void sim_producer_sleep_until(struct sim_producer *p, int64_t deadline_ns)
     }
 }
 
+/* Consumer-lag back-pressure (lagguard.h): wait while the watched group lags too far. */
+static core_err wait_for_consumer(struct sim_producer *p)
+{
+    uint_fast64_t sent = atomic_load(&p->progress->sent);
+    double mean = sent ? (double)p->bytes_sent / (double)sent : 200.0, lag = 0.0;
+    size_t limit = sim_lagguard_limit(p->guard);
+
+    if (sim_now_ns() < p->next_check_ns && p->bytes_sent - p->bytes_at_check < limit / 8)
+        return CORE_OK;
+    /* fail closed: an unanswered query counts as "too far behind" */
+    while (sim_lagguard_max_lag(p->guard, mean, &lag) != CORE_OK || lag > (double)limit) {
+        if (atomic_load(&p->progress->stop))
+            return CORE_ESTATE;
+        atomic_fetch_add(&p->progress->lag_waits, 1);
+        rd_kafka_poll(p->rk, 100);
+    }
+    p->bytes_at_check = p->bytes_sent;
+    p->next_check_ns = sim_now_ns() + LAG_CHECK_NS;
+    return CORE_OK;
+}
+
+core_err sim_producer_guard_lag(struct sim_producer *p, const struct core_config *cfg,
+                                const char *group, size_t max_bytes, char *eb, size_t ebn)
+{
+    return sim_lagguard_new(cfg, p->rk, p->topic, group, max_bytes, &p->guard, eb, ebn);
+}
+
 /* Wait for a token and for in-flight room. CORE_ESTATE when stop is requested. */
 static core_err wait_turn(struct sim_producer *p)
 {
@@ -115,7 +150,7 @@ static core_err wait_turn(struct sim_producer *p)
         rd_kafka_poll(p->rk, 5);
     }
     rd_kafka_poll(p->rk, 0);
-    return CORE_OK;
+    return p->guard ? wait_for_consumer(p) : CORE_OK;
 }
 
 /* One produce attempt; the headers (built here) are freed unless librdkafka took them. */
@@ -165,6 +200,7 @@ core_err sim_producer_send_hdrs(struct sim_producer *p, const char *key, size_t 
         return CORE_EKAFKA;
     }
     atomic_fetch_add(&p->progress->sent, 1);
+    p->bytes_sent += len + (key ? key_len : 0);
     return CORE_OK;
 }
 
@@ -200,6 +236,7 @@ void sim_producer_free(struct sim_producer *p)
 {
     if (!p)
         return;
+    sim_lagguard_free(p->guard); /* before the producer it borrows */
     rd_kafka_destroy(p->rk);
     free(p->topic);
     free(p);

@@ -45,6 +45,13 @@ CORE_MUST_CHECK core_err sim_producer_send_hdrs(struct sim_producer *p, const ch
                                                 const char *const *names, const char *const *values,
                                                 size_t nhdr);
 
+/* Enable consumer-lag back-pressure (lagguard.h): before each message, wait while consumer
+ * group `group` lags more than max_bytes on any partition of the topic.
+ * CORE_ECONFIG / CORE_EKAFKA (e.g. no metadata for the topic) with a reason. */
+CORE_MUST_CHECK core_err sim_producer_guard_lag(struct sim_producer *p,
+                                                const struct core_config *cfg, const char *group,
+                                                size_t max_bytes, char *errbuf, size_t errbuf_size);
+
 /* Wait until the monotonic time deadline_ns (serving delivery reports meanwhile) or until
  * progress->stop is set. */
 void sim_producer_sleep_until(struct sim_producer *p, int64_t deadline_ns);

@@ -195,6 +195,8 @@ core_err sim_replay_run(const struct core_config *cfg, const struct sim_replay_o
         return rc;
     rc = sim_producer_new(cfg, o->topic, o->rate, o->max_inflight, SIM_REPLAY_MAX_LINE, pr, &p, eb,
                           ebn);
+    if (rc == CORE_OK && o->lag_group)
+        rc = sim_producer_guard_lag(p, cfg, o->lag_group, o->max_lag_bytes, eb, ebn);
     if (rc != CORE_OK)
         goto out;
     if (o->format == SIM_REPLAY_OCCUPANCY)

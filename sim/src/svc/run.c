@@ -126,8 +126,17 @@ static core_err emit_reading(struct run *r, struct sim_reading *rd, struct dev_s
         if ((rc = encode(r, rd, f, &len)) == CORE_OK)
             rc = send_text(r, rd->device, r->buf, len, f);
     }
-    if (rc == CORE_OK && f < SIM_FAULT_COUNT)
+    /* an out-of-order message is counted when it is sent (after its successor) */
+    if (rc == CORE_OK && f < SIM_FAULT_COUNT && f != SIM_FAULT_OUT_OF_ORDER)
         atomic_fetch_add(&r->pr->faults[f], 1);
+    return rc;
+}
+
+static core_err send_held(struct run *r, const char *id, const char *held, size_t len)
+{
+    core_err rc = send_text(r, id, held, len, SIM_FAULT_OUT_OF_ORDER);
+    if (rc == CORE_OK)
+        atomic_fetch_add(&r->pr->faults[SIM_FAULT_OUT_OF_ORDER], 1);
     return rc;
 }
 
@@ -157,10 +166,12 @@ static core_err emit_device(struct run *r, size_t m, int64_t ts_ms, uint64_t tic
             f = SIM_FAULT_COUNT;
         rc = emit_reading(r, &rd, d, f);
     }
-    if (held) { /* the previous reading, now after its successor */
-        if (rc == CORE_OK)
-            rc = send_text(r, id, held, held_len, SIM_FAULT_OUT_OF_ORDER);
+    if (held && rc == CORE_OK) { /* the previous reading, now after its successor */
+        rc = send_held(r, id, held, held_len);
         free(held);
+    } else if (held) { /* not sent now (stop or error): release_held() or cleanup() gets it */
+        d->held = held;
+        d->held_len = held_len;
     }
     return rc;
 }
@@ -195,8 +206,11 @@ static core_err setup(struct run *r, const struct core_config *cfg, char *eb, si
     r->buf = core_xmalloc(r->cap);
     r->values = core_xcalloc(o->devices * SIM_NCH, sizeof(double));
     r->dev = core_xcalloc(o->devices, sizeof(*r->dev));
-    return sim_producer_new(cfg, o->topic, o->rate, o->max_inflight, o->oversize_bytes + 1, r->pr,
-                            &r->prod, eb, ebn);
+    rc = sim_producer_new(cfg, o->topic, o->rate, o->max_inflight, o->oversize_bytes + 1, r->pr,
+                          &r->prod, eb, ebn);
+    if (rc == CORE_OK && o->lag_group)
+        rc = sim_producer_guard_lag(r->prod, cfg, o->lag_group, o->max_lag_bytes, eb, ebn);
+    return rc;
 }
 
 static void cleanup(struct run *r)
@@ -221,7 +235,7 @@ static core_err release_held(struct run *r)
         if (!r->dev[m].held)
             continue;
         snprintf(id, sizeof(id), "mote-%zu", m);
-        rc = send_text(r, id, r->dev[m].held, r->dev[m].held_len, SIM_FAULT_OUT_OF_ORDER);
+        rc = send_held(r, id, r->dev[m].held, r->dev[m].held_len);
         free(r->dev[m].held);
         r->dev[m].held = NULL;
     }

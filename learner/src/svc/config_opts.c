@@ -1,0 +1,95 @@
+/* config_opts.c - learner.* configuration keys → algorithm options (see lrn/config.h). */
+#include "lrn/config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lrn/admm.h"
+#include "lrn/dppgcd.h"
+#include "lrn/pgcd.h"
+
+static void read_admm(const struct core_config *cfg, struct lrn_admm_opts *o)
+{
+    *o = lrn_admm_opts_default();
+    o->max_rounds = (size_t)core_config_int(cfg, "learner.rounds");
+    o->rho1 = core_config_double(cfg, "learner.rho1");
+    o->rho2 = core_config_double(cfg, "learner.rho2");
+    o->schedule = strcmp(core_config_str(cfg, "learner.rho_schedule"), "every_round") == 0
+                      ? LRN_RHO_EVERY_ROUND
+                      : LRN_RHO_ON_STALL;
+    o->rho1_growth = core_config_double(cfg, "learner.rho1_growth");
+    o->rho2_growth = core_config_double(cfg, "learner.rho2_growth");
+    o->rho_max = core_config_double(cfg, "learner.rho_max");
+    o->h_stall = core_config_double(cfg, "learner.h_stall");
+    o->h_tol = core_config_double(cfg, "learner.h_tol");
+    o->primal_tol = core_config_double(cfg, "learner.primal_tol");
+    o->w_threshold = core_config_double(cfg, "learner.w_threshold");
+    o->w_sparsify = core_config_double(cfg, "learner.w_sparsify");
+    o->enforce_dag = core_config_bool(cfg, "learner.enforce_dag");
+    o->wire = strcmp(core_config_str(cfg, "learner.wire"), "dense") == 0 ? LRN_WIRE_DENSE
+                                                                          : LRN_WIRE_SPARSE;
+    o->lbfgs_max_iter = (size_t)core_config_int(cfg, "learner.lbfgs.max_iter");
+    o->lbfgs_epsilon = core_config_double(cfg, "learner.lbfgs.epsilon");
+    o->lbfgs_wtol = core_config_double(cfg, "learner.lbfgs.wtol");
+}
+
+static core_err read_m_public(const struct core_config *cfg, size_t d, double *m, char *eb,
+                              size_t ebn)
+{
+    const json_t *a = core_config_json(cfg, "learner.dp.m_public");
+
+    if (!m || !a || !json_is_array(a) || json_array_size(a) != d) {
+        snprintf(eb, ebn, "learner.dp.m_public: need an array of %zu positive numbers", d);
+        return CORE_ECONFIG;
+    }
+    for (size_t i = 0; i < d; i++) {
+        const json_t *v = json_array_get(a, i);
+        m[i] = json_is_number(v) ? json_number_value(v) : NAN;
+        if (!(m[i] > 0.0) || !isfinite(m[i])) {
+            snprintf(eb, ebn, "learner.dp.m_public[%zu]: not a positive finite number", i);
+            return CORE_ECONFIG;
+        }
+    }
+    return CORE_OK;
+}
+
+core_err lrn_config_opts(const struct core_config *cfg, size_t d, struct lrn_admm_opts *admm,
+                         struct lrn_pgcd_opts *pgcd, struct lrn_dppgcd_opts *dp,
+                         double *m_public, bool *dp_enabled, bool *cov_by_p, char *errbuf,
+                         size_t errbuf_size)
+{
+    const char *ms = core_config_str(cfg, "learner.dp.m_source");
+    char why[128];
+
+    read_admm(cfg, admm);
+    if (lrn_admm_opts_check(admm, why, sizeof(why)) != CORE_OK) {
+        snprintf(errbuf, errbuf_size, "learner.*: %s", why);
+        return CORE_ECONFIG;
+    }
+    pgcd->lambda = core_config_double(cfg, "learner.lambda");
+    pgcd->gamma = core_config_double(cfg, "learner.pgcd.gamma");
+    pgcd->max_steps = (size_t)core_config_int(cfg, "learner.pgcd.max_steps");
+    pgcd->tol = core_config_double(cfg, "learner.pgcd.tol");
+    memset(dp, 0, sizeof(*dp));
+    dp->lambda = pgcd->lambda;
+    dp->gamma = pgcd->gamma;
+    dp->steps = (size_t)core_config_int(cfg, "learner.dp.steps");
+    dp->rounds = admm->max_rounds;
+    dp->clip = core_config_double(cfg, "learner.dp.clip");
+    dp->eps = core_config_double(cfg, "learner.dp.eps");
+    dp->delta = core_config_double(cfg, "learner.dp.delta");
+    dp->eps_m = core_config_double(cfg, "learner.dp.eps_m");
+    dp->m_bound = core_config_double(cfg, "learner.dp.m_bound");
+    dp->m_source = strcmp(ms, "public") == 0  ? LRN_M_PUBLIC
+                   : strcmp(ms, "exact") == 0 ? LRN_M_EXACT
+                                              : LRN_M_PRIVATE;
+    *dp_enabled = core_config_bool(cfg, "learner.dp.enabled");
+    *cov_by_p = strcmp(core_config_str(cfg, "learner.cov_scale"), "nP") == 0;
+    if (dp->m_source == LRN_M_PUBLIC) {
+        if (read_m_public(cfg, d, m_public, errbuf, errbuf_size) != CORE_OK)
+            return CORE_ECONFIG;
+        dp->m_public = m_public;
+    }
+    return CORE_OK;
+}

@@ -1,0 +1,82 @@
+/* test_admm_config.c - learner.* keys map onto the algorithm options with paper defaults. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "lrn/admm.h"
+#include "lrn/config.h"
+#include "lrn/dppgcd.h"
+#include "lrn/pgcd.h"
+
+static struct core_config *cfg_new(void)
+{
+    static const struct core_cfg_key *const tables[] = {lrn_config_keys}; /* must outlive cfg */
+    struct core_config *cfg = core_config_new(tables, 1);
+    cr_assert_not_null(cfg);
+    return cfg;
+}
+
+Test(admm_config, defaults_are_the_paper_tuned_values)
+{
+    struct core_config *cfg = cfg_new();
+    struct lrn_admm_opts a;
+    struct lrn_pgcd_opts p;
+    struct lrn_dppgcd_opts dp;
+    bool dpe = true, byp = true;
+    char eb[256] = "";
+
+    cr_assert_eq(lrn_config_opts(cfg, 20, &a, &p, &dp, NULL, &dpe, &byp, eb, sizeof(eb)),
+                 CORE_OK, "%s", eb);
+    /* Appendix B.3.2 (homogeneous): rho1 1000, rho2 1, lambda 0.1, gamma 0.5, threshold 0.3 */
+    cr_assert_float_eq(a.rho1, 1000.0, 0.0);
+    cr_assert_float_eq(a.rho2, 1.0, 0.0);
+    cr_assert_float_eq(p.lambda, 0.1, 0.0);
+    cr_assert_float_eq(p.gamma, 0.5, 0.0);
+    cr_assert_float_eq(a.w_threshold, 0.3, 0.0);
+    cr_assert_eq(a.max_rounds, 100);
+    cr_assert_eq(a.wire, LRN_WIRE_SPARSE);
+    /* Table 5, eps = 5: C = 5, K = 20 */
+    cr_assert_float_eq(dp.clip, 5.0, 0.0);
+    cr_assert_eq(dp.steps, 20);
+    cr_assert_eq(dp.rounds, 100);
+    cr_assert_eq(dp.m_source, LRN_M_PRIVATE);
+    cr_assert_not(dpe);
+    cr_assert_not(byp);
+    core_config_free(cfg);
+}
+
+Test(admm_config, public_m_and_overrides_are_read_and_checked)
+{
+    struct core_config *cfg = cfg_new();
+    struct lrn_admm_opts a;
+    struct lrn_pgcd_opts p;
+    struct lrn_dppgcd_opts dp;
+    double m[3];
+    bool dpe, byp;
+    char eb[256] = "";
+
+    cr_assert_eq(core_config_set(cfg, "learner.dp.m_source", "\"public\"", "flag", eb,
+                                 sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_config_set(cfg, "learner.dp.m_public", "[1, 2, 3]", "flag", eb, sizeof(eb)),
+                 CORE_OK);
+    cr_assert_eq(core_config_set(cfg, "learner.wire", "\"dense\"", "flag", eb, sizeof(eb)),
+                 CORE_OK);
+    cr_assert_eq(core_config_set(cfg, "learner.rounds", "7", "flag", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(lrn_config_opts(cfg, 3, &a, &p, &dp, m, &dpe, &byp, eb, sizeof(eb)), CORE_OK,
+                 "%s", eb);
+    cr_assert_eq(a.wire, LRN_WIRE_DENSE);
+    cr_assert_eq(a.max_rounds, 7);
+    cr_assert_eq(dp.rounds, 7);
+    cr_assert_eq(dp.m_public, m);
+    cr_assert_float_eq(m[2], 3.0, 0.0);
+    /* wrong length names the key */
+    cr_assert_eq(lrn_config_opts(cfg, 4, &a, &p, &dp, m, &dpe, &byp, eb, sizeof(eb)),
+                 CORE_ECONFIG);
+    cr_assert(strstr(eb, "learner.dp.m_public") != NULL, "%s", eb);
+    /* an inconsistent pair is refused with the option named */
+    cr_assert_eq(core_config_set(cfg, "learner.w_sparsify", "0.5", "flag", eb, sizeof(eb)),
+                 CORE_OK);
+    cr_assert_eq(lrn_config_opts(cfg, 3, &a, &p, &dp, m, &dpe, &byp, eb, sizeof(eb)),
+                 CORE_ECONFIG);
+    cr_assert(strstr(eb, "w_sparsify") != NULL, "%s", eb);
+    core_config_free(cfg);
+}

@@ -1,0 +1,133 @@
+/* test_options.c - sim.* configuration keys and the ground-truth file. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+
+#include "core/config.h"
+#include "core/kconf.h"
+#include "ing/config.h"
+#include "sim/config.h"
+#include "sim/gen.h"
+#include "sim/sim.h"
+#include "svc/truth.h"
+#include "test_support.h"
+
+static const struct core_cfg_key *const tables[] = {core_config_keys, ing_config_keys,
+                                                    sim_config_keys};
+
+Test(sim_options, config_keys_fill_the_options_and_follow_ingest)
+{
+    struct core_config *cfg = core_config_new(tables, 3);
+    struct sim_options o;
+    char eb[256];
+
+    cr_assert_not_null(cfg);
+    cr_assert_eq(sim_options_from_config(cfg, &o, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(o.devices, 16);
+    cr_assert_float_eq(o.period_s, 60.0, 1e-12); /* ingest.period_ms default */
+    cr_assert_eq(o.oversize_bytes, 65536);       /* ingest.max_message_bytes default */
+    cr_assert(o.regime_change_at_s < 0.0);
+    cr_assert_eq(core_config_set_arg(cfg, "ingest.period_ms=30000", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_config_set_arg(cfg, "sim.devices=7", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_config_set_arg(cfg, "sim.faults=late=0.25", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_config_set_arg(cfg, "sim.regime_change_at_s=3600", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(sim_options_from_config(cfg, &o, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(o.devices, 7);
+    cr_assert_float_eq(o.period_s, 30.0, 1e-12);
+    cr_assert_float_eq(o.fault_rate[SIM_FAULT_LATE], 0.25, 1e-15);
+    cr_assert_float_eq(o.regime_change_at_s, 3600.0, 1e-12);
+    cr_assert_eq(core_config_set_arg(cfg, "sim.period_ms=5000", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(sim_options_from_config(cfg, &o, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_float_eq(o.period_s, 5.0, 1e-12); /* sim.period_ms wins */
+    cr_assert_eq(core_config_set_arg(cfg, "sim.faults=late=2", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(sim_options_from_config(cfg, &o, eb, sizeof(eb)), CORE_ECONFIG);
+    cr_assert_not_null(strstr(eb, "sim.faults"), "%s", eb);
+    core_config_free(cfg);
+}
+
+Test(sim_options, unknown_sim_key_and_out_of_range_values_are_refused)
+{
+    struct core_config *cfg = core_config_new(tables, 3);
+    char eb[256];
+    cr_assert_eq(core_config_set_arg(cfg, "sim.devicez=3", eb, sizeof(eb)), CORE_ECONFIG);
+    cr_assert_eq(core_config_set_arg(cfg, "sim.spatial_coupling=1.5", eb, sizeof(eb)),
+                 CORE_ECONFIG);
+    cr_assert_not_null(strstr(eb, "sim.spatial_coupling"), "%s", eb);
+    core_config_free(cfg);
+}
+
+Test(sim_truth, file_holds_the_generator_weights_and_implied_covariance)
+{
+    struct sim_gen_params gp;
+    struct sim_gen *g = NULL;
+    struct sim_options o;
+    char eb[256], *dir = ts_tmpdir(), path[512];
+    json_error_t je;
+    json_t *doc, *regs;
+
+    sim_gen_params_default(&gp);
+    gp.devices = 3;
+    gp.seed = 5;
+    cr_assert_eq(sim_gen_new(&gp, &g), CORE_OK);
+    sim_options_default(&o);
+    o.devices = 3;
+    o.seed = 5;
+    o.regime_change_at_s = 7200;
+    snprintf(path, sizeof(path), "%s/truth.json", dir);
+    cr_assert_eq(sim_truth_write(g, &o, path, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    doc = json_load_file(path, 0, &je);
+    cr_assert_not_null(doc, "%s", je.text);
+    cr_assert_str_eq(json_string_value(json_object_get(doc, "schema")), "gcdp.sim-truth/1");
+    regs = json_object_get(doc, "regimes");
+    cr_assert_eq(json_array_size(regs), SIM_NREGIMES);
+    for (unsigned r = 0; r < SIM_NREGIMES; r++) {
+        json_t *reg = json_array_get(regs, r), *e;
+        double w[SIM_NCH * SIM_NCH], cov[SIM_NCH * SIM_NCH];
+        size_t i, nedges = 0;
+        sim_gen_weights(g, r, SIZE_MAX, w);
+        sim_gen_implied_cov(w, cov);
+        json_array_foreach(json_object_get(reg, "edges"), i, e)
+        {
+            size_t a = 0, b = 0;
+            while (strcmp(sim_gen_channel_info(a)->name,
+                          json_string_value(json_object_get(e, "from"))))
+                a++;
+            while (
+                strcmp(sim_gen_channel_info(b)->name, json_string_value(json_object_get(e, "to"))))
+                b++;
+            cr_assert_eq(json_real_value(json_object_get(e, "weight")), w[a * SIM_NCH + b]);
+        }
+        for (i = 0; i < SIM_NCH * SIM_NCH; i++)
+            nedges += w[i] != 0.0;
+        cr_assert_eq(json_array_size(json_object_get(reg, "edges")), nedges);
+        for (i = 0; i < SIM_NCH; i++)
+            for (size_t j = 0; j < SIM_NCH; j++)
+                cr_assert_eq(json_real_value(json_array_get(
+                                 json_array_get(json_object_get(reg, "implied_cov"), i), j)),
+                             cov[i * SIM_NCH + j]);
+    }
+    cr_assert_float_eq(json_real_value(json_object_get(json_array_get(regs, 1), "from_s")), 7200.0,
+                       1e-12);
+    cr_assert_eq(json_array_size(json_object_get(doc, "device_weights")), 3);
+    json_decref(doc);
+    sim_gen_free(g);
+    ts_rmtree(dir);
+    free(dir);
+}
+
+Test(sim_truth, unwritable_path_is_an_io_error)
+{
+    struct sim_gen_params gp;
+    struct sim_gen *g = NULL;
+    struct sim_options o;
+    char eb[256];
+    sim_gen_params_default(&gp);
+    cr_assert_eq(sim_gen_new(&gp, &g), CORE_OK);
+    sim_options_default(&o);
+    cr_assert_eq(sim_truth_write(g, &o, "/nonexistent-dir/truth.json", eb, sizeof(eb)), CORE_EIO);
+    cr_assert_not_null(strstr(eb, "/nonexistent-dir/truth.json"));
+    sim_gen_free(g);
+}
