@@ -225,8 +225,8 @@ static int full_pass(const struct core_config *cfg, size_t n, size_t m, int L, i
     int ok = 1;
 
     for (size_t j = 0; j < m; j++) {
-        names[j] = core_xmalloc(16);
-        snprintf(names[j], 16, "f%zu", j);
+        names[j] = core_xmalloc(24);
+        snprintf(names[j], 24, "f%zu", j);
     }
     ok = cal_matrix_from_arrays(n, m, x, (const char *const *)names, NULL, 0, &mx) == CORE_OK;
     cal_opts_default(&o);
@@ -353,6 +353,7 @@ int bench_calibrate(int argc, char **argv)
             core_config_free(cfg);
             return APP_EXIT_USAGE;
         }
+    setvbuf(stdout, NULL, _IOLBF, 0); /* rows appear as they are measured */
     if (threads > 0)
         openblas_set_num_threads(threads);
     printf("gcdp bench calibrate: OpenBLAS %s, threads %d (requested %d), best of %d\n",

@@ -450,6 +450,8 @@ static int run_fig3(const struct bl_args *a, const char *cmdline)
                  o.dppgcd.clip, o.dppgcd.rounds, o.dppgcd.steps);
         sweep_row(md, setting, "dp-fed-sparse", g);
         sweep_row(stdout, setting, "dp-fed-sparse", g);
+        fflush(md);
+        fflush(stdout);
         fprintf(dat, "%g", a->eps[e]);
         dat_cols(dat, g);
         dat_cols(dat, ref);
@@ -500,6 +502,8 @@ static int run_fig4(const struct bl_args *a, const char *cmdline)
         sweep_row(md, setting, "dp-fed-bnsl", gb);
         sweep_row(stdout, setting, "dp-fed-sparse", gs);
         sweep_row(stdout, setting, "dp-fed-bnsl", gb);
+        fflush(md);
+        fflush(stdout);
         fprintf(dat, "%zu", d);
         dat_cols(dat, gs);
         dat_cols(dat, gb);

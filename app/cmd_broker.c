@@ -209,8 +209,7 @@ static int parse_opts(int argc, char **argv, struct broker_opts *o)
     }
     return -1;
 bad:
-    fprintf(stderr, "gcdp broker: invalid value for --%s: '%s'\n",
-            longopts[0].name ? argv[optind - 1] + 2 : "", optarg);
+    fprintf(stderr, "gcdp broker: invalid value '%s' (see gcdp broker --help)\n", optarg);
     return APP_EXIT_USAGE;
 }
 

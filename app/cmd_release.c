@@ -24,13 +24,16 @@ static const char release_help[] =
     "sum eps_k <= eps_rel before any noise (Algorithm 4), secure noise, and a write-ahead\n"
     "ledger: every record is fsync'd in the ledger before it is written out. A window\n"
     "already in the ledger (same window id and theta version) is republished byte-for-byte,\n"
-    "never re-noised. Output: gcdp.released/1 JSON lines (values in normalized units).\n"
+    "never re-noised. Output: gcdp.released/1 JSON lines (values in normalized units,\n"
+    "rounded to 12 decimals). Excluded windows are skipped; a window the certified bounds\n"
+    "do not cover (too few real samples, ...) or the lifetime cap refuses stops the run\n"
+    "after everything before it was committed and written.\n"
     "\n"
     "options:\n"
     "  --theta FILE      theta JSON from `gcdp calibrate` (required)\n"
     "  --input FILE      window records; '-' = stdin (default -)\n"
     "  --format F        jsonl | csv (default: csv if FILE ends in .csv, else jsonl)\n"
-    "  --output FILE     released records; '-' = stdout (default -)\n"
+    "  --output FILE     released records, truncated first; '-' = stdout (default -)\n"
     "  --ledger FILE     ledger path (default: release.ledger.path = gcdp-ledger.jsonl)\n"
     "  --mechanism M     " REL_MECH_CHOICES "\n"
     "                    (default: release.mechanism = gcdp)\n"
@@ -238,7 +241,7 @@ static int run_release(const struct core_config *cfg, const struct rel_plan *pla
         fprintf(stderr, "gcdp release: ledger '%s': %s\n", lo.path, eb);
         goto out;
     }
-    if (strcmp(a->output, "-") != 0 && !(out = fopen(a->output, "a"))) {
+    if (strcmp(a->output, "-") != 0 && !(out = fopen(a->output, "w"))) {
         fprintf(stderr, "gcdp release: cannot open output '%s'\n", a->output);
         goto out;
     }
@@ -248,9 +251,10 @@ static int run_release(const struct core_config *cfg, const struct rel_plan *pla
         goto out;
     ex = run_stream(plan, rr, in, out, strcmp(a->format, "csv") == 0);
     rel_releaser_stats(rr, &st);
-    CORE_INFO("release done: released=%" PRIu64 " replayed=%" PRIu64 " excluded=%" PRIu64
-              " coords_noisy=%" PRIu64 " coords_exact=%" PRIu64,
-              st.released, st.replayed, st.excluded, st.coords_noisy, st.coords_exact);
+    CORE_INFO("release done: released=%" PRIu64 " replayed=%" PRIu64 " (with other "
+              "parameters: %" PRIu64 ") excluded=%" PRIu64 " coords_noisy=%" PRIu64
+              " coords_exact=%" PRIu64, st.released, st.replayed, st.replayed_other,
+              st.excluded, st.coords_noisy, st.coords_exact);
 out:
     rel_releaser_free(rr);
     core_dp_ledger_free(ledger);

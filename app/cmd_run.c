@@ -32,6 +32,7 @@
 #include "sim/sim.h"
 
 #define BROKER_START_MS 30000
+#define CATCH_UP_MS     10000
 
 struct run_opts {
     double duration_s;
@@ -65,7 +66,8 @@ struct run_ctx {
     char sim_err[512];
     /* ingest */
     struct ing_service *ingest;
-    bool ingest_done;
+    bool ingest_done, ingest_stop_requested, ingest_stop_sent;
+    uint64_t ingest_stop_deadline;
     core_err ingest_status;
     uint64_t last_in;
 };
@@ -133,15 +135,32 @@ static core_err ingest_start(struct run_ctx *c, char *eb, size_t ebn)
     return ing_service_new(&c->loop, c->cfg, &so, c->metrics, &c->ingest, eb, ebn);
 }
 
+/* Stopping ingest first lets it catch up with what the simulator had acknowledged (bounded
+ * by CATCH_UP_MS; a second signal skips it), so a bounded run ends with consumed == sent. */
 static void ingest_stop(struct run_ctx *c)
 {
-    if (c->ingest && !c->ingest_done)
-        ing_service_stop(c->ingest);
+    if (!c->ingest_stop_requested) {
+        c->ingest_stop_requested = true;
+        c->ingest_stop_deadline = uv_now(&c->loop) + CATCH_UP_MS;
+    }
 }
 
 static bool ingest_is_done(struct run_ctx *c)
 {
-    return !c->ingest || c->ingest_done;
+    struct ing_service_stats st;
+    bool caught_up;
+
+    if (!c->ingest || c->ingest_done)
+        return true;
+    if (c->ingest_stop_requested && !c->ingest_stop_sent) {
+        ing_service_stats(c->ingest, &st);
+        caught_up = c->sim_started ? st.consumed >= atomic_load(&c->sim.acked) : st.lag == 0;
+        if (caught_up || c->signals > 1 || uv_now(&c->loop) >= c->ingest_stop_deadline) {
+            c->ingest_stop_sent = true;
+            ing_service_stop(c->ingest);
+        }
+    }
+    return false;
 }
 
 /* Data-flow order. To add a stage: write its four functions and add a row here. */
@@ -305,6 +324,7 @@ static void on_signal(uv_signal_t *h, int sig)
         CORE_WARN("second signal %d: stopping every stage now", sig);
         for (size_t i = 0; i < NSTAGES; i++)
             stages[i].stop(c);
+        begin_shutdown(c, "second signal");
         return;
     }
     begin_shutdown(c, sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -514,6 +534,8 @@ int cmd_run(int argc, char **argv)
         c->exit_code = APP_EXIT_FAILURE;
         begin_shutdown(c, "start failed");
     }
+    uv_update_time(&c->loop); /* starting the broker took seconds: time runs from here */
+    c->t0 = uv_now(&c->loop);
     uv_timer_start(&c->progress, on_progress, 1000, 1000);
     uv_timer_start(&c->poll, on_poll, 50, 50);
     if (c->o.duration_s > 0)

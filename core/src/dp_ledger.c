@@ -114,11 +114,10 @@ struct rel {
     int in_batch; /* transient mark used by commit_batch to detect a repeated id */
     uint64_t off; /* committed: line offset and length in the file */
     size_t len;
-    char *mech; /* pending: what the row will say */
+    char *head; /* pending: the row's JSON text up to and including "out":" */
     char **units;
     size_t n_units;
     struct core_dp_cost cost;
-    char *params;
 };
 
 struct core_dp_ledger {
@@ -139,10 +138,9 @@ static void rel_clear(struct rel *r)
     for (size_t i = 0; i < r->n_units; i++)
         free(r->units[i]);
     free(r->units);
-    free(r->mech);
-    free(r->params);
+    free(r->head);
     r->units = NULL;
-    r->mech = r->params = NULL;
+    r->head = NULL;
     r->n_units = 0;
 }
 
@@ -238,8 +236,9 @@ static core_err scan_row(struct core_dp_ledger *l, const json_t *row, uint64_t o
     const char *id = json_string_value(json_object_get(row, "id"));
     size_t n = json_array_size(units);
 
-    if (json_integer_value(json_object_get(row, "v")) != ROW_VERSION || !name_ok(id, CORE_DP_LEDGER_MAX_ID) ||
-        !json_is_string(json_object_get(row, "out")) || !json_is_array(units) || n == 0 ||
+    if (json_integer_value(json_object_get(row, "v")) != ROW_VERSION ||
+        !name_ok(id, CORE_DP_LEDGER_MAX_ID) || !json_is_string(json_object_get(row, "out")) ||
+        !json_is_array(units) || n == 0 ||
         n > CORE_DP_LEDGER_MAX_UNITS || !json_cost_field(row, "eps", &c.eps) ||
         !json_cost_field(row, "rho", &c.rho) || !json_cost_field(row, "delta", &c.delta))
         return CORE_EPARSE;
@@ -464,6 +463,54 @@ void core_dp_ledger_free(struct core_dp_ledger *l)
     free(l);
 }
 
+/* ---- row text ---- */
+
+/* The row's JSON up to the output: {"v":1,"id":..,"mech":..,"units":[..],"eps":..,"rho":..,
+ * "delta":..[,"params":{..}],"out":"  -- built once at charge time with jansson (escaping,
+ * 17-digit doubles), so a commit only appends base64 + "}. New string or NULL. */
+static char *row_head(const char *id, const char *mech, const char *const *units, size_t n,
+                      const struct core_dp_cost *c, const char *params_json)
+{
+    static const char tail[] = ",\"out\":\"";
+    json_t *ju = json_array();
+    json_t *row = NULL;
+    char *text = NULL, *head = NULL;
+
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(ju, json_string(units[i]));
+    row = json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f}", "v", ROW_VERSION, "id", id, "mech",
+                    mech, "units", ju, "eps", c->eps, "rho", c->rho, "delta", c->delta);
+    /* "o" stole ju */
+    if (row && params_json)
+        json_object_set_new(row, "params", json_loads(params_json, 0, NULL));
+    if (row)
+        text = json_dumps(row, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    size_t tl = text ? strlen(text) : 0;
+    if (tl >= 2 && text[tl - 1] == '}') {
+        head = core_xmalloc(tl - 1 + sizeof(tail));
+        memcpy(head, text, tl - 1);
+        memcpy(head + tl - 1, tail, sizeof(tail)); /* includes the NUL */
+    }
+    free(text);
+    json_decref(row);
+    return head;
+}
+
+/* head + base64(bytes) + "}\n"; new string, its length in *n. */
+static char *row_format(const struct rel *r, const void *bytes, size_t len, size_t *n)
+{
+    size_t hl = strlen(r->head);
+    size_t b64len = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
+    char *line = core_xmalloc(hl + b64len + 3);
+
+    memcpy(line, r->head, hl);
+    sodium_bin2base64(line + hl, b64len, bytes, len, sodium_base64_VARIANT_ORIGINAL);
+    size_t bl = strlen(line + hl);
+    memcpy(line + hl + bl, "\"}\n", 4);
+    *n = hl + bl + 3;
+    return line;
+}
+
 /* ---- charge / cancel ---- */
 
 static core_err charge_args_ok(const char *id, const char *mech, const char *const *units,
@@ -519,6 +566,7 @@ core_err core_dp_ledger_charge(struct core_dp_ledger *l, const char *release_id,
                                const struct core_dp_cost *cost, const char *params_json)
 {
     const char **uniq = NULL;
+    char *head = NULL;
     core_err rc;
 
     if (!l)
@@ -541,8 +589,14 @@ core_err core_dp_ledger_charge(struct core_dp_ledger *l, const char *release_id,
         rc = CORE_EBUDGET;
         goto out;
     }
+    head = row_head(release_id, mech, uniq, n, cost, params_json);
+    if (!head) {
+        rc = CORE_ENOMEM;
+        goto out;
+    }
     for (size_t i = 0; i < n; i++)
         if (unit_add(l, uniq[i], cost) != CORE_OK) { /* cannot fail after within_cap */
+            free(head);
             rc = CORE_EINVARIANT;
             goto out;
         }
@@ -551,8 +605,7 @@ core_err core_dp_ledger_charge(struct core_dp_ledger *l, const char *release_id,
         smap_put(&l->rels, release_id, r);
     }
     r->state = REL_PENDING;
-    r->mech = core_xstrdup(mech);
-    r->params = params_json ? core_xstrdup(params_json) : NULL;
+    r->head = head;
     r->cost = *cost;
     r->n_units = n;
     r->units = core_xcalloc(n, sizeof(*r->units));
@@ -586,38 +639,6 @@ core_err core_dp_ledger_cancel(struct core_dp_ledger *l, const char *release_id)
 
 /* ---- commit ---- */
 
-/* One row as a compact JSON line with '\n'; new string (free()) or NULL. */
-static char *row_format(const char *id, const struct rel *r, const void *bytes, size_t len)
-{
-    size_t b64len = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
-    char *b64 = core_xmalloc(b64len);
-    json_t *units = json_array();
-    json_t *row = NULL;
-    char *text = NULL, *line = NULL;
-
-    sodium_bin2base64(b64, b64len, bytes, len, sodium_base64_VARIANT_ORIGINAL);
-    for (size_t i = 0; i < r->n_units; i++)
-        json_array_append_new(units, json_string(r->units[i]));
-    row = json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:s}", "v", ROW_VERSION, "id", id,
-                    "mech", r->mech, "units", units, "eps", r->cost.eps, "rho", r->cost.rho,
-                    "delta", r->cost.delta, "out", b64); /* "o" steals units */
-    if (row && r->params)
-        json_object_set_new(row, "params", json_loads(r->params, 0, NULL));
-    if (row)
-        text = json_dumps(row, JSON_COMPACT | JSON_REAL_PRECISION(17));
-    if (text) {
-        size_t n = strlen(text);
-        line = core_xmalloc(n + 2);
-        memcpy(line, text, n);
-        line[n] = '\n';
-        line[n + 1] = '\0';
-    }
-    free(text);
-    json_decref(row);
-    free(b64);
-    return line;
-}
-
 core_err core_dp_ledger_commit_batch(struct core_dp_ledger *l, size_t n, const char *const *ids,
                                      const void *const *bytes, const size_t *lens)
 {
@@ -648,12 +669,7 @@ core_err core_dp_ledger_commit_batch(struct core_dp_ledger *l, size_t n, const c
             goto out;
         }
         r->in_batch = 1;
-        lines[i] = row_format(ids[i], r, bytes[i], lens[i]);
-        if (!lines[i]) {
-            rc = CORE_ENOMEM;
-            goto out;
-        }
-        lens_out[i] = strlen(lines[i]);
+        lines[i] = row_format(r, bytes[i], lens[i], &lens_out[i]);
         total += lens_out[i];
     }
     buf = core_xmalloc(total);

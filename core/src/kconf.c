@@ -76,7 +76,6 @@ struct kv {
 };
 
 static const struct kv common_props[] = {
-    {"partition.assignment.strategy", "range,roundrobin"},
     {"log.queue", "true"},
     {NULL, NULL},
 };
@@ -86,6 +85,8 @@ static const struct kv embedded_consumer[] = {
     {"topic.metadata.refresh.interval.ms", "5000"}, {NULL, NULL},
 };
 static const struct kv consumer_props[] = {
+    /* One list on every member: the mock broker aborts on mixed lists (KAFKA.md §3.4). */
+    {"partition.assignment.strategy", "range,roundrobin"},
     {"enable.auto.commit", "false"},
     {"enable.auto.offset.store", "false"},
     {"auto.offset.reset", "earliest"},

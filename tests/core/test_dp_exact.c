@@ -93,7 +93,8 @@ Test(dp_exact, bern_rat_compares_bits_lazily_and_exactly)
 Test(dp_exact, bern_rat_matches_wilson_interval)
 {
     struct ts_rng *r = ts_rng_seeded_new(350);
-    const core_u128 nd[3][2] = {{1, 3}, {999, 1000}, {((core_u128)1 << 90) / 7 * 5, (core_u128)1 << 90}};
+    const core_u128 two90 = (core_u128)1 << 90;
+    const core_u128 nd[3][2] = {{1, 3}, {999, 1000}, {two90 / 7 * 5, two90}};
     for (int i = 0; i < 3; i++) {
         uint64_t k = 0;
         for (uint64_t j = 0; j < DP_N; j++) {
@@ -637,4 +638,27 @@ Test(dp_exact, dgauss_large_sigma_binned_and_variance)
     cr_assert_lt(zv, DP_Z, "variance z=%g", zv);
     dgauss_big(dgauss_no_accept, 1301, &x2, &zv, &df);
     cr_assert_gt(x2, dp_chisq_crit(df), "Laplace proposal must be rejected at sigma=2^20");
+}
+
+/* Random-word economy of the lazy Bernoulli (NOISE.md §4.4 reports about 9.6 uniform draws
+ * per dlap(2^40+1) and 14.6 per dgauss(sigma ~ 2^20) for the textbook u128_below variant).
+ * Deterministic with the seeded stream; N = 1e5; the bounds catch a regression to
+ * one uniform per Bernoulli. */
+Test(dp_exact, samplers_use_few_random_words)
+{
+    const long N = 100000;
+    int64_t v;
+    struct ts_rng *r = ts_rng_seeded_new(1400);
+    for (long i = 0; i < N; i++)
+        cr_assert_eq(core_dp_dlap(ts_rng_iface(r), ((uint64_t)1 << 40) + 1, &v), CORE_OK);
+    double wl = (double)ts_rng_served(r) / 8.0 / (double)N;
+    ts_rng_free(r);
+    r = ts_rng_seeded_new(1401);
+    for (long i = 0; i < N; i++)
+        cr_assert_eq(core_dp_dgauss(ts_rng_iface(r), (uint64_t)1 << 40, &v), CORE_OK);
+    double wg = (double)ts_rng_served(r) / 8.0 / (double)N;
+    ts_rng_free(r);
+    cr_log_info("64-bit words per sample: dlap(2^40+1) %.2f, dgauss(2^40) %.2f", wl, wg);
+    cr_assert_lt(wl, 3.5, "dlap uses %.2f words/sample", wl);
+    cr_assert_lt(wg, 4.5, "dgauss uses %.2f words/sample", wg);
 }

@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -13,6 +14,7 @@
 #include "core/dp_mech.h"
 #include "core/dp_rng.h"
 #include "dp_getrandom.h"
+#include "test_support.h"
 
 TestSuite(dp_rng, .timeout = 60);
 
@@ -150,7 +152,8 @@ Test(dp_rng, threads_never_repeat_128bit_blocks)
     uint64_t *all = calloc(NTHREADS * PER_THREAD * 2, sizeof(*all));
     pthread_t th[NTHREADS];
     for (int i = 0; i < NTHREADS; i++)
-        cr_assert_eq(pthread_create(&th[i], NULL, thread_draw, all + (size_t)i * PER_THREAD * 2), 0);
+        cr_assert_eq(
+            pthread_create(&th[i], NULL, thread_draw, all + (size_t)i * PER_THREAD * 2), 0);
     for (int i = 0; i < NTHREADS; i++) {
         void *rv;
         pthread_join(th[i], &rv);
@@ -184,4 +187,36 @@ Test(dp_rng, failing_source_yields_no_release)
     double sc[3] = {1, 2, 3};
     cr_assert_eq(core_dp_em_select(&bad, 3, sc, 1.0, 0, &idx), CORE_ERNG);
     cr_assert_eq(idx, 77);
+}
+
+/* DESIGN §7.6: the seeded source cannot be selected in production. No product source file
+ * includes it, and the built gcdp binary (when present) contains none of its symbols. */
+Test(dp_rng, seeded_source_is_not_in_product_code)
+{
+    FILE *p = popen("grep -rlE --include='*.[ch]' '#include.*seeded_rng|ts_rng_' " GCDP_SOURCE_DIR "/core "
+                    GCDP_SOURCE_DIR "/ingest " GCDP_SOURCE_DIR "/sim " GCDP_SOURCE_DIR
+                    "/calibrate " GCDP_SOURCE_DIR "/release " GCDP_SOURCE_DIR "/learner "
+                    GCDP_SOURCE_DIR "/app 2>/dev/null",
+                    "r");
+    char line[1024];
+    cr_assert_not_null(p);
+    int hits = 0;
+    while (fgets(line, sizeof(line), p)) {
+        cr_log_error("product file mentions the seeded rng: %s", line);
+        hits++;
+    }
+    pclose(p);
+    cr_assert_eq(hits, 0);
+    if (access(GCDP_BIN, X_OK) != 0)
+        cr_skip_test("gcdp not built: symbol check skipped");
+    p = popen("nm " GCDP_BIN " 2>/dev/null", "r");
+    cr_assert_not_null(p);
+    int ts = 0, os = 0;
+    while (fgets(line, sizeof(line), p)) {
+        ts += strstr(line, " ts_rng_") != NULL;
+        os += strstr(line, " core_rng_os") != NULL;
+    }
+    pclose(p);
+    cr_assert_eq(ts, 0, "gcdp links the test rng");
+    cr_assert_gt(os, 0, "nm output was read");
 }

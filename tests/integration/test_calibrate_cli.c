@@ -129,3 +129,19 @@ Test(calibrate_cli, publish_puts_theta_on_the_calibration_topic, .timeout = 120)
     ts_records_free(recs, n);
     ts_broker_stop(&b);
 }
+
+Test(calibrate_cli, reads_the_matrix_from_a_stream)
+{
+    char *dir = ts_tmpdir(), cmd[2048], out[600], *err = NULL, eb[256];
+    struct cal_theta *t = NULL;
+    snprintf(out, sizeof(out), "%s/theta.json", dir);
+    snprintf(cmd, sizeof(cmd), "head -n 301 %s | %s calibrate -i - -f occupancy -o %s --log-level warn",
+             OCC, GCDP_BIN, out);
+    cr_assert_eq(sh(dir, cmd, &err), 0, "stderr: %s", err);
+    free(err);
+    cr_assert_eq(cal_theta_load_file(out, &t, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(t->n_cal, 300, "header + 300 rows from the pipe");
+    cal_theta_free(t);
+    ts_rmtree(dir);
+    free(dir);
+}

@@ -135,7 +135,9 @@ Test(release_cli, errors_have_clear_messages_and_exit_codes)
 
     snprintf(args, sizeof(args), "release --theta %s --plan --mechanism lap", path_theta);
     cr_assert_eq(run(args, "plan", "e"), 0);
-    json_t *plan = json_loads(slurp("plan"), 0, NULL);
+    char *plan_text = slurp("plan");
+    json_t *plan = json_loads(plan_text, 0, NULL);
+    free(plan_text);
     cr_assert_not_null(plan);
     cr_assert_eq(json_array_size(json_object_get(plan, "coords")), 3u);
     json_decref(plan);

@@ -113,7 +113,7 @@ static double eval_stat(enum rel_stat s, const double *x, size_t m)
 }
 
 #define PC 4   /* channels */
-#define PM 12  /* samples per channel per window (>= n_min) */
+#define PM 10  /* samples per channel per window (= n_min: the tight case) */
 
 static double eval_coord(const struct rel_term *t, size_t nt, double x[PC][PM])
 {
@@ -130,6 +130,7 @@ static double eval_coord(const struct rel_term *t, size_t nt, double x[PC][PM])
 Test(rel_bounds, proposition1_certified_bound_dominates_neighbour_displacement)
 {
     struct rel_query_params qp = {10, 1000, 0};
+    double tightest = 0.0; /* max |dq| / B over all cases: the test must get close to B */
     sm_state = 42;
     for (int cs = 0; cs < 300; cs++) {
         uint32_t edges[8], counts[PC * PC], work[2 * PC], ne = sm_below(4), radius = sm_below(3);
@@ -159,12 +160,22 @@ Test(rel_bounds, proposition1_certified_bound_dominates_neighbour_displacement)
                     if (m >= 0 && m < PM)
                         y[c][m] = (nb & 1) ? (double)sm_below(2) : sm_unif();
             }
+            if (nb % 4 == 3) /* adversarial pair: x at one extreme, y at the other */
+                for (uint32_t c = 0; c < PC; c++)
+                    for (int m = 0; m < PM; m++)
+                        if (x[c][m] != y[c][m]) {
+                            x[c][m] = 0.0;
+                            y[c][m] = 1.0;
+                        }
             double q1 = fmin(fmax(eval_coord(t, nt, x), lo), hi);
             double q2 = fmin(fmax(eval_coord(t, nt, y), lo), hi);
             cr_assert(fabs(q1 - q2) <= B * (1 + 1e-12), "case %d: |dq| = %g > B = %g", cs,
                       fabs(q1 - q2), B);
+            if (B > 0.0)
+                tightest = fmax(tightest, fabs(q1 - q2) / B);
         }
     }
+    cr_assert(tightest > 0.99, "the neighbours never came near B (max ratio %g)", tightest);
 }
 
 Test(rel_bounds, scale_is_max_of_bound_and_influence_and_nan_fails_closed)

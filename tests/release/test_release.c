@@ -761,3 +761,80 @@ Test(rel_release, two_noise_workers_produce_a_complete_ordered_record)
     ts_rmtree(dir);
     free(dir);
 }
+
+Test(rel_release, replay_under_other_parameters_republishes_stored_record_and_counts_it)
+{
+    struct fixture f;
+    struct out o1 = {0}, o2 = {0};
+    char eb[512] = "";
+    struct rel_release_stats st;
+    struct rel_plan *lap = NULL;
+    struct rel_opts opt = make_opts("lap");
+
+    fx_init(&f, "gcdp", 10.0, 1);
+    cr_assert_eq(push_json(&f, WIN, &o1, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    fx_close(&f);
+    cr_assert_eq(rel_plan_new(f.t, &opt, &lap, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    struct core_dp_ledger_opts lo = {f.path, lap->opts.cap, 0};
+    cr_assert_eq(core_dp_ledger_open(&lo, &f.l, eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(rel_releaser_new(lap, f.l, ts_rng_iface(f.rng), 1, 1, &f.r), CORE_OK);
+    cr_assert_eq(push_json(&f, WIN, &o2, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_str_eq(o1.buf, o2.buf, "the stored gcdp record, unchanged");
+    rel_releaser_stats(f.r, &st);
+    cr_assert_eq(st.replayed, 1);
+    cr_assert_eq(st.replayed_other, 1);
+    cr_assert_eq(st.released, 0);
+    fx_fini(&f);
+    rel_plan_free(lap);
+}
+
+/* T4 for gauss: the (ε_rel, δ) claim on the worst-case direction of the l2 certificate.
+ * Neighbours move every normalized coordinate z_k by its full sensitivity 1 (Δz = (1,1,1),
+ * ||Δz||_2 = sqrt(d')); the statistic is the sum of the 3 noisy z's (a sufficient statistic
+ * along that direction). N = 10^6 per side, 22 bins of width σ_sum/2, β = 1e-6: fail if the
+ * lower confidence bound on δ(ε_rel) exceeds the claimed δ = 1e-6. Power is limited: the
+ * tester's slack at N = 10^6, ε = 1 is ≈ 0.09, so it only sees gross violations. Negative
+ * control: σ/8 (along the tested direction μ = 1.9, true δ(1) ≈ 0.47) must be flagged;
+ * σ/4 (δ(1) ≈ 0.11) and σ/2 (≈ 0.005) are below this N's power (measured). */
+static void gauss_hist(const struct core_rng *rng, const struct core_dp_gauss *gp, double z0,
+                       double width, double *h)
+{
+    double x[3] = {z0, z0, z0}, y[3];
+    memset(h, 0, AUDIT_BINS * sizeof(*h));
+    for (int i = 0; i < AUDIT_N; i++) {
+        cr_assert_eq(core_dp_gauss_release(rng, gp, 3, x, y), CORE_OK);
+        int bin = (int)floor((y[0] + y[1] + y[2] - 1.5) / width) + AUDIT_BINS / 2;
+        bin = bin < 0 ? 0 : (bin >= AUDIT_BINS ? AUDIT_BINS - 1 : bin);
+        h[bin] += 1.0 / AUDIT_N;
+    }
+}
+
+Test(rel_audit, gauss_release_passes_t4_and_eighth_sigma_control_fails, .timeout = 180)
+{
+    struct cal_theta *t = make_theta();
+    struct rel_opts o = make_opts("gauss");
+    struct rel_plan *p = NULL;
+    struct ts_rng *rng = ts_rng_seeded_new(77);
+    struct core_dp_gauss broken;
+    double hp[AUDIT_BINS], hq[AUDIT_BINS], lb, lb_bad, w;
+    char eb[256];
+
+    cr_assert_eq(rel_plan_new(t, &o, &p, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(p->n_noisy, 3u);
+    w = 0.5 * sqrt(3.0) * p->gauss.sigma;
+    gauss_hist(ts_rng_iface(rng), &p->gauss, 0.0, w, hp);
+    gauss_hist(ts_rng_iface(rng), &p->gauss, 1.0, w, hq);
+    lb = audit_lb(hp, hq, o.eps_rel);
+    cr_assert(lb <= o.delta, "T4 gauss: delta lower bound %g > claimed %g", lb, o.delta);
+    cr_assert_eq(core_dp_gauss_params_sigma(p->gauss.sigma / 8.0, sqrt(3.0), 3, p->gauss.bound,
+                                            &broken), CORE_OK);
+    gauss_hist(ts_rng_iface(rng), &broken, 0.0, w, hp);
+    gauss_hist(ts_rng_iface(rng), &broken, 1.0, w, hq);
+    lb_bad = audit_lb(hp, hq, o.eps_rel);
+    cr_assert(lb_bad > o.delta, "negative control (sigma/8) not detected: LB = %g", lb_bad);
+    cr_log_info("T4 gauss audit: LB = %.4g (must be <= 1e-6); sigma/8 control LB = %.4g", lb,
+                lb_bad);
+    rel_plan_free(p);
+    ts_rng_free(rng);
+    cal_theta_free(t);
+}

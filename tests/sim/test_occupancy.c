@@ -17,16 +17,19 @@ struct expect {
     unsigned long rows;
     uint64_t first_id, last_id;
     const char *first_date, *last_date;
-    double first_temp, last_co2;
+    double first_temp, last_temp, last_co2, last_ratio;
     int quoted;
 };
 
-/* Values read off the files (head -2 / tail -1) and data/occupancy/README.md. */
+/* Values read off the files (head -2 / tail -1) and data/occupancy/README.md; the last row
+ * of every file has Occupancy 1. */
 static const struct expect files[] = {
-    {"datatraining.txt", 8143, 1, 8143, "2015-02-04T17:51:00Z", "2015-02-10T09:33:00Z", 23.18, 0,
-     1},
-    {"datatest.txt", 2665, 140, 2804, "2015-02-02T14:19:00Z", "2015-02-04T10:43:00Z", 23.7, 0, 1},
-    {"datatest2.txt", 9752, 1, 9752, "2015-02-11T14:48:00Z", "2015-02-18T09:19:00Z", 21.76, 0, 0},
+    {"datatraining.txt", 8143, 1, 8143, "2015-02-04T17:51:00Z", "2015-02-10T09:33:00Z", 23.18, 21.1,
+     821, 0.00561206354418701, 1},
+    {"datatest.txt", 2665, 140, 2804, "2015-02-02T14:19:00Z", "2015-02-04T10:43:00Z", 23.7,
+     24.4083333333333, 1124, 0.00486020770362199, 1},
+    {"datatest2.txt", 9752, 1, 9752, "2015-02-11T14:48:00Z", "2015-02-18T09:19:00Z", 21.76, 21,
+     1864, 0.00432073200293677, 0},
 };
 
 static void check_file(const struct expect *x)
@@ -60,6 +63,10 @@ static void check_file(const struct expect *x)
     sim_format_rfc3339(row.ts_ms, 0, ts);
     cr_assert_str_eq(ts, x->last_date);
     cr_assert_float_eq(first.value[0], x->first_temp, 1e-12);
+    cr_assert_float_eq(row.value[0], x->last_temp, 1e-12);
+    cr_assert_float_eq(row.value[3], x->last_co2, 1e-12);
+    cr_assert_float_eq(row.value[4], x->last_ratio, 1e-18);
+    cr_assert_eq(row.occupancy, 1);
     sim_occ_reader_free(r);
 }
 

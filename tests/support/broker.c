@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -73,6 +74,9 @@ pid_t ts_spawn(const char *const *args, const char *out_path, const char *err_pa
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        /* A failed assertion ends the test process without ts_broker_stop(): children
+         * (brokers, ingest processes) must not outlive it. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         redirect(1, out_path);
         redirect(2, err_path);
         execv(GCDP_BIN, (char *const *)argv);

@@ -32,7 +32,9 @@ void ts_broker_stop(struct ts_broker *b);
 int ts_free_port(void);
 
 /* Spawn GCDP_BIN with args (args[0] is the subcommand; NULL-terminated); stdout and
- * stderr go to out_path / err_path (NULL: /dev/null). Returns the pid; aborts on failure. */
+ * stderr go to out_path / err_path (NULL: /dev/null). The child is SIGKILLed if the test
+ * process dies first (PR_SET_PDEATHSIG), so a failed assertion leaks no process.
+ * Returns the pid; aborts on failure. */
 pid_t ts_spawn(const char *const *args, const char *out_path, const char *err_path);
 
 /* Wait for pid up to timeout_ms; returns the exit status (0..255), 128+signal, or -1 on

@@ -33,7 +33,7 @@ struct cal_matrix {
 
 enum cal_format { CAL_FORMAT_CSV = 0, CAL_FORMAT_OCCUPANCY = 1 };
 
-/* Load a calibration file.
+/* Load a calibration file ("-": read standard input, e.g. a pipe).
  *   label_column  CSV only: name of the label column (NULL or not in the header: no
  *                 labels); labels are arbitrary strings mapped to ids in order of first
  *                 appearance (at most 64 classes).

@@ -436,7 +436,9 @@ static core_err compute_mu(struct run *r, const struct cal_matrix *mx, const str
                          t->coords, o->mask_value, &cal_lr_default, t->mu, &rep->f1_full, work);
     free(work);
     if (rc != CORE_OK) {
-        snprintf(eb, ebn, "classify task: needs >= 2 training and >= 1 validation rows");
+        snprintf(eb, ebn, "classify task failed (%s): needs >= 2 label classes, >= 2 training "
+                          "and >= 1 validation rows (calibrate.classify.train_frac)",
+                 core_errname(rc));
         return rc;
     }
     if (o->mode == CAL_MODE_PRIVATE) { /* Sec. 4.2: Δ₁V_μ <= d */

@@ -252,7 +252,9 @@ core_err cal_matrix_load(const char *path, enum cal_format fmt, const char *labe
 
     *out = NULL;
     L.max_rows = max_rows < CAL_MAX_ROWS ? max_rows : CAL_MAX_ROWS;
-    if (!(fp = fopen(path, "r"))) {
+    if (strcmp(path, "-") == 0) {
+        fp = stdin; /* a stream: e.g. `... | gcdp calibrate -i -` */
+    } else if (!(fp = fopen(path, "r"))) {
         snprintf(eb, ebn, "%s: %s", path, strerror(errno));
         rc = CORE_EIO;
         goto out;
@@ -297,7 +299,7 @@ core_err cal_matrix_load(const char *path, enum cal_format fmt, const char *labe
     if (rc == CORE_OK)
         *out = loader_take(&L);
 out:
-    if (fp)
+    if (fp && fp != stdin)
         fclose(fp);
     free(line);
     free(f);

@@ -42,7 +42,7 @@ struct core_dp_lap {
     int k;        /* grid exponent, g = 2^k */
     uint64_t t;   /* integer scale in grid units: t = ceil((s/g + m)/eps), rounded up */
     double bound; /* public clamp |x| <= bound */
-    double eps;   /* privacy parameter this noise satisfies (t is rounded up, so true eps <= this) */
+    double eps;   /* privacy parameter satisfied (t is rounded up, so the true eps <= this) */
 };
 
 /* Public calibration for noise of scale b = l1/eps on a vector whose L1 sensitivity is l1.
@@ -53,7 +53,9 @@ struct core_dp_lap {
  *             of one grid step per changed coordinate is paid in t; 1 for a scalar).
  *   out       written on CORE_OK.
  * Returns CORE_OK, CORE_EINVAL (a parameter out of range or NaN; bound too large for the
- * grid, i.e. bound >= 2^62 * g with K = CORE_DP_LAP_K_MIN). */
+ * grid, i.e. bound >= 2^62 * g with K = CORE_DP_LAP_K_MIN; grid exponent outside
+ * [-1022, 960], i.e. l1/eps below ~2^-982 or above ~2^1000, where outputs could be
+ * subnormal-gridded or overflow). */
 CORE_MUST_CHECK core_err core_dp_lap_params(double l1, double eps, double bound,
                                             uint64_t n_coords, struct core_dp_lap *out);
 
@@ -87,7 +89,7 @@ struct core_dp_gauss {
 
 /* Calibration from a given sigma (DP-PGCD updates): computes the grid and the rho it costs.
  *   sigma > 0 finite; l2 > 0 finite: L2 sensitivity of the d-coordinate vector; d >= 1;
- *   bound > 0 finite with bound < 2^62 * g.
+ *   bound > 0 finite with bound < 2^62 * g; grid exponent k in [-1022, 960].
  * Returns CORE_OK, CORE_EINVAL. */
 CORE_MUST_CHECK core_err core_dp_gauss_params_sigma(double sigma, double l2, uint64_t d,
                                                     double bound, struct core_dp_gauss *out);

@@ -263,6 +263,14 @@ struct ing_engine;
 struct ing_engine *ing_engine_new(const struct ing_params *p, char *errbuf, size_t errbuf_size);
 void ing_engine_free(struct ing_engine *eng); /* NULL-safe; emits nothing */
 
+/* Install the engine's process-wide jansson allocation hooks (json_set_alloc_funcs) now.
+ * ing_engine_new does it too; a program whose other threads use jansson should call this
+ * (or create its engines) before starting them. The hooks route to a per-engine arena only
+ * while that engine parses a message on the calling thread and chain to the previously
+ * installed functions (malloc/free) otherwise, so every other jansson use is unchanged;
+ * memory from json_dumps etc. is still released with free(). Idempotent, thread-safe. */
+void ing_engine_global_init(void);
+
 /* The engine's (validated) parameters; borrowed, valid for the engine's lifetime. */
 const struct ing_params *ing_engine_params(const struct ing_engine *eng);
 
@@ -299,7 +307,8 @@ void ing_engine_flush(struct ing_engine *eng, const struct ing_sink *sink);
 bool ing_engine_low_watermark(const struct ing_engine *eng, int32_t partition, int64_t *out);
 
 /* Drop, without emitting, all state (buffered readings and the memory of closed windows)
- * of every device whose latest accepted reading came from partition. Call it when the
+ * of every device whose latest accepted reading came from partition or that buffers a
+ * reading from it. Cost O(device table). Call it when the
  * partition is revoked: its next owner re-reads from the committed offset. Returns the
  * number of buffered readings dropped (also added to counters.forgotten). */
 size_t ing_engine_forget_partition(struct ing_engine *eng, int32_t partition);

@@ -223,8 +223,8 @@ static enum ing_reason check_seq(const json_t *s, char *detail, size_t detail_si
 }
 
 /* Checks run in the order of ING_REASON_MAP; the first failure is the reason. */
-enum ing_reason ing__decode(const struct ing_params *p, const char *payload, size_t len,
-                            const char *key, size_t key_len, json_t **root,
+enum ing_reason ing__decode(const struct ing_params *p, struct ing__jalloc *ja, const char *payload,
+                            size_t len, const char *key, size_t key_len, json_t **root,
                             struct ing__reading *out, char *detail, size_t detail_size)
 {
     json_error_t err;
@@ -242,7 +242,8 @@ enum ing_reason ing__decode(const struct ing_params *p, const char *payload, siz
         return R(ING_R_EMPTY_PAYLOAD, "empty payload");
     /* jansson accepts only well-formed UTF-8 (strings checked in full, ASCII elsewhere), so
      * the separate UTF-8 scan is needed only to classify a failed parse. */
-    *root = json_loadb(payload, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &err);
+    *root = ja ? ing__jalloc_parse(ja, payload, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &err)
+               : json_loadb(payload, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &err);
     if (!*root && !ing__utf8_valid(payload, len))
         return R(ING_R_INVALID_UTF8, "payload is not UTF-8");
     if (!*root)

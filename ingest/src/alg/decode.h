@@ -5,6 +5,7 @@
 #ifndef ING_ALG_DECODE_H
 #define ING_ALG_DECODE_H
 
+#include "alg/jalloc.h"
 #include "ing_int.h"
 
 /* One decoded reading. device points into the parsed document (valid while root lives). */
@@ -16,12 +17,15 @@ struct ing__reading {
 };
 
 /* Decode and validate payload against p (all checks that need no engine state).
- *   root    out: new jansson reference or NULL; caller json_decref()s it in every case.
+ *   ja      arena the parse allocates from (alg/jalloc.h), or NULL for plain malloc.
+ *   root    out: the parsed tree or NULL; the caller releases it in every case with
+ *           ing__jalloc_release(ja, *root) (json_decref(*root) when ja is NULL), after its
+ *           last use of out->device.
  *   out     filled on ING_R_NONE (device borrowed from *root).
  *   detail  receives a short reason text without protected values.
  * Returns ING_R_NONE or the first failing reason in ING_REASON_MAP order. */
-enum ing_reason ing__decode(const struct ing_params *p, const char *payload, size_t len,
-                            const char *key, size_t key_len, json_t **root,
+enum ing_reason ing__decode(const struct ing_params *p, struct ing__jalloc *ja, const char *payload,
+                            size_t len, const char *key, size_t key_len, json_t **root,
                             struct ing__reading *out, char *detail, size_t detail_size);
 
 #endif /* ING_ALG_DECODE_H */

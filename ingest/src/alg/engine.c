@@ -167,6 +167,7 @@ struct ing_engine *ing_engine_new(const struct ing_params *p, char *errbuf, size
     eng->n_slots = p->window_ms / p->period_ms;
     eng->half = p->period_ms / 2;
     ing__window_scratch_init(&eng->ws, p);
+    eng->ja = ing__jalloc_new(ING_JALLOC_BYTES);
     tab_grow(eng);
     return eng;
 }
@@ -183,8 +184,14 @@ void ing_engine_free(struct ing_engine *eng)
     }
     free(eng->tab);
     ing__window_scratch_cleanup(&eng->ws);
+    ing__jalloc_free(eng->ja);
     free(eng->out.p);
     free(eng);
+}
+
+void ing_engine_global_init(void)
+{
+    ing__jalloc_install();
 }
 
 const struct ing_params *ing_engine_params(const struct ing_engine *eng)
@@ -569,7 +576,8 @@ core_err ing_engine_push(struct ing_engine *eng, const char *payload, size_t len
     if (!payload)
         payload = "";
     eng->c.consumed++;
-    reason = ing__decode(&eng->p, payload, len, key, key_len, &root, &r, detail, sizeof(detail));
+    reason = ing__decode(&eng->p, eng->ja, payload, len, key, key_len, &root, &r, detail,
+                         sizeof(detail));
     if (reason == ING_R_NONE)
         reason = admit(eng, &r, src, now_ms, &d, detail, sizeof(detail));
     if (reason != ING_R_NONE) {
@@ -584,7 +592,7 @@ core_err ing_engine_push(struct ing_engine *eng, const char *payload, size_t len
                            eng->p.hop_ms),
             sink);
     }
-    json_decref(root);
+    ing__jalloc_release(eng->ja, root); /* r.device points into root: last use above */
     if (out_reason)
         *out_reason = reason;
     return CORE_OK;

@@ -5,6 +5,7 @@
 #ifndef ING_ALG_WINDOW_H
 #define ING_ALG_WINDOW_H
 
+#include "alg/jalloc.h"
 #include "ing_int.h"
 
 /* One buffered reading (values live in the device's val array, n_channels per row). */
@@ -63,6 +64,7 @@ struct ing_engine {
     struct ing_counters c;
     struct ing_buf out;
     struct ing__wscratch ws;
+    struct ing__jalloc *ja; /* parse arena (alg/jalloc.h) */
 };
 
 void ing__window_scratch_init(struct ing__wscratch *ws, const struct ing_params *p);

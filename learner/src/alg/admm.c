@@ -41,7 +41,7 @@ struct lrn_admm_opts lrn_admm_opts_default(void)
         .h_tol = 1e-8,
         .primal_tol = 0.0,
         .w_threshold = 0.3,
-        .w_sparsify = 0.05,
+        .w_sparsify = 0.1,
         .enforce_dag = true,
         .wire = LRN_WIRE_SPARSE,
         .lbfgs_max_iter = 100,

@@ -78,6 +78,7 @@ struct rel_release_stats {
     uint64_t coords_noisy;   /* coordinates released with noise */
     uint64_t coords_exact;   /* zero-sensitivity coordinates released deterministically */
     uint64_t cancel_failed;  /* reservations that could not be cancelled (stay charged) */
+    uint64_t replayed_other; /* replays first published with another mechanism / eps_rel */
 };
 
 struct rel_releaser;

@@ -270,7 +270,9 @@ static core_err noise_params(struct rel_plan *p, char *eb, size_t ebn)
         for (size_t k = 0; rc == CORE_OK && k < p->d; k++) {
             if (!(p->s[k] > 0.0))
                 continue;
-            rc = core_dp_lap_params(p->s[k], p->eps[k], p->bound, 1, &p->lap[k]);
+            /* public clamp: Π_k already keeps y_k in [lo_k, hi_k] */
+            double bk = fmax(fabs(p->lo[k]), fabs(p->hi[k]));
+            rc = core_dp_lap_params(p->s[k], p->eps[k], bk > 0.0 ? bk : 1.0, 1, &p->lap[k]);
             p->scale[k] = p->s[k] / p->eps[k]; /* b_k, Algorithm 4 step 3 */
             if (rc != CORE_OK)
                 snprintf(eb, ebn, "coordinate %zu: Laplace parameters refused (eps_k = %g, "

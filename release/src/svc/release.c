@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "core/mem.h"
 
 #define UNIT_BUF (REL_MAX_UNITS_PER_WINDOW * (REL_MAX_DEVICE + 24))
@@ -467,6 +468,23 @@ static core_err charge(struct rel_releaser *r, const struct rel_window *w, const
     return rc;
 }
 
+/* Does a stored record carry the current mechanism and eps_rel? (only to warn: the stored
+ * bytes are republished either way; the record states what produced it). */
+static bool replay_matches(const struct rel_plan *p, const uint8_t *bytes, size_t len)
+{
+    char want[128];
+    struct sbuf b = {0};
+    bool ok;
+    snprintf(want, sizeof(want), "\"mechanism\":\"%s\",\"eps_rel\":", p->opts.mech->name);
+    sb_put(&b, want, strlen(want));
+    sb_double(&b, p->opts.eps_rel);
+    ok = false;
+    for (size_t i = 0; !ok && len >= b.len && i <= len - b.len; i++)
+        ok = bytes[i] == (uint8_t)b.p[0] && memcmp(bytes + i, b.p, b.len) == 0;
+    free(b.p);
+    return ok;
+}
+
 core_err rel_releaser_push(struct rel_releaser *r, const struct rel_window *w, rel_emit_fn *emit,
                            void *arg, char *eb, size_t ebn)
 {
@@ -477,6 +495,11 @@ core_err rel_releaser_push(struct rel_releaser *r, const struct rel_window *w, r
     size_t len = 0;
     core_err rc;
 
+    if (r->n_pending >= r->batch) { /* an earlier group commit failed: retry it first */
+        rc = rel_releaser_flush(r, emit, arg, eb, ebn);
+        if (rc != CORE_OK)
+            return rc;
+    }
     if (w->excluded) {
         r->stats.excluded++;
         return CORE_OK;
@@ -493,8 +516,15 @@ core_err rel_releaser_push(struct rel_releaser *r, const struct rel_window *w, r
                 return rel_releaser_push(r, w, emit, arg, eb, ebn);
             }
     }
-    if (rc == CORE_OK) /* replay: the stored bytes, never new noise */
+    if (rc == CORE_OK) { /* replay: the stored bytes, never new noise */
+        if (!replay_matches(p, stored, len)) {
+            if (r->stats.replayed_other++ == 0)
+                CORE_WARN("release %s was first published with another mechanism or eps_rel; "
+                          "republishing the stored record unchanged (a new theta version "
+                          "is needed for a new release)", rid);
+        }
         return queue(r, rid, (char *)stored, len, true, emit, arg, eb, ebn);
+    }
     if (rc != CORE_ENOTFOUND) {
         snprintf(eb, ebn, "ledger lookup failed (%s)", core_strerror(rc));
         return rc;

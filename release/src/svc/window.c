@@ -126,7 +126,11 @@ core_err rel_window_from_json(const struct rel_plan *p, const char *text, size_t
     }
     doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!json_is_object(doc)) {
-        snprintf(eb, ebn, "not a JSON object (%s)", doc ? "wrong type" : jerr.text);
+        /* position only: jansson's text quotes the offending token (could be a value) */
+        if (doc)
+            snprintf(eb, ebn, "not a JSON object (wrong type)");
+        else
+            snprintf(eb, ebn, "not a JSON object (syntax error at byte %d)", jerr.position);
         goto out;
     }
     schema = json_string_value(json_object_get(doc, "schema"));

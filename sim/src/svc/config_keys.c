@@ -13,7 +13,7 @@ const struct core_cfg_key sim_config_keys[] = {
     K("sim.devices", CORE_CFG_INT, "16", 1, 100000, "number of simulated motes mote-0.."),
     K("sim.seed", CORE_CFG_INT, "1", 0, MAXINT, "simulator PRNG seed (synthetic data only)"),
     K("sim.rate", CORE_CFG_DOUBLE, "5000", 0, 1e7,
-      "readings per second (token bucket); 0 = bounded only by sim.max_inflight"),
+      "messages per second (token bucket); 0 = bounded only by sim.max_inflight"),
     K("sim.ticks", CORE_CFG_INT, "0", 0, MAXINT, "readings per device, then stop; 0 = unbounded"),
     K("sim.duration_s", CORE_CFG_DOUBLE, "0", 0, 1e9, "wall-clock cap in seconds; 0 = none"),
     K("sim.start_ms", CORE_CFG_INT, "1793491200000", 0, 253402300799999.0,

@@ -160,6 +160,8 @@ static rd_kafka_resp_err_t produce_once(struct sim_producer *p, const char *key,
 {
     rd_kafka_headers_t *h = NULL;
     rd_kafka_resp_err_t err;
+    rd_kafka_error_t *error;
+    rd_kafka_vu_t vu[5];
 
     if (nhdr > 0) {
         h = rd_kafka_headers_new(nhdr);
@@ -167,10 +169,23 @@ static rd_kafka_resp_err_t produce_once(struct sim_producer *p, const char *key,
             if (values[i])
                 rd_kafka_header_add(h, names[i], -1, values[i], -1);
     }
-    err = rd_kafka_producev(
-        p->rk, RD_KAFKA_V_TOPIC(p->topic), RD_KAFKA_V_KEY(key, key ? key_len : 0),
-        RD_KAFKA_V_VALUE((void *)payload, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-        RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
+    /* produceva, not producev: the RD_KAFKA_V_* macros are GNU statement expressions */
+    vu[0].vtype = RD_KAFKA_VTYPE_TOPIC;
+    vu[0].u.cstr = p->topic;
+    vu[1].vtype = RD_KAFKA_VTYPE_KEY;
+    vu[1].u.mem.ptr = (void *)key;
+    vu[1].u.mem.size = key ? key_len : 0;
+    vu[2].vtype = RD_KAFKA_VTYPE_VALUE;
+    vu[2].u.mem.ptr = (void *)payload;
+    vu[2].u.mem.size = len;
+    vu[3].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+    vu[3].u.i = RD_KAFKA_MSG_F_COPY;
+    vu[4].vtype = RD_KAFKA_VTYPE_HEADERS;
+    vu[4].u.headers = h;
+    error = rd_kafka_produceva(p->rk, vu, h ? 5 : 4);
+    err = error ? rd_kafka_error_code(error) : RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (error)
+        rd_kafka_error_destroy(error);
     if (err && h)
         rd_kafka_headers_destroy(h); /* producev takes the headers on success only */
     return err;

@@ -1,0 +1,130 @@
+/* test_commands.c - `gcdp broker` and `gcdp run` as a user runs them: help text that tells
+ * the truth, fixed port, clean SIGTERM, bootstrap file lifecycle, a bounded run with a
+ * summary and nothing left running. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+
+#include "broker.h"
+#include "test_support.h"
+
+TestSuite(commands, .timeout = 120);
+
+Test(commands, broker_help_says_in_memory_dev_broker_and_production_uses_kafka)
+{
+    char *dir = ts_tmpdir(), out[600];
+    const char *args[] = {"broker", "--help", NULL};
+    char *text;
+
+    snprintf(out, sizeof(out), "%s/help.txt", dir);
+    cr_assert_eq(ts_wait(ts_spawn(args, out, NULL), 10000), 0);
+    text = ts_read_file(out, NULL);
+    cr_assert_not_null(text);
+    cr_assert_not_null(strstr(text, "IN-MEMORY"));
+    cr_assert_not_null(strstr(text, "NOT a production broker"));
+    cr_assert_not_null(strstr(text, "production uses"));
+    cr_assert_not_null(strstr(text, "--port"));
+    cr_assert_not_null(strstr(text, "--bootstrap-file"));
+    free(text);
+    ts_rmtree(dir);
+    free(dir);
+}
+
+Test(commands, broker_on_a_chosen_port_stops_on_sigterm_and_removes_its_file)
+{
+    char *dir = ts_tmpdir(), file[600], port_s[16], want[64], *text = NULL;
+    int port = ts_free_port();
+    const char *args[] = {"broker", "--port", port_s, "--bootstrap-file", file, NULL};
+    pid_t pid;
+    int64_t end = ts_now_ms() + 20000;
+
+    snprintf(file, sizeof(file), "%s/sub/kafka.bootstrap", dir); /* parent dir is created */
+    snprintf(port_s, sizeof(port_s), "%d", port);
+    pid = ts_spawn(args, NULL, NULL);
+    while (!(text = ts_read_file(file, NULL))) {
+        cr_assert(ts_now_ms() < end, "no bootstrap file");
+        ts_sleep_ms(20);
+    }
+    snprintf(want, sizeof(want), "BOOTSTRAP 127.0.0.1:%d\n", port);
+    cr_assert_str_eq(text, want);
+    free(text);
+    /* A second broker on the same port refuses cleanly instead of aborting. */
+    {
+        char file2[640];
+        const char *a2[] = {"broker", "--port", port_s, "--bootstrap-file", file2, NULL};
+        snprintf(file2, sizeof(file2), "%s/other.bootstrap", dir);
+        cr_assert_eq(ts_wait(ts_spawn(a2, NULL, NULL), 20000), 1);
+        cr_assert_eq(access(file2, F_OK), -1);
+    }
+    kill(pid, SIGTERM);
+    cr_assert_eq(ts_wait(pid, 10000), 0, "broker did not stop cleanly on SIGTERM");
+    cr_assert_eq(access(file, F_OK), -1, "bootstrap file left behind");
+    ts_rmtree(dir);
+    free(dir);
+}
+
+Test(commands, run_for_a_duration_prints_a_consistent_summary_and_cleans_up)
+{
+    char *dir = ts_tmpdir(), file[600], out[600], err[600], *text;
+    const char *args[] = {"run", "--duration", "8", "--devices", "20", "--rate", "1000",
+                          "--bootstrap-file", file, "--log-level", "warn", NULL};
+    json_t *j;
+
+    snprintf(file, sizeof(file), "%s/kafka.bootstrap", dir);
+    snprintf(out, sizeof(out), "%s/run.out", dir);
+    snprintf(err, sizeof(err), "%s/run.err", dir);
+    cr_assert_eq(ts_wait(ts_spawn(args, out, err), 60000), 0, "gcdp run failed");
+    text = ts_read_file(out, NULL);
+    cr_assert_not_null(text);
+    j = json_loads(text, 0, NULL);
+    cr_assert_not_null(j, "no JSON summary: %s", text);
+#define I(k) json_integer_value(json_object_get(j, k))
+    cr_assert_gt(I("sim_sent"), 1000);
+    cr_assert_eq(I("sim_failed"), 0);
+    cr_assert_eq(I("consumed"), I("accepted") + I("rejected"));
+    cr_assert_eq(I("consumed"), I("sim_acked"), "ingest drained what the simulator sent");
+    cr_assert_gt(I("windows_out"), 0);
+    cr_assert_eq(I("offset_gaps"), 0);
+#undef I
+    /* The broker child stopped last and removed its bootstrap file. */
+    cr_assert_eq(access(file, F_OK), -1, "embedded broker still running or file left");
+    json_decref(j);
+    free(text);
+    text = ts_read_file(err, NULL);
+    cr_assert_not_null(strstr(text, "readings in"), "no progress line");
+    free(text);
+    ts_rmtree(dir);
+    free(dir);
+}
+
+Test(commands, run_stops_gracefully_on_sigint)
+{
+    char *dir = ts_tmpdir(), file[600], out[600], *text;
+    const char *args[] = {"run", "--devices", "10", "--rate", "500", "--bootstrap-file", file,
+                          "--log-level", "warn", NULL};
+    pid_t pid;
+    json_t *j;
+
+    snprintf(file, sizeof(file), "%s/kafka.bootstrap", dir);
+    snprintf(out, sizeof(out), "%s/run.out", dir);
+    pid = ts_spawn(args, out, NULL);
+    ts_sleep_ms(7000);
+    kill(pid, SIGINT);
+    cr_assert_eq(ts_wait(pid, 40000), 0, "gcdp run did not stop cleanly on SIGINT");
+    text = ts_read_file(out, NULL);
+    j = json_loads(text ? text : "", 0, NULL);
+    cr_assert_not_null(j, "no summary after SIGINT");
+    cr_assert_eq(json_integer_value(json_object_get(j, "consumed")),
+                 json_integer_value(json_object_get(j, "sim_acked")));
+    cr_assert_eq(access(file, F_OK), -1);
+    json_decref(j);
+    free(text);
+    ts_rmtree(dir);
+    free(dir);
+}
