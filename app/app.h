@@ -33,6 +33,9 @@ int bench_calibrate(int argc, char **argv);
 int bench_release(int argc, char **argv);
 int bench_learner(int argc, char **argv);
 
+/* Sampler and ledger group-commit throughput (part of `gcdp bench release`); dir: scratch. */
+int bench_release_primitives(const char *dir);
+
 /* Build the configuration from every stage's key table, then layer: defaults < config file
  * (--config F, or $GCDP_CONFIG) < GCDP_* environment < --set key=value flags; applies
  * --log-level / $GCDP_LOG_LEVEL / log.level. The common options are removed from argv

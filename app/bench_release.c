@@ -278,6 +278,8 @@ int bench_release(int argc, char **argv)
         report(&b, tp, tn, tf, bytes, fsyncs);
     else
         ex = APP_EXIT_FAILURE;
+    if (ex == APP_EXIT_OK)
+        ex = bench_release_primitives(b.dir);
     if (sink == -1.0)
         puts(""); /* keep the plain loop's result alive */
     core_rng_os_wipe();

@@ -11,6 +11,7 @@
 #include "core/dp_ledger.h"
 #include "core/dp_rng.h"
 #include "core/log.h"
+#include "core/mem.h"
 #include "ing/engine.h"
 #include "rel/plan.h"
 #include "rel/release.h"
@@ -41,17 +42,21 @@ static const char release_help[] =
     "  --plan            print the per-coordinate plan (B, s, eps, scale) as JSON and exit;\n"
     "                    reads no windows, draws no noise, opens no ledger\n"
     "  --theta-out FILE  also write theta with its release part (B, s, eps) filled\n"
+    "  --skip-refused    report a refused record (malformed, not covered by the bounds,\n"
+    "                    over the lifetime cap) with its line number and go on; the exit\n"
+    "                    status is then 1 if any was skipped (default: stop at the first)\n"
     "  -h, --help        this text\n"
     "\n"
     "Other settings are release.* keys (`gcdp config keys`): delta, beta_r/g/u, eta, eps_min,\n"
     "policy.edges/hops/time_radius, query.min_samples/max_samples/interp_gap, period_ms,\n"
     "ledger.slot_ms/cap_eps/cap_delta/batch, threads.\n"
     "exit status: 0 ok; 1 runtime failure or refusal (budget cap, window not covered,\n"
-    "ledger I/O); 2 usage, configuration or theta error.\n\n";
+    "ledger I/O; with --skip-refused: some record skipped); 2 usage, configuration or theta\n"
+    "error.\n\n";
 
 struct args {
     const char *theta, *input, *format, *output, *ledger, *mech, *eps, *theta_out;
-    int plan_only;
+    int plan_only, skip;
 };
 
 static int parse_args(int argc, char **argv, struct args *a)
@@ -62,6 +67,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"ledger", required_argument, NULL, 'l'}, {"mechanism", required_argument, NULL, 'm'},
         {"eps-rel", required_argument, NULL, 'e'}, {"plan", no_argument, NULL, 'p'},
         {"theta-out", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
+        {"skip-refused", no_argument, NULL, 's'},
         {NULL, 0, NULL, 0}};
     int ch;
 
@@ -79,6 +85,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         case 'm': a->mech = optarg; break;
         case 'e': a->eps = optarg; break;
         case 'p': a->plan_only = 1; break;
+        case 's': a->skip = 1; break;
         case 'T': a->theta_out = optarg; break;
         case 'h': printf("%s%s", release_help, app_common_help); return APP_EXIT_OK + 100;
         default: return APP_EXIT_USAGE;
@@ -168,24 +175,58 @@ static core_err emit_line(void *arg, const char *bytes, size_t len, bool replaye
     return CORE_OK;
 }
 
+/* Read one line (with its newline) into *buf, never holding more than max bytes (STYLE P8:
+ * getline would grow without bound on a hostile input). Returns the length, 0 at EOF,
+ * -1 when the line is longer than max (the rest of it is not read). */
+static ssize_t read_line(FILE *in, char **buf, size_t *cap, size_t max)
+{
+    size_t len = 0;
+    int c;
+
+    while ((c = getc(in)) != EOF) {
+        if (len + 2 > *cap) {
+            size_t ncap = *cap ? 2 * *cap : 4096;
+            if (ncap > max + 2)
+                ncap = max + 2;
+            if (len + 2 > ncap)
+                return -1;
+            *buf = core_xrealloc(*buf, ncap);
+            *cap = ncap;
+        }
+        (*buf)[len++] = (char)c;
+        if (c == '\n')
+            break;
+    }
+    if (len > 0)
+        (*buf)[len] = '\0';
+    return (ssize_t)len;
+}
+
 /* Read records one line at a time and release them; stops at the first refusal after
  * committing and writing everything before it. */
+/* A refusal that concerns one record only (nothing charged, nothing drawn). */
+static int record_refusal(core_err rc)
+{
+    return rc == CORE_EINVAL || rc == CORE_EPARSE || rc == CORE_ETOOBIG || rc == CORE_EBUDGET;
+}
+
 static int run_stream(const struct rel_plan *plan, struct rel_releaser *rr, FILE *in, FILE *out,
-                      int csv)
+                      int csv, int skip)
 {
     struct rel_window w;
     struct rel_csv *cv = NULL;
     char *line = NULL, eb[1024] = "";
-    size_t cap = 0, lineno = 0;
+    size_t cap = 0, lineno = 0, skipped = 0;
     ssize_t n;
+    int c;
     core_err rc = CORE_OK;
 
     rel_window_init(&w, plan);
-    while (rc == CORE_OK && (n = getline(&line, &cap, in)) >= 0) {
+    while (rc == CORE_OK && (n = read_line(in, &line, &cap, REL_MAX_LINE)) != 0) {
         lineno++;
-        if (n == 0 || line[0] == '\n' || (line[0] == '\r' && line[1] == '\n'))
+        if (n > 0 && (line[0] == '\n' || (line[0] == '\r' && line[1] == '\n')))
             continue;
-        if ((size_t)n > REL_MAX_LINE) {
+        if (n < 0) {
             snprintf(eb, sizeof(eb), "record longer than %u bytes", REL_MAX_LINE);
             rc = CORE_ETOOBIG;
         } else if (csv && !cv) {
@@ -195,6 +236,14 @@ static int run_stream(const struct rel_plan *plan, struct rel_releaser *rr, FILE
                      : rel_window_from_json(plan, line, (size_t)n, &w, eb, sizeof(eb));
             if (rc == CORE_OK)
                 rc = rel_releaser_push(rr, &w, emit_line, out, eb, sizeof(eb));
+        }
+        if (skip && (cv || !csv) && record_refusal(rc)) {
+            fprintf(stderr, "gcdp release: input line %zu: %s (%s); skipped\n", lineno, eb,
+                    core_errname(rc));
+            while (n < 0 && (c = getc(in)) != EOF && c != '\n')
+                ; /* drop the rest of an over-long line */
+            skipped++;
+            rc = CORE_OK;
         }
     }
     if (rc == CORE_OK && ferror(in)) {
@@ -215,10 +264,12 @@ static int run_stream(const struct rel_plan *plan, struct rel_releaser *rr, FILE
     if (rc != CORE_OK)
         fprintf(stderr, "gcdp release: %s%zu%s%s (%s)\n", lineno ? "input line " : "",
                 lineno, lineno ? ": " : "", eb[0] ? eb : "output error", core_errname(rc));
+    if (skipped)
+        fprintf(stderr, "gcdp release: %zu record(s) refused and skipped\n", skipped);
     free(line);
     rel_csv_free(cv);
     rel_window_cleanup(&w);
-    return rc == CORE_OK ? APP_EXIT_OK : APP_EXIT_FAILURE;
+    return rc == CORE_OK && skipped == 0 ? APP_EXIT_OK : APP_EXIT_FAILURE;
 }
 
 static int run_release(const struct core_config *cfg, const struct rel_plan *plan,
@@ -249,7 +300,7 @@ static int run_release(const struct core_config *cfg, const struct rel_plan *pla
                          (size_t)core_config_int(cfg, "release.ledger.batch"),
                          (unsigned)core_config_int(cfg, "release.threads"), &rr) != CORE_OK)
         goto out;
-    ex = run_stream(plan, rr, in, out, strcmp(a->format, "csv") == 0);
+    ex = run_stream(plan, rr, in, out, strcmp(a->format, "csv") == 0, a->skip);
     rel_releaser_stats(rr, &st);
     CORE_INFO("release done: released=%" PRIu64 " replayed=%" PRIu64 " (with other "
               "parameters: %" PRIu64 ") excluded=%" PRIu64 " coords_noisy=%" PRIu64

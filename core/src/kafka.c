@@ -641,14 +641,46 @@ core_err core_kproducer_new(uv_loop_t *loop, rd_kafka_conf_t *conf,
     return CORE_OK;
 }
 
+rd_kafka_resp_err_t core_kafka_produce_copy(rd_kafka_t *rk, const char *topic, int32_t partition,
+                                            const void *key, size_t key_len, const void *value,
+                                            size_t value_len, void *opaque)
+{
+    rd_kafka_vu_t vu[6];
+    rd_kafka_error_t *e;
+    rd_kafka_resp_err_t err;
+    size_t n = 0;
+
+    memset(vu, 0, sizeof(vu));
+    vu[n].vtype = RD_KAFKA_VTYPE_TOPIC;
+    vu[n++].u.cstr = topic;
+    vu[n].vtype = RD_KAFKA_VTYPE_PARTITION;
+    vu[n++].u.i32 = partition;
+    vu[n].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+    vu[n++].u.i = RD_KAFKA_MSG_F_COPY; /* librdkafka copies key and value */
+    if (key) {
+        vu[n].vtype = RD_KAFKA_VTYPE_KEY;
+        vu[n].u.mem.ptr = (void *)key; /* read only (F_COPY) */
+        vu[n++].u.mem.size = key_len;
+    }
+    vu[n].vtype = RD_KAFKA_VTYPE_VALUE;
+    vu[n].u.mem.ptr = (void *)value;
+    vu[n++].u.mem.size = value_len;
+    vu[n].vtype = RD_KAFKA_VTYPE_OPAQUE;
+    vu[n++].u.ptr = opaque;
+    e = rd_kafka_produceva(rk, vu, n);
+    if (!e)
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
+    err = rd_kafka_error_code(e);
+    rd_kafka_error_destroy(e);
+    return err;
+}
+
 core_err core_kproducer_send(struct core_kproducer *p, const char *topic, int32_t partition,
                              const void *key, size_t key_len, const void *value,
                              size_t value_len, void *opaque)
 {
-    rd_kafka_resp_err_t err = rd_kafka_producev(
-        p->rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
-        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, key_len),
-        RD_KAFKA_V_VALUE((void *)value, value_len), RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
+    rd_kafka_resp_err_t err = core_kafka_produce_copy(p->rk, topic, partition, key, key_len,
+                                                      value, value_len, opaque);
 
     switch (err) {
     case RD_KAFKA_RESP_ERR_NO_ERROR:

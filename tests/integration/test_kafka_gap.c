@@ -38,9 +38,7 @@ static void produce(const char *bootstrap, int n, size_t size)
     rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, eb, sizeof(eb));
     cr_assert_not_null(rk);
     for (int i = 0; i < n; i++)
-        while (rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(TOPIC), RD_KAFKA_V_PARTITION(0),
-                                 RD_KAFKA_V_VALUE(buf, size),
-                                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END))
+        while (core_kafka_produce_copy(rk, TOPIC, 0, NULL, 0, buf, size, NULL))
             rd_kafka_poll(rk, 10);
     cr_assert_eq(rd_kafka_flush(rk, 30000), 0);
     rd_kafka_destroy(rk);

@@ -160,3 +160,38 @@ Test(release_cli, errors_have_clear_messages_and_exit_codes)
     cr_assert(strstr(e, "privacy budget: unit 'room1|0'") && strstr(e, "cap eps=1.5"), "%s", e);
     free(e);
 }
+
+Test(release_cli, skip_refused_reports_the_line_and_releases_the_rest)
+{
+    char args[2048], path[600];
+    char *orig = ts_read_file(path_win, NULL), *nl = strchr(orig, '\n');
+    cr_assert_not_null(nl);
+    /* a malformed record and a window with too few samples between the good ones */
+    int head = (int)(nl - orig) + 1;
+    size_t cap = strlen(orig) + 512;
+    char *text = malloc(cap);
+    snprintf(text, cap, "%.*s%s%s", head, orig,
+             "{\"schema\":\"gcdp.window/1\",\"device\":\"room1\"\n"
+             "{\"schema\":\"gcdp.window/1\",\"id\":\"few\",\"device\":\"room1\","
+             "\"window_start\":0,\"window_end\":900000,"
+             "\"nodes\":{\"temperature\":0.5,\"humidity\":0.4,\"co2\":0.3},"
+             "\"n_node\":{\"temperature\":3,\"humidity\":15,\"co2\":15}}\n",
+             orig + head);
+    snprintf(path, sizeof(path), "%s/mixed.jsonl", dir);
+    ts_write_file(path, text);
+    free(text);
+    free(orig);
+    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s --skip-refused",
+             path_theta, path, path_ledger);
+    cr_assert_eq(run(args, "out", "err"), 1, "some record skipped -> exit 1");
+    char *out = slurp("out"), *err = slurp("err");
+    int lines = 0;
+    for (char *p = out; *p; p++)
+        lines += *p == '\n';
+    cr_assert_eq(lines, 2, "both good windows released: %s", out);
+    cr_assert(strstr(err, "input line 2:") && strstr(err, "input line 3:") &&
+              strstr(err, "3 real samples") && strstr(err, "2 record(s) refused and skipped"),
+              "%s", err);
+    free(out);
+    free(err);
+}

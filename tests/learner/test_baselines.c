@@ -223,3 +223,16 @@ Test(baselines, method_names_round_trip)
     }
     cr_assert_eq(lrn_method_parse("fed-sparse-bnsl", &m), CORE_EINVAL);
 }
+
+/* eps = 0.1 with n = 200: noise sd ~ 0.14*b*... dominates the covariance, so the raw noisy
+ * matrix is indefinite; the released one must be PSD (min eigenvalue >= -1e-9). */
+Test(baselines, dp_covariance_is_positive_semidefinite_under_heavy_noise)
+{
+    struct lrn_sem_problem *pb = small_problem(6, 1, 200, 0.0, 10);
+    double s[36], work[21], ev[6];
+    cr_assert_eq(lrn_dp_covariance(200, 6, pb->x, 10.0, 0.1, 1e-5, core_rng_os(), s, work),
+                 CORE_OK);
+    cr_assert_eq(LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'N', 'U', 6, s, 6, ev), 0);
+    cr_assert_geq(ev[0], -1e-9, "min eigenvalue %g", ev[0]);
+    lrn_sem_problem_free(pb);
+}

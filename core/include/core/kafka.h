@@ -103,6 +103,14 @@ rd_kafka_t *core_kconsumer_handle(struct core_kconsumer *c);
  * before uv_loop_close. */
 void core_kconsumer_free(struct core_kconsumer *c);
 
+/* Enqueue a copy of one record on any producer handle, without librdkafka's producev
+ * macros (GNU statement expressions, rejected by clang -Wpedantic -Werror).
+ *   key may be NULL (no key); opaque is handed to the delivery report.
+ * Returns librdkafka's error code (RD_KAFKA_RESP_ERR__QUEUE_FULL: poll and retry). */
+rd_kafka_resp_err_t core_kafka_produce_copy(rd_kafka_t *rk, const char *topic, int32_t partition,
+                                            const void *key, size_t key_len, const void *value,
+                                            size_t value_len, void *opaque);
+
 /* Delivery report for one produced record: err 0 = acknowledged by the broker.
  *   opaque  the value passed to core_kproducer_send. */
 typedef void core_kdelivery_fn(void *arg, void *opaque, rd_kafka_resp_err_t err);

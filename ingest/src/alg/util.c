@@ -116,23 +116,53 @@ bool ing__ts_parse(const char *s, size_t len, int64_t *out_ms)
     return true;
 }
 
+/* Write v (0 <= v < 10^w) as exactly w decimal digits at o. */
+static void put_digits(char *o, int64_t v, int w)
+{
+    for (int i = w - 1; i >= 0; i--) {
+        o[i] = (char)('0' + v % 10);
+        v /= 10;
+    }
+}
+
+/* Hand-written (no snprintf: this runs twice per emitted window). Years outside 0..9999
+ * cannot occur (ts is capped to [1970, 10000) by ING_TS_FLOOR/CEIL) but fall back. */
 size_t ing__ts_format(int64_t ms, char *out, size_t out_size)
 {
     int64_t days = ing__floor_div(ms, 86400000), rem = ms - days * 86400000;
     int64_t y, m, d;
-    int n;
+    size_t n = rem % 1000 == 0 ? 20 : 24;
+    char tmp[24];
 
     civil_from_days(days, &y, &m, &d);
-    if (rem % 1000 == 0)
-        n = snprintf(out, out_size, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ", (long long)y,
-                     (long long)m, (long long)d, (long long)(rem / 3600000),
-                     (long long)(rem / 60000 % 60), (long long)(rem / 1000 % 60));
-    else
-        n = snprintf(out, out_size, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03lldZ",
-                     (long long)y, (long long)m, (long long)d, (long long)(rem / 3600000),
-                     (long long)(rem / 60000 % 60), (long long)(rem / 1000 % 60),
-                     (long long)(rem % 1000));
-    return n < 0 ? 0 : (size_t)n;
+    if (y < 0 || y > 9999) {
+        int k = snprintf(out, out_size, "%lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03lldZ",
+                         (long long)y, (long long)m, (long long)d, (long long)(rem / 3600000),
+                         (long long)(rem / 60000 % 60), (long long)(rem / 1000 % 60),
+                         (long long)(rem % 1000));
+        return k < 0 ? 0 : (size_t)k;
+    }
+    put_digits(tmp, y, 4);
+    tmp[4] = '-';
+    put_digits(tmp + 5, m, 2);
+    tmp[7] = '-';
+    put_digits(tmp + 8, d, 2);
+    tmp[10] = 'T';
+    put_digits(tmp + 11, rem / 3600000, 2);
+    tmp[13] = ':';
+    put_digits(tmp + 14, rem / 60000 % 60, 2);
+    tmp[16] = ':';
+    put_digits(tmp + 17, rem / 1000 % 60, 2);
+    if (n == 24) {
+        tmp[19] = '.';
+        put_digits(tmp + 20, rem % 1000, 3);
+    }
+    tmp[n - 1] = 'Z';
+    if (out_size == 0)
+        return n;
+    memcpy(out, tmp, n < out_size ? n : out_size - 1);
+    out[n < out_size ? n : out_size - 1] = '\0';
+    return n;
 }
 
 /* Length of the UTF-8 sequence at s (n bytes left), or 0 if malformed. */
@@ -222,11 +252,20 @@ void ing__buf_puts(struct ing_buf *b, const char *s)
     ing__buf_put(b, s, strlen(s));
 }
 
+/* Hand-written (no snprintf): several per window record and dead letter. */
 void ing__buf_int(struct ing_buf *b, int64_t v)
 {
-    char tmp[32];
-    int n = snprintf(tmp, sizeof(tmp), "%lld", (long long)v);
-    ing__buf_put(b, tmp, (size_t)n);
+    char tmp[24];
+    size_t i = sizeof(tmp);
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v; /* INT64_MIN safe */
+
+    do {
+        tmp[--i] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[--i] = '-';
+    ing__buf_put(b, tmp + i, sizeof(tmp) - i);
 }
 
 void ing__buf_double(struct ing_buf *b, double v)

@@ -604,6 +604,24 @@ static void on_tick(uv_timer_t *t)
 /* ------------------------------------------------------------------------------------ */
 /* Lifecycle */
 
+static void find_key(const char *name, const char *value, void *arg)
+{
+    (void)value;
+    if (strcmp(name, "queued.max.messages.kbytes") == 0)
+        *(bool *)arg = true;
+}
+
+/* Bound the consumer's prefetch queue (librdkafka's default is 64 MiB, which a consumer
+ * slower than the broker fills: it was most of the peak RSS in `gcdp bench ingest`);
+ * a kafka.queued.max.messages.kbytes setting wins. */
+static core_err bound_prefetch(const struct core_config *cfg, rd_kafka_conf_t *cc, char *eb,
+                               size_t ebn)
+{
+    bool user = false;
+    core_config_each_kafka(cfg, find_key, &user);
+    return user ? CORE_OK : core_kafka_conf_set(cc, "queued.max.messages.kbytes", "16384", eb, ebn);
+}
+
 static core_err make_clients(struct ing_service *s, char *eb, size_t ebn)
 {
     rd_kafka_conf_t *cc = NULL, *pc = NULL;
@@ -626,6 +644,11 @@ static core_err make_clients(struct ing_service *s, char *eb, size_t ebn)
     rc = core_kafka_conf_new(s->cfg, CORE_KAFKA_CONSUMER, s->opts.group, &cc, eb, ebn);
     if (rc != CORE_OK)
         return rc;
+    rc = bound_prefetch(s->cfg, cc, eb, ebn);
+    if (rc != CORE_OK) {
+        rd_kafka_conf_destroy(cc);
+        return rc;
+    }
     rc = core_kconsumer_new(s->loop, cc, topics, 1, &ops, &s->cons, eb, ebn);
     if (rc != CORE_OK)
         rd_kafka_conf_destroy(cc);

@@ -50,7 +50,8 @@ struct lrn_admm_opts lrn_fedbnsl_admm_opts_default(void);
  * every row x of X is clipped to ||x||_2^2 <= b, Sigma = X^T X / n, and the d(d+1)/2 upper
  * triangle entries get discrete Gaussian noise calibrated by the analytic Gaussian
  * mechanism for (eps, delta) (core/dp_mech.h) with L2 sensitivity sqrt(2) b / n (replace-one
- * neighbours: ||x x^T - y y^T||_F^2 = ||x||^4 + ||y||^4 - 2 (x.y)^2 <= 2 b^2), then mirrored.
+ * neighbours: ||x x^T - y y^T||_F^2 = ||x||^4 + ||y||^4 - 2 (x.y)^2 <= 2 b^2), then mirrored
+ * and projected onto the PSD cone (eigenvalues floored at 0; post-processing).
  *   x        n x d row-major, borrowed.   b > 0 finite, n >= 2.
  *   rng      noise source (core_rng_os() in production), borrowed.
  *   sigma    out, d x d, symmetric.

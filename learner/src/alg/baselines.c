@@ -175,6 +175,34 @@ static core_err clipped_cov_upper(size_t n, size_t d, const double *x, double b,
     return CORE_OK;
 }
 
+/* Post-processing (free under DP): the noisy matrix may be indefinite, which would make
+ * Sigma_p + rho2 I singular for the small rho2 of the notears-admm schedule. Project onto
+ * the PSD cone: eigendecomposition (LAPACK dsyev), eigenvalues floored at 0, rebuilt.
+ * Choice: floor 0 (Wang 2018's AdaSSP adds a ridge instead; rho2 > 0 plays that role). */
+static core_err psd_project(size_t d, double *sigma)
+{
+    double *v = core_xmalloc(d * d * sizeof(double)), *ev = core_xmalloc(d * sizeof(double));
+    core_err rc = CORE_OK;
+
+    memcpy(v, sigma, d * d * sizeof(double));
+    if (LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'V', 'U', (lapack_int)d, v, (lapack_int)d, ev) != 0) {
+        rc = CORE_ENUMERIC;
+        memset(sigma, 0, d * d * sizeof(double));
+        goto out;
+    }
+    for (size_t i = 0; i < d; i++)
+        for (size_t j = i; j < d; j++) {
+            double acc = 0.0;
+            for (size_t k = 0; k < d; k++)
+                acc += v[i * d + k] * (ev[k] > 0.0 ? ev[k] : 0.0) * v[j * d + k];
+            sigma[i * d + j] = sigma[j * d + i] = acc;
+        }
+out:
+    free(v);
+    free(ev);
+    return rc;
+}
+
 core_err lrn_dp_covariance(size_t n, size_t d, const double *x, double b, double eps,
                            double delta, const struct core_rng *rng, double *sigma,
                            double *work)
@@ -201,7 +229,7 @@ core_err lrn_dp_covariance(size_t n, size_t d, const double *x, double b, double
     for (size_t i = 0; i < d; i++)
         for (size_t j = i; j < d; j++, k++)
             sigma[i * d + j] = sigma[j * d + i] = work[k];
-    return CORE_OK;
+    return psd_project(d, sigma);
 }
 
 /* Appendix B.2.2: per-participant OLS on the learned structure (normal equations). */

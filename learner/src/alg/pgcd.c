@@ -151,12 +151,13 @@ static core_err check_inputs(const struct lrn_pgcd *s, const struct lrn_pgcd_opt
 }
 
 /* One coordinate update (paper Eq. 9) at (i, j); returns the change δ. */
-static double update_at(struct lrn_pgcd *s, const struct step_ctx *c, const struct lrn_pgcd_opts *o,
-                        double *B, size_t i, size_t j)
+static double update_at(struct lrn_pgcd *s, const struct step_ctx *c,
+                        const struct lrn_pgcd_opts *o, double *B, size_t i, size_t j)
 {
     size_t d = s->d;
     double M = s->m[i], b = B[i * d + j];
-    double nb = lrn_soft_threshold(b - o->gamma * grad_at(s, c, i, j) / M, o->gamma * c->lambda / M);
+    double step = o->gamma * grad_at(s, c, i, j) / M;
+    double nb = lrn_soft_threshold(b - step, o->gamma * c->lambda / M);
     double delta = nb - b;
 
     if (delta == 0.0)
