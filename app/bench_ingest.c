@@ -12,6 +12,7 @@
  *   2. baseline: a bare librdkafka consumer-group member polls all N messages (no parsing).
  *   3. ingest: the real service (ing/service.h) on a libuv loop, end to end: every reading
  *      validated and windowed, windows produced to a fresh windows topic and acknowledged.
+ *   4. engine: ing_engine_push alone on the same readings, no Kafka (only the push timed).
  * Rates are measured from the first message received to the last one (group-join time
  * excluded from both), and for ingest until every window produced so far is acknowledged.
  */
@@ -418,7 +419,9 @@ static void usage(FILE *f)
             "usage: gcdp bench ingest [options]\n\n"
             "Readings/s through the ingest service on the embedded broker, and in the same run\n"
             "the rate of a bare librdkafka consumer draining the same topic; prints both, the\n"
-            "ratio, and the peak RSS of each (each phase runs in its own process).\n\n"
+            "ratio, and the peak RSS of each (each phase runs in its own process). A last\n"
+            "phase times ing_engine_push alone on the same readings (no Kafka), to show how\n"
+            "much of the ingest time is the engine.\n\n"
             "options:\n"
             "  --readings N    readings preloaded (default 1000000)\n"
             "  --devices D     simulated devices (default 10000)\n"

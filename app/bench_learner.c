@@ -45,6 +45,8 @@ static const char bench_help[] =
     "  --n N             samples per participant (default 5000)\n"
     "  --fs-steps K      fed-sparse PGCD steps per round (default: lrn_runner default)\n"
     "  --fs-server-iters N  fed-sparse server L-BFGS iterations per round (default: driver's)\n"
+    "  --dp-clip-scale X multiply the paper's DP-PGCD clipping thresholds C (Tables 5, 7)\n"
+    "                    by X (default 1; see docs/learner.md: our clipping scale differs)\n"
     "  --threads N       OpenBLAS threads (default 1: the machine is shared)\n"
     "  --out DIR         results directory (default bench/results)\n"
     "  -h, --help        this text\n";
@@ -54,6 +56,7 @@ struct bl_args {
     size_t dims[BL_MAX_LIST], ndims;
     double eps[BL_MAX_LIST];
     size_t neps, seeds, first_seed, participants, n, fs_steps, fs_iters;
+    double clip_scale;
     const char *out;
 };
 
@@ -443,6 +446,7 @@ static int run_fig3(const struct bl_args *a, const char *cmdline)
         memset(g, 0, sizeof(*g));
         o = lrn_runner_opts_default(LRN_METHOD_DP_FED_SPARSE, 20);
         lrn_runner_opts_table5(&o, a->eps[e]);
+        o.dppgcd.clip *= a->clip_scale;
         ret = seeds_loop(a, 20, &o, g);
         if (ret != 0)
             break;
@@ -490,6 +494,7 @@ static int run_fig4(const struct bl_args *a, const char *cmdline)
         size_t d = a->dims[i];
         struct lrn_runner_opts os = lrn_runner_opts_default(LRN_METHOD_DP_FED_SPARSE, d);
         struct lrn_runner_opts ob = lrn_runner_opts_default(LRN_METHOD_DP_FED_BNSL, d);
+        os.dppgcd.clip *= a->clip_scale;
         memset(gs, 0, sizeof(*gs));
         memset(gb, 0, sizeof(*gb));
         ret = seeds_loop(a, d, &os, gs);
@@ -546,9 +551,11 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
         {"n", required_argument, 0, 'n'},       {"fs-steps", required_argument, 0, 'K'},
         {"fs-server-iters", required_argument, 0, 'I'}, {"threads", required_argument, 0, 't'},
         {"out", required_argument, 0, 'o'},     {"help", no_argument, 0, 'h'},
+        {"dp-clip-scale", required_argument, 0, 'c'},
         {0, 0, 0, 0}};
     int c, li = 0, bad = 0;
     size_t one[BL_MAX_LIST], k;
+    double dl[BL_MAX_LIST];
 
     while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
         switch (c) {
@@ -558,6 +565,10 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
         case 'd': bad = parse_list_size(optarg, a->dims, &a->ndims); break;
         case 'e': bad = parse_list_dbl(optarg, a->eps, &a->neps); break;
         case 'o': a->out = optarg; break;
+        case 'c':
+            bad = parse_list_dbl(optarg, dl, &k) || k != 1;
+            a->clip_scale = dl[0];
+            break;
         case 'h': fputs(bench_help, stdout); return 1;
         case 's': case 'f': case 'P': case 'n': case 'K': case 'I': case 't':
             bad = parse_list_size(optarg, one, &k) || k != 1;
@@ -583,7 +594,7 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
 int bench_learner(int argc, char **argv)
 {
     struct bl_args a = {.threads = 1, .seeds = 10, .first_seed = 2, .participants = 8,
-                        .n = 5000, .out = "bench/results"};
+                        .n = 5000, .clip_scale = 1.0, .out = "bench/results"};
     char cmdline[1024] = "gcdp bench";
     size_t pos = strlen(cmdline);
     int r, ret = APP_EXIT_OK, dims_given;

@@ -36,25 +36,57 @@ static core_err pool_bit(struct bitpool *p, unsigned *bit)
 
 static void pool_wipe(struct bitpool *p)
 {
-    explicit_bzero(&p->w, sizeof(p->w));
+    p->w = 0;
     p->left = 0;
+    __asm__ __volatile__("" : : "r"(&p->w) : "memory"); /* the store is not elided */
 }
 
 /* Bernoulli(num/den) exactly, by comparing the bits of a uniform U in [0,1) with the binary
  * expansion of num/den (long division, exact in 128 bits since den < 2^100): the first
  * differing bit decides U < num/den. Expected 2 random bits instead of a 64/128-bit
- * uniform; P(U == num/den) = 0, so stopping when the expansion ends is exact. */
+ * uniform; P(U == num/den) = 0, so stopping when the expansion ends is exact.
+ * Performance: when den < 2^63 (every Laplace draw: den = t <= 2^42, and k t in
+ * bern_exp1) the same long division runs in 64-bit registers; it consumes exactly the same
+ * random bits and returns exactly the same result as the 128-bit loop. */
 static core_err pool_bern_rat(void *ctx, core_u128 num, core_u128 den, bool *out)
 {
     struct bitpool *p = ctx;
-    core_u128 rem = num;
 
-    if (den == 0 || num > den || den >= DEN_LIMIT)
+    if ((uint64_t)(den >> 63) == 0) { /* den < 2^63: same checks and loop in 64 bits */
+        uint64_t rem = (uint64_t)num, d = (uint64_t)den;
+        if (d == 0 || num > den)
+            return CORE_EINVAL;
+        if (rem == d) {
+            *out = true;
+            return CORE_OK;
+        }
+        /* rem < d < 2^63: rem << 1 fits */
+        for (;;) {
+            unsigned ub;
+            if (rem == 0) {
+                *out = false;
+                return CORE_OK;
+            }
+            rem <<= 1;
+            unsigned pb = rem >= d;
+            if (pb)
+                rem -= d;
+            core_err rc = pool_bit(p, &ub);
+            if (rc != CORE_OK)
+                return rc;
+            if (ub != pb) {
+                *out = ub < pb;
+                return CORE_OK;
+            }
+        }
+    }
+    if (num > den || den >= DEN_LIMIT)
         return CORE_EINVAL;
     if (num == den) {
         *out = true;
         return CORE_OK;
     }
+    core_u128 rem = num;
     for (;;) {
         unsigned ub;
         if (rem == 0) {
@@ -86,18 +118,27 @@ core_err core_dp_bern_rat(const struct core_rng *rng, core_u128 num, core_u128 d
     return rc;
 }
 
+/* The Bernoulli(num/den) oracle of the algebra below. The algebra is written once, as
+ * always-inline functions taking the oracle as a parameter: core__dp_bern_exp_src (the
+ * tests' entry point, T1.5) passes src->bern_rat, and the samplers pass pool_bern_rat
+ * directly, which the compiler then calls without an indirect jump. Same code, same
+ * random bits either way. */
+typedef core_err bern_rat_fn(void *ctx, core_u128 num, core_u128 den, bool *out);
+
 /* CKS20 Alg. 1 (first half), NOISE.md §4.4 item 2: Bernoulli(exp(-a/b)) for 0 <= a <= b.
  * Von Neumann's series: the loop stops at the first k with not Bernoulli(a/(b k)); the
  * probability that it stops at an odd k is exp(-a/b). */
-static core_err bern_exp1(const struct core__bern_src *src, core_u128 a, core_u128 b, bool *out)
+static inline __attribute__((always_inline)) core_err
+bern_exp1(bern_rat_fn *bern_rat, void *ctx, core_u128 a, core_u128 b, bool *out)
 {
     core_u128 k = 1;
 
     for (;;) {
         bool more;
-        if (b > U128_MAX / k)
+        core_u128 bk;
+        if (__builtin_mul_overflow(b, k, &bk))
             return CORE_ENUMERIC; /* b k overflow: probability < 1/(2^27)! for b < 2^100 */
-        core_err rc = src->bern_rat(src->ctx, a, b * k, &more);
+        core_err rc = bern_rat(ctx, a, bk, &more);
         if (rc != CORE_OK)
             return rc;
         if (!more) {
@@ -110,16 +151,26 @@ static core_err bern_exp1(const struct core__bern_src *src, core_u128 a, core_u1
 
 /* CKS20 Alg. 1 (second half), NOISE.md §4.4 item 3: exp(-num/den) = exp(-1)^q exp(-r/den)
  * with q = num / den, r = num % den; stops at the first failing factor. */
-core_err core__dp_bern_exp_src(const struct core__bern_src *src, core_u128 num, core_u128 den,
-                               bool *out)
+static inline __attribute__((always_inline)) core_err
+bern_exp(bern_rat_fn *bern_rat, void *ctx, core_u128 num, core_u128 den, bool *out)
 {
     bool ok = true;
+    core_u128 q, r;
 
-    if (den == 0 || den >= DEN_LIMIT || !out || !src)
+    if (den == 0 || den >= DEN_LIMIT || !out)
         return CORE_EINVAL;
-    core_u128 q = num / den, r = num % den;
+    if (num < den) { /* the Laplace case (num = u < t = den): no 128-bit division */
+        q = 0;
+        r = num;
+    } else if (num <= UINT64_MAX) {
+        q = (uint64_t)num / (uint64_t)den;
+        r = (uint64_t)num % (uint64_t)den;
+    } else {
+        q = num / den;
+        r = num % den;
+    }
     for (core_u128 i = 0; i < q; i++) {
-        core_err rc = bern_exp1(src, 1, 1, &ok);
+        core_err rc = bern_exp1(bern_rat, ctx, 1, 1, &ok);
         if (rc != CORE_OK)
             return rc;
         if (!ok) {
@@ -127,19 +178,26 @@ core_err core__dp_bern_exp_src(const struct core__bern_src *src, core_u128 num, 
             return CORE_OK;
         }
     }
-    core_err rc = bern_exp1(src, r, den, &ok);
+    core_err rc = bern_exp1(bern_rat, ctx, r, den, &ok);
     if (rc == CORE_OK)
         *out = ok;
     return rc;
 }
 
+core_err core__dp_bern_exp_src(const struct core__bern_src *src, core_u128 num, core_u128 den,
+                               bool *out)
+{
+    if (!src)
+        return CORE_EINVAL;
+    return bern_exp(src->bern_rat, src->ctx, num, den, out);
+}
+
 core_err core_dp_bern_exp(const struct core_rng *rng, core_u128 num, core_u128 den, bool *out)
 {
     struct bitpool p = {.rng = rng};
-    const struct core__bern_src src = {.bern_rat = pool_bern_rat, .ctx = &p};
     if (!rng)
         return CORE_EINVAL;
-    core_err rc = core__dp_bern_exp_src(&src, num, den, out);
+    core_err rc = bern_exp(pool_bern_rat, &p, num, den, out);
     pool_wipe(&p);
     return rc;
 }
@@ -148,12 +206,11 @@ core_err core_dp_bern_exp(const struct core_rng *rng, core_u128 num, core_u128 d
  * failure, so P(V = v) = (1 - e^-1) e^-v. */
 static core_err geom_e1(struct bitpool *p, uint64_t *out)
 {
-    const struct core__bern_src src = {.bern_rat = pool_bern_rat, .ctx = p};
     uint64_t v = 0;
 
     for (;;) {
         bool ok;
-        core_err rc = core__dp_bern_exp_src(&src, 1, 1, &ok);
+        core_err rc = bern_exp(pool_bern_rat, p, 1, 1, &ok);
         if (rc != CORE_OK)
             return rc;
         if (!ok)
@@ -175,19 +232,36 @@ core_err core_dp_geom_e1(const struct core_rng *rng, uint64_t *out)
     return rc;
 }
 
+/* core_rng_u64_below(rng, n) with its threshold thr = 2^64 mod n precomputed by the caller:
+ * the same exact rejection, the same words drawn, one 64-bit division less per draw. */
+static inline core_err u64_below_thr(const struct core_rng *rng, uint64_t n, uint64_t thr,
+                                     uint64_t *out)
+{
+    for (;;) {
+        uint64_t r;
+        core_err rc = core_rng_u64(rng, &r);
+        if (rc != CORE_OK)
+            return rc;
+        if (r >= thr) {
+            *out = r % n;
+            return CORE_OK;
+        }
+    }
+}
+
 /* CKS20 Alg. 2 with integer scale t (NOISE.md §4.4 item 5): the magnitude m = u + t v has
  * P(m) proportional to exp(-u/t) exp(-v) = exp(-m/t); a random sign, rejecting (-, 0) so
  * that zero is not counted twice. */
 static core_err dlap(struct bitpool *p, uint64_t t, int64_t *out)
 {
-    const struct core__bern_src src = {.bern_rat = pool_bern_rat, .ctx = p};
+    const uint64_t thr = (0 - t) % t; /* core_rng_u64_below's threshold, once per call */
     for (;;) {
         uint64_t u, v;
         unsigned sign;
         bool keep;
-        core_err rc = core_rng_u64_below(p->rng, t, &u);
+        core_err rc = u64_below_thr(p->rng, t, thr, &u);
         if (rc == CORE_OK)
-            rc = core__dp_bern_exp_src(&src, u, t, &keep);
+            rc = bern_exp(pool_bern_rat, p, u, t, &keep);
         if (rc != CORE_OK)
             return rc;
         if (!keep)
@@ -241,7 +315,6 @@ static uint64_t isqrt_u64(uint64_t s)
  * probability exp(-(|c| - sigma^2/t)^2 / (2 sigma^2)) = exp(-(|c| t - S)^2 / (2 S t^2)). */
 static core_err dgauss(struct bitpool *p, uint64_t S, int64_t *out)
 {
-    const struct core__bern_src src = {.bern_rat = pool_bern_rat, .ctx = p};
     uint64_t t = isqrt_u64(S) + 1;
     core_u128 den = (core_u128)2 * S * t * t;
     for (;;) {
@@ -255,7 +328,7 @@ static core_err dgauss(struct bitpool *p, uint64_t S, int64_t *out)
             return CORE_ENUMERIC;
         core_u128 ct = (core_u128)mag * t;
         core_u128 diff = ct >= S ? ct - S : (core_u128)S - ct;
-        rc = core__dp_bern_exp_src(&src, diff * diff, den, &keep);
+        rc = bern_exp(pool_bern_rat, p, diff * diff, den, &keep);
         if (rc != CORE_OK)
             return rc;
         if (keep) {

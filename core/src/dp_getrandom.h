@@ -17,17 +17,20 @@
 typedef ssize_t (*core__getrandom_fn)(void *buf, size_t len, unsigned int flags);
 
 /* Fill buf[0..len) completely: loop on short reads and EINTR; any other error (ENOSYS,
- * EFAULT, EAGAIN, a zero-length read) is CORE_ERNG. Requests are split in <= 256-byte
- * chunks, which the kernel never interrupts once the pool is initialised. */
-static inline core_err core__getrandom_fill(core__getrandom_fn sys, uint8_t *buf, size_t len)
+ * EFAULT, EAGAIN, a zero-length read) is CORE_ERNG. Requests are split in <= chunk-byte
+ * pieces (1 <= chunk). */
+static inline core_err core__getrandom_fill_chunked(core__getrandom_fn sys, uint8_t *buf,
+                                                    size_t len, size_t chunk)
 {
     size_t done = 0;
     unsigned spins = 0;
 
+    if (chunk == 0)
+        return CORE_ERNG;
     while (done < len) {
         size_t want = len - done;
-        if (want > 256)
-            want = 256;
+        if (want > chunk)
+            want = chunk;
         ssize_t got = sys(buf + done, want, 0);
         if (got < 0) {
             if (errno == EINTR && ++spins < 1000)
@@ -40,6 +43,13 @@ static inline core_err core__getrandom_fill(core__getrandom_fn sys, uint8_t *buf
         spins = 0;
     }
     return CORE_OK;
+}
+
+/* The same with <= 256-byte requests, which the kernel never interrupts once the pool is
+ * initialised (NOISE.md §4.3). */
+static inline core_err core__getrandom_fill(core__getrandom_fn sys, uint8_t *buf, size_t len)
+{
+    return core__getrandom_fill_chunked(sys, buf, len, 256);
 }
 
 #endif /* CORE_DP_GETRANDOM_H */

@@ -48,7 +48,7 @@ static core_err grid_output(int64_t nx, int64_t z, int k, double *y)
     int64_t r;
     if (z > CORE_DP_MAX_NOISE || z < -CORE_DP_MAX_NOISE || __builtin_add_overflow(nx, z, &r))
         return CORE_ENUMERIC;
-    *y = ldexp((double)r, k);
+    *y = ldexp_grid((double)r, k); /* = ldexp: k in [-1022, 960] is checked by the params */
     return CORE_OK;
 }
 

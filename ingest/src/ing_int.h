@@ -15,6 +15,7 @@
 
 #define ING_DEFAULT_TS_MIN INT64_C(946684800000)    /* 2000-01-01T00:00:00Z */
 #define ING_DEFAULT_TS_MAX INT64_C(4102444800000)   /* 2100-01-01T00:00:00Z */
+#define ING_DEFAULT_MAX_JUMP INT64_C(86400000)   /* 1 day: ingest.max_jump_ms */
 #define ING_TS_FLOOR       INT64_C(0)               /* 1970-01-01 */
 #define ING_TS_CEIL        INT64_C(253402300800000) /* 10000-01-01 */
 
@@ -56,6 +57,9 @@ void ing__buf_put(struct ing_buf *b, const char *s, size_t n);
 void ing__buf_puts(struct ing_buf *b, const char *s);
 void ing__buf_int(struct ing_buf *b, int64_t v);
 void ing__buf_double(struct ing_buf *b, double v);                  /* %.17g; finite values only */
+/* printf("%.17g", x) for 1e-4 <= x <= 1 into out (>= 24 bytes) without printf; returns the
+ * length, or 0 (nothing written) for x outside that range. */
+size_t ing__fmt_unit_double(double x, char *out);
 void ing__buf_json_str(struct ing_buf *b, const char *s, size_t n); /* quoted, escaped */
 void ing__buf_base64(struct ing_buf *b, const unsigned char *s, size_t n); /* quoted */
 

@@ -189,6 +189,8 @@ Test(decode, every_reason_code_is_reachable_and_accounted)
     p.max_buffer = 2;
     p.lateness_ms = 0;
     p.window_ms = p.hop_ms = 5 * T_MIN;
+    /* push_t's processing clock is 0: "the future" starts at T0 + 3 days here. */
+    p.max_future_ms = T0 + 3 * 1440 * T_MIN;
     e = mk_engine(&p);
     for (size_t i = 0; i < sizeof(corpus) / sizeof(*corpus); i++)
         push_bad(e, &s, &corpus[i], off++);
@@ -205,6 +207,8 @@ Test(decode, every_reason_code_is_reachable_and_accounted)
     cr_assert_eq(push_t(e, &s, "a", T0 + 10 * T_MIN + 2, 20, off++), ING_R_BUFFER_FULL);
     cr_assert_eq(push_t(e, &s, "b", T0, 20, off++), ING_R_NONE);
     cr_assert_eq(push_t(e, &s, "c", T0, 20, off++), ING_R_TOO_MANY_DEVICES);
+    cr_assert_eq(push_t(e, &s, "b", T0 + 4 * 1440 * T_MIN, 20, off++), ING_R_TS_IN_FUTURE);
+    cr_assert_eq(push_t(e, &s, "b", T0 + 2 * 1440 * T_MIN, 20, off++), ING_R_TS_JUMP);
     ing_engine_counters(e, &k);
     cr_assert_eq(k.consumed, (uint64_t)off);
     cr_assert_eq(k.consumed, k.accepted + k.rejected);

@@ -322,3 +322,44 @@ Test(admm, covariance_is_xtx_over_n_scale)
     cr_assert_float_eq(S[3], (4 + 16 + 36) / 6.0, 1e-14);
     cr_assert_eq(lrn_covariance(3, 2, X, 0.0, S), CORE_EINVAL);
 }
+
+struct rho_log {
+    double rho1[4], rho2[4];
+    size_t n;
+};
+
+static bool log_rho(void *arg, const struct lrn_admm_progress *pr)
+{
+    struct rho_log *lg = arg;
+    if (lg->n < 4) {
+        lg->rho1[lg->n] = pr->rho1;
+        lg->rho2[lg->n] = pr->rho2;
+        lg->n++;
+    }
+    return true;
+}
+
+/* notears-admm schedule: both penalties grow every round, capped at rho_max. */
+Test(admm, every_round_schedule_grows_both_penalties_to_the_cap)
+{
+    double target[9] = {0, 0.9, 0, 0, 0, 1.2, 0, 0, 0}, W[9];
+    struct lrn_local_ops ops = {fixed_solve, target};
+    struct lrn_admm_opts o = lrn_admm_opts_default();
+    struct lrn_admm_result res;
+    struct rho_log lg = {{0}, {0}, 0};
+
+    o.max_rounds = 4;
+    o.schedule = LRN_RHO_EVERY_ROUND;
+    o.rho1 = o.rho2 = 1e-3;
+    o.rho1_growth = 1.75;
+    o.rho2_growth = 1.25;
+    o.rho_max = 2e-3;
+    cr_assert_eq(lrn_admm_run(3, 2, &ops, &o, log_rho, &lg, W, NULL, &res), CORE_OK);
+    cr_assert_eq(lg.n, 4);
+    cr_assert_float_eq(lg.rho1[0], 1e-3, 1e-18);
+    cr_assert_float_eq(lg.rho1[1], 1.75e-3, 1e-18);
+    cr_assert_float_eq(lg.rho1[2], 2e-3, 1e-18); /* capped */
+    cr_assert_float_eq(lg.rho2[1], 1.25e-3, 1e-18);
+    cr_assert_float_eq(lg.rho2[2], 1.5625e-3, 1e-18);
+    cr_assert_float_eq(lg.rho2[3], 1.953125e-3, 1e-18);
+}

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <criterion/criterion.h>
+#include <lapacke.h>
 
 #include "core/dp_rng.h"
 #include "lrn/baselines.h"
@@ -224,8 +225,8 @@ Test(baselines, method_names_round_trip)
     cr_assert_eq(lrn_method_parse("fed-sparse-bnsl", &m), CORE_EINVAL);
 }
 
-/* eps = 0.1 with n = 200: noise sd ~ 0.14*b*... dominates the covariance, so the raw noisy
- * matrix is indefinite; the released one must be PSD (min eigenvalue >= -1e-9). */
+/* eps = 0.1, n = 200, b = 10: sensitivity 0.07, noise sd ~ 3 dominates the covariance, so
+ * the raw noisy matrix is indefinite; the released one must be PSD (min eigenvalue >= -1e-9). */
 Test(baselines, dp_covariance_is_positive_semidefinite_under_heavy_noise)
 {
     struct lrn_sem_problem *pb = small_problem(6, 1, 200, 0.0, 10);

@@ -9,6 +9,7 @@
 #include "core/dp_acct.h"
 #include "lrn/admm.h"
 #include "lrn/dppgcd.h"
+#include "lrn/pgcd.h"
 #include "lrn/sem.h"
 #include "seeded_rng.h"
 
@@ -300,5 +301,102 @@ Test(dppgcd, private_admm_recovers_a_chain_at_large_epsilon)
     cr_assert(eps_opt <= o.eps, "optimisation spent eps %g ≤ %g", eps_opt, o.eps);
     cr_assert(sp.eps > eps_opt, "the reported total includes the M estimate");
     lrn_dppgcd_local_free(l);
+    ts_rng_free(r);
+}
+
+/* Running ADMM for more rounds than DP-PGCD was calibrated for fails closed. */
+Test(dppgcd, admm_beyond_calibrated_rounds_is_refused)
+{
+    static double X[N * D];
+    const double *xp[1] = {X};
+    size_t n[1] = {N};
+    struct lrn_dppgcd_opts o = base_opts();
+    struct ts_rng *r = ts_rng_seeded_new(15);
+    struct lrn_dppgcd_local *l = NULL;
+    struct lrn_admm_opts ao = lrn_admm_opts_default();
+    struct lrn_admm_result res;
+    struct lrn_local_ops ops;
+    double W[D * D];
+
+    make_rows(X, 16);
+    o.rounds = 2;
+    ao.max_rounds = 3;
+    cr_assert_eq(lrn_dppgcd_local_new(D, 1, xp, n, &o, ts_rng_iface(r), &l), CORE_OK);
+    ops = lrn_dppgcd_local_ops(l);
+    cr_assert_eq(lrn_admm_run(D, 1, &ops, &ao, NULL, NULL, W, NULL, &res), CORE_EBUDGET);
+    ao.max_rounds = 2;
+    lrn_dppgcd_local_free(l);
+    cr_assert_eq(lrn_dppgcd_local_new(D, 1, xp, n, &o, ts_rng_iface(r), &l), CORE_OK);
+    ops = lrn_dppgcd_local_ops(l);
+    cr_assert_eq(lrn_admm_run(D, 1, &ops, &ao, NULL, NULL, W, NULL, &res), CORE_OK);
+    lrn_dppgcd_local_free(l);
+    ts_rng_free(r);
+}
+
+/* The private selection follows the exponential mechanism at the calibrated scale:
+ * P(select ij) ∝ exp(S_ij/β), β = c·Δ_S (Theorem 5.1 with the 1 % margin). d = 3 (6
+ * candidates), N = 4000 selections from the same state; Pearson χ² with 5 degrees of
+ * freedom against the continuous-score probabilities must stay below 35.89 (α = 1e-6;
+ * the quantisation at 2^-frac_bits ≪ β moves probabilities by < 1e-4 relative). */
+Test(dppgcd, selection_follows_exponential_mechanism_at_calibrated_scale)
+{
+    enum { DN = 400, DD = 3, NSEL = 4000 };
+    static double X[DN * DD];
+    const double Wt[DD * DD] = {0, 1.2, 0, 0, 0, -0.9, 0, 0, 0};
+    static const double m_pub[DD] = {1.0, 2.0, 3.0};
+    double W[DD * DD] = {0}, B[DD * DD], S[DD * DD] = {0}, p[DD * DD] = {0}, tot = 0.0;
+    size_t scratch[LRN_SEM_SCRATCH(DD)], count[DD * DD] = {0};
+    struct lrn_rng rng;
+    struct lrn_dppgcd_opts o = base_opts();
+    struct lrn_dppgcd_calib cal;
+    struct lrn_dppgcd_spent sp;
+    struct ts_rng *r = ts_rng_seeded_new(17);
+    struct lrn_dppgcd *s = NULL;
+    double rho2 = 1.0, summ = 0.0, chi2 = 0.0;
+
+    lrn_rng_seed(&rng, 18);
+    cr_assert_eq(lrn_sem_sample(Wt, DD, DN, 1.0, &rng, X, scratch), CORE_OK);
+    o.m_public = m_pub;
+    o.steps = 1;
+    o.rounds = NSEL;
+    o.eps = 200.0;
+    cr_assert_eq(lrn_dppgcd_new(DN, DD, X, &o, ts_rng_iface(r), &s), CORE_OK);
+    memset(B, 0, sizeof(B));
+    cr_assert_eq(lrn_dppgcd_prepare(s, B, rho2), CORE_OK);
+    const double *Dg = lrn_dppgcd_data_gradient(s);
+    for (int i = 0; i < DD; i++) {
+        double M = m_pub[i] + rho2;
+        summ += M * (DD - 1);
+        for (int j = 0; j < DD; j++)
+            if (i != j)
+                S[i * DD + j] = sqrt(M) * fabs(lrn_soft_threshold(-Dg[i * DD + j] / M,
+                                                                  o.lambda / M));
+    }
+    cr_assert_eq(lrn_dppgcd_calibrate(1, NSEL, 200.0, 1.0 / (DN * (double)DN), &cal), CORE_OK);
+    double beta = cal.c * 1.01 * 2.0 * o.clip / (DN * sqrt(summ));
+    for (int x = 0; x < DD * DD; x++)
+        if (x % (DD + 1) != 0)
+            tot += p[x] = exp(S[x] / beta);
+    for (int k = 0; k < NSEL; k++) {
+        memset(B, 0, sizeof(B));
+        cr_assert_eq(lrn_dppgcd_solve(s, W, NULL, rho2, B), CORE_OK);
+        lrn_dppgcd_spent(s, &sp);
+        count[sp.last_sel]++;
+    }
+    cr_assert_float_eq(sp.em_scale, beta, 1e-12 * beta);
+    double pmax = 0.0;
+    for (int x = 0; x < DD * DD; x++) {
+        if (x % (DD + 1) == 0) {
+            cr_assert_eq(count[x], 0, "the diagonal is never selected");
+            continue;
+        }
+        double e = NSEL * p[x] / tot;
+        pmax = fmax(pmax, p[x] / tot);
+        double c = (double)count[x];
+        chi2 += (c - e) * (c - e) / e;
+    }
+    cr_assert(pmax > 0.3 && pmax < 0.95, "a non-degenerate distribution (max p %g)", pmax);
+    cr_assert(chi2 < 35.89, "chi2 = %g with 5 df", chi2);
+    lrn_dppgcd_free(s);
     ts_rng_free(r);
 }

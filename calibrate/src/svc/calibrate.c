@@ -130,14 +130,15 @@ static core_err check_opts(const struct cal_opts *o, char *eb, size_t ebn)
 
 /* ------------------------------------------------------------------ resolution */
 
-/* Built-in public physical ranges for the UCI Occupancy channels (our choice: sensor
- * domains, not data ranges; override with calibrate.norm). */
+/* Built-in public bounds for the UCI Occupancy channels: the same frozen clip intervals
+ * ingest normalizes windows with (docs/ingest.md channel table), so θ describes the values
+ * release will see. Override with calibrate.norm. */
 static const struct {
     const char *node;
     double lo, hi;
 } occ_bounds[] = {
-    {"temperature", 10.0, 35.0}, {"humidity", 0.0, 100.0},       {"light", 0.0, 2000.0},
-    {"co2", 0.0, 2500.0},        {"humidity_ratio", 0.0, 0.01},
+    {"temperature", 10.0, 40.0}, {"humidity", 0.0, 100.0},         {"light", 0.0, 2000.0},
+    {"co2", 300.0, 2500.0},      {"humidity_ratio", 0.001, 0.01},
 };
 
 static core_err resolve_norm(const struct cal_matrix *mx, const struct cal_opts *o, double *lo,

@@ -55,8 +55,10 @@
 #define ING_SCHEMA_REJECTED   "gcdp.rejected/1"
 
 /* Reject reasons: X(enum, "code", "description"). Codes are stable; never renumber or
- * rename one (consumers of sensors.rejected and /metrics key on the code). The order
- * below is also the order in which the checks run: the first failing check wins. */
+ * rename one (consumers of sensors.rejected and /metrics key on the code); new codes are
+ * appended. The checks run in the order below (the first failing check wins), except the
+ * appended ones: ts_in_future runs right after ts_out_of_range, ts_jump right after
+ * too_many_devices (docs/ingest.md lists the codes in check order). */
 #define ING_REASON_MAP(X)                                                                          \
     X(ING_R_NONE, "accepted", "not rejected")                                                      \
     X(ING_R_OVERSIZE, "oversize", "payload larger than ingest.max_message_bytes")                  \
@@ -94,7 +96,9 @@
     X(ING_R_TOO_MANY_DEVICES, "too_many_devices", "new device beyond ingest.max_devices")          \
     X(ING_R_LATE, "late", "every window the reading belongs to has already closed")                \
     X(ING_R_DUPLICATE, "duplicate", "same (device, ts) already buffered")                          \
-    X(ING_R_BUFFER_FULL, "buffer_full", "device buffer at ingest.max_buffer_per_device")
+    X(ING_R_BUFFER_FULL, "buffer_full", "device buffer at ingest.max_buffer_per_device")         \
+    X(ING_R_TS_IN_FUTURE, "ts_in_future", "\"ts\" beyond processing time + ingest.max_future_ms")  \
+    X(ING_R_TS_JUMP, "ts_jump", "\"ts\" beyond the device's latest + ingest.max_jump_ms")
 
 enum ing_reason {
 #define X(name, code, desc) name,
@@ -160,6 +164,9 @@ struct ing_params {
     int64_t device_ttl_ms;   /* ingest.device_ttl_ms: drop idle device entries; 0 = never */
     int64_t ts_min_ms;       /* ingest.ts_min_ms, inclusive */
     int64_t ts_max_ms;       /* ingest.ts_max_ms, exclusive */
+    int64_t max_future_ms;   /* ingest.max_future_ms: ts > now_ms + this is rejected; 0 = off */
+    int64_t max_jump_ms;     /* ingest.max_jump_ms: slot time > device's max + this is rejected
+                              * while the device buffers readings; 0 = off */
     int max_interp_gap;      /* ingest.max_interp_gap: longest fillable run of slots */
     double min_coverage;     /* ingest.min_coverage: occupied slots / slots, per node */
     size_t max_message_bytes;

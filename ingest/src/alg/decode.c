@@ -112,7 +112,7 @@ static enum ing_reason check_key(const struct ing_params *p, const struct ing__r
     return ING_R_NONE;
 }
 
-static enum ing_reason check_ts(const struct ing_params *p, const json_t *t,
+static enum ing_reason check_ts(const struct ing_params *p, const json_t *t, int64_t now_ms,
                                 struct ing__reading *out, char *detail, size_t detail_size)
 {
     int64_t ms;
@@ -129,6 +129,10 @@ static enum ing_reason check_ts(const struct ing_params *p, const json_t *t,
     }
     if (!(ms >= p->ts_min_ms && ms < p->ts_max_ms))
         return R(ING_R_TS_OUT_OF_RANGE, "\"ts\" outside [ingest.ts_min_ms, ingest.ts_max_ms)");
+    /* ms < ING_TS_CEIL and max_future_ms <= ING_TS_CEIL: no overflow in ms - max_future_ms */
+    if (p->max_future_ms > 0 && ms - p->max_future_ms > now_ms)
+        return R(ING_R_TS_IN_FUTURE, "\"ts\" more than ingest.max_future_ms %lld beyond processing "
+                 "time", (long long)p->max_future_ms);
     out->ts = ms;
     return ING_R_NONE;
 }
@@ -224,7 +228,8 @@ static enum ing_reason check_seq(const json_t *s, char *detail, size_t detail_si
 
 /* Checks run in the order of ING_REASON_MAP; the first failure is the reason. */
 enum ing_reason ing__decode(const struct ing_params *p, struct ing__jalloc *ja, const char *payload,
-                            size_t len, const char *key, size_t key_len, json_t **root,
+                            size_t len, const char *key, size_t key_len, int64_t now_ms,
+                            json_t **root,
                             struct ing__reading *out, char *detail, size_t detail_size)
 {
     json_error_t err;
@@ -257,7 +262,7 @@ enum ing_reason ing__decode(const struct ing_params *p, struct ing__jalloc *ja, 
     if (r == ING_R_NONE)
         r = check_key(p, out, key, key_len, detail, detail_size);
     if (r == ING_R_NONE)
-        r = check_ts(p, m.ts, out, detail, detail_size);
+        r = check_ts(p, m.ts, now_ms, out, detail, detail_size);
     if (r == ING_R_NONE)
         r = check_seq(m.seq, detail, detail_size);
     if (r == ING_R_NONE)

@@ -21,11 +21,13 @@ struct ing__reading {
  *   root    out: the parsed tree or NULL; the caller releases it in every case with
  *           ing__jalloc_release(ja, *root) (json_decref(*root) when ja is NULL), after its
  *           last use of out->device.
+ *   now_ms  processing time (ingest.max_future_ms).
  *   out     filled on ING_R_NONE (device borrowed from *root).
  *   detail  receives a short reason text without protected values.
  * Returns ING_R_NONE or the first failing reason in ING_REASON_MAP order. */
 enum ing_reason ing__decode(const struct ing_params *p, struct ing__jalloc *ja, const char *payload,
-                            size_t len, const char *key, size_t key_len, json_t **root,
+                            size_t len, const char *key, size_t key_len, int64_t now_ms,
+                            json_t **root,
                             struct ing__reading *out, char *detail, size_t detail_size);
 
 #endif /* ING_ALG_DECODE_H */

@@ -454,6 +454,14 @@ static enum ing_reason admit(struct ing_engine *e, const struct ing__reading *r,
     if (!d)
         return snprintf(detail, dn, "device table full (ingest.max_devices %zu)", e->p.max_devices),
                why;
+    /* A reading far ahead of the device's buffered stream would move its watermark and
+     * close its open windows, making its next normal readings "late" (docs/ingest.md). */
+    if (e->p.max_jump_ms > 0 && d->n > 0 && tau - d->max_tau > e->p.max_jump_ms)
+        return snprintf(detail, dn,
+                        "ts more than ingest.max_jump_ms %lld ahead of this device's latest "
+                        "buffered reading",
+                        (long long)e->p.max_jump_ms),
+               ING_R_TS_JUMP;
     if (d->next_k != NO_K && k_last(e, tau) < d->next_k)
         return snprintf(detail, dn,
                         "all windows of this reading have closed "
@@ -576,7 +584,7 @@ core_err ing_engine_push(struct ing_engine *eng, const char *payload, size_t len
     if (!payload)
         payload = "";
     eng->c.consumed++;
-    reason = ing__decode(&eng->p, eng->ja, payload, len, key, key_len, &root, &r, detail,
+    reason = ing__decode(&eng->p, eng->ja, payload, len, key, key_len, now_ms, &root, &r, detail,
                          sizeof(detail));
     if (reason == ING_R_NONE)
         reason = admit(eng, &r, src, now_ms, &d, detail, sizeof(detail));

@@ -220,6 +220,8 @@ void ing_params_default(struct ing_params *p)
     p->device_ttl_ms = 3600000;
     p->ts_min_ms = ING_DEFAULT_TS_MIN;
     p->ts_max_ms = ING_DEFAULT_TS_MAX;
+    p->max_future_ms = 0;
+    p->max_jump_ms = ING_DEFAULT_MAX_JUMP;
     p->max_interp_gap = 2;
     p->min_coverage = 0.5;
     p->max_message_bytes = 65536;
@@ -284,6 +286,14 @@ static core_err validate_limits(const struct ing_params *p, char *eb, size_t ebn
         return fail(eb, ebn, "ingest.ts_max_ms", "must be > ingest.ts_min_ms");
     if (p->ts_min_ms < ING_TS_FLOOR || p->ts_max_ms > ING_TS_CEIL)
         return fail(eb, ebn, "ingest.ts_min_ms", "range must lie within years 1970..9999");
+    if (p->max_future_ms < 0 || p->max_future_ms > ING_TS_CEIL)
+        return fail(eb, ebn, "ingest.max_future_ms", "must be in [0, 253402300800000] (0 = off)");
+    if (p->max_jump_ms < 0 || p->max_jump_ms > ING_TS_CEIL)
+        return fail(eb, ebn, "ingest.max_jump_ms", "must be in [0, 253402300800000] (0 = off)");
+    if (p->max_jump_ms != 0 && p->max_jump_ms < p->period_ms)
+        return fail(eb, ebn, "ingest.max_jump_ms",
+                    "must be 0 (off) or >= ingest.period_ms (consecutive readings are a period "
+                    "apart)");
     if (p->max_message_bytes < 64 || p->max_message_bytes > ING_MAX_MESSAGE_BYTES)
         return fail(eb, ebn, "ingest.max_message_bytes", "must be in [64, 1048576]");
     if (p->max_devices < 1 || p->max_devices > ING_MAX_DEVICES_CAP)
@@ -338,6 +348,8 @@ static core_err read_ints(const struct core_config *cfg, struct ing_params *p)
     p->device_ttl_ms = core_config_int(cfg, "ingest.device_ttl_ms");
     p->ts_min_ms = core_config_int(cfg, "ingest.ts_min_ms");
     p->ts_max_ms = core_config_int(cfg, "ingest.ts_max_ms");
+    p->max_future_ms = core_config_int(cfg, "ingest.max_future_ms");
+    p->max_jump_ms = core_config_int(cfg, "ingest.max_jump_ms");
     p->max_interp_gap = (int)core_config_int(cfg, "ingest.max_interp_gap");
     p->min_coverage = core_config_double(cfg, "ingest.min_coverage");
     p->max_message_bytes = (size_t)core_config_int(cfg, "ingest.max_message_bytes");

@@ -73,6 +73,12 @@ const struct core_cfg_key ing_config_keys[] = {
           "earliest accepted ts (inclusive), epoch ms"),
     K_INT("ingest.ts_max_ms", "4102444800000", 0, 253402300800000.0,
           "latest accepted ts (exclusive), epoch ms"),
+    K_INT("ingest.max_future_ms", "0", 0, 253402300800000.0,
+          "reject (ts_in_future) a reading whose ts is more than this beyond processing time; "
+          "0: off (the simulator's clock may run ahead of the wall clock)"),
+    K_INT("ingest.max_jump_ms", "86400000", 0, 253402300800000.0,
+          "reject (ts_jump) a reading more than this ahead of its device's latest buffered "
+          "one, so one wrong clock cannot close the device's windows; 0: off"),
     K_INT("ingest.max_interp_gap", "2", 0, ING_MAX_SLOTS,
           "longest run of missing samples filled by linear interpolation; longer: excluded"),
     {"ingest.min_coverage", CORE_CFG_DOUBLE, "0.5", 0, 1, NULL,

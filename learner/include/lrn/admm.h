@@ -135,7 +135,9 @@ struct lrn_admm_result {
  *   W_raw    out (optional), d×d: W before thresholding.
  *   res      out.
  * Returns CORE_OK, CORE_EINVAL/CORE_ETOOBIG (bad sizes/options), CORE_ENUMERIC (server
- * solver or h(W) produced non-finite values), or the local solver's error. */
+ * solver or h(W) produced non-finite values), or the local solver's error (e.g.
+ * CORE_EBUDGET from DP-PGCD when max_rounds exceeds the rounds it was calibrated for).
+ * On failure W and W_raw are unspecified and must not be used. */
 CORE_MUST_CHECK core_err lrn_admm_run(size_t d, size_t P, const struct lrn_local_ops *ops,
                                       const struct lrn_admm_opts *o, lrn_admm_progress_fn *cb,
                                       void *cb_arg, double *W, double *W_raw,

@@ -113,6 +113,8 @@ struct lrn_dppgcd_spent {
     double delta;
     bool m_private;     /* false for LRN_M_EXACT: the guarantee does NOT cover M */
     uint64_t steps;
+    double em_scale;    /* β of the last call (public: derived from public parameters) */
+    size_t last_sel;    /* i·d + j of the last selected coordinate (a released output) */
 };
 void lrn_dppgcd_spent(const struct lrn_dppgcd *s, struct lrn_dppgcd_spent *out);
 

@@ -51,6 +51,8 @@ struct lrn_dppgcd {
     double delta, rho_budget, c;
     struct core_dp_cost spent, spent_m;
     uint64_t steps;
+    double em_scale;
+    size_t last_sel;
     bool m_private;
 };
 
@@ -405,6 +407,7 @@ static core_err one_step(struct lrn_dppgcd *s, struct dp_step *st, double *B)
     i = sel / (d - 1);
     j = sel % (d - 1);
     j += j >= i; /* skip the diagonal */
+    s->last_sel = i * d + j;
     rc = noisy_update(s, st, B, i, j, &delta);
     if (rc != CORE_OK || delta == 0.0)
         return rc;
@@ -452,6 +455,7 @@ core_err lrn_dppgcd_solve(struct lrn_dppgcd *s, const double *W, const double *b
     rc = step_setup(s, &st);
     if (rc != CORE_OK)
         return rc;
+    s->em_scale = st.scale;
     for (size_t k = 0; k < s->o.steps && rc == CORE_OK; k++)
         rc = core_dp_cost_add(&need, &st.cost);
     if (rc != CORE_OK)
@@ -478,6 +482,8 @@ void lrn_dppgcd_spent(const struct lrn_dppgcd *s, struct lrn_dppgcd_spent *out)
     out->eps = eps;
     out->m_private = s->m_private;
     out->steps = s->steps;
+    out->em_scale = s->em_scale;
+    out->last_sel = s->last_sel;
 }
 
 const double *lrn_dppgcd_data_gradient(const struct lrn_dppgcd *s)
