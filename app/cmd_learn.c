@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <cblas.h>
 #include <jansson.h>
 
 #include "app.h"
@@ -54,6 +55,7 @@ static const char learn_help[] =
     "  --clip C          DP-PGCD clipping threshold (default Table 7 by d)\n"
     "  --cov-bound B     DP-Fed-BNSL row bound ||x||^2 <= B (default Table 7 by d)\n"
     "  --cov-by-p        fed-sparse: local loss uses X^T X / (n_p P) (notears-admm scaling)\n"
+    "  --threads N       OpenBLAS threads (default 1; more rarely helps below d = 200)\n"
     "  --no-png          do not run graphviz\n"
     "  --quiet           no per-round progress lines\n"
     "  -h, --help        this text\n"
@@ -81,7 +83,8 @@ static int num(const char *s, double *v)
 
 /* Overrides are collected first and applied after the method's defaults are set. */
 struct overrides {
-    double rounds, rho1, rho2, lambda, gamma, steps, thr, eps, delta, clip, covb, siters, ptol;
+    double rounds, rho1, rho2, lambda, gamma, steps, thr, eps, delta, clip, covb, siters, ptol,
+        threads;
 };
 
 static void apply_overrides(struct lrn_runner_opts *o, const struct overrides *v)
@@ -127,7 +130,7 @@ static const struct option learn_opts[] = {
     {"eps", required_argument, 0, 'e'},      {"delta", required_argument, 0, 'D'},
     {"clip", required_argument, 0, 'C'},     {"cov-bound", required_argument, 0, 'b'},
     {"server-iters", required_argument, 0, 'I'}, {"pgcd-tol", required_argument, 0, 'p'},
-    {"cov-by-p", no_argument, 0, 'B'},
+    {"cov-by-p", no_argument, 0, 'B'},      {"threads", required_argument, 0, 'j'},
     {"no-png", no_argument, 0, 'N'},         {"quiet", no_argument, 0, 'Q'},
     {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
 
@@ -147,6 +150,7 @@ static double *ov_slot(struct overrides *v, int c)
     case 'b': return &v->covb;
     case 'I': return &v->siters;
     case 'p': return &v->ptol;
+    case 'j': return &v->threads;
     default: return NULL;
     }
 }
@@ -199,7 +203,7 @@ static int parse_args(int argc, char **argv, struct learn_args *a, struct overri
                       enum lrn_method *m)
 {
     int c, li = 0, r;
-    *v = (struct overrides){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    *v = (struct overrides){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
     while ((c = getopt_long(argc, argv, "h", learn_opts, &li)) != -1) {
         r = parse_one(c, li, a, v, m);
         if (r != 0)
@@ -457,6 +461,7 @@ int cmd_learn(int argc, char **argv)
     a.ro = lrn_runner_opts_default(m, d);
     apply_overrides(&a.ro, &ov);
     a.ro.fs_cov_by_p = a.cov_by_p;
+    openblas_set_num_threads(isnan(ov.threads) || ov.threads < 1 ? 1 : (int)fmin(ov.threads, 64));
     if (a.truth && lrn_graph_read(a.truth, d, &s.truth, &dt, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp learn: %s\n", eb);
         goto out;

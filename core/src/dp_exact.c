@@ -20,7 +20,7 @@ struct bitpool {
     unsigned left;
 };
 
-static core_err pool_bit(struct bitpool *p, unsigned *bit)
+static inline __attribute__((always_inline)) core_err pool_bit(struct bitpool *p, unsigned *bit)
 {
     if (p->left == 0) {
         core_err rc = core_rng_u64(p->rng, &p->w);
@@ -48,7 +48,8 @@ static void pool_wipe(struct bitpool *p)
  * Performance: when den < 2^63 (every Laplace draw: den = t <= 2^42, and k t in
  * bern_exp1) the same long division runs in 64-bit registers; it consumes exactly the same
  * random bits and returns exactly the same result as the 128-bit loop. */
-static core_err pool_bern_rat(void *ctx, core_u128 num, core_u128 den, bool *out)
+static inline __attribute__((always_inline)) core_err pool_bern_rat(void *ctx, core_u128 num,
+                                                                   core_u128 den, bool *out)
 {
     struct bitpool *p = ctx;
 

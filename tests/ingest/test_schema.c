@@ -118,3 +118,23 @@ Test(schema, accepted_readings_validate_against_reading_schema)
     ts_rmtree(dir);
     free(dir);
 }
+
+/* The reason enum of schemas/rejected.schema.json is exactly ING_REASON_MAP (minus
+ * "accepted"), in the same order: a new code must be added to both. */
+Test(schema, rejected_reason_enum_matches_the_reason_map)
+{
+    char path[1024];
+    json_error_t err;
+    json_t *s, *en;
+
+    snprintf(path, sizeof(path), "%s/rejected.schema.json", GCDP_SCHEMA_DIR);
+    s = json_load_file(path, 0, &err);
+    cr_assert_not_null(s, "%s: %s", path, err.text);
+    en = json_object_get(json_object_get(json_object_get(s, "properties"), "reason"), "enum");
+    cr_assert(json_is_array(en));
+    cr_assert_eq(json_array_size(en), (size_t)ING_REASON_COUNT - 1);
+    for (int r = 1; r < ING_REASON_COUNT; r++)
+        cr_assert_str_eq(json_string_value(json_array_get(en, (size_t)r - 1)),
+                         ing_reason_code((enum ing_reason)r));
+    json_decref(s);
+}

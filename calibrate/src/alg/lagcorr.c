@@ -78,34 +78,42 @@ static void constancy(size_t n, size_t m, const double *x, size_t ld, int max_la
     }
 }
 
-/* Global standardization into xs, then window sums by peeling rows off both ends. */
+/* Global standardization into xs, then window sums by peeling rows off both ends.
+ * Row-major passes (per-column accumulators in hs/hq/ts/tq row 0) keep the access
+ * contiguous; each column's sums are still taken in row order t = 0..n-1. */
 static void standardize(size_t n, size_t m, const double *x, size_t ld, int max_lag,
                         const struct lc_ws *w)
 {
-    for (size_t j = 0; j < m; j++) {
-        double mean = 0.0, ss = 0.0, sd;
-        for (size_t t = 0; t < n; t++)
-            mean += x[t * ld + j];
-        mean /= (double)n;
-        for (size_t t = 0; t < n; t++) {
-            double dv = x[t * ld + j] - mean;
-            ss += dv * dv;
+    double *mean = w->ts, *sd = w->tq; /* row 0 of ts/tq as scratch until pass 3 */
+    memset(mean, 0, m * sizeof(*mean));
+    memset(sd, 0, m * sizeof(*sd));
+    for (size_t t = 0; t < n; t++)
+        for (size_t j = 0; j < m; j++)
+            mean[j] += x[t * ld + j];
+    for (size_t j = 0; j < m; j++)
+        mean[j] /= (double)n;
+    for (size_t t = 0; t < n; t++)
+        for (size_t j = 0; j < m; j++) {
+            double dv = x[t * ld + j] - mean[j];
+            sd[j] += dv * dv;
         }
-        sd = sqrt(ss / (double)n);
-        if (!(sd > 0.0))
-            sd = 1.0; /* constant column: becomes ~0; its rho is 0 by the constancy rule */
-        for (size_t t = 0; t < n; t++)
-            w->xs[t * m + j] = (x[t * ld + j] - mean) / sd;
+    for (size_t j = 0; j < m; j++) {
+        sd[j] = sqrt(sd[j] / (double)n);
+        if (!(sd[j] > 0.0))
+            sd[j] = 1.0; /* constant column: becomes ~0; its rho is 0 by the constancy rule */
     }
-    for (size_t j = 0; j < m; j++) {
-        double s = 0.0, q = 0.0;
-        for (size_t t = 0; t < n; t++) {
-            double v = w->xs[t * m + j];
-            s += v;
-            q += v * v;
+    memset(w->hs, 0, m * sizeof(double));
+    memset(w->hq, 0, m * sizeof(double));
+    for (size_t t = 0; t < n; t++)
+        for (size_t j = 0; j < m; j++) {
+            double v = (x[t * ld + j] - mean[j]) / sd[j];
+            w->xs[t * m + j] = v;
+            w->hs[j] += v;
+            w->hq[j] += v * v;
         }
-        w->hs[j] = w->ts[j] = s;
-        w->hq[j] = w->tq[j] = q;
+    for (size_t j = 0; j < m; j++) {
+        w->ts[j] = w->hs[j];
+        w->tq[j] = w->hq[j];
         for (int l = 1; l <= max_lag; l++) {
             size_t ul = (size_t)l, cur = ul * m + j, prev = cur - m;
             double vh = (ul <= n) ? w->xs[(n - ul) * m + j] : 0.0;

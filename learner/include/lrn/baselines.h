@@ -40,7 +40,8 @@ struct lrn_local_ops lrn_fedbnsl_local_ops(struct lrn_fedbnsl_local *l);
 /* Fed-BNSL driver options as in notears-admm (DESIGN.md section 6): dense wire,
  * rho1 = rho2 = 1e-3 multiplied by 1.75 and 1.25 every round up to 1e16, T = 100 rounds
  * (the paper's Table 1 cost 5.12 MB at d = 20, P = 8 is 2*T*P*d^2*8 bytes with T = 100),
- * threshold 0.3, cycle breaking on. Choice: Sigma_p is scaled by 1/P by the caller
+ * threshold 0.3, cycle breaking on, no per-round sparsification of W, server L-BFGS up to
+ * 200 iterations without the W-movement stop. Choice: Sigma_p is scaled by 1/P by the caller
  * (lrn_covariance(..., scale = P)) as notears-admm does. */
 struct lrn_admm_opts lrn_fedbnsl_admm_opts_default(void);
 

@@ -27,6 +27,43 @@ struct sbuf {
     size_t len, cap;
 };
 
+/* One worker's share of Algorithm 4 steps 2-5: coordinates [k0, k1). */
+struct noise_job {
+    const struct rel_plan *p;
+    const struct core_rng *rng;
+    const double *y;
+    double *out, *work;
+    size_t k0, k1;
+    char *const *names; /* optional: JSON-quoted coordinate names, to format the values */
+    const size_t *name_len; /* with names: strlen of each */
+    struct sbuf *txt;   /* with names: receives ',"name":value' for k in [k0, k1) */
+    core_err rc;
+};
+
+/* Persistent noise workers of a releaser (they used to be created and joined per window,
+ * 20-50 us each on a loaded machine). Worker i runs jobs[i] once per generation; the
+ * calling thread runs jobs[0]. */
+struct pool;
+struct pool_arg {
+    struct pool *pl;
+    unsigned me; /* index of the worker's job */
+};
+
+struct pool {
+    struct pool_arg args[REL_MAX_THREADS];
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    pthread_t tid[REL_MAX_THREADS];
+    unsigned n;       /* worker threads running (0 .. nthreads - 1) */
+    unsigned running; /* workers still busy with the current generation */
+    uint64_t gen;
+    bool stop;
+    struct noise_job jobs[REL_MAX_THREADS];
+};
+
+static struct pool *pool_new(unsigned nthreads);
+static void pool_free(struct pool *pl);
+
 struct rel_releaser {
     const struct rel_plan *plan;
     struct core_dp_ledger *ledger;
@@ -35,6 +72,8 @@ struct rel_releaser {
     unsigned nthreads;
     struct pending *pending;
     char **coord_json;     /* d JSON-escaped coordinate names, with quotes */
+    size_t *coord_len;     /* their lengths */
+    struct pool *pool;     /* NULL with one thread */
     struct sbuf scale_json; /* '},"scale":{...}}': the plan's scales, encoded once */
     struct sbuf txt[REL_MAX_THREADS]; /* per-worker formatted values of the current window */
     double *y, *z, *out;   /* d work arrays */
@@ -104,9 +143,16 @@ static void sb_double(struct sbuf *b, double v)
  * rounded ones, so a replay is still byte-identical. glibc's %.17g costs ~250 ns (exact
  * multiprecision conversion) and was a fifth of the release path's CPU; this costs ~20 ns.
  * |v| >= 1e6 (only possible for .sum nodes or huge coefficients) falls back to %.17g. */
+#define VALUE_MAX 40 /* longest sb_value output, %.17g included */
+
+static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                     "25262728293031323334353637383940414243444546474849"
+                                     "50515253545556575859606162636465666768697071727374"
+                                     "75767778798081828384858687888990919293949596979899";
+
 static void sb_value(struct sbuf *b, double v)
 {
-    char tmp[40], *e = tmp + sizeof(tmp), *q = e;
+    char tmp[VALUE_MAX], *e = tmp + sizeof(tmp), *q = e;
     long long m;
     unsigned long long u, ip, fp;
     int digits = 12, neg;
@@ -120,12 +166,16 @@ static void sb_value(struct sbuf *b, double v)
     u = neg ? (unsigned long long)(-m) : (unsigned long long)m;
     ip = u / 1000000000000ULL;
     fp = u % 1000000000000ULL;
-    while (fp && fp % 10 == 0) { /* trim trailing zeros */
-        fp /= 10;
-        digits--;
-    }
     if (fp) {
-        for (int i = 0; i < digits; i++, fp /= 10)
+        while (fp % 10 == 0) { /* trim trailing zeros */
+            fp /= 10;
+            digits--;
+        }
+        for (; digits >= 2; digits -= 2, fp /= 100) {
+            q -= 2;
+            memcpy(q, digit_pairs + 2 * (fp % 100), 2);
+        }
+        if (digits)
             *--q = (char)('0' + fp % 10);
         *--q = '.';
     }
@@ -158,9 +208,12 @@ core_err rel_releaser_new(const struct rel_plan *plan, struct core_dp_ledger *le
     r->nthreads = nthreads;
     r->pending = core_xcalloc(batch, sizeof(*r->pending));
     r->coord_json = core_xcalloc(plan->d, sizeof(*r->coord_json));
-    for (size_t k = 0; k < plan->d; k++)
+    r->coord_len = core_xcalloc(plan->d, sizeof(*r->coord_len));
+    for (size_t k = 0; k < plan->d; k++) {
         r->coord_json[k] = json_quote(plan->theta->coords[k].name ? plan->theta->coords[k].name
                                                                   : plan->theta->nodes[k]);
+        r->coord_len[k] = strlen(r->coord_json[k]);
+    }
     sb_put(&r->scale_json, "},\"scale\":{", 11);
     for (size_t k = 0; k < plan->d; k++) {
         if (k)
@@ -175,6 +228,8 @@ core_err rel_releaser_new(const struct rel_plan *plan, struct core_dp_ledger *le
     r->out = core_xcalloc(plan->d, sizeof(double));
     r->unit_buf = core_xmalloc(UNIT_BUF);
     r->units = core_xcalloc(REL_MAX_UNITS_PER_WINDOW, sizeof(*r->units));
+    /* workers only when a window can use them (rel_noise_apply's 256-per-thread rule) */
+    r->pool = plan->d >= 256u * nthreads ? pool_new(nthreads) : NULL;
     *out = r;
     return CORE_OK;
 }
@@ -194,10 +249,12 @@ void rel_releaser_free(struct rel_releaser *r)
     if (!r)
         return;
     drop_pending(r);
+    pool_free(r->pool);
     free(r->pending);
     for (size_t k = 0; k < r->plan->d; k++)
         free(r->coord_json[k]);
     free(r->coord_json);
+    free(r->coord_len);
     free(r->scale_json.p);
     for (unsigned t = 0; t < REL_MAX_THREADS; t++)
         free(r->txt[t].p);
@@ -277,18 +334,6 @@ static void budget_message(struct rel_releaser *r, size_t n_units, char *eb, siz
     snprintf(eb, ebn, "privacy budget: lifetime cap reached (eps cap %.6g); refused", cap->eps);
 }
 
-/* One worker's share of Algorithm 4 steps 2-5: coordinates [k0, k1). */
-struct noise_job {
-    const struct rel_plan *p;
-    const struct core_rng *rng;
-    const double *y;
-    double *out, *work;
-    size_t k0, k1;
-    char *const *names; /* optional: JSON-quoted coordinate names, to format the values */
-    struct sbuf *txt;   /* with names: receives ',"name":value' for k in [k0, k1) */
-    core_err rc;
-};
-
 static void *noise_run(void *arg)
 {
     struct noise_job *j = arg;
@@ -308,12 +353,16 @@ static void *noise_run(void *arg)
     }
     if (rc == CORE_OK && j->names) { /* encoding in the worker: printf is the next cost */
         j->txt->len = 0;
-        sb_reserve(j->txt, (j->k1 - j->k0) * 48);
         for (size_t k = j->k0; k < j->k1; k++) {
+            size_t nl = j->name_len[k];
+            sb_reserve(j->txt, nl + 2 + VALUE_MAX);
+            char *d = j->txt->p + j->txt->len;
             if (k)
-                sb_put(j->txt, ",", 1);
-            sb_put(j->txt, j->names[k], strlen(j->names[k]));
-            sb_put(j->txt, ":", 1);
+                *d++ = ',';
+            memcpy(d, j->names[k], nl);
+            d += nl;
+            *d++ = ':';
+            j->txt->len = (size_t)(d - j->txt->p);
             sb_value(j->txt, j->out[k]);
         }
     }
@@ -321,34 +370,134 @@ static void *noise_run(void *arg)
     return NULL;
 }
 
-/* rel_noise_apply, optionally formatting each worker's values into txt[t]; *used = workers. */
-static core_err noise_apply(const struct rel_plan *p, const struct core_rng *rng,
-                            unsigned nthreads, const double *y, double *out, double *work,
-                            char *const *names, struct sbuf *txt, unsigned *used)
+static void *pool_worker(void *arg);
+
+/* Start nthreads - 1 persistent workers; fewer if pthread_create fails (the calling
+ * thread then does more of the work). NULL for one thread. */
+static struct pool *pool_new(unsigned nthreads)
 {
-    struct noise_job jobs[REL_MAX_THREADS];
+    struct pool *pl;
+
+    if (nthreads <= 1)
+        return NULL;
+    pl = core_xcalloc(1, sizeof(*pl));
+    if (pthread_mutex_init(&pl->mu, NULL) != 0) {
+        free(pl);
+        return NULL;
+    }
+    if (pthread_cond_init(&pl->go, NULL) != 0) {
+        pthread_mutex_destroy(&pl->mu);
+        free(pl);
+        return NULL;
+    }
+    if (pthread_cond_init(&pl->done, NULL) != 0) {
+        pthread_cond_destroy(&pl->go);
+        pthread_mutex_destroy(&pl->mu);
+        free(pl);
+        return NULL;
+    }
+    for (unsigned t = 1; t < nthreads; t++) {
+        pl->args[t] = (struct pool_arg){pl, t};
+        if (pthread_create(&pl->tid[t], NULL, pool_worker, &pl->args[t]) != 0)
+            break;
+        pl->n++;
+    }
+    return pl;
+}
+
+static void pool_free(struct pool *pl)
+{
+    if (!pl)
+        return;
+    pthread_mutex_lock(&pl->mu);
+    pl->stop = true;
+    pthread_cond_broadcast(&pl->go);
+    pthread_mutex_unlock(&pl->mu);
+    for (unsigned t = 1; t <= pl->n; t++)
+        pthread_join(pl->tid[t], NULL);
+    pthread_cond_destroy(&pl->done);
+    pthread_cond_destroy(&pl->go);
+    pthread_mutex_destroy(&pl->mu);
+    explicit_bzero(pl->jobs, sizeof(pl->jobs));
+    free(pl);
+}
+
+static void *pool_worker(void *arg)
+{
+    const struct pool_arg *a = arg;
+    struct pool *pl = a->pl;
+    const unsigned me = a->me;
+    uint64_t seen = 0;
+
+    pthread_mutex_lock(&pl->mu);
+    for (;;) {
+        while (!pl->stop && pl->gen == seen)
+            pthread_cond_wait(&pl->go, &pl->mu);
+        if (pl->stop)
+            break;
+        seen = pl->gen;
+        pthread_mutex_unlock(&pl->mu);
+        noise_run(&pl->jobs[me]);
+        pthread_mutex_lock(&pl->mu);
+        if (--pl->running == 0)
+            pthread_cond_signal(&pl->done);
+    }
+    pthread_mutex_unlock(&pl->mu);
+    core_rng_os_wipe(); /* this thread's buffered future randomness dies with it */
+    return NULL;
+}
+
+/* rel_noise_apply, optionally formatting each worker's values into txt[t]; *used = parts.
+ * With a pool, its workers take the other shares; without one, threads are created for
+ * this call. */
+static core_err noise_apply(const struct rel_plan *p, const struct core_rng *rng,
+                            unsigned nthreads, struct pool *pl, const double *y, double *out,
+                            double *work, char *const *names, const size_t *name_len,
+                            struct sbuf *txt, unsigned *used)
+{
+    struct noise_job local[REL_MAX_THREADS], *jobs = pl ? pl->jobs : local;
     pthread_t tid[REL_MAX_THREADS];
     unsigned started = 1;
+    bool pooled;
     core_err rc = CORE_OK;
 
     if (!p || !rng || nthreads == 0 || nthreads > REL_MAX_THREADS)
         return CORE_EINVAL;
+    if (pl)
+        nthreads = pl->n + 1;
     if (p->d < 256u * nthreads) /* not worth a thread */
         nthreads = 1;
+    pooled = pl && nthreads > 1;
     for (unsigned t = 0; t < nthreads; t++)
         jobs[t] = (struct noise_job){p,          rng, y, out, work, p->d * t / nthreads,
-                                     p->d * (t + 1) / nthreads, names, names ? &txt[t] : NULL,
-                                     CORE_OK};
+                                     p->d * (t + 1) / nthreads, names, name_len,
+                                     names ? &txt[t] : NULL, CORE_OK};
     if (used)
         *used = nthreads;
-    for (; started < nthreads; started++)
-        if (pthread_create(&tid[started], NULL, noise_run, &jobs[started]) != 0)
-            break;
-    for (unsigned t = started; t < nthreads; t++) /* could not start: do it here */
-        noise_run(&jobs[t]);
+    if (pooled) {
+        pthread_mutex_lock(&pl->mu);
+        pl->running = pl->n;
+        pl->gen++;
+        pthread_cond_broadcast(&pl->go);
+        pthread_mutex_unlock(&pl->mu);
+        started = nthreads;
+    } else {
+        for (; started < nthreads; started++)
+            if (pthread_create(&tid[started], NULL, noise_run, &jobs[started]) != 0)
+                break;
+        for (unsigned t = started; t < nthreads; t++) /* could not start: do it here */
+            noise_run(&jobs[t]);
+    }
     noise_run(&jobs[0]);
-    for (unsigned t = 1; t < started; t++)
-        pthread_join(tid[t], NULL);
+    if (pooled) {
+        pthread_mutex_lock(&pl->mu);
+        while (pl->running > 0)
+            pthread_cond_wait(&pl->done, &pl->mu);
+        pthread_mutex_unlock(&pl->mu);
+    } else {
+        for (unsigned t = 1; t < started; t++)
+            pthread_join(tid[t], NULL);
+    }
     for (unsigned t = 0; t < nthreads; t++)
         if (jobs[t].rc != CORE_OK && rc == CORE_OK)
             rc = jobs[t].rc;
@@ -360,7 +509,7 @@ static core_err noise_apply(const struct rel_plan *p, const struct core_rng *rng
 core_err rel_noise_apply(const struct rel_plan *p, const struct core_rng *rng, unsigned nthreads,
                          const double *y, double *out, double *work)
 {
-    return noise_apply(p, rng, nthreads, y, out, work, NULL, NULL, NULL);
+    return noise_apply(p, rng, nthreads, NULL, y, out, work, NULL, NULL, NULL, NULL);
 }
 
 static char *encode(struct rel_releaser *r, const struct rel_window *w, const char *rid,
@@ -542,8 +691,8 @@ core_err rel_releaser_push(struct rel_releaser *r, const struct rel_window *w, r
         rc = charge(r, w, rid, eb, ebn); /* write-ahead: charged before any noise */
     if (rc != CORE_OK)
         return rc;
-    rc = noise_apply(p, r->rng, r->nthreads, r->y, r->out, r->z, r->coord_json, r->txt,
-                     &parts);
+    rc = noise_apply(p, r->rng, r->nthreads, r->pool, r->y, r->out, r->z, r->coord_json,
+                     r->coord_len, r->txt, &parts);
     if (rc != CORE_OK) {
         if (core_dp_ledger_cancel(r->ledger, rid) != CORE_OK)
             r->stats.cancel_failed++;
