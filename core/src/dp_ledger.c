@@ -132,6 +132,13 @@ struct core_dp_ledger {
     struct smap units; /* unit -> struct core_dp_cost */
     uint64_t size;     /* bytes of valid file content */
     int broken;        /* a write/fsync failed: refuse all further commits */
+    /* Row-text cache: releases of one plan share mech, cost and params, whose JSON (17-digit
+     * doubles through printf, params parsed and re-serialised) was most of a charge's CPU.
+     * Key: params text and cost bits; value: ,"eps":..,"rho":..,"delta":..[,"params":{..}]
+     * exactly as jansson writes it inside the row. */
+    char *tail_params;  /* the params_json the tail was built from ("" for NULL) */
+    struct core_dp_cost tail_cost;
+    char *tail;
     struct core_dp_ledger_stats st;
 };
 
@@ -462,40 +469,91 @@ void core_dp_ledger_free(struct core_dp_ledger *l)
         close(l->dfd);
     smap_cleanup(&l->rels, rel_free);
     smap_cleanup(&l->units, free);
+    free(l->tail_params);
+    free(l->tail);
     free(l->path);
     free(l);
 }
 
 /* ---- row text ---- */
 
-/* The row's JSON up to the output: {"v":1,"id":..,"mech":..,"units":[..],"eps":..,"rho":..,
- * "delta":..[,"params":{..}],"out":"  -- built once at charge time with jansson (escaping,
- * 17-digit doubles), so a commit only appends base64 + "}. New string or NULL. */
-static char *row_head(const char *id, const char *mech, const char *const *units, size_t n,
-                      const struct core_dp_cost *c, const char *params_json)
+/* JSON text of a string (quotes included), as jansson writes it in a row; new or NULL. */
+static char *json_str_text(const char *v)
 {
-    static const char tail[] = ",\"out\":\"";
-    json_t *ju = json_array();
-    json_t *row = NULL;
-    char *text = NULL, *head = NULL;
+    json_t *j = json_string(v);
+    char *t = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+    json_decref(j);
+    return t;
+}
 
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(ju, json_string(units[i]));
-    row = json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f}", "v", ROW_VERSION, "id", id, "mech",
-                    mech, "units", ju, "eps", c->eps, "rho", c->rho, "delta", c->delta);
-    /* "o" stole ju */
-    if (row && params_json)
-        json_object_set_new(row, "params", json_loads(params_json, 0, NULL));
-    if (row)
-        text = json_dumps(row, JSON_COMPACT | JSON_REAL_PRECISION(17));
+/* The cached tail for (cost, params_json): ,"eps":..,"rho":..,"delta":..[,"params":{..}] --
+ * the members of the row after "units", serialised by jansson exactly as in the row (same
+ * key order, same flags). NULL on failure. Borrowed (owned by l). */
+static const char *row_tail(struct core_dp_ledger *l, const struct core_dp_cost *c,
+                            const char *params_json)
+{
+    const char *pj = params_json ? params_json : "";
+    json_t *obj;
+    char *text;
+
+    if (l->tail && strcmp(l->tail_params, pj) == 0 &&
+        memcmp(&l->tail_cost, c, sizeof(*c)) == 0)
+        return l->tail;
+    free(l->tail);
+    free(l->tail_params);
+    l->tail = l->tail_params = NULL;
+    obj = json_pack("{s:f, s:f, s:f}", "eps", c->eps, "rho", c->rho, "delta", c->delta);
+    if (obj && params_json)
+        json_object_set_new(obj, "params", json_loads(params_json, 0, NULL));
+    text = obj ? json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(obj);
     size_t tl = text ? strlen(text) : 0;
-    if (tl >= 2 && text[tl - 1] == '}') {
-        head = core_xmalloc(tl - 1 + sizeof(tail));
-        memcpy(head, text, tl - 1);
-        memcpy(head + tl - 1, tail, sizeof(tail)); /* includes the NUL */
+    if (tl >= 2 && text[0] == '{' && text[tl - 1] == '}') {
+        text[0] = ',';       /* ,"eps":..."} */
+        text[tl - 1] = '\0'; /* ,"eps":... */
+        l->tail = text;
+        l->tail_params = core_xstrdup(pj);
+        l->tail_cost = *c;
+        return l->tail;
     }
     free(text);
-    json_decref(row);
+    return NULL;
+}
+
+/* The row's JSON up to the output: {"v":1,"id":..,"mech":..,"units":[..],"eps":..,"rho":..,
+ * "delta":..[,"params":{..}],"out":"  -- built once at charge time (jansson's escaping and
+ * 17-digit doubles; the cost/params part is cached per ledger), so a commit only appends
+ * base64 + "}. The bytes are those json_dumps(row, JSON_COMPACT | JSON_REAL_PRECISION(17))
+ * gives for the row object built in this key order. New string or NULL. */
+static char *row_head(struct core_dp_ledger *l, const char *id, const char *mech,
+                      const char *const *units, size_t n, const struct core_dp_cost *c,
+                      const char *params_json)
+{
+    static const char pre[] = "{\"v\":1,\"id\":", out[] = ",\"out\":\"";
+    const char *tail = row_tail(l, c, params_json);
+    char *qid = json_str_text(id), *qmech = json_str_text(mech), *head = NULL;
+    char **qu = core_xcalloc(n, sizeof(*qu));
+    size_t len = 0, ok = tail && qid && qmech;
+
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (qu[i] = json_str_text(units[i])) != NULL;
+    if (ok) {
+        len = strlen(pre) + strlen(qid) + strlen(",\"mech\":") + strlen(qmech) +
+              strlen(",\"units\":[]") + strlen(tail) + strlen(out) + 1;
+        for (size_t i = 0; i < n; i++)
+            len += strlen(qu[i]) + 1;
+        head = core_xmalloc(len);
+        char *d = head;
+        d += sprintf(d, "%s%s,\"mech\":%s,\"units\":[", pre, qid, qmech);
+        for (size_t i = 0; i < n; i++)
+            d += sprintf(d, "%s%s", i ? "," : "", qu[i]);
+        sprintf(d, "]%s%s", tail, out);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(qu[i]);
+    free(qu);
+    free(qid);
+    free(qmech);
     return head;
 }
 
@@ -560,9 +618,9 @@ static void row_format(const struct rel *r, const void *bytes, size_t len, char 
 
 /* ---- charge / cancel ---- */
 
-static core_err charge_args_ok(const char *id, const char *mech, const char *const *units,
-                               size_t n_units, const struct core_dp_cost *cost,
-                               const char *params_json)
+static core_err charge_args_ok(const struct core_dp_ledger *l, const char *id,
+                               const char *mech, const char *const *units, size_t n_units,
+                               const struct core_dp_cost *cost, const char *params_json)
 {
     if (!name_ok(id, CORE_DP_LEDGER_MAX_ID) || !name_ok(mech, CORE_DP_LEDGER_MAX_MECH) ||
         !units || !cost_ok(cost))
@@ -577,6 +635,8 @@ static core_err charge_args_ok(const char *id, const char *mech, const char *con
     if (params_json) {
         if (strnlen(params_json, CORE_DP_LEDGER_MAX_PARAMS + 1) > CORE_DP_LEDGER_MAX_PARAMS)
             return CORE_ETOOBIG;
+        if (l->tail_params && strcmp(l->tail_params, params_json) == 0)
+            return CORE_OK; /* the cached tail's params passed this check before */
         json_t *p = json_loads(params_json, JSON_REJECT_DUPLICATES, NULL);
         int ok = json_is_object(p);
         json_decref(p);
@@ -618,7 +678,7 @@ core_err core_dp_ledger_charge(struct core_dp_ledger *l, const char *release_id,
 
     if (!l)
         return CORE_EINVAL;
-    rc = charge_args_ok(release_id, mech, units, n_units, cost, params_json);
+    rc = charge_args_ok(l, release_id, mech, units, n_units, cost, params_json);
     if (rc != CORE_OK)
         return rc;
     struct rel *r = smap_get(&l->rels, release_id);
@@ -636,7 +696,7 @@ core_err core_dp_ledger_charge(struct core_dp_ledger *l, const char *release_id,
         rc = CORE_EBUDGET;
         goto out;
     }
-    head = row_head(release_id, mech, uniq, n, cost, params_json);
+    head = row_head(l, release_id, mech, uniq, n, cost, params_json);
     if (!head) {
         rc = CORE_ENOMEM;
         goto out;

@@ -4,6 +4,7 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <sodium.h>
 #include <fcntl.h>
 #include <math.h>
@@ -496,6 +497,59 @@ Test(dp_ledger, base64_rows_match_libsodium_for_every_length)
         seen++;
     }
     cr_assert_eq(seen, (size_t)N);
+    free(text);
+    ts_rmtree(dir);
+    free(dir);
+}
+
+/* A row's text up to "out" is what json_dumps(JSON_COMPACT | JSON_REAL_PRECISION(17)) writes
+ * for {"v","id","mech","units","eps","rho","delta"[,"params"]} (the ledger assembles it from
+ * cached pieces): checked for ids/units needing escapes, with and without params, and for
+ * a cost/params change between charges (the cache must not serve a stale tail). */
+Test(dp_ledger, row_text_matches_jansson_serialisation)
+{
+    char *dir, *path = tmp_path(&dir);
+    struct core_dp_ledger *l = open_ok(path, 1e6);
+    const char *ids[4] = {"plain", "q\"uo\\te", "tab\there/\xc3\xa9", "ctl\x01x"};
+    const char *units[4][2] = {{"u1", "u0"}, {"d\"1|0", "d\"1|1"}, {"\xe2\x82\xac", "a"},
+                               {"x\ny", "z"}};
+    const char *params[4] = {"{\"k\":-40,\"x\":[1.5,0.1]}", NULL, "{\"k\":-40,\"x\":[1.5,0.1]}",
+                             "{\"a\":{\"b\":\"c\\u00e9\"},\"e\":1e-300}"};
+    const struct core_dp_cost costs[4] = {{0.1, 0, 0}, {0.1, 0, 0}, {0.30000000000000004, 0.5, 1e-7},
+                                          {1.0 / 3.0, 0, 0}};
+    const uint8_t out[3] = {1, 2, 3};
+
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(core_dp_ledger_charge(l, ids[i], "lap", units[i], 2, &costs[i], params[i]),
+                     CORE_OK, "charge %d", i);
+        cr_assert_eq(core_dp_ledger_commit_output(l, ids[i], out, sizeof(out)), CORE_OK);
+    }
+    core_dp_ledger_free(l);
+    size_t flen = 0;
+    char *text = ts_read_file(path, &flen), *save = NULL;
+    cr_assert_not_null(text);
+    char *line = strtok_r(text, "\n", &save); /* header */
+    for (int i = 0; i < 4; i++) {
+        line = strtok_r(NULL, "\n", &save);
+        cr_assert_not_null(line);
+        const char *su[2] = {units[i][0], units[i][1]};
+        if (strcmp(su[0], su[1]) > 0) { /* the ledger stores units sorted */
+            su[0] = units[i][1];
+            su[1] = units[i][0];
+        }
+        json_t *ju = json_pack("[s,s]", su[0], su[1]);
+        json_t *row = json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f}", "v", 1, "id", ids[i],
+                                "mech", "lap", "units", ju, "eps", costs[i].eps, "rho",
+                                costs[i].rho, "delta", costs[i].delta);
+        if (params[i])
+            json_object_set_new(row, "params", json_loads(params[i], 0, NULL));
+        char *want = json_dumps(row, JSON_COMPACT | JSON_REAL_PRECISION(17));
+        size_t wl = strlen(want) - 1; /* without the closing brace */
+        cr_assert_eq(strncmp(line, want, wl), 0, "row %d:\n got  %s\n want %s", i, line, want);
+        cr_assert_eq(strncmp(line + wl, ",\"out\":\"", 8), 0, "row %d", i);
+        free(want);
+        json_decref(row);
+    }
     free(text);
     ts_rmtree(dir);
     free(dir);

@@ -1,4 +1,5 @@
 /* test_admm_config.c - learner.* keys map onto the algorithm options with paper defaults. */
+#include <cblas.h>
 #include <criterion/criterion.h>
 #include <math.h>
 
@@ -78,5 +79,17 @@ Test(admm_config, public_m_and_overrides_are_read_and_checked)
     cr_assert_eq(lrn_config_opts(cfg, 3, &a, &p, &dp, m, &dpe, &byp, eb, sizeof(eb)),
                  CORE_ECONFIG);
     cr_assert(strstr(eb, "w_sparsify") != NULL, "%s", eb);
+    core_config_free(cfg);
+}
+
+Test(admm_config, blas_threads_key_sets_openblas_threads)
+{
+    struct core_config *cfg = cfg_new();
+
+    cr_assert_eq(core_config_int(cfg, "learner.blas_threads"), 1);
+    lrn_blas_set_threads(2);
+    cr_assert_eq(openblas_get_num_threads(), 2);
+    lrn_config_apply_blas(cfg);
+    cr_assert_eq(openblas_get_num_threads(), 1);
     core_config_free(cfg);
 }

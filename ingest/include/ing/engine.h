@@ -285,8 +285,8 @@ const struct ing_params *ing_engine_params(const struct ing_engine *eng);
  *   payload/len  borrowed; any bytes (need not be NUL-terminated).
  *   key/key_len  borrowed message key; key == NULL means "no key".
  *   src          borrowed; copied into dead letters and used for offset tracking.
- *   now_ms       processing clock, non-decreasing across calls (idle timeouts, the dead
- *                letter's received_at_ms).
+ *   now_ms       processing clock (epoch ms, wall clock), non-decreasing across calls
+ *                (idle timeouts, the dead letter's received_at_ms, ingest.max_future_ms).
  *   sink         callbacks; called synchronously (a dead letter for this message, and/or
  *                windows this reading's watermark advance closed).
  *   out_reason   optional; ING_R_NONE if accepted, else the reject reason.

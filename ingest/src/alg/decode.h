@@ -21,7 +21,7 @@ struct ing__reading {
  *   root    out: the parsed tree or NULL; the caller releases it in every case with
  *           ing__jalloc_release(ja, *root) (json_decref(*root) when ja is NULL), after its
  *           last use of out->device.
- *   now_ms  processing time (ingest.max_future_ms).
+ *   now_ms  processing clock, ms, for ingest.max_future_ms.
  *   out     filled on ING_R_NONE (device borrowed from *root).
  *   detail  receives a short reason text without protected values.
  * Returns ING_R_NONE or the first failing reason in ING_REASON_MAP order. */

@@ -270,8 +270,9 @@ void ing__buf_int(struct ing_buf *b, int64_t v)
 
 __extension__ typedef unsigned __int128 ing__u128;
 
-/* Exactly what printf("%.17g", x) writes, for 1e-4 <= x <= 1 (the range of normalized
- * window features), without printf (~10x cheaper; it runs for every node of every window).
+/* Exactly the text of the C conversion "%.17g" of x, for 1e-4 <= x <= 1 (the range of
+ * normalized window features), without stdio (~10x cheaper; it runs for every node of
+ * every window).
  * Returns the length written to out (>= 24 bytes), or 0 for x outside the range (the
  * caller then uses snprintf). Method: x = m * 2^-s exactly (m < 2^53, 52 <= s <= 66); for
  * the k in [16, 20] with 10^16 <= floor(m * 10^k / 2^s) < 10^17 the 17 significant digits

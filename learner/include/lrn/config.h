@@ -32,4 +32,15 @@ CORE_MUST_CHECK core_err lrn_config_opts(const struct core_config *cfg, size_t d
                                          bool *dp_enabled, bool *cov_by_p, char *errbuf,
                                          size_t errbuf_size);
 
+/* Set OpenBLAS's thread count for the whole process (learner.blas_threads, default 1).
+ * The learner's matrices are small (d ≤ a few hundred) and OpenBLAS worker threads
+ * busy-wait: measured on the shared 2-core machine, `gcdp learn` at d = 200 took 265 s
+ * wall / 95 s CPU with the default threads and 44 s wall / 28 s CPU with one thread (same
+ * result). Call once at startup, before any learner work; not thread-safe.
+ *   n  ≥ 1 (values < 1 are treated as 1). */
+void lrn_blas_set_threads(int n);
+
+/* lrn_blas_set_threads(learner.blas_threads). */
+void lrn_config_apply_blas(const struct core_config *cfg);
+
 #endif /* LRN_CONFIG_H */

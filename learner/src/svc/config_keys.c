@@ -36,6 +36,8 @@ const struct core_cfg_key lrn_config_keys[] = {
            "message encoding: (index,value) pairs of nonzeros, or dense d*d"),
     K_ENUM("learner.cov_scale", "\"n\"", "n|nP",
            "Sigma_p = X'X/n_p, or X'X/(n_p*P) as notears-admm does"),
+    K_INT("learner.blas_threads", "1", 1, 256,
+          "OpenBLAS threads for the learner (1: small matrices; worker threads busy-wait)"),
     K_INT("learner.lbfgs.max_iter", "100", 1, 100000, "server L-BFGS iterations per round"),
     K_DBL("learner.lbfgs.epsilon", "1e-6", 1e-16, 0.5, "liblbfgs relative gradient tolerance"),
     K_DBL("learner.lbfgs.wtol", "1e-4", 0, 1,

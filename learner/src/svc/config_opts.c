@@ -1,6 +1,7 @@
 /* config_opts.c - learner.* configuration keys → algorithm options (see lrn/config.h). */
 #include "lrn/config.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -92,4 +93,15 @@ core_err lrn_config_opts(const struct core_config *cfg, size_t d, struct lrn_adm
         dp->m_public = m_public;
     }
     return CORE_OK;
+}
+
+void lrn_blas_set_threads(int n)
+{
+    openblas_set_num_threads(n < 1 ? 1 : n);
+}
+
+void lrn_config_apply_blas(const struct core_config *cfg)
+{
+    int64_t n = core_config_int(cfg, "learner.blas_threads");
+    lrn_blas_set_threads(n > 256 ? 256 : (int)n);
 }
