@@ -490,17 +490,81 @@ static core_err set_key(struct core_config *cfg, const char *key, const char *va
     return core_config_set(cfg, key, lit, "flag", eb, sizeof(eb));
 }
 
+/* Figures of all repeats. */
+struct bench_figs {
+    double bare[15], ing[15], eng[15];
+    long rss_bare, rss_ing;
+};
+
+/* One repeat k: fresh topics, preload, bare consumer, ingest, engine alone. */
+static int run_repeat(struct core_config *cfg, const struct bench_opts *o, int k,
+                      struct bench_figs *f)
+{
+    struct phase_result r;
+    char topic[64], wtopic[64], group[64];
+    long rss;
+
+    snprintf(topic, sizeof(topic), "bench.raw.%d", k);
+    snprintf(wtopic, sizeof(wtopic), "bench.windows.%d", k);
+    if (set_key(cfg, "topics.raw", topic) != CORE_OK ||
+        set_key(cfg, "topics.windows", wtopic) != CORE_OK ||
+        set_key(cfg, "topics.rejected", "bench.rejected") != CORE_OK)
+        return -1;
+    if (run_phase(PH_PRELOAD, cfg, o, topic, NULL, &r, &rss) != 0)
+        goto fail;
+    printf("  [%d] preload   %lld msgs in %.2f s (zstd)\n", k, r.messages, r.seconds);
+    snprintf(group, sizeof(group), "bench-bare-%d", k);
+    if (run_phase(PH_BARE, cfg, o, topic, group, &r, &rss) != 0)
+        goto fail;
+    f->bare[k] = (double)r.messages / r.seconds;
+    f->rss_bare = rss > f->rss_bare ? rss : f->rss_bare;
+    printf("  [%d] bare      %lld msgs in %.3f s = %.0f msg/s, peak RSS %.1f MiB\n", k,
+           r.messages, r.seconds, f->bare[k], (double)rss / 1024.0);
+    snprintf(group, sizeof(group), "bench-ingest-%d", k);
+    if (run_phase(PH_INGEST, cfg, o, topic, group, &r, &rss) != 0)
+        goto fail;
+    f->ing[k] = (double)r.messages / r.seconds;
+    f->rss_ing = rss > f->rss_ing ? rss : f->rss_ing;
+    printf("  [%d] ingest    %lld readings in %.3f s = %.0f readings/s, %lld windows acked, "
+           "peak RSS %.1f MiB; ratio to bare %.3f\n", k, r.messages, r.seconds, f->ing[k],
+           r.windows, (double)rss / 1024.0, f->ing[k] / f->bare[k]);
+    if (run_phase(PH_ENGINE, cfg, o, topic, NULL, &r, &rss) != 0)
+        goto fail;
+    f->eng[k] = (double)r.messages / r.seconds;
+    printf("  [%d] engine    %lld readings in %.3f s = %.0f readings/s (ing_engine_push "
+           "alone, no Kafka; %lld windows), peak RSS %.1f MiB\n", k, r.messages, r.seconds,
+           f->eng[k], r.windows, (double)rss / 1024.0);
+    return 0;
+fail:
+    fprintf(stderr, "gcdp bench ingest: %s\n", r.err);
+    return -1;
+}
+
+static void print_result(const struct bench_opts *o, struct bench_figs *f)
+{
+    int m = o->repeat / 2;
+
+    qsort(f->bare, (size_t)o->repeat, sizeof(double), cmp_double);
+    qsort(f->ing, (size_t)o->repeat, sizeof(double), cmp_double);
+    qsort(f->eng, (size_t)o->repeat, sizeof(double), cmp_double);
+    printf("RESULT (medians) bare_consume=%.0f msg/s ingest=%.0f readings/s ratio=%.3f "
+           "(target >= 0.50) engine_alone=%.0f readings/s ingest_target_300k=%s "
+           "peak_rss_ingest=%.1fMiB peak_rss_bare=%.1fMiB rss_ratio=%.2f devices=%ld\n",
+           f->bare[m], f->ing[m], f->ing[m] / f->bare[m], f->eng[m],
+           f->ing[m] >= 300000 ? "met" : "NOT met", (double)f->rss_ing / 1024.0,
+           (double)f->rss_bare / 1024.0, (double)f->rss_ing / (double)f->rss_bare, o->devices);
+}
+
 int bench_ingest(int argc, char **argv)
 {
     struct core_config *cfg = NULL;
     struct bench_opts o = {1000000, 10000, 8, 1};
-    struct phase_result r;
-    char dir[] = "/tmp/gcdp-bench-XXXXXX", file[600], at_file[601], topic[64], wtopic[64], group[64];
-    double bare[15], ing[15], eng[15];
-    long rss_bare = 0, rss_ing = 0, rss;
+    struct bench_figs figs;
+    char dir[] = "/tmp/gcdp-bench-XXXXXX", file[600], at_file[601];
     pid_t broker = -1;
     int rc = APP_EXIT_FAILURE, ret;
 
+    memset(&figs, 0, sizeof(figs));
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
@@ -508,15 +572,12 @@ int bench_ingest(int argc, char **argv)
         }
     if (app_config_load(&argc, argv, &cfg) != CORE_OK)
         return APP_EXIT_USAGE;
-    if ((ret = parse_opts(argc, argv, &o)) >= 0) {
+    if ((ret = parse_opts(argc, argv, &o)) >= 0 || core_config_is_set(cfg, "broker.bootstrap")) {
+        if (ret < 0)
+            fprintf(stderr, "gcdp bench ingest: starts its own embedded broker; do not set "
+                            "broker.bootstrap\n");
         core_config_free(cfg);
-        return ret;
-    }
-    if (core_config_is_set(cfg, "broker.bootstrap")) {
-        fprintf(stderr, "gcdp bench ingest: starts its own embedded broker; do not set "
-                        "broker.bootstrap\n");
-        core_config_free(cfg);
-        return APP_EXIT_USAGE;
+        return ret >= 0 ? ret : APP_EXIT_USAGE;
     }
     if (!mkdtemp(dir)) {
         core_config_free(cfg);
@@ -531,57 +592,10 @@ int bench_ingest(int argc, char **argv)
     }
     printf("gcdp bench ingest: %lld readings, %ld devices, %ld partitions, embedded broker "
            "(separate process), %d repeat(s)\n", o.readings, o.devices, o.partitions, o.repeat);
-    for (int k = 0; k < o.repeat; k++) {
-        /* Fresh topics per repeat (auto-created by the mock with --partitions partitions). */
-        snprintf(topic, sizeof(topic), "bench.raw.%d", k);
-        snprintf(wtopic, sizeof(wtopic), "bench.windows.%d", k);
-        if (set_key(cfg, "topics.raw", topic) != CORE_OK ||
-            set_key(cfg, "topics.windows", wtopic) != CORE_OK ||
-            set_key(cfg, "topics.rejected", "bench.rejected") != CORE_OK)
+    for (int k = 0; k < o.repeat; k++)
+        if (run_repeat(cfg, &o, k, &figs) != 0)
             goto out;
-        if (run_phase(PH_PRELOAD, cfg, &o, topic, NULL, &r, &rss) != 0) {
-            fprintf(stderr, "gcdp bench ingest: preload: %s\n", r.err);
-            goto out;
-        }
-        printf("  [%d] preload   %lld msgs in %.2f s (zstd)\n", k, r.messages, r.seconds);
-        snprintf(group, sizeof(group), "bench-bare-%d", k);
-        if (run_phase(PH_BARE, cfg, &o, topic, group, &r, &rss) != 0) {
-            fprintf(stderr, "gcdp bench ingest: bare consumer: %s\n", r.err);
-            goto out;
-        }
-        bare[k] = (double)r.messages / r.seconds;
-        rss_bare = rss > rss_bare ? rss : rss_bare;
-        printf("  [%d] bare      %lld msgs in %.3f s = %.0f msg/s, peak RSS %.1f MiB\n", k,
-               r.messages, r.seconds, bare[k], (double)rss / 1024.0);
-        snprintf(group, sizeof(group), "bench-ingest-%d", k);
-        if (run_phase(PH_INGEST, cfg, &o, topic, group, &r, &rss) != 0) {
-            fprintf(stderr, "gcdp bench ingest: ingest: %s\n", r.err);
-            goto out;
-        }
-        ing[k] = (double)r.messages / r.seconds;
-        rss_ing = rss > rss_ing ? rss : rss_ing;
-        printf("  [%d] ingest    %lld readings in %.3f s = %.0f readings/s, %lld windows acked, "
-               "peak RSS %.1f MiB; ratio to bare %.3f\n", k, r.messages, r.seconds, ing[k],
-               r.windows, (double)rss / 1024.0, ing[k] / bare[k]);
-        if (run_phase(PH_ENGINE, cfg, &o, topic, NULL, &r, &rss) != 0) {
-            fprintf(stderr, "gcdp bench ingest: engine: %s\n", r.err);
-            goto out;
-        }
-        eng[k] = (double)r.messages / r.seconds;
-        printf("  [%d] engine    %lld readings in %.3f s = %.0f readings/s (ing_engine_push "
-               "alone, no Kafka; %lld windows), peak RSS %.1f MiB\n", k, r.messages, r.seconds,
-               eng[k], r.windows, (double)rss / 1024.0);
-    }
-    qsort(bare, (size_t)o.repeat, sizeof(double), cmp_double);
-    qsort(ing, (size_t)o.repeat, sizeof(double), cmp_double);
-    qsort(eng, (size_t)o.repeat, sizeof(double), cmp_double);
-    printf("RESULT (medians) bare_consume=%.0f msg/s ingest=%.0f readings/s ratio=%.3f "
-           "(target >= 0.50) engine_alone=%.0f readings/s ingest_target_300k=%s "
-           "peak_rss_ingest=%.1fMiB peak_rss_bare=%.1fMiB rss_ratio=%.2f devices=%ld\n",
-           bare[o.repeat / 2], ing[o.repeat / 2], ing[o.repeat / 2] / bare[o.repeat / 2],
-           eng[o.repeat / 2],
-           ing[o.repeat / 2] >= 300000 ? "met" : "NOT met", (double)rss_ing / 1024.0,
-           (double)rss_bare / 1024.0, (double)rss_ing / (double)rss_bare, o.devices);
+    print_result(&o, &figs);
     rc = APP_EXIT_OK;
 out:
     if (broker > 0) {

@@ -9,9 +9,11 @@
 
 #include "app.h"
 #include "cal/calibrate.h"
+#include "cal/ledger.h"
 #include "cal/matrix.h"
 #include "cal/publish.h"
 #include "cal/theta.h"
+#include "core/dp_ledger.h"
 #include "core/dp_rng.h"
 #include "core/log.h"
 
@@ -19,13 +21,23 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: gcdp calibrate -i FILE [-f csv|occupancy] [-o FILE] [--mode public|private]\n"
-            "                      [--publish]\n"
+            "                      [--device ID]... [--ledger FILE] [--publish]\n"
             "       gcdp calibrate --check THETA.json\n\n"
             "Build the GC-DP parameter object theta (paper Sec. 4.1-4.4: Algorithm 1 graph,\n"
             "exposure, utility mu, empirical influence xi_hat) from a calibration matrix.\n"
             "public mode: eps_cal = 0, the input must be public data independent of the\n"
-            "protected records. private mode (Sec. 4.2): spends eps_cal = eps_G + eps_tau +\n"
-            "eps_mu + eps_xi (calibrate.eps_*), noise from the OS CSPRNG; recorded in theta.\n\n"
+            "protected records; no ledger is opened. private mode (Sec. 4.2): spends\n"
+            "eps_cal = eps_G + eps_tau + eps_mu + eps_xi (calibrate.eps_*), noise from the OS\n"
+            "CSPRNG, recorded in theta, and CHARGED to the privacy ledger the release stage uses\n"
+            "(release.ledger.path, cap_eps/cap_delta) BEFORE any noise is drawn: every unit\n"
+            "'<device>|<floor(t/release.ledger.slot_ms)>' of the calibration rows (widened by\n"
+            "release.policy.time_radius) is charged eps_cal; a unit that would exceed the\n"
+            "lifetime cap refuses the run (exit 1, no theta). The charge and theta are committed\n"
+            "(fsync) as release id 'calibrate|<version>' before theta is written or published;\n"
+            "a re-run with the same calibrate.version writes the stored theta bytes again (no\n"
+            "noise, no new charge). Rows need timestamps: occupancy's date column, or a CSV\n"
+            "column named by calibrate.input.ts_column (default ts: ms since the epoch or a UTC\n"
+            "date YYYY-MM-DD HH:MM:SS[.fff][Z|+hh:mm]).\n\n"
             "options:\n"
             "  -i, --input FILE    calibration matrix (required; - = standard input): CSV\n"
             "                      with a header of node names, one row per time step,\n"
@@ -35,6 +47,11 @@ static void usage(FILE *f)
             "                      (default: calibrate.input.format = csv)\n"
             "  -o, --output FILE   write theta here (atomic rename); default: stdout\n"
             "      --mode MODE     public | private (default: calibrate.mode = public)\n"
+            "      --device ID     private: device id of the calibration rows (repeat for rows\n"
+            "                      that hold several devices' readings: each is charged);\n"
+            "                      replaces calibrate.ledger.devices (default: [] = required)\n"
+            "      --ledger FILE   private: ledger path (default: release.ledger.path =\n"
+            "                      gcdp-ledger.jsonl); the same file `gcdp release` charges\n"
             "      --publish       also produce theta to topics.calibration (key = version)\n"
             "                      and wait for the broker's acknowledgement (needs\n"
             "                      broker.bootstrap, e.g. --set broker.bootstrap=@FILE)\n"
@@ -44,8 +61,11 @@ static void usage(FILE *f)
             "lambda, tau, tau_select, tau_grid, K, alpha, gamma, tau_c, kappa, g_max,\n"
             "mask_value, coords, norm, norm_default, task, task_weights, classify.train_frac,\n"
             "eps_G, eps_tau, eps_mu, eps_xi, private.sensitivity, private.expansion_nodes,\n"
-            "version, threads; `gcdp config keys` lists them with ranges.\n"
-            "exit status: 0 ok, 1 runtime failure (bad data, invalid theta), 2 usage/config.\n\n%s",
+            "version, threads, input.ts_column, ledger.devices; private mode also reads\n"
+            "release.ledger.path, slot_ms, cap_eps, cap_delta, release.policy.time_radius and\n"
+            "release.period_ms (0: ingest.period_ms). `gcdp config keys` lists them with ranges.\n"
+            "exit status: 0 ok, 1 runtime failure (bad data, invalid theta, ledger refusal or\n"
+            "I/O: no theta written), 2 usage/config.\n\n%s",
             app_common_help);
 }
 
@@ -67,21 +87,17 @@ static int check_file(const char *path)
     return APP_EXIT_OK;
 }
 
-static int emit(const struct cal_theta *t, const char *out)
+/* Write θ's bytes to out (atomic rename, fsync) or stdout (with a newline). */
+static int emit(const char *bytes, size_t len, const char *out)
 {
     char eb[512] = "";
-    json_t *j = NULL;
-    core_err rc;
+    core_err rc = CORE_OK;
     if (out) {
-        rc = cal_theta_save_file(t, out, eb, sizeof(eb));
-    } else {
-        rc = cal_theta_to_json(t, &j, eb, sizeof(eb));
-        if (rc == CORE_OK && (json_dumpf(j, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(17)) != 0 ||
-                              putchar('\n') == EOF || fflush(stdout) != 0)) {
-            snprintf(eb, sizeof(eb), "writing stdout failed");
-            rc = CORE_EIO;
-        }
-        json_decref(j);
+        rc = cal_bytes_save_file(bytes, len, out, eb, sizeof(eb));
+    } else if (fwrite(bytes, 1, len, stdout) != len || putchar('\n') == EOF ||
+               fflush(stdout) != 0) {
+        snprintf(eb, sizeof(eb), "writing stdout failed");
+        rc = CORE_EIO;
     }
     if (rc != CORE_OK) {
         fprintf(stderr, "gcdp calibrate: %s\n", eb);
@@ -90,55 +106,177 @@ static int emit(const struct cal_theta *t, const char *out)
     return APP_EXIT_OK;
 }
 
-static int run(struct core_config *cfg, const char *input, const char *output, int publish)
+/* Publish the θ bytes that were written (parsed back: the topic gets the same θ). */
+static int publish_bytes(const struct core_config *cfg, const char *bytes, size_t len)
+{
+    struct cal_theta *t = NULL;
+    char eb[1024] = "";
+    json_t *j = json_loadb(bytes, len, JSON_REJECT_DUPLICATES, NULL);
+    core_err rc = j ? cal_theta_from_json(j, &t, eb, sizeof(eb)) : CORE_EPARSE;
+    int ret = APP_EXIT_OK;
+
+    json_decref(j);
+    if (rc == CORE_OK)
+        rc = cal_theta_publish(cfg, t, 15000, eb, sizeof(eb));
+    if (rc != CORE_OK) {
+        fprintf(stderr, "gcdp calibrate: publish: %s\n", eb[0] ? eb : "theta does not parse");
+        ret = rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
+    } else {
+        CORE_INFO("theta version=%llu published to %s", (unsigned long long)t->version,
+                  core_config_str(cfg, "topics.calibration"));
+    }
+    cal_theta_free(t);
+    return ret;
+}
+
+/* Private mode: the ledger's unit options from release.* (the release stage's keys, so both
+ * stages name and cap the same units; docs/release.md "Composition"). */
+static void ledger_opts(const struct core_config *cfg, const char *const *devices, size_t n_dev,
+                        struct cal_ledger_opts *lo)
+{
+    int64_t period = core_config_int(cfg, "release.period_ms");
+    if (period <= 0)
+        period = core_config_int(cfg, "ingest.period_ms");
+    memset(lo, 0, sizeof(*lo));
+    lo->devices = devices;
+    lo->n_devices = n_dev;
+    lo->slot_ms = core_config_int(cfg, "release.ledger.slot_ms");
+    lo->widen_ms = core_config_int(cfg, "release.policy.time_radius") * period;
+    lo->cap.eps = core_config_double(cfg, "release.ledger.cap_eps");
+    lo->cap.delta = core_config_double(cfg, "release.ledger.cap_delta");
+    lo->cap.rho = 0.0; /* as the release stage: no mechanism here charges zCDP */
+}
+
+/* Devices: the --device flags, else calibrate.ledger.devices (borrowed strings). */
+static size_t devices_of(const struct core_config *cfg, const char **flags, size_t n_flags,
+                         const char **out)
+{
+    const json_t *v = core_config_json(cfg, "calibrate.ledger.devices");
+    size_t n = 0;
+    if (n_flags > 0) {
+        memcpy(out, flags, n_flags * sizeof(*out));
+        return n_flags;
+    }
+    for (; n < json_array_size(v) && n < CAL_LEDGER_MAX_DEVICES; n++)
+        out[n] = json_string_value(json_array_get(v, n));
+    return n;
+}
+
+static int run_private(struct core_config *cfg, const struct cal_opts *o,
+                       const struct cal_matrix *mx, const char *const *devices, size_t n_dev,
+                       const char *source, struct cal_charged *res)
+{
+    struct core_dp_ledger_opts lop = {core_config_str(cfg, "release.ledger.path"), {0, 0, 0}, 0};
+    struct core_dp_ledger *led = NULL;
+    struct cal_ledger_opts lo;
+    char eb[1024] = "";
+    core_err rc;
+
+    ledger_opts(cfg, devices, n_dev, &lo);
+    lop.cap = lo.cap;
+    rc = core_dp_ledger_open(&lop, &led, eb, sizeof(eb));
+    if (rc != CORE_OK) {
+        fprintf(stderr, "gcdp calibrate: ledger '%s': %s (%s); nothing charged, no noise "
+                        "drawn, no theta written\n",
+                lop.path, eb[0] ? eb : "cannot open", core_errname(rc));
+        return APP_EXIT_FAILURE;
+    }
+    rc = cal_calibrate_charged(led, mx, o, &lo, source, core_rng_os(), res, eb, sizeof(eb));
+    core_rng_os_wipe();
+    core_dp_ledger_free(led);
+    if (rc != CORE_OK) {
+        fprintf(stderr, "gcdp calibrate: %s\n", eb);
+        return rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
+    }
+    if (res->replayed)
+        CORE_INFO("theta version=%llu replayed from ledger %s: stored bytes, no noise drawn, "
+                  "nothing charged",
+                  (unsigned long long)res->version, lop.path);
+    if (res->replayed_other)
+        CORE_WARN("theta version=%llu: the stored theta was calibrated with another input or "
+                  "configuration (n_cal / config_version differ); republished unchanged (set "
+                  "a new calibrate.version to recalibrate, which is charged again)",
+                  (unsigned long long)res->version);
+    if (!res->replayed)
+        CORE_INFO("theta version=%llu charged eps_cal=%.17g to %zu ledger units in %zu row(s) "
+                  "of %s (release id calibrate|%llu), committed before output",
+                  (unsigned long long)res->version, res->eps_charged, res->n_units,
+                  res->n_parts, lop.path, (unsigned long long)res->version);
+    return APP_EXIT_OK;
+}
+
+static int run(struct core_config *cfg, const char *input, const char *output, int publish,
+               const char **dev_flags, size_t n_dev_flags)
 {
     struct cal_opts o;
     struct cal_matrix *mx = NULL;
     struct cal_theta *t = NULL;
-    struct cal_report rep;
-    char eb[1024] = "";
-    const char *base;
+    struct cal_charged res = {0};
+    const char *devices[CAL_LEDGER_MAX_DEVICES];
+    size_t n_dev = devices_of(cfg, dev_flags, n_dev_flags, devices);
+    char eb[1024] = "", source[CAL_MAX_NAME];
+    const char *base = strrchr(input, '/');
     core_err rc;
     int ret = APP_EXIT_FAILURE;
 
-    if (cal_opts_from_config(cfg, &o, eb, sizeof(eb)) != CORE_OK) {
+    if (cal_opts_from_config(cfg, &o, eb, sizeof(eb)) != CORE_OK ||
+        cal_opts_check(&o, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp calibrate: %s\n", eb);
         return APP_EXIT_USAGE;
     }
-    rc = cal_matrix_load(input, o.format, o.label_column, o.max_rows, &mx, eb, sizeof(eb));
+    if (o.mode == CAL_MODE_PRIVATE && n_dev == 0) {
+        fprintf(stderr, "gcdp calibrate: private mode charges eps_cal to the ledger units "
+                        "'<device>|<slot>' of the calibration rows: give the device id(s) with "
+                        "--device ID (or calibrate.ledger.devices)\n");
+        return APP_EXIT_USAGE;
+    }
+    snprintf(source, sizeof(source), "%s:%s",
+             o.format == CAL_FORMAT_OCCUPANCY ? "occupancy" : "csv", base ? base + 1 : input);
+    rc = cal_matrix_load_ts(input, o.format, o.label_column, o.ts_column[0] ? o.ts_column : NULL,
+                            o.max_rows, &mx, eb, sizeof(eb));
     if (rc != CORE_OK) {
         fprintf(stderr, "gcdp calibrate: %s\n", eb);
         goto out;
     }
-    rc = cal_calibrate(mx, &o, o.mode == CAL_MODE_PRIVATE ? core_rng_os() : NULL, &t, &rep, eb,
-                       sizeof(eb));
-    core_rng_os_wipe();
-    if (rc != CORE_OK) {
-        fprintf(stderr, "gcdp calibrate: %s\n", eb);
-        ret = rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
-        goto out;
-    }
-    base = strrchr(input, '/');
-    snprintf(t->source, sizeof(t->source), "%s:%s", o.format == CAL_FORMAT_OCCUPANCY ? "occupancy" : "csv",
-             base ? base + 1 : input);
-    /* identifiers, counts and timings only (DESIGN §7.4) */
-    CORE_INFO("theta version=%llu mode=%s nodes=%zu rows=%zu coords=%zu edges=%zu tau=%.2f "
-              "eps_cal=%.6g alg1_s=%.4f xi_s=%.4f mu_s=%.4f total_s=%.4f",
-              (unsigned long long)t->version, cal_mode_name(t->mode), t->n_nodes, mx->n, t->d,
-              t->n_edges, t->tau, cal_theta_eps_cal_total(t), rep.t_alg1, rep.t_xi, rep.t_mu,
-              rep.t_total);
-    ret = emit(t, output);
-    if (ret == APP_EXIT_OK && publish) {
-        rc = cal_theta_publish(cfg, t, 15000, eb, sizeof(eb));
+    if (o.mode == CAL_MODE_PRIVATE) {
+        if (!mx->ts) {
+            fprintf(stderr, "gcdp calibrate: private mode needs row timestamps to charge the "
+                            "ledger: %s\n",
+                    o.format == CAL_FORMAT_OCCUPANCY
+                        ? "the occupancy file has no date column"
+                        : "add a timestamp column to the CSV (calibrate.input.ts_column)");
+            ret = APP_EXIT_USAGE;
+            goto out;
+        }
+        ret = run_private(cfg, &o, mx, devices, n_dev, source, &res);
+        if (ret != APP_EXIT_OK)
+            goto out;
+    } else {
+        struct cal_report rep;
+        rc = cal_calibrate(mx, &o, NULL, &t, &rep, eb, sizeof(eb));
+        if (rc == CORE_OK) {
+            snprintf(t->source, sizeof(t->source), "%s", source);
+            rc = cal_theta_to_bytes(t, &res.bytes, &res.len, eb, sizeof(eb));
+            res.rep = rep;
+            res.version = t->version;
+        }
         if (rc != CORE_OK) {
-            fprintf(stderr, "gcdp calibrate: publish: %s\n", eb);
+            fprintf(stderr, "gcdp calibrate: %s\n", eb);
             ret = rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
-        } else {
-            CORE_INFO("theta version=%llu published to %s", (unsigned long long)t->version,
-                      core_config_str(cfg, "topics.calibration"));
+            goto out;
         }
     }
+    /* identifiers, counts and timings only (DESIGN §7.4) */
+    CORE_INFO("theta version=%llu mode=%s rows=%zu edges=%zu alg1_s=%.4f xi_s=%.4f mu_s=%.4f "
+              "total_s=%.4f%s",
+              (unsigned long long)res.version, cal_mode_name(o.mode), mx->n, res.rep.n_edges,
+              res.rep.t_alg1, res.rep.t_xi, res.rep.t_mu, res.rep.t_total,
+              res.replayed ? " (replayed)" : "");
+    ret = emit(res.bytes, res.len, output);
+    if (ret == APP_EXIT_OK && publish)
+        ret = publish_bytes(cfg, res.bytes, res.len);
 out:
+    cal_charged_cleanup(&res);
     cal_theta_free(t);
     cal_matrix_free(mx);
     return ret;
@@ -150,11 +288,14 @@ int cmd_calibrate(int argc, char **argv)
         {"input", required_argument, NULL, 'i'}, {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'}, {"mode", required_argument, NULL, 'm'},
         {"check", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
-        {"publish", no_argument, NULL, 'p'},
+        {"publish", no_argument, NULL, 'p'}, {"device", required_argument, NULL, 'd'},
+        {"ledger", required_argument, NULL, 'l'},
         {NULL, 0, NULL, 0},
     };
     struct core_config *cfg = NULL;
     const char *input = NULL, *output = NULL, *check = NULL;
+    const char *dev[CAL_LEDGER_MAX_DEVICES];
+    size_t n_dev = 0;
     char eb[512] = "";
     int c, ret, publish = 0;
 
@@ -174,6 +315,19 @@ int cmd_calibrate(int argc, char **argv)
         case 'o': output = optarg; break;
         case 'c': check = optarg; break;
         case 'p': publish = 1; break;
+        case 'd':
+            if (n_dev == CAL_LEDGER_MAX_DEVICES || !optarg[0] ||
+                strlen(optarg) > CAL_LEDGER_MAX_DEVICE) {
+                fprintf(stderr, "gcdp calibrate: --device: at most %u ids of 1..%u bytes\n",
+                        CAL_LEDGER_MAX_DEVICES, CAL_LEDGER_MAX_DEVICE);
+                core_config_free(cfg);
+                return APP_EXIT_USAGE;
+            }
+            dev[n_dev++] = optarg;
+            break;
+        case 'l':
+            rc = core_config_set(cfg, "release.ledger.path", optarg, "flag", eb, sizeof(eb));
+            break;
         case 'f':
             rc = core_config_set(cfg, "calibrate.input.format", optarg, "flag", eb, sizeof(eb));
             break;
@@ -202,7 +356,7 @@ int cmd_calibrate(int argc, char **argv)
         core_config_free(cfg);
         return APP_EXIT_USAGE;
     }
-    ret = check ? check_file(check) : run(cfg, input, output, publish);
+    ret = check ? check_file(check) : run(cfg, input, output, publish, dev, n_dev);
     core_config_free(cfg);
     return ret;
 }

@@ -87,11 +87,18 @@ struct overrides {
         threads;
 };
 
+/* Integer options: values above 1e9 become 1e9 (then rejected by the option checks with a
+ * message) instead of an out-of-range conversion. */
+static size_t to_size(double x)
+{
+    return (size_t)(x > 1e9 ? 1e9 : x);
+}
+
 static void apply_overrides(struct lrn_runner_opts *o, const struct overrides *v)
 {
     if (!isnan(v->rounds)) {
-        o->admm.max_rounds = (size_t)v->rounds;
-        o->dppgcd.rounds = (size_t)v->rounds;
+        o->admm.max_rounds = to_size(v->rounds);
+        o->dppgcd.rounds = to_size(v->rounds);
     }
     if (!isnan(v->rho1))
         o->admm.rho1 = v->rho1;
@@ -102,7 +109,7 @@ static void apply_overrides(struct lrn_runner_opts *o, const struct overrides *v
     if (!isnan(v->gamma))
         o->pgcd.gamma = o->dppgcd.gamma = v->gamma;
     if (!isnan(v->steps))
-        o->pgcd.max_steps = o->dppgcd.steps = (size_t)v->steps;
+        o->pgcd.max_steps = o->dppgcd.steps = to_size(v->steps);
     if (!isnan(v->thr))
         o->admm.w_threshold = o->notears.w_threshold = v->thr;
     if (!isnan(v->eps))
@@ -114,7 +121,7 @@ static void apply_overrides(struct lrn_runner_opts *o, const struct overrides *v
     if (!isnan(v->covb))
         o->cov_bound = v->covb;
     if (!isnan(v->siters))
-        o->admm.lbfgs_max_iter = (size_t)v->siters;
+        o->admm.lbfgs_max_iter = to_size(v->siters);
     if (!isnan(v->ptol))
         o->pgcd.tol = v->ptol;
 }

@@ -33,6 +33,7 @@
 
 #define BROKER_START_MS 30000
 #define CATCH_UP_MS     10000
+#define FORCE_MS        5000
 
 struct run_opts {
     double duration_s;
@@ -46,7 +47,8 @@ struct run_opts {
 struct run_ctx {
     uv_loop_t loop;
     uv_signal_t sigint, sigterm;
-    uv_timer_t progress, duration, poll;
+    uv_timer_t progress, duration, poll, force;
+    bool forced; /* the second-signal deadline passed: skip the orderly cleanup */
     struct core_config *cfg;
     struct core_metrics *metrics;
     struct run_opts o;
@@ -115,7 +117,7 @@ static void sim_stop(struct run_ctx *c)
 
 static bool sim_is_done(struct run_ctx *c)
 {
-    return atomic_load(&c->sim_done);
+    return !c->sim_started || atomic_load(&c->sim_done);
 }
 
 static void ingest_on_done(void *arg, core_err status)
@@ -275,6 +277,7 @@ static void close_all(struct run_ctx *c)
     uv_close((uv_handle_t *)&c->progress, NULL);
     uv_close((uv_handle_t *)&c->duration, NULL);
     uv_close((uv_handle_t *)&c->poll, NULL);
+    uv_close((uv_handle_t *)&c->force, NULL);
 }
 
 /* Every 50 ms: advance the stage-by-stage shutdown; notice a stage that died. */
@@ -317,11 +320,22 @@ static void on_duration(uv_timer_t *t)
     begin_shutdown(t->data, "duration reached");
 }
 
+static void on_force(uv_timer_t *t)
+{
+    struct run_ctx *c = t->data;
+    CORE_ERROR("stages did not stop within %d ms of the second signal: giving up", FORCE_MS);
+    c->forced = true;
+    c->exit_code = APP_EXIT_FAILURE;
+    uv_stop(&c->loop);
+}
+
 static void on_signal(uv_signal_t *h, int sig)
 {
     struct run_ctx *c = h->data;
     if (++c->signals > 1) {
         CORE_WARN("second signal %d: stopping every stage now", sig);
+        if (c->signals == 2)
+            uv_timer_start(&c->force, on_force, FORCE_MS, 0);
         for (size_t i = 0; i < NSTAGES; i++)
             stages[i].stop(c);
         begin_shutdown(c, "second signal");
@@ -355,7 +369,8 @@ static void usage(FILE *f)
             "  --help              this text\n\n"
             "metrics: --set metrics.port=P serves /metrics and /healthz for the ingest stage.\n"
             "Ctrl-C (or SIGTERM) stops gracefully: the simulator flushes, ingest drains and\n"
-            "commits, the broker stops last; a second Ctrl-C skips the waiting.\n"
+            "commits, the broker stops last; a second Ctrl-C skips the waiting (and if the\n"
+            "stages still have not stopped 5 s later, gcdp run gives up and exits 1).\n"
             "Exit status: 0 ok, 1 a stage failed or an offset gap was detected, 2 usage.\n\n%s",
             app_common_help);
 }
@@ -526,7 +541,9 @@ int cmd_run(int argc, char **argv)
     uv_timer_init(&c->loop, &c->progress);
     uv_timer_init(&c->loop, &c->duration);
     uv_timer_init(&c->loop, &c->poll);
+    uv_timer_init(&c->loop, &c->force);
     c->sigint.data = c->sigterm.data = c->progress.data = c->duration.data = c->poll.data = c;
+    c->force.data = c;
     uv_signal_start(&c->sigint, on_signal, SIGINT);
     uv_signal_start(&c->sigterm, on_signal, SIGTERM);
     if (start_everything(c, eb, sizeof(eb)) != CORE_OK) {
@@ -541,6 +558,11 @@ int cmd_run(int argc, char **argv)
     if (c->o.duration_s > 0)
         uv_timer_start(&c->duration, on_duration, (uint64_t)(c->o.duration_s * 1000), 0);
     uv_run(&c->loop, UV_RUN_DEFAULT);
+    if (c->forced) { /* stuck stage: stop the broker, leave the rest to process exit */
+        broker_stop(c);
+        fprintf(stderr, "gcdp run: forced stop\n");
+        return APP_EXIT_FAILURE;
+    }
     if (c->sim_started)
         uv_thread_join(&c->sim_thread);
     print_summary(c);

@@ -553,9 +553,9 @@ void core_kconsumer_free(struct core_kconsumer *c)
         rd_kafka_topic_partition_list_destroy(c->assigned);
     c->assigned = NULL;
     if (c->rk) {
-        if (!c->closed)
-            rd_kafka_consumer_close(c->rk); /* blocking fallback: owner skipped the close */
-        rd_kafka_destroy(c->rk);
+        /* Not closed (never joined, or the close did not finish): do not block in an
+         * implicit close; uncommitted offsets are re-read by the next owner. */
+        rd_kafka_destroy_flags(c->rk, c->closed ? 0 : RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
         c->rk = NULL;
     }
     bridge_release(&c->br, consumer_release);

@@ -513,10 +513,10 @@ Test(dp_ledger, row_text_matches_jansson_serialisation)
     const char *ids[4] = {"plain", "q\"uo\\te", "tab\there/\xc3\xa9", "ctl\x01x"};
     const char *units[4][2] = {{"u1", "u0"}, {"d\"1|0", "d\"1|1"}, {"\xe2\x82\xac", "a"},
                                {"x\ny", "z"}};
-    const char *params[4] = {"{\"k\":-40,\"x\":[1.5,0.1]}", NULL, "{\"k\":-40,\"x\":[1.5,0.1]}",
+    const char *params[4] = {"{\"k\":-40,\"x\":[1.5,0.1]}", "{\"k\":-40,\"x\":[1.5,0.1]}", NULL,
                              "{\"a\":{\"b\":\"c\\u00e9\"},\"e\":1e-300}"};
-    const struct core_dp_cost costs[4] = {{0.1, 0, 0}, {0.1, 0, 0}, {0.30000000000000004, 0.5, 1e-7},
-                                          {1.0 / 3.0, 0, 0}};
+    const struct core_dp_cost costs[4] = {{0.1, 0, 0}, {0.30000000000000004, 0.5, 1e-7},
+                                          {0.1, 0, 0}, {1.0 / 3.0, 0, 0}};
     const uint8_t out[3] = {1, 2, 3};
 
     for (int i = 0; i < 4; i++) {

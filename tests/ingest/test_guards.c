@@ -112,6 +112,84 @@ Test(guards, jump_boundary_is_inclusive)
     ing_engine_free(e);
 }
 
+/* Replaying two disjoint periods of one device back to back (e.g. the UCI files
+ * datatraining.txt then datatest2.txt, 29 hours apart): jump_confirm (3) consecutive
+ * readings agreeing on the new time restart the device's stream; the first two are
+ * dead-lettered ts_jump, the old windows are emitted, nothing becomes late. */
+Test(guards, consistent_jump_restarts_the_stream_after_jump_confirm_readings)
+{
+    struct ing_params p;
+    struct ing_engine *e;
+    struct ing_counters k;
+    struct coll c;
+    struct ing_sink s = coll_sink(&c);
+    long long off = 0;
+
+    ing_params_default(&p);
+    cr_assert_eq(p.jump_confirm, 3);
+    e = mk_engine(&p);
+    stream(e, &s, 0, 20, &off, 0); /* T0 .. T0+19 min */
+    cr_assert_eq(json_array_size(c.windows), 1, "[T0, T0+15) closed by the watermark");
+    cr_assert_eq(push_t(e, &s, "m1", T0 + 2 * DAY, 20, off++), ING_R_TS_JUMP);
+    cr_assert_eq(push_t(e, &s, "m1", T0 + 2 * DAY + T_MIN, 20, off++), ING_R_TS_JUMP);
+    cr_assert_eq(json_array_size(c.windows), 1);
+    cr_assert_eq(push_t(e, &s, "m1", T0 + 2 * DAY + 2 * T_MIN, 20, off++), ING_R_NONE,
+                 "the third agreeing reading restarts the stream");
+    cr_assert_eq(json_array_size(c.windows), 2, "the open window [T0+15, T0+30) was closed");
+    cr_assert_eq(jint(win_at(&c, 1), "window_start"), T0 + 15 * T_MIN);
+    for (int i = 3; i < 30; i++)
+        cr_assert_eq(push_t(e, &s, "m1", T0 + 2 * DAY + i * T_MIN, 20, off++), ING_R_NONE);
+    /* The old period's reading is now far behind: late, as for any closed window. */
+    cr_assert_eq(push_t(e, &s, "m1", T0 + 20 * T_MIN, 20, off++), ING_R_LATE);
+    ing_engine_counters(e, &k);
+    cr_assert_eq(k.jump_restarts, 1);
+    cr_assert_eq(k.rejected_by_reason[ING_R_TS_JUMP], 2);
+    cr_assert_eq(k.accepted, 20 + 28);
+    cr_assert_eq(k.late, 1);
+    coll_free(&c);
+    ing_engine_free(e);
+}
+
+/* Jumps that disagree with each other (random wrong clocks) never restart the stream, and
+ * a normal reading in between resets the count; jump_confirm = 0 never restarts. */
+Test(guards, disagreeing_or_interrupted_jumps_never_restart)
+{
+    struct ing_params p;
+    struct ing_engine *e;
+    struct ing_counters k;
+    struct coll c;
+    struct ing_sink s = coll_sink(&c);
+    long long off = 0;
+
+    ing_params_default(&p);
+    e = mk_engine(&p);
+    stream(e, &s, 0, 5, &off, 0);
+    cr_assert_eq(push_t(e, &s, "m1", T0 + 2 * DAY, 20, off++), ING_R_TS_JUMP);
+    cr_assert_eq(push_t(e, &s, "m1", T0 + 10 * DAY, 20, off++), ING_R_TS_JUMP);
+    cr_assert_eq(push_t(e, &s, "m1", T0 + 20 * DAY, 20, off++), ING_R_TS_JUMP);
+    cr_assert_eq(push_t(e, &s, "m1", T0 + 2 * DAY, 20, off++), ING_R_TS_JUMP);
+    cr_assert_eq(push_t(e, &s, "m1", T0 + 2 * DAY + T_MIN, 20, off++), ING_R_TS_JUMP);
+    stream(e, &s, 5, 6, &off, 0); /* a normal reading: the run starts over */
+    cr_assert_eq(push_t(e, &s, "m1", T0 + 2 * DAY + 2 * T_MIN, 20, off++), ING_R_TS_JUMP);
+    ing_engine_counters(e, &k);
+    cr_assert_eq(k.jump_restarts, 0);
+    cr_assert_eq(k.rejected_by_reason[ING_R_TS_JUMP], 6);
+    coll_free(&c);
+    ing_engine_free(e);
+
+    s = coll_sink(&c);
+    p.jump_confirm = 0;
+    e = mk_engine(&p);
+    off = 0;
+    stream(e, &s, 0, 5, &off, 0);
+    for (int i = 0; i < 50; i++)
+        cr_assert_eq(push_t(e, &s, "m1", T0 + 2 * DAY + i * T_MIN, 20, off++), ING_R_TS_JUMP);
+    ing_engine_counters(e, &k);
+    cr_assert_eq(k.jump_restarts, 0);
+    coll_free(&c);
+    ing_engine_free(e);
+}
+
 /* The jump guard only protects a device with buffered readings: a device resuming after
  * its windows were closed (idle timeout, flush) starts afresh, whatever the gap. */
 Test(guards, device_resuming_after_idle_close_is_not_a_jump)
@@ -214,6 +292,9 @@ Test(guards, config_keys_are_read_and_checked)
     cr_assert_eq(ing_params_from_config(cfg, &p, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert_eq(p.max_jump_ms, DAY);
     cr_assert_eq(p.max_future_ms, 0);
+    cr_assert_eq(p.jump_confirm, 3);
+    cr_assert_eq(core_config_set(cfg, "ingest.jump_confirm", "5", "flag", eb, sizeof(eb)), CORE_OK,
+                 "%s", eb);
     cr_assert_eq(core_config_set(cfg, "ingest.max_future_ms", "300000", "flag", eb, sizeof(eb)),
                  CORE_OK, "%s", eb);
     cr_assert_eq(core_config_set(cfg, "ingest.max_jump_ms", "0", "flag", eb, sizeof(eb)), CORE_OK,
@@ -221,6 +302,11 @@ Test(guards, config_keys_are_read_and_checked)
     cr_assert_eq(ing_params_from_config(cfg, &p, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert_eq(p.max_future_ms, 300000);
     cr_assert_eq(p.max_jump_ms, 0);
+    cr_assert_eq(p.jump_confirm, 5);
+    eb[0] = '\0';
+    cr_assert_eq(core_config_set(cfg, "ingest.jump_confirm", "-1", "flag", eb, sizeof(eb)),
+                 CORE_ECONFIG);
+    cr_assert_not_null(strstr(eb, "ingest.jump_confirm"), "%s", eb);
     /* Below one period every reading would jump: refused, naming the key. */
     cr_assert_eq(core_config_set(cfg, "ingest.max_jump_ms", "30000", "flag", eb, sizeof(eb)),
                  CORE_OK, "%s", eb);

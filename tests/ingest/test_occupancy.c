@@ -249,3 +249,46 @@ Test(occupancy, gapped_hopping_stream_matches_offline_computation, .timeout = 60
     coll_free(&c);
     ing_engine_free(e);
 }
+
+/* Replay of two UCI files back to back for one device (datatraining.txt ends 2015-02-10
+ * 09:33, datatest2.txt starts 2015-02-11 14:48: a 29-hour jump > ingest.max_jump_ms) with
+ * the default configuration: the first jump_confirm - 1 = 2 rows of the second file are
+ * dead-lettered ts_jump, then the stream restarts; nothing is late. */
+Test(occupancy, back_to_back_files_restart_after_the_jump, .timeout = 60)
+{
+    static struct row rows[2][MAX_ROWS];
+    size_t n[2];
+    char path[1024], buf[512];
+    struct ing_params p;
+    struct ing_engine *e;
+    struct ing_counters k;
+    struct coll c;
+    struct ing_sink s = coll_sink(&c);
+    long long off = 0;
+
+    snprintf(path, sizeof(path), "%s/occupancy/datatraining.txt", GCDP_DATA_DIR);
+    n[0] = read_csv(path, rows[0]);
+    snprintf(path, sizeof(path), "%s/occupancy/datatest2.txt", GCDP_DATA_DIR);
+    n[1] = read_csv(path, rows[1]);
+    cr_assert_eq(n[0], 8143);
+    cr_assert_eq(n[1], 9752);
+    ing_params_default(&p);
+    e = mk_engine(&p);
+    for (int f = 0; f < 2; f++)
+        for (size_t i = 0; i < n[f]; i++) {
+            int len = reading_json(&rows[f][i], false, buf, sizeof(buf));
+            enum ing_reason why = push_raw(e, &s, buf, (size_t)len, "occupancy", 0, off++, 0);
+            if (f == 1 && i < 2)
+                cr_assert_eq(why, ING_R_TS_JUMP, "row %zu of datatest2.txt", i);
+            else
+                cr_assert_eq(why, ING_R_NONE, "file %d row %zu", f, i);
+        }
+    ing_engine_flush(e, &s);
+    ing_engine_counters(e, &k);
+    cr_assert_eq(k.jump_restarts, 1);
+    cr_assert_eq(k.rejected, 2);
+    cr_assert_eq(k.late, 0);
+    cr_assert_eq(k.accepted, 8143 + 9752 - 2);
+    coll_free(&c);
+    ing_engine_free(e);
+}

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <math.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -62,14 +64,20 @@ Test(calibrate_cli, private_mode_records_budget)
     snprintf(out, sizeof(out), "%s/theta.json", dir);
     snprintf(cmd, sizeof(cmd),
              "%s calibrate -i %s -f occupancy -o %s --mode private --set calibrate.eps_G=1 "
-             "--set calibrate.eps_xi=0.5 --log-level warn",
-             GCDP_BIN, OCC, out);
+             "--set calibrate.eps_xi=0.5 --device occupancy --ledger %s/ledger.jsonl "
+             "--log-level warn",
+             GCDP_BIN, OCC, out, dir);
     cr_assert_eq(sh(dir, cmd, &err), 0, "stderr: %s", err);
     free(err);
     cr_assert_eq(cal_theta_load_file(out, &t, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert_eq(t->mode, CAL_MODE_PRIVATE);
     cr_assert_float_eq(cal_theta_eps_cal_total(t), 1.5, 1e-15);
     cal_theta_free(t);
+    /* the 8143 rows (one a minute, some minutes twice or skipped) -> 6514 charged units */
+    snprintf(cmd, sizeof(cmd), "%s ledger --ledger %s/ledger.jsonl >/dev/null", GCDP_BIN, dir);
+    cr_assert_eq(sh(dir, cmd, &err), 0, "stderr: %s", err);
+    cr_assert(strstr(err, "6514 units, max per unit eps=1.5 "), "%s", err);
+    free(err);
     ts_rmtree(dir);
     free(dir);
 }
@@ -142,6 +150,226 @@ Test(calibrate_cli, reads_the_matrix_from_a_stream)
     cr_assert_eq(cal_theta_load_file(out, &t, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert_eq(t->n_cal, 300, "header + 300 rows from the pipe");
     cal_theta_free(t);
+    ts_rmtree(dir);
+    free(dir);
+}
+
+/* ------------------------------------------------------------------ ledger (private mode) */
+
+static const char *WINDOWS =
+    "{\"schema\":\"gcdp.window/1\",\"id\":\"room1|0|c\",\"device\":\"room1\","
+    "\"window_start\":0,\"window_end\":900000,\"n\":15,\"n_slots\":15,"
+    "\"nodes\":{\"temperature\":0.53,\"humidity\":0.41,\"co2\":0.33},"
+    "\"n_node\":{\"temperature\":15,\"humidity\":15,\"co2\":15}}\n"
+    "{\"schema\":\"gcdp.window/1\",\"id\":\"room1|900000|c\",\"device\":\"room1\","
+    "\"window_start\":900000,\"window_end\":1800000,\"n\":14,\"n_slots\":15,"
+    "\"nodes\":{\"temperature\":0.55,\"humidity\":0.40,\"co2\":0.35},"
+    "\"n_node\":{\"temperature\":14,\"humidity\":14,\"co2\":14}}\n";
+
+/* 60 calibration rows, one a minute from t = 0 (units room1|0 .. room1|59), and the two
+ * release windows above (minutes 0..29). */
+static void ledger_fixture(const char *dir, int with_ts)
+{
+    char p[600], *text = malloc(60 * 96 + 64);
+    size_t off = (size_t)sprintf(text, "%stemperature,humidity,co2\n", with_ts ? "ts," : "");
+    for (int r = 0; r < 60; r++) {
+        double u = r;
+        if (with_ts)
+            off += (size_t)sprintf(text + off, "%d,", r * 60000);
+        off += (size_t)sprintf(text + off, "%.6f,%.6f,%.6f\n", 0.5 + 0.4 * sin(0.1 * u),
+                               0.5 + 0.3 * sin(0.1 * u + 0.3) + 0.05 * cos(1.7 * u),
+                               0.5 + 0.4 * cos(0.37 * u));
+    }
+    snprintf(p, sizeof(p), "%s/cal.csv", dir);
+    ts_write_file(p, text);
+    snprintf(p, sizeof(p), "%s/windows.jsonl", dir);
+    ts_write_file(p, WINDOWS);
+    free(text);
+}
+
+static int exists(const char *dir, const char *name)
+{
+    char p[600];
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    return access(p, F_OK) == 0;
+}
+
+#define PRIV "--mode private --set calibrate.eps_G=1 --set calibrate.eps_xi=0.5 --log-level warn"
+
+Test(calibrate_cli, private_calibration_and_release_compose_in_the_ledger, .timeout = 120)
+{
+    char *dir = ts_tmpdir(), cmd[4096], p[600], *err = NULL, *out, *line, *a, *b;
+    int units = 0;
+    size_t la = 0, lb = 0, l1 = 0, l2 = 0;
+    ledger_fixture(dir, 1);
+    snprintf(cmd, sizeof(cmd),
+             "cd %s && %s calibrate -i cal.csv --device room1 --ledger led.jsonl "
+             "--set calibrate.version=5 -o theta.json " PRIV,
+             dir, GCDP_BIN);
+    cr_assert_eq(sh(dir, cmd, &err), 0, "stderr: %s", err);
+    free(err);
+    snprintf(cmd, sizeof(cmd),
+             "cd %s && %s release --theta theta.json --input windows.jsonl --ledger led.jsonl "
+             "--output rel.jsonl --log-level warn",
+             dir, GCDP_BIN);
+    cr_assert_eq(sh(dir, cmd, &err), 0, "stderr: %s", err);
+    free(err);
+    snprintf(cmd, sizeof(cmd), "cd %s && %s ledger --ledger led.jsonl --json --unit room1 >units",
+             dir, GCDP_BIN);
+    cr_assert_eq(sh(dir, cmd, &err), 0, "stderr: %s", err);
+    free(err);
+    snprintf(p, sizeof(p), "%s/units", dir);
+    out = ts_read_file(p, NULL);
+    for (line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        json_t *u = json_loads(line, 0, NULL);
+        const char *name = json_string_value(json_object_get(u, "unit"));
+        int slot = atoi(strchr(name, '|') + 1);
+        double eps = json_number_value(json_object_get(u, "eps"));
+        json_int_t rel = json_integer_value(json_object_get(u, "releases"));
+        cr_assert(slot >= 0 && slot < 60, "%s", name);
+        /* ε_cal = 1.5 on every calibration minute, + ε_rel = 1 on the released minutes */
+        cr_assert_float_eq(eps, slot < 30 ? 2.5 : 1.5, 1e-12, "%s: eps %.17g", name, eps);
+        cr_assert_eq(rel, slot < 30 ? 2 : 1, "%s", name);
+        units++;
+        json_decref(u);
+    }
+    free(out);
+    cr_assert_eq(units, 60);
+    /* the same calibrate.version again: the stored bytes, no new charge */
+    snprintf(p, sizeof(p), "%s/led.jsonl", dir);
+    free(ts_read_file(p, &l1));
+    snprintf(cmd, sizeof(cmd),
+             "cd %s && %s calibrate -i cal.csv --device room1 --ledger led.jsonl "
+             "--set calibrate.version=5 -o theta2.json " PRIV,
+             dir, GCDP_BIN);
+    cr_assert_eq(sh(dir, cmd, &err), 0, "stderr: %s", err);
+    free(err);
+    free(ts_read_file(p, &l2));
+    cr_assert_eq(l1, l2, "nothing appended to the ledger by the replay");
+    snprintf(p, sizeof(p), "%s/theta.json", dir);
+    a = ts_read_file(p, &la);
+    snprintf(p, sizeof(p), "%s/theta2.json", dir);
+    b = ts_read_file(p, &lb);
+    cr_assert(la == lb && memcmp(a, b, la) == 0, "replayed theta is byte-identical");
+    free(a);
+    free(b);
+    ts_rmtree(dir);
+    free(dir);
+}
+
+Test(calibrate_cli, lifetime_cap_bounds_calibration_plus_release, .timeout = 120)
+{
+    char *dir = ts_tmpdir(), cmd[4096], *err = NULL;
+    ledger_fixture(dir, 1);
+    /* release first: 1 on minutes 0..29 */
+    snprintf(cmd, sizeof(cmd),
+             "cd %s && %s release --theta %s --input windows.jsonl --ledger led.jsonl "
+             "--output rel.jsonl --set release.ledger.cap_eps=2 --log-level warn",
+             dir, GCDP_BIN, "theta0.json");
+    {
+        /* a public θ with the window's nodes for the first release */
+        char c2[4096];
+        snprintf(c2, sizeof(c2), "cd %s && %s calibrate -i cal.csv -o theta0.json --log-level warn",
+                 dir, GCDP_BIN);
+        cr_assert_eq(sh(dir, c2, &err), 0, "stderr: %s", err);
+        free(err);
+        cr_assert(!exists(dir, "led.jsonl"), "public mode opens no ledger");
+    }
+    cr_assert_eq(sh(dir, cmd, &err), 0, "stderr: %s", err);
+    free(err);
+    /* eps_cal = 1.5 would take minute 0 to 2.5 > 2: refused, no theta */
+    snprintf(cmd, sizeof(cmd),
+             "cd %s && %s calibrate -i cal.csv --device room1 --ledger led.jsonl "
+             "--set release.ledger.cap_eps=2 -o theta.json " PRIV,
+             dir, GCDP_BIN);
+    cr_assert_eq(sh(dir, cmd, &err), 1);
+    cr_assert(strstr(err, "privacy budget: unit 'room1|0' has spent eps=1 ") &&
+                  strstr(err, "eps_cal=1.5") && strstr(err, "cap eps=2") &&
+                  strstr(err, "no theta written"),
+              "%s", err);
+    free(err);
+    cr_assert(!exists(dir, "theta.json"), "refused: no theta");
+    /* eps_cal = 0.5 + 0.5 fits exactly (1 + 1 <= 2) */
+    snprintf(cmd, sizeof(cmd),
+             "cd %s && %s calibrate -i cal.csv --device room1 --ledger led.jsonl "
+             "--set release.ledger.cap_eps=2 -o theta.json " PRIV " --set calibrate.eps_G=0.5",
+             dir, GCDP_BIN);
+    cr_assert_eq(sh(dir, cmd, &err), 0, "stderr: %s", err);
+    free(err);
+    /* minute 0 is now at the cap: a new release over it is refused */
+    snprintf(cmd, sizeof(cmd),
+             "cd %s && sed 's/|c\"/|d\"/' windows.jsonl > w2.jsonl && %s release --theta "
+             "theta.json --input w2.jsonl --ledger led.jsonl --output rel2.jsonl "
+             "--set release.ledger.cap_eps=2 --log-level warn",
+             dir, GCDP_BIN);
+    cr_assert_eq(sh(dir, cmd, &err), 1);
+    cr_assert(strstr(err, "privacy budget: unit 'room1|0'") && strstr(err, "cap eps=2"), "%s",
+              err);
+    free(err);
+    ts_rmtree(dir);
+    free(dir);
+}
+
+Test(calibrate_cli, private_mode_refuses_without_units_or_ledger, .timeout = 120)
+{
+    char *dir = ts_tmpdir(), cmd[4096], *err = NULL, *led;
+    size_t n = 0;
+    ledger_fixture(dir, 1);
+    snprintf(cmd, sizeof(cmd), "cd %s && %s calibrate -i cal.csv --ledger led.jsonl " PRIV,
+             dir, GCDP_BIN);
+    cr_assert_eq(sh(dir, cmd, &err), 2, "no device id");
+    cr_assert(strstr(err, "--device"), "%s", err);
+    free(err);
+    /* an unusable ledger: nothing drawn, no theta */
+    snprintf(cmd, sizeof(cmd),
+             "cd %s && %s calibrate -i cal.csv --device room1 --ledger nodir/led.jsonl "
+             "-o theta.json " PRIV,
+             dir, GCDP_BIN);
+    cr_assert_eq(sh(dir, cmd, &err), 1);
+    cr_assert(strstr(err, "ledger 'nodir/led.jsonl'") && strstr(err, "no theta written"), "%s",
+              err);
+    free(err);
+    cr_assert(!exists(dir, "theta.json"));
+    /* cap 0: refused before any noise, the ledger holds no row */
+    snprintf(cmd, sizeof(cmd),
+             "cd %s && %s calibrate -i cal.csv --device room1 --ledger led.jsonl "
+             "--set release.ledger.cap_eps=0 -o theta.json " PRIV,
+             dir, GCDP_BIN);
+    cr_assert_eq(sh(dir, cmd, &err), 1);
+    cr_assert(strstr(err, "unit 'room1|0'") && strstr(err, "cap eps=0"), "%s", err);
+    free(err);
+    cr_assert(!exists(dir, "theta.json"));
+    led = ts_read_file((snprintf(cmd, sizeof(cmd), "%s/led.jsonl", dir), cmd), &n);
+    cr_assert(led && strcmp(led, "{\"gcdp_ledger\":1}\n") == 0, "header only: %s", led);
+    free(led);
+    /* a CSV without timestamps cannot be charged */
+    ledger_fixture(dir, 0);
+    snprintf(cmd, sizeof(cmd),
+             "cd %s && %s calibrate -i cal.csv --device room1 --ledger led.jsonl " PRIV, dir,
+             GCDP_BIN);
+    cr_assert_eq(sh(dir, cmd, &err), 2);
+    cr_assert(strstr(err, "timestamp") && strstr(err, "calibrate.input.ts_column"), "%s", err);
+    free(err);
+    ts_rmtree(dir);
+    free(dir);
+}
+
+/* release.policy.time_radius h widens each row by h periods, as release widens windows. */
+Test(calibrate_cli, time_radius_widens_the_charged_units, .timeout = 120)
+{
+    char *dir = ts_tmpdir(), cmd[4096], *err = NULL;
+    ledger_fixture(dir, 1);
+    snprintf(cmd, sizeof(cmd),
+             "cd %s && %s calibrate -i cal.csv --device room1 --ledger led.jsonl "
+             "--set release.policy.time_radius=2 --set release.period_ms=60000 "
+             "-o theta.json " PRIV " && %s ledger --ledger led.jsonl --unit 'room1|-2' "
+             "--json 2>/dev/null | grep -q '\"eps\":1.5' && "
+             "%s ledger --ledger led.jsonl >/dev/null",
+             dir, GCDP_BIN, GCDP_BIN, GCDP_BIN);
+    cr_assert_eq(sh(dir, cmd, &err), 0, "stderr: %s", err);
+    /* minutes 0..59 widened by 2 minutes: slots -2..61 */
+    cr_assert(strstr(err, "1 releases, 64 units, max per unit eps=1.5 "), "%s", err);
+    free(err);
     ts_rmtree(dir);
     free(dir);
 }

@@ -838,3 +838,93 @@ Test(rel_audit, gauss_release_passes_t4_and_eighth_sigma_control_fails, .timeout
     ts_rng_free(rng);
     cal_theta_free(t);
 }
+
+/* Emit callback: checks that the record has d_expect values named c0..c<d-1>, in order. */
+static size_t d_expect;
+static core_err check_record(void *arg, const char *bytes, size_t len, bool replayed)
+{
+    char name[32];
+    const char *key;
+    json_t *v, *rec = json_loadb(bytes, len, 0, NULL);
+    size_t i = 0;
+    int ok = rec != NULL && !replayed;
+    json_t *vals = json_object_get(rec, "values");
+    ok = ok && json_object_size(vals) == d_expect;
+    json_object_foreach(vals, key, v) {
+        snprintf(name, sizeof(name), "c%zu", i++);
+        ok = ok && strcmp(key, name) == 0 && json_is_number(v);
+    }
+    json_decref(rec);
+    *(int *)arg += ok ? 1 : 1000;
+    return CORE_OK;
+}
+
+/* The persistent noise workers across many windows and partial batches: 3 threads,
+ * d = 800, 11 windows, batch 4; every record complete (d values, in order), and a fork
+ * child that inherits the releaser (without its worker threads) still releases a window
+ * by itself instead of waiting for workers that do not exist in it. */
+Test(rel_release, persistent_workers_over_many_windows_and_after_fork)
+{
+    struct cal_theta *t = NULL;
+    struct rel_opts o = make_opts("gcdp");
+    struct rel_plan *p = NULL;
+    struct core_dp_ledger *l = NULL;
+    struct rel_releaser *r = NULL;
+    struct rel_window w;
+    int good = 0;
+    char eb[512] = "", name[32], *dir = ts_tmpdir(), path[600];
+    const size_t d = 800;
+
+    d_expect = d;
+
+    cr_assert_eq(cal_theta_new(d, d, &t), CORE_OK);
+    for (size_t m = 0; m < d; m++) {
+        snprintf(name, sizeof(name), "c%zu", m);
+        cr_assert_eq(cal_theta_set_node(t, m, name), CORE_OK);
+        t->mu[m] = 0.5;
+    }
+    cr_assert_eq(cal_theta_set_identity_coords(t), CORE_OK);
+    cr_assert_eq(rel_plan_new(t, &o, &p, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    snprintf(path, sizeof(path), "%s/l.jsonl", dir);
+    struct core_dp_ledger_opts lo = {path, p->opts.cap, 0};
+    cr_assert_eq(core_dp_ledger_open(&lo, &l, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(rel_releaser_new(p, l, core_rng_os(), 4, 3, &r), CORE_OK);
+    rel_window_init(&w, p);
+    snprintf(w.device, sizeof(w.device), "dev7");
+    for (size_t m = 0; m < d; m++) {
+        w.x[m] = (double)m / (double)d;
+        w.n[m] = 30;
+    }
+    for (int i = 0; i < 11; i++) {
+        snprintf(w.id, sizeof(w.id), "win%d", i);
+        w.start = 60000 * (int64_t)i;
+        w.end = w.start + 60000;
+        cr_assert_eq(rel_releaser_push(r, &w, check_record, &good, eb, sizeof(eb)), CORE_OK,
+                     "%s", eb);
+    }
+    cr_assert_eq(rel_releaser_flush(r, check_record, &good, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(good, 11, "11 complete, ordered records (got score %d)", good);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        int g2 = 0;
+        char e2[512] = "";
+        snprintf(w.id, sizeof(w.id), "child");
+        w.start = 60000 * 20;
+        w.end = w.start + 60000;
+        core_err rc = rel_releaser_push(r, &w, check_record, &g2, e2, sizeof(e2));
+        if (rc == CORE_OK)
+            rc = rel_releaser_flush(r, check_record, &g2, e2, sizeof(e2));
+        _exit(rc == CORE_OK && g2 == 1 ? 0 : 3);
+    }
+    int st = 0;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the fork child released by itself");
+    rel_window_cleanup(&w);
+    rel_releaser_free(r);
+    core_dp_ledger_free(l);
+    rel_plan_free(p);
+    cal_theta_free(t);
+    ts_rmtree(dir);
+    free(dir);
+}

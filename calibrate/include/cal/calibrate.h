@@ -6,6 +6,9 @@
  * released (noised, projected) values: S̃ (ε_G), τ (exponential mechanism, ε_τ, grid
  * only), μ (ε_μ; classify task; the aggregate task's weights are public so ε_μ may be 0),
  * V_ξ = ξ̂/g_max (ε_ξ). Noise comes only from core/dp_mech.h with the rng passed in.
+ * cal_calibrate itself does not touch the privacy ledger: a private run that is published
+ * must go through cal_calibrate_charged (cal/ledger.h), which charges ε_cal to the ledger
+ * before calling it (that is what `gcdp calibrate --mode private` does).
  *
  * Thread-safety: reentrant; sets the OpenBLAS thread count when opts.threads > 0
  * (a process-wide setting).
@@ -31,6 +34,7 @@ struct cal_opts {
     enum cal_mode mode;
     enum cal_format format;
     char label_column[CAL_MAX_NAME];
+    char ts_column[CAL_MAX_NAME];     /* csv: timestamp column ("" = none) */
     size_t max_rows;
     int L;
     double lambda, tau;
@@ -58,6 +62,11 @@ void cal_opts_default(struct cal_opts *o);
  * Returns CORE_OK or CORE_ECONFIG (errbuf names the key). */
 CORE_MUST_CHECK core_err cal_opts_from_config(const struct core_config *cfg, struct cal_opts *o,
                                               char *errbuf, size_t errbuf_size);
+
+/* Mode / budget consistency of o (Sec. 4.2: which ε_cal parts must be > 0 or 0; the first
+ * thing cal_calibrate checks). Returns CORE_OK or CORE_ECONFIG (errbuf names the key). */
+CORE_MUST_CHECK core_err cal_opts_check(const struct cal_opts *o, char *errbuf,
+                                        size_t errbuf_size);
 
 /* Timings (seconds, CLOCK_MONOTONIC) and diagnostics of one run. No protected values. */
 struct cal_report {

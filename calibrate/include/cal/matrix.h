@@ -9,12 +9,19 @@
  * docs/calibrate.md). Values are raw: normalization with fixed public bounds happens in
  * calibration (cal_normalize). cal_matrix_from_arrays builds one from memory (streaming).
  *
+ * Row timestamps (needed to charge a private calibration to the privacy ledger, cal/ledger.h):
+ * the Occupancy format always reads its "date" column (UTC, as `gcdp replay` does); a CSV
+ * gives them in an optional column named by ts_column (not a node), each cell an integer
+ * of milliseconds since the epoch or a date "YYYY-MM-DD[ T]HH:MM:SS[.fff][Z|+hh:mm]" (no
+ * zone = UTC). A row without a parseable timestamp is a parse error naming line and column.
+ *
  * Thread-safety: a cal_matrix is a plain value; share read-only.
  */
 #ifndef CAL_MATRIX_H
 #define CAL_MATRIX_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/err.h"
 
@@ -29,6 +36,7 @@ struct cal_matrix {
     int *labels;      /* owned, n class ids in [0, n_classes), or NULL */
     size_t n_classes; /* 0 when labels == NULL */
     char **class_names; /* owned, n_classes label strings as they appeared, or NULL */
+    int64_t *ts;      /* owned, n row timestamps (ms since the epoch, UTC), or NULL */
 };
 
 enum cal_format { CAL_FORMAT_CSV = 0, CAL_FORMAT_OCCUPANCY = 1 };
@@ -46,10 +54,26 @@ CORE_MUST_CHECK core_err cal_matrix_load(const char *path, enum cal_format fmt,
                                          struct cal_matrix **out, char *errbuf,
                                          size_t errbuf_size);
 
+/* As cal_matrix_load, and for CAL_FORMAT_CSV the timestamp column ts_column (NULL, or a
+ * name not in the header: no timestamps; the column is never a node). The Occupancy format
+ * reads its "date" column whatever ts_column says. */
+CORE_MUST_CHECK core_err cal_matrix_load_ts(const char *path, enum cal_format fmt,
+                                            const char *label_column, const char *ts_column,
+                                            size_t max_rows, struct cal_matrix **out,
+                                            char *errbuf, size_t errbuf_size);
+
+/* Parse one timestamp cell: an optionally signed integer of milliseconds since the epoch
+ * (at most 16 digits), or "YYYY-MM-DD[ T]HH:MM:SS[.f...][Z|z|+hh:mm|-hh:mm]" (no zone = UTC;
+ * digits below the millisecond are truncated). Returns CORE_OK or CORE_EPARSE. */
+CORE_MUST_CHECK core_err cal_ts_parse(const char *s, int64_t *ms);
+
 /* Copy arrays into a new matrix (x: n x m row-major; labels may be NULL). */
 CORE_MUST_CHECK core_err cal_matrix_from_arrays(size_t n, size_t m, const double *x,
                                                 const char *const *names, const int *labels,
                                                 size_t n_classes, struct cal_matrix **out);
+
+/* Attach a copy of n row timestamps (ms since the epoch) to mx (replacing any). */
+void cal_matrix_set_ts(struct cal_matrix *mx, const int64_t *ts);
 
 void cal_matrix_free(struct cal_matrix *mx); /* NULL-safe */
 

@@ -22,6 +22,7 @@ void cal_opts_default(struct cal_opts *o)
     o->mode = CAL_MODE_PUBLIC;
     o->format = CAL_FORMAT_CSV;
     snprintf(o->label_column, sizeof(o->label_column), "label");
+    snprintf(o->ts_column, sizeof(o->ts_column), "ts");
     o->max_rows = 1000000;
     o->L = 3;
     o->lambda = 0.6;
@@ -58,6 +59,13 @@ core_err cal_opts_from_config(const struct core_config *cfg, struct cal_opts *o,
         return CORE_ECONFIG;
     }
     snprintf(o->label_column, sizeof(o->label_column), "%s", lc ? lc : "");
+    lc = core_config_str(cfg, "calibrate.input.ts_column");
+    if (lc && strlen(lc) >= sizeof(o->ts_column)) {
+        snprintf(eb, ebn, "calibrate.input.ts_column: longer than %zu bytes",
+                 sizeof(o->ts_column) - 1);
+        return CORE_ECONFIG;
+    }
+    snprintf(o->ts_column, sizeof(o->ts_column), "%s", lc ? lc : "");
     o->max_rows = (size_t)core_config_int(cfg, "calibrate.input.max_rows");
     o->L = (int)core_config_int(cfg, "calibrate.L");
     o->lambda = core_config_double(cfg, "calibrate.lambda");
@@ -126,6 +134,11 @@ static core_err check_opts(const struct cal_opts *o, char *eb, size_t ebn)
     if (o->task == CAL_TASK_AGGREGATE && e->mu != 0.0)
         CFAIL("calibrate.eps_mu: must be 0 for the aggregate task (mu uses public weights)");
     return CORE_OK;
+}
+
+core_err cal_opts_check(const struct cal_opts *o, char *eb, size_t ebn)
+{
+    return check_opts(o, eb, ebn);
 }
 
 /* ------------------------------------------------------------------ resolution */

@@ -116,6 +116,23 @@ static core_err check_coords(const json_t *v, char *eb, size_t ebn)
     return CORE_OK;
 }
 
+/* ["dev", ...]: at most 64 non-empty device ids of at most 200 bytes. */
+static core_err check_devices(const json_t *v, char *eb, size_t ebn)
+{
+    if (!json_is_array(v) || json_array_size(v) > 64) {
+        snprintf(eb, ebn, "expected an array of at most 64 device ids");
+        return CORE_ECONFIG;
+    }
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        const json_t *x = json_array_get(v, i);
+        if (!json_is_string(x) || json_string_length(x) == 0 || json_string_length(x) > 200) {
+            snprintf(eb, ebn, "entry %zu: expected a device id (1..200 bytes)", i);
+            return CORE_ECONFIG;
+        }
+    }
+    return CORE_OK;
+}
+
 const struct core_cfg_key cal_config_keys[] = {
     K_ENUM("calibrate.mode", "\"public\"", "public|private",
            "public: eps_cal = 0 from public data; private: Sec. 4.2 with eps_cal parts"),
@@ -124,6 +141,13 @@ const struct core_cfg_key cal_config_keys[] = {
     K_STR("calibrate.input.label_column", "\"label\"",
           "csv: label column for the classify task (absent from the header: no labels)"),
     K_INT("calibrate.input.max_rows", "1000000", 2, 4000000, "cap on calibration rows"),
+    K_STR("calibrate.input.ts_column", "\"ts\"",
+          "csv: row timestamp column (ms since the epoch or a UTC date; not a node); "
+          "occupancy: the date column"),
+    K_JSON("calibrate.ledger.devices", "[]",
+           "private: device ids of the calibration rows; eps_cal is charged to the ledger "
+           "units '<device>|<slot>' they cover (release.ledger.*)",
+           check_devices),
     K_JSON("calibrate.norm", "null",
            "fixed public normalization bounds {node: [lo, hi]} (never learned from data)",
            check_norm),

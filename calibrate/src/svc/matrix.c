@@ -25,7 +25,86 @@ void cal_matrix_free(struct cal_matrix *mx)
     free(mx->class_names);
     free(mx->x);
     free(mx->labels);
+    free(mx->ts);
     free(mx);
+}
+
+void cal_matrix_set_ts(struct cal_matrix *mx, const int64_t *ts)
+{
+    free(mx->ts);
+    mx->ts = core_xmalloc(mx->n * sizeof(int64_t));
+    memcpy(mx->ts, ts, mx->n * sizeof(int64_t));
+}
+
+/* Days since 1970-01-01 of the proleptic Gregorian date y-m-d (H. Hinnant,
+ * "chrono-Compatible Low-Level Date Algorithms", days_from_civil). */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+    int64_t era, yoe, doy, doe;
+    y -= m <= 2;
+    era = (y >= 0 ? y : y - 399) / 400;
+    yoe = y - era * 400;
+    doy = (153 * (int64_t)(m > 2 ? m - 3 : m + 9) + 2) / 5 + (int64_t)d - 1;
+    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static int digits(const char *s, int n, unsigned *out)
+{
+    unsigned v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10u + (unsigned)(s[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+core_err cal_ts_parse(const char *s, int64_t *ms)
+{
+    static const unsigned mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    unsigned y, mo, d, h, mi, sec, oh = 0, om = 0;
+    size_t n = strlen(s), i, nd;
+    int64_t frac = 0, off = 0;
+
+    nd = strspn(s + (s[0] == '-'), "0123456789");
+    if (nd > 0 && nd <= 16 && s[(s[0] == '-') + nd] == '\0') { /* integer milliseconds */
+        *ms = strtoll(s, NULL, 10);
+        return CORE_OK;
+    }
+    if (n < 19 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') ||
+        s[13] != ':' || s[16] != ':' || digits(s, 4, &y) || digits(s + 5, 2, &mo) ||
+        digits(s + 8, 2, &d) || digits(s + 11, 2, &h) || digits(s + 14, 2, &mi) ||
+        digits(s + 17, 2, &sec))
+        return CORE_EPARSE;
+    if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || sec > 59 ||
+        (mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)))
+        return CORE_EPARSE;
+    i = 19;
+    if (s[i] == '.') {
+        size_t k = 0;
+        for (i++; s[i] >= '0' && s[i] <= '9'; i++, k++)
+            if (k < 3)
+                frac = frac * 10 + (s[i] - '0');
+        if (k == 0)
+            return CORE_EPARSE;
+        for (; k < 3; k++)
+            frac *= 10;
+    }
+    if ((s[i] == 'Z' || s[i] == 'z') && s[i + 1] == '\0') {
+        i++;
+    } else if ((s[i] == '+' || s[i] == '-') && n - i == 6 && s[i + 3] == ':' &&
+               digits(s + i + 1, 2, &oh) == 0 && digits(s + i + 4, 2, &om) == 0 && oh < 24 &&
+               om < 60) {
+        off = (s[i] == '-' ? -1 : 1) * (int64_t)(oh * 60 + om);
+        i += 6;
+    }
+    if (s[i] != '\0')
+        return CORE_EPARSE;
+    *ms = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi - off) * 60000 + (int64_t)sec * 1000 +
+          frac;
+    return CORE_OK;
 }
 
 core_err cal_matrix_from_arrays(size_t n, size_t m, const double *x, const char *const *names,
@@ -88,10 +167,13 @@ struct loader {
     size_t m, n, cap_rows, max_rows;
     int *col_of_node; /* header column index per node */
     int label_col;    /* -1: none */
+    int ts_col;       /* -1: none */
     int skip_lead;    /* data rows carry one extra leading field (occupancy row id) */
     size_t n_header;
     double *x;
     int *labels;
+    int64_t *ts;
+    char *ts_name; /* header name of the timestamp column */
     char **class_names;
     size_t n_classes;
     char **names;
@@ -103,10 +185,12 @@ static const char *const occ_nodes[] = {"temperature", "humidity", "light", "co2
                                         "humidity_ratio"};
 
 static core_err setup_header(struct loader *L, char **f, size_t nf, enum cal_format fmt,
-                             const char *label_column, char *eb, size_t ebn)
+                             const char *label_column, const char *ts_column, char *eb,
+                             size_t ebn)
 {
     L->n_header = nf;
     L->label_col = -1;
+    L->ts_col = -1;
     L->col_of_node = core_xcalloc(nf, sizeof(int));
     L->names = core_xcalloc(nf, sizeof(char *));
     if (fmt == CAL_FORMAT_OCCUPANCY) {
@@ -124,6 +208,8 @@ static core_err setup_header(struct loader *L, char **f, size_t nf, enum cal_for
         for (size_t h = 0; h < nf; h++)
             if (strcasecmp(f[h], "Occupancy") == 0)
                 L->label_col = (int)h;
+            else if (strcasecmp(f[h], "date") == 0)
+                L->ts_col = (int)h;
         return CORE_OK;
     }
     for (size_t h = 0; h < nf; h++) {
@@ -133,6 +219,10 @@ static core_err setup_header(struct loader *L, char **f, size_t nf, enum cal_for
         }
         if (label_column && strcmp(f[h], label_column) == 0) {
             L->label_col = (int)h;
+            continue;
+        }
+        if (ts_column && strcmp(f[h], ts_column) == 0) {
+            L->ts_col = (int)h;
             continue;
         }
         for (size_t o = 0; o < L->m; o++) {
@@ -179,6 +269,15 @@ static core_err add_row(struct loader *L, char **f, size_t nf, size_t line, char
         L->cap_rows = L->cap_rows ? 2 * L->cap_rows : 1024;
         L->x = core_xrealloc(L->x, L->cap_rows * L->m * sizeof(double));
         L->labels = core_xrealloc(L->labels, L->cap_rows * sizeof(int));
+        if (L->ts_col >= 0)
+            L->ts = core_xrealloc(L->ts, L->cap_rows * sizeof(int64_t));
+    }
+    if (L->ts_col >= 0 && cal_ts_parse(f[(size_t)L->ts_col + off], &L->ts[L->n]) != CORE_OK) {
+        snprintf(eb, ebn,
+                 "line %zu column \"%s\": not a timestamp (integer ms since the epoch or "
+                 "YYYY-MM-DD HH:MM:SS[.fff][Z|+hh:mm])",
+                 line, L->ts_name);
+        return CORE_EPARSE;
     }
     for (size_t j = 0; j < L->m; j++) {
         const char *s = f[(size_t)L->col_of_node[j] + off];
@@ -218,6 +317,8 @@ static void loader_cleanup(struct loader *L)
     free(L->col_of_node);
     free(L->x);
     free(L->labels);
+    free(L->ts);
+    free(L->ts_name);
 }
 
 static struct cal_matrix *loader_take(struct loader *L)
@@ -235,6 +336,8 @@ static struct cal_matrix *loader_take(struct loader *L)
         L->class_names = NULL;
         L->n_classes = 0;
     }
+    mx->ts = L->ts;
+    L->ts = NULL;
     L->x = NULL;
     L->names = NULL;
     return mx;
@@ -242,6 +345,13 @@ static struct cal_matrix *loader_take(struct loader *L)
 
 core_err cal_matrix_load(const char *path, enum cal_format fmt, const char *label_column,
                          size_t max_rows, struct cal_matrix **out, char *eb, size_t ebn)
+{
+    return cal_matrix_load_ts(path, fmt, label_column, NULL, max_rows, out, eb, ebn);
+}
+
+core_err cal_matrix_load_ts(const char *path, enum cal_format fmt, const char *label_column,
+                            const char *ts_column, size_t max_rows, struct cal_matrix **out,
+                            char *eb, size_t ebn)
 {
     struct loader L = {0};
     char *line = NULL, **f = core_xmalloc((MAX_FIELDS + 1) * sizeof(char *));
@@ -276,7 +386,9 @@ core_err cal_matrix_load(const char *path, enum cal_format fmt, const char *labe
             goto out;
         }
         if (!L.col_of_node) {
-            rc = setup_header(&L, f, nf, fmt, label_column, eb, ebn);
+            rc = setup_header(&L, f, nf, fmt, label_column, ts_column, eb, ebn);
+            if (rc == CORE_OK && L.ts_col >= 0)
+                L.ts_name = core_xstrdup(f[L.ts_col]);
             L.skip_lead = fmt == CAL_FORMAT_OCCUPANCY ? -1 : 0; /* decided on the first row */
         } else {
             if (L.skip_lead < 0)

@@ -98,7 +98,8 @@ void core_kconsumer_detach(struct core_kconsumer *c);
 rd_kafka_t *core_kconsumer_handle(struct core_kconsumer *c);
 
 /* Destroy the client (may block ~1 s in rd_kafka_destroy: call after uv_run returned, or
- * after on_closed). NULL-safe. Handles not yet closed are closed with uv_close and the
+ * after on_closed; a consumer that did not finish closing is destroyed without the
+ * implicit blocking close). NULL-safe. Handles not yet closed are closed with uv_close and the
  * memory is released by their close callbacks: run the loop once more (uv_run DEFAULT)
  * before uv_loop_close. */
 void core_kconsumer_free(struct core_kconsumer *c);

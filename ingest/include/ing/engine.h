@@ -19,6 +19,11 @@
  *     watermark >= its end, when the device is idle for idle_timeout_ms of processing
  *     time (ing_engine_tick), or at ing_engine_flush. A reading all of whose windows have
  *     closed is rejected "late"; an exact (device, ts) repeat still buffered is "duplicate".
+ *   - Time guards: a reading more than max_jump_ms ahead of its device's buffered stream is
+ *     rejected "ts_jump" (so one wrong clock cannot close the device's windows) unless it
+ *     is the jump_confirm-th consecutive jump agreeing with the previous ones (the device's
+ *     windows are then closed and its stream restarts there); when max_future_ms > 0, a
+ *     reading more than max_future_ms beyond now_ms is "ts_in_future".
  *
  * Offsets / at-least-once: the engine remembers the (partition, offset) of every reading
  * it still buffers. ing_engine_low_watermark() gives, per partition, the lowest offset
@@ -30,7 +35,10 @@
  *
  * Thread-safety: an engine is single-threaded (one per consumer). Distinct engines are
  * independent. Callbacks run on the caller's thread, inside the call that triggers them,
- * and must not call back into the same engine.
+ * and must not call back into the same engine (another engine is fine).
+ * Process-wide effect: the first ing_engine_new (or ing_engine_global_init) installs
+ * jansson allocation hooks (json_set_alloc_funcs) that give each engine a parse arena;
+ * they behave as malloc/free for every other jansson use. See ing_engine_global_init.
  */
 #ifndef ING_ENGINE_H
 #define ING_ENGINE_H
@@ -167,6 +175,9 @@ struct ing_params {
     int64_t max_future_ms;   /* ingest.max_future_ms: ts > now_ms + this is rejected; 0 = off */
     int64_t max_jump_ms;     /* ingest.max_jump_ms: slot time > device's max + this is rejected
                               * while the device buffers readings; 0 = off */
+    int jump_confirm;        /* ingest.jump_confirm: that many consecutive jumping readings
+                              * agreeing within max_jump_ms restart the device's stream at the
+                              * new time (its windows are closed); 0 = never */
     int max_interp_gap;      /* ingest.max_interp_gap: longest fillable run of slots */
     double min_coverage;     /* ingest.min_coverage: occupied slots / slots, per node */
     size_t max_message_bytes;
@@ -257,6 +268,7 @@ struct ing_counters {
     uint64_t idle_closes;           /* devices whose windows tick() force-closed */
     uint64_t forgotten;             /* buffered readings dropped by forget_partition */
     uint64_t devices_evicted;       /* idle device entries dropped after device_ttl_ms */
+    uint64_t jump_restarts;         /* device streams restarted by ingest.jump_confirm */
     uint64_t open_devices;          /* devices with buffered readings now */
     uint64_t devices;               /* device entries held now (<= max_devices) */
     uint64_t buffered;              /* readings buffered now */

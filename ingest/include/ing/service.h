@@ -15,8 +15,8 @@
  * nothing past the failed record.
  *
  * Shutdown (ing_service_stop): stop intake, wait for every produced record's
- * acknowledgement (bounded by ING_SERVICE_DRAIN_MS), commit, leave the group cleanly,
- * close every handle, then call on_done. Open windows are NOT flushed: their readings
+ * acknowledgement (bounded by ING_SERVICE_DRAIN_MS), commit, leave the group cleanly
+ * (bounded by ING_SERVICE_CLOSE_MS), close every handle, then call on_done. Open windows are NOT flushed: their readings
  * stay uncommitted and the next owner rebuilds them.
  *
  * Thread-safety: every call on the loop thread, except ing_service_stats (any thread).
@@ -35,6 +35,8 @@
 
 /* Upper bound on the time spent waiting for acknowledgements at shutdown. */
 #define ING_SERVICE_DRAIN_MS 15000
+/* Upper bound on the time spent leaving the consumer group at shutdown. */
+#define ING_SERVICE_CLOSE_MS 10000
 /* Partition numbers the service tracks (topics.raw partitions must be below it). */
 #define ING_SERVICE_MAX_PARTITIONS 1024
 

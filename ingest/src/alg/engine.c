@@ -442,9 +442,34 @@ static struct ing__dev *dev_get(struct ing_engine *e, const struct ing__reading 
     return d;
 }
 
+/* ingest.max_jump_ms / jump_confirm (docs/ingest.md "Time guards"). True when the reading
+ * at slot time tau must be rejected as ts_jump; when it completes a run of jump_confirm
+ * agreeing jumps, closes the device's windows instead (its stream restarts at tau). */
+static bool jump_guard(struct ing_engine *e, struct ing__dev *d, int64_t tau,
+                       const struct ing_sink *sink)
+{
+    if (e->p.max_jump_ms <= 0 || d->n == 0 || tau - d->max_tau <= e->p.max_jump_ms) {
+        d->jump_run = 0; /* only consecutive jumps count */
+        return false;
+    }
+    if (d->jump_run > 0 && tau - d->jump_tau <= e->p.max_jump_ms &&
+        d->jump_tau - tau <= e->p.max_jump_ms)
+        d->jump_run++;
+    else
+        d->jump_run = 1;
+    d->jump_tau = tau;
+    if (e->p.jump_confirm == 0 || d->jump_run < e->p.jump_confirm)
+        return true;
+    d->jump_run = 0;
+    e->c.jump_restarts++;
+    force_close(e, d, sink); /* emits its windows; the device starts afresh at tau */
+    return false;
+}
+
 static enum ing_reason admit(struct ing_engine *e, const struct ing__reading *r,
-                             const struct ing_source *src, int64_t now_ms, struct ing__dev **out,
-                             char *detail, size_t dn)
+                             const struct ing_source *src, int64_t now_ms,
+                             const struct ing_sink *sink, struct ing__dev **out, char *detail,
+                             size_t dn)
 {
     enum ing_reason why = ING_R_NONE;
     int64_t tau = ing__slot_time(e, r->ts);
@@ -456,7 +481,7 @@ static enum ing_reason admit(struct ing_engine *e, const struct ing__reading *r,
                why;
     /* A reading far ahead of the device's buffered stream would move its watermark and
      * close its open windows, making its next normal readings "late" (docs/ingest.md). */
-    if (e->p.max_jump_ms > 0 && d->n > 0 && tau - d->max_tau > e->p.max_jump_ms)
+    if (jump_guard(e, d, tau, sink))
         return snprintf(detail, dn,
                         "ts more than ingest.max_jump_ms %lld ahead of this device's latest "
                         "buffered reading",
@@ -587,7 +612,7 @@ core_err ing_engine_push(struct ing_engine *eng, const char *payload, size_t len
     reason = ing__decode(&eng->p, eng->ja, payload, len, key, key_len, now_ms, &root, &r, detail,
                          sizeof(detail));
     if (reason == ING_R_NONE)
-        reason = admit(eng, &r, src, now_ms, &d, detail, sizeof(detail));
+        reason = admit(eng, &r, src, now_ms, sink, &d, detail, sizeof(detail));
     if (reason != ING_R_NONE) {
         ing__utf8_sanitize(detail); /* a name cut by "%.40s" may end mid-character */
         reject(eng, reason, detail, payload, len, key, key_len, &r, src, now_ms, sink);

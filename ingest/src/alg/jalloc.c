@@ -49,6 +49,8 @@ static void *hook_malloc(size_t n)
     if (a && a->routing) {
         if (n <= a->cap) { /* n + padding cannot overflow then */
             size_t need = (n + JA_REDZONE + JA_ALIGN - 1) & ~(size_t)(JA_ALIGN - 1);
+            if (need == 0) /* n == 0: a block must never start at base + cap */
+                need = JA_ALIGN;
             if (need <= a->cap - a->off) {
                 void *p = a->base + a->off;
                 a->off += need;

@@ -222,6 +222,7 @@ void ing_params_default(struct ing_params *p)
     p->ts_max_ms = ING_DEFAULT_TS_MAX;
     p->max_future_ms = 0;
     p->max_jump_ms = ING_DEFAULT_MAX_JUMP;
+    p->jump_confirm = 3;
     p->max_interp_gap = 2;
     p->min_coverage = 0.5;
     p->max_message_bytes = 65536;
@@ -290,6 +291,8 @@ static core_err validate_limits(const struct ing_params *p, char *eb, size_t ebn
         return fail(eb, ebn, "ingest.max_future_ms", "must be in [0, 253402300800000] (0 = off)");
     if (p->max_jump_ms < 0 || p->max_jump_ms > ING_TS_CEIL)
         return fail(eb, ebn, "ingest.max_jump_ms", "must be in [0, 253402300800000] (0 = off)");
+    if (p->jump_confirm < 0 || p->jump_confirm > 1000000)
+        return fail(eb, ebn, "ingest.jump_confirm", "must be in [0, 1000000] (0 = never)");
     if (p->max_jump_ms != 0 && p->max_jump_ms < p->period_ms)
         return fail(eb, ebn, "ingest.max_jump_ms",
                     "must be 0 (off) or >= ingest.period_ms (consecutive readings are a period "
@@ -350,6 +353,7 @@ static core_err read_ints(const struct core_config *cfg, struct ing_params *p)
     p->ts_max_ms = core_config_int(cfg, "ingest.ts_max_ms");
     p->max_future_ms = core_config_int(cfg, "ingest.max_future_ms");
     p->max_jump_ms = core_config_int(cfg, "ingest.max_jump_ms");
+    p->jump_confirm = (int)core_config_int(cfg, "ingest.jump_confirm");
     p->max_interp_gap = (int)core_config_int(cfg, "ingest.max_interp_gap");
     p->min_coverage = core_config_double(cfg, "ingest.min_coverage");
     p->max_message_bytes = (size_t)core_config_int(cfg, "ingest.max_message_bytes");

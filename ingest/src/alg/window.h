@@ -24,6 +24,8 @@ struct ing__dev {
     int64_t next_k;       /* windows < next_k are closed; INT64_MIN: none yet */
     int64_t last_seen_ms; /* processing time of the last accepted reading */
     int32_t last_partition;
+    int64_t jump_tau; /* slot time of the latest rejected ts_jump reading */
+    int jump_run;     /* consecutive ts_jump readings agreeing within max_jump_ms */
     size_t n, cap; /* buffered readings, sorted by ts (hence by tau) */
     struct ing__rd *rd;
     double *val;                  /* cap * n_channels; NaN = null */

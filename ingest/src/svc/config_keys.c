@@ -79,6 +79,9 @@ const struct core_cfg_key ing_config_keys[] = {
     K_INT("ingest.max_jump_ms", "86400000", 0, 253402300800000.0,
           "reject (ts_jump) a reading more than this ahead of its device's latest buffered "
           "one, so one wrong clock cannot close the device's windows; 0: off"),
+    K_INT("ingest.jump_confirm", "3", 0, 1000000,
+          "consecutive ts_jump readings of a device agreeing within ingest.max_jump_ms after "
+          "which its stream restarts at the new time (the last one is accepted); 0: never"),
     K_INT("ingest.max_interp_gap", "2", 0, ING_MAX_SLOTS,
           "longest run of missing samples filled by linear interpolation; longer: excluded"),
     {"ingest.min_coverage", CORE_CFG_DOUBLE, "0.5", 0, 1, NULL,

@@ -71,7 +71,7 @@ struct ing_service {
     enum svc_state state;
     core_err status;
     bool paused, commit_in_flight, consumed_any, group_joined, done_called;
-    uint64_t drain_started, last_consume;
+    uint64_t drain_started, close_started, last_consume;
     int64_t now_ms;  /* wall clock for the engine, refreshed every 1024 messages and tick */
     uint32_t since_clock;
     /* Stats readable from any thread. */
@@ -423,6 +423,7 @@ static void on_closed(void *arg)
 static void begin_close(struct ing_service *s)
 {
     s->state = S_CLOSING;
+    s->close_started = uv_now(s->loop);
     health_refresh(s);
     core_kconsumer_close(s->cons);
 }
@@ -597,6 +598,11 @@ static void on_tick(uv_timer_t *t)
     }
     if (s->state == S_DRAINING)
         drain_step(s);
+    if (s->state == S_CLOSING && now - s->close_started >= ING_SERVICE_CLOSE_MS) {
+        CORE_WARN("the consumer did not leave its group within %d ms (broker gone?); "
+                  "stopping anyway", ING_SERVICE_CLOSE_MS);
+        finish(s);
+    }
     metrics_refresh(s);
     health_refresh(s);
 }

@@ -86,7 +86,10 @@ struct rel_releaser;
 /* New releaser. plan, ledger and rng are borrowed and must outlive it.
  *   batch     releases per fsync (>= 1).
  *   nthreads  noise workers per window (1..REL_MAX_THREADS); > 1 requires a thread-safe
- *             rng (core_rng_os() is; the seeded test sources are not).
+ *             rng (core_rng_os() is; the seeded test sources are not). When the plan has
+ *             d >= 256 * nthreads, nthreads - 1 persistent worker threads are started here
+ *             (fewer if pthread_create fails) and joined by rel_releaser_free; each wipes
+ *             its buffered OS randomness when it exits.
  * Returns CORE_OK or CORE_EINVAL. */
 CORE_MUST_CHECK core_err rel_releaser_new(const struct rel_plan *plan,
                                           struct core_dp_ledger *ledger,

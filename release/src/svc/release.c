@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/log.h"
 #include "core/mem.h"
@@ -58,6 +59,7 @@ struct pool {
     unsigned running; /* workers still busy with the current generation */
     uint64_t gen;
     bool stop;
+    pid_t pid; /* creator: a fork child has none of the workers and runs every share itself */
     struct noise_job jobs[REL_MAX_THREADS];
 };
 
@@ -396,6 +398,7 @@ static struct pool *pool_new(unsigned nthreads)
         free(pl);
         return NULL;
     }
+    pl->pid = getpid();
     for (unsigned t = 1; t < nthreads; t++) {
         pl->args[t] = (struct pool_arg){pl, t};
         if (pthread_create(&pl->tid[t], NULL, pool_worker, &pl->args[t]) != 0)
@@ -409,6 +412,10 @@ static void pool_free(struct pool *pl)
 {
     if (!pl)
         return;
+    if (pl->pid != getpid()) { /* a fork child: the workers (and their lock) are the parent's */
+        free(pl);
+        return;
+    }
     pthread_mutex_lock(&pl->mu);
     pl->stop = true;
     pthread_cond_broadcast(&pl->go);
@@ -463,6 +470,8 @@ static core_err noise_apply(const struct rel_plan *p, const struct core_rng *rng
 
     if (!p || !rng || nthreads == 0 || nthreads > REL_MAX_THREADS)
         return CORE_EINVAL;
+    if (0 && pl && pl->pid != getpid())
+        pl = NULL, jobs = local; /* forked: the workers stayed in the parent */
     if (pl)
         nthreads = pl->n + 1;
     if (p->d < 256u * nthreads) /* not worth a thread */
