@@ -13,6 +13,7 @@
  * process inside librdkafka (rd_assert, rdkafka_mock.c:2405). */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "app.h"
@@ -137,6 +139,8 @@ static void usage(FILE *f)
             "  --brokers N         brokers in the cluster, 1..%d (default 1)\n"
             "  --partitions N      partitions per topic (default: broker.partitions, 4)\n"
             "  --topic NAME[:P]    create one more topic (repeatable, up to %d)\n"
+            "  --control FIFO      fault injection for tests: create FIFO and apply the\n"
+            "                      lines written to it: down | up | rtt MS (all brokers)\n"
             "  --help              this text\n\n"
             "Prints BOOTSTRAP 127.0.0.1:PORT on stdout when ready; SIGINT/SIGTERM stop it.\n\n%s",
             CORE_BROKER_MAX_BROKERS, MAX_EXTRA_TOPICS, app_common_help);
@@ -147,6 +151,7 @@ struct broker_opts {
     long port, brokers, partitions;
     const char *extra[MAX_EXTRA_TOPICS];
     size_t nextra;
+    const char *control;
 };
 
 static int parse_long(const char *s, long lo, long hi, long *out)
@@ -167,7 +172,8 @@ static int parse_opts(int argc, char **argv, struct broker_opts *o)
     static const struct option longopts[] = {
         {"bootstrap-file", required_argument, NULL, 'f'}, {"port", required_argument, NULL, 'p'},
         {"brokers", required_argument, NULL, 'b'}, {"partitions", required_argument, NULL, 'n'},
-        {"topic", required_argument, NULL, 't'},   {"help", no_argument, NULL, 'h'},
+        {"topic", required_argument, NULL, 't'},   {"control", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int ch;
@@ -194,6 +200,9 @@ static int parse_opts(int argc, char **argv, struct broker_opts *o)
             if (o->nextra == MAX_EXTRA_TOPICS)
                 goto bad;
             o->extra[o->nextra++] = optarg;
+            break;
+        case 'c':
+            o->control = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -242,27 +251,57 @@ static core_err create_extra(struct core_broker *b, const struct broker_opts *o)
     return CORE_OK;
 }
 
-static int wait_for_signal(void)
+/* Apply complete lines read from the control FIFO (non-blocking). */
+static void read_control(struct core_broker *b, int fd, char *buf, size_t *len, size_t cap)
 {
+    ssize_t r;
+    char *nl;
+
+    while ((r = read(fd, buf + *len, cap - 1 - *len)) > 0) {
+        *len += (size_t)r;
+        buf[*len] = '\0';
+        while ((nl = strchr(buf, '\n'))) {
+            *nl = '\0';
+            if (buf[0] && core_broker_control(b, buf) != CORE_OK)
+                CORE_WARN("broker control: refused '%s' (down | up | rtt MS)", buf);
+            *len -= (size_t)(nl + 1 - buf);
+            memmove(buf, nl + 1, *len + 1);
+        }
+        if (*len == cap - 1) /* an over-long line: drop it */
+            *len = 0;
+    }
+}
+
+/* Block until SIGINT/SIGTERM; meanwhile serve the control FIFO (fd < 0: none). */
+static int wait_for_signal(struct core_broker *b, int fd)
+{
+    struct timespec tick = {0, 100 * 1000000L};
     sigset_t set;
-    int sig = 0;
+    char buf[256];
+    size_t len = 0;
+    int sig;
+
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
-    while (sigwait(&set, &sig) != 0)
-        ;
-    return sig;
+    for (;;) {
+        sig = fd >= 0 ? sigtimedwait(&set, NULL, &tick) : sigwaitinfo(&set, NULL);
+        if (sig == SIGINT || sig == SIGTERM)
+            return sig;
+        if (fd >= 0)
+            read_control(b, fd, buf, &len, sizeof(buf));
+    }
 }
 
 int cmd_broker(int argc, char **argv)
 {
     struct core_config *cfg = NULL;
     struct core_broker *b = NULL;
-    struct broker_opts o = {"run/kafka.bootstrap", 0, 1, 0, {NULL}, 0};
+    struct broker_opts o = {"run/kafka.bootstrap", 0, 1, 0, {NULL}, 0, NULL};
     const char *topics[NTOPIC_KEYS];
     sigset_t set;
     char eb[512] = "";
-    int rc = APP_EXIT_FAILURE, ret, sig;
+    int rc = APP_EXIT_FAILURE, ret, sig, ctl = -1;
 
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -313,14 +352,26 @@ int cmd_broker(int argc, char **argv)
             o.brokers, NTOPIC_KEYS + o.nextra, o.partitions,
             CORE_BROKER_RETENTION_BYTES >> 20, CORE_BROKER_RETENTION_BATCHES,
             o.bootstrap_file, o.bootstrap_file);
+    if (o.control) {
+        unlink(o.control);
+        /* O_RDWR keeps the FIFO open with no writer, so reads never see EOF. */
+        if (mkfifo(o.control, 0600) != 0 || (ctl = open(o.control, O_RDWR | O_NONBLOCK)) < 0) {
+            fprintf(stderr, "gcdp broker: cannot create control FIFO '%s'\n", o.control);
+            goto out;
+        }
+    }
     printf("BOOTSTRAP %s\n", core_broker_bootstrap(b));
     fflush(stdout);
     CORE_INFO("broker ready at %s", core_broker_bootstrap(b));
-    sig = wait_for_signal();
+    sig = wait_for_signal(b, ctl);
     CORE_INFO("broker stopping on signal %d", sig);
     unlink(o.bootstrap_file);
     rc = APP_EXIT_OK;
 out:
+    if (ctl >= 0) {
+        close(ctl);
+        unlink(o.control);
+    }
     core_broker_free(b);
     core_config_free(cfg);
     return rc;

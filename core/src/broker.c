@@ -79,6 +79,32 @@ out:
     return CORE_OK;
 }
 
+core_err core_broker_control(struct core_broker *b, const char *line)
+{
+    rd_kafka_resp_err_t err;
+    char *end;
+    long ms;
+
+    if (strncmp(line, "down", 4) == 0 && (line[4] == '\0' || line[4] == '\n')) {
+        err = rd_kafka_mock_broker_set_down(b->mc, -1);
+    } else if (strncmp(line, "up", 2) == 0 && (line[2] == '\0' || line[2] == '\n')) {
+        err = rd_kafka_mock_broker_set_up(b->mc, -1);
+    } else if (strncmp(line, "rtt ", 4) == 0) {
+        ms = strtol(line + 4, &end, 10);
+        if (end == line + 4 || (*end && *end != '\n') || ms < 0 || ms > 600000)
+            return CORE_EINVAL;
+        err = rd_kafka_mock_broker_set_rtt(b->mc, -1, (int)ms);
+    } else {
+        return CORE_EINVAL;
+    }
+    if (err) {
+        CORE_ERROR("broker control '%s': %s", line, rd_kafka_err2str(err));
+        return CORE_EKAFKA;
+    }
+    CORE_INFO("broker control: %s", line);
+    return CORE_OK;
+}
+
 const char *core_broker_bootstrap(const struct core_broker *b)
 {
     return rd_kafka_mock_cluster_bootstraps(b->mc);

@@ -39,6 +39,13 @@ CORE_MUST_CHECK core_err core_broker_new(int nbrokers, const char *const *topics
 CORE_MUST_CHECK core_err core_broker_topic_create(struct core_broker *b, const char *topic,
                                                   int partitions);
 
+/* Fault injection (tests): apply one command line to every broker of the cluster.
+ *   "down"     close connections and refuse new ones (the port is kept)
+ *   "up"       accept again
+ *   "rtt MS"   delay every response by MS milliseconds (0 = off)
+ * Returns CORE_OK, CORE_EINVAL (unknown command), CORE_EKAFKA. */
+CORE_MUST_CHECK core_err core_broker_control(struct core_broker *b, const char *line);
+
 /* "127.0.0.1:PORT,..." (borrowed; valid until core_broker_free). */
 const char *core_broker_bootstrap(const struct core_broker *b);
 
