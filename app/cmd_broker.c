@@ -340,6 +340,14 @@ int cmd_broker(int argc, char **argv)
     atomic_store(&fixed_port_next, 0);
     if (create_extra(b, &o) != CORE_OK)
         goto out;
+    if (o.control) {
+        unlink(o.control);
+        /* O_RDWR keeps the FIFO open with no writer, so reads never see EOF. */
+        if (mkfifo(o.control, 0600) != 0 || (ctl = open(o.control, O_RDWR | O_NONBLOCK)) < 0) {
+            fprintf(stderr, "gcdp broker: cannot create control FIFO '%s'\n", o.control);
+            goto out;
+        }
+    }
     if (write_bootstrap(o.bootstrap_file, core_broker_bootstrap(b)) != CORE_OK) {
         fprintf(stderr, "gcdp broker: cannot write bootstrap file '%s'\n", o.bootstrap_file);
         goto out;
@@ -352,14 +360,6 @@ int cmd_broker(int argc, char **argv)
             o.brokers, NTOPIC_KEYS + o.nextra, o.partitions,
             CORE_BROKER_RETENTION_BYTES >> 20, CORE_BROKER_RETENTION_BATCHES,
             o.bootstrap_file, o.bootstrap_file);
-    if (o.control) {
-        unlink(o.control);
-        /* O_RDWR keeps the FIFO open with no writer, so reads never see EOF. */
-        if (mkfifo(o.control, 0600) != 0 || (ctl = open(o.control, O_RDWR | O_NONBLOCK)) < 0) {
-            fprintf(stderr, "gcdp broker: cannot create control FIFO '%s'\n", o.control);
-            goto out;
-        }
-    }
     printf("BOOTSTRAP %s\n", core_broker_bootstrap(b));
     fflush(stdout);
     CORE_INFO("broker ready at %s", core_broker_bootstrap(b));

@@ -635,8 +635,9 @@ static core_err charge_args_ok(const struct core_dp_ledger *l, const char *id,
     if (params_json) {
         if (strnlen(params_json, CORE_DP_LEDGER_MAX_PARAMS + 1) > CORE_DP_LEDGER_MAX_PARAMS)
             return CORE_ETOOBIG;
-        if (l->tail_params && strcmp(l->tail_params, params_json) == 0)
-            return CORE_OK; /* the cached tail's params passed this check before */
+        if (l->tail_params && l->tail_params[0] && strcmp(l->tail_params, params_json) == 0)
+            return CORE_OK; /* the cached tail's params passed this check before ("" is
+                               the cache key of NULL params, never a validated text) */
         json_t *p = json_loads(params_json, JSON_REJECT_DUPLICATES, NULL);
         int ok = json_is_object(p);
         json_decref(p);

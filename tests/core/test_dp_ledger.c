@@ -498,6 +498,7 @@ Test(dp_ledger, base64_rows_match_libsodium_for_every_length)
     }
     cr_assert_eq(seen, (size_t)N);
     free(text);
+    free(path);
     ts_rmtree(dir);
     free(dir);
 }
@@ -524,6 +525,14 @@ Test(dp_ledger, row_text_matches_jansson_serialisation)
                      CORE_OK, "charge %d", i);
         cr_assert_eq(core_dp_ledger_commit_output(l, ids[i], out, sizeof(out)), CORE_OK);
     }
+    /* the cache never lets an invalid params text through: "" after NULL params (whose
+     * cache key is ""), and duplicate keys after a valid text */
+    const char *u9[1] = {"u9"};
+    cr_assert_eq(core_dp_ledger_charge(l, "nullp", "lap", u9, 1, &costs[0], NULL), CORE_OK);
+    cr_assert_eq(core_dp_ledger_cancel(l, "nullp"), CORE_OK);
+    cr_assert_eq(core_dp_ledger_charge(l, "bad1", "lap", u9, 1, &costs[0], ""), CORE_EINVAL);
+    cr_assert_eq(core_dp_ledger_charge(l, "bad2", "lap", u9, 1, &costs[0],
+                                       "{\"a\":1,\"a\":2}"), CORE_EINVAL);
     core_dp_ledger_free(l);
     size_t flen = 0;
     char *text = ts_read_file(path, &flen), *save = NULL;
@@ -551,6 +560,7 @@ Test(dp_ledger, row_text_matches_jansson_serialisation)
         json_decref(row);
     }
     free(text);
+    free(path);
     ts_rmtree(dir);
     free(dir);
 }

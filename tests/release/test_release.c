@@ -863,7 +863,7 @@ static core_err check_record(void *arg, const char *bytes, size_t len, bool repl
  * d = 800, 11 windows, batch 4; every record complete (d values, in order), and a fork
  * child that inherits the releaser (without its worker threads) still releases a window
  * by itself instead of waiting for workers that do not exist in it. */
-Test(rel_release, persistent_workers_over_many_windows_and_after_fork)
+Test(rel_release, persistent_workers_over_many_windows_and_after_fork, .timeout = 120)
 {
     struct cal_theta *t = NULL;
     struct rel_opts o = make_opts("gcdp");
@@ -909,6 +909,7 @@ Test(rel_release, persistent_workers_over_many_windows_and_after_fork)
     if (pid == 0) {
         int g2 = 0;
         char e2[512] = "";
+        alarm(30); /* waiting for workers that do not exist here would hang: die instead */
         snprintf(w.id, sizeof(w.id), "child");
         w.start = 60000 * 20;
         w.end = w.start + 60000;

@@ -470,7 +470,7 @@ static core_err noise_apply(const struct rel_plan *p, const struct core_rng *rng
 
     if (!p || !rng || nthreads == 0 || nthreads > REL_MAX_THREADS)
         return CORE_EINVAL;
-    if (0 && pl && pl->pid != getpid())
+    if (pl && pl->pid != getpid())
         pl = NULL, jobs = local; /* forked: the workers stayed in the parent */
     if (pl)
         nthreads = pl->n + 1;
