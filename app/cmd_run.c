@@ -97,7 +97,9 @@ static core_err sim_start(struct run_ctx *c, char *eb, size_t ebn)
         atomic_store(&c->sim_done, true);
         return CORE_OK;
     }
-    sim_options_default(&c->sim_opts);
+    /* Everything but the three flags comes from the sim.* keys (gcdp config keys). */
+    if (sim_options_from_config(c->cfg, &c->sim_opts, eb, ebn) != CORE_OK)
+        return CORE_ECONFIG;
     c->sim_opts.devices = c->o.devices;
     c->sim_opts.rate = c->o.rate;
     c->sim_opts.seed = c->o.seed;
@@ -361,6 +363,8 @@ static void usage(FILE *f)
             "  --devices N         simulated devices (default 100)\n"
             "  --rate R            simulated readings per second, all devices (default 2000)\n"
             "  --seed S            simulator seed (default 1)\n"
+            "                      (other simulator settings: the sim.* keys, e.g.\n"
+            "                      --set sim.faults=all=0.001; see gcdp config keys)\n"
             "  --no-simulator      do not start the simulator (feed topics.raw yourself,\n"
             "                      e.g. `gcdp replay`)\n"
             "  --bootstrap-file F  where the embedded broker writes its address\n"
