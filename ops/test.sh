@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
-# The README's test command (and what .ci/run runs): install what is missing, build, run the
-# whole Criterion suite through CTest (unit + integration), then the lint checks.
-#   ops/test.sh               release build, every test
-#   ops/test.sh --sanitize    the same suite in the ASan+UBSan debug build
+# The README's test command (and what .ci/run runs): install what is missing, build, check
+# layering, and run the whole Criterion suite through CTest (unit + integration) twice:
+# in the release build and in the ASan+UBSan debug build (leaks fail the run).
+#   ops/test.sh               both builds (default; what CI runs)
+#   ops/test.sh --release     release build only (quicker while developing)
+#   ops/test.sh --sanitize    ASan+UBSan build only
 set -euo pipefail
 cd "$(dirname "$0")/.."
-preset=release
-[ "${1:-}" = "--sanitize" ] && preset=debug
+case "${1:-}" in
+  "") presets=(release debug) ;;
+  --release) presets=(release) ;;
+  --sanitize) presets=(debug) ;;
+  *) echo "usage: ops/test.sh [--release|--sanitize]" >&2; exit 2 ;;
+esac
 bash ops/install-deps.sh
-bash ops/build.sh "$preset"
 bash ops/check-layering.sh
-ctest --preset "$preset" --output-on-failure
+for p in "${presets[@]}"; do
+  echo "== build and test: preset $p" >&2
+  bash ops/build.sh "$p"
+  ctest --preset "$p" --output-on-failure
+done
