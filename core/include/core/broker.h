@@ -5,7 +5,7 @@
  * across processes) but: no persistence (a restart empties everything), retention hard-coded
  * at CORE_BROKER_RETENTION_BYTES or 100 000 batches per partition (a lagging consumer is
  * overrun; ingest detects and counts that), no transactions, no admin API, random port.
- * Production uses Apache Kafka (docker/). Measured limits: KAFKA.md.
+ * Production uses Apache Kafka. Measured limits: docs/operations.md.
  *
  * Topics are created explicitly at start (auto-creation on the mock would give 4 partitions
  * to any typo).
