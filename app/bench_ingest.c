@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* RUSAGE_THREAD: per-thread context switches */
 /* bench_ingest.c - `gcdp bench ingest`: readings/s through the ingest service on the
  * embedded broker, against a bare librdkafka consumer draining the same topic in the same
  * run, plus peak RSS.
@@ -37,6 +38,7 @@
 #include "core/kafka.h"
 #include "core/kconf.h"
 #include "core/log.h"
+#include "core/mem.h"
 #include "ing/engine.h"
 #include "ing/service.h"
 
@@ -53,8 +55,44 @@ struct phase_result {
     long long messages;
     double seconds;
     long long windows;
+    double cpu;          /* CPU seconds of the measuring thread over the same interval */
+    double cpu_proc;     /* CPU seconds of the whole phase process over the interval */
+    long vcsw, ivcsw;    /* voluntary (waited) / involuntary (preempted) context switches */
     char err[256];
 };
+
+/* CPU time and context switches of the calling thread, and CPU time of the process. */
+struct cpu_mark {
+    double thread, proc;
+    long vcsw, ivcsw;
+};
+
+static double clock_s(clockid_t id)
+{
+    struct timespec t;
+    clock_gettime(id, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void cpu_mark_take(struct cpu_mark *m)
+{
+    struct rusage ru;
+    memset(&ru, 0, sizeof(ru));
+    getrusage(RUSAGE_THREAD, &ru);
+    m->thread = clock_s(CLOCK_THREAD_CPUTIME_ID);
+    m->proc = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    m->vcsw = ru.ru_nvcsw;
+    m->ivcsw = ru.ru_nivcsw;
+}
+
+static void cpu_mark_diff(const struct cpu_mark *a, const struct cpu_mark *b,
+                          struct phase_result *r)
+{
+    r->cpu = b->thread - a->thread;
+    r->cpu_proc = b->proc - a->proc;
+    r->vcsw = b->vcsw - a->vcsw;
+    r->ivcsw = b->ivcsw - a->ivcsw;
+}
 
 static double now_s(void)
 {
@@ -148,6 +186,7 @@ static int bare_consume(const struct core_config *cfg, const struct bench_opts *
     char eb[512];
     long long n = 0;
     double first = 0, last = 0, deadline = now_s() + 120;
+    struct cpu_mark c0, c1;
 
     if (core_kafka_conf_new(cfg, CORE_KAFKA_CONSUMER, group, &conf, eb, sizeof(eb)) != CORE_OK) {
         snprintf(r->err, sizeof(r->err), "%.200s", eb);
@@ -169,14 +208,20 @@ static int bare_consume(const struct core_config *cfg, const struct bench_opts *
         if (!m)
             continue;
         if (!m->err) {
-            if (n++ == 0)
+            if (n++ == 0) {
                 first = now_s();
+                cpu_mark_take(&c0);
+            }
             last = now_s();
+            if (n == o->readings)
+                cpu_mark_take(&c1);
         }
         rd_kafka_message_destroy(m);
     }
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
+    if (n == o->readings)
+        cpu_mark_diff(&c0, &c1, r);
     r->messages = n;
     r->seconds = last - first;
     r->ok = n == o->readings;
@@ -195,6 +240,7 @@ struct ing_bench {
     const struct bench_opts *o;
     double first, last, deadline;
     bool stopped;
+    struct cpu_mark c0, c1;
     struct phase_result *r;
 };
 
@@ -215,14 +261,17 @@ static void ib_watch(uv_timer_t *t)
     double now = now_s();
 
     ing_service_stats(b->svc, &st);
-    if (b->first == 0 && st.consumed > 0)
+    if (b->first == 0 && st.consumed > 0) {
         b->first = now;
+        cpu_mark_take(&b->c0); /* the watch runs on the service's loop thread */
+    }
     if (b->stopped)
         return;
     if (st.consumed >= (uint64_t)b->o->readings &&
         st.windows_out + st.rejected_out + st.produce_errors >= st.produced) {
         b->last = now;
         b->stopped = true;
+        cpu_mark_take(&b->c1);
         ing_service_stop(b->svc);
     } else if (now > b->deadline) {
         b->last = now;
@@ -258,6 +307,7 @@ static int ingest_run(struct core_config *cfg, const struct bench_opts *o, const
     r->messages = (long long)st.consumed;
     r->windows = (long long)st.windows_out;
     r->seconds = b.last - b.first;
+    cpu_mark_diff(&b.c0, &b.c1, r);
     r->ok = st.consumed == (uint64_t)o->readings && st.offset_gaps == 0 && !r->err[0];
     if (!r->err[0] && !r->ok)
         snprintf(r->err, sizeof(r->err), "ingest consumed %llu of %lld (gaps %llu)",
@@ -282,11 +332,15 @@ static void discard_window(void *arg, const char *k, size_t kl, const char *j, s
 static int engine_only(const struct core_config *cfg, const struct bench_opts *o,
                        struct phase_result *r)
 {
+    enum { CHUNK = 4096 };
     struct ing_params p;
     struct ing_engine *e;
     long long windows = 0;
     struct ing_sink sink = {discard_window, NULL, &windows};
-    char eb[512], key[32], val[320];
+    char eb[512], (*key)[32] = NULL, (*val)[320] = NULL;
+    int *kl = NULL;
+    struct cpu_mark c0, c1;
+    struct phase_result acc;
     double t = 0;
 
     if (ing_params_from_config(cfg, &p, eb, sizeof(eb)) != CORE_OK ||
@@ -294,24 +348,49 @@ static int engine_only(const struct core_config *cfg, const struct bench_opts *o
         snprintf(r->err, sizeof(r->err), "%.200s", eb);
         return -1;
     }
-    for (long long i = 0; i < o->readings; i++) {
-        struct ing_source src = {"bench", (int32_t)(i % o->partitions), i / o->partitions};
-        int kl = reading_json(o, i, key, sizeof(key), val, sizeof(val));
+    key = core_xcalloc(CHUNK, sizeof(*key));
+    val = core_xcalloc(CHUNK, sizeof(*val));
+    kl = core_xcalloc(CHUNK, sizeof(*kl));
+    memset(&acc, 0, sizeof(acc));
+    /* The JSON of a chunk is generated first, then only the pushes are timed (wall and
+     * CPU of this thread), so the figure compares with the ingest loop thread's. */
+    for (long long base = 0; base < o->readings; base += CHUNK) {
+        long long n = o->readings - base < CHUNK ? o->readings - base : CHUNK;
+        for (long long j = 0; j < n; j++)
+            kl[j] = reading_json(o, base + j, key[j], sizeof(key[j]), val[j], sizeof(val[j]));
         double t0 = now_s();
-        if (ing_engine_push(e, val, strlen(val), key, (size_t)kl, &src, 0, &sink, NULL) !=
-            CORE_OK) {
-            snprintf(r->err, sizeof(r->err), "engine refused reading %lld", i);
-            ing_engine_free(e);
-            return -1;
+        cpu_mark_take(&c0);
+        for (long long j = 0; j < n; j++) {
+            long long i = base + j;
+            struct ing_source src = {"bench", (int32_t)(i % o->partitions), i / o->partitions};
+            if (ing_engine_push(e, val[j], strlen(val[j]), key[j], (size_t)kl[j], &src, 0,
+                                &sink, NULL) != CORE_OK) {
+                snprintf(r->err, sizeof(r->err), "engine refused reading %lld", i);
+                goto out;
+            }
         }
-        t += now_s() - t0; /* only the push is timed, not the JSON generation */
+        cpu_mark_take(&c1);
+        t += now_s() - t0;
+        cpu_mark_diff(&c0, &c1, r);
+        acc.cpu += r->cpu;
+        acc.cpu_proc += r->cpu_proc;
+        acc.vcsw += r->vcsw;
+        acc.ivcsw += r->ivcsw;
     }
-    ing_engine_free(e);
     r->messages = o->readings;
     r->windows = windows;
     r->seconds = t;
+    r->cpu = acc.cpu;
+    r->cpu_proc = acc.cpu_proc;
+    r->vcsw = acc.vcsw;
+    r->ivcsw = acc.ivcsw;
     r->ok = 1;
-    return 0;
+out:
+    ing_engine_free(e);
+    free(key);
+    free(val);
+    free(kl);
+    return r->ok ? 0 : -1;
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -493,8 +572,21 @@ static core_err set_key(struct core_config *cfg, const char *key, const char *va
 /* Figures of all repeats. */
 struct bench_figs {
     double bare[15], ing[15], eng[15];
+    double bare_cpu[15], ing_cpu[15], eng_cpu[15]; /* per CPU-second of the measuring thread */
     long rss_bare, rss_ing;
 };
+
+/* Where the wall time of a phase went: CPU of the measuring thread (the loop thread for
+ * ingest), CPU of the whole process (librdkafka's fetch/decompress threads included), and
+ * context switches: voluntary = the thread waited for work, involuntary = it was preempted
+ * (a shared, loaded machine). */
+static void print_cpu(int k, const struct phase_result *r)
+{
+    printf("      [%d] thread CPU %.3f s (%.0f per CPU-s, %.0f%% of wall), process CPU %.3f s, "
+           "context switches %ld voluntary / %ld involuntary\n", k, r->cpu,
+           (double)r->messages / r->cpu, 100.0 * r->cpu / r->seconds, r->cpu_proc, r->vcsw,
+           r->ivcsw);
+}
 
 /* One repeat k: fresh topics, preload, bare consumer, ingest, engine alone. */
 static int run_repeat(struct core_config *cfg, const struct bench_opts *o, int k,
@@ -518,8 +610,10 @@ static int run_repeat(struct core_config *cfg, const struct bench_opts *o, int k
         goto fail;
     f->bare[k] = (double)r.messages / r.seconds;
     f->rss_bare = rss > f->rss_bare ? rss : f->rss_bare;
+    f->bare_cpu[k] = (double)r.messages / r.cpu;
     printf("  [%d] bare      %lld msgs in %.3f s = %.0f msg/s, peak RSS %.1f MiB\n", k,
            r.messages, r.seconds, f->bare[k], (double)rss / 1024.0);
+    print_cpu(k, &r);
     snprintf(group, sizeof(group), "bench-ingest-%d", k);
     if (run_phase(PH_INGEST, cfg, o, topic, group, &r, &rss) != 0)
         goto fail;
@@ -528,12 +622,16 @@ static int run_repeat(struct core_config *cfg, const struct bench_opts *o, int k
     printf("  [%d] ingest    %lld readings in %.3f s = %.0f readings/s, %lld windows acked, "
            "peak RSS %.1f MiB; ratio to bare %.3f\n", k, r.messages, r.seconds, f->ing[k],
            r.windows, (double)rss / 1024.0, f->ing[k] / f->bare[k]);
+    f->ing_cpu[k] = (double)r.messages / r.cpu;
+    print_cpu(k, &r);
     if (run_phase(PH_ENGINE, cfg, o, topic, NULL, &r, &rss) != 0)
         goto fail;
     f->eng[k] = (double)r.messages / r.seconds;
     printf("  [%d] engine    %lld readings in %.3f s = %.0f readings/s (ing_engine_push "
            "alone, no Kafka; %lld windows), peak RSS %.1f MiB\n", k, r.messages, r.seconds,
            f->eng[k], r.windows, (double)rss / 1024.0);
+    f->eng_cpu[k] = (double)r.messages / r.cpu;
+    print_cpu(k, &r);
     return 0;
 fail:
     fprintf(stderr, "gcdp bench ingest: %s\n", r.err);
@@ -547,12 +645,19 @@ static void print_result(const struct bench_opts *o, struct bench_figs *f)
     qsort(f->bare, (size_t)o->repeat, sizeof(double), cmp_double);
     qsort(f->ing, (size_t)o->repeat, sizeof(double), cmp_double);
     qsort(f->eng, (size_t)o->repeat, sizeof(double), cmp_double);
+    qsort(f->bare_cpu, (size_t)o->repeat, sizeof(double), cmp_double);
+    qsort(f->ing_cpu, (size_t)o->repeat, sizeof(double), cmp_double);
+    qsort(f->eng_cpu, (size_t)o->repeat, sizeof(double), cmp_double);
     printf("RESULT (medians) bare_consume=%.0f msg/s ingest=%.0f readings/s ratio=%.3f "
            "(target >= 0.50) engine_alone=%.0f readings/s ingest_target_300k=%s "
            "peak_rss_ingest=%.1fMiB peak_rss_bare=%.1fMiB rss_ratio=%.2f devices=%ld\n",
            f->bare[m], f->ing[m], f->ing[m] / f->bare[m], f->eng[m],
            f->ing[m] >= 300000 ? "met" : "NOT met", (double)f->rss_ing / 1024.0,
            (double)f->rss_bare / 1024.0, (double)f->rss_ing / (double)f->rss_bare, o->devices);
+    printf("RESULT_CPU (medians, per CPU-second of the measuring thread) bare_consume=%.0f "
+           "ingest=%.0f engine_alone=%.0f ingest/engine=%.3f ingest_target_300k_per_cpu_s=%s\n",
+           f->bare_cpu[m], f->ing_cpu[m], f->eng_cpu[m], f->ing_cpu[m] / f->eng_cpu[m],
+           f->ing_cpu[m] >= 300000 ? "met" : "NOT met");
 }
 
 int bench_ingest(int argc, char **argv)

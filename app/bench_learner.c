@@ -45,6 +45,7 @@ static const char bench_help[] =
     "  --n N             samples per participant (default 5000)\n"
     "  --fs-steps K      fed-sparse PGCD steps per round (default: lrn_runner default)\n"
     "  --fs-server-iters N  fed-sparse server L-BFGS iterations per round (default: driver's)\n"
+    "  --fs-pgcd-tol X   fed-sparse: stop a PGCD call when the best score <= X (default 0)\n"
     "  --dp-clip-scale X multiply the paper's DP-PGCD clipping thresholds C (Tables 5, 7)\n"
     "                    by X (default 1; see docs/learner.md: our clipping scale differs)\n"
     "  --threads N       OpenBLAS threads (default 1: the machine is shared)\n"
@@ -56,7 +57,7 @@ struct bl_args {
     size_t dims[BL_MAX_LIST], ndims;
     double eps[BL_MAX_LIST];
     size_t neps, seeds, first_seed, participants, n, fs_steps, fs_iters;
-    double clip_scale;
+    double clip_scale, fs_tol;
     const char *out;
 };
 
@@ -249,6 +250,8 @@ static struct lrn_runner_opts fs_opts(const struct bl_args *a, size_t d)
         o.pgcd.max_steps = a->fs_steps;
     if (a->fs_iters)
         o.admm.lbfgs_max_iter = a->fs_iters;
+    if (a->fs_tol > 0.0)
+        o.pgcd.tol = a->fs_tol;
     return o;
 }
 
@@ -552,6 +555,7 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
         {"fs-server-iters", required_argument, 0, 'I'}, {"threads", required_argument, 0, 't'},
         {"out", required_argument, 0, 'o'},     {"help", no_argument, 0, 'h'},
         {"dp-clip-scale", required_argument, 0, 'c'},
+        {"fs-pgcd-tol", required_argument, 0, 'T'},
         {0, 0, 0, 0}};
     int c, li = 0, bad = 0;
     size_t one[BL_MAX_LIST], k;
@@ -566,8 +570,9 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
         case 'e': bad = parse_list_dbl(optarg, a->eps, &a->neps); break;
         case 'o': a->out = optarg; break;
         case 'c':
+        case 'T':
             bad = parse_list_dbl(optarg, dl, &k) || k != 1;
-            a->clip_scale = dl[0];
+            *(c == 'c' ? &a->clip_scale : &a->fs_tol) = dl[0];
             break;
         case 'h': fputs(bench_help, stdout); return 1;
         case 's': case 'f': case 'P': case 'n': case 'K': case 'I': case 't':

@@ -173,6 +173,12 @@ struct core_kconsumer {
     rd_kafka_topic_partition_list_t *assigned; /* copy of the current assignment */
     struct part_state parts[CORE_KAFKA_MAX_PARTITIONS];
     size_t nparts, last_part;
+    /* check_offset's one-entry cache: parts[hit_idx] is (hit_rkt's topic, hit_part), so a
+     * run of messages of one partition costs no topic-name lookup or strcmp. Entries are
+     * never removed or moved, so the index stays valid. */
+    const rd_kafka_topic_t *hit_rkt;
+    int32_t hit_part;
+    size_t hit_idx;
     bool paused, closing, closed, closed_notified, fatal;
 };
 
@@ -213,15 +219,22 @@ static void report_gap(struct core_kconsumer *c, const char *topic, int32_t p, i
 /* Track the per-partition expected offset; report a forward jump as a gap. */
 static void check_offset(struct core_kconsumer *c, const rd_kafka_message_t *m)
 {
-    const char *topic = rd_kafka_topic_name(m->rkt);
-    struct part_state *s = part_find(c, topic, m->partition, true);
+    struct part_state *s;
     int64_t from;
 
-    if (!s)
-        return;
+    if (c->hit_rkt && m->rkt == c->hit_rkt && m->partition == c->hit_part) {
+        s = &c->parts[c->hit_idx];
+    } else {
+        s = part_find(c, rd_kafka_topic_name(m->rkt), m->partition, true);
+        if (!s)
+            return;
+        c->hit_rkt = m->rkt;
+        c->hit_part = m->partition;
+        c->hit_idx = (size_t)(s - c->parts);
+    }
     from = s->next >= 0 ? s->next : s->reset_from;
     if (from >= 0 && m->offset > from)
-        report_gap(c, topic, m->partition, from, m->offset);
+        report_gap(c, s->topic, m->partition, from, m->offset);
     s->reset_from = -1;
     s->next = m->offset + 1;
 }

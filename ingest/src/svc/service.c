@@ -65,6 +65,7 @@ struct ing_service {
     struct core_metrics *metrics;
     struct svc_metrics m;
     const char *t_raw, *t_windows, *t_rejected;
+    const rd_kafka_topic_t *raw_rkt; /* topic handle seen with t_raw's name (saves a strcmp) */
     struct pstate parts[ING_SERVICE_MAX_PARTITIONS];
     uv_timer_t commit_timer, tick_timer;
     int open_timers;
@@ -196,7 +197,9 @@ static void produce(struct ing_service *s, const char *topic, const char *key, s
         core_kproducer_poll(s->prod, 5); /* rare: backpressure pauses us long before */
     }
     if (rc == CORE_OK)
-        atomic_fetch_add_explicit(&s->a_produced, 1, memory_order_relaxed);
+        atomic_store_explicit(&s->a_produced,
+                              atomic_load_explicit(&s->a_produced, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
     if (rc != CORE_OK) {
         rec_unref(rec);
         atomic_fetch_add(&s->a_produce_errors, 1);
@@ -476,8 +479,13 @@ static void on_message(void *arg, const rd_kafka_message_t *m)
     enum ing_reason why;
     int32_t p = m->partition;
 
-    if (s->state != S_RUNNING || strcmp(rd_kafka_topic_name(m->rkt), s->t_raw) != 0)
+    if (s->state != S_RUNNING)
         return; /* not processed: its offset is not advanced, so it is never committed */
+    if (m->rkt != s->raw_rkt) {
+        if (strcmp(rd_kafka_topic_name(m->rkt), s->t_raw) != 0)
+            return; /* as above */
+        s->raw_rkt = m->rkt;
+    }
     if (p < 0 || p >= ING_SERVICE_MAX_PARTITIONS) {
         fail(s, CORE_ETOOBIG, "partition number above ING_SERVICE_MAX_PARTITIONS");
         return;
@@ -493,7 +501,10 @@ static void on_message(void *arg, const rd_kafka_message_t *m)
         return;
     }
     s->parts[p].next = m->offset + 1;
-    atomic_fetch_add_explicit(&s->a_consumed, 1, memory_order_relaxed); /* for live rates */
+    /* Single writer (this thread): a relaxed load + store, no locked read-modify-write. */
+    atomic_store_explicit(&s->a_consumed,
+                          atomic_load_explicit(&s->a_consumed, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
     s->consumed_any = true;
     s->last_consume = uv_now(s->loop);
 }
@@ -610,22 +621,46 @@ static void on_tick(uv_timer_t *t)
 /* ------------------------------------------------------------------------------------ */
 /* Lifecycle */
 
+struct find_keys {
+    bool min_msgs, max_kbytes;
+};
+
 static void find_key(const char *name, const char *value, void *arg)
 {
+    struct find_keys *f = arg;
     (void)value;
-    if (strcmp(name, "queued.max.messages.kbytes") == 0)
-        *(bool *)arg = true;
+    if (strcmp(name, "queued.min.messages") == 0)
+        f->min_msgs = true;
+    else if (strcmp(name, "queued.max.messages.kbytes") == 0)
+        f->max_kbytes = true;
 }
 
-/* Bound the consumer's prefetch queue (librdkafka's default is 64 MiB, which a consumer
- * slower than the broker fills: it was most of the peak RSS in `gcdp bench ingest`);
- * a kafka.queued.max.messages.kbytes setting wins. */
-static core_err bound_prefetch(const struct core_config *cfg, rd_kafka_conf_t *cc, char *eb,
-                               size_t ebn)
+/* Size the consumer's prefetch queue (a kafka.queued.* setting wins).
+ * librdkafka 2.0.2 stops fetching once the consumer queue (all assigned partitions share
+ * it) holds queued.min.messages messages or queued.max.messages.kbytes of payload, and
+ * the fetcher looks again only when its broker thread next wakes up: with no fetch in
+ * flight that is its 1 s idle timeout (2.1.0 added fetch.queue.backoff.ms for this). A
+ * queue that holds less than 1 s of consumption therefore runs dry and the loop waits:
+ * measured with `gcdp bench ingest` (1 M readings, 8 partitions), the loop thread was
+ * idle ~45% of the wall time with 100 000 messages / 16 MiB (122 k readings/s), with 232
+ * gaps between messages summing to 3.7 s. The defaults here hold ~1.3 s at 300 k
+ * readings/s; the price is memory while a backlog is drained (about 0.5 KiB of RSS per
+ * queued message: see docs/operations.md). A consumer that keeps up never fills it. */
+#define PREFETCH_MSGS   "400000"
+#define PREFETCH_KBYTES "131072"
+
+static core_err size_prefetch(const struct core_config *cfg, rd_kafka_conf_t *cc, char *eb,
+                              size_t ebn)
 {
-    bool user = false;
-    core_config_each_kafka(cfg, find_key, &user);
-    return user ? CORE_OK : core_kafka_conf_set(cc, "queued.max.messages.kbytes", "16384", eb, ebn);
+    struct find_keys f = {false, false};
+    core_err rc = CORE_OK;
+
+    core_config_each_kafka(cfg, find_key, &f);
+    if (!f.min_msgs)
+        rc = core_kafka_conf_set(cc, "queued.min.messages", PREFETCH_MSGS, eb, ebn);
+    if (rc == CORE_OK && !f.max_kbytes)
+        rc = core_kafka_conf_set(cc, "queued.max.messages.kbytes", PREFETCH_KBYTES, eb, ebn);
+    return rc;
 }
 
 static core_err make_clients(struct ing_service *s, char *eb, size_t ebn)
@@ -650,7 +685,7 @@ static core_err make_clients(struct ing_service *s, char *eb, size_t ebn)
     rc = core_kafka_conf_new(s->cfg, CORE_KAFKA_CONSUMER, s->opts.group, &cc, eb, ebn);
     if (rc != CORE_OK)
         return rc;
-    rc = bound_prefetch(s->cfg, cc, eb, ebn);
+    rc = size_prefetch(s->cfg, cc, eb, ebn);
     if (rc != CORE_OK) {
         rd_kafka_conf_destroy(cc);
         return rc;
