@@ -13,7 +13,10 @@
  *   2. baseline: a bare librdkafka consumer-group member polls all N messages (no parsing).
  *   3. ingest: the real service (ing/service.h) on a libuv loop, end to end: every reading
  *      validated and windowed, windows produced to a fresh windows topic and acknowledged.
- *   4. engine: ing_engine_push alone on the same readings, no Kafka (only the push timed).
+ *   4. engine: ing_engine_push alone on the same readings, no Kafka (JSON generated per
+ *      chunk beforehand; only the pushes are timed, wall and thread CPU).
+ * Each phase also reports the CPU time of its measuring thread and its context switches
+ * over the measured interval (wall vs CPU: waiting for data vs a loaded machine).
  * Rates are measured from the first message received to the last one (group-join time
  * excluded from both), and for ingest until every window produced so far is acknowledged.
  */
@@ -500,7 +503,11 @@ static void usage(FILE *f)
             "the rate of a bare librdkafka consumer draining the same topic; prints both, the\n"
             "ratio, and the peak RSS of each (each phase runs in its own process). A last\n"
             "phase times ing_engine_push alone on the same readings (no Kafka), to show how\n"
-            "much of the ingest time is the engine.\n\n"
+            "much of the ingest time is the engine. Each phase also prints the CPU time of\n"
+            "its measuring thread (the loop thread for ingest) over the same interval, the\n"
+            "process CPU time, and voluntary/involuntary context switches, so waiting for\n"
+            "data and losing the CPU to other load can be told apart; RESULT_CPU gives the\n"
+            "rates per CPU-second of that thread.\n\n"
             "options:\n"
             "  --readings N    readings preloaded (default 1000000)\n"
             "  --devices D     simulated devices (default 10000)\n"

@@ -19,6 +19,11 @@
  * (bounded by ING_SERVICE_CLOSE_MS), close every handle, then call on_done. Open windows are NOT flushed: their readings
  * stay uncommitted and the next owner rebuilds them.
  *
+ * Memory: the consumer's prefetch queue defaults to queued.min.messages=400000 and
+ * queued.max.messages.kbytes=131072 (kafka.queued.* override them): librdkafka 2.0.2
+ * re-checks a full prefetch queue only about once a second, so a smaller queue starves a
+ * consumer draining a backlog (docs/operations.md, "Measured figures").
+ *
  * Thread-safety: every call on the loop thread, except ing_service_stats (any thread).
  */
 #ifndef ING_SERVICE_H
