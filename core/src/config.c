@@ -21,6 +21,7 @@ struct core_config {
     size_t ntables;
     json_t *values; /* flat {key: value} */
     json_t *kafka;  /* flat {librdkafka property: "string"} */
+    json_t *explicit_keys; /* {key: source} for keys set by file, env or flag */
 };
 
 static const struct core_cfg_key *find_key(const struct core_config *cfg, const char *name)
@@ -126,6 +127,7 @@ struct core_config *core_config_new(const struct core_cfg_key *const *tables, si
     cfg->ntables = ntables;
     cfg->values = json_object();
     cfg->kafka = json_object();
+    cfg->explicit_keys = json_object();
     for (size_t t = 0; t < ntables; t++) {
         for (const struct core_cfg_key *k = tables[t]; k->name; k++) {
             json_error_t jerr;
@@ -152,6 +154,7 @@ void core_config_free(struct core_config *cfg)
         return;
     json_decref(cfg->values);
     json_decref(cfg->kafka);
+    json_decref(cfg->explicit_keys);
     free(cfg);
 }
 
@@ -204,6 +207,7 @@ core_err core_config_set_json(struct core_config *cfg, const char *key, const js
         return rc;
     }
     json_object_set_new(cfg->values, key, json_deep_copy(value));
+    json_object_set_new(cfg->explicit_keys, key, json_string(source));
     return CORE_OK;
 }
 
@@ -367,6 +371,11 @@ const json_t *core_config_json(const struct core_config *cfg, const char *key)
 bool core_config_is_set(const struct core_config *cfg, const char *key)
 {
     return json_object_get(cfg->values, key) != NULL;
+}
+
+bool core_config_is_explicit(const struct core_config *cfg, const char *key)
+{
+    return json_object_get(cfg->explicit_keys, key) != NULL;
 }
 
 void core_config_each_kafka(const struct core_config *cfg, core_cfg_kv_fn *fn, void *arg)

@@ -78,6 +78,8 @@ Test(config, file_env_and_flags_layer_in_order)
                         " \"kafka\": {\"linger.ms\": 7}}");
     cr_assert_eq(core_config_load_file(cfg, path, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert_eq(core_config_int(cfg, "ingest.window.size_s"), 30);
+    cr_assert(core_config_is_explicit(cfg, "ingest.window.size_s"));
+    cr_assert_not(core_config_is_explicit(cfg, "ingest.ratio"));
     cr_assert(json_is_object(core_config_json(cfg, "ingest.bounds")));
     cr_assert_eq(core_config_load_env(cfg, env, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert_eq(core_config_int(cfg, "ingest.window.size_s"), 120);

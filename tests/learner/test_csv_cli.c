@@ -113,3 +113,42 @@ Test(cli, unknown_method_is_a_usage_error)
     cr_assert_eq(run(l), 2);
     free(a);
 }
+
+/* learner.* keys set with --set reach `gcdp learn`; a flag wins over the key; a key left
+ * at its default keeps the method's own default. */
+static int64_t learned_rounds(char *const *extra, size_t n_extra)
+{
+    char *p1 = path("data/p1.csv"), *p2 = path("data/p2.csv"), *out = path("o");
+    char *mj = path("o.metrics.json");
+    char *argv[16] = {NULL, "learn", "--quiet", "--no-png", "--out", out};
+    size_t k = 6;
+    json_error_t je;
+    json_t *m;
+    int64_t r;
+    for (size_t i = 0; i < n_extra; i++)
+        argv[k++] = extra[i];
+    argv[k++] = p1;
+    argv[k++] = p2;
+    argv[k] = NULL;
+    cr_assert_eq(run(argv), 0);
+    m = json_load_file(mj, 0, &je);
+    cr_assert_not_null(m, "%s", je.text);
+    r = (int64_t)json_integer_value(json_object_get(json_object_get(m, "options"), "rounds"));
+    json_decref(m);
+    free(p1), free(p2), free(out), free(mj);
+    return r;
+}
+
+Test(cli, learner_config_keys_apply_and_flags_win)
+{
+    char *data = path("data");
+    char *gen[] = {NULL, "sem-gen", "--out", data, "--d", "5", "--participants", "2", "--n",
+                   "300", "--seed", "4", NULL};
+    char *key[] = {"--set", "learner.rounds=3"};
+    char *both[] = {"--set", "learner.rounds=3", "--rounds", "7"};
+    cr_assert_eq(run(gen), 0);
+    cr_assert_eq(learned_rounds(NULL, 0), 100);
+    cr_assert_eq(learned_rounds(key, 2), 3);
+    cr_assert_eq(learned_rounds(both, 4), 7);
+    free(data);
+}

@@ -87,6 +87,11 @@ const char *core_config_str(const struct core_config *cfg, const char *key); /* 
 const json_t *core_config_json(const struct core_config *cfg, const char *key); /* NULL if unset */
 bool core_config_is_set(const struct core_config *cfg, const char *key);
 
+/* True when key was given by the file, the environment or a flag (not only its default).
+ * Lets a command whose own per-mode defaults differ from a key's default apply exactly the
+ * keys an operator set. */
+bool core_config_is_explicit(const struct core_config *cfg, const char *key);
+
 /* Call fn(name, value, arg) for every "kafka.*" key, with the "kafka." prefix removed. */
 typedef void core_cfg_kv_fn(const char *name, const char *value, void *arg);
 void core_config_each_kafka(const struct core_config *cfg, core_cfg_kv_fn *fn, void *arg);
