@@ -69,12 +69,12 @@ Test(acyclic, expm_times_expm_of_negative_is_identity)
 {
     enum { D = 30 };
     struct lrn_acyclic_ws *ws = ws_for(D);
-    struct lrn_rng rng;
+    struct core_prng rng;
     static double A[D * D], N[D * D], E1[D * D], E2[D * D];
 
-    lrn_rng_seed(&rng, 7);
+    core_prng_seed(&rng, 7);
     for (int x = 0; x < D * D; x++) {
-        A[x] = 0.6 * lrn_rng_normal(&rng); /* ‖A‖₁ ≈ 14: exercises squaring */
+        A[x] = 0.6 * core_prng_normal(&rng); /* ‖A‖₁ ≈ 14: exercises squaring */
         N[x] = -A[x];
     }
     cr_assert_eq(lrn_expm(ws, A, E1), CORE_OK);
@@ -147,15 +147,15 @@ Test(acyclic, scc_decomposition_equals_full_matrix_exponential)
 {
     enum { D = 24 };
     struct lrn_acyclic_ws *ws = ws_for(D);
-    struct lrn_rng rng;
+    struct core_prng rng;
     static double W[D * D], G[D * D], Gr[D * D];
     double h, hr;
 
-    lrn_rng_seed(&rng, 11);
+    core_prng_seed(&rng, 11);
     for (int trial = 0; trial < 20; trial++) {
         /* sparse random graph with cycles, a few self-loops, several SCCs */
         for (int x = 0; x < D * D; x++)
-            W[x] = lrn_rng_uniform(&rng) < 0.07 ? 1.5 * lrn_rng_normal(&rng) : 0.0;
+            W[x] = core_prng_uniform(&rng) < 0.07 ? 1.5 * core_prng_normal(&rng) : 0.0;
         cr_assert_eq(lrn_acyclic_h(ws, W, &h, G), CORE_OK);
         h_reference(ws, D, W, &hr, Gr);
         cr_assert_float_eq(h, hr, 1e-9 * (1.0 + fabs(hr)), "trial %d", trial);
@@ -170,12 +170,12 @@ Test(acyclic, gradient_matches_central_finite_differences)
 {
     enum { D = 8 };
     struct lrn_acyclic_ws *ws = ws_for(D);
-    struct lrn_rng rng;
+    struct core_prng rng;
     double W[D * D], G[D * D], h, hp, hm, eps = 1e-6;
 
-    lrn_rng_seed(&rng, 3);
+    core_prng_seed(&rng, 3);
     for (int x = 0; x < D * D; x++)
-        W[x] = 0.4 * lrn_rng_normal(&rng);
+        W[x] = 0.4 * core_prng_normal(&rng);
     cr_assert_eq(lrn_acyclic_h(ws, W, &h, G), CORE_OK);
     cr_assert(h > 0.0);
     for (int x = 0; x < D * D; x++) {

@@ -87,7 +87,7 @@ struct problem {
 static void problem_make(struct problem *pb, const double *W, size_t d, size_t P, size_t n,
                          uint64_t seed)
 {
-    struct lrn_rng rng;
+    struct core_prng rng;
     size_t *scratch = malloc(LRN_SEM_SCRATCH(d) * sizeof(size_t));
 
     pb->d = d;
@@ -95,7 +95,7 @@ static void problem_make(struct problem *pb, const double *W, size_t d, size_t P
     pb->n = n;
     pb->X = malloc(P * n * d * sizeof(double));
     pb->S = malloc(P * d * d * sizeof(double));
-    lrn_rng_seed(&rng, seed);
+    core_prng_seed(&rng, seed);
     for (size_t p = 0; p < P; p++) {
         cr_assert_eq(lrn_sem_sample(W, d, n, 1.0, &rng, pb->X + p * n * d, scratch), CORE_OK);
         cr_assert_eq(lrn_covariance(n, d, pb->X + p * n * d, 1.0, pb->S + p * d * d), CORE_OK);

@@ -13,11 +13,11 @@
 #include "lrn/runner.h"
 #include "lrn/sem.h"
 
-static void random_spd(size_t d, struct lrn_rng *r, double *s)
+static void random_spd(size_t d, struct core_prng *r, double *s)
 {
     double a[64];
     for (size_t k = 0; k < d * d; k++)
-        a[k] = lrn_rng_normal(r);
+        a[k] = core_prng_normal(r);
     for (size_t i = 0; i < d; i++)
         for (size_t j = 0; j < d; j++) {
             double v = i == j ? 0.5 : 0.0;
@@ -36,12 +36,12 @@ Test(baselines, fedbnsl_local_step_is_the_constrained_minimiser)
     const double *sp[1] = {s};
     struct lrn_fedbnsl_local *l = NULL;
     struct lrn_local_ops ops;
-    struct lrn_rng r;
-    lrn_rng_seed(&r, 21);
+    struct core_prng r;
+    core_prng_seed(&r, 21);
     random_spd(D, &r, s);
     for (size_t k = 0; k < D * D; k++) {
-        w[k] = k % (D + 1) ? lrn_rng_normal(&r) : 0.0;
-        beta[k] = 0.3 * lrn_rng_normal(&r);
+        w[k] = k % (D + 1) ? core_prng_normal(&r) : 0.0;
+        beta[k] = 0.3 * core_prng_normal(&r);
         b[k] = 0.0;
     }
     cr_assert_eq(lrn_fedbnsl_local_new(D, 1, sp, &l), CORE_OK);

@@ -44,12 +44,12 @@ enum { N = 400, D = 5 };
 
 static void make_rows(double *X, uint64_t seed)
 {
-    struct lrn_rng rng;
+    struct core_prng rng;
     const double W[D * D] = {0, 1.2, 0, 0, 0, 0, 0, -0.9, 0, 0, 0, 0, 0, 0.8, 0,
                              0, 0, 0, 0, 1.1, 0, 0, 0, 0, 0};
     size_t scratch[LRN_SEM_SCRATCH(D)];
 
-    lrn_rng_seed(&rng, seed);
+    core_prng_seed(&rng, seed);
     cr_assert_eq(lrn_sem_sample(W, D, N, 1.0, &rng, X, scratch), CORE_OK);
 }
 
@@ -264,7 +264,7 @@ Test(dppgcd, private_admm_recovers_a_chain_at_large_epsilon)
     static double X[P * NP * DD];
     const double *xp[P];
     size_t n[P], scratch[LRN_SEM_SCRATCH(DD)];
-    struct lrn_rng rng;
+    struct core_prng rng;
     struct ts_rng *r = ts_rng_seeded_new(7);
     struct lrn_dppgcd_opts o = base_opts();
     struct lrn_dppgcd_local *l = NULL;
@@ -274,7 +274,7 @@ Test(dppgcd, private_admm_recovers_a_chain_at_large_epsilon)
     struct lrn_dppgcd_spent sp;
     double W[DD * DD];
 
-    lrn_rng_seed(&rng, 14);
+    core_prng_seed(&rng, 14);
     for (int p = 0; p < P; p++) {
         cr_assert_eq(lrn_sem_sample(truth, DD, NP, 1.0, &rng, X + p * NP * DD, scratch), CORE_OK);
         xp[p] = X + p * NP * DD;
@@ -346,7 +346,7 @@ Test(dppgcd, selection_follows_exponential_mechanism_at_calibrated_scale)
     static const double m_pub[DD] = {1.0, 2.0, 3.0};
     double W[DD * DD] = {0}, B[DD * DD], S[DD * DD] = {0}, p[DD * DD] = {0}, tot = 0.0;
     size_t scratch[LRN_SEM_SCRATCH(DD)], count[DD * DD] = {0};
-    struct lrn_rng rng;
+    struct core_prng rng;
     struct lrn_dppgcd_opts o = base_opts();
     struct lrn_dppgcd_calib cal;
     struct lrn_dppgcd_spent sp;
@@ -354,7 +354,7 @@ Test(dppgcd, selection_follows_exponential_mechanism_at_calibrated_scale)
     struct lrn_dppgcd *s = NULL;
     double rho2 = 1.0, summ = 0.0, chi2 = 0.0;
 
-    lrn_rng_seed(&rng, 18);
+    core_prng_seed(&rng, 18);
     cr_assert_eq(lrn_sem_sample(Wt, DD, DN, 1.0, &rng, X, scratch), CORE_OK);
     o.m_public = m_pub;
     o.steps = 1;

@@ -18,7 +18,7 @@ Test(notears, recovers_a_small_dag_from_its_covariance, .timeout = 60)
     double w[D * D] = {0}, est[D * D], sig[D * D], h = 1;
     double *x = malloc((size_t)N * D * sizeof(double));
     size_t scratch[LRN_SEM_SCRATCH(D)], work[2 * D];
-    struct lrn_rng r;
+    struct core_prng r;
     struct lrn_notears_opts o = lrn_notears_opts_default();
     struct lrn_notears_result res;
     struct lrn_metrics m;
@@ -27,7 +27,7 @@ Test(notears, recovers_a_small_dag_from_its_covariance, .timeout = 60)
     w[1 * D + 2] = -0.9;
     w[2 * D + 3] = 1.5;
     w[3 * D + 4] = -0.7;
-    lrn_rng_seed(&r, 17);
+    core_prng_seed(&r, 17);
     cr_assert_eq(lrn_sem_sample(w, D, N, 1.0, &r, x, scratch), CORE_OK);
     cr_assert_eq(lrn_covariance(N, D, x, 1.0, sig), CORE_OK);
     cr_assert_eq(lrn_notears_run(D, sig, &o, est, &res), CORE_OK);

@@ -12,14 +12,14 @@
 /* Σ = XᵀX/n for n random correlated samples (seeded). Caller frees. */
 static double *random_sigma(size_t d, size_t n, uint64_t seed)
 {
-    struct lrn_rng rng;
+    struct core_prng rng;
     double *X = malloc(n * d * sizeof(double)), *S = malloc(d * d * sizeof(double));
 
-    lrn_rng_seed(&rng, seed);
+    core_prng_seed(&rng, seed);
     for (size_t k = 0; k < n; k++) {
-        double common = lrn_rng_normal(&rng);
+        double common = core_prng_normal(&rng);
         for (size_t j = 0; j < d; j++)
-            X[k * d + j] = (1.0 + 0.3 * (double)j) * lrn_rng_normal(&rng) + 0.7 * common;
+            X[k * d + j] = (1.0 + 0.3 * (double)j) * core_prng_normal(&rng) + 0.7 * common;
     }
     cr_assert_eq(lrn_covariance(n, d, X, 1.0, S), CORE_OK);
     free(X);
@@ -77,13 +77,13 @@ Test(pgcd, converges_to_lasso_optimum_satisfying_kkt)
     const double lambda = 0.15, rho2 = 0.5;
     struct lrn_pgcd *s = NULL;
     struct lrn_pgcd_opts o = {lambda, 0.5, 200000, 1e-13};
-    struct lrn_rng rng;
+    struct core_prng rng;
     size_t nz = 0;
 
-    lrn_rng_seed(&rng, 9);
+    core_prng_seed(&rng, 9);
     for (int x = 0; x < D * D; x++) {
-        W[x] = 0.5 * lrn_rng_normal(&rng);
-        beta[x] = 0.1 * lrn_rng_normal(&rng);
+        W[x] = 0.5 * core_prng_normal(&rng);
+        beta[x] = 0.1 * core_prng_normal(&rng);
     }
     cr_assert_eq(lrn_pgcd_new(D, S, &s), CORE_OK);
     cr_assert_eq(lrn_pgcd_solve(s, &o, W, beta, rho2, B, NULL), CORE_OK);
@@ -112,16 +112,16 @@ Test(pgcd, incremental_gradient_equals_full_recomputation)
     double W[D * D], beta[D * D], B[D * D] = {0}, G[D * D];
     struct lrn_pgcd *s = NULL;
     struct lrn_pgcd_opts o = {0.05, 0.5, 3000, 0.0};
-    struct lrn_rng rng;
+    struct core_prng rng;
     struct lrn_pgcd_stats st;
 
-    lrn_rng_seed(&rng, 4);
+    core_prng_seed(&rng, 4);
     cr_assert_eq(lrn_pgcd_new(D, S, &s), CORE_OK);
     /* several calls with changing W, β, ρ₂ (the cached data gradient is reused) */
     for (int call = 0; call < 5; call++) {
         for (int x = 0; x < D * D; x++) {
-            W[x] = 0.3 * lrn_rng_normal(&rng);
-            beta[x] = 0.05 * lrn_rng_normal(&rng);
+            W[x] = 0.3 * core_prng_normal(&rng);
+            beta[x] = 0.05 * core_prng_normal(&rng);
         }
         double rho2 = 0.5 + call;
         cr_assert_eq(lrn_pgcd_solve(s, &o, W, beta, rho2, B, &st), CORE_OK);
@@ -133,7 +133,7 @@ Test(pgcd, incremental_gradient_equals_full_recomputation)
     }
     /* a warm start the solver has not seen forces a full recomputation */
     for (int x = 0; x < D * D; x++)
-        B[x] = x % (D + 1) == 0 ? 0.0 : 0.1 * lrn_rng_normal(&rng);
+        B[x] = x % (D + 1) == 0 ? 0.0 : 0.1 * core_prng_normal(&rng);
     o.max_steps = 1;
     cr_assert_eq(lrn_pgcd_solve(s, &o, W, beta, 1.0, B, NULL), CORE_OK);
     full_gradient(D, S, B, W, beta, 1.0, G);

@@ -9,15 +9,15 @@
 
 Test(sem, same_seed_gives_same_stream_and_different_seed_differs)
 {
-    struct lrn_rng a, b, c;
+    struct core_prng a, b, c;
     int differ = 0;
-    lrn_rng_seed(&a, 42);
-    lrn_rng_seed(&b, 42);
-    lrn_rng_seed(&c, 43);
+    core_prng_seed(&a, 42);
+    core_prng_seed(&b, 42);
+    core_prng_seed(&c, 43);
     for (int i = 0; i < 100; i++) {
-        uint64_t x = lrn_rng_next(&a);
-        cr_assert_eq(x, lrn_rng_next(&b));
-        differ |= x != lrn_rng_next(&c);
+        uint64_t x = core_prng_next(&a);
+        cr_assert_eq(x, core_prng_next(&b));
+        differ |= x != core_prng_next(&c);
     }
     cr_assert(differ);
 }
@@ -25,12 +25,12 @@ Test(sem, same_seed_gives_same_stream_and_different_seed_differs)
 /* N = 400000 normals: se(mean) = 0.0016, se(var) ~ 0.0022; thresholds at > 5 se. */
 Test(sem, normal_draws_have_unit_variance_and_zero_mean)
 {
-    struct lrn_rng r;
+    struct core_prng r;
     double s = 0, s2 = 0;
     const int n = 400000;
-    lrn_rng_seed(&r, 7);
+    core_prng_seed(&r, 7);
     for (int i = 0; i < n; i++) {
-        double z = lrn_rng_normal(&r);
+        double z = core_prng_normal(&r);
         s += z;
         s2 += z * z;
     }
@@ -43,11 +43,11 @@ Test(sem, normal_draws_have_unit_variance_and_zero_mean)
 Test(sem, er_dag_has_expected_edge_count_weights_in_range_and_no_cycle)
 {
     struct lrn_sem_opts o = lrn_sem_opts_default();
-    struct lrn_rng r;
+    struct core_prng r;
     double w[400];
     size_t order[20], scratch[40], total = 0, neg = 0;
     const int graphs = 300;
-    lrn_rng_seed(&r, 11);
+    core_prng_seed(&r, 11);
     for (int g = 0; g < graphs; g++) {
         cr_assert_eq(lrn_sem_dag(&o, &r, w), CORE_OK);
         cr_assert_eq(lrn_sem_topo_order(w, 20, order, scratch), CORE_OK);
@@ -81,8 +81,8 @@ Test(sem, samples_follow_the_linear_sem_covariance)
     const size_t n = 200000;
     double *x = malloc(n * 2 * sizeof(double));
     size_t scratch[LRN_SEM_SCRATCH(2)];
-    struct lrn_rng r;
-    lrn_rng_seed(&r, 5);
+    struct core_prng r;
+    core_prng_seed(&r, 5);
     cr_assert_eq(lrn_sem_sample(w, 2, n, 1.0, &r, x, scratch), CORE_OK);
     for (size_t i = 0; i < n; i++) {
         c00 += x[2 * i] * x[2 * i];
@@ -100,9 +100,9 @@ Test(sem, samples_follow_the_linear_sem_covariance)
 Test(sem, perturbation_keeps_support_and_has_the_requested_variance)
 {
     double w[9] = {0, 1.0, 0, 0, 0, -1.0, 0, 0, 0}, wp[9], s2 = 0;
-    struct lrn_rng r;
+    struct core_prng r;
     const int n = 10000;
-    lrn_rng_seed(&r, 3);
+    core_prng_seed(&r, 3);
     for (int i = 0; i < n; i++) {
         lrn_sem_perturb(w, 3, 0.1, &r, wp);
         for (int k = 0; k < 9; k++)

@@ -13,7 +13,7 @@
 static const char *const names[SIM_NCH] = {"temperature", "humidity", "light", "voltage"};
 static const double vals[SIM_NCH] = {21.25, 40.5, 300.0, 2.7};
 
-static char *enc(enum sim_fault f, struct sim_rng *r, size_t *len)
+static char *enc(enum sim_fault f, struct core_prng *r, size_t *len)
 {
     struct sim_reading rd = {"mote-7", 1793491200000LL, 17, names, vals, SIM_NCH};
     char *buf = malloc(70000);
@@ -23,10 +23,10 @@ static char *enc(enum sim_fault f, struct sim_rng *r, size_t *len)
 
 Test(sim_encode, clean_reading_matches_the_contract)
 {
-    struct sim_rng r;
+    struct core_prng r;
     size_t len;
     char *s;
-    sim_rng_seed(&r, 1);
+    core_prng_seed(&r, 1);
     s = enc(SIM_FAULT_COUNT, &r, &len);
     cr_assert_str_eq(s, "{\"schema\":\"gcdp.reading/1\",\"device\":\"mote-7\","
                         "\"ts\":\"2026-11-01T00:00:00.000Z\",\"readings\":{\"temperature\":21.25,"
@@ -38,9 +38,9 @@ Test(sim_encode, clean_reading_matches_the_contract)
 /* Every message-level fault is recognizable from the payload alone. */
 Test(sim_encode, each_fault_kind_breaks_the_message_the_intended_way)
 {
-    struct sim_rng r;
+    struct core_prng r;
     json_error_t e;
-    sim_rng_seed(&r, 2);
+    core_prng_seed(&r, 2);
     for (int rep = 0; rep < 50; rep++) {
         size_t len;
         char *s = enc(SIM_FAULT_OUT_OF_DOMAIN, &r, &len);
@@ -107,11 +107,11 @@ Test(sim_encode, each_fault_kind_breaks_the_message_the_intended_way)
 
 Test(sim_encode, too_small_buffer_is_an_error_not_a_truncation)
 {
-    struct sim_rng r;
+    struct core_prng r;
     struct sim_reading rd = {"mote-7", 0, 1, names, vals, SIM_NCH};
     char buf[40];
     size_t len = 0;
-    sim_rng_seed(&r, 1);
+    core_prng_seed(&r, 1);
     cr_assert_eq(sim_encode_reading(&rd, SIM_FAULT_COUNT, &r, 100, buf, sizeof(buf), &len),
                  CORE_ETOOBIG);
 }
@@ -123,8 +123,8 @@ Test(sim_faults, pick_rates_within_binomial_tolerance)
     enum { N = 400000 };
     double rates[SIM_FAULT_COUNT];
     long count[SIM_FAULT_COUNT + 1] = {0};
-    struct sim_rng r;
-    sim_rng_seed(&r, 77);
+    struct core_prng r;
+    core_prng_seed(&r, 77);
     for (int k = 0; k < SIM_FAULT_COUNT; k++)
         rates[k] = 0.02;
     for (int i = 0; i < N; i++)

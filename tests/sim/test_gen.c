@@ -6,7 +6,7 @@
 #include <criterion/criterion.h>
 
 #include "sim/gen.h"
-#include "sim/rng.h"
+#include "core/prng.h"
 
 static struct sim_gen *make(size_t devices, uint64_t seed, double ar, double coupling, unsigned lag)
 {
@@ -24,22 +24,22 @@ static struct sim_gen *make(size_t devices, uint64_t seed, double ar, double cou
 
 Test(sim_rng, same_seed_same_stream_and_normal_moments)
 {
-    struct sim_rng a, b, c;
+    struct core_prng a, b, c;
     double sum = 0.0, sq = 0.0;
     const int n = 200000;
-    sim_rng_seed(&a, 42);
-    sim_rng_seed(&b, 42);
-    sim_rng_seed(&c, 43);
+    core_prng_seed(&a, 42);
+    core_prng_seed(&b, 42);
+    core_prng_seed(&c, 43);
     int differ = 0;
     for (int i = 0; i < 1000; i++) {
-        uint64_t x = sim_rng_next(&a);
-        cr_assert_eq(x, sim_rng_next(&b));
-        differ += x != sim_rng_next(&c);
+        uint64_t x = core_prng_next(&a);
+        cr_assert_eq(x, core_prng_next(&b));
+        differ += x != core_prng_next(&c);
     }
     cr_assert_gt(differ, 990);
     /* N = 200000 normals: |mean| < 5/sqrt(N) = 0.0112, |var - 1| < 5*sqrt(2/N) = 0.0158 */
     for (int i = 0; i < n; i++) {
-        double z = sim_rng_normal(&a);
+        double z = core_prng_normal(&a);
         sum += z;
         sq += z * z;
     }

@@ -15,26 +15,13 @@
 #include <stdint.h>
 
 #include "core/err.h"
+#include "core/prng.h"
 
 /* Largest d and n accepted by the generator (caps on caller-supplied sizes). */
 #define LRN_SEM_MAX_D 4096
 #define LRN_SEM_MAX_N 10000000
 
-/* Seeded PRNG state (value type; caller storage). */
-struct lrn_rng {
-    uint64_t s[4];
-    double spare;   /* second Box-Muller normal, valid when has_spare */
-    int has_spare;
-};
-
-/* Seed rng from a 64-bit seed (splitmix64 expansion). */
-void lrn_rng_seed(struct lrn_rng *rng, uint64_t seed);
-/* Next 64 random bits (xoshiro256**). */
-uint64_t lrn_rng_next(struct lrn_rng *rng);
-/* Uniform double in [0, 1) with 53 random bits. */
-double lrn_rng_uniform(struct lrn_rng *rng);
-/* Standard normal N(0, 1) by Box-Muller. */
-double lrn_rng_normal(struct lrn_rng *rng);
+/* The generator's randomness is core/prng.h (seeded xoshiro256**; synthetic data only). */
 
 /* Options of one synthetic problem. Fill with lrn_sem_opts_default() then override. */
 struct lrn_sem_opts {
@@ -57,13 +44,13 @@ struct lrn_sem_opts lrn_sem_opts_default(void);
  * topological order; weights as in opts.
  *   W  out, d*d doubles (caller storage), fully overwritten.
  * Returns CORE_OK, CORE_EINVAL (bad options, d < 2 or > LRN_SEM_MAX_D). */
-CORE_MUST_CHECK core_err lrn_sem_dag(const struct lrn_sem_opts *opts, struct lrn_rng *rng,
+CORE_MUST_CHECK core_err lrn_sem_dag(const struct lrn_sem_opts *opts, struct core_prng *rng,
                                      double *w);
 
 /* Participant weights (Appendix B.1.2): w_p[e] = w[e] + N(0, var) on the edges of w only
  * (zeros stay zero). var = 0 copies w.
  *   w_p  out, d*d doubles (caller storage; may not alias w). */
-void lrn_sem_perturb(const double *w, size_t d, double var, struct lrn_rng *rng, double *w_p);
+void lrn_sem_perturb(const double *w, size_t d, double var, struct core_prng *rng, double *w_p);
 
 #define LRN_SEM_SCRATCH(d) ((d) * (d) + 2 * (d) + 1)
 
@@ -74,7 +61,7 @@ void lrn_sem_perturb(const double *w, size_t d, double var, struct lrn_rng *rng,
  *   scratch  caller storage of at least LRN_SEM_SCRATCH(d) size_t.
  * Returns CORE_OK, CORE_EINVAL (w has a cycle, n or d out of range). */
 CORE_MUST_CHECK core_err lrn_sem_sample(const double *w, size_t d, size_t n, double noise_sd,
-                                        struct lrn_rng *rng, double *x, size_t *scratch);
+                                        struct core_prng *rng, double *x, size_t *scratch);
 
 /* Topological order of the graph {(i,j): w[i*d+j] != 0} by Kahn's algorithm.
  *   order    out, d indices; scratch: caller storage of 2*d size_t.

@@ -7,64 +7,6 @@
 
 #include "core/mem.h"
 
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
-void lrn_rng_seed(struct lrn_rng *rng, uint64_t seed)
-{
-    uint64_t x = seed;
-    for (int i = 0; i < 4; i++)
-        rng->s[i] = splitmix64(&x);
-    rng->spare = 0.0;
-    rng->has_spare = 0;
-}
-
-uint64_t lrn_rng_next(struct lrn_rng *rng)
-{
-    uint64_t *s = rng->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-double lrn_rng_uniform(struct lrn_rng *rng)
-{
-    return (double)(lrn_rng_next(rng) >> 11) * 0x1.0p-53;
-}
-
-double lrn_rng_normal(struct lrn_rng *rng)
-{
-    double u1, u2, r;
-    if (rng->has_spare) {
-        rng->has_spare = 0;
-        return rng->spare;
-    }
-    do {
-        u1 = lrn_rng_uniform(rng);
-    } while (u1 <= 0.0);
-    u2 = lrn_rng_uniform(rng);
-    r = sqrt(-2.0 * log(u1));
-    rng->spare = r * sin(2.0 * M_PI * u2);
-    rng->has_spare = 1;
-    return r * cos(2.0 * M_PI * u2);
-}
-
 struct lrn_sem_opts lrn_sem_opts_default(void)
 {
     struct lrn_sem_opts o = {
@@ -82,16 +24,16 @@ struct lrn_sem_opts lrn_sem_opts_default(void)
 }
 
 /* Uniform index in [0, n) without modulo bias (Lemire's multiply-shift with rejection). */
-static size_t uniform_index(struct lrn_rng *rng, size_t n)
+static size_t uniform_index(struct core_prng *rng, size_t n)
 {
     uint64_t bound = (uint64_t)n, threshold = (0 - bound) % bound, r;
     do {
-        r = lrn_rng_next(rng);
+        r = core_prng_next(rng);
     } while (r < threshold);
     return (size_t)(r % bound);
 }
 
-core_err lrn_sem_dag(const struct lrn_sem_opts *o, struct lrn_rng *rng, double *w)
+core_err lrn_sem_dag(const struct lrn_sem_opts *o, struct core_prng *rng, double *w)
 {
     size_t d = o->d, perm[LRN_SEM_MAX_D];
     double pairs, p;
@@ -119,21 +61,21 @@ core_err lrn_sem_dag(const struct lrn_sem_opts *o, struct lrn_rng *rng, double *
     for (size_t a = 0; a < d; a++) {
         for (size_t b = a + 1; b < d; b++) {
             double mag, sign;
-            if (!(lrn_rng_uniform(rng) < p))
+            if (!(core_prng_uniform(rng) < p))
                 continue;
-            mag = o->w_lo + (o->w_hi - o->w_lo) * lrn_rng_uniform(rng);
-            sign = (lrn_rng_next(rng) >> 63) ? -1.0 : 1.0;
+            mag = o->w_lo + (o->w_hi - o->w_lo) * core_prng_uniform(rng);
+            sign = (core_prng_next(rng) >> 63) ? -1.0 : 1.0;
             w[perm[a] * d + perm[b]] = sign * mag;
         }
     }
     return CORE_OK;
 }
 
-void lrn_sem_perturb(const double *w, size_t d, double var, struct lrn_rng *rng, double *w_p)
+void lrn_sem_perturb(const double *w, size_t d, double var, struct core_prng *rng, double *w_p)
 {
     double sd = var > 0.0 ? sqrt(var) : 0.0;
     for (size_t k = 0; k < d * d; k++)
-        w_p[k] = (w[k] != 0.0 && sd > 0.0) ? w[k] + sd * lrn_rng_normal(rng) : w[k];
+        w_p[k] = (w[k] != 0.0 && sd > 0.0) ? w[k] + sd * core_prng_normal(rng) : w[k];
 }
 
 core_err lrn_sem_topo_order(const double *w, size_t d, size_t *order, size_t *scratch)
@@ -163,7 +105,7 @@ core_err lrn_sem_topo_order(const double *w, size_t d, size_t *order, size_t *sc
  * topological order so every parent is set before its children. Parents are gathered once
  * into a CSR list in scratch so a sample costs O(d + edges), not O(d^2). */
 core_err lrn_sem_sample(const double *w, size_t d, size_t n, double noise_sd,
-                        struct lrn_rng *rng, double *x, size_t *scratch)
+                        struct core_prng *rng, double *x, size_t *scratch)
 {
     size_t *order = scratch, *pstart = scratch + d, *pidx = scratch + 2 * d + 1, e = 0;
     core_err rc;
@@ -184,7 +126,7 @@ core_err lrn_sem_sample(const double *w, size_t d, size_t n, double noise_sd,
         double *row = x + r * d;
         for (size_t k = 0; k < d; k++) {
             size_t j = order[k];
-            double v = noise_sd * lrn_rng_normal(rng);
+            double v = noise_sd * core_prng_normal(rng);
             for (size_t q = pstart[j]; q < pstart[j + 1]; q++)
                 v += w[pidx[q] * d + j] * row[pidx[q]];
             row[j] = v;
@@ -206,7 +148,7 @@ void lrn_sem_problem_free(struct lrn_sem_problem *pb)
 core_err lrn_sem_problem_new(const struct lrn_sem_opts *o, struct lrn_sem_problem **out)
 {
     struct lrn_sem_problem *pb = NULL;
-    struct lrn_rng rng;
+    struct core_prng rng;
     size_t d = o->d, *scratch = NULL;
     core_err rc;
 
@@ -216,7 +158,7 @@ core_err lrn_sem_problem_new(const struct lrn_sem_opts *o, struct lrn_sem_proble
         return CORE_EINVAL;
     if (o->participants * o->n_per > LRN_SEM_MAX_CELLS / d)
         return CORE_ETOOBIG;
-    lrn_rng_seed(&rng, o->seed);
+    core_prng_seed(&rng, o->seed);
     pb = core_xcalloc(1, sizeof(*pb));
     pb->d = d;
     pb->participants = o->participants;

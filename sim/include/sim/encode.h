@@ -12,7 +12,7 @@
 
 #include "core/err.h"
 #include "sim/gen.h"
-#include "sim/rng.h"
+#include "core/prng.h"
 #include "sim/sim.h"
 
 /* Longest device id we generate or accept from a replay flag. */
@@ -50,11 +50,11 @@ struct sim_reading {
  *   len             out: bytes written (a NUL follows them).
  * Returns CORE_OK, or CORE_ETOOBIG when cap is too small. */
 CORE_MUST_CHECK core_err sim_encode_reading(const struct sim_reading *r, enum sim_fault fault,
-                                            struct sim_rng *rng, size_t oversize_bytes, char *buf,
+                                            struct core_prng *rng, size_t oversize_bytes, char *buf,
                                             size_t cap, size_t *len);
 
 /* Pick a fault kind for one reading: returns a kind with probability rates[kind], or
  * SIM_FAULT_COUNT (no fault) with probability 1 - sum(rates). Requires sum(rates) <= 1. */
-enum sim_fault sim_fault_pick(struct sim_rng *rng, const double rates[SIM_FAULT_COUNT]);
+enum sim_fault sim_fault_pick(struct core_prng *rng, const double rates[SIM_FAULT_COUNT]);
 
 #endif /* SIM_ENCODE_H */

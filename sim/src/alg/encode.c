@@ -203,15 +203,15 @@ static size_t structural(const char *buf, size_t len, size_t k)
 
 /* A proper prefix ending right after a structural '{', ',' or ':': the document is then
  * incomplete (the next token is missing) wherever the cut falls. */
-static size_t cut_point(const char *buf, size_t len, struct sim_rng *rng)
+static size_t cut_point(const char *buf, size_t len, struct core_prng *rng)
 {
     size_t n = structural(buf, len, SIZE_MAX);
     if (n == 0)
         return 1;
-    return structural(buf, len, (size_t)sim_rng_below(rng, n)) + 1;
+    return structural(buf, len, (size_t)core_prng_below(rng, n)) + 1;
 }
 
-core_err sim_encode_reading(const struct sim_reading *r, enum sim_fault f, struct sim_rng *rng,
+core_err sim_encode_reading(const struct sim_reading *r, enum sim_fault f, struct core_prng *rng,
                             size_t oversize_bytes, char *buf, size_t cap, size_t *len)
 {
     struct sbuf b = {buf, cap, 0, 0};
@@ -223,8 +223,8 @@ core_err sim_encode_reading(const struct sim_reading *r, enum sim_fault f, struc
         return CORE_ETOOBIG;
     if ((f == SIM_FAULT_OUT_OF_DOMAIN || f == SIM_FAULT_NONFINITE || f == SIM_FAULT_WRONG_TYPE) &&
         r->n > 0) {
-        target = (size_t)sim_rng_below(rng, r->n);
-        dir = (int)sim_rng_below(rng, 2);
+        target = (size_t)core_prng_below(rng, r->n);
+        dir = (int)core_prng_below(rng, 2);
     }
     sim_format_rfc3339(r->ts_ms, 1, ts);
     put(&b, "{\"schema\":\"gcdp.reading/1\",\"device\":\"%s\",\"ts\":\"%s\",\"readings\":{",
@@ -262,9 +262,9 @@ core_err sim_encode_reading(const struct sim_reading *r, enum sim_fault f, struc
     return CORE_OK;
 }
 
-enum sim_fault sim_fault_pick(struct sim_rng *rng, const double rates[SIM_FAULT_COUNT])
+enum sim_fault sim_fault_pick(struct core_prng *rng, const double rates[SIM_FAULT_COUNT])
 {
-    double u = sim_rng_uniform(rng), acc = 0.0;
+    double u = core_prng_uniform(rng), acc = 0.0;
     for (int k = 0; k < SIM_FAULT_COUNT; k++) {
         acc += rates[k];
         if (u < acc)

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/mem.h"
-#include "sim/rng.h"
+#include "core/prng.h"
 
 /* Levels loosely after the Intel Berkeley Lab deployment (indoor office, Mica2Dot motes):
  * ~18-26 C, 30-50 %RH, 0-600 lux, 2.3-2.8 V batteries discharging over days. */
@@ -30,7 +30,7 @@ struct sim_gen {
     double *zhist;                             /* n x (lag+1) x SIM_NCH ring of innovations z */
     double *x;                                 /* n x SIM_NCH latent of the last tick */
     uint64_t tick;
-    struct sim_rng noise;
+    struct core_prng noise;
 };
 
 const struct sim_channel_info *sim_gen_channel_info(size_t c)
@@ -51,14 +51,14 @@ void sim_gen_params_default(struct sim_gen_params *p)
 
 /* One random DAG: random order (Fisher-Yates), Bernoulli(edge_prob) edges along it,
  * weights +-U[0.3, 0.8]; redrawn until it has at least two edges (bounded). */
-static void draw_dag(struct sim_rng *r, double edge_prob, size_t order[SIM_NCH], double *w)
+static void draw_dag(struct core_prng *r, double edge_prob, size_t order[SIM_NCH], double *w)
 {
     for (int attempt = 0; attempt < 1000; attempt++) {
         int edges = 0;
         for (size_t i = 0; i < SIM_NCH; i++)
             order[i] = i;
         for (size_t i = SIM_NCH - 1; i > 0; i--) {
-            size_t j = (size_t)sim_rng_below(r, i + 1), t = order[i];
+            size_t j = (size_t)core_prng_below(r, i + 1), t = order[i];
             order[i] = order[j];
             order[j] = t;
         }
@@ -66,10 +66,10 @@ static void draw_dag(struct sim_rng *r, double edge_prob, size_t order[SIM_NCH],
         for (size_t a = 0; a < SIM_NCH; a++) {
             for (size_t b = a + 1; b < SIM_NCH; b++) {
                 double mag, sign;
-                if (!(sim_rng_uniform(r) < edge_prob))
+                if (!(core_prng_uniform(r) < edge_prob))
                     continue;
-                mag = 0.3 + 0.5 * sim_rng_uniform(r);
-                sign = sim_rng_uniform(r) < 0.5 ? -1.0 : 1.0;
+                mag = 0.3 + 0.5 * core_prng_uniform(r);
+                sign = core_prng_uniform(r) < 0.5 ? -1.0 : 1.0;
                 w[order[a] * SIM_NCH + order[b]] = sign * mag;
                 edges++;
             }
@@ -95,22 +95,22 @@ static core_err check_params(const struct sim_gen_params *p)
 static void init_device(struct sim_gen *g, const struct sim_gen_params *p, size_t m)
 {
     uint64_t st = p->seed ^ (0xd1b54a32d192ed03ULL * (uint64_t)(m + 1));
-    struct sim_rng r;
+    struct core_prng r;
 
-    sim_rng_seed(&r, sim_splitmix64(&st));
+    core_prng_seed(&r, core_splitmix64(&st));
     for (unsigned reg = 0; reg < SIM_NREGIMES; reg++) {
         double *wd = g->wdev + (m * SIM_NREGIMES + reg) * SIM_NCH * SIM_NCH;
         for (size_t k = 0; k < (size_t)SIM_NCH * SIM_NCH; k++)
-            wd[k] = g->w[reg][k] != 0.0 ? g->w[reg][k] + p->hetero_sd * sim_rng_normal(&r) : 0.0;
+            wd[k] = g->w[reg][k] != 0.0 ? g->w[reg][k] + p->hetero_sd * core_prng_normal(&r) : 0.0;
     }
     for (size_t c = 0; c < SIM_NCH; c++)
-        g->offset[m * SIM_NCH + c] = channels[c].offset_sd * sim_rng_normal(&r);
+        g->offset[m * SIM_NCH + c] = channels[c].offset_sd * core_prng_normal(&r);
 }
 
 core_err sim_gen_new(const struct sim_gen_params *p, struct sim_gen **out)
 {
     struct sim_gen *g;
-    struct sim_rng sr;
+    struct core_prng sr;
     uint64_t st = p->seed;
     size_t hist;
 
@@ -123,10 +123,10 @@ core_err sim_gen_new(const struct sim_gen_params *p, struct sim_gen **out)
     g->phi = p->ar;
     g->phi_c = sqrt(1.0 - g->phi * g->phi);
     g->lag = p->spatial_lag;
-    sim_rng_seed(&sr, sim_splitmix64(&st));
+    core_prng_seed(&sr, core_splitmix64(&st));
     for (unsigned reg = 0; reg < SIM_NREGIMES; reg++)
         draw_dag(&sr, p->edge_prob, g->order[reg], g->w[reg]);
-    sim_rng_seed(&g->noise, sim_splitmix64(&st));
+    core_prng_seed(&g->noise, core_splitmix64(&st));
     hist = (size_t)g->lag + 1;
     g->wdev = core_xcalloc(g->n * SIM_NREGIMES * SIM_NCH * SIM_NCH, sizeof(double));
     g->offset = core_xcalloc(g->n * SIM_NCH, sizeof(double));
@@ -137,9 +137,9 @@ core_err sim_gen_new(const struct sim_gen_params *p, struct sim_gen **out)
         init_device(g, p, m);
     /* Start every state in its stationary law N(0, 1) so there is no burn-in. */
     for (size_t i = 0; i < g->n * SIM_NCH; i++)
-        g->u[i] = sim_rng_normal(&g->noise);
+        g->u[i] = core_prng_normal(&g->noise);
     for (size_t i = 0; i < g->n * hist * SIM_NCH; i++)
-        g->zhist[i] = sim_rng_normal(&g->noise);
+        g->zhist[i] = core_prng_normal(&g->noise);
     *out = g;
     return CORE_OK;
 }
@@ -178,7 +178,7 @@ static void innovations(struct sim_gen *g, size_t m, double *z)
     size_t slot_lag = (size_t)((g->tick + hist - g->lag) % hist);
     for (size_t c = 0; c < SIM_NCH; c++) {
         double *u = &g->u[m * SIM_NCH + c];
-        *u = g->phi * *u + g->phi_c * sim_rng_normal(&g->noise);
+        *u = g->phi * *u + g->phi_c * core_prng_normal(&g->noise);
         if (m == 0) {
             z[c] = *u;
         } else {

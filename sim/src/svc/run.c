@@ -25,7 +25,7 @@ struct run {
     struct sim_progress *pr;
     struct sim_gen *gen;
     struct sim_producer *prod;
-    struct sim_rng frng; /* fault decisions: a stream of its own so faults do not perturb
+    struct core_prng frng; /* fault decisions: a stream of its own so faults do not perturb
                             the data (same seed, same readings with or without faults) */
     struct dev_state *dev;
     double *values;
@@ -199,7 +199,7 @@ static core_err setup(struct run *r, const struct core_config *cfg, char *eb, si
         r->names[c] = sim_gen_channel_info(c)->name;
     {
         uint64_t st = o->seed ^ 0x5ca1ab1e0ddba11ULL;
-        sim_rng_seed(&r->frng, sim_splitmix64(&st));
+        core_prng_seed(&r->frng, core_splitmix64(&st));
     }
     r->period_ms = llround(o->period_s * 1000.0);
     r->cap = o->oversize_bytes + 4096;

@@ -1,9 +1,9 @@
-/* rng.c - xoshiro256** (Blackman & Vigna 2018) seeded by splitmix64; Box-Muller normals. */
-#include "sim/rng.h"
+/* prng.c - xoshiro256** (Blackman & Vigna 2018) seeded by splitmix64; Box-Muller normals. */
+#include "core/prng.h"
 
 #include <math.h>
 
-uint64_t sim_splitmix64(uint64_t *state)
+uint64_t core_splitmix64(uint64_t *state)
 {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -11,11 +11,11 @@ uint64_t sim_splitmix64(uint64_t *state)
     return z ^ (z >> 31);
 }
 
-void sim_rng_seed(struct sim_rng *r, uint64_t seed)
+void core_prng_seed(struct core_prng *r, uint64_t seed)
 {
     uint64_t st = seed;
     for (int i = 0; i < 4; i++)
-        r->s[i] = sim_splitmix64(&st);
+        r->s[i] = core_splitmix64(&st);
     r->has_spare = false;
     r->spare = 0.0;
 }
@@ -25,7 +25,7 @@ static uint64_t rotl(uint64_t x, int k)
     return (x << k) | (x >> (64 - k));
 }
 
-uint64_t sim_rng_next(struct sim_rng *r)
+uint64_t core_prng_next(struct core_prng *r)
 {
     uint64_t *s = r->s;
     uint64_t result = rotl(s[1] * 5, 7) * 9;
@@ -40,23 +40,23 @@ uint64_t sim_rng_next(struct sim_rng *r)
     return result;
 }
 
-double sim_rng_uniform(struct sim_rng *r)
+double core_prng_uniform(struct core_prng *r)
 {
-    return (double)(sim_rng_next(r) >> 11) * 0x1.0p-53;
+    return (double)(core_prng_next(r) >> 11) * 0x1.0p-53;
 }
 
-uint64_t sim_rng_below(struct sim_rng *r, uint64_t n)
+uint64_t core_prng_below(struct core_prng *r, uint64_t n)
 {
     /* Rejection: discard the top partial bucket so every residue is equally likely. */
     uint64_t limit = UINT64_MAX - UINT64_MAX % n;
     uint64_t x;
     do {
-        x = sim_rng_next(r);
+        x = core_prng_next(r);
     } while (x >= limit);
     return x % n;
 }
 
-double sim_rng_normal(struct sim_rng *r)
+double core_prng_normal(struct core_prng *r)
 {
     double u1, u2, rad;
 
@@ -65,9 +65,9 @@ double sim_rng_normal(struct sim_rng *r)
         return r->spare;
     }
     do {
-        u1 = sim_rng_uniform(r);
+        u1 = core_prng_uniform(r);
     } while (u1 <= 0.0); /* log(0) guard */
-    u2 = sim_rng_uniform(r);
+    u2 = core_prng_uniform(r);
     rad = sqrt(-2.0 * log(u1));
     r->spare = rad * sin(2.0 * M_PI * u2);
     r->has_spare = true;
