@@ -36,9 +36,12 @@ static const char bench_help[] =
     "                    hyperparameters of Table 5, against non-private fed-sparse\n"
     "  --fig4            Figure 4: dp-fed-sparse vs dp-fed-bnsl, eps = 10, --dims (default\n"
     "                    20,50,100,200), hyperparameters of Table 7\n"
+    "  --c4              Appendix C.4 / Figure 8: dp-fed-sparse vs dp-fed-sparse-mangold\n"
+    "                    (Laplace + advanced composition) at --eps (default 1,5,10,50),\n"
+    "                    d = 20, Table 5 hyperparameters for both, non-private reference\n"
     "                    (no experiment flag: --table1)\n"
     "  --dims LIST       comma-separated dimensions (overrides the experiment's default)\n"
-    "  --eps LIST        comma-separated privacy budgets for --fig3\n"
+    "  --eps LIST        comma-separated privacy budgets for --fig3 and --c4\n"
     "  --seeds N         seeds per configuration (default 10)\n"
     "  --first-seed S    first seed (default 2)\n"
     "  --participants P  (default 8)\n"
@@ -53,7 +56,7 @@ static const char bench_help[] =
     "  -h, --help        this text\n";
 
 struct bl_args {
-    int table1, fig3, fig4, threads;
+    int table1, fig3, fig4, c4, threads;
     size_t dims[BL_MAX_LIST], ndims;
     double eps[BL_MAX_LIST];
     size_t neps, seeds, first_seed, participants, n, fs_steps, fs_iters;
@@ -62,9 +65,9 @@ struct bl_args {
 };
 
 /* Per-run values. */
-enum { V_SHD, V_TPR, V_FDR, V_MB, V_SEC, V_EDGES, V_WIRE_MB, V_CPU, NV };
+enum { V_SHD, V_TPR, V_FDR, V_MB, V_SEC, V_EDGES, V_WIRE_MB, V_CPU, V_EPS, NV };
 static const char *const v_names[NV] = {"shd", "tpr", "fdr", "mb", "seconds", "edges",
-                                        "wire_mb", "cpu_seconds"};
+                                        "wire_mb", "cpu_seconds", "eps_spent"};
 
 struct agg {
     double v[NV][64];
@@ -195,6 +198,7 @@ static int run_one(const struct lrn_runner_opts *o, const struct lrn_sem_problem
             ag->v[V_SEC][i] = secs;
             ag->v[V_EDGES][i] = (double)m.pred_edges;
             ag->v[V_CPU][i] = cpu;
+            ag->v[V_EPS][i] = res.eps_spent;
         }
     } else {
         fprintf(stderr, "gcdp bench learner: %s: %s\n", lrn_method_name(o->method), eb);
@@ -531,6 +535,78 @@ static int run_fig4(const struct bl_args *a, const char *cmdline)
     return ret;
 }
 
+/* Appendix C.4 (Figure 8): our DP-PGCD (EM + Gaussian, zCDP) vs the Mangold et al. (2023)
+ * variant (EM at ε₀ + Laplace, advanced composition) at the same ε, same data, same
+ * hyperparameters (Table 5 row for ε, clip scaled by --dp-clip-scale); non-private
+ * Fed-Sparse-BNSL measured in the same run as the reference. */
+static const char c4_head[] =
+    "| eps | method | SHD | TPR | FDR | edges | eps spent (max) | CPU s | runs |\n"
+    "|---|---|---|---|---|---|---|---|---|\n";
+
+static void c4_row(FILE *f, const char *eps, const char *method, const struct agg *g)
+{
+    double emax = 0.0;
+    for (size_t i = 0; i < g->n; i++)
+        emax = fmax(emax, g->v[V_EPS][i]);
+    fprintf(f, "| %s | %s | %.2f ± %.2f | %.3f ± %.3f | %.3f ± %.3f | %.1f | %.4g | %.2f | %zu |\n",
+            eps, method, mean_of(g, V_SHD), sd_of(g, V_SHD), mean_of(g, V_TPR), sd_of(g, V_TPR),
+            mean_of(g, V_FDR), sd_of(g, V_FDR), mean_of(g, V_EDGES), emax, mean_of(g, V_CPU),
+            g->n);
+}
+
+static int run_c4(const struct bl_args *a, const char *cmdline)
+{
+    struct agg *ref = core_xcalloc(1, sizeof(*ref)), *gz = core_xcalloc(1, sizeof(*gz));
+    struct agg *gm = core_xcalloc(1, sizeof(*gm));
+    struct lrn_runner_opts o = fs_opts(a, 20);
+    FILE *md = open_out(a, "c4.md");
+    char eps[96];
+    int ret = md ? seeds_loop(a, 20, &o, ref) : -1;
+
+    if (ret == 0) {
+        fprintf(md, "# Appendix C.4: DP-PGCD variants, d = 20, P = %zu, n_p = %zu, seeds "
+                "%zu..%zu, delta = 1/n_p^2, clip = %g x Table 5 C\n\ncommand: `%s`\n\n%s",
+                a->participants, a->n, a->first_seed, a->first_seed + a->seeds - 1,
+                a->clip_scale, cmdline, c4_head);
+        c4_row(md, "inf", "fed-sparse (non-private)", ref);
+        fputs(c4_head, stdout);
+        c4_row(stdout, "inf", "fed-sparse (non-private)", ref);
+    }
+    for (size_t e = 0; ret == 0 && e < a->neps; e++) {
+        struct lrn_runner_opts oz = lrn_runner_opts_default(LRN_METHOD_DP_FED_SPARSE, 20);
+        struct lrn_runner_opts om = lrn_runner_opts_default(LRN_METHOD_DP_FED_SPARSE_MANGOLD, 20);
+        lrn_runner_opts_table5(&oz, a->eps[e]);
+        lrn_runner_opts_table5(&om, a->eps[e]);
+        oz.dppgcd.clip *= a->clip_scale;
+        om.dppgcd.clip *= a->clip_scale;
+        memset(gz, 0, sizeof(*gz));
+        memset(gm, 0, sizeof(*gm));
+        ret = seeds_loop(a, 20, &oz, gz);
+        if (ret == 0)
+            ret = seeds_loop(a, 20, &om, gm);
+        if (ret != 0)
+            break;
+        snprintf(eps, sizeof(eps), "%g (C %g, T %zu, K %zu)", a->eps[e], oz.dppgcd.clip,
+                 oz.dppgcd.rounds, oz.dppgcd.steps);
+        c4_row(md, eps, "dp-fed-sparse (ours: EM + Gaussian, zCDP)", gz);
+        c4_row(md, eps, "dp-fed-sparse-mangold (EM + Laplace, adv. comp.)", gm);
+        c4_row(stdout, eps, "dp-fed-sparse", gz);
+        c4_row(stdout, eps, "dp-fed-sparse-mangold", gm);
+        fprintf(md, "| %g | ratio mangold / ours | SHD %.2fx | TPR %.2fx | FDR %.2fx | | | CPU %.2fx | |\n",
+                a->eps[e], mean_of(gm, V_SHD) / mean_of(gz, V_SHD),
+                mean_of(gm, V_TPR) / mean_of(gz, V_TPR), mean_of(gm, V_FDR) / mean_of(gz, V_FDR),
+                mean_of(gm, V_CPU) / mean_of(gz, V_CPU));
+        fflush(md);
+        fflush(stdout);
+    }
+    if (md)
+        fclose(md);
+    free(ref);
+    free(gz);
+    free(gm);
+    return ret;
+}
+
 static void set_size_opt(struct bl_args *a, int c, size_t v)
 {
     switch (c) {
@@ -549,6 +625,7 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
     static const struct option lo[] = {
         {"table1", no_argument, 0, '1'},        {"fig3", no_argument, 0, '3'},
         {"fig4", no_argument, 0, '4'},          {"dims", required_argument, 0, 'd'},
+        {"c4", no_argument, 0, '8'},
         {"eps", required_argument, 0, 'e'},     {"seeds", required_argument, 0, 's'},
         {"first-seed", required_argument, 0, 'f'}, {"participants", required_argument, 0, 'P'},
         {"n", required_argument, 0, 'n'},       {"fs-steps", required_argument, 0, 'K'},
@@ -566,6 +643,7 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
         case '1': a->table1 = 1; break;
         case '3': a->fig3 = 1; break;
         case '4': a->fig4 = 1; break;
+        case '8': a->c4 = 1; break;
         case 'd': bad = parse_list_size(optarg, a->dims, &a->ndims); break;
         case 'e': bad = parse_list_dbl(optarg, a->eps, &a->neps); break;
         case 'o': a->out = optarg; break;
@@ -591,7 +669,7 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
         fprintf(stderr, "gcdp bench learner: at most 64 seeds\n");
         return -1;
     }
-    if (!a->table1 && !a->fig3 && !a->fig4)
+    if (!a->table1 && !a->fig3 && !a->fig4 && !a->c4)
         a->table1 = 1;
     return 0;
 }
@@ -631,6 +709,12 @@ int bench_learner(int argc, char **argv)
         if (!dims_given)
             (void)parse_list_size("20,50,100,200", a.dims, &a.ndims);
         if (run_fig4(&a, cmdline) != 0)
+            ret = APP_EXIT_FAILURE;
+    }
+    if (ret == APP_EXIT_OK && a.c4) {
+        if (a.neps == 0)
+            (void)parse_list_dbl("1,5,10,50", a.eps, &a.neps);
+        if (run_c4(&a, cmdline) != 0)
             ret = APP_EXIT_FAILURE;
     }
     return ret;

@@ -34,6 +34,8 @@ static const char learn_help[] =
     "options:\n"
     "  --method M        fed-sparse (default) | dp-fed-sparse | fed-bnsl | dp-fed-bnsl |\n"
     "                    notears (centralized, pooled data) | local-notears (per participant)\n"
+    "                    | dp-fed-sparse-mangold (DP-PGCD of Mangold et al. 2023: Laplace +\n"
+    "                    advanced composition, same defaults as dp-fed-sparse; Appendix C.4)\n"
     "  --out PREFIX      outputs PREFIX.json, PREFIX.csv, PREFIX.dot, PREFIX.png,\n"
     "                    PREFIX.metrics.json (default: learned); local-notears and\n"
     "                    --personalize add PREFIX.p<k>.* per participant\n"
@@ -311,12 +313,12 @@ static json_t *opts_json(const struct lrn_runner_opts *o)
                      lrn_method_name(o->method), "rounds", (json_int_t)o->admm.max_rounds,
                      "rho1", o->admm.rho1, "rho2", o->admm.rho2, "wire",
                      o->admm.wire == LRN_WIRE_DENSE ? "dense" : "sparse", "lambda",
-                     o->method == LRN_METHOD_DP_FED_SPARSE ? o->dppgcd.lambda : o->pgcd.lambda,
+                     lrn_method_is_dppgcd(o->method) ? o->dppgcd.lambda : o->pgcd.lambda,
                      "gamma",
-                     o->method == LRN_METHOD_DP_FED_SPARSE ? o->dppgcd.gamma : o->pgcd.gamma,
+                     lrn_method_is_dppgcd(o->method) ? o->dppgcd.gamma : o->pgcd.gamma,
                      "threshold", o->admm.w_threshold, "steps",
-                     (json_int_t)(o->method == LRN_METHOD_DP_FED_SPARSE ? o->dppgcd.steps
-                                                                         : o->pgcd.max_steps),
+                     (json_int_t)(lrn_method_is_dppgcd(o->method) ? o->dppgcd.steps
+                                                                   : o->pgcd.max_steps),
                      "eps", o->dppgcd.eps, "clip", o->dppgcd.clip, "cov_bound", o->cov_bound,
                      "notears_lambda", o->notears.lambda, "delta", o->dppgcd.delta);
 }
@@ -326,12 +328,12 @@ static json_t *result_json(const struct lrn_runner_opts *o, const struct lrn_run
 {
     json_t *j = json_pack("{s:f,s:I,s:I,s:f,s:f,s:I}", "wall_seconds", secs, "rounds",
                           (json_int_t)r->admm.rounds, "pruned", (json_int_t)r->admm.pruned,
-                          "h_raw", o->method >= LRN_METHOD_NOTEARS ? r->notears.h_raw
-                                                                  : r->admm.h_raw,
+                          "h_raw", !lrn_method_is_federated(o->method) ? r->notears.h_raw
+                                                                      : r->admm.h_raw,
                           "bytes_model_mb", (double)r->admm.bytes_model / 1e6, "bytes_wire",
                           (json_int_t)r->admm.bytes_wire);
     json_object_set_new(j, "bytes_model", json_integer((json_int_t)r->admm.bytes_model));
-    if (o->method == LRN_METHOD_DP_FED_SPARSE || o->method == LRN_METHOD_DP_FED_BNSL) {
+    if (lrn_method_is_dppgcd(o->method) || o->method == LRN_METHOD_DP_FED_BNSL) {
         json_object_set_new(j, "eps_spent", json_real(r->eps_spent));
         json_object_set_new(j, "m_private", json_boolean(o->method == LRN_METHOD_DP_FED_BNSL ||
                                                          r->m_private));

@@ -46,6 +46,19 @@
 
 enum lrn_m_source { LRN_M_PRIVATE = 0, LRN_M_PUBLIC = 1, LRN_M_EXACT = 2 };
 
+/* Noise/accounting variant of a DP-PGCD step (same clipping, scores and update rule):
+ *   LRN_DP_ZCDP     this paper's DP-PGCD (above): Gumbel-max EM + Gaussian, zCDP.
+ *   LRN_DP_MANGOLD  the Mangold et al. (2023) variant for the Appendix C.4 comparison:
+ *                   every step is two pure ε₀-DP mechanisms — the exponential mechanism
+ *                   (ε₀ = 2Δ_S/scale, our stand-in for their report-noisy-max with Laplace
+ *                   scores: same ε₀-DP guarantee) and the Laplace mechanism on D_ij with
+ *                   scale Δ_ij/ε₀ (Δ_ij = 2C_ij/n, a scalar's ℓ1 sensitivity) — and the
+ *                   N = 2KT mechanisms compose by the advanced composition theorem
+ *                   (Dwork & Roth 2014, Thm 3.20) with δ' = δ:
+ *                     ε = √(2N·log(1/δ))·ε₀ + N·ε₀·(e^{ε₀} − 1).
+ *                   ε₀ is the largest solution (bisection, rounded down) for the given ε. */
+enum lrn_dp_variant { LRN_DP_ZCDP = 0, LRN_DP_MANGOLD = 1 };
+
 struct lrn_dppgcd_opts {
     double lambda;      /* ℓ1 weight */
     double gamma;       /* step */
@@ -58,6 +71,7 @@ struct lrn_dppgcd_opts {
     double eps_m;       /* ε_M for LRN_M_PRIVATE (> 0), additional to eps */
     double m_bound;     /* b: public bound on x_kj² for LRN_M_PRIVATE (> 0) */
     const double *m_public; /* d values M_i for LRN_M_PUBLIC, borrowed (copied in _new) */
+    enum lrn_dp_variant variant; /* LRN_DP_ZCDP (0, default) or LRN_DP_MANGOLD */
 };
 
 /* Theorem 5.1 calibration for given public quantities. */
@@ -76,6 +90,22 @@ CORE_MUST_CHECK core_err lrn_dppgcd_calibrate(size_t steps, size_t rounds, doubl
 /* Private estimate noise (Appendix A.3.2): σ_j = (b/n)·√d·(√(L_M+ε_M)+√L_M)/(√2·ε_M). */
 CORE_MUST_CHECK core_err lrn_dppgcd_m_sigma(size_t n, size_t d, double m_bound, double eps_m,
                                             double delta_m, double *sigma);
+
+/* Advanced-composition calibration of the Mangold variant (see LRN_DP_MANGOLD). */
+struct lrn_dppgcd_mangold_calib {
+    uint64_t n_mech;    /* N = 2·K·T pure-DP mechanisms (selection + update per step) */
+    double eps_step;    /* ε₀ of each mechanism: largest value with eps_check ≤ ε */
+    double eps_check;   /* √(2N log(1/δ))ε₀ + Nε₀(e^{ε₀} − 1) ≤ ε */
+};
+
+/* Solve the advanced composition formula for ε₀. Returns CORE_OK or CORE_EINVAL (K, T = 0;
+ * ε, δ out of range; NaN). */
+CORE_MUST_CHECK core_err lrn_dppgcd_mangold_calibrate(size_t steps, size_t rounds, double eps,
+                                                      double delta,
+                                                      struct lrn_dppgcd_mangold_calib *out);
+
+/* ε of n pure ε₀-DP mechanisms by advanced composition at δ (n = 0 → 0). */
+double lrn_dppgcd_adv_eps(uint64_t n, double eps_step, double delta);
 
 struct lrn_dppgcd;
 
@@ -109,12 +139,18 @@ CORE_MUST_CHECK core_err lrn_dppgcd_solve(struct lrn_dppgcd *s, const double *W,
 struct lrn_dppgcd_spent {
     double rho;         /* zCDP spent by the optimisation steps */
     double rho_m;       /* zCDP spent estimating M (0 unless LRN_M_PRIVATE) */
-    double eps;         /* (ε, δ) of rho + rho_m at delta (simple conversion, Theorem A.2) */
+    double eps;         /* (ε, δ) of rho + rho_m at delta (simple conversion, Theorem A.2);
+                         * Mangold: advanced composition of the steps at δ, plus (when M is
+                         * private) ρ_M converted at δ, composed basically: delta is then 2δ */
     double delta;
     bool m_private;     /* false for LRN_M_EXACT: the guarantee does NOT cover M */
     uint64_t steps;
     double em_scale;    /* β of the last call (public: derived from public parameters) */
     size_t last_sel;    /* i·d + j of the last selected coordinate (a released output) */
+    double upd_scale;   /* noise scale of the last update: Gaussian σ_ij (zCDP) or the
+                         * Laplace scale b = t·g (Mangold) as calibrated by core */
+    enum lrn_dp_variant variant;
+    uint64_t mechs;     /* Mangold: pure-DP mechanisms run so far (2 per step) */
 };
 void lrn_dppgcd_spent(const struct lrn_dppgcd *s, struct lrn_dppgcd_spent *out);
 

@@ -9,6 +9,9 @@
  *   dp-fed-bnsl    DP-Fed-BNSL: Gaussian mechanism on each Sigma_p, then Fed-BNSL
  *   notears        centralized NOTEARS on the pooled data (not federated; reference)
  *   local-notears  NOTEARS on each participant alone (P separate graphs)
+ *   dp-fed-sparse-mangold  DP-Fed-Sparse-BNSL with the Mangold et al. (2023) DP-PGCD
+ *                  (Laplace + advanced composition; lrn/dppgcd.h LRN_DP_MANGOLD), same
+ *                  hyperparameters as dp-fed-sparse: the Appendix C.4 comparison
  * Thread-safety: reentrant; callbacks are called from the calling thread.
  */
 #ifndef LRN_RUNNER_H
@@ -31,6 +34,7 @@ enum lrn_method {
     LRN_METHOD_DP_FED_BNSL,
     LRN_METHOD_NOTEARS,
     LRN_METHOD_LOCAL_NOTEARS,
+    LRN_METHOD_DP_FED_SPARSE_MANGOLD, /* federated; appended so the values above stay */
     LRN_METHOD_COUNT
 };
 
@@ -61,6 +65,11 @@ struct lrn_runner_opts {
  *   notears:       lrn_notears_opts_default() (lambda 0.1, threshold 0.3).
  * eps for the DP methods defaults to 10 (Figure 4). */
 struct lrn_runner_opts lrn_runner_opts_default(enum lrn_method m, size_t d);
+
+/* Federated method (ADMM driver)? */
+bool lrn_method_is_federated(enum lrn_method m);
+/* dp-fed-sparse or dp-fed-sparse-mangold (DP-PGCD local solver)? */
+bool lrn_method_is_dppgcd(enum lrn_method m);
 
 /* Adjust the dp-fed-sparse hyperparameters to the paper's Table 5 row for eps (Figure 3;
  * d = 20): C, T, K. eps values between rows use the next smaller row. Sets dppgcd.eps. */

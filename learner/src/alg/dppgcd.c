@@ -54,6 +54,11 @@ struct lrn_dppgcd {
     double em_scale;
     size_t last_sel;
     bool m_private;
+    /* Mangold et al. (2023) variant (o.variant == LRN_DP_MANGOLD): */
+    double eps_step;  /* ε₀ of each pure-DP mechanism (advanced composition) */
+    uint64_t n_mech;  /* N = 2KT mechanisms the budget covers */
+    uint64_t mechs;   /* mechanisms run so far */
+    double upd_scale; /* noise scale of the last update (σ or Laplace b) */
 };
 
 /* ---- calibration (Theorem 5.1) ---- */
@@ -89,6 +94,51 @@ core_err lrn_dppgcd_m_sigma(size_t n, size_t d, double m_bound, double eps_m, do
     *sigma = (m_bound / (double)n) * sqrt((double)d) * (sqrt(L + eps_m) + sqrt(L)) /
              (sqrt(2.0) * eps_m);
     return CORE_OK;
+}
+
+/* ---- Mangold et al. (2023) variant: advanced composition ----
+ * Dwork & Roth (2014), Theorem 3.20 (advanced composition), the accounting of Mangold et al.
+ * (2023) that the paper compares against (§1, §5.2, Appendix A.4 — whose display of their
+ * bound is lost in our copy of the paper — and C.4 / Figure 8): N mechanisms, each ε₀-DP
+ * (pure), compose to (ε, δ')-DP with
+ *     ε = √(2N·log(1/δ'))·ε₀ + N·ε₀·(e^{ε₀} − 1),
+ * δ' = δ (pure mechanisms add no δ of their own). Per private step we run two mechanisms
+ * (selection and update), each at ε₀, so N = 2KT. The right-hand side is increasing in ε₀
+ * and ≥ ε₀ (N ≥ 1), so the root lies in (0, ε]: bisection, keeping the lower end so that
+ * the composed ε never exceeds the target. */
+double lrn_dppgcd_adv_eps(uint64_t n, double eps_step, double delta)
+{
+    double nn = (double)n;
+    if (n == 0)
+        return 0.0;
+    return sqrt(2.0 * nn * log(1.0 / delta)) * eps_step + nn * eps_step * expm1(eps_step);
+}
+
+core_err lrn_dppgcd_mangold_calibrate(size_t steps, size_t rounds, double eps, double delta,
+                                      struct lrn_dppgcd_mangold_calib *out)
+{
+    double lo = 0.0, hi, kt;
+    uint64_t n;
+
+    if (steps == 0 || rounds == 0 || !(eps >= CORE_DP_EPS_MIN) || !(eps <= CORE_DP_EPS_MAX) ||
+        !(delta >= CORE_DP_DELTA_MIN) || !(delta <= CORE_DP_DELTA_MAX) || !out)
+        return CORE_EINVAL;
+    kt = (double)steps * (double)rounds;
+    if (!(kt <= 0x1p52))
+        return CORE_EINVAL;
+    n = 2u * (uint64_t)steps * (uint64_t)rounds;
+    hi = eps;
+    for (int it = 0; it < 200; it++) {
+        double mid = 0.5 * (lo + hi);
+        if (lrn_dppgcd_adv_eps(n, mid, delta) <= eps)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    out->n_mech = n;
+    out->eps_step = lo;
+    out->eps_check = lrn_dppgcd_adv_eps(n, lo, delta);
+    return lo > 0.0 && out->eps_check <= eps ? CORE_OK : CORE_EINVAL;
 }
 
 /* ρ such that ρ + 2√(ρL) = ε (Theorem A.2 inverted): √ρ = √(L+ε) − √L. */
@@ -222,6 +272,8 @@ static core_err opts_check(size_t n, size_t d, const struct lrn_dppgcd_opts *o)
     } else if (o->m_source != LRN_M_PRIVATE && o->m_source != LRN_M_EXACT) {
         return CORE_EINVAL;
     }
+    if (o->variant != LRN_DP_ZCDP && o->variant != LRN_DP_MANGOLD)
+        return CORE_EINVAL;
     return CORE_OK;
 }
 
@@ -268,6 +320,14 @@ core_err lrn_dppgcd_new(size_t n, size_t d, const double *X, const struct lrn_dp
         goto out;
     s->c = cal.c * CALIB_MARGIN;
     s->rho_budget = rho_for_eps(o->eps, s->delta);
+    if (o->variant == LRN_DP_MANGOLD) {
+        struct lrn_dppgcd_mangold_calib mc;
+        rc = lrn_dppgcd_mangold_calibrate(o->steps, o->rounds, o->eps, s->delta, &mc);
+        if (rc != CORE_OK)
+            goto out;
+        s->eps_step = mc.eps_step;
+        s->n_mech = mc.n_mech;
+    }
     for (size_t k = 0; k < n; k++)
         for (size_t i = 0; i < d; i++)
             s->xc[i * n + k] = X[k * d + i];
@@ -336,6 +396,35 @@ static void scores(struct lrn_dppgcd *s, const struct dp_step *st, const double 
 /* Public per-call calibration: Δ_S = 2C/(n√ΣM) (= Δ_ij/√M_ij for every ij), β = c·Δ_S.
  * st->cost bounds the charge of any one step: the EM charge plus the largest Gaussian grid
  * charge over the rows (C_ij depends on i only, and the grid rounding on σ's binade). */
+/* Mangold variant: both mechanisms of a step at ε₀. Selection: exponential mechanism with
+ * scale 2Δ_S/ε₀ (non-monotone scores: ε = 2Δ_S/scale), times CALIB_MARGIN so the score
+ * quantisation core charges (core_dp_em_eps, rounded up) stays ≤ ε₀. Update: Laplace on the
+ * scalar D_ij, ℓ1 sensitivity Δ_ij = 2C_ij/n, at ε₀ (scale Δ_ij/ε₀, core rounds t up). Any
+ * charge above ε₀ fails closed (the composition bound assumes ε₀ per mechanism). */
+static core_err step_setup_mangold(struct lrn_dppgcd *s, struct dp_step *st, double tot)
+{
+    struct core_dp_lap lp;
+    double eps_em = INFINITY;
+    core_err rc;
+
+    st->scale = 2.0 * st->delta_s * CALIB_MARGIN / s->eps_step;
+    rc = core_dp_em_eps(st->delta_s, st->scale, st->frac_bits, false, &eps_em);
+    if (rc != CORE_OK)
+        return rc;
+    if (!(eps_em <= s->eps_step))
+        return CORE_EINVARIANT;
+    for (size_t i = 0; i < s->d; i++) {
+        double cij = s->o.clip * sqrt((s->m[i] + st->rho2) / tot), dij = 2.0 * cij / (double)s->n;
+        rc = core_dp_lap_params(dij, s->eps_step, cij, 1, &lp);
+        if (rc != CORE_OK)
+            return rc;
+        if (!(lp.eps <= s->eps_step))
+            return CORE_EINVARIANT;
+    }
+    st->cost.eps = st->cost.delta = st->cost.rho = 0.0; /* counted in mechanisms instead */
+    return CORE_OK;
+}
+
 static core_err step_setup(struct lrn_dppgcd *s, struct dp_step *st)
 {
     struct core_dp_gauss gp;
@@ -346,6 +435,8 @@ static core_err step_setup(struct lrn_dppgcd *s, struct dp_step *st)
     st->scale = s->c * st->delta_s;
     st->frac_bits = (int)fmin(40.0, fmax(0.0, ceil(-log2(st->delta_s)) + 10.0));
     st->score_max = ldexp(1.0, 40 - st->frac_bits);
+    if (s->o.variant == LRN_DP_MANGOLD)
+        return step_setup_mangold(s, st, tot);
     rc = core_dp_em_eps(st->delta_s, st->scale, st->frac_bits, false, &eps_em);
     if (rc == CORE_OK)
         rc = core_dp_rho_em(eps_em, &rho_em);
@@ -371,12 +462,27 @@ static core_err noisy_update(struct lrn_dppgcd *s, const struct dp_step *st, dou
     double noisy, b = B[x], nb;
     core_err rc;
 
-    /* σ_ij = c·Δ_ij = β·√M_ij (Theorem 5.1 with matched costs). */
-    rc = core_dp_gauss_params_sigma(s->c * dij, dij, 1, cij, &gp);
-    if (rc == CORE_OK)
-        rc = core_dp_gauss_release(s->rng, &gp, 1, &s->dg[x], &noisy);
-    if (rc != CORE_OK)
-        return rc;
+    if (s->o.variant == LRN_DP_MANGOLD) {
+        /* Mangold et al. (2023): Laplace(Δ_ij/ε₀) on the clipped coordinate, clamped to
+         * its public range [−C_ij, C_ij]. */
+        struct core_dp_lap lp;
+        rc = core_dp_lap_params(dij, s->eps_step, cij, 1, &lp);
+        if (rc == CORE_OK && !(lp.eps <= s->eps_step))
+            rc = CORE_EINVARIANT;
+        if (rc == CORE_OK)
+            rc = core_dp_lap_release(s->rng, &lp, 1, &s->dg[x], &noisy);
+        if (rc != CORE_OK)
+            return rc;
+        s->upd_scale = ldexp((double)lp.t, lp.k);
+    } else {
+        /* σ_ij = c·Δ_ij = β·√M_ij (Theorem 5.1 with matched costs). */
+        rc = core_dp_gauss_params_sigma(s->c * dij, dij, 1, cij, &gp);
+        if (rc == CORE_OK)
+            rc = core_dp_gauss_release(s->rng, &gp, 1, &s->dg[x], &noisy);
+        if (rc != CORE_OK)
+            return rc;
+        s->upd_scale = gp.sigma;
+    }
     nb = lrn_soft_threshold(b - s->o.gamma * (noisy + g_public(st, B, x)) / M,
                             s->o.gamma * s->o.lambda / M);
     if (!isfinite(nb))
@@ -398,11 +504,15 @@ static core_err one_step(struct lrn_dppgcd *s, struct dp_step *st, double *B)
         return rc;
     if (!(after.rho <= s->rho_budget)) /* budget filter; NaN fails closed */
         return CORE_EBUDGET;
+    if (s->o.variant == LRN_DP_MANGOLD && !(s->mechs + 2 <= s->n_mech))
+        return CORE_EBUDGET; /* advanced composition covers N = 2KT mechanisms only */
     scores(s, st, B);
     rc = core_dp_em_select(s->rng, d * (d - 1), s->score, st->scale, st->frac_bits, &sel);
     if (rc != CORE_OK)
         return rc;
     s->spent = after; /* charged as soon as a noisy output exists (the bound of both parts) */
+    if (s->o.variant == LRN_DP_MANGOLD)
+        s->mechs += 2;
     s->steps++;
     i = sel / (d - 1);
     j = sel % (d - 1);
@@ -462,6 +572,8 @@ core_err lrn_dppgcd_solve(struct lrn_dppgcd *s, const double *W, const double *b
         return rc;
     if (!(need.rho <= s->rho_budget))
         return CORE_EBUDGET; /* refuse the whole round before touching data */
+    if (s->o.variant == LRN_DP_MANGOLD && !(s->mechs + 2 * (uint64_t)s->o.steps <= s->n_mech))
+        return CORE_EBUDGET;
     for (size_t i = 0; i < d; i++)
         B[i * d + i] = 0.0;
     prepare(s, B, rho2);
@@ -477,9 +589,24 @@ void lrn_dppgcd_spent(const struct lrn_dppgcd *s, struct lrn_dppgcd_spent *out)
     out->rho = s->spent.rho;
     out->rho_m = s->spent_m.rho;
     out->delta = s->delta;
-    if (core_dp_zcdp_eps_simple(rho, s->delta, &eps) != CORE_OK)
+    if (s->o.variant == LRN_DP_MANGOLD) {
+        /* Steps: advanced composition of the mechanisms run. Private M (zCDP, converted at δ)
+         * composes basically: ε adds, δ adds. */
+        double eps_m = 0.0;
+        rho = s->spent_m.rho;
+        if (rho > 0.0) {
+            if (core_dp_zcdp_eps_simple(rho, s->delta, &eps_m) != CORE_OK)
+                eps_m = INFINITY;
+            out->delta = 2.0 * s->delta;
+        }
+        eps = lrn_dppgcd_adv_eps(s->mechs, s->eps_step, s->delta) + eps_m;
+    } else if (core_dp_zcdp_eps_simple(rho, s->delta, &eps) != CORE_OK) {
         eps = INFINITY;
+    }
     out->eps = eps;
+    out->upd_scale = s->upd_scale;
+    out->variant = s->o.variant;
+    out->mechs = s->mechs;
     out->m_private = s->m_private;
     out->steps = s->steps;
     out->em_scale = s->em_scale;

@@ -11,7 +11,18 @@
 
 static const char *const method_names[LRN_METHOD_COUNT] = {
     "fed-sparse", "dp-fed-sparse", "fed-bnsl", "dp-fed-bnsl", "notears", "local-notears",
+    "dp-fed-sparse-mangold",
 };
+
+bool lrn_method_is_federated(enum lrn_method m)
+{
+    return m <= LRN_METHOD_DP_FED_BNSL || m == LRN_METHOD_DP_FED_SPARSE_MANGOLD;
+}
+
+bool lrn_method_is_dppgcd(enum lrn_method m)
+{
+    return m == LRN_METHOD_DP_FED_SPARSE || m == LRN_METHOD_DP_FED_SPARSE_MANGOLD;
+}
 
 const char *lrn_method_name(enum lrn_method m)
 {
@@ -79,7 +90,10 @@ struct lrn_runner_opts lrn_runner_opts_default(enum lrn_method m, size_t d)
     o.cov_eps = 10.0;
     o.cov_delta = 0.0;
     o.cov_bound = table7[r].b;
-    if (m == LRN_METHOD_DP_FED_SPARSE)
+    /* The Mangold variant runs with the same (Table 7) hyperparameters; only the noise and
+     * the accounting differ (Appendix C.4 compares at equal settings). */
+    o.dppgcd.variant = m == LRN_METHOD_DP_FED_SPARSE_MANGOLD ? LRN_DP_MANGOLD : LRN_DP_ZCDP;
+    if (lrn_method_is_dppgcd(m))
         o.admm.max_rounds = o.dppgcd.rounds;
     if (m == LRN_METHOD_FED_BNSL || m == LRN_METHOD_DP_FED_BNSL)
         o.admm = lrn_fedbnsl_admm_opts_default();
@@ -143,9 +157,12 @@ static core_err run_dp_fed_sparse(const struct lrn_runner_opts *o, size_t d, siz
     struct lrn_dppgcd_local *loc = NULL;
     struct lrn_local_ops ops;
     struct lrn_dppgcd_spent sp;
+    struct lrn_dppgcd_opts dpo = o->dppgcd;
     core_err rc;
 
-    rc = lrn_dppgcd_local_new(d, P, x, n, &o->dppgcd, rng, &loc);
+    /* The method decides the variant (whatever dppgcd.variant the caller left there). */
+    dpo.variant = o->method == LRN_METHOD_DP_FED_SPARSE_MANGOLD ? LRN_DP_MANGOLD : LRN_DP_ZCDP;
+    rc = lrn_dppgcd_local_new(d, P, x, n, &dpo, rng, &loc);
     if (rc == CORE_OK) {
         ops = lrn_dppgcd_local_ops(loc);
         rc = lrn_admm_run(d, P, &ops, &o->admm, cb, cb_arg, W, NULL, &res->admm);
@@ -258,18 +275,19 @@ core_err lrn_runner_run(const struct lrn_runner_opts *o, size_t d, size_t P,
                         struct lrn_runner_result *res, char *eb, size_t ebn)
 {
     core_err rc = CORE_EINVAL;
-    int federated = o->method <= LRN_METHOD_DP_FED_BNSL;
+    int federated = lrn_method_is_federated(o->method);
 
     memset(res, 0, sizeof(*res));
     if (federated && lrn_admm_opts_check(&o->admm, eb, ebn) != CORE_OK)
         return CORE_EINVAL;
-    if ((o->method == LRN_METHOD_DP_FED_SPARSE || o->method == LRN_METHOD_DP_FED_BNSL) && !rng) {
+    if ((lrn_method_is_dppgcd(o->method) || o->method == LRN_METHOD_DP_FED_BNSL) && !rng) {
         snprintf(eb, ebn, "%s needs a noise source", lrn_method_name(o->method));
         return CORE_EINVAL;
     }
     switch (o->method) {
     case LRN_METHOD_FED_SPARSE: rc = run_fed_sparse(o, d, P, x, n, cb, cb_arg, W, res); break;
     case LRN_METHOD_DP_FED_SPARSE:
+    case LRN_METHOD_DP_FED_SPARSE_MANGOLD:
         rc = run_dp_fed_sparse(o, d, P, x, n, rng, cb, cb_arg, W, res);
         break;
     case LRN_METHOD_FED_BNSL:
