@@ -86,20 +86,23 @@ static int lap_valid(const struct core_dp_lap *p)
            bound_fits(p->bound, p->k);
 }
 
-core_err core_dp_lap_release(const struct core_rng *rng, const struct core_dp_lap *p, size_t n,
-                             const double *x, double *y)
+/* An exact integer sampler (core_dp_dlap, core_dp_dgauss) with its public parameter. */
+typedef core_err int_sampler_fn(const struct core_rng *rng, uint64_t param, int64_t *out);
+
+/* y[i] = grid value of (round(x[i] on the 2^k grid) + Z_i), Z_i drawn by sample(param).
+ * Fails closed: on any error no output survives (y is wiped). */
+static core_err grid_release(const struct core_rng *rng, int_sampler_fn *sample, uint64_t param,
+                             double bound, int k, size_t n, const double *x, double *y)
 {
-    if (!rng || !lap_valid(p))
-        return CORE_EINVAL;
     core_err rc = check_inputs(n, x, y);
     if (rc != CORE_OK)
         return rc;
     for (size_t i = 0; i < n; i++) {
         int64_t z;
-        int64_t nx = grid_index(x[i], p->bound, p->k);
-        rc = core_dp_dlap(rng, p->t, &z);
+        int64_t nx = grid_index(x[i], bound, k);
+        rc = sample(rng, param, &z);
         if (rc == CORE_OK)
-            rc = grid_output(nx, z, p->k, &y[i]);
+            rc = grid_output(nx, z, k, &y[i]);
         if (rc != CORE_OK)
             goto fail;
     }
@@ -107,6 +110,14 @@ core_err core_dp_lap_release(const struct core_rng *rng, const struct core_dp_la
 fail:
     explicit_bzero(y, n * sizeof(*y));
     return rc;
+}
+
+core_err core_dp_lap_release(const struct core_rng *rng, const struct core_dp_lap *p, size_t n,
+                             const double *x, double *y)
+{
+    if (!rng || !lap_valid(p))
+        return CORE_EINVAL;
+    return grid_release(rng, core_dp_dlap, p->t, p->bound, p->k, n, x, y);
 }
 
 core_err core_dp_lap_release_coords(const struct core_rng *rng, size_t n, const double *x,
@@ -248,22 +259,7 @@ core_err core_dp_gauss_release(const struct core_rng *rng, const struct core_dp_
 {
     if (!rng || !gauss_valid(p))
         return CORE_EINVAL;
-    core_err rc = check_inputs(n, x, y);
-    if (rc != CORE_OK)
-        return rc;
-    for (size_t i = 0; i < n; i++) {
-        int64_t z;
-        int64_t nx = grid_index(x[i], p->bound, p->k);
-        rc = core_dp_dgauss(rng, p->S, &z);
-        if (rc == CORE_OK)
-            rc = grid_output(nx, z, p->k, &y[i]);
-        if (rc != CORE_OK)
-            goto fail;
-    }
-    return CORE_OK;
-fail:
-    explicit_bzero(y, n * sizeof(*y));
-    return rc;
+    return grid_release(rng, core_dp_dgauss, p->S, p->bound, p->k, n, x, y);
 }
 
 /* ---- selection (NOISE.md §4.8) ---- */
