@@ -15,6 +15,8 @@
  *      validated and windowed, windows produced to a fresh windows topic and acknowledged.
  *   4. engine: ing_engine_push alone on the same readings, no Kafka (JSON generated per
  *      chunk beforehand; only the pushes are timed, wall and thread CPU).
+ *   5. jansson: ing_engine_parse_only on the same payloads (json_loadb with the engine's
+ *      flags and arena, nothing else), thread CPU: the floor jansson puts under phase 4.
  * Each phase also reports the CPU time of its measuring thread and its context switches
  * over the measured interval (wall vs CPU: waiting for data vs a loaded machine).
  * Rates are measured from the first message received to the last one (group-join time
@@ -332,8 +334,10 @@ static void discard_window(void *arg, const char *k, size_t kl, const char *j, s
     (*(long long *)arg)++;
 }
 
+/* parse_only: time ing_engine_parse_only instead (jansson's parse of the same payloads with
+ * the engine's flags and arena, nothing else): the floor jansson puts under the engine. */
 static int engine_only(const struct core_config *cfg, const struct bench_opts *o,
-                       struct phase_result *r)
+                       struct phase_result *r, bool parse_only)
 {
     enum { CHUNK = 4096 };
     struct ing_params p;
@@ -366,8 +370,9 @@ static int engine_only(const struct core_config *cfg, const struct bench_opts *o
         for (long long j = 0; j < n; j++) {
             long long i = base + j;
             struct ing_source src = {"bench", (int32_t)(i % o->partitions), i / o->partitions};
-            if (ing_engine_push(e, val[j], strlen(val[j]), key[j], (size_t)kl[j], &src, 0,
-                                &sink, NULL) != CORE_OK) {
+            if (parse_only ? !ing_engine_parse_only(e, val[j], strlen(val[j]))
+                           : ing_engine_push(e, val[j], strlen(val[j]), key[j], (size_t)kl[j],
+                                             &src, 0, &sink, NULL) != CORE_OK) {
                 snprintf(r->err, sizeof(r->err), "engine refused reading %lld", i);
                 goto out;
             }
@@ -399,7 +404,7 @@ out:
 /* ------------------------------------------------------------------------------------ */
 /* Phases as children; broker child; CLI */
 
-enum phase { PH_PRELOAD, PH_BARE, PH_INGEST, PH_ENGINE };
+enum phase { PH_PRELOAD, PH_BARE, PH_INGEST, PH_ENGINE, PH_PARSE };
 
 /* Run one phase in a child; fills r and *maxrss_kb. Returns 0 when the phase succeeded. */
 static int run_phase(enum phase ph, struct core_config *cfg, const struct bench_opts *o,
@@ -427,7 +432,7 @@ static int run_phase(enum phase ph, struct core_config *cfg, const struct bench_
         else if (ph == PH_INGEST)
             ingest_run(cfg, o, group, r);
         else
-            engine_only(cfg, o, r);
+            engine_only(cfg, o, r, ph == PH_PARSE);
         if (write(fds[1], r, sizeof(*r)) != (ssize_t)sizeof(*r))
             _exit(3);
         _exit(r->ok ? 0 : 1);
@@ -501,9 +506,12 @@ static void usage(FILE *f)
             "usage: gcdp bench ingest [options]\n\n"
             "Readings/s through the ingest service on the embedded broker, and in the same run\n"
             "the rate of a bare librdkafka consumer draining the same topic; prints both, the\n"
-            "ratio, and the peak RSS of each (each phase runs in its own process). A last\n"
-            "phase times ing_engine_push alone on the same readings (no Kafka), to show how\n"
-            "much of the ingest time is the engine. Each phase also prints the CPU time of\n"
+            "ratio, and the peak RSS of each (each phase runs in its own process). Two more\n"
+            "phases time ing_engine_push alone on the same readings (no Kafka), to show how\n"
+            "much of the ingest time is the engine, and jansson's parse alone (json_loadb\n"
+            "with the engine's flags and arena): no ingest that parses with jansson on one\n"
+            "core can beat that rate, so jansson/bare is the ceiling of the ratio\n"
+            "(ratio_ceiling_one_core). Each phase also prints the CPU time of\n"
             "its measuring thread (the loop thread for ingest) over the same interval, the\n"
             "process CPU time, and voluntary/involuntary context switches, so waiting for\n"
             "data and losing the CPU to other load can be told apart; RESULT_CPU gives the\n"
@@ -578,7 +586,7 @@ static core_err set_key(struct core_config *cfg, const char *key, const char *va
 
 /* Figures of all repeats. */
 struct bench_figs {
-    double bare[15], ing[15], eng[15];
+    double bare[15], ing[15], eng[15], parse[15];
     double bare_cpu[15], ing_cpu[15], eng_cpu[15]; /* per CPU-second of the measuring thread */
     long rss_bare, rss_ing;
 };
@@ -639,6 +647,12 @@ static int run_repeat(struct core_config *cfg, const struct bench_opts *o, int k
            f->eng[k], r.windows, (double)rss / 1024.0);
     f->eng_cpu[k] = (double)r.messages / r.cpu;
     print_cpu(k, &r);
+    if (run_phase(PH_PARSE, cfg, o, topic, NULL, &r, &rss) != 0)
+        goto fail;
+    f->parse[k] = (double)r.messages / r.cpu;
+    printf("  [%d] jansson   %lld payloads parsed in %.3f s CPU = %.0f per CPU-s (json_loadb with "
+           "the engine's flags and arena, nothing else); ceiling of the ratio to bare on one "
+           "core %.3f\n", k, r.messages, r.cpu, f->parse[k], f->parse[k] / f->bare[k]);
     return 0;
 fail:
     fprintf(stderr, "gcdp bench ingest: %s\n", r.err);
@@ -652,6 +666,7 @@ static void print_result(const struct bench_opts *o, struct bench_figs *f)
     qsort(f->bare, (size_t)o->repeat, sizeof(double), cmp_double);
     qsort(f->ing, (size_t)o->repeat, sizeof(double), cmp_double);
     qsort(f->eng, (size_t)o->repeat, sizeof(double), cmp_double);
+    qsort(f->parse, (size_t)o->repeat, sizeof(double), cmp_double);
     qsort(f->bare_cpu, (size_t)o->repeat, sizeof(double), cmp_double);
     qsort(f->ing_cpu, (size_t)o->repeat, sizeof(double), cmp_double);
     qsort(f->eng_cpu, (size_t)o->repeat, sizeof(double), cmp_double);
@@ -662,9 +677,11 @@ static void print_result(const struct bench_opts *o, struct bench_figs *f)
            f->ing[m] >= 300000 ? "met" : "NOT met", (double)f->rss_ing / 1024.0,
            (double)f->rss_bare / 1024.0, (double)f->rss_ing / (double)f->rss_bare, o->devices);
     printf("RESULT_CPU (medians, per CPU-second of the measuring thread) bare_consume=%.0f "
-           "ingest=%.0f engine_alone=%.0f ingest/engine=%.3f ingest_target_300k_per_cpu_s=%s\n",
+           "ingest=%.0f engine_alone=%.0f ingest/engine=%.3f ingest_target_300k_per_cpu_s=%s "
+           "jansson_alone=%.0f jansson_share_of_engine=%.2f ratio_ceiling_one_core=%.3f\n",
            f->bare_cpu[m], f->ing_cpu[m], f->eng_cpu[m], f->ing_cpu[m] / f->eng_cpu[m],
-           f->ing_cpu[m] >= 300000 ? "met" : "NOT met");
+           f->ing_cpu[m] >= 300000 ? "met" : "NOT met", f->parse[m], f->eng_cpu[m] / f->parse[m],
+           f->parse[m] / f->bare[m]);
 }
 
 int bench_ingest(int argc, char **argv)

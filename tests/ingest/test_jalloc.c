@@ -280,3 +280,29 @@ Test(jalloc, replaced_hooks_are_detected)
     json_set_alloc_funcs(m, f);
     ing__jalloc_free(a);
 }
+
+/* ing_engine_parse_only (the bench's jansson floor): the engine's parse and nothing else —
+ * true for a reading, false for what jansson rejects (including a duplicate member, which
+ * the engine's flags forbid), nothing counted, nothing emitted, the arena reused. */
+Test(jalloc, parse_only_parses_with_the_engine_flags_and_counts_nothing)
+{
+    struct ing_params p;
+    struct ing_counters c;
+    char eb[256];
+    struct ing_engine *e;
+    static const char dup[] = "{\"device\":\"m1\",\"device\":\"m2\"}";
+
+    ing_params_default(&p);
+    e = ing_engine_new(&p, eb, sizeof(eb));
+    cr_assert_not_null(e, "%s", eb);
+    for (int i = 0; i < 1000; i++)
+        cr_assert(ing_engine_parse_only(e, reading, strlen(reading)));
+    cr_assert_not(ing_engine_parse_only(e, dup, strlen(dup)));
+    cr_assert_not(ing_engine_parse_only(e, "{\"a\":", 5));
+    cr_assert(ing_engine_parse_only(e, "7", 1), "JSON_DECODE_ANY: a scalar parses");
+    cr_assert_not(ing_engine_parse_only(e, NULL, 0));
+    ing_engine_counters(e, &c);
+    cr_assert_eq(c.consumed, 0);
+    cr_assert_eq(c.accepted, 0);
+    ing_engine_free(e);
+}

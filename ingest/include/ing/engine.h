@@ -293,6 +293,12 @@ void ing_engine_global_init(void);
 /* The engine's (validated) parameters; borrowed, valid for the engine's lifetime. */
 const struct ing_params *ing_engine_params(const struct ing_engine *eng);
 
+/* Only the JSON parse that ing_engine_push starts with: jansson's json_loadb on payload with
+ * the engine's flags and arena, then the tree is released. Counts nothing, emits nothing.
+ * For `gcdp bench ingest`, to show the floor jansson puts under ing_engine_push.
+ * Returns true when the payload parsed. */
+bool ing_engine_parse_only(struct ing_engine *eng, const char *payload, size_t len);
+
 /* Process one raw message.
  *   payload/len  borrowed; any bytes (need not be NUL-terminated).
  *   key/key_len  borrowed message key; key == NULL means "no key".

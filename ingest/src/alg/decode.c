@@ -247,8 +247,8 @@ enum ing_reason ing__decode(const struct ing_params *p, struct ing__jalloc *ja, 
         return R(ING_R_EMPTY_PAYLOAD, "empty payload");
     /* jansson accepts only well-formed UTF-8 (strings checked in full, ASCII elsewhere), so
      * the separate UTF-8 scan is needed only to classify a failed parse. */
-    *root = ja ? ing__jalloc_parse(ja, payload, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &err)
-               : json_loadb(payload, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &err);
+    *root = ja ? ing__jalloc_parse(ja, payload, len, ING__JSON_FLAGS, &err)
+               : json_loadb(payload, len, ING__JSON_FLAGS, &err);
     if (!*root && !ing__utf8_valid(payload, len))
         return R(ING_R_INVALID_UTF8, "payload is not UTF-8");
     if (!*root)

@@ -16,6 +16,10 @@ struct ing__reading {
     double val[ING_MAX_CHANNELS]; /* per declared channel; NaN = null or absent */
 };
 
+/* The jansson flags of every reading parse (ING_R_NOT_OBJECT and ING_R_DUPLICATE_KEY need
+ * them): shared by ing__decode and ing_engine_parse_only. */
+#define ING__JSON_FLAGS (JSON_DECODE_ANY | JSON_REJECT_DUPLICATES)
+
 /* Decode and validate payload against p (all checks that need no engine state).
  *   ja      arena the parse allocates from (alg/jalloc.h), or NULL for plain malloc.
  *   root    out: the parsed tree or NULL; the caller releases it in every case with

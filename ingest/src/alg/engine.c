@@ -594,6 +594,18 @@ static void reject(struct ing_engine *e, enum ing_reason reason, const char *det
     sink->on_reject(sink->arg, key, key_len, b->p, b->len, &info);
 }
 
+bool ing_engine_parse_only(struct ing_engine *eng, const char *payload, size_t len)
+{
+    json_error_t err;
+    json_t *root;
+
+    if (!eng || !payload)
+        return false;
+    root = ing__jalloc_parse(eng->ja, payload, len, ING__JSON_FLAGS, &err);
+    ing__jalloc_release(eng->ja, root);
+    return root != NULL;
+}
+
 core_err ing_engine_push(struct ing_engine *eng, const char *payload, size_t len, const char *key,
                          size_t key_len, const struct ing_source *src, int64_t now_ms,
                          const struct ing_sink *sink, enum ing_reason *out_reason)
