@@ -7,6 +7,7 @@
 
 #include "app.h"
 #include "core/log.h"
+#include "producer_flags.h"
 #include "sim/sim.h"
 
 static struct sim_progress *volatile replay_sig_progress;
@@ -41,21 +42,15 @@ static void usage(FILE *f)
             "  --speed X           X > 0: replay at X times the recorded pace (e.g. 60 = one\n"
             "                      recorded minute per second); 0 = as fast as --rate and the\n"
             "                      in-flight cap allow (default %g)\n"
-            "  --rate R            cap in messages/s, token bucket; 0 = none (default %.0f)\n"
-            "  --topic T           override topics.raw\n"
-            "  --max-inflight N    cap on unacknowledged messages (default %zu)\n"
-            "  --flush-timeout MS  final flush bound (default %d)\n"
-            "  --lag-group G       wait while consumer group G lags more than --max-lag-bytes\n"
-            "                      on any partition (committed offsets; e.g. gcdp-ingest);\n"
-            "                      default: sim.lag_group (unset = none)\n"
-            "  --max-lag-bytes N   allowed per-partition lag of G (default sim.max_lag_bytes,\n"
-            "                      %zu)\n"
+            "  --rate R            cap in messages/s, token bucket; 0 = none (default %.0f)\n",
+            d.device, d.speed, d.rate);
+    app_prod_flags_help(f, 20, &d.prod);
+    fprintf(f,
             "  -h, --help          this text\n\n"
             "Broker: broker.bootstrap (e.g. --set broker.bootstrap=@run/kafka.bootstrap).\n"
             "A malformed line stops the replay with file:line and the reason (exit 1); lines\n"
             "before it are delivered. A JSON summary is printed on stdout at the end.\n"
             "SIGINT/SIGTERM stop cleanly. Exit: 0 all delivered, 1 failure, 2 usage.\n\n%s",
-            d.device, d.speed, d.rate, d.max_inflight, d.flush_timeout_ms, d.max_lag_bytes,
             app_common_help);
 }
 
@@ -69,18 +64,7 @@ static int parse_num(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
-enum {
-    O_FILE = 256,
-    O_FORMAT,
-    O_DEVICE,
-    O_SPEED,
-    O_RATE,
-    O_TOPIC,
-    O_INFLIGHT,
-    O_FLUSH,
-    O_LAG_GROUP,
-    O_MAX_LAG
-};
+enum { O_FILE = 256, O_FORMAT, O_DEVICE, O_SPEED, O_RATE };
 
 static const struct option long_opts[] = {
     {"file", required_argument, NULL, O_FILE},
@@ -88,18 +72,13 @@ static const struct option long_opts[] = {
     {"device", required_argument, NULL, O_DEVICE},
     {"speed", required_argument, NULL, O_SPEED},
     {"rate", required_argument, NULL, O_RATE},
-    {"topic", required_argument, NULL, O_TOPIC},
-    {"max-inflight", required_argument, NULL, O_INFLIGHT},
-    {"flush-timeout", required_argument, NULL, O_FLUSH},
-    {"lag-group", required_argument, NULL, O_LAG_GROUP},
-    {"max-lag-bytes", required_argument, NULL, O_MAX_LAG},
+    APP_PROD_FLAG_OPTIONS,
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
 
 static int apply_opt(int c, const char *arg, struct sim_replay_options *o)
 {
-    double v = 0.0;
     int bad = 0;
     switch (c) {
     case O_FILE:
@@ -124,26 +103,8 @@ static int apply_opt(int c, const char *arg, struct sim_replay_options *o)
     case O_RATE:
         bad = parse_num(arg, 0.0, 1e9, &o->rate);
         break;
-    case O_TOPIC:
-        o->topic = arg;
-        break;
-    case O_INFLIGHT:
-        bad = parse_num(arg, 1, 1e7, &v);
-        o->max_inflight = (size_t)v;
-        break;
-    case O_FLUSH:
-        bad = parse_num(arg, 0, 3600000, &v);
-        o->flush_timeout_ms = (int)v;
-        break;
-    case O_LAG_GROUP:
-        o->lag_group = arg[0] ? arg : NULL;
-        break;
-    case O_MAX_LAG:
-        bad = parse_num(arg, 65536, 5242880, &v);
-        o->max_lag_bytes = (size_t)v;
-        break;
-    default:
-        return -1;
+    default: /* --topic, --max-inflight, ... (producer_flags.h) */
+        return app_prod_flags_apply("replay", c, arg, &o->prod) == 0 ? 0 : -1;
     }
     if (bad) {
         for (const struct option *lo = long_opts; lo->name; lo++)
@@ -174,8 +135,10 @@ int cmd_replay(int argc, char **argv)
     if (app_config_load(&argc, argv, &cfg) != CORE_OK)
         return APP_EXIT_USAGE;
     core_log_set_component("replay");
-    o.lag_group = core_config_str(cfg, "sim.lag_group");
-    o.max_lag_bytes = (size_t)core_config_int(cfg, "sim.max_lag_bytes");
+    /* the lag guard's keys, as gcdp simulate reads them (sim.max_inflight is simulate's
+     * only: replay's in-flight cap is --max-inflight or its default) */
+    o.prod.lag_group = core_config_str(cfg, "sim.lag_group");
+    o.prod.max_lag_bytes = (size_t)core_config_int(cfg, "sim.max_lag_bytes");
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1)
         if (c == '?' || c == 'h' || apply_opt(c, optarg, &o) != 0)

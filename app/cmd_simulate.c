@@ -7,6 +7,7 @@
 
 #include "app.h"
 #include "core/log.h"
+#include "producer_flags.h"
 #include "sim/encode.h"
 #include "sim/sim.h"
 
@@ -64,40 +65,21 @@ static void usage(FILE *f)
         "  --late-s S           how far a late reading goes back (default %g s)\n"
         "  --oversize-bytes N   an oversize message has N+1 bytes\n"
         "                       (default: sim.oversize_bytes, else ingest.max_message_bytes;\n"
-        "                       i.e. %zu)\n"
-        "  --topic T            override topics.raw\n"
-        "  --max-inflight N     cap on unacknowledged messages (default %zu)\n"
-        "  --flush-timeout MS   final flush bound (default %d)\n"
-        "  --lag-group G        wait while consumer group G lags more than --max-lag-bytes\n"
-        "                       on any partition (committed offsets; e.g. gcdp-ingest);\n"
-        "                       default: none (sim.lag_group)\n"
-        "  --max-lag-bytes N    allowed per-partition lag of G (default %zu)\n"
-        "  -h, --help           this text\n\n"
-        "Broker: broker.bootstrap (e.g. --set broker.bootstrap=@run/kafka.bootstrap).\n"
-        "Faulty messages carry the Kafka header gcdp-fault: <kind>. On exit a JSON summary\n"
-        "{generated,sent,acked,failed,retries,faults{kind:n}} is printed on stdout.\n"
-        "SIGINT/SIGTERM stop cleanly (in-flight messages are flushed).\n"
-        "Exit: 0 all delivered, 1 runtime failure or any undelivered message, 2 usage.\n\n"
-        "fault kinds:\n",
+        "                       i.e. %zu)\n",
         d.devices, SIM_MAX_DEVICES, (unsigned long long)d.seed, d.rate, (long long)d.start_ms,
         d.period_s, d.hetero_sd, d.spatial_coupling, SIM_MAX_LAG, d.spatial_lag, d.ar, d.gap_ticks,
-        d.late_s, d.oversize_bytes, d.max_inflight, d.flush_timeout_ms, d.max_lag_bytes);
+        d.late_s, d.oversize_bytes);
+    app_prod_flags_help(f, 21, &d.prod);
+    fprintf(f, "  -h, --help           this text\n\n"
+               "Broker: broker.bootstrap (e.g. --set broker.bootstrap=@run/kafka.bootstrap).\n"
+               "Faulty messages carry the Kafka header gcdp-fault: <kind>. On exit a JSON summary\n"
+               "{generated,sent,acked,failed,retries,faults{kind:n}} is printed on stdout.\n"
+               "SIGINT/SIGTERM stop cleanly (in-flight messages are flushed).\n"
+               "Exit: 0 all delivered, 1 runtime failure or any undelivered message, 2 usage.\n\n"
+               "fault kinds:\n");
     for (size_t k = 0; k < SIM_FAULT_COUNT; k++)
         fprintf(f, "  %-16s %s\n", fault_help[k][0], fault_help[k][1]);
     fprintf(f, "\n%s", app_common_help);
-}
-
-static int parse_u64(const char *s, unsigned long long max, unsigned long long *out)
-{
-    char *end;
-    unsigned long long v;
-    if (!s[0] || s[0] == '-')
-        return -1;
-    v = strtoull(s, &end, 10);
-    if (*end || v > max)
-        return -1;
-    *out = v;
-    return 0;
 }
 
 static int parse_dbl(const char *s, double *out)
@@ -113,7 +95,7 @@ static int parse_dbl(const char *s, double *out)
 static int parse_start(const char *s, int64_t *out)
 {
     unsigned long long v;
-    if (parse_u64(s, (unsigned long long)INT64_MAX, &v) == 0) {
+    if (app_flag_parse_u64(s, (unsigned long long)INT64_MAX, &v) == 0) {
         *out = (int64_t)v;
         return 0;
     }
@@ -139,12 +121,7 @@ enum {
     O_FAULTS,
     O_GAP,
     O_LATE,
-    O_OVERSIZE,
-    O_TOPIC,
-    O_INFLIGHT,
-    O_FLUSH,
-    O_LAG_GROUP,
-    O_MAX_LAG
+    O_OVERSIZE
 };
 
 static const struct option long_opts[] = {
@@ -167,11 +144,7 @@ static const struct option long_opts[] = {
     {"gap-ticks", required_argument, NULL, O_GAP},
     {"late-s", required_argument, NULL, O_LATE},
     {"oversize-bytes", required_argument, NULL, O_OVERSIZE},
-    {"topic", required_argument, NULL, O_TOPIC},
-    {"max-inflight", required_argument, NULL, O_INFLIGHT},
-    {"flush-timeout", required_argument, NULL, O_FLUSH},
-    {"lag-group", required_argument, NULL, O_LAG_GROUP},
-    {"max-lag-bytes", required_argument, NULL, O_MAX_LAG},
+    APP_PROD_FLAG_OPTIONS,
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -185,18 +158,18 @@ static int apply_opt(int c, const char *arg, struct sim_options *o, const char *
     int bad = 0;
     switch (c) {
     case O_DEVICES:
-        bad = parse_u64(arg, SIM_MAX_DEVICES, &u);
+        bad = app_flag_parse_u64(arg, SIM_MAX_DEVICES, &u);
         o->devices = (size_t)u;
         break;
     case O_SEED:
-        bad = parse_u64(arg, UINT64_MAX, &u);
+        bad = app_flag_parse_u64(arg, UINT64_MAX, &u);
         o->seed = u;
         break;
     case O_RATE:
         bad = parse_dbl(arg, &o->rate) || !(o->rate >= 0.0);
         break;
     case O_TICKS:
-        bad = parse_u64(arg, UINT64_MAX, &u);
+        bad = app_flag_parse_u64(arg, UINT64_MAX, &u);
         o->ticks = u;
         break;
     case O_DURATION:
@@ -221,7 +194,7 @@ static int apply_opt(int c, const char *arg, struct sim_options *o, const char *
         bad = parse_dbl(arg, &o->spatial_coupling);
         break;
     case O_LAG:
-        bad = parse_u64(arg, SIM_MAX_LAG, &u);
+        bad = app_flag_parse_u64(arg, SIM_MAX_LAG, &u);
         o->spatial_lag = (unsigned)u;
         break;
     case O_AR:
@@ -237,36 +210,18 @@ static int apply_opt(int c, const char *arg, struct sim_options *o, const char *
         *faults = arg;
         break;
     case O_GAP:
-        bad = parse_u64(arg, 1000000, &u);
+        bad = app_flag_parse_u64(arg, 1000000, &u);
         o->gap_ticks = (unsigned)u;
         break;
     case O_LATE:
         bad = parse_dbl(arg, &o->late_s);
         break;
     case O_OVERSIZE:
-        bad = parse_u64(arg, 64ULL << 20, &u);
+        bad = app_flag_parse_u64(arg, 64ULL << 20, &u);
         o->oversize_bytes = (size_t)u;
         break;
-    case O_TOPIC:
-        o->topic = arg;
-        break;
-    case O_INFLIGHT:
-        bad = parse_u64(arg, 10000000, &u) || u == 0;
-        o->max_inflight = (size_t)u;
-        break;
-    case O_FLUSH:
-        bad = parse_u64(arg, 3600000, &u);
-        o->flush_timeout_ms = (int)u;
-        break;
-    case O_LAG_GROUP:
-        o->lag_group = arg[0] ? arg : NULL;
-        break;
-    case O_MAX_LAG:
-        bad = parse_u64(arg, 5u << 20, &u) || u < 65536;
-        o->max_lag_bytes = (size_t)u;
-        break;
-    default:
-        return -1;
+    default: /* --topic, --max-inflight, ... (producer_flags.h) */
+        return app_prod_flags_apply("simulate", c, arg, &o->prod) == 0 ? 0 : -1;
     }
     if (bad) {
         for (const struct option *lo = long_opts; lo->name; lo++)

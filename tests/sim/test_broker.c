@@ -155,7 +155,7 @@ Test(sim_broker, simulate_delivers_every_reading_keyed_and_in_order_per_device)
     o.devices = 6;
     o.ticks = 300;
     o.rate = 0; /* as fast as the in-flight cap allows */
-    o.max_inflight = 500;
+    o.prod.max_inflight = 500;
     sim_progress_init(&pr);
     cr_assert_eq(sim_run(fx.cfg, &o, &pr, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert_eq(atomic_load(&pr.sent), 1800);
@@ -278,12 +278,12 @@ Test(sim_broker, same_seed_same_messages_across_runs)
     o.rate = 0;
     o.seed = 4242;
     cr_assert_eq(sim_faults_parse("all=0.03,oversize=0", o.fault_rate, eb, sizeof(eb)), CORE_OK);
-    o.topic = "run.a";
+    o.prod.topic = "run.a";
     sim_progress_init(&pr);
     cr_assert_eq(sim_run(fx.cfg, &o, &pr, eb, sizeof(eb)), CORE_OK, "%s", eb);
     consume(&fx, "run.a", atomic_load(&pr.sent));
     na = fx.n;
-    o.topic = "run.b";
+    o.prod.topic = "run.b";
     sim_progress_init(&pr);
     cr_assert_eq(sim_run(fx.cfg, &o, &pr, eb, sizeof(eb)), CORE_OK, "%s", eb);
     consume(&fx, "run.b", atomic_load(&pr.sent));
@@ -307,6 +307,35 @@ Test(sim_broker, same_seed_same_messages_across_runs)
         }
         cr_assert(i == na && j == fx.n, "device %d: runs differ in length", d);
     }
+    teardown(&fx);
+}
+
+/* Replay takes its topic and in-flight cap from its producer settings (o.prod), and the
+ * settings are checked before a producer is made. */
+Test(sim_broker, replay_honours_its_producer_settings)
+{
+    static const char *const topics[] = {"sensors.raw", "replay.other"};
+    struct fixture fx;
+    struct sim_replay_options o;
+    struct sim_progress pr;
+    char eb[512];
+
+    setup(&fx, topics, 2);
+    sim_replay_options_default(&o);
+    o.path = GCDP_DATA_DIR "/occupancy/datatest.txt";
+    o.rate = 0;
+    o.prod.topic = "replay.other";
+    o.prod.max_inflight = 64;
+    sim_progress_init(&pr);
+    cr_assert_eq(sim_replay_run(fx.cfg, &o, &pr, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(atomic_load(&pr.acked), 2665);
+    consume(&fx, "replay.other", 2665);
+    cr_assert_eq(fx.n, 2665);
+    o.prod.max_inflight = 0;
+    sim_progress_init(&pr);
+    cr_assert_eq(sim_replay_run(fx.cfg, &o, &pr, eb, sizeof(eb)), CORE_EINVAL);
+    cr_assert_not_null(strstr(eb, "max-inflight"), "%s", eb);
+    cr_assert_eq(atomic_load(&pr.sent), 0);
     teardown(&fx);
 }
 
@@ -546,8 +575,8 @@ Test(sim_broker, lag_group_holds_the_producer_until_the_consumer_commits)
     sim_options_default(&o);
     o.devices = 8;
     o.rate = 0;
-    o.lag_group = "slow-consumer";
-    o.max_lag_bytes = 65536;
+    o.prod.lag_group = "slow-consumer";
+    o.prod.max_lag_bytes = 65536;
     sim_progress_init(&pr);
     a = (struct run_arg){&fx, &o, &pr, CORE_OK, ""};
     pthread_create(&t, NULL, run_sim, &a);

@@ -48,6 +48,52 @@ Test(sim_options, config_keys_fill_the_options_and_follow_ingest)
     core_config_free(cfg);
 }
 
+/* Field by field (memcmp would compare padding). */
+static void prod_assert_eq(const struct sim_producer_opts *a, const struct sim_producer_opts *b)
+{
+    cr_assert_eq(a->topic, b->topic);
+    cr_assert_eq(a->max_inflight, b->max_inflight);
+    cr_assert_eq(a->flush_timeout_ms, b->flush_timeout_ms);
+    cr_assert_eq(a->lag_group, b->lag_group);
+    cr_assert_eq(a->max_lag_bytes, b->max_lag_bytes);
+}
+
+Test(sim_options, producer_settings_have_one_default_shared_with_the_config_keys)
+{
+    struct core_config *cfg = core_config_new(tables, 3);
+    struct sim_producer_opts d;
+    struct sim_options so;
+    struct sim_replay_options ro;
+    char eb[256];
+
+    cr_assert_not_null(cfg);
+    sim_producer_opts_default(&d);
+    cr_assert_null(d.topic);
+    cr_assert_eq(d.max_inflight, 20000);
+    cr_assert_eq(d.flush_timeout_ms, 30000);
+    cr_assert_null(d.lag_group);
+    cr_assert_eq(d.max_lag_bytes, SIM_DEFAULT_MAX_LAG_BYTES);
+    /* the keys' defaults are the struct's: --help shows one number for both */
+    cr_assert_eq((size_t)core_config_int(cfg, "sim.max_inflight"), d.max_inflight);
+    cr_assert_eq((size_t)core_config_int(cfg, "sim.max_lag_bytes"), d.max_lag_bytes);
+    cr_assert_null(core_config_str(cfg, "sim.lag_group"));
+    sim_options_default(&so);
+    sim_replay_options_default(&ro);
+    prod_assert_eq(&so.prod, &d);
+    prod_assert_eq(&ro.prod, &d);
+
+    cr_assert_eq(core_config_set_arg(cfg, "sim.max_inflight=123", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_config_set_arg(cfg, "sim.lag_group=gcdp-ingest", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_config_set_arg(cfg, "sim.max_lag_bytes=70000", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(sim_options_from_config(cfg, &so, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(so.prod.max_inflight, 123);
+    cr_assert_str_eq(so.prod.lag_group, "gcdp-ingest");
+    cr_assert_eq(so.prod.max_lag_bytes, 70000);
+    cr_assert_null(so.prod.topic); /* no sim.* key: topics.raw */
+    cr_assert_eq(so.prod.flush_timeout_ms, 30000);
+    core_config_free(cfg);
+}
+
 Test(sim_options, unknown_sim_key_and_out_of_range_values_are_refused)
 {
     struct core_config *cfg = core_config_new(tables, 3);

@@ -75,6 +75,26 @@ struct sim_progress {
 };
 void sim_progress_init(struct sim_progress *p);
 
+/* Default per-partition lag allowed for a watched consumer group: 40 % of the mock's 5 MiB. */
+#define SIM_DEFAULT_MAX_LAG_BYTES ((size_t)2 * 1024 * 1024)
+
+/* The producer settings both producers share (sim_run and sim_replay_run; the flags
+ * --topic, --max-inflight, --flush-timeout, --lag-group, --max-lag-bytes of both
+ * commands). Fill with sim_producer_opts_default() (the *_options_default functions do)
+ * and then override. Borrowed strings must stay valid for the whole run. */
+struct sim_producer_opts {
+    const char *topic;     /* topic produced to; NULL: the "topics.raw" key */
+    size_t max_inflight;   /* cap on unacknowledged messages, >= 1 (default 20000, the
+                              sim.max_inflight default) */
+    int flush_timeout_ms;  /* bound on the final flush, ms (default 30000); what is still
+                              unacknowledged then counts as failed */
+    const char *lag_group; /* consumer group kept within max_lag_bytes; NULL (default): none */
+    size_t max_lag_bytes;  /* per-partition lag allowed for lag_group, estimated bytes
+                              (default SIM_DEFAULT_MAX_LAG_BYTES, the sim.max_lag_bytes
+                              default) */
+};
+void sim_producer_opts_default(struct sim_producer_opts *p);
+
 /* Simulator options. Fill with sim_options_default() and then override. Borrowed strings
  * must stay valid for the whole run. */
 struct sim_options {
@@ -96,18 +116,17 @@ struct sim_options {
     double late_s;                      /* how far into the past a "late" reading goes */
     size_t oversize_bytes;              /* size an "oversize" message is padded beyond */
     const char *truth_path;             /* write the ground-truth SEM JSON here; NULL: don't */
-    const char *topic;                  /* NULL: the "topics.raw" key */
-    size_t max_inflight;                /* cap on unacknowledged messages */
-    int flush_timeout_ms;               /* final flush bound */
-    const char *lag_group;              /* consumer group kept within max_lag_bytes; NULL: none */
-    size_t max_lag_bytes;               /* per-partition lag allowed for lag_group */
+    struct sim_producer_opts prod;      /* topic, in-flight cap, flush bound, lag guard */
 };
 void sim_options_default(struct sim_options *o);
 
 /* Fill o from the sim.* keys of cfg (borrowed; strings in o borrow from cfg and stay valid
  * while cfg is unchanged). sim.period_ms / sim.oversize_bytes fall back to
  * ingest.period_ms / ingest.max_message_bytes when those keys are declared, so the
- * simulator matches what ingest expects. CORE_ECONFIG naming the key on a bad sim.faults. */
+ * simulator matches what ingest expects. Of the producer settings, sim.max_inflight,
+ * sim.lag_group and sim.max_lag_bytes fill o->prod; prod.topic (NULL: topics.raw) and
+ * prod.flush_timeout_ms keep their defaults. CORE_ECONFIG naming the key on a bad
+ * sim.faults. */
 CORE_MUST_CHECK core_err sim_options_from_config(const struct core_config *cfg,
                                                  struct sim_options *o, char *errbuf,
                                                  size_t errbuf_size);
@@ -142,11 +161,7 @@ struct sim_replay_options {
     const char *device; /* occupancy: device id (default "occupancy") */
     double speed;       /* > 0: replay at speed x the recorded pace; 0: as fast as allowed */
     double rate;        /* token bucket cap, messages/s; 0: none */
-    const char *topic;  /* NULL: "topics.raw" */
-    size_t max_inflight;
-    int flush_timeout_ms;
-    const char *lag_group; /* as in struct sim_options */
-    size_t max_lag_bytes;
+    struct sim_producer_opts prod; /* topic, in-flight cap, flush bound, lag guard */
 };
 void sim_replay_options_default(struct sim_replay_options *o);
 
@@ -157,9 +172,6 @@ CORE_MUST_CHECK core_err sim_replay_run(const struct core_config *cfg,
                                         const struct sim_replay_options *opt,
                                         struct sim_progress *progress, char *errbuf,
                                         size_t errbuf_size);
-
-/* Default per-partition lag allowed for a watched consumer group: 40 % of the mock's 5 MiB. */
-#define SIM_DEFAULT_MAX_LAG_BYTES ((size_t)2 * 1024 * 1024)
 
 /* Print a one-line JSON summary of progress to f (a FILE *): {"generated","sent","acked",
  * "failed","retries","lag_waits","faults":{kind:n}}. */

@@ -31,6 +31,15 @@ void sim_progress_init(struct sim_progress *p)
         atomic_init(&p->faults[k], 0);
 }
 
+void sim_producer_opts_default(struct sim_producer_opts *p)
+{
+    p->topic = NULL;
+    p->max_inflight = 20000; /* = sim.max_inflight default */
+    p->flush_timeout_ms = 30000;
+    p->lag_group = NULL;
+    p->max_lag_bytes = SIM_DEFAULT_MAX_LAG_BYTES; /* = sim.max_lag_bytes default */
+}
+
 void sim_options_default(struct sim_options *o)
 {
     memset(o, 0, sizeof(*o));
@@ -51,11 +60,7 @@ void sim_options_default(struct sim_options *o)
     o->late_s = 3600.0;
     o->oversize_bytes = 65536; /* = ingest.max_message_bytes default */
     o->truth_path = NULL;
-    o->topic = NULL;
-    o->max_inflight = 20000;
-    o->flush_timeout_ms = 30000;
-    o->lag_group = NULL;
-    o->max_lag_bytes = SIM_DEFAULT_MAX_LAG_BYTES;
+    sim_producer_opts_default(&o->prod);
 }
 
 void sim_replay_options_default(struct sim_replay_options *o)
@@ -65,10 +70,7 @@ void sim_replay_options_default(struct sim_replay_options *o)
     o->device = "occupancy";
     o->speed = 0.0;
     o->rate = 5000.0;
-    o->max_inflight = 20000;
-    o->flush_timeout_ms = 30000;
-    o->lag_group = NULL;
-    o->max_lag_bytes = SIM_DEFAULT_MAX_LAG_BYTES;
+    sim_producer_opts_default(&o->prod);
 }
 
 /* One "kind=rate" item of length n. */
@@ -182,9 +184,9 @@ core_err sim_options_from_config(const struct core_config *cfg, struct sim_optio
     else if (core_config_is_set(cfg, "ingest.max_message_bytes"))
         o->oversize_bytes = (size_t)core_config_int(cfg, "ingest.max_message_bytes");
     o->truth_path = core_config_str(cfg, "sim.truth_path");
-    o->max_inflight = (size_t)core_config_int(cfg, "sim.max_inflight");
-    o->lag_group = core_config_str(cfg, "sim.lag_group");
-    o->max_lag_bytes = (size_t)core_config_int(cfg, "sim.max_lag_bytes");
+    o->prod.max_inflight = (size_t)core_config_int(cfg, "sim.max_inflight");
+    o->prod.lag_group = core_config_str(cfg, "sim.lag_group");
+    o->prod.max_lag_bytes = (size_t)core_config_int(cfg, "sim.max_lag_bytes");
     if (faults && faults[0] &&
         sim_faults_parse(faults, o->fault_rate, why, sizeof(why)) != CORE_OK) {
         snprintf(eb, ebn, "config key 'sim.faults': %s", why);

@@ -47,8 +47,8 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     }
 }
 
-core_err sim_producer_new(const struct core_config *cfg, const char *topic, double rate,
-                          size_t max_inflight, size_t max_bytes, struct sim_progress *progress,
+core_err sim_producer_new(const struct core_config *cfg, const struct sim_producer_opts *po,
+                          double rate, size_t max_bytes, struct sim_progress *progress,
                           struct sim_producer **out, char *eb, size_t ebn)
 {
     rd_kafka_conf_t *conf = NULL;
@@ -79,10 +79,18 @@ core_err sim_producer_new(const struct core_config *cfg, const char *topic, doub
     }
     /* log.queue=true in the profile: route client logs to the main queue we poll */
     rd_kafka_set_log_queue(p->rk, NULL);
-    p->topic = core_xstrdup(topic ? topic : core_config_str(cfg, "topics.raw"));
-    p->max_inflight = max_inflight ? max_inflight : 1;
+    p->topic = core_xstrdup(po->topic ? po->topic : core_config_str(cfg, "topics.raw"));
+    p->max_inflight = po->max_inflight ? po->max_inflight : 1;
     p->progress = progress;
     sim_bucket_init(&p->bucket, rate, rate > 0.0 ? rate / 100.0 + 1.0 : 1.0, sim_now_ns());
+    if (po->lag_group) {
+        rc = sim_lagguard_new(cfg, p->rk, p->topic, po->lag_group, po->max_lag_bytes, &p->guard, eb,
+                              ebn);
+        if (rc != CORE_OK) {
+            sim_producer_free(p);
+            return rc;
+        }
+    }
     *out = p;
     return CORE_OK;
 }
@@ -125,12 +133,6 @@ static core_err wait_for_consumer(struct sim_producer *p)
     p->bytes_at_check = p->bytes_sent;
     p->next_check_ns = sim_now_ns() + LAG_CHECK_NS;
     return CORE_OK;
-}
-
-core_err sim_producer_guard_lag(struct sim_producer *p, const struct core_config *cfg,
-                                const char *group, size_t max_bytes, char *eb, size_t ebn)
-{
-    return sim_lagguard_new(cfg, p->rk, p->topic, group, max_bytes, &p->guard, eb, ebn);
 }
 
 /* Wait for a token and for in-flight room. CORE_ESTATE when stop is requested. */

@@ -21,15 +21,21 @@
 
 struct sim_producer;
 
-/* New producer on topic (NULL: "topics.raw").
+/* New producer with the settings po (borrowed; only read here): on po->topic (NULL:
+ * "topics.raw"), at most po->max_inflight (>= 1) unacknowledged messages, and, when
+ * po->lag_group is set, consumer-lag back-pressure (lagguard.h): before each message it
+ * waits while that group lags more than po->max_lag_bytes on any partition of the topic.
+ * po->flush_timeout_ms is the caller's to pass to sim_producer_finish().
  *   cfg, progress  borrowed; progress must outlive the producer.
- *   rate           messages/s token bucket (0: unlimited); max_inflight >= 1.
+ *   rate           messages/s token bucket (0: unlimited).
  *   max_bytes      largest payload that will be sent; message.max.bytes is raised to fit.
- * out: new; free with sim_producer_free(). CORE_ECONFIG / CORE_EKAFKA with a reason. */
-CORE_MUST_CHECK core_err sim_producer_new(const struct core_config *cfg, const char *topic,
-                                          double rate, size_t max_inflight, size_t max_bytes,
-                                          struct sim_progress *progress, struct sim_producer **out,
-                                          char *errbuf, size_t errbuf_size);
+ * out: new; free with sim_producer_free(). CORE_ECONFIG / CORE_EKAFKA with a reason (e.g.
+ * no metadata for the topic of the lag guard); *out is then unchanged. */
+CORE_MUST_CHECK core_err sim_producer_new(const struct core_config *cfg,
+                                          const struct sim_producer_opts *po, double rate,
+                                          size_t max_bytes, struct sim_progress *progress,
+                                          struct sim_producer **out, char *errbuf,
+                                          size_t errbuf_size);
 
 /* Produce one message (copied). fault: value of header "gcdp-fault", or NULL for none.
  * Returns CORE_OK; CORE_ESTATE when progress->stop was set while waiting (the message was
@@ -44,13 +50,6 @@ CORE_MUST_CHECK core_err sim_producer_send_hdrs(struct sim_producer *p, const ch
                                                 size_t key_len, const char *payload, size_t len,
                                                 const char *const *names, const char *const *values,
                                                 size_t nhdr);
-
-/* Enable consumer-lag back-pressure (lagguard.h): before each message, wait while consumer
- * group `group` lags more than max_bytes on any partition of the topic.
- * CORE_ECONFIG / CORE_EKAFKA (e.g. no metadata for the topic) with a reason. */
-CORE_MUST_CHECK core_err sim_producer_guard_lag(struct sim_producer *p,
-                                                const struct core_config *cfg, const char *group,
-                                                size_t max_bytes, char *errbuf, size_t errbuf_size);
 
 /* Wait until the monotonic time deadline_ns (serving delivery reports meanwhile) or until
  * progress->stop is set. */

@@ -183,7 +183,7 @@ core_err sim_replay_run(const struct core_config *cfg, const struct sim_replay_o
     if (ebn > 0)
         eb[0] = '\0';
     if (!o->path || !o->device || strlen(o->device) == 0 || strlen(o->device) > SIM_MAX_DEVICE_ID ||
-        !(o->speed >= 0.0) || !(o->rate >= 0.0) || o->max_inflight < 1) {
+        !(o->speed >= 0.0) || !(o->rate >= 0.0) || o->prod.max_inflight < 1) {
         snprintf(eb, ebn,
                  "invalid replay options (file, device 1..%d bytes, speed >= 0, "
                  "rate >= 0, max-inflight >= 1)",
@@ -193,10 +193,7 @@ core_err sim_replay_run(const struct core_config *cfg, const struct sim_replay_o
     if (o->format != SIM_REPLAY_OCCUPANCY &&
         (rc = sim_lines_open(o->path, SIM_REPLAY_MAX_LINE, &ln, eb, ebn)) != CORE_OK)
         return rc;
-    rc = sim_producer_new(cfg, o->topic, o->rate, o->max_inflight, SIM_REPLAY_MAX_LINE, pr, &p, eb,
-                          ebn);
-    if (rc == CORE_OK && o->lag_group)
-        rc = sim_producer_guard_lag(p, cfg, o->lag_group, o->max_lag_bytes, eb, ebn);
+    rc = sim_producer_new(cfg, &o->prod, o->rate, SIM_REPLAY_MAX_LINE, pr, &p, eb, ebn);
     if (rc != CORE_OK)
         goto out;
     if (o->format == SIM_REPLAY_OCCUPANCY)
@@ -206,7 +203,7 @@ core_err sim_replay_run(const struct core_config *cfg, const struct sim_replay_o
     else
         rc = replay_corpus(o, ln, p, pr, eb, ebn);
     /* flush what was sent even after a parse error: those messages are valid */
-    frc = sim_producer_finish(p, o->flush_timeout_ms);
+    frc = sim_producer_finish(p, o->prod.flush_timeout_ms);
     if (rc == CORE_OK && frc != CORE_OK) {
         snprintf(eb, ebn, "%llu message(s) not delivered",
                  (unsigned long long)atomic_load(&pr->failed));

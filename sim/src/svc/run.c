@@ -57,7 +57,7 @@ static core_err check_options(const struct sim_options *o, char *eb, size_t ebn)
         !(o->period_s <= 86400.0) || !(o->late_s >= 0.0) || !(o->hetero_sd >= 0.0) ||
         !(o->spatial_coupling >= 0.0 && o->spatial_coupling < 1.0) ||
         !(o->ar >= 0.0 && o->ar < 1.0) || o->spatial_lag > SIM_MAX_LAG || o->oversize_bytes < 64 ||
-        o->oversize_bytes > (size_t)64 * 1024 * 1024 || o->max_inflight < 1 ||
+        o->oversize_bytes > (size_t)64 * 1024 * 1024 || o->prod.max_inflight < 1 ||
         !isfinite(o->regime_change_at_s)) {
         snprintf(eb, ebn,
                  "option out of range (rate >= 0, duration >= 0, period in "
@@ -206,11 +206,8 @@ static core_err setup(struct run *r, const struct core_config *cfg, char *eb, si
     r->buf = core_xmalloc(r->cap);
     r->values = core_xcalloc(o->devices * SIM_NCH, sizeof(double));
     r->dev = core_xcalloc(o->devices, sizeof(*r->dev));
-    rc = sim_producer_new(cfg, o->topic, o->rate, o->max_inflight, o->oversize_bytes + 1, r->pr,
-                          &r->prod, eb, ebn);
-    if (rc == CORE_OK && o->lag_group)
-        rc = sim_producer_guard_lag(r->prod, cfg, o->lag_group, o->max_lag_bytes, eb, ebn);
-    return rc;
+    return sim_producer_new(cfg, &o->prod, o->rate, o->oversize_bytes + 1, r->pr, &r->prod, eb,
+                            ebn);
 }
 
 static void cleanup(struct run *r)
@@ -300,7 +297,7 @@ core_err sim_run(const struct core_config *cfg, const struct sim_options *o,
     rc = loop(&r);
     if (rc == CORE_OK)
         rc = release_held(&r);
-    frc = sim_producer_finish(r.prod, o->flush_timeout_ms);
+    frc = sim_producer_finish(r.prod, o->prod.flush_timeout_ms);
     if (rc == CORE_OK && frc != CORE_OK) {
         snprintf(eb, ebn, "%llu message(s) not delivered",
                  (unsigned long long)atomic_load(&pr->failed));
