@@ -191,7 +191,7 @@ static int bare_consume(const struct core_config *cfg, const struct bench_opts *
     char eb[512];
     long long n = 0;
     double first = 0, last = 0, deadline = now_s() + 120;
-    struct cpu_mark c0, c1;
+    struct cpu_mark c0 = {0}, c1 = {0}; /* taken at the first and the last message */
 
     if (core_kafka_conf_new(cfg, CORE_KAFKA_CONSUMER, group, &conf, eb, sizeof(eb)) != CORE_OK) {
         snprintf(r->err, sizeof(r->err), "%.200s", eb);

@@ -67,7 +67,7 @@ static int parse_opts(int argc, char **argv, struct lrn_sem_opts *o, const char 
         {"seed", required_argument, 0, 'S'},     {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     int c, li = 0, edges_set = 0, bad = 0;
-    size_t seed;
+    size_t seed = 0;
 
     while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
         switch (c) {

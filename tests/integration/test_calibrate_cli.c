@@ -22,7 +22,8 @@ static int sh(const char *dir, const char *cmd, char **err)
     char full[4096], path[600];
     int st;
     snprintf(path, sizeof(path), "%s/stderr.txt", dir);
-    snprintf(full, sizeof(full), "%s 2>%s", cmd, path);
+    int n = snprintf(full, sizeof(full), "%s 2>%s", cmd, path);
+    cr_assert(n > 0 && (size_t)n < sizeof(full), "command line too long");
     st = system(full);
     if (err)
         *err = ts_read_file(path, NULL);
