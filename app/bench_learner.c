@@ -40,6 +40,8 @@ static const char bench_help[] =
     "                    (Laplace + advanced composition) at --eps (default 1,5,10,50),\n"
     "                    d = 20, Table 5 hyperparameters for both, non-private reference\n"
     "                    (no experiment flag: --table1)\n"
+    "  --methods LIST    --table1 only: run only these of fed-sparse,fed-bnsl (default both;\n"
+    "                    without fed-bnsl no fed-bnsl row and no ratios are printed)\n"
     "  --dims LIST       comma-separated dimensions (overrides the experiment's default)\n"
     "  --eps LIST        comma-separated privacy budgets for --fig3 and --c4\n"
     "  --seeds N         seeds per configuration (default 10)\n"
@@ -58,6 +60,7 @@ static const char bench_help[] =
 
 struct bl_args {
     int table1, fig3, fig4, c4, threads;
+    int skip_fs, skip_fb; /* --methods (table1) */
     size_t dims[BL_MAX_LIST], ndims;
     double eps[BL_MAX_LIST];
     size_t neps, seeds, first_seed, participants, n, fs_steps, fs_iters;
@@ -288,23 +291,31 @@ static int table1_dim(const struct bl_args *a, size_t d, FILE *md, FILE *csv)
         struct lrn_sem_problem *pb = make_problem(a, d, a->first_seed + s);
         if (!pb)
             ret = -1;
-        if (ret == 0)
+        if (ret == 0 && !a->skip_fs)
             ret = run_one(&ofs, pb, fs);
-        if (ret == 0)
+        if (ret == 0 && !a->skip_fb)
             ret = run_one(&ofb, pb, fb);
-        if (ret == 0)
-            fprintf(stderr, "d=%zu seed=%zu  fed-sparse SHD %.0f %.3fs %.3fMB | fed-bnsl SHD %.0f "
-                    "%.3fs %.3fMB\n", d, a->first_seed + s, fs->v[V_SHD][s], fs->v[V_SEC][s],
-                    fs->v[V_MB][s], fb->v[V_SHD][s], fb->v[V_SEC][s], fb->v[V_MB][s]);
+        if (ret == 0 && !a->skip_fs)
+            fprintf(stderr, "d=%zu seed=%zu  fed-sparse SHD %.0f %.3fs %.3fMB\n", d,
+                    a->first_seed + s, fs->v[V_SHD][s], fs->v[V_SEC][s], fs->v[V_MB][s]);
+        if (ret == 0 && !a->skip_fb)
+            fprintf(stderr, "d=%zu seed=%zu  fed-bnsl SHD %.0f %.3fs %.3fMB\n", d,
+                    a->first_seed + s, fb->v[V_SHD][s], fb->v[V_SEC][s], fb->v[V_MB][s]);
         lrn_sem_problem_free(pb);
     }
     if (ret == 0) {
         FILE *outs[2] = {stdout, md};
         for (int k = 0; k < 2; k++) {
             fputs(table_head, outs[k]);
-            print_row(outs[k], "Fed-Sparse-BNSL (ours)", d, fs);
-            print_row(outs[k], "Fed-BNSL (ours)", d, fb);
+            if (!a->skip_fs)
+                print_row(outs[k], "Fed-Sparse-BNSL (ours)", d, fs);
+            if (!a->skip_fb)
+                print_row(outs[k], "Fed-BNSL (ours)", d, fb);
             paper_table1(d, outs[k]);
+            if (a->skip_fs || a->skip_fb) {
+                fprintf(outs[k], "\n(--methods: only one method run, so no ratios)\n\n");
+                continue;
+            }
             fprintf(outs[k], "\nratios measured in this run (fed-bnsl / fed-sparse): wall time "
                     "%.2fx (median %.2fx), CPU time %.2fx, communication %.2fx; fed-sparse "
                     "encoded bytes %.3f MB (model %.3f MB)\n",
@@ -322,8 +333,10 @@ static int table1_dim(const struct bl_args *a, size_t d, FILE *md, FILE *csv)
             else
                 fprintf(outs[k], "\n");
         }
-        write_runs_csv(csv, "fed-sparse", d, a->first_seed, fs);
-        write_runs_csv(csv, "fed-bnsl", d, a->first_seed, fb);
+        if (!a->skip_fs)
+            write_runs_csv(csv, "fed-sparse", d, a->first_seed, fs);
+        if (!a->skip_fb)
+            write_runs_csv(csv, "fed-bnsl", d, a->first_seed, fb);
     }
     free(fs);
     free(fb);
@@ -621,6 +634,31 @@ static void set_size_opt(struct bl_args *a, int c, size_t v)
     }
 }
 
+/* --methods LIST: a comma-separated subset of fed-sparse,fed-bnsl (at least one). */
+static int parse_methods(const char *list, struct bl_args *a)
+{
+    const char *p = list;
+    int fs = 0, fb = 0;
+
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        if (len == 10 && strncmp(p, "fed-sparse", len) == 0)
+            fs = 1;
+        else if (len == 8 && strncmp(p, "fed-bnsl", len) == 0)
+            fb = 1;
+        else
+            return 1;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    if (!fs && !fb)
+        return 1;
+    a->skip_fs = !fs;
+    a->skip_fb = !fb;
+    return 0;
+}
+
 static int bl_parse(int argc, char **argv, struct bl_args *a)
 {
     static const struct option lo[] = {
@@ -634,6 +672,7 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
         {"out", required_argument, 0, 'o'},     {"help", no_argument, 0, 'h'},
         {"dp-clip-scale", required_argument, 0, 'c'},
         {"fs-pgcd-tol", required_argument, 0, 'T'},
+        {"methods", required_argument, 0, 'M'},
         {0, 0, 0, 0}};
     int c, li = 0, bad = 0;
     size_t one[BL_MAX_LIST], k;
@@ -653,6 +692,7 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
             bad = parse_list_dbl(optarg, dl, &k) || k != 1;
             *(c == 'c' ? &a->clip_scale : &a->fs_tol) = dl[0];
             break;
+        case 'M': bad = parse_methods(optarg, a); break;
         case 'h': fputs(bench_help, stdout); return 1;
         case 's': case 'f': case 'P': case 'n': case 'K': case 'I': case 't':
             bad = parse_list_size(optarg, one, &k) || k != 1;

@@ -35,6 +35,10 @@ Test(admm_config, defaults_are_the_paper_tuned_values)
     cr_assert_float_eq(a.w_threshold, 0.3, 0.0);
     cr_assert_eq(a.max_rounds, 100);
     cr_assert_eq(a.wire, LRN_WIRE_SPARSE);
+    /* our schedule choice (docs/learner.md): the key's default agrees with the driver's */
+    cr_assert_eq(a.schedule, LRN_RHO_ON_STALL);
+    cr_assert_float_eq(a.rho1_growth, lrn_admm_opts_default().rho1_growth, 0.0);
+    cr_assert_float_eq(a.rho_max, lrn_admm_opts_default().rho_max, 0.0);
     /* Table 5, eps = 5: K = 20; C = 50 is our measured choice (docs/learner.md) */
     cr_assert_float_eq(dp.clip, 50.0, 0.0);
     cr_assert_eq(dp.steps, 20);

@@ -81,7 +81,7 @@ struct lrn_admm_opts {
 };
 
 /* Fed-Sparse-BNSL defaults (paper B.3.2: ρ₁ = 1000, ρ₂ = 1; T = 100; threshold 0.3) and
- * our choices: sparse wire; ρ₁ ×10 on stall (h_stall 0.25), cap 1e16; w_sparsify 0.1;
+ * our choices: sparse wire; ρ₁ ×2 on stall (h_stall 0.25), cap 1e16; w_sparsify 0.1;
  * L-BFGS ≤ 100 iterations, wtol 1e-4, epsilon 1e-6; no early stop; enforce_dag. */
 struct lrn_admm_opts lrn_admm_opts_default(void);
 

@@ -21,7 +21,8 @@ const struct core_cfg_key lrn_config_keys[] = {
     K_ENUM("learner.rho_schedule", "\"on_stall\"", "on_stall|every_round",
            "on_stall: rho1 *= rho1_growth when h(W) > h_stall*h(W_prev); every_round: "
            "notears-admm (rho1 *= rho1_growth, rho2 *= rho2_growth each round)"),
-    K_DBL("learner.rho1_growth", "10", 1, 1e6, "rho1 growth factor"),
+    K_DBL("learner.rho1_growth", "2", 1, 1e6,
+          "rho1 growth factor: per stalled round (on_stall) or per round (every_round)"),
     K_DBL("learner.rho2_growth", "1", 1, 1e6, "rho2 growth factor (every_round only)"),
     K_DBL("learner.rho_max", "1e16", 1, 1e300, "cap on rho1 and rho2"),
     K_DBL("learner.h_stall", "0.25", 1e-9, 1, "h must fall below h_stall*h_prev or rho1 grows"),
