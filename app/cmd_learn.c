@@ -429,6 +429,7 @@ static void take_admm(const struct core_config *cfg, struct lrn_admm_opts *o,
     TAKE("learner.primal_tol", o->primal_tol, k->primal_tol);
     TAKE("learner.w_threshold", o->w_threshold, k->w_threshold);
     TAKE("learner.w_sparsify", o->w_sparsify, k->w_sparsify);
+    TAKE("learner.b_sparsify", o->b_sparsify, k->b_sparsify);
     TAKE("learner.enforce_dag", o->enforce_dag, k->enforce_dag);
     TAKE("learner.wire", o->wire, k->wire);
     TAKE("learner.lbfgs.max_iter", o->lbfgs_max_iter, k->lbfgs_max_iter);

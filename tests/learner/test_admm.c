@@ -270,6 +270,7 @@ Test(admm, pluggable_local_solver_reaches_consensus)
     o.max_rounds = 30;
     o.w_threshold = 0.0;
     o.w_sparsify = 0.0;
+    o.b_sparsify = 0.0;
     cr_assert_eq(lrn_admm_run(3, 4, &ops, &o, NULL, NULL, W, raw, &res), CORE_OK);
     for (int x = 0; x < 9; x++)
         cr_assert_float_eq(raw[x], target[x], 1e-4, "entry %d", x);
@@ -311,6 +312,68 @@ Test(admm, options_are_checked)
     o = lrn_admm_opts_default();
     o.w_sparsify = 0.5; /* above the final threshold: refused */
     cr_assert_eq(lrn_admm_opts_check(&o, NULL, 0), CORE_EINVAL);
+    o = lrn_admm_opts_default();
+    o.b_sparsify = 0.5; /* above the final threshold: refused */
+    cr_assert_eq(lrn_admm_opts_check(&o, err, sizeof(err)), CORE_EINVAL);
+    cr_assert_str_eq(err, "admm option b_sparsify out of range");
+    o.b_sparsify = NAN;
+    cr_assert_eq(lrn_admm_opts_check(&o, NULL, 0), CORE_EINVAL);
+}
+
+/* Upload sparsification: every participant proposes the same B with two tiny entries
+ * (|0.005| < b_sparsify = 0.01, the default). They are not sent (nnz_up counts only the
+ * three large ones) and never reach W; with b_sparsify = 0 they are sent and W keeps them. */
+static const double tiny_target[9] = {0, 0.9, -0.7, 0.005, 0, 1.2, 0, -0.005, 0};
+
+static core_err tiny_solve(void *self, size_t p, size_t t, const double *W,
+                           const double *beta_p, double rho2, double *B_p)
+{
+    (void)self, (void)p, (void)t, (void)W, (void)beta_p, (void)rho2;
+    memcpy(B_p, tiny_target, sizeof(tiny_target));
+    return CORE_OK;
+}
+
+struct up_count {
+    size_t max_up, min_up;
+};
+
+static bool count_up(void *arg, const struct lrn_admm_progress *pr)
+{
+    struct up_count *u = arg;
+    if (pr->nnz_up > u->max_up)
+        u->max_up = pr->nnz_up;
+    if (pr->nnz_up < u->min_up)
+        u->min_up = pr->nnz_up;
+    return true;
+}
+
+Test(admm, participants_do_not_send_entries_below_b_sparsify)
+{
+    struct lrn_local_ops ops = {tiny_solve, NULL};
+    struct lrn_admm_opts o = lrn_admm_opts_default();
+    struct lrn_admm_result res;
+    struct up_count u = {0, SIZE_MAX};
+    double W[9], raw[9];
+    const size_t P = 4;
+
+    cr_assert_float_eq(o.b_sparsify, 0.01, 0.0);
+    o.max_rounds = 20;
+    o.w_threshold = 0.01;
+    o.w_sparsify = 0.0;
+    o.enforce_dag = false;
+    cr_assert_eq(lrn_admm_run(3, P, &ops, &o, count_up, &u, W, raw, &res), CORE_OK);
+    cr_assert_eq(u.max_up, 3 * P, "only the three entries >= 0.01, from each participant");
+    cr_assert_eq(u.min_up, 3 * P);
+    cr_assert_eq(raw[3], 0.0);
+    cr_assert_eq(raw[7], 0.0);
+    cr_assert_float_eq(raw[1], 0.9, 1e-3);
+
+    o.b_sparsify = 0.0;
+    o.w_threshold = 0.0;
+    u = (struct up_count){0, SIZE_MAX};
+    cr_assert_eq(lrn_admm_run(3, P, &ops, &o, count_up, &u, W, raw, &res), CORE_OK);
+    cr_assert_eq(u.min_up, 5 * P, "without it the tiny entries are sent too");
+    cr_assert_neq(raw[3], 0.0, "W carries the tiny entry once it is sent");
 }
 
 Test(admm, covariance_is_xtx_over_n_scale)

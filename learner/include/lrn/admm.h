@@ -73,6 +73,9 @@ struct lrn_admm_opts {
     double w_threshold;     /* final |w| < w_threshold → 0 (paper: 0.3) */
     double w_sparsify;      /* each round, the server zeroes |W_ij| < w_sparsify before
                              * sending W (both sides then use that W); 0 disables */
+    double b_sparsify;      /* each round, a participant zeroes |B_p,ij| < b_sparsify before
+                             * sending B_p (its own B_p too: both sides use what was sent);
+                             * 0 disables; ≤ w_threshold */
     bool enforce_dag;       /* final cycle breaking (lrn_dag_prune) */
     enum lrn_wire wire;     /* what participants and server send */
     size_t lbfgs_max_iter;  /* server L-BFGS iteration cap per round */
@@ -82,6 +85,7 @@ struct lrn_admm_opts {
 
 /* Fed-Sparse-BNSL defaults (paper B.3.2: ρ₁ = 1000, ρ₂ = 1; T = 100; threshold 0.3) and
  * our choices: sparse wire; ρ₁ ×2 on stall (h_stall 0.25), cap 1e16; w_sparsify 0.1;
+ * b_sparsify 0.01;
  * L-BFGS ≤ 100 iterations, wtol 1e-4, epsilon 1e-6; no early stop; enforce_dag. */
 struct lrn_admm_opts lrn_admm_opts_default(void);
 

@@ -52,6 +52,7 @@ struct lrn_admm_opts lrn_admm_opts_default(void)
         .primal_tol = 0.0,
         .w_threshold = 0.3,
         .w_sparsify = 0.1,
+        .b_sparsify = 0.01,
         .enforce_dag = true,
         .wire = LRN_WIRE_SPARSE,
         .lbfgs_max_iter = 100,
@@ -94,6 +95,8 @@ core_err lrn_admm_opts_check(const struct lrn_admm_opts *o, char *errbuf, size_t
         BAD("w_threshold");
     if (!(o->w_sparsify >= 0.0) || !(o->w_sparsify <= o->w_threshold))
         BAD("w_sparsify");
+    if (!(o->b_sparsify >= 0.0) || !(o->b_sparsify <= o->w_threshold))
+        BAD("b_sparsify");
     if (o->wire != LRN_WIRE_SPARSE && o->wire != LRN_WIRE_DENSE)
         BAD("wire");
     if (o->lbfgs_max_iter == 0 || o->lbfgs_max_iter > 100000)
@@ -335,6 +338,14 @@ static core_err local_round(struct run *r, const struct lrn_local_ops *ops, size
             return rc;
         for (size_t i = 0; i < r->d; i++)
             Bp[i * r->d + i] = 0.0;
+        /* Upload sparsification (our choice, docs/learner.md): entries below b_sparsify
+         * are not sent and are zero in the participant's own B_p as well, so the duals
+         * β_p += ρ₂(B_p − W) of both sides stay equal and do not drift on entries that W
+         * (sparsified at w_sparsify) never carries. */
+        if (r->o->b_sparsify > 0.0)
+            for (size_t x = 0; x < r->d2; x++)
+                if (fabs(Bp[x]) < r->o->b_sparsify)
+                    Bp[x] = 0.0;
         rc = transmit(r, Bp, 1, &nnz);
         if (rc != CORE_OK)
             return rc;

@@ -150,6 +150,7 @@ struct lrn_admm_opts lrn_fedbnsl_admm_opts_default(void)
     o.primal_tol = 0.0; /* no early stop: the paper's cost is T full rounds */
     /* notears-admm neither sparsifies W between rounds nor stops L-BFGS-B early: */
     o.w_sparsify = 0.0;
+    o.b_sparsify = 0.0;
     o.lbfgs_max_iter = 200;
     o.lbfgs_wtol = 0.0;
     return o;

@@ -27,6 +27,7 @@ static void read_admm(const struct core_config *cfg, struct lrn_admm_opts *o)
     o->primal_tol = core_config_double(cfg, "learner.primal_tol");
     o->w_threshold = core_config_double(cfg, "learner.w_threshold");
     o->w_sparsify = core_config_double(cfg, "learner.w_sparsify");
+    o->b_sparsify = core_config_double(cfg, "learner.b_sparsify");
     o->enforce_dag = core_config_bool(cfg, "learner.enforce_dag");
     o->wire = strcmp(core_config_str(cfg, "learner.wire"), "dense") == 0 ? LRN_WIRE_DENSE
                                                                           : LRN_WIRE_SPARSE;
