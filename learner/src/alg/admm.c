@@ -341,7 +341,8 @@ static core_err local_round(struct run *r, const struct lrn_local_ops *ops, size
         /* Upload sparsification (our choice, docs/learner.md): entries below b_sparsify
          * are not sent and are zero in the participant's own B_p as well, so the duals
          * β_p += ρ₂(B_p − W) of both sides stay equal and do not drift on entries that W
-         * (sparsified at w_sparsify) never carries. */
+         * (sparsified at w_sparsify) never carries. PGCD then gets a warm start that
+         * differs from its cached B and recomputes its gradient (one dgemm, see pgcd.c). */
         if (r->o->b_sparsify > 0.0)
             for (size_t x = 0; x < r->d2; x++)
                 if (fabs(Bp[x]) < r->o->b_sparsify)
