@@ -503,7 +503,10 @@ static int run_and_report(struct learn_args *a, struct learn_state *s, size_t d)
            res.admm.rounds, (double)res.admm.bytes_model / 1e6,
            (unsigned long long)res.admm.bytes_wire);
     for (size_t g = 0; ret == 0 && g < ngraph; g++) {
-        snprintf(tag, sizeof(tag), ngraph > 1 ? ".p%zu" : "", g + 1);
+        if (ngraph > 1)
+            snprintf(tag, sizeof(tag), ".p%zu", g + 1);
+        else
+            tag[0] = '\0';
         ret = write_graph(a, tag, s->w + g * d * d, s->truth, d, names);
         if (ret == 0 && s->truth)
             ret = add_metrics(mets, s->truth, s->w + g * d * d, d);

@@ -88,8 +88,8 @@ Test(config, valid_settings_are_read)
         "ingest.features=[\"mean\",\"std\"]",
         "ingest.nodes=[\"temperature\",\"co2\"]",
         "ingest.key_policy=match",
-        "ingest.channels={\"temperature\":{\"domain\":[-40,125],\"clip\":[15,30]},"
-        "\"co2\":{\"domain\":[0,10000],\"clip\":[400,2000]}}",
+        ("ingest.channels={\"temperature\":{\"domain\":[-40,125],\"clip\":[15,30]},"
+         "\"co2\":{\"domain\":[0,10000],\"clip\":[400,2000]}}"), /* one element */
     };
 
     cr_assert_eq(ing_params_from_config(cfg, &p, eb, sizeof(eb)), CORE_OK);

@@ -314,8 +314,8 @@ Test(decode, accepted_forms_of_a_reading)
                 "\"humidity\":40},\"seq\":0}",
         OK_HEAD "\"ts\":1423072380000,\"readings\":{\"co2\":412.75,\"humidity_ratio\":0.0047,"
                 "\"light\":0,\"voltage\":2.7}}",
-        "{\"readings\":{\"temperature\":-40},\"ts\":\"2015-02-04T17:54:00.000Z\","
-        "\"device\":\"m1\",\"schema\":\"gcdp.reading/1\"}",
+        ("{\"readings\":{\"temperature\":-40},\"ts\":\"2015-02-04T17:54:00.000Z\","
+         "\"device\":\"m1\",\"schema\":\"gcdp.reading/1\"}"),
     };
 
     ing_params_default(&p);

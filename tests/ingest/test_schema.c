@@ -54,8 +54,8 @@ Test(schema, emitted_windows_and_dead_letters_validate)
                          "[1]",
                          "{\"schema\":\"gcdp.reading/1\"}",
                          "\xff\xfe",
-                         "{\"schema\":\"gcdp.reading/1\",\"device\":\"a\",\"ts\":1,"
-                         "\"readings\":{\"x\":1}}"};
+                         ("{\"schema\":\"gcdp.reading/1\",\"device\":\"a\",\"ts\":1,"
+                          "\"readings\":{\"x\":1}}")};
 
     ing_params_default(&p);
     p.window_ms = p.hop_ms = 10 * T_MIN;
