@@ -44,6 +44,12 @@ int bench_release_primitives(const char *dir);
  * On failure prints the reason (naming the key) to stderr and returns CORE_ECONFIG etc. */
 CORE_MUST_CHECK core_err app_config_load(int *argc, char **argv, struct core_config **out);
 
+/* mkdir -p: create dir and every missing parent (mode 0777 before umask). Returns 0 when
+ * dir exists as a directory afterwards, -1 with errno set otherwise. parent_only: create
+ * only the directory part of a path (everything before its last '/'), e.g. for an output
+ * prefix or a file path. */
+int app_mkdir_p(const char *dir, int parent_only);
+
 /* Help text for the common options, for each subcommand's --help. */
 extern const char app_common_help[];
 

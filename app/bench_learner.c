@@ -728,7 +728,7 @@ int bench_learner(int argc, char **argv)
     r = bl_parse(argc, argv, &a);
     if (r != 0)
         return r > 0 ? APP_EXIT_OK : APP_EXIT_USAGE;
-    if (mkdir(a.out, 0777) != 0 && errno != EEXIST) {
+    if (app_mkdir_p(a.out, 0) != 0) {
         fprintf(stderr, "gcdp bench learner: cannot create %s: %s\n", a.out, strerror(errno));
         return APP_EXIT_FAILURE;
     }

@@ -86,27 +86,13 @@ static bool port_is_free(int port)
     return ok;
 }
 
-/* mkdir -p for the directory part of path. */
-static void make_parent_dirs(const char *path)
-{
-    char buf[4096];
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        mkdir(buf, 0755);
-        *p = '/';
-    }
-}
-
 /* Write "BOOTSTRAP addr\n" atomically (tmp + rename) so readers never see half a line. */
 static core_err write_bootstrap(const char *path, const char *addr)
 {
     char tmp[4200];
     FILE *f;
 
-    make_parent_dirs(path);
+    (void)app_mkdir_p(path, 1); /* a failure shows as the open error below */
     snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
     f = fopen(tmp, "w");
     if (!f)

@@ -564,6 +564,12 @@ int cmd_learn(int argc, char **argv)
         fprintf(stderr, "gcdp learn: %s\n", eb);
         goto out;
     }
+    if (app_mkdir_p(a.out, 1) != 0) { /* before the run: a bad --out fails fast */
+        fprintf(stderr, "gcdp learn: cannot create the directory of --out %s: %s\n", a.out,
+                strerror(errno));
+        ret = APP_EXIT_FAILURE;
+        goto out;
+    }
     s.report = json_pack("{s:s,s:I,s:I}", "schema", "gcdp.learn-metrics/1", "d", (json_int_t)d,
                          "participants", (json_int_t)a.P);
     ret = run_and_report(&a, &s, d) == 0 ? APP_EXIT_OK : APP_EXIT_FAILURE;

@@ -182,7 +182,7 @@ int cmd_semgen(int argc, char **argv)
         goto out;
     }
     ret = APP_EXIT_FAILURE;
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    if (app_mkdir_p(dir, 0) != 0) {
         fprintf(stderr, "gcdp sem-gen: cannot create %s: %s\n", dir, strerror(errno));
         goto out;
     }

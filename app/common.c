@@ -1,7 +1,9 @@
 /* common.c - the options every subcommand shares: --config, --set, --log-level. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "app.h"
 #include "cal/config.h"
@@ -111,4 +113,40 @@ core_err app_config_load(int *argc, char **argv, struct core_config **out)
     }
     *out = cfg;
     return CORE_OK;
+}
+
+int app_mkdir_p(const char *dir, int parent_only)
+{
+    char buf[4096];
+    struct stat st;
+    size_t n = strlen(dir);
+
+    if (n == 0 || n >= sizeof(buf)) {
+        errno = n == 0 ? ENOENT : ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(buf, dir, n + 1);
+    if (parent_only) {
+        char *slash = strrchr(buf, '/');
+        if (!slash || slash == buf) /* no directory part, or the root */
+            return 0;
+        *slash = '\0';
+    }
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return -1;
+    if (stat(buf, &st) != 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
 }

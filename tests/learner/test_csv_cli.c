@@ -152,3 +152,30 @@ Test(cli, learner_config_keys_apply_and_flags_win)
     cr_assert_eq(learned_rounds(both, 4), 7);
     free(data);
 }
+
+/* Output directories that do not exist yet are created (mkdir -p), for sem-gen's --out and
+ * for the directory part of learn's --out prefix; a path through a regular file is refused
+ * with the reason, exit 1. */
+Test(cli, nested_output_directories_are_created)
+{
+    char *data = path("a/b/data"), *p1 = path("a/b/data/p1.csv"), *p2 = path("a/b/data/p2.csv");
+    char *out = path("x/y/learned"), *dj = path("x/y/learned.json"), *file = path("plain");
+    char *bad = path("plain/data"), *err = path("err.txt"), *msg;
+    char *gen[] = {NULL, "sem-gen", "--out", data, "--d", "4", "--participants", "2", "--n",
+                   "200", "--seed", "5", NULL};
+    char *learn[] = {NULL, "learn", "--method", "fed-sparse", "--quiet", "--no-png", "--out",
+                     out, p1, p2, NULL};
+    char *genbad[] = {NULL, "sem-gen", "--out", bad, "--d", "4", NULL};
+    struct stat sb;
+
+    cr_assert_eq(run(gen), 0);
+    cr_assert_eq(stat(p2, &sb), 0);
+    cr_assert_eq(run(learn), 0);
+    cr_assert_eq(stat(dj, &sb), 0);
+    ts_write_file(file, "not a directory\n");
+    cr_assert_eq(run(genbad), 1);
+    msg = ts_read_file(err, NULL);
+    cr_assert(strstr(msg, "Not a directory"), "%s", msg);
+    free(msg);
+    free(data), free(p1), free(p2), free(out), free(dj), free(file), free(bad), free(err);
+}
