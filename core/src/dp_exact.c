@@ -233,23 +233,6 @@ core_err core_dp_geom_e1(const struct core_rng *rng, uint64_t *out)
     return rc;
 }
 
-/* core_rng_u64_below(rng, n) with its threshold thr = 2^64 mod n precomputed by the caller:
- * the same exact rejection, the same words drawn, one 64-bit division less per draw. */
-static inline core_err u64_below_thr(const struct core_rng *rng, uint64_t n, uint64_t thr,
-                                     uint64_t *out)
-{
-    for (;;) {
-        uint64_t r;
-        core_err rc = core_rng_u64(rng, &r);
-        if (rc != CORE_OK)
-            return rc;
-        if (r >= thr) {
-            *out = r % n;
-            return CORE_OK;
-        }
-    }
-}
-
 /* CKS20 Alg. 2 with integer scale t (NOISE.md §4.4 item 5): the magnitude m = u + t v has
  * P(m) proportional to exp(-u/t) exp(-v) = exp(-m/t); a random sign, rejecting (-, 0) so
  * that zero is not counted twice. */
@@ -260,7 +243,7 @@ static core_err dlap(struct bitpool *p, uint64_t t, int64_t *out)
         uint64_t u, v;
         unsigned sign;
         bool keep;
-        core_err rc = u64_below_thr(p->rng, t, thr, &u);
+        core_err rc = core_rng_u64_below_thr(p->rng, t, thr, &u);
         if (rc == CORE_OK)
             rc = bern_exp(pool_bern_rat, p, u, t, &keep);
         if (rc != CORE_OK)

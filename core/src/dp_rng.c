@@ -133,17 +133,7 @@ core_err core_rng_u64_below(const struct core_rng *rng, uint64_t n, uint64_t *ou
 {
     if (n == 0 || !out)
         return CORE_EINVAL;
-    uint64_t thr = (0 - n) % n;
-    for (;;) {
-        uint64_t r;
-        core_err rc = core_rng_u64(rng, &r);
-        if (rc != CORE_OK)
-            return rc;
-        if (r >= thr) {
-            *out = r % n;
-            return CORE_OK;
-        }
-    }
+    return core_rng_u64_below_thr(rng, n, (0 - n) % n, out);
 }
 
 core_err core_rng_u128_below(const struct core_rng *rng, core_u128 n, core_u128 *out)

@@ -54,6 +54,26 @@ CORE_MUST_CHECK core_err core_rng_u64(const struct core_rng *rng, uint64_t *out)
 CORE_MUST_CHECK core_err core_rng_u64_below(const struct core_rng *rng, uint64_t n,
                                             uint64_t *out);
 
+/* core_rng_u64_below with its threshold thr = (0 - n) % n computed once by the caller (for
+ * loops drawing many values below the same n): the same rejection loop, the same words
+ * drawn, one 64-bit division less per call. n >= 1 and thr exactly that value (unchecked:
+ * a wrong thr breaks uniformity); rng and out non-NULL. Returns CORE_OK or CORE_ERNG. */
+static inline CORE_MUST_CHECK core_err core_rng_u64_below_thr(const struct core_rng *rng,
+                                                              uint64_t n, uint64_t thr,
+                                                              uint64_t *out)
+{
+    for (;;) {
+        uint64_t r;
+        core_err rc = core_rng_u64(rng, &r);
+        if (rc != CORE_OK)
+            return rc;
+        if (r >= thr) {
+            *out = r % n;
+            return CORE_OK;
+        }
+    }
+}
+
 /* Same for 128-bit n >= 1 (uses one 64-bit draw when n < 2^64). */
 CORE_MUST_CHECK core_err core_rng_u128_below(const struct core_rng *rng, core_u128 n,
                                              core_u128 *out);
