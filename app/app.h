@@ -8,6 +8,8 @@
 #ifndef GCDP_APP_H
 #define GCDP_APP_H
 
+#include <stdbool.h>
+
 #include "core/config.h"
 #include "core/err.h"
 
@@ -43,6 +45,10 @@ int bench_release_primitives(const char *dir);
  *   out  on success a new configuration; free with core_config_free().
  * On failure prints the reason (naming the key) to stderr and returns CORE_ECONFIG etc. */
 CORE_MUST_CHECK core_err app_config_load(int *argc, char **argv, struct core_config **out);
+
+/* True when argv[1..argc) holds -h or --help: commands print their usage and exit 0 before
+ * loading any configuration, so --help works even with a broken config file. */
+bool app_help_requested(int argc, char **argv);
 
 /* mkdir -p: create dir and every missing parent (mode 0777 before umask). Returns 0 when
  * dir exists as a directory afterwards, -1 with errno set otherwise. parent_only: create

@@ -383,11 +383,10 @@ int bench_calibrate(int argc, char **argv)
     struct core_config *cfg = NULL;
     int ret = APP_EXIT_FAILURE;
 
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            return APP_EXIT_OK;
-        }
+    if (app_help_requested(argc, argv)) {
+        usage(stdout);
+        return APP_EXIT_OK;
+    }
     if (app_config_load(&argc, argv, &cfg) != CORE_OK)
         return APP_EXIT_USAGE;
     if ((ret = parse_args(argc, argv, &a)) != APP_EXIT_OK)

@@ -694,11 +694,10 @@ int bench_ingest(int argc, char **argv)
     int rc = APP_EXIT_FAILURE, ret;
 
     memset(&figs, 0, sizeof(figs));
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return APP_EXIT_OK;
-        }
+    if (app_help_requested(argc, argv)) {
+        usage(stdout);
+        return APP_EXIT_OK;
+    }
     if (app_config_load(&argc, argv, &cfg) != CORE_OK)
         return APP_EXIT_USAGE;
     if ((ret = parse_opts(argc, argv, &o)) >= 0 || core_config_is_set(cfg, "broker.bootstrap")) {

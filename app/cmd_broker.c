@@ -290,11 +290,10 @@ int cmd_broker(int argc, char **argv)
     char eb[512] = "";
     int rc = APP_EXIT_FAILURE, ret, sig, ctl = -1;
 
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return APP_EXIT_OK;
-        }
+    if (app_help_requested(argc, argv)) {
+        usage(stdout);
+        return APP_EXIT_OK;
+    }
     if (app_config_load(&argc, argv, &cfg) != CORE_OK)
         return APP_EXIT_USAGE;
     core_log_set_component("broker");

@@ -299,11 +299,10 @@ int cmd_calibrate(int argc, char **argv)
     char eb[512] = "";
     int c, ret, publish = 0;
 
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            return APP_EXIT_OK;
-        }
+    if (app_help_requested(argc, argv)) {
+        usage(stdout);
+        return APP_EXIT_OK;
+    }
     if (app_config_load(&argc, argv, &cfg) != CORE_OK)
         return APP_EXIT_USAGE;
     core_log_set_component("calibrate");

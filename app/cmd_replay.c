@@ -127,11 +127,10 @@ int cmd_replay(int argc, char **argv)
 
     sim_replay_options_default(&o);
     sim_progress_init(&pr);
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return APP_EXIT_OK;
-        }
+    if (app_help_requested(argc, argv)) {
+        usage(stdout);
+        return APP_EXIT_OK;
+    }
     if (app_config_load(&argc, argv, &cfg) != CORE_OK)
         return APP_EXIT_USAGE;
     core_log_set_component("replay");

@@ -520,12 +520,11 @@ int cmd_run(int argc, char **argv)
     c->exit_code = APP_EXIT_OK;
     c->sim_status = CORE_OK;
     sim_progress_init(&c->sim);
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            free(c);
-            return APP_EXIT_OK;
-        }
+    if (app_help_requested(argc, argv)) {
+        usage(stdout);
+        free(c);
+        return APP_EXIT_OK;
+    }
     if (app_config_load(&argc, argv, &c->cfg) != CORE_OK) {
         free(c);
         return APP_EXIT_USAGE;

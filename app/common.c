@@ -115,6 +115,14 @@ core_err app_config_load(int *argc, char **argv, struct core_config **out)
     return CORE_OK;
 }
 
+bool app_help_requested(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+            return true;
+    return false;
+}
+
 int app_mkdir_p(const char *dir, int parent_only)
 {
     char buf[4096];
