@@ -56,6 +56,23 @@ bool app_help_requested(int argc, char **argv);
  * prefix or a file path. */
 int app_mkdir_p(const char *dir, int parent_only);
 
+/* The privacy ledger's path: flag (a path given on the command line, used as given) or
+ * release.ledger.path, which when relative lives under state.dir (created if missing).
+ * Writes into buf. Returns 0, or -1 after printing why (naming the key) to stderr. */
+int app_ledger_path(const struct core_config *cfg, const char *flag, char *buf, size_t n);
+
+/* The ledger's unit scheme from configuration: release.ledger.slot_ms,
+ * release.policy.time_radius, ingest.period_ms (each window's provenance must agree). */
+struct core_dp_scheme;
+void app_ledger_scheme(const struct core_config *cfg, struct core_dp_scheme *out);
+
+/* Refuse before anything is opened for writing: every output path must differ from every
+ * input, the ledger and every other output (same file: same inode, symlinks included).
+ * paths/roles: n entries, NULL paths skipped; first outputs (n_out of them), then the rest.
+ * Returns 0, or -1 after printing which two collide. */
+int app_paths_distinct(const char *cmd, const char *const *paths, const char *const *roles,
+                       size_t n_out, size_t n);
+
 /* Help text for the common options, for each subcommand's --help. */
 extern const char app_common_help[];
 

@@ -187,8 +187,8 @@ struct pass_t {
 
 /* Release side of the pass through release's public API: rel_plan_new (Algorithm 2
  * certified bounds and s_k = max(B_k, ξ̂_k), Algorithm 3 allocation, Algorithm 4 step 1
- * checks) with the release.* configuration (defaults; the ingest gap/period as `gcdp
- * release` derives them), then rel_noise_apply on one window
+ * checks) with the release.* configuration (defaults) and the default ingest gap and period
+ * as a window's provenance would state them, then rel_noise_apply on one window
  * of d projected values (Algorithm 4 steps 2-5, exact Laplace from core). */
 static int release_once(const struct core_config *cfg, const struct cal_theta *t,
                         const double *window, double *work)
@@ -198,14 +198,12 @@ static int release_once(const struct core_config *cfg, const struct cal_theta *t
     struct ing_params ip;
     char eb[512] = "";
     double *y = work + t->d;
-    int64_t gap = -1, period = -1;
     int ok;
-    if (ing_params_from_config(cfg, &ip, eb, sizeof(eb)) == CORE_OK) { /* as gcdp release */
-        gap = ip.max_interp_gap;
-        period = ip.period_ms;
-    }
-    ok = rel_opts_from_config(cfg, gap, period, &ro, eb, sizeof(eb)) == CORE_OK &&
-             rel_plan_new(t, &ro, &plan, eb, sizeof(eb)) == CORE_OK &&
+    ok = ing_params_from_config(cfg, &ip, eb, sizeof(eb)) == CORE_OK &&
+         rel_opts_from_config(cfg, &ro, eb, sizeof(eb)) == CORE_OK;
+    ro.query.interp_gap = (uint32_t)ip.max_interp_gap;
+    ro.period_ms = ip.period_ms;
+    ok = ok && rel_plan_new(t, &ro, &plan, eb, sizeof(eb)) == CORE_OK &&
              rel_noise_apply(plan, core_rng_os(), 1, window, y, work) == CORE_OK;
     if (!ok)
         fprintf(stderr, "release failed: %s\n", eb);
@@ -228,7 +226,7 @@ static int full_pass(const struct core_config *cfg, size_t n, size_t m, int L, i
 
     for (size_t j = 0; j < m; j++) {
         names[j] = core_xmalloc(24);
-        snprintf(names[j], 24, "f%zu", j);
+        snprintf(names[j], 24, "f%zu.mean", j); /* nodes state their statistic */
     }
     ok = cal_matrix_from_arrays(n, m, x, (const char *const *)names, NULL, 0, &mx) == CORE_OK;
     cal_opts_default(&o);

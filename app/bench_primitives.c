@@ -75,6 +75,7 @@ static core_err ledger_commits(const char *dir)
     memset(&o, 0, sizeof(o));
     o.path = path;
     o.cap = (struct core_dp_cost){1e9, 1e9, 1};
+    o.scheme = (struct core_dp_scheme){60000, 0, 1000};
     rc = core_dp_ledger_open(&o, &l, NULL, 0);
     t0 = mono();
     for (int i = 0; rc == CORE_OK && i < SINGLE; i++) {

@@ -57,7 +57,7 @@ static core_err make_theta(size_t n, struct cal_theta **out)
     core_err rc = cal_theta_new(n, n, &t);
 
     for (size_t m = 0; rc == CORE_OK && m < n; m++) {
-        snprintf(name, sizeof(name), "c%zu", m);
+        snprintf(name, sizeof(name), "c%zu.mean", m);
         rc = cal_theta_set_node(t, m, name);
         t->exposure[m] = (double)(m % 97) / 96.0;
         t->mu[m] = (double)(m % 13) / 12.0;
@@ -73,8 +73,13 @@ static core_err make_theta(size_t n, struct cal_theta **out)
     return CORE_OK;
 }
 
-static void fill_window(struct rel_window *w, size_t n, uint32_t samples, size_t i)
+static void fill_window(struct rel_window *w, const struct rel_plan *p, size_t n,
+                        uint32_t samples, size_t i)
 {
+    if (!w->prof.from_record) { /* the provenance a record of this plan's profile states */
+        rel_profile_copy(&w->prof, &p->prof);
+        w->prof.from_record = true;
+    }
     snprintf(w->device, sizeof(w->device), "bench");
     snprintf(w->id, sizeof(w->id), "bench|%zu", i);
     w->start = (int64_t)i * 60000;
@@ -82,7 +87,7 @@ static void fill_window(struct rel_window *w, size_t n, uint32_t samples, size_t
     w->excluded = false;
     for (size_t m = 0; m < n; m++) {
         w->x[m] = (double)((m * 7919 + i * 31) % 1000) / 1000.0;
-        w->n[m] = samples;
+        w->obs[m] = (struct rel_node_obs){samples, samples, 0};
     }
 }
 
@@ -105,7 +110,7 @@ static struct timing run_plain(struct bench *b, struct rel_window *w, double *y,
 {
     double t0 = now_s(), c0 = cpu_s(), acc = 0.0;
     for (size_t i = 0; i < b->windows; i++) {
-        fill_window(w, b->n, 30, i);
+        fill_window(w, b->plan, b->n, 30, i);
         for (size_t k = 0; k < b->n; k++) {
             double v = w->x[k] < 0.0 ? 0.0 : (w->x[k] > 1.0 ? 1.0 : w->x[k]);
             y[k] = v + 0.125;
@@ -121,7 +126,7 @@ static struct timing run_noise(struct bench *b, struct rel_window *w, double *y,
     double t0 = now_s(), c0 = cpu_s(), *out = calloc(b->n, sizeof(double)), *work = calloc(b->n, 8);
     *rc = out && work ? CORE_OK : CORE_ENOMEM;
     for (size_t i = 0; *rc == CORE_OK && i < b->windows; i++) {
-        fill_window(w, b->n, 30, i);
+        fill_window(w, b->plan, b->n, 30, i);
         for (size_t k = 0; k < b->n; k++)
             y[k] = w->x[k] < 0.0 ? 0.0 : (w->x[k] > 1.0 ? 1.0 : w->x[k]);
         *rc = rel_noise_apply(b->plan, core_rng_os(), b->threads, y, out, work);
@@ -135,7 +140,7 @@ static struct timing run_full(struct bench *b, struct rel_window *w, core_err *r
                               uint64_t *bytes, uint64_t *fsyncs)
 {
     char path[4200], eb[1024] = "";
-    struct core_dp_ledger_opts lo = {path, {1e12, 0.0, 0.0}, 0};
+    struct core_dp_ledger_opts lo = {path, {1e12, 0.0, 0.0}, 0, {60000, 0, 1000}};
     struct core_dp_ledger *l = NULL;
     struct rel_releaser *r = NULL;
     struct core_dp_ledger_stats st;
@@ -150,7 +155,7 @@ static struct timing run_full(struct bench *b, struct rel_window *w, core_err *r
     t0 = now_s();
     c0 = cpu_s();
     for (size_t i = 0; *rc == CORE_OK && i < b->windows; i++) {
-        fill_window(w, b->n, 30, i);
+        fill_window(w, b->plan, b->n, 30, i);
         *rc = rel_releaser_push(r, w, count_bytes, bytes, eb, sizeof(eb));
     }
     if (*rc == CORE_OK)
@@ -268,7 +273,7 @@ int bench_release(int argc, char **argv)
         cal_theta_free(theta);
         return APP_EXIT_FAILURE;
     }
-    rel_window_init(&w, b.plan);
+    rel_window_init(&w, theta);
     y = calloc(b.n, sizeof(*y));
     tp = run_plain(&b, &w, y, &sink);
     tn = run_noise(&b, &w, y, &rc);

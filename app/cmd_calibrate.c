@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "app.h"
+#include "core/dp_ledger.h"
 #include "cal/calibrate.h"
 #include "cal/ledger.h"
 #include "cal/matrix.h"
@@ -132,16 +133,15 @@ static int publish_bytes(const struct core_config *cfg, const char *bytes, size_
 /* Private mode: the ledger's unit options from release.* (the release stage's keys, so both
  * stages name and cap the same units; docs/release.md "Composition"). */
 static void ledger_opts(const struct core_config *cfg, const char *const *devices, size_t n_dev,
-                        struct cal_ledger_opts *lo)
+                        struct cal_ledger_opts *lo, struct core_dp_scheme *sc)
 {
-    int64_t period = core_config_int(cfg, "release.period_ms");
-    if (period <= 0)
-        period = core_config_int(cfg, "ingest.period_ms");
+    app_ledger_scheme(cfg, sc); /* the ledger's scheme, exactly as release binds it */
     memset(lo, 0, sizeof(*lo));
     lo->devices = devices;
     lo->n_devices = n_dev;
-    lo->slot_ms = core_config_int(cfg, "release.ledger.slot_ms");
-    lo->widen_ms = core_config_int(cfg, "release.policy.time_radius") * period;
+    lo->slot_ms = sc->slot_ms;
+    /* raw reading times: ingest snaps each to the nearest period point (<= p/2 away) */
+    lo->widen_ms = sc->time_radius * sc->period_ms + (sc->period_ms + 1) / 2;
     lo->cap.eps = core_config_double(cfg, "release.ledger.cap_eps");
     lo->cap.delta = core_config_double(cfg, "release.ledger.cap_delta");
     lo->cap.rho = 0.0; /* as the release stage: no mechanism here charges zCDP */
@@ -162,17 +162,22 @@ static size_t devices_of(const struct core_config *cfg, const char **flags, size
     return n;
 }
 
+static const char *ledger_flag; /* --ledger FILE, used as given */
+
 static int run_private(struct core_config *cfg, const struct cal_opts *o,
                        const struct cal_matrix *mx, const char *const *devices, size_t n_dev,
                        const char *source, struct cal_charged *res)
 {
-    struct core_dp_ledger_opts lop = {core_config_str(cfg, "release.ledger.path"), {0, 0, 0}, 0};
+    struct core_dp_ledger_opts lop = {NULL, {0, 0, 0}, 0, {0, 0, 0}};
     struct core_dp_ledger *led = NULL;
     struct cal_ledger_opts lo;
-    char eb[1024] = "";
+    char eb[1024] = "", path[4096];
     core_err rc;
 
-    ledger_opts(cfg, devices, n_dev, &lo);
+    if (app_ledger_path(cfg, ledger_flag, path, sizeof(path)) != 0)
+        return APP_EXIT_USAGE;
+    lop.path = path;
+    ledger_opts(cfg, devices, n_dev, &lo, &lop.scheme);
     lop.cap = lo.cap;
     rc = core_dp_ledger_open(&lop, &led, eb, sizeof(eb));
     if (rc != CORE_OK) {
@@ -324,9 +329,7 @@ int cmd_calibrate(int argc, char **argv)
             }
             dev[n_dev++] = optarg;
             break;
-        case 'l':
-            rc = core_config_set(cfg, "release.ledger.path", optarg, "flag", eb, sizeof(eb));
-            break;
+        case 'l': ledger_flag = optarg; break;
         case 'f':
             rc = core_config_set(cfg, "calibrate.input.format", optarg, "flag", eb, sizeof(eb));
             break;
@@ -354,6 +357,14 @@ int cmd_calibrate(int argc, char **argv)
                         "broker.bootstrap=@FILE written by `gcdp broker`)\n");
         core_config_free(cfg);
         return APP_EXIT_USAGE;
+    }
+    if (!check) {
+        const char *paths[] = {output, input, ledger_flag};
+        const char *roles[] = {"--output", "--input", "the ledger (--ledger)"};
+        if (app_paths_distinct("calibrate", paths, roles, 1, 3) != 0) {
+            core_config_free(cfg);
+            return APP_EXIT_USAGE;
+        }
     }
     ret = check ? check_file(check) : run(cfg, input, output, publish, dev, n_dev);
     core_config_free(cfg);

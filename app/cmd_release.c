@@ -1,5 +1,6 @@
 /* cmd_release.c - `gcdp release`: offline GC-DP release of window records with θ
  * (paper Algorithms 2-4), write-ahead ledger, byte-identical replay. */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -10,53 +11,62 @@
 #include "cal/theta.h"
 #include "core/dp_ledger.h"
 #include "core/dp_rng.h"
+#include "core/fsutil.h"
 #include "core/log.h"
 #include "core/mem.h"
-#include "ing/engine.h"
 #include "rel/plan.h"
 #include "rel/release.h"
 
 static const char release_help[] =
     "usage: gcdp release --theta FILE [options] [common options]\n"
     "\n"
-    "Privatize window records (gcdp.window/1 JSON lines, or CSV) with the GC-DP parameter\n"
-    "object theta: certified bounds B_k from the declared policy graph (Algorithm 2),\n"
-    "budgets eps_k (Algorithm 3 or the mechanism's rule), checks s_k >= B_k, eps_k > 0,\n"
-    "sum eps_k <= eps_rel before any noise (Algorithm 4), secure noise, and a write-ahead\n"
-    "ledger: every record is fsync'd in the ledger before it is written out. A window\n"
-    "already in the ledger (same window id and theta version) is republished byte-for-byte,\n"
-    "never re-noised. Output: gcdp.released/1 JSON lines (values in normalized units,\n"
-    "rounded to 12 decimals). Excluded windows are skipped; a window the certified bounds\n"
-    "do not cover (too few real samples, ...) or the lifetime cap refuses stops the run\n"
-    "after everything before it was committed and written.\n"
+    "Privatize window records (gcdp.window/2 JSON lines from ingest) with the GC-DP parameter\n"
+    "object theta. Each record states its provenance (per node the statistic, real and\n"
+    "imputed samples, longest imputed run; the interpolation gap G, the sampling period and\n"
+    "the clip interval); the plan (Algorithms 2 and 3: certified bounds B_k, budgets eps_k,\n"
+    "checks s_k >= B_k, eps_k > 0, sum eps_k <= eps_rel) is built from the first record's\n"
+    "provenance and the declared policy, never from ingest settings in this configuration,\n"
+    "and every window is certified again from its own provenance before any noise is drawn\n"
+    "(Algorithm 4). Records of another ingest configuration, or without provenance\n"
+    "(gcdp.window/1), are refused by name. Secure noise; a write-ahead ledger: every record\n"
+    "is fsync'd in the ledger before it is written out, and a window already in the ledger\n"
+    "(same window id and theta version) is republished byte-for-byte, never re-noised.\n"
+    "Output: gcdp.released/1 JSON lines (values in normalized units, rounded to 12\n"
+    "decimals), written to a temporary file renamed over --output at the end (a failed run\n"
+    "leaves an existing output untouched). Excluded windows are skipped; a refused window\n"
+    "stops the run after everything before it was committed, unless --skip-refused.\n"
     "\n"
     "options:\n"
     "  --theta FILE      theta JSON from `gcdp calibrate` (required)\n"
-    "  --input FILE      window records; '-' = stdin (default -)\n"
-    "  --format F        jsonl | csv (default: csv if FILE ends in .csv, else jsonl)\n"
-    "  --output FILE     released records, truncated first; '-' = stdout (default -)\n"
-    "  --ledger FILE     ledger path (default: release.ledger.path = gcdp-ledger.jsonl)\n"
+    "  --input FILE      window records (JSON lines); '-' = stdin (default -)\n"
+    "  --output FILE     released records; '-' = stdout, line-buffered (default -)\n"
+    "  --ledger FILE     ledger path (default: release.ledger.path under state.dir)\n"
     "  --mechanism M     " REL_MECH_CHOICES "\n"
     "                    (default: release.mechanism = gcdp)\n"
     "  --eps-rel E       release budget per window (default: release.eps_rel = 1)\n"
-    "  --plan            print the per-coordinate plan (B, s, eps, scale) as JSON and exit;\n"
-    "                    reads no windows, draws no noise, opens no ledger\n"
+    "  --plan            print the per-coordinate plan (B, s, eps, scale) as JSON for the\n"
+    "                    first non-excluded record of --input and exit; draws no noise,\n"
+    "                    opens no ledger\n"
     "  --theta-out FILE  also write theta with its release part (B, s, eps) filled\n"
-    "  --skip-refused    report a refused record (malformed, not covered by the bounds,\n"
-    "                    over the lifetime cap) with its line number and go on; the exit\n"
-    "                    status is then 1 if any was skipped (default: stop at the first)\n"
+    "  --skip-refused    report a refused record (malformed, not covered by the plan or its\n"
+    "                    certificate, over the lifetime cap) with its line number and go on;\n"
+    "                    the run then exits 0 and prints how many were skipped\n"
     "  -h, --help        this text\n"
     "\n"
-    "Other settings are release.* keys (`gcdp config keys`): delta, beta_r/g/u, eta, eps_min,\n"
-    "policy.edges/hops/time_radius, query.min_samples/max_samples/interp_gap, period_ms,\n"
-    "ledger.slot_ms/cap_eps/cap_delta/batch, threads.\n"
-    "exit status: 0 ok; 1 runtime failure or refusal (budget cap, window not covered,\n"
-    "ledger I/O; with --skip-refused: some record skipped); 2 usage, configuration or theta\n"
-    "error.\n\n";
+    "An output path that is the same file as the input, the ledger or theta is refused\n"
+    "before anything is opened for writing. Other settings are release.* keys (`gcdp config\n"
+    "keys`): delta, beta_r/g/u, eta, eps_min, policy.edges/hops/time_radius,\n"
+    "query.min_samples/max_samples, ledger.slot_ms/cap_eps/cap_delta/batch, threads; the\n"
+    "ledger binds release.ledger.slot_ms, release.policy.time_radius, ingest.period_ms and\n"
+    "the caps in its header and refuses a run with other values.\n"
+    "exit status: 0 ok (with --skip-refused also when records were skipped); 1 runtime\n"
+    "failure or refusal (budget cap, window not covered, ledger I/O); 2 usage,\n"
+    "configuration or theta error.\n\n";
 
 struct args {
     const char *theta, *input, *format, *output, *ledger, *mech, *eps, *theta_out;
     int plan_only, skip;
+    char ledger_path[4096];
 };
 
 static int parse_args(int argc, char **argv, struct args *a)
@@ -96,12 +106,9 @@ static int parse_args(int argc, char **argv, struct args *a)
                                                             : "--theta FILE is required");
         return APP_EXIT_USAGE;
     }
-    if (!a->format) {
-        size_t n = strlen(a->input);
-        a->format = n > 4 && strcmp(a->input + n - 4, ".csv") == 0 ? "csv" : "jsonl";
-    }
-    if (strcmp(a->format, "csv") != 0 && strcmp(a->format, "jsonl") != 0) {
-        fprintf(stderr, "gcdp release: --format must be jsonl or csv\n");
+    if (a->format && strcmp(a->format, "jsonl") != 0) {
+        fprintf(stderr, "gcdp release: --format %s: only jsonl (gcdp.window/2 records): CSV "
+                        "rows carry no provenance to certify from\n", a->format);
         return APP_EXIT_USAGE;
     }
     return APP_EXIT_OK;
@@ -116,23 +123,9 @@ static core_err apply_shorthands(struct core_config *cfg, const struct args *a)
         rc = core_config_set(cfg, "release.mechanism", a->mech, "flag", eb, sizeof(eb));
     if (rc == CORE_OK && a->eps)
         rc = core_config_set(cfg, "release.eps_rel", a->eps, "flag", eb, sizeof(eb));
-    if (rc == CORE_OK && a->ledger)
-        rc = core_config_set(cfg, "release.ledger.path", a->ledger, "flag", eb, sizeof(eb));
     if (rc != CORE_OK)
         fprintf(stderr, "gcdp release: configuration error: %s\n", eb);
     return rc;
-}
-
-/* The ingest stage's gap and period (the bounds must cover what ingest produces). */
-static void ingest_defaults(const struct core_config *cfg, int64_t *gap, int64_t *period)
-{
-    struct ing_params ip;
-    char eb[256];
-    *gap = *period = -1;
-    if (ing_params_from_config(cfg, &ip, eb, sizeof(eb)) == CORE_OK) {
-        *gap = ip.max_interp_gap;
-        *period = ip.period_ms;
-    }
 }
 
 static void print_plan(const struct rel_plan *p)
@@ -140,7 +133,12 @@ static void print_plan(const struct rel_plan *p)
     json_t *o = json_object(), *coords = json_array();
     for (size_t k = 0; k < p->d; k++) {
         json_t *c = json_object();
-        json_object_set_new(c, "name", json_string(p->theta->coords[k].name));
+        const struct cal_coord *cc = &p->theta->coords[k];
+        json_t *stats = json_array();
+        for (size_t a2 = 0; a2 < cc->n; a2++)
+            json_array_append_new(stats, json_string(p->prof.node[cc->nodes[a2]].key));
+        json_object_set_new(c, "name", json_string(cc->name));
+        json_object_set_new(c, "reads", stats);
         json_object_set_new(c, "lo", json_real(p->lo[k]));
         json_object_set_new(c, "hi", json_real(p->hi[k]));
         json_object_set_new(c, "B", json_real(p->B[k]));
@@ -153,6 +151,9 @@ static void print_plan(const struct rel_plan *p)
         json_array_append_new(coords, c);
     }
     json_object_set_new(o, "theta_version", json_integer((json_int_t)p->theta->version));
+    json_object_set_new(o, "provenance", json_pack("{s:i,s:I}", "interp_gap",
+                                                   (int)p->prof.interp_gap, "period_ms",
+                                                   (json_int_t)p->prof.period_ms));
     json_object_set_new(o, "mechanism", json_string(p->opts.mech->name));
     json_object_set_new(o, "eps_rel", json_real(p->opts.eps_rel));
     json_object_set_new(o, "eps_cal", json_real(cal_theta_eps_cal_total(p->theta)));
@@ -202,26 +203,88 @@ static ssize_t read_line(FILE *in, char **buf, size_t *cap, size_t max)
     return (ssize_t)len;
 }
 
-/* Read records one line at a time and release them; stops at the first refusal after
- * committing and writing everything before it. */
 /* A refusal that concerns one record only (nothing charged, nothing drawn). */
 static int record_refusal(core_err rc)
 {
     return rc == CORE_EINVAL || rc == CORE_EPARSE || rc == CORE_ETOOBIG || rc == CORE_EBUDGET;
 }
 
-static int run_stream(const struct rel_plan *plan, struct rel_releaser *rr, FILE *in, FILE *out,
-                      int csv, int skip)
+/* One release run: the plan is built from the first non-excluded record's provenance. */
+struct run {
+    const struct core_config *cfg;
+    const struct args *a;
+    struct cal_theta *theta;
+    struct rel_opts opts;
+    struct rel_plan *plan;
+    struct core_dp_ledger *ledger; /* NULL with --plan */
+    struct core_dp_scheme scheme;  /* the ledger's */
+    struct rel_releaser *rr;
+    uint64_t excluded_before; /* excluded records before the plan existed */
+};
+
+static core_err build_plan(struct run *r, const struct rel_window *w, char *eb, size_t ebn)
+{
+    struct core_dp_scheme sc;
+    core_err rc;
+
+    r->opts.profile = &w->prof;
+    rc = rel_plan_new(r->theta, &r->opts, &r->plan, eb, ebn);
+    r->opts.profile = NULL;
+    if (rc != CORE_OK)
+        return rc;
+    rel_plan_scheme(r->plan, &sc);
+    if (r->ledger && sc.period_ms != r->scheme.period_ms) {
+        snprintf(eb, ebn, "window %s: prov.period_ms %lld differs from the ledger scheme's "
+                 "period %lld (ingest.period_ms): the units would not be the ledger's; refused",
+                 w->id, (long long)sc.period_ms, (long long)r->scheme.period_ms);
+        return CORE_ESTATE;
+    }
+    if (r->a->theta_out) {
+        rel_plan_fill_theta(r->plan, r->theta);
+        if (cal_theta_save_file(r->theta, r->a->theta_out, eb, ebn) != CORE_OK)
+            return CORE_EIO;
+    }
+    if (!r->ledger)
+        return CORE_OK;
+    rc = rel_releaser_new(r->plan, r->ledger, core_rng_os(),
+                          (size_t)core_config_int(r->cfg, "release.ledger.batch"),
+                          (unsigned)core_config_int(r->cfg, "release.threads"), &r->rr);
+    if (rc != CORE_OK)
+        snprintf(eb, ebn, "cannot start the releaser (%s)", core_strerror(rc));
+    return rc;
+}
+
+/* Parse one line and release it (building the plan on the first record that needs one). */
+static core_err one_record(struct run *r, struct rel_window *w, const char *line, size_t n,
+                           FILE *out, char *eb, size_t ebn)
+{
+    core_err rc = rel_window_from_json(line, n, w, eb, ebn);
+
+    if (rc != CORE_OK)
+        return rc;
+    if (!r->plan && w->excluded) {
+        r->excluded_before++;
+        return CORE_OK;
+    }
+    if (!r->plan && (rc = build_plan(r, w, eb, ebn)) != CORE_OK)
+        return rc == CORE_EINVAL ? CORE_ESTATE : rc; /* no plan: nothing else can go on */
+    if (!r->rr)
+        return CORE_OK; /* --plan: the plan is all we wanted */
+    return rel_releaser_push(r->rr, w, emit_line, out, eb, ebn);
+}
+
+/* Read records one line at a time and release them; stops at the first refusal after
+ * committing and writing everything before it (or, with --skip-refused, goes on). */
+static int run_stream(struct run *r, FILE *in, FILE *out)
 {
     struct rel_window w;
-    struct rel_csv *cv = NULL;
     char *line = NULL, eb[1024] = "";
     size_t cap = 0, lineno = 0, skipped = 0;
     ssize_t n;
     int c;
     core_err rc = CORE_OK;
 
-    rel_window_init(&w, plan);
+    rel_window_init(&w, r->theta);
     while (rc == CORE_OK && (n = read_line(in, &line, &cap, REL_MAX_LINE)) != 0) {
         lineno++;
         if (n > 0 && (line[0] == '\n' || (line[0] == '\r' && line[1] == '\n')))
@@ -229,15 +292,10 @@ static int run_stream(const struct rel_plan *plan, struct rel_releaser *rr, FILE
         if (n < 0) {
             snprintf(eb, sizeof(eb), "record longer than %u bytes", REL_MAX_LINE);
             rc = CORE_ETOOBIG;
-        } else if (csv && !cv) {
-            rc = rel_csv_new(plan, line, &cv, eb, sizeof(eb));
         } else {
-            rc = csv ? rel_csv_parse(cv, line, &w, eb, sizeof(eb))
-                     : rel_window_from_json(plan, line, (size_t)n, &w, eb, sizeof(eb));
-            if (rc == CORE_OK)
-                rc = rel_releaser_push(rr, &w, emit_line, out, eb, sizeof(eb));
+            rc = one_record(r, &w, line, (size_t)n, out, eb, sizeof(eb));
         }
-        if (skip && (cv || !csv) && record_refusal(rc)) {
+        if (r->a->skip && record_refusal(rc)) {
             fprintf(stderr, "gcdp release: input line %zu: %s (%s); skipped\n", lineno, eb,
                     core_errname(rc));
             while (n < 0 && (c = getc(in)) != EOF && c != '\n')
@@ -245,90 +303,126 @@ static int run_stream(const struct rel_plan *plan, struct rel_releaser *rr, FILE
             skipped++;
             rc = CORE_OK;
         }
+        if (rc == CORE_OK && r->plan && !r->rr)
+            break; /* --plan */
     }
     if (rc == CORE_OK && ferror(in)) {
-        snprintf(eb, sizeof(eb), "read error");
+        snprintf(eb, sizeof(eb), "read error: %s", strerror(errno));
         rc = CORE_EIO;
     }
-    {
+    if (r->rr) {
         char eb2[512] = "";
-        core_err fr = rel_releaser_flush(rr, emit_line, out, eb2, sizeof(eb2));
+        core_err fr = rel_releaser_flush(r->rr, emit_line, out, eb2, sizeof(eb2));
         if (rc == CORE_OK && fr != CORE_OK) {
             rc = fr;
             snprintf(eb, sizeof(eb), "%s", eb2);
             lineno = 0;
         }
     }
-    if (rc == CORE_OK && fflush(out) != 0)
-        rc = CORE_EIO;
+    if (rc == CORE_OK && !r->plan && r->a->plan_only) {
+        snprintf(eb, sizeof(eb), "no non-excluded window record in the input: the plan is "
+                 "built from a record's provenance");
+        rc = CORE_EPARSE;
+        lineno = 0;
+    }
     if (rc != CORE_OK)
         fprintf(stderr, "gcdp release: %s%zu%s%s (%s)\n", lineno ? "input line " : "",
                 lineno, lineno ? ": " : "", eb[0] ? eb : "output error", core_errname(rc));
     if (skipped)
         fprintf(stderr, "gcdp release: %zu record(s) refused and skipped\n", skipped);
     free(line);
-    rel_csv_free(cv);
     rel_window_cleanup(&w);
-    return rc == CORE_OK && skipped == 0 ? APP_EXIT_OK : APP_EXIT_FAILURE;
+    return rc == CORE_OK ? APP_EXIT_OK : APP_EXIT_FAILURE;
 }
 
-static int run_release(const struct core_config *cfg, const struct rel_plan *plan,
-                       const struct args *a)
+static int open_ledger(struct run *r)
 {
-    struct core_dp_ledger_opts lo = {core_config_str(cfg, "release.ledger.path"),
-                                     plan->opts.cap, 0};
-    struct core_dp_ledger *ledger = NULL;
-    struct rel_releaser *rr = NULL;
+    struct core_dp_ledger_opts lo = {r->a->ledger_path, r->opts.cap, 0, r->scheme};
+    char eb[1024] = "";
+    core_err rc = core_dp_ledger_open(&lo, &r->ledger, eb, sizeof(eb));
+
+    if (rc != CORE_OK) {
+        fprintf(stderr, "gcdp release: ledger '%s': %s (%s)\n", lo.path, eb[0] ? eb : "cannot open",
+                core_errname(rc));
+        return rc == CORE_ESTATE ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
+    }
+    return APP_EXIT_OK;
+}
+
+static int run_release(struct run *r)
+{
+    const struct args *a = r->a;
     struct rel_release_stats st;
-    FILE *in = stdin, *out = stdout;
+    struct core_outfile of = {0};
+    FILE *in = stdin;
     char eb[512] = "";
-    int ex = APP_EXIT_FAILURE;
+    int ex;
 
     if (strcmp(a->input, "-") != 0 && !(in = fopen(a->input, "r"))) {
-        fprintf(stderr, "gcdp release: cannot open input '%s'\n", a->input);
+        fprintf(stderr, "gcdp release: cannot open input '%s': %s\n", a->input, strerror(errno));
         return APP_EXIT_FAILURE;
     }
-    if (core_dp_ledger_open(&lo, &ledger, eb, sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp release: ledger '%s': %s\n", lo.path, eb);
+    if (!a->plan_only && (ex = open_ledger(r)) != APP_EXIT_OK)
+        goto out;
+    if (!a->plan_only && core_outfile_open(&of, a->output, eb, sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp release: output: %s\n", eb);
+        ex = APP_EXIT_FAILURE;
         goto out;
     }
-    if (strcmp(a->output, "-") != 0 && !(out = fopen(a->output, "w"))) {
-        fprintf(stderr, "gcdp release: cannot open output '%s'\n", a->output);
-        goto out;
+    if (of.f == stdout)
+        setvbuf(stdout, NULL, _IOLBF, 0); /* a live pipe sees each record as it is released */
+    ex = run_stream(r, in, of.f ? of.f : stdout);
+    if (a->plan_only && r->plan && ex == APP_EXIT_OK)
+        print_plan(r->plan);
+    if (of.f) {
+        if (ex == APP_EXIT_OK && core_outfile_commit(&of) != CORE_OK) {
+            fprintf(stderr, "gcdp release: cannot write output '%s'\n", a->output);
+            ex = APP_EXIT_FAILURE;
+        }
+        core_outfile_abort(&of); /* after a failure: the target stays as it was */
     }
-    if (rel_releaser_new(plan, ledger, core_rng_os(),
-                         (size_t)core_config_int(cfg, "release.ledger.batch"),
-                         (unsigned)core_config_int(cfg, "release.threads"), &rr) != CORE_OK)
-        goto out;
-    ex = run_stream(plan, rr, in, out, strcmp(a->format, "csv") == 0, a->skip);
-    rel_releaser_stats(rr, &st);
-    CORE_INFO("release done: released=%" PRIu64 " replayed=%" PRIu64 " (with other "
-              "parameters: %" PRIu64 ") excluded=%" PRIu64 " coords_noisy=%" PRIu64
-              " coords_exact=%" PRIu64, st.released, st.replayed, st.replayed_other,
-              st.excluded, st.coords_noisy, st.coords_exact);
+    if (r->rr) {
+        rel_releaser_stats(r->rr, &st);
+        CORE_INFO("release done: released=%" PRIu64 " replayed=%" PRIu64 " (with other "
+                  "parameters: %" PRIu64 ") excluded=%" PRIu64 " coords_noisy=%" PRIu64
+                  " coords_exact=%" PRIu64, st.released, st.replayed, st.replayed_other,
+                  st.excluded + r->excluded_before, st.coords_noisy, st.coords_exact);
+    } else if (!a->plan_only && ex == APP_EXIT_OK) {
+        CORE_INFO("release done: released=0 excluded=%" PRIu64 " (no window to release)",
+                  r->excluded_before);
+    }
 out:
-    rel_releaser_free(rr);
-    core_dp_ledger_free(ledger);
+    rel_releaser_free(r->rr);
+    core_dp_ledger_free(r->ledger);
     core_rng_os_wipe();
     if (in && in != stdin)
         fclose(in);
-    if (out && out != stdout && fclose(out) != 0)
-        ex = APP_EXIT_FAILURE;
     return ex;
+}
+
+/* Every output must differ from every input, the ledger and the other outputs. */
+static int check_paths(const struct args *a)
+{
+    const char *paths[] = {a->plan_only ? NULL : a->output, a->theta_out, a->input, a->theta,
+                           a->plan_only ? NULL : a->ledger_path};
+    const char *roles[] = {"--output", "--theta-out", "--input", "--theta", "the ledger"};
+    return app_paths_distinct("release", paths, roles, 2, 5);
 }
 
 int cmd_release(int argc, char **argv)
 {
     struct core_config *cfg = NULL;
-    struct cal_theta *theta = NULL;
-    struct rel_plan *plan = NULL;
-    struct rel_opts opts;
+    struct run r;
     struct args a;
     char eb[1024] = "";
-    int64_t gap, period;
     int ex;
 
+    memset(&r, 0, sizeof(r));
     core_log_set_component("release");
+    if (app_help_requested(argc, argv)) {
+        printf("%s%s", release_help, app_common_help);
+        return APP_EXIT_OK;
+    }
     if (app_config_load(&argc, argv, &cfg) != CORE_OK)
         return APP_EXIT_USAGE;
     ex = parse_args(argc, argv, &a);
@@ -337,36 +431,24 @@ int cmd_release(int argc, char **argv)
         goto out;
     }
     ex = APP_EXIT_USAGE;
-    ingest_defaults(cfg, &gap, &period);
-    if (rel_opts_from_config(cfg, gap, period, &opts, eb, sizeof(eb)) != CORE_OK) {
+    if (app_ledger_path(cfg, a.ledger, a.ledger_path, sizeof(a.ledger_path)) != 0 ||
+        check_paths(&a) != 0)
+        goto out;
+    r.cfg = cfg;
+    r.a = &a;
+    app_ledger_scheme(cfg, &r.scheme);
+    if (rel_opts_from_config(cfg, &r.opts, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp release: configuration error: %s\n", eb);
         goto out;
     }
-    if (cal_theta_load_file(a.theta, &theta, eb, sizeof(eb)) != CORE_OK) {
+    if (cal_theta_load_file(a.theta, &r.theta, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp release: theta '%s': %s\n", a.theta, eb);
         goto out;
     }
-    if (rel_plan_new(theta, &opts, &plan, eb, sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp release: %s\n", eb);
-        goto out;
-    }
-    if (a.theta_out) {
-        rel_plan_fill_theta(plan, theta);
-        if (cal_theta_save_file(theta, a.theta_out, eb, sizeof(eb)) != CORE_OK) {
-            fprintf(stderr, "gcdp release: --theta-out '%s': %s\n", a.theta_out, eb);
-            ex = APP_EXIT_FAILURE;
-            goto out;
-        }
-    }
-    if (a.plan_only) {
-        print_plan(plan);
-        ex = APP_EXIT_OK;
-        goto out;
-    }
-    ex = run_release(cfg, plan, &a);
+    ex = run_release(&r);
 out:
-    rel_plan_free(plan);
-    cal_theta_free(theta);
+    rel_plan_free(r.plan);
+    cal_theta_free(r.theta);
     core_config_free(cfg);
     return ex;
 }

@@ -6,6 +6,9 @@
 #include <sys/stat.h>
 
 #include "app.h"
+
+#include "core/dp_ledger.h"
+#include "core/fsutil.h"
 #include "cal/config.h"
 #include "core/kconf.h"
 #include "core/log.h"
@@ -156,5 +159,55 @@ int app_mkdir_p(const char *dir, int parent_only)
         errno = ENOTDIR;
         return -1;
     }
+    return 0;
+}
+
+int app_ledger_path(const struct core_config *cfg, const char *flag, char *buf, size_t n)
+{
+    const char *p = flag ? flag : core_config_str(cfg, "release.ledger.path");
+    const char *dir = core_config_str(cfg, "state.dir");
+
+    if (!p || !p[0]) {
+        fprintf(stderr, "gcdp: configuration error: release.ledger.path: empty\n");
+        return -1;
+    }
+    if (flag || p[0] == '/') {
+        snprintf(buf, n, "%s", p);
+        return 0;
+    }
+    if (!dir || !dir[0]) {
+        fprintf(stderr, "gcdp: configuration error: state.dir: empty (the ledger needs an "
+                        "explicit state directory)\n");
+        return -1;
+    }
+    if (app_mkdir_p(dir, 0) != 0) {
+        fprintf(stderr, "gcdp: state.dir '%s': cannot create: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    if ((size_t)snprintf(buf, n, "%s/%s", dir, p) >= n) {
+        fprintf(stderr, "gcdp: release.ledger.path: too long\n");
+        return -1;
+    }
+    return 0;
+}
+
+void app_ledger_scheme(const struct core_config *cfg, struct core_dp_scheme *out)
+{
+    out->slot_ms = core_config_int(cfg, "release.ledger.slot_ms");
+    out->time_radius = core_config_int(cfg, "release.policy.time_radius");
+    out->period_ms = core_config_int(cfg, "ingest.period_ms");
+}
+
+int app_paths_distinct(const char *cmd, const char *const *paths, const char *const *roles,
+                       size_t n_out, size_t n)
+{
+    for (size_t i = 0; i < n_out; i++)
+        for (size_t j = 0; j < n; j++)
+            if (j != i && paths[i] && paths[j] && core_path_same(paths[i], paths[j])) {
+                fprintf(stderr, "gcdp %s: %s '%s' is the same file as %s '%s'; refused "
+                                "before anything was opened for writing\n",
+                        cmd, roles[i], paths[i], roles[j], paths[j]);
+                return -1;
+            }
     return 0;
 }

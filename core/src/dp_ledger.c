@@ -26,8 +26,9 @@
 #include "core/mem.h"
 #include "dp_round.h"
 
-#define HEADER_LINE "{\"gcdp_ledger\":1}\n"
+#define LEDGER_FORMAT 2 /* header version; 1 had no unit scheme and is refused */
 #define ROW_VERSION 1
+#define HEADER_MAX 1024
 
 /* ---- string map with SipHash (keys may come from device ids: no hash flooding) ---- */
 
@@ -127,6 +128,7 @@ struct core_dp_ledger {
     int dfd; /* the directory holding the file, fsync'd with it */
     char *path;
     struct core_dp_cost cap;
+    struct core_dp_scheme scheme;
     size_t max_tracked;
     struct smap rels;  /* release id -> struct rel */
     struct smap units; /* unit -> struct core_dp_cost */
@@ -238,27 +240,63 @@ static int json_cost_field(const json_t *row, const char *key, double *out)
 }
 
 /* Apply one committed row found at off/len. Returns CORE_OK or CORE_EPARSE/ETOOBIG. */
+core_err core_dp_ledger_parse_row(const json_t *row, struct core_dp_row *out, char *eb,
+                                  size_t ebn)
+{
+    const json_t *units = json_object_get(row, "units");
+    size_t n = json_array_size(units);
+
+    memset(out, 0, sizeof(*out));
+    out->id = json_string_value(json_object_get(row, "id"));
+    out->mech = json_string_value(json_object_get(row, "mech"));
+    out->units = units;
+    if (!json_is_object(row) || json_integer_value(json_object_get(row, "v")) != ROW_VERSION) {
+        set_err(eb, ebn, "not a ledger row (\"v\": %d expected)", ROW_VERSION);
+        return CORE_EPARSE;
+    }
+    if (!name_ok(out->id, CORE_DP_LEDGER_MAX_ID) || !name_ok(out->mech, CORE_DP_LEDGER_MAX_MECH) ||
+        !json_is_string(json_object_get(row, "out"))) {
+        set_err(eb, ebn, "id, mech or out missing or malformed");
+        return CORE_EPARSE;
+    }
+    if (!json_is_array(units) || n == 0 || n > CORE_DP_LEDGER_MAX_UNITS) {
+        set_err(eb, ebn, "release %s: units missing, empty or more than %u", out->id,
+                CORE_DP_LEDGER_MAX_UNITS);
+        return CORE_EPARSE;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!name_ok(json_string_value(json_array_get(units, i)), CORE_DP_LEDGER_MAX_ID)) {
+            set_err(eb, ebn, "release %s: unit %zu is not a string of 1..%d bytes", out->id,
+                    i, CORE_DP_LEDGER_MAX_ID);
+            return CORE_EPARSE;
+        }
+    if (!json_cost_field(row, "eps", &out->cost.eps) ||
+        !json_cost_field(row, "rho", &out->cost.rho) ||
+        !json_cost_field(row, "delta", &out->cost.delta)) {
+        set_err(eb, ebn, "release %s: eps, rho or delta missing, negative or not finite",
+                out->id);
+        return CORE_EPARSE;
+    }
+    return CORE_OK;
+}
+
 static core_err scan_row(struct core_dp_ledger *l, const json_t *row, uint64_t off, size_t len)
 {
     const char *ubuf[CORE_DP_LEDGER_MAX_UNITS];
+    struct core_dp_row pr;
     struct core_dp_cost c;
-    json_t *units = json_object_get(row, "units");
-    const char *id = json_string_value(json_object_get(row, "id"));
-    size_t n = json_array_size(units);
+    const char *id;
+    size_t n;
 
-    if (json_integer_value(json_object_get(row, "v")) != ROW_VERSION ||
-        !name_ok(id, CORE_DP_LEDGER_MAX_ID) || !json_is_string(json_object_get(row, "out")) ||
-        !json_is_array(units) || n == 0 ||
-        n > CORE_DP_LEDGER_MAX_UNITS || !json_cost_field(row, "eps", &c.eps) ||
-        !json_cost_field(row, "rho", &c.rho) || !json_cost_field(row, "delta", &c.delta))
+    if (core_dp_ledger_parse_row(row, &pr, NULL, 0) != CORE_OK)
         return CORE_EPARSE;
+    id = pr.id;
+    c = pr.cost;
+    n = json_array_size(pr.units);
     if (smap_get(&l->rels, id))
         return CORE_EPARSE; /* an id is committed once; a duplicate means a damaged file */
-    for (size_t i = 0; i < n; i++) {
-        ubuf[i] = json_string_value(json_array_get(units, i));
-        if (!name_ok(ubuf[i], CORE_DP_LEDGER_MAX_ID))
-            return CORE_EPARSE;
-    }
+    for (size_t i = 0; i < n; i++)
+        ubuf[i] = json_string_value(json_array_get(pr.units, i));
     if (tracked_full(l, n + 1))
         return CORE_ETOOBIG;
     n = units_unique(ubuf, n, ubuf);
@@ -287,7 +325,7 @@ static core_err scan_line(struct core_dp_ledger *l, const char *line, size_t len
     if (!json_is_object(row))
         rc = CORE_EPARSE;
     else if (off == 0)
-        rc = json_integer_value(json_object_get(row, "gcdp_ledger")) == 1 ? CORE_OK : CORE_EPARSE;
+        rc = CORE_OK; /* the header, checked before the scan (check_header) */
     else
         rc = scan_row(l, row, off, len + 1);
     json_decref(row);
@@ -360,6 +398,236 @@ out:
     return rc;
 }
 
+/* ---- privacy units (one owner) ---- */
+
+static int scheme_ok(const struct core_dp_scheme *s)
+{
+    return s->slot_ms >= 1 && s->time_radius >= 0 && s->time_radius <= 1000000 &&
+           s->period_ms >= 1 && s->period_ms <= ((int64_t)1 << 40);
+}
+
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+int64_t core_dp_unit_slot(const struct core_dp_scheme *s, int64_t t)
+{
+    return floor_div(t, s->slot_ms);
+}
+
+int core_dp_unit_name(char *buf, size_t n, const char *device, int64_t slot)
+{
+    int w = snprintf(buf, n, "%s|%lld", device, (long long)slot);
+    return w < 0 || (size_t)w >= n ? -1 : w;
+}
+
+core_err core_dp_units(const struct core_dp_scheme *s, const char *device, int64_t t0,
+                       int64_t t1, int64_t extra_ms, char *buf, size_t buf_size,
+                       const char **units, size_t max_units, size_t *n)
+{
+    const int64_t lim = (int64_t)1 << 62;
+    int64_t widen, s0, s1;
+    size_t used = 0;
+
+    *n = 0;
+    if (!scheme_ok(s) || !device || !device[0] || strchr(device, '|') || t1 <= t0 ||
+        t0 < -lim || t1 > lim || extra_ms < 0 || extra_ms > lim / 4)
+        return CORE_EINVAL;
+    widen = s->time_radius * s->period_ms + extra_ms;
+    if (widen > lim / 4)
+        return CORE_EINVAL;
+    s0 = core_dp_unit_slot(s, t0 - widen);
+    s1 = core_dp_unit_slot(s, t1 - 1 + widen);
+    if (s1 - s0 + 1 > (int64_t)max_units || s1 - s0 + 1 > (int64_t)CORE_DP_MAX_SPAN_UNITS)
+        return CORE_ETOOBIG;
+    for (int64_t sl = s0; sl <= s1; sl++) {
+        int w = core_dp_unit_name(buf + used, buf_size - used, device, sl);
+        if (w < 0)
+            return CORE_ETOOBIG;
+        units[(*n)++] = buf + used;
+        used += (size_t)w + 1;
+    }
+    return CORE_OK;
+}
+
+/* ---- header: the unit scheme and caps, bound once ---- */
+
+static size_t header_text(const struct core_dp_scheme *s, const struct core_dp_cost *cap,
+                          char *buf, size_t n)
+{
+    int w = snprintf(buf, n,
+                     "{\"gcdp_ledger\":%d,\"scheme\":{\"unit\":\"%s\",\"slot_ms\":%lld,"
+                     "\"time_radius\":%lld,\"period_ms\":%lld},\"cap\":{\"eps\":%.17g,"
+                     "\"rho\":%.17g,\"delta\":%.17g},\"accounting\":\"basic\"}\n",
+                     LEDGER_FORMAT, CORE_DP_UNIT_FORMAT, (long long)s->slot_ms,
+                     (long long)s->time_radius, (long long)s->period_ms, cap->eps, cap->rho,
+                     cap->delta);
+    return w > 0 && (size_t)w < n ? (size_t)w : 0;
+}
+
+/* Parse the header line text into scheme and cap. CORE_ESTATE with the reason. */
+static core_err parse_header(const char *line, size_t len, const char *path,
+                             struct core_dp_scheme *s, struct core_dp_cost *cap, char *eb,
+                             size_t ebn)
+{
+    json_error_t jerr;
+    json_t *h = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *sc = json_object_get(h, "scheme"), *cp = json_object_get(h, "cap");
+    const char *unit = json_string_value(json_object_get(sc, "unit"));
+    json_int_t fmt = json_integer_value(json_object_get(h, "gcdp_ledger"));
+    core_err rc = CORE_ESTATE;
+
+    if (!json_is_object(h) || !json_is_integer(json_object_get(h, "gcdp_ledger"))) {
+        set_err(eb, ebn, "ledger %s: the first line is not a ledger header; refusing to take "
+                "this file for a ledger", path);
+    } else if (fmt != LEDGER_FORMAT) {
+        set_err(eb, ebn, "ledger %s: format %lld records no unit scheme or caps (format %d "
+                "does); its totals cannot be bound to a scheme, so it is refused (start a new "
+                "ledger file and keep this one as the record of what was spent)", path,
+                (long long)fmt, LEDGER_FORMAT);
+    } else if (!unit || strcmp(unit, CORE_DP_UNIT_FORMAT) != 0 ||
+               !json_is_integer(json_object_get(sc, "slot_ms")) ||
+               !json_is_integer(json_object_get(sc, "time_radius")) ||
+               !json_is_integer(json_object_get(sc, "period_ms")) ||
+               !json_cost_field(cp, "eps", &cap->eps) || !json_cost_field(cp, "rho", &cap->rho) ||
+               !json_cost_field(cp, "delta", &cap->delta) ||
+               strcmp(json_string_value(json_object_get(h, "accounting")) ?
+                      json_string_value(json_object_get(h, "accounting")) : "", "basic") != 0) {
+        set_err(eb, ebn, "ledger %s: header malformed (scheme, cap or accounting)", path);
+    } else {
+        s->slot_ms = json_integer_value(json_object_get(sc, "slot_ms"));
+        s->time_radius = json_integer_value(json_object_get(sc, "time_radius"));
+        s->period_ms = json_integer_value(json_object_get(sc, "period_ms"));
+        rc = scheme_ok(s) ? CORE_OK : CORE_ESTATE;
+        if (rc != CORE_OK)
+            set_err(eb, ebn, "ledger %s: header scheme out of range", path);
+    }
+    json_decref(h);
+    return rc;
+}
+
+/* First line of fd's file (at most HEADER_MAX bytes) into buf; its length, or 0. */
+static size_t first_line(int fd, char *buf, size_t n)
+{
+    ssize_t got = pread(fd, buf, n - 1, 0);
+    char *nl;
+    if (got <= 0)
+        return 0;
+    buf[got] = '\0';
+    nl = memchr(buf, '\n', (size_t)got);
+    return nl ? (size_t)(nl - buf) : 0;
+}
+
+static core_err read_header_fd(int fd, const char *path, struct core_dp_scheme *s,
+                               struct core_dp_cost *cap, char *eb, size_t ebn)
+{
+    char buf[HEADER_MAX];
+    struct stat st;
+    size_t len;
+
+    if (fstat(fd, &st) != 0)
+        return CORE_EIO;
+    if (st.st_size == 0) {
+        set_err(eb, ebn, "ledger %s: the file exists but is empty (truncated?); a ledger is "
+                "never silently new: remove the file explicitly if it really holds no history",
+                path);
+        return CORE_ESTATE;
+    }
+    len = first_line(fd, buf, sizeof(buf));
+    if (len == 0) {
+        set_err(eb, ebn, "ledger %s: no header line; refusing to take this file for a ledger",
+                path);
+        return CORE_ESTATE;
+    }
+    return parse_header(buf, len, path, s, cap, eb, ebn);
+}
+
+core_err core_dp_ledger_read_header(const char *path, struct core_dp_scheme *s,
+                                    struct core_dp_cost *cap, char *eb, size_t ebn)
+{
+    struct stat st;
+    int fd;
+    core_err rc;
+
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        set_err(eb, ebn, "ledger %s: %s", path,
+                errno == ENOENT ? "no such file" : "not a regular file");
+        return CORE_EIO;
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        set_err(eb, ebn, "ledger %s: %s", path, strerror(errno));
+        return CORE_EIO;
+    }
+    rc = read_header_fd(fd, path, s, cap, eb, ebn);
+    close(fd);
+    return rc;
+}
+
+/* The bound header must be exactly what this process was configured with. */
+static core_err check_header(struct core_dp_ledger *l, char *eb, size_t ebn)
+{
+    struct core_dp_scheme s;
+    struct core_dp_cost cap;
+    core_err rc = read_header_fd(l->fd, l->path, &s, &cap, eb, ebn);
+
+    if (rc != CORE_OK)
+        return rc;
+#define DIFF(field, fmt, mine, theirs, what)                                                \
+    if ((mine) != (theirs)) {                                                             \
+        set_err(eb, ebn, "ledger %s was created with %s " fmt "; this run has " fmt        \
+                " (%s). A ledger's unit scheme and caps never change: a different "       \
+                "setting needs a new ledger file (docs/release.md, \"The ledger\")",       \
+                l->path, field, theirs, mine, what);                                       \
+        return CORE_ESTATE;                                                               \
+    }
+    DIFF("slot_ms", "%lld", (long long)l->scheme.slot_ms, (long long)s.slot_ms,
+         "release.ledger.slot_ms")
+    DIFF("time_radius", "%lld", (long long)l->scheme.time_radius, (long long)s.time_radius,
+         "release.policy.time_radius")
+    DIFF("period_ms", "%lld", (long long)l->scheme.period_ms, (long long)s.period_ms,
+         "the sampling period (ingest.period_ms; each window's prov.period_ms)")
+    DIFF("cap eps", "%.17g", l->cap.eps, cap.eps, "release.ledger.cap_eps")
+    DIFF("cap rho", "%.17g", l->cap.rho, cap.rho, "the zCDP cap")
+    DIFF("cap delta", "%.17g", l->cap.delta, cap.delta, "release.ledger.cap_delta")
+#undef DIFF
+    return CORE_OK;
+}
+
+/* Create path with its header: written and fsync'd under a temporary name, then linked in
+ * place (link(2) fails if path appeared meanwhile: never overwrites). */
+static core_err create_ledger(struct core_dp_ledger *l, char *eb, size_t ebn)
+{
+    char hdr[HEADER_MAX], *tmp;
+    size_t n = header_text(&l->scheme, &l->cap, hdr, sizeof(hdr)), tn = strlen(l->path) + 16;
+    int fd;
+    core_err rc = CORE_OK;
+
+    tmp = core_xmalloc(tn);
+    snprintf(tmp, tn, "%s.new.XXXXXX", l->path);
+    fd = mkstemp(tmp);
+    if (fd < 0 || n == 0) {
+        set_err(eb, ebn, "ledger: cannot create %s: %s", l->path, strerror(errno));
+        free(tmp);
+        if (fd >= 0)
+            close(fd);
+        return CORE_EIO;
+    }
+    if (fchmod(fd, 0600) != 0 || write(fd, hdr, n) != (ssize_t)n || fsync(fd) != 0)
+        rc = CORE_EIO;
+    close(fd);
+    if (rc == CORE_OK && link(tmp, l->path) != 0 && errno != EEXIST)
+        rc = CORE_EIO;
+    unlink(tmp);
+    free(tmp);
+    if (rc != CORE_OK)
+        set_err(eb, ebn, "ledger: cannot create %s: %s", l->path, strerror(errno));
+    return rc;
+}
+
 /* ---- open / free ---- */
 
 /* Write all of buf at the end of the file (O_APPEND), or restore the old size on failure. */
@@ -396,7 +664,7 @@ static core_err sync_file(struct core_dp_ledger *l)
 
 static int opts_ok(const struct core_dp_ledger_opts *o)
 {
-    return o && o->path && o->path[0] && cost_ok(&o->cap);
+    return o && o->path && o->path[0] && cost_ok(&o->cap) && scheme_ok(&o->scheme);
 }
 
 static core_err open_fd(struct core_dp_ledger *l, char *errbuf, size_t errbuf_size)
@@ -409,7 +677,12 @@ static core_err open_fd(struct core_dp_ledger *l, char *errbuf, size_t errbuf_si
                 strerror(errno));
         return CORE_EIO;
     }
-    l->fd = open(l->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (access(l->path, F_OK) != 0 && errno == ENOENT) {
+        core_err rc = create_ledger(l, errbuf, errbuf_size);
+        if (rc != CORE_OK)
+            return rc;
+    }
+    l->fd = open(l->path, O_RDWR | O_APPEND | O_CLOEXEC);
     if (l->fd < 0) {
         set_err(errbuf, errbuf_size, "ledger: cannot open %s: %s", l->path, strerror(errno));
         return CORE_EIO;
@@ -418,7 +691,7 @@ static core_err open_fd(struct core_dp_ledger *l, char *errbuf, size_t errbuf_si
         set_err(errbuf, errbuf_size, "ledger: %s is in use by another process", l->path);
         return errno == EWOULDBLOCK ? CORE_EAGAIN : CORE_EIO;
     }
-    return CORE_OK;
+    return check_header(l, errbuf, errbuf_size);
 }
 
 core_err core_dp_ledger_open(const struct core_dp_ledger_opts *opts, struct core_dp_ledger **out,
@@ -428,7 +701,8 @@ core_err core_dp_ledger_open(const struct core_dp_ledger_opts *opts, struct core
     core_err rc;
 
     if (!out || !opts_ok(opts)) {
-        set_err(errbuf, errbuf_size, "ledger: path and finite non-negative caps required");
+        set_err(errbuf, errbuf_size, "ledger: path, finite non-negative caps and a unit scheme "
+                "(slot_ms >= 1, time_radius >= 0, period_ms >= 1) required");
         return CORE_EINVAL;
     }
     if (sodium_init() < 0)
@@ -438,14 +712,13 @@ core_err core_dp_ledger_open(const struct core_dp_ledger_opts *opts, struct core
     l->dfd = -1;
     l->path = core_xstrdup(opts->path);
     l->cap = opts->cap;
+    l->scheme = opts->scheme;
     l->max_tracked = opts->max_tracked ? opts->max_tracked : CORE_DP_LEDGER_DEF_MAX_TRACKED;
     smap_init(&l->rels);
     smap_init(&l->units);
     rc = open_fd(l, errbuf, errbuf_size);
     if (rc == CORE_OK)
         rc = scan_file(l, errbuf, errbuf_size);
-    if (rc == CORE_OK && l->size == 0)
-        rc = append_all(l, HEADER_LINE, strlen(HEADER_LINE));
     /* the directory entry of a newly created file must be durable too */
     if (rc == CORE_OK && sync_file(l) != CORE_OK) {
         set_err(errbuf, errbuf_size, "ledger: cannot fsync %s or its directory", l->path);

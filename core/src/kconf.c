@@ -25,6 +25,9 @@ const struct core_cfg_key core_config_keys[] = {
     K_STR("topics.learner_updates", "\"learner.updates\"", "participant -> server"),
     K_STR("topics.learner_global", "\"learner.global\"", "server -> participants"),
     K_STR("topics.learner_dag", "\"learner.dag\"", "learned DAG"),
+    K_STR("state.dir", "\"/var/lib/gcdp\"",
+          "state directory: a relative release.ledger.path lives here (never the working "
+          "directory); created if missing"),
     K_INT("metrics.port", "0", 0, 65535, "HTTP port for /metrics and /healthz; 0: disabled"),
     K_STR("metrics.bind", "\"127.0.0.1\"", "address the metrics endpoint binds to"),
     {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},

@@ -62,7 +62,7 @@ static struct cal_ledger_opts lopts(double cap_eps)
 
 static struct core_dp_ledger *open_ledger(const char *path, double cap_eps)
 {
-    struct core_dp_ledger_opts o = {path, {cap_eps, 0.0, 1e-5}, 0}; /* {eps, rho, delta} */
+    struct core_dp_ledger_opts o = {path, {cap_eps, 0.0, 1e-5}, 0, {60000, 0, 60000}};
     struct core_dp_ledger *l = NULL;
     char eb[256] = "";
     cr_assert_eq(core_dp_ledger_open(&o, &l, eb, sizeof(eb)), CORE_OK, "%s", eb);
@@ -198,7 +198,14 @@ Test(cal_ledger, charge_comes_before_noise)
     cr_assert_eq(spent(l, "dev1|0"), 0.0);
     core_dp_ledger_free(l);
 
-    /* the same run with room for it: charged, then noise drawn, then committed */
+    /* the caps are bound in the ledger's header: another cap is refused on the same file */
+    {
+        struct core_dp_ledger_opts o2 = {path, {10.0, 0.0, 1e-5}, 0, {60000, 0, 60000}};
+        cr_assert_eq(core_dp_ledger_open(&o2, &l, eb, sizeof(eb)), CORE_ESTATE);
+        cr_assert(strstr(eb, "cap eps"), "%s", eb);
+    }
+    /* the same run with room for it (a new ledger): charged, then noise drawn, committed */
+    snprintf(path, sizeof(path), "%s/ledger2.jsonl", dir);
     l = open_ledger(path, 10.0);
     lo = lopts(10.0);
     cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, "csv:x", ts_rng_iface(rng), &res, eb,

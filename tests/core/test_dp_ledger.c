@@ -34,7 +34,8 @@ static char *tmp_path(char **dir)
 
 static struct core_dp_ledger *open_ok(const char *path, double cap_eps)
 {
-    struct core_dp_ledger_opts o = {.path = path, .cap = {cap_eps, 100.0, 1e-3}};
+    struct core_dp_ledger_opts o = {.path = path, .cap = {cap_eps, 100.0, 1e-3},
+                                    .scheme = {60000, 0, 1000}};
     struct core_dp_ledger *l = NULL;
     char err[256] = "";
     core_err rc = core_dp_ledger_open(&o, &l, err, sizeof(err));
@@ -143,7 +144,8 @@ Test(dp_ledger, second_opener_is_refused)
 {
     char *dir, *path = tmp_path(&dir);
     struct core_dp_ledger *l = open_ok(path, 1.0), *l2 = NULL;
-    struct core_dp_ledger_opts o = {.path = path, .cap = {1, 1, 1}};
+    struct core_dp_ledger_opts o = {.path = path, .cap = {1, 1, 1},
+                                    .scheme = {60000, 0, 1000}};
     cr_assert_eq(core_dp_ledger_open(&o, &l2, NULL, 0), CORE_EAGAIN);
     cr_assert_null(l2);
     core_dp_ledger_free(l);
@@ -165,7 +167,8 @@ enum kill_at { KILL_BEFORE_CHARGE = 2, KILL_AFTER_CHARGE = 1, KILL_AFTER_PUBLISH
  * charge, between the charge and the durable write, between the write and publication. */
 static void child_release(const char *path, const char *id, int fd, int kill_at)
 {
-    struct core_dp_ledger_opts o = {.path = path, .cap = {5.0, 100.0, 1e-3}};
+    struct core_dp_ledger_opts o = {.path = path, .cap = {5.0, 100.0, 1e-3},
+                                    .scheme = {60000, 0, 1000}};
     struct core_dp_ledger *l = NULL;
     struct core_dp_lap p;
     const char *u[1] = {"occ"};
@@ -276,7 +279,8 @@ Test(dp_ledger, failed_write_is_rolled_back)
     pid_t pid = fork();
     cr_assert_neq(pid, -1);
     if (pid == 0) {
-        struct core_dp_ledger_opts o = {.path = path, .cap = {5.0, 100.0, 1e-3}};
+        struct core_dp_ledger_opts o = {.path = path, .cap = {5.0, 100.0, 1e-3},
+                                    .scheme = {60000, 0, 1000}};
         struct core_dp_ledger *l = NULL;
         const char *u[1] = {"occ"};
         char big[4096];
@@ -364,7 +368,8 @@ Test(dp_ledger, torn_last_line_is_cut_and_middle_corruption_refused)
     core_dp_ledger_free(l);
     /* garbage followed by a valid row: not a torn append, refuse to open */
     append_raw(path, "garbage\n{\"v\":1}\n");
-    struct core_dp_ledger_opts o = {.path = path, .cap = {5, 5, 1}};
+    struct core_dp_ledger_opts o = {.path = path, .cap = {5.0, 100.0, 1e-3},
+                                    .scheme = {60000, 0, 1000}};
     char err[256] = "";
     cr_assert_eq(core_dp_ledger_open(&o, &l, err, sizeof(err)), CORE_EPARSE);
     cr_assert(strstr(err, "line") != NULL, "reason names the line: %s", err);

@@ -99,6 +99,8 @@ static void compare_windows(const json_t *got, const json_t *want)
                   i);
         cr_assert(same(json_object_get(g, "imputed"), json_object_get(w, "imputed")),
                   "window %zu imputed slots differ", i);
+        cr_assert(same(json_object_get(g, "prov"), json_object_get(w, "prov")),
+                  "window %zu provenance differs", i);
         cr_assert_eq(json_object_size(json_object_get(g, "nodes")),
                      json_object_size(json_object_get(w, "nodes")));
         json_object_foreach((json_t *)json_object_get(w, "nodes"), node, v)

@@ -47,7 +47,7 @@ Test(windows, tumbling_windows_follow_the_grid)
         cr_assert_eq(jint(r, "window_start"), T0 + w * 5 * T_MIN);
         cr_assert_eq(jint(r, "window_end"), T0 + (w + 1) * 5 * T_MIN);
         cr_assert_eq(jint(r, "n"), 5);
-        cr_assert_float_eq(jnode(r, "temperature"), mean_run(20, 5 * w, 5 * w + 4), 1e-15);
+        cr_assert_float_eq(jnode(r, "temperature.mean"), mean_run(20, 5 * w, 5 * w + 4), 1e-15);
     }
     cr_assert_str_eq(json_string_value(json_object_get(win_at(&c, 0), "window_start_utc")),
                      "2015-02-04T18:00:00Z");
@@ -119,7 +119,7 @@ Test(windows, hopping_windows_share_readings)
         cr_assert_eq(jint(r, "window_start"), st);
         cr_assert_eq(jint(r, "window_end"), st + 10 * T_MIN);
         cr_assert_eq(jint(r, "n"), b - a + 1);
-        cr_assert_float_eq(jnode(r, "temperature"), mean_run(20, a, b), 1e-15);
+        cr_assert_float_eq(jnode(r, "temperature.mean"), mean_run(20, a, b), 1e-15);
     }
     coll_free(&c);
     ing_engine_free(e);
@@ -180,7 +180,7 @@ Test(windows, reorders_within_lateness_and_rejects_late)
                      ING_R_NONE);
     cr_assert_eq(json_array_size(c.windows), 1);
     cr_assert_eq(jint(win_at(&c, 0), "n"), 5);
-    cr_assert_float_eq(jnode(win_at(&c, 0), "temperature"), mean_run(20, 0, 4), 1e-15);
+    cr_assert_float_eq(jnode(win_at(&c, 0), "temperature.mean"), mean_run(20, 0, 4), 1e-15);
     /* window 0 is closed: a reading for it is late and dead-lettered verbatim */
     cr_assert_eq(push_t(e, &s, "m1", T0 + 2 * T_MIN + 1000, 25, 99), ING_R_LATE);
     cr_assert_eq(json_array_size(c.rejects), 1);
@@ -206,7 +206,7 @@ Test(windows, duplicate_device_ts_is_dead_lettered)
     cr_assert_eq(push_t(e, &s, "m1", T0, 30, 2), ING_R_DUPLICATE, "same ts, other value");
     cr_assert_eq(push_t(e, &s, "m2", T0, 20, 3), ING_R_NONE, "other device, same ts");
     ing_engine_flush(e, &s);
-    cr_assert_float_eq(jnode(win_at(&c, 0), "temperature"), (norm_t(20) + norm_t(21)) / 2, 1e-15);
+    cr_assert_float_eq(jnode(win_at(&c, 0), "temperature.mean"), (norm_t(20) + norm_t(21)) / 2, 1e-15);
     ing_engine_counters(e, &k);
     cr_assert_eq(k.duplicates, 1);
     cr_assert_eq(k.rejected_by_reason[ING_R_DUPLICATE], 1);
@@ -241,12 +241,12 @@ Test(windows, short_internal_gap_is_interpolated)
         sum += norm_t(x[j]);
     ing_engine_flush(e, &s);
     cr_assert_eq(json_array_size(c.windows), 1);
-    cr_assert_float_eq(jnode(win_at(&c, 0), "temperature"), sum / 10, 1e-15);
-    imp = json_object_get(json_object_get(win_at(&c, 0), "imputed"), "temperature");
+    cr_assert_float_eq(jnode(win_at(&c, 0), "temperature.mean"), sum / 10, 1e-15);
+    imp = json_object_get(json_object_get(win_at(&c, 0), "imputed"), "temperature.mean");
     cr_assert_eq(json_array_size(imp), 2);
     cr_assert_eq(json_integer_value(json_array_get(imp, 0)), T0 + 3 * T_MIN);
     cr_assert_eq(json_integer_value(json_array_get(imp, 1)), T0 + 4 * T_MIN);
-    cr_assert_eq(jint(json_object_get(win_at(&c, 0), "n_node"), "temperature"), 8);
+    cr_assert_eq(jint(json_object_get(win_at(&c, 0), "n_node"), "temperature.mean"), 8);
     ing_engine_counters(e, &k);
     cr_assert_eq(k.interpolated, 2);
     coll_free(&c);
@@ -319,9 +319,9 @@ Test(windows, edge_gaps_are_not_imputed)
     }
     ing_engine_flush(e, &s);
     cr_assert_eq(json_array_size(c.windows), 1);
-    cr_assert_float_eq(jnode(win_at(&c, 0), "temperature"), sum / 8, 1e-15);
+    cr_assert_float_eq(jnode(win_at(&c, 0), "temperature.mean"), sum / 8, 1e-15);
     cr_assert_eq(
-        json_array_size(json_object_get(json_object_get(win_at(&c, 0), "imputed"), "temperature")),
+        json_array_size(json_object_get(json_object_get(win_at(&c, 0), "imputed"), "temperature.mean")),
         0);
     coll_free(&c);
     ing_engine_free(e);
@@ -453,9 +453,9 @@ Test(windows, devices_are_independent)
     /* the 6th reading of each device closes its own window 0 only */
     cr_assert_eq(json_array_size(c.windows), 2);
     cr_assert_str_eq(json_string_value(json_object_get(win_at(&c, 0), "device")), "a");
-    cr_assert_float_eq(jnode(win_at(&c, 0), "temperature"), norm_t(20), 1e-15);
+    cr_assert_float_eq(jnode(win_at(&c, 0), "temperature.mean"), norm_t(20), 1e-15);
     cr_assert_str_eq(json_string_value(json_object_get(win_at(&c, 1), "device")), "b");
-    cr_assert_float_eq(jnode(win_at(&c, 1), "temperature"), norm_t(30), 1e-15);
+    cr_assert_float_eq(jnode(win_at(&c, 1), "temperature.mean"), norm_t(30), 1e-15);
     ing_engine_counters(e, &k);
     cr_assert_eq(k.devices, 2);
     cr_assert_eq(k.open_devices, 2);

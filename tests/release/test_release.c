@@ -20,10 +20,10 @@
 #include "seeded_rng.h"
 #include "test_support.h"
 
-/* θ with nodes temp, hum, light, temp.count; identity coordinates. */
+/* θ with nodes temp.mean, hum.mean, light.mean, temp.count; identity coordinates. */
 static struct cal_theta *make_theta(void)
 {
-    static const char *names[] = {"temp", "hum", "light", "temp.count"};
+    static const char *names[] = {"temp.mean", "hum.mean", "light.mean", "temp.count"};
     struct cal_theta *t = NULL;
     cr_assert_eq(cal_theta_new(4, 4, &t), CORE_OK);
     for (size_t m = 0; m < 4; m++) {
@@ -53,20 +53,51 @@ static struct rel_opts make_opts(const char *mech)
     return o;
 }
 
-static const char *WIN =
-    "{\"schema\":\"gcdp.window/1\",\"id\":\"dev1|0|cfg\",\"device\":\"dev1\","
-    "\"window_start\":0,\"window_end\":60000,\"n\":20,"
-    "\"nodes\":{\"temp\":0.5,\"hum\":0.25,\"light\":0.75,\"temp.count\":0.8},"
-    "\"n_node\":{\"temp\":20,\"hum\":20,\"light\":20}}";
+/* A gcdp.window/2 record of device dev1 with the four nodes above and their provenance
+ * (G 0, period 1000 ms: what make_opts' plan is built for). n_temp real samples of temp,
+ * n real samples of the other channels; n_slots 0 leaves the field out. */
+static void window_full(char *buf, size_t n, const char *id, long start, long end, int n_temp,
+                        int samples, double count_value, int n_slots)
+{
+    char slots[32] = "";
+    if (n_slots > 0)
+        snprintf(slots, sizeof(slots), "\"n_slots\":%d,", n_slots);
+    snprintf(buf, n,
+             "{\"schema\":\"gcdp.window/2\",\"id\":\"%s\",\"device\":\"dev1\","
+             "\"window_start\":%ld,\"window_end\":%ld,%s\"excluded\":false,"
+             "\"nodes\":{\"temp.mean\":0.5,\"hum.mean\":0.25,\"light.mean\":0.75,"
+             "\"temp.count\":%.17g},"
+             "\"n_node\":{\"temp.mean\":%d,\"hum.mean\":%d,\"light.mean\":%d,\"temp.count\":%d},"
+             "\"imputed\":{\"temp.mean\":[],\"hum.mean\":[],\"light.mean\":[],\"temp.count\":[]},"
+             "\"prov\":{\"interp_gap\":0,\"period_ms\":1000,\"norm\":\"clip_minmax\",\"nodes\":{"
+             "\"temp.mean\":{\"stat\":\"mean\",\"channel\":\"temp\",\"clip\":[0,1],"
+             "\"n_imputed\":0,\"max_run\":0},"
+             "\"hum.mean\":{\"stat\":\"mean\",\"channel\":\"hum\",\"clip\":[0,1],"
+             "\"n_imputed\":0,\"max_run\":0},"
+             "\"light.mean\":{\"stat\":\"mean\",\"channel\":\"light\",\"clip\":[0,1],"
+             "\"n_imputed\":0,\"max_run\":0},"
+             "\"temp.count\":{\"stat\":\"count\",\"channel\":\"temp\",\"clip\":[0,1],"
+             "\"n_imputed\":0,\"max_run\":0}}}}",
+             id, start, end, slots, count_value, n_temp, samples, samples, n_temp);
+}
 
 static void window_at(char *buf, size_t n, const char *id, long start, long end, int samples)
 {
-    snprintf(buf, n,
-             "{\"schema\":\"gcdp.window/1\",\"id\":\"%s\",\"device\":\"dev1\","
-             "\"window_start\":%ld,\"window_end\":%ld,"
-             "\"nodes\":{\"temp\":0.5,\"hum\":0.25,\"light\":0.75,\"temp.count\":0.8},"
-             "\"n_node\":{\"temp\":%d,\"hum\":%d,\"light\":%d}}",
-             id, start, end, samples, samples, samples);
+    window_full(buf, n, id, start, end, samples, samples, 0.8, 0);
+}
+
+static char WIN[2048];
+
+/* A window filled in directly: it states the provenance the plan was built for. */
+static void as_record_of(struct rel_window *w, const struct rel_plan *p)
+{
+    rel_profile_copy(&w->prof, &p->prof);
+    w->prof.from_record = true;
+}
+
+static void win_init(void)
+{
+    window_at(WIN, sizeof(WIN), "dev1|0|cfg", 0, 60000, 20);
 }
 
 Test(rel_plan, bounds_follow_policy_and_count_is_deterministic)
@@ -197,7 +228,7 @@ struct fixture {
 
 static void fx_open(struct fixture *f, size_t batch)
 {
-    struct core_dp_ledger_opts lo = {f->path, f->p->opts.cap, 0};
+    struct core_dp_ledger_opts lo = {f->path, f->p->opts.cap, 0, {60000, 0, 1000}};
     char eb[256] = "";
     cr_assert_eq(core_dp_ledger_open(&lo, &f->l, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert_eq(rel_releaser_new(f->p, f->l, ts_rng_iface(f->rng), batch, 1, &f->r), CORE_OK);
@@ -222,7 +253,8 @@ static void fx_init(struct fixture *f, const char *mech, double cap_eps, size_t 
     o.cap.eps = cap_eps;
     cr_assert_eq(rel_plan_new(f->t, &o, &f->p, eb, sizeof(eb)), CORE_OK, "%s", eb);
     f->rng = ts_rng_seeded_new(11);
-    rel_window_init(&f->w, f->p);
+    rel_window_init(&f->w, f->t);
+    win_init();
     fx_open(f, batch);
 }
 
@@ -239,7 +271,7 @@ static void fx_fini(struct fixture *f)
 
 static core_err push_json(struct fixture *f, const char *js, struct out *o, char *eb, size_t n)
 {
-    core_err rc = rel_window_from_json(f->p, js, strlen(js), &f->w, eb, n);
+    core_err rc = rel_window_from_json(js, strlen(js), &f->w, eb, n);
     if (rc != CORE_OK)
         return rc;
     return rel_releaser_push(f->r, &f->w, collect, o, eb, n);
@@ -270,8 +302,8 @@ Test(rel_release, record_has_schema_fields_scales_and_exact_zero_sensitivity_val
     cr_assert_float_eq(json_number_value(json_object_get(vals, "temp.count")), 0.8, 0.0,
                        "zero sensitivity: released exactly");
     cr_assert_eq(json_number_value(json_object_get(sc, "temp.count")), 0.0);
-    cr_assert_float_eq(json_number_value(json_object_get(sc, "temp")), f.p->scale[0], 0.0);
-    cr_assert(json_number_value(json_object_get(vals, "temp")) != 0.5, "noise was added");
+    cr_assert_float_eq(json_number_value(json_object_get(sc, "temp.mean")), f.p->scale[0], 0.0);
+    cr_assert(json_number_value(json_object_get(vals, "temp.mean")) != 0.5, "noise was added");
     struct core_dp_cost spent;
     cr_assert_eq(core_dp_ledger_spent(f.l, "dev1|0", &spent), CORE_OK);
     cr_assert_float_eq(spent.eps, f.p->cost.eps, 0.0);
@@ -356,7 +388,7 @@ Test(rel_release, crash_after_ledger_write_replays_identical_bytes_and_never_und
     cr_assert_neq(pid, -1);
     if (pid == 0) {
         fx_open(&f, 1);
-        if (rel_window_from_json(f.p, WIN, strlen(WIN), &f.w, eb, sizeof(eb)) == CORE_OK)
+        if (rel_window_from_json(WIN, strlen(WIN), &f.w, eb, sizeof(eb)) == CORE_OK)
             if (rel_releaser_push(f.r, &f.w, publish_then_die, pub, eb, sizeof(eb)) != CORE_OK)
                 _exit(4);
         _exit(3); /* not reached when the callback ran */
@@ -415,7 +447,7 @@ Test(rel_release, lifetime_cap_refuses_sequential_but_not_parallel_windows)
 {
     struct fixture f;
     struct out o = {0};
-    char eb[512] = "", js[1024];
+    char eb[512] = "", js[2048];
 
     fx_init(&f, "gcdp", 2.5, 1); /* eps_rel = 1 per window */
     /* hopping windows over the same minute compose sequentially on unit dev1|0 */
@@ -442,7 +474,7 @@ Test(rel_release, refuses_windows_outside_the_certified_sample_range_without_cha
 {
     struct fixture f;
     struct out o = {0};
-    char eb[512] = "", js[1024];
+    char eb[512] = "", js[2048];
     struct core_dp_cost spent;
 
     fx_init(&f, "gcdp", 10.0, 1);
@@ -459,57 +491,58 @@ Test(rel_release, refuses_windows_outside_the_certified_sample_range_without_cha
 Test(rel_window, parse_errors_name_the_field)
 {
     struct fixture f;
-    char eb[512] = "";
+    char eb[512] = "", good[2048], js[2200];
     static const struct { const char *js, *needle; } bad[] = {
         {"[1]", "not a JSON object"},
         {"{\"schema\":\"gcdp.reading/1\"}", "schema"},
-        {"{\"schema\":\"gcdp.window/1\",\"device\":\"d\",\"window_start\":0}", "window_end"},
-        {"{\"schema\":\"gcdp.window/1\",\"device\":\"d|x\",\"window_start\":0,"
+        {"{\"schema\":\"gcdp.window/1\",\"device\":\"d\",\"window_start\":0,\"window_end\":1}",
+         "gcdp.window/1 carries no provenance"},
+        {"{\"schema\":\"gcdp.window/2\",\"device\":\"d\",\"window_start\":0}", "window_end"},
+        {"{\"schema\":\"gcdp.window/2\",\"device\":\"d|x\",\"window_start\":0,"
          "\"window_end\":1,\"nodes\":{},\"n_node\":{}}", "device"},
-        {"{\"schema\":\"gcdp.window/1\",\"device\":\"d\",\"window_start\":5,"
+        {"{\"schema\":\"gcdp.window/2\",\"device\":\"d\",\"window_start\":5,"
          "\"window_end\":1,\"nodes\":{},\"n_node\":{}}", "window_end must be after"},
-        {"{\"schema\":\"gcdp.window/1\",\"device\":\"d\",\"window_start\":0,"
-         "\"window_end\":1,\"nodes\":{\"temp\":0.1},\"n_node\":{\"temp\":3}}", "nodes.hum"},
-        {"{\"schema\":\"gcdp.window/1\",\"device\":\"d\",\"window_start\":0,\"window_end\":1,"
-         "\"nodes\":{\"temp\":0.1,\"hum\":0.1,\"light\":0.1,\"temp.count\":1},"
-         "\"n_node\":{\"temp\":3}}", "n_node.hum"},
+        {"{\"schema\":\"gcdp.window/2\",\"device\":\"d\",\"window_start\":0,"
+         "\"window_end\":1,\"nodes\":{},\"n_node\":{},\"imputed\":{}}", "prov"},
+    };
+    /* mutations of a good record: each breaks its provenance in one way */
+    static const struct { const char *from, *to, *needle; } mut[] = {
+        {"\"hum.mean\":0.25,", "", "nodes.hum.mean"},
+        {"\"hum.mean\":{\"stat\":\"mean\"", "\"hum.mean\":{\"stat\":\"max\"", "provenance"},
+        {"\"light.mean\":20", "\"light.mean\":0", "n_node.light.mean"},
+        {"\"temp.mean\":[]", "\"temp.mean\":[5000]", "inconsistent"},
+        {"\"interp_gap\":0", "\"interp_gap\":-1", "prov.interp_gap"},
+        {"\"norm\":\"clip_minmax\"", "\"norm\":\"zscore\"", "prov.norm"},
+        {"\"clip\":[0,1],\"n_imputed\":0,\"max_run\":0},\"hum", "\"clip\":[1,0],\"n_imputed\":0,"
+         "\"max_run\":0},\"hum", "clip"},
     };
     fx_init(&f, "gcdp", 10.0, 1);
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
         eb[0] = '\0';
-        cr_assert_neq(rel_window_from_json(f.p, bad[i].js, strlen(bad[i].js), &f.w, eb,
+        cr_assert_neq(rel_window_from_json(bad[i].js, strlen(bad[i].js), &f.w, eb,
                                            sizeof(eb)), CORE_OK, "case %zu", i);
         cr_assert(strstr(eb, bad[i].needle), "case %zu: '%s' lacks '%s'", i, eb, bad[i].needle);
     }
-    const char *excl = "{\"schema\":\"gcdp.window/1\",\"device\":\"d\",\"window_start\":0,"
-                       "\"window_end\":1,\"excluded\":true,\"reason\":\"long_gap\"}";
-    cr_assert_eq(rel_window_from_json(f.p, excl, strlen(excl), &f.w, eb, sizeof(eb)), CORE_OK);
-    cr_assert(f.w.excluded);
-    fx_fini(&f);
-}
-
-Test(rel_window, csv_rows_parse_like_json)
-{
-    struct fixture f;
-    struct rel_csv *c = NULL;
-    char eb[512] = "";
-    fx_init(&f, "gcdp", 10.0, 1);
-    cr_assert_eq(rel_csv_new(f.p, "device,window_start,window_end,temp,hum,light,temp.count,n\n",
-                             &c, eb, sizeof(eb)), CORE_OK, "%s", eb);
-    cr_assert_eq(rel_csv_parse(c, "dev1,0,60000,0.5,0.25,0.75,0.8,20\n", &f.w, eb, sizeof(eb)),
-                 CORE_OK, "%s", eb);
-    cr_assert_str_eq(f.w.id, "dev1|0");
+    window_at(good, sizeof(good), "g", 0, 60000, 20);
+    cr_assert_eq(rel_window_from_json(good, strlen(good), &f.w, eb, sizeof(eb)), CORE_OK, "%s",
+                 eb);
+    cr_assert_eq(f.w.obs[1].n_real, 20u);
     cr_assert_float_eq(f.w.x[1], 0.25, 0.0);
-    cr_assert_eq(f.w.n[2], 20u);
-    cr_assert_eq(rel_csv_parse(c, "dev1,0,60000,0.5,0.25\n", &f.w, eb, sizeof(eb)), CORE_EPARSE);
-    cr_assert(strstr(eb, "fields"), "%s", eb);
-    cr_assert_eq(rel_csv_parse(c, "dev1,0,60000,0.5,x,0.75,0.8,20\n", &f.w, eb, sizeof(eb)),
-                 CORE_EPARSE);
-    rel_csv_free(c);
-    cr_assert_eq(rel_csv_new(f.p, "device,window_start,temp\n", &c, eb, sizeof(eb)),
-                 CORE_EPARSE);
-    cr_assert_eq(rel_csv_new(f.p, "device,window_start,window_end,n_node.nosuch\n", &c, eb,
-                             sizeof(eb)), CORE_EPARSE);
+    for (size_t i = 0; i < sizeof(mut) / sizeof(*mut); i++) {
+        const char *at = strstr(good, mut[i].from);
+        cr_assert_not_null(at, "mutation %zu", i);
+        snprintf(js, sizeof(js), "%.*s%s%s", (int)(at - good), good, mut[i].to,
+                 at + strlen(mut[i].from));
+        eb[0] = '\0';
+        cr_assert_neq(rel_window_from_json(js, strlen(js), &f.w, eb, sizeof(eb)), CORE_OK,
+                      "mutation %zu accepted", i);
+        cr_assert(strstr(eb, mut[i].needle), "mutation %zu: '%s' lacks '%s'", i, eb,
+                  mut[i].needle);
+    }
+    const char *excl = "{\"schema\":\"gcdp.window/2\",\"device\":\"d\",\"window_start\":0,"
+                       "\"window_end\":1,\"excluded\":true,\"reason\":\"long_gap\"}";
+    cr_assert_eq(rel_window_from_json(excl, strlen(excl), &f.w, eb, sizeof(eb)), CORE_OK);
+    cr_assert(f.w.excluded);
     fx_fini(&f);
 }
 
@@ -632,12 +665,9 @@ Test(rel_release, time_radius_refuses_windows_denser_than_max_per_slot)
     char eb[512] = "", eb2[512] = "";
     struct rel_opts opt = make_opts("gcdp");
     struct rel_plan *p2 = NULL;
-    const char *dense =
-        "{\"schema\":\"gcdp.window/1\",\"id\":\"dense\",\"device\":\"dev1\",\"window_start\":0,"
-        "\"window_end\":60000,\"n_slots\":10,"
-        "\"nodes\":{\"temp\":0.5,\"hum\":0.25,\"light\":0.75,\"temp.count\":0.8},"
-        "\"n_node\":{\"temp\":21,\"hum\":20,\"light\":20}}";
+    char dense[2048];
 
+    window_full(dense, sizeof(dense), "dense", 0, 60000, 21, 20, 0.8, 10);
     fx_init(&f, "gcdp", 10.0, 1);
     opt.policy_time_radius = 1;
     opt.policy_per_slot = 2;
@@ -646,7 +676,7 @@ Test(rel_release, time_radius_refuses_windows_denser_than_max_per_slot)
     fx_close(&f);
     rel_plan_free(f.p);
     f.p = p2;
-    rel_window_init(&f.w, f.p);
+    rel_window_init(&f.w, f.t);
     fx_open(&f, 1);
     cr_assert_eq(push_json(&f, dense, &o, eb2, sizeof(eb2)), CORE_EINVAL);
     cr_assert(strstr(eb2, "max_per_slot"), "%s", eb2);
@@ -667,7 +697,7 @@ Test(rel_release, value_formatting_is_exact_to_twelve_decimals)
     struct fixture f;
     const uint32_t node = 3;
     const double coef = -1.0;
-    char eb[512] = "", js[1024];
+    char eb[512] = "", js[2048];
 
     fx_init(&f, "gcdp", 1000.0, 1);
     fx_close(&f);
@@ -678,16 +708,13 @@ Test(rel_release, value_formatting_is_exact_to_twelve_decimals)
     o.cap.eps = 1000.0;
     cr_assert_eq(rel_plan_new(f.t, &o, &f.p, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert_eq(f.p->s[3], 0.0);
-    rel_window_init(&f.w, f.p);
+    rel_window_init(&f.w, f.t);
     fx_open(&f, 1);
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
         struct out out = {0};
-        snprintf(js, sizeof(js),
-                 "{\"schema\":\"gcdp.window/1\",\"id\":\"fmt%zu\",\"device\":\"dev1\","
-                 "\"window_start\":0,\"window_end\":60000,"
-                 "\"nodes\":{\"temp\":0.5,\"hum\":0.25,\"light\":0.75,\"temp.count\":%.17g},"
-                 "\"n_node\":{\"temp\":20,\"hum\":20,\"light\":20,\"temp.count\":20}}",
-                 i, cases[i].x);
+        char id[16];
+        snprintf(id, sizeof(id), "fmt%zu", i);
+        window_full(js, sizeof(js), id, 0, 60000, 20, 20, cases[i].x, 0);
         cr_assert_eq(push_json(&f, js, &out, eb, sizeof(eb)), CORE_OK, "%s", eb);
         char *vals = strstr(out.buf, "\"values\"");
         char *scale = strstr(out.buf, "\"scale\"");
@@ -714,24 +741,25 @@ Test(rel_release, two_noise_workers_produce_a_complete_ordered_record)
 
     cr_assert_eq(cal_theta_new(d, d, &t), CORE_OK);
     for (size_t m = 0; m < d; m++) {
-        snprintf(name, sizeof(name), m == d - 1 ? "c%zu.count" : "c%zu", m);
+        snprintf(name, sizeof(name), m == d - 1 ? "c%zu.count" : "c%zu.mean", m);
         cr_assert_eq(cal_theta_set_node(t, m, name), CORE_OK);
         t->mu[m] = 0.5;
     }
     cr_assert_eq(cal_theta_set_identity_coords(t), CORE_OK);
     cr_assert_eq(rel_plan_new(t, &o, &p, eb, sizeof(eb)), CORE_OK, "%s", eb);
     snprintf(path, sizeof(path), "%s/l.jsonl", dir);
-    struct core_dp_ledger_opts lo = {path, p->opts.cap, 0};
+    struct core_dp_ledger_opts lo = {path, p->opts.cap, 0, {60000, 0, 1000}};
     cr_assert_eq(core_dp_ledger_open(&lo, &l, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert_eq(rel_releaser_new(p, l, core_rng_os(), 1, 2, &r), CORE_OK);
-    rel_window_init(&w, p);
+    rel_window_init(&w, t);
+    as_record_of(&w, p);
     snprintf(w.id, sizeof(w.id), "big");
     snprintf(w.device, sizeof(w.device), "dev9");
     w.start = 0;
     w.end = 60000;
     for (size_t m = 0; m < d; m++) {
         w.x[m] = (double)m / (double)d;
-        w.n[m] = 30;
+        w.obs[m] = (struct rel_node_obs){30, 30, 0};
     }
     cr_assert_eq(rel_releaser_push(r, &w, collect, out, eb, sizeof(eb)), CORE_OK, "%s", eb);
     json_t *rec = json_loads(out->buf, 0, NULL);
@@ -742,7 +770,7 @@ Test(rel_release, two_noise_workers_produce_a_complete_ordered_record)
     json_t *v;
     size_t i = 0;
     json_object_foreach(vals, key, v) { /* jansson keeps insertion order */
-        snprintf(name, sizeof(name), i == d - 1 ? "c%zu.count" : "c%zu", i);
+        snprintf(name, sizeof(name), i == d - 1 ? "c%zu.count" : "c%zu.mean", i);
         cr_assert_str_eq(key, name);
         cr_assert(json_is_number(v));
         prev = key;
@@ -775,7 +803,7 @@ Test(rel_release, replay_under_other_parameters_republishes_stored_record_and_co
     cr_assert_eq(push_json(&f, WIN, &o1, eb, sizeof(eb)), CORE_OK, "%s", eb);
     fx_close(&f);
     cr_assert_eq(rel_plan_new(f.t, &opt, &lap, eb, sizeof(eb)), CORE_OK, "%s", eb);
-    struct core_dp_ledger_opts lo = {f.path, lap->opts.cap, 0};
+    struct core_dp_ledger_opts lo = {f.path, lap->opts.cap, 0, {60000, 0, 1000}};
     cr_assert_eq(core_dp_ledger_open(&lo, &f.l, eb, sizeof(eb)), CORE_OK);
     cr_assert_eq(rel_releaser_new(lap, f.l, ts_rng_iface(f.rng), 1, 1, &f.r), CORE_OK);
     cr_assert_eq(push_json(&f, WIN, &o2, eb, sizeof(eb)), CORE_OK, "%s", eb);
@@ -851,7 +879,7 @@ static core_err check_record(void *arg, const char *bytes, size_t len, bool repl
     json_t *vals = json_object_get(rec, "values");
     ok = ok && json_object_size(vals) == d_expect;
     json_object_foreach(vals, key, v) {
-        snprintf(name, sizeof(name), "c%zu", i++);
+        snprintf(name, sizeof(name), "c%zu.mean", i++);
         ok = ok && strcmp(key, name) == 0 && json_is_number(v);
     }
     json_decref(rec);
@@ -879,21 +907,22 @@ Test(rel_release, persistent_workers_over_many_windows_and_after_fork, .timeout 
 
     cr_assert_eq(cal_theta_new(d, d, &t), CORE_OK);
     for (size_t m = 0; m < d; m++) {
-        snprintf(name, sizeof(name), "c%zu", m);
+        snprintf(name, sizeof(name), "c%zu.mean", m);
         cr_assert_eq(cal_theta_set_node(t, m, name), CORE_OK);
         t->mu[m] = 0.5;
     }
     cr_assert_eq(cal_theta_set_identity_coords(t), CORE_OK);
     cr_assert_eq(rel_plan_new(t, &o, &p, eb, sizeof(eb)), CORE_OK, "%s", eb);
     snprintf(path, sizeof(path), "%s/l.jsonl", dir);
-    struct core_dp_ledger_opts lo = {path, p->opts.cap, 0};
+    struct core_dp_ledger_opts lo = {path, p->opts.cap, 0, {60000, 0, 1000}};
     cr_assert_eq(core_dp_ledger_open(&lo, &l, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert_eq(rel_releaser_new(p, l, core_rng_os(), 4, 3, &r), CORE_OK);
-    rel_window_init(&w, p);
+    rel_window_init(&w, t);
+    as_record_of(&w, p);
     snprintf(w.device, sizeof(w.device), "dev7");
     for (size_t m = 0; m < d; m++) {
         w.x[m] = (double)m / (double)d;
-        w.n[m] = 30;
+        w.obs[m] = (struct rel_node_obs){30, 30, 0};
     }
     for (int i = 0; i < 11; i++) {
         snprintf(w.id, sizeof(w.id), "win%d", i);

@@ -192,7 +192,7 @@ def utc_text(ms):
 
 def make_window(spec, device, start, rows, version):
     end = start + spec.size
-    rec = {"schema": "gcdp.window/1", "id": f"{device}|{start}|{version}", "device": device,
+    rec = {"schema": "gcdp.window/2", "id": f"{device}|{start}|{version}", "device": device,
            "window_start": start, "window_end": end, "window_start_utc": utc_text(start),
            "window_end_utc": utc_text(end), "config_version": version, "n": len(rows),
            "n_slots": spec.slots}
@@ -213,11 +213,26 @@ def make_window(spec, device, start, rows, version):
         rec.update({"excluded": True, "exclude_reason": excl})
         return rec
     def node(c, f):
-        return c if len(spec.features) == 1 else f"{c}.{f}"
+        return f"{c}.{f}"  # gcdp.window/2: the statistic is always in the name
+    def longest_run(slots):
+        best = run = 0
+        for i, t in enumerate(slots):
+            run = run + 1 if i and t - slots[i - 1] == spec.period else 1
+            best = max(best, run)
+        return best
+    def num(x):
+        return int(x) if float(x).is_integer() else float(x)
+    clip = {c: dict(spec.channels)[c]["clip"] for c in node_ch}
     rec["excluded"] = False
     rec["nodes"] = {node(c, f): results[c][0][f] for c in node_ch for f in spec.features}
     rec["n_node"] = {node(c, f): results[c][1] for c in node_ch for f in spec.features}
     rec["imputed"] = {node(c, f): results[c][2] for c in node_ch for f in spec.features}
+    rec["prov"] = {"interp_gap": spec.max_gap, "period_ms": spec.period, "norm": "clip_minmax",
+                   "nodes": {node(c, f): {"stat": f, "channel": c,
+                                          "clip": [num(clip[c][0]), num(clip[c][1])],
+                                          "n_imputed": len(results[c][2]),
+                                          "max_run": longest_run(results[c][2])}
+                             for c in node_ch for f in spec.features}}
     return rec
 
 

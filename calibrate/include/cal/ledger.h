@@ -3,11 +3,13 @@
  * a protected unit's loss is ε_cal + ε_rel per calibrate + release invocation).
  * SPDX-License-Identifier: Apache-2.0
  *
- * Units are the release stage's units (docs/release.md, "Composition"): '<device>|<slot>'
- * with slot = floor(t / slot_ms). A calibration row with timestamp ts charges, for every
- * listed device, every slot of [ts − widen, ts + widen], widen = the release policy's time
- * radius in ms (release.policy.time_radius × period): exactly the slots whose protected
- * occurrences' expansion sets can touch the row, as release widens a window. So a unit that
+ * Units are the release stage's units (core_dp_units, docs/release.md, "Composition"):
+ * '<device>|<slot>' with slot = floor(t / slot_ms). A calibration row with raw timestamp ts
+ * charges, for every listed device, every slot of [ts − widen, ts + widen], widen = the
+ * release policy's time radius in ms (release.policy.time_radius × period) plus half a
+ * period rounded up: ingest snaps a reading to the nearest period grid point, so the slot of
+ * the snapped time that release charges is always among these (one reading, one unit, in
+ * both stages). So a unit that
  * is both in the calibration data and in released windows is charged ε_cal + ε_rel, and the
  * same lifetime cap (release.ledger.cap_*) bounds the sum.
  *
@@ -51,7 +53,7 @@ struct cal_ledger_opts {
     const char *const *devices; /* borrowed, n_devices (1..MAX_DEVICES) device ids */
     size_t n_devices;
     int64_t slot_ms;            /* release.ledger.slot_ms, >= 1 */
-    int64_t widen_ms;           /* release.policy.time_radius x period, >= 0 */
+    int64_t widen_ms;           /* time_radius x period + ceil(period / 2), >= 0 */
     struct core_dp_cost cap;    /* the ledger's lifetime cap (for the refusal message only) */
 };
 

@@ -30,10 +30,11 @@ void cal_units_free(struct cal_units *u)
     free(u);
 }
 
-static int64_t floor_div(int64_t a, int64_t b)
+/* The slot of t: core's unit scheme (one owner for calibrate and release). */
+static int64_t slot_of(int64_t t, int64_t slot_ms)
 {
-    int64_t q = a / b;
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+    struct core_dp_scheme sc = {slot_ms, 0, 1};
+    return core_dp_unit_slot(&sc, t);
 }
 
 struct span {
@@ -86,8 +87,8 @@ static core_err row_spans(const struct cal_matrix *mx, const struct cal_ledger_o
             free(v);
             return CORE_EINVAL;
         }
-        a = floor_div(ts - o->widen_ms, o->slot_ms);
-        b = floor_div(ts + o->widen_ms, o->slot_ms);
+        a = slot_of(ts - o->widen_ms, o->slot_ms);
+        b = slot_of(ts + o->widen_ms, o->slot_ms);
         if (b - a + 1 > CAL_LEDGER_MAX_ROW_SPAN) {
             snprintf(eb, ebn, "calibration rows span %" PRId64 " ledger slots each (more than %d: "
                      "release.ledger.slot_ms too small for the time radius)", b - a + 1,
@@ -156,7 +157,8 @@ core_err cal_ledger_units(const struct cal_matrix *mx, const struct cal_ledger_o
         for (size_t i = 0; i < n_sp; i++)
             for (int64_t s = sp[i].a; s <= sp[i].b; s++) {
                 char name[CAL_LEDGER_MAX_DEVICE + 32];
-                snprintf(name, sizeof(name), "%s|%" PRId64, o->devices[d], s);
+                if (core_dp_unit_name(name, sizeof(name), o->devices[d], s) < 0)
+                    name[0] = '\0'; /* cannot happen: device <= MAX_DEVICE bytes */
                 u->names[u->n++] = core_xstrdup(name);
             }
     free(sp);

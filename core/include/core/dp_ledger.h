@@ -6,8 +6,17 @@
  * File: append-only JSON lines, one per committed release:
  *   {"v":1,"id":...,"mech":...,"units":[...],"eps":..,"rho":..,"delta":..,
  *    "params":{...},"out":"<base64 of the output bytes>"}
- * (first line {"gcdp_ledger":1}). Doubles are printed with 17 significant digits, so a
- * rescan rebuilds the same upward-rounded totals.
+ * Doubles are printed with 17 significant digits, so a rescan rebuilds the same
+ * upward-rounded totals. The first line is a header written once, when the file is created,
+ * that binds the ledger to its unit scheme, caps and accounting (DESIGN §5 release):
+ *   {"gcdp_ledger":2,"scheme":{"unit":"<device>|floor(t/slot_ms)","slot_ms":..,
+ *    "time_radius":..,"period_ms":..},"cap":{"eps":..,"rho":..,"delta":..},
+ *    "accounting":"basic"}
+ * A ledger is never silently new: a path that does not exist is created with its header
+ * (atomically: written under a temporary name, then linked in place); an existing file that
+ * is empty, has no or another header (format 1 had no scheme), or was created with another
+ * scheme or other caps is refused by name (CORE_ESTATE), never reinterpreted. Changing the
+ * scheme or the caps means a new ledger file (docs/release.md, "The ledger").
  *
  * Protocol for one release (the caller is the release/calibrate/learner stage):
  *   1. core_dp_ledger_lookup(id)      -> CORE_OK: republish the stored bytes, stop.
@@ -41,6 +50,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "core/dp_acct.h"
 #include "core/err.h"
 
@@ -55,11 +66,42 @@
 
 struct core_dp_ledger;
 
+/* The privacy-unit scheme (one owner: calibrate, release and `gcdp ledger` all use it).
+ * A protected occurrence at time t of device D belongs to unit "D|floor(t / slot_ms)". Work
+ * on data spanning [t0, t1) charges every unit whose occurrences' expansion sets (time
+ * radius h sampling periods) can touch the span: the slots of [t0 - h p - extra,
+ * t1 - 1 + h p + extra], p = period_ms (extra: the caller's own tolerance, e.g. half a
+ * period for raw reading times that ingest snaps to the period grid). */
+struct core_dp_scheme {
+    int64_t slot_ms;     /* >= 1 */
+    int64_t time_radius; /* h >= 0, in sampling periods */
+    int64_t period_ms;   /* p >= 1 */
+};
+
+#define CORE_DP_UNIT_FORMAT "<device>|floor(t/slot_ms)"
+#define CORE_DP_MAX_SPAN_UNITS 1024u /* units one span may charge */
+
+/* Units of device over [t0, t1) widened as above, written into buf (buf_size) as consecutive
+ * NUL-terminated strings pointed to by units[0..*n). Returns CORE_OK, CORE_EINVAL (bad
+ * scheme, t1 <= t0, times beyond +-2^62, device empty or holding '|'), CORE_ETOOBIG (more
+ * than max_units / CORE_DP_MAX_SPAN_UNITS units, or buf too small). */
+CORE_MUST_CHECK core_err core_dp_units(const struct core_dp_scheme *s, const char *device,
+                                       int64_t t0, int64_t t1, int64_t extra_ms, char *buf,
+                                       size_t buf_size, const char **units, size_t max_units,
+                                       size_t *n);
+
+/* Slot index of time t under s (floor division); s->slot_ms >= 1. */
+int64_t core_dp_unit_slot(const struct core_dp_scheme *s, int64_t t);
+
+/* Unit name "<device>|<slot>" into buf; returns its length, or -1 when it does not fit. */
+int core_dp_unit_name(char *buf, size_t n, const char *device, int64_t slot);
+
 struct core_dp_ledger_opts {
     const char *path;       /* ledger file, borrowed; created (0600) if absent */
     struct core_dp_cost cap; /* lifetime cap per unit; each field finite and >= 0
-                              * (0 forbids that kind of charge) */
+                              * (0 forbids that kind of charge); bound in the header */
     size_t max_tracked;     /* cap on distinct release ids + units (0 -> default) */
+    struct core_dp_scheme scheme; /* required; bound in the header */
 };
 
 struct core_dp_ledger_stats {
@@ -70,11 +112,13 @@ struct core_dp_ledger_stats {
     uint64_t torn_dropped;  /* torn last lines cut off at open */
 };
 
-/* Open or create the ledger and rebuild the totals by scanning it.
+/* Open (or create, when the path does not exist) the ledger and rebuild the totals.
  *   opts    borrowed; out: new object, caller frees with core_dp_ledger_free().
  *   errbuf  optional reason (line number, key name; never output bytes).
  * Returns CORE_OK, CORE_EINVAL (opts), CORE_EIO, CORE_EAGAIN (locked by another process),
- * CORE_EPARSE (corrupt line before the last), CORE_ETOOBIG (more than max_tracked). */
+ * CORE_ESTATE (empty or header-less file, format 1, or a header with another scheme / other
+ * caps: errbuf names the field and both values), CORE_EPARSE (corrupt line before the
+ * last), CORE_ETOOBIG (more than max_tracked). */
 CORE_MUST_CHECK core_err core_dp_ledger_open(const struct core_dp_ledger_opts *opts,
                                              struct core_dp_ledger **out, char *errbuf,
                                              size_t errbuf_size);
@@ -129,6 +173,25 @@ CORE_MUST_CHECK core_err core_dp_ledger_lookup(struct core_dp_ledger *l, const c
  * Returns CORE_OK, CORE_EINVAL. */
 CORE_MUST_CHECK core_err core_dp_ledger_spent(const struct core_dp_ledger *l, const char *unit,
                                               struct core_dp_cost *out);
+
+/* Read-only header check of an existing ledger file without opening it for writing (for
+ * `gcdp ledger`): fills scheme and cap from the header. Returns CORE_OK, CORE_EIO,
+ * CORE_ESTATE (empty / header-less / format 1). */
+CORE_MUST_CHECK core_err core_dp_ledger_read_header(const char *path,
+                                                    struct core_dp_scheme *scheme,
+                                                    struct core_dp_cost *cap, char *errbuf,
+                                                    size_t errbuf_size);
+
+/* Parse one ledger row as core_dp_ledger_open does (id, mech, units, costs, output): the one
+ * validation `gcdp ledger` and the open scan share. On CORE_OK the borrowed pointers point
+ * into row. Returns CORE_OK or CORE_EPARSE (errbuf: which field). */
+struct core_dp_row {
+    const char *id, *mech;
+    const json_t *units; /* array of unit strings, non-empty */
+    struct core_dp_cost cost;
+};
+CORE_MUST_CHECK core_err core_dp_ledger_parse_row(const json_t *row, struct core_dp_row *out,
+                                                  char *errbuf, size_t errbuf_size);
 
 /* Counters (no protected values). Always succeeds. */
 void core_dp_ledger_stats(const struct core_dp_ledger *l, struct core_dp_ledger_stats *out);

@@ -59,7 +59,10 @@
 #define ING_MAX_DEVICES_CAP   1000000
 #define ING_MAX_BUFFER_CAP    65536 /* readings buffered per device */
 #define ING_SCHEMA_READING    "gcdp.reading/1"
-#define ING_SCHEMA_WINDOW     "gcdp.window/1"
+#define ING_SCHEMA_WINDOW     "gcdp.window/2"
+/* Normalization every node value went through (window record "prov.norm"): clip to the
+ * channel's public [clip_lo, clip_hi], then map linearly onto [0, 1]. */
+#define ING_NORM_NAME         "clip_minmax"
 #define ING_SCHEMA_REJECTED   "gcdp.rejected/1"
 
 /* Reject reasons: X(enum, "code", "description"). Codes are stable; never renumber or
@@ -135,8 +138,7 @@ enum ing_excl {
 };
 const char *ing_excl_code(enum ing_excl x);
 
-/* Window features (ingest.features); node names are "<channel>" when exactly one
- * feature is configured, "<channel>.<feature>" otherwise. */
+/* Window features (ingest.features); node names are always "<channel>.<feature>". */
 enum ing_feature {
     ING_F_MEAN = 1u << 0,  /* mean of the normalized completed series */
     ING_F_COUNT = 1u << 1, /* min(1, real samples / slots) */

@@ -16,6 +16,12 @@
  *   series     points in slot order; inside a slot, real readings in ts order.
  *   features   mean = (sum u, left to right) / N; min; max; std = sqrt(sum (u-mean)^2 / N);
  *              count = min(1, real samples / S).
+ *   node name  always "<channel>.<feature>" (gcdp.window/2): the statistic travels with the
+ *              value, so no downstream stage has to guess it from configuration.
+ *   provenance "prov" states what bounds each node's sensitivity (DESIGN.md §5, §7.7): the
+ *              interpolation gap G, the sampling period, the normalization and, per node,
+ *              its statistic, channel, clip interval, imputed points and longest imputed
+ *              run; the real-sample counts are "n_node". Release certifies from these.
  */
 #include "alg/window.h"
 
@@ -123,9 +129,13 @@ static size_t build_series(struct ing_engine *e, const struct ing__dev *d, size_
         first++;
     while (ws->slot_first[last] == SIZE_MAX)
         last--;
+    size_t run = 0;
+
     ws->imp_n[c] = 0;
+    ws->imp_run[c] = 0;
     for (int64_t j = first; j <= last; j++) {
         if (ws->slot_first[j] != SIZE_MAX) {
+            run = 0;
             for (size_t i = ws->slot_first[j]; i <= ws->slot_last[j]; i++)
                 if (!isnan(d->val[i * nch + c]))
                     ws->u[m++] = normalize(ch, d->val[i * nch + c]);
@@ -138,6 +148,8 @@ static size_t build_series(struct ing_engine *e, const struct ing__dev *d, size_
             double x = xa + (xb - xa) * ((double)(tj - ta) / (double)(tb - ta));
             ws->u[m++] = normalize(ch, x);
             ws->imp_ts[c * (size_t)ws->n_slots + ws->imp_n[c]++] = tj;
+            if (++run > ws->imp_run[c])
+                ws->imp_run[c] = run;
         }
     }
     return m;
@@ -238,11 +250,29 @@ static void put_node_name(struct ing_buf *b, const struct ing_engine *e, size_t 
 {
     ing__buf_puts(b, "\"");
     ing__buf_puts(b, e->p.channels[c].name);
-    if ((e->p.features & (e->p.features - 1)) != 0) { /* more than one feature */
-        ing__buf_puts(b, ".");
-        ing__buf_puts(b, ing__feature_name(bit));
-    }
+    ing__buf_puts(b, ".");
+    ing__buf_puts(b, ing__feature_name(bit));
     ing__buf_puts(b, "\":");
+}
+
+/* One node's provenance: {"stat":..,"channel":..,"clip":[L,U],"n_imputed":k,"max_run":r}. */
+static void put_node_prov(struct ing_buf *b, const struct ing_engine *e, size_t c, unsigned bit)
+{
+    const struct ing_channel *ch = &e->p.channels[c];
+
+    ing__buf_puts(b, "{\"stat\":\"");
+    ing__buf_puts(b, ing__feature_name(bit));
+    ing__buf_puts(b, "\",\"channel\":\"");
+    ing__buf_puts(b, ch->name);
+    ing__buf_puts(b, "\",\"clip\":[");
+    ing__buf_double(b, ch->clip_lo);
+    ing__buf_puts(b, ",");
+    ing__buf_double(b, ch->clip_hi);
+    ing__buf_puts(b, "],\"n_imputed\":");
+    ing__buf_int(b, (int64_t)e->ws.imp_n[c]);
+    ing__buf_puts(b, ",\"max_run\":");
+    ing__buf_int(b, (int64_t)e->ws.imp_run[c]);
+    ing__buf_puts(b, "}");
 }
 
 /* Calls f(b, e, c, bit, feature index) for every node (channel x feature) in order. */
@@ -266,6 +296,8 @@ static void put_nodes(struct ing_buf *b, const struct ing_engine *e, int what)
                 ing__buf_double(b, ws->feat[c][f]);
             } else if (what == 1) {
                 ing__buf_int(b, (int64_t)ws->n_real[c]);
+            } else if (what == 3) {
+                put_node_prov(b, e, c, bit);
             } else {
                 ing__buf_puts(b, "[");
                 for (size_t i = 0; i < ws->imp_n[c]; i++) {
@@ -351,6 +383,13 @@ void ing__window_emit(struct ing_engine *e, const struct ing__dev *d, int64_t st
         put_nodes(b, e, 1);
         ing__buf_puts(b, ",\"imputed\":");
         put_nodes(b, e, 2);
+        ing__buf_puts(b, ",\"prov\":{\"interp_gap\":");
+        ing__buf_int(b, e->p.max_interp_gap);
+        ing__buf_puts(b, ",\"period_ms\":");
+        ing__buf_int(b, e->p.period_ms);
+        ing__buf_puts(b, ",\"norm\":\"" ING_NORM_NAME "\",\"nodes\":");
+        put_nodes(b, e, 3);
+        ing__buf_puts(b, "}");
     }
     ing__buf_puts(b, "}");
     info = (struct ing_window_info){d->id, start,  start + e->p.window_ms, x != ING_X_NONE, x,

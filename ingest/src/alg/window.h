@@ -40,6 +40,7 @@ struct ing__wscratch {
     double *u;                      /* normalized points of one channel */
     int64_t *imp_ts;                /* n_channels * n_slots imputed slot times */
     size_t imp_n[ING_MAX_CHANNELS];
+    size_t imp_run[ING_MAX_CHANNELS]; /* longest run of consecutive imputed slots */
     size_t n_real[ING_MAX_CHANNELS];
     double feat[ING_MAX_CHANNELS][5]; /* mean, count, min, max, std */
     size_t nodes[ING_MAX_CHANNELS];   /* channel index per node of this window */

@@ -89,6 +89,35 @@ CORE_MUST_CHECK core_err rel_policy_counts(size_t n_chan, const uint32_t *edges,
  * c = 0 gives 0. Returns the bound (finite, >= 0). qp must pass rel_query_params_check. */
 double rel_stat_sensitivity(enum rel_stat s, uint64_t c, const struct rel_query_params *qp);
 
+/* What one window's record says about one node (gcdp.window/2 provenance; DESIGN §7.7). Which
+ * samples exist is public under the adjacency (value replacement), so these counts are the
+ * same in neighbouring datasets and may shape the window's own certificate. */
+struct rel_node_obs {
+    uint32_t n_real;   /* real samples of the node's channel in the window (n_node) */
+    uint32_t n_points; /* points of the completed series = n_real + imputed points */
+    uint32_t max_run;  /* longest run of imputed slots (<= the record's interp_gap) */
+};
+
+/* The window's own certificate for one node statistic when c of its real samples may change:
+ * each changed sample moves itself and the imputed points of the gaps on either side of it,
+ * P = min(c, n_real) (1 + 2 max_run) points of the completed series, each by <= 1 after
+ * clip + normalization. mean: min(P / n_points, 1); std (population, as ingest computes it):
+ * min(sqrt(P / n_points), 1/2) (std is 1/sqrt(n)-times a 1-Lipschitz function of the vector
+ * in l2); sum: min(P, n_max); count: 0; min/max: 1. c = 0 gives 0.
+ * For a window with n_real >= n_min and max_run <= G this never exceeds
+ * rel_stat_sensitivity (the plan's bound), which is what lets the plan fix the noise scale
+ * before any window is seen. o must have n_points >= n_real >= 1. */
+double rel_stat_sensitivity_obs(enum rel_stat s, uint64_t c, const struct rel_node_obs *o,
+                                const struct rel_query_params *qp);
+
+/* Algorithm 2 step 2 with the window's certificate: B = max_i Σ_t |coef_t|
+ * Δ_obs(stat_t, counts[i][chan_t], obs[t]) (no range cap beyond each term's own), rounded up.
+ *   obs  one per term. Returns CORE_OK or CORE_EINVAL (as rel_coord_bound; n_points 0). */
+CORE_MUST_CHECK core_err rel_coord_bound_obs(size_t n_chan, const uint32_t *counts,
+                                             size_t n_terms, const struct rel_term *terms,
+                                             const struct rel_node_obs *obs,
+                                             const struct rel_query_params *qp, double *B);
+
 /* Public clipped interval of one statistic: mean/min/max/count [0,1] (count is ingest's
  * coverage ratio), std [0, sqrt(n/(4(n-1)))] at n = n_min (the largest sample std of values
  * in [0,1]), sum [0, n_max]. */

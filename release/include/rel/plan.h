@@ -12,6 +12,7 @@
 #ifndef REL_PLAN_H
 #define REL_PLAN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,7 @@
 #include "cal/theta.h"
 #include "core/config.h"
 #include "core/dp_acct.h"
+#include "core/dp_ledger.h"
 #include "core/dp_mech.h"
 #include "core/err.h"
 #include "rel/alloc.h"
@@ -27,6 +29,36 @@
 #include "rel/mech.h"
 
 #define REL_MAX_POLICY_EDGES 65536u
+#define REL_MAX_KEY 48u /* bytes of a window node name "<channel>.<stat>" (+ NUL) */
+#define REL_NORM_CLIP_MINMAX "clip_minmax" /* the one normalization release certifies */
+
+/* Provenance of one θ node as a window record states it (gcdp.window/2 "prov"). */
+struct rel_node_prov {
+    char key[REL_MAX_KEY];  /* window node the θ node reads: "<channel>.<stat>" */
+    char chan[REL_MAX_KEY]; /* its channel (the G0 vertex) */
+    enum rel_stat stat;     /* its statistic */
+    double clip_lo, clip_hi; /* public clip interval normalized onto [0, 1] */
+};
+
+/* What a plan is built for: per θ node its provenance, plus the window-level interpolation
+ * gap G and sampling period. Built from a record (from_record) or, for callers without
+ * records (tests, benchmarks, `--plan` without input), from θ node names that carry their
+ * statistic and rel_opts' query.interp_gap / period_ms. Public: ingest configuration only. */
+struct rel_profile {
+    size_t n_nodes;              /* θ n_nodes */
+    struct rel_node_prov *node;  /* owned, n_nodes (unused θ nodes: zeroed) */
+    uint32_t interp_gap;         /* G */
+    int64_t period_ms;
+    bool from_record;
+};
+
+void rel_profile_init(struct rel_profile *pr, size_t n_nodes); /* zeroed, allocated */
+void rel_profile_cleanup(struct rel_profile *pr);               /* NULL-safe fields */
+void rel_profile_copy(struct rel_profile *dst, const struct rel_profile *src);
+
+/* Split "<channel>.<stat>" (a known statistic after the last dot, channel non-empty and
+ * shorter than chan_size). false when the name carries no statistic. */
+bool rel_name_split(const char *name, char *chan, size_t chan_size, enum rel_stat *stat);
 #define REL_MAX_UNITS_PER_WINDOW 1024u /* ledger units one window may charge */
 
 /* Options of a release, normally from the release.* configuration keys. */
@@ -35,24 +67,25 @@ struct rel_opts {
     double eps_rel;                /* release budget per window */
     double delta;                  /* gauss only: δ of the (ε_rel, δ) guarantee */
     struct rel_alloc_params alloc; /* β_r, β_g, β_u, η, ε_min (0 = Table 5 default) */
-    struct rel_query_params query; /* n_min, n_max, G */
+    struct rel_query_params query; /* n_min, n_max; G only without a profile */
+    const struct rel_profile *profile; /* borrowed, optional: the windows' provenance (the
+                                          plan copies it); NULL: θ node names must carry
+                                          their statistic, G = query.interp_gap and
+                                          period_ms as given */
     const json_t *policy_edges;    /* borrowed: [[chanA, chanB], ...] names of G0 edges */
     uint32_t policy_hops;          /* G0 neighbourhood radius */
     uint32_t policy_time_radius;   /* h, in sampling periods */
     uint32_t policy_per_slot;      /* k: real readings of a channel that may share a slot */
-    int64_t period_ms;             /* sampling period (time radius -> ms for ledger units) */
+    int64_t period_ms;             /* sampling period without a profile (time radius -> ms) */
     int64_t slot_ms;               /* ledger unit slot length (privacy unit time grain) */
     struct core_dp_cost cap;       /* lifetime cap per unit */
 };
 
-/* Read every release.* key of cfg into o (borrowing cfg's JSON; cfg must outlive o).
- *   ingest_interp_gap, ingest_period_ms  the ingest stage's max_interp_gap and period_ms
- *       (-1 when unknown), used when release.query.interp_gap is -1 / release.period_ms 0;
- *       an explicit release value below ingest's gap is refused (the bound would not hold).
+/* Read every release.* key of cfg into o (borrowing cfg's JSON; cfg must outlive o). Nothing
+ * about how windows were made is read from configuration: that comes from each record's
+ * provenance (o->profile), never from release's copy of ingest's settings (DESIGN §7.7).
  * Returns CORE_OK or CORE_ECONFIG with errbuf naming the key and the reason. */
-CORE_MUST_CHECK core_err rel_opts_from_config(const struct core_config *cfg,
-                                              int64_t ingest_interp_gap,
-                                              int64_t ingest_period_ms, struct rel_opts *o,
+CORE_MUST_CHECK core_err rel_opts_from_config(const struct core_config *cfg, struct rel_opts *o,
                                               char *errbuf, size_t errbuf_size);
 
 /* Per-coordinate plan (arrays of d, owned by the plan). */
@@ -61,10 +94,12 @@ struct rel_plan {
     struct rel_opts opts;
     size_t d;
     size_t n_noisy;                /* d' = coordinates with s_k > 0 */
-    size_t n_chan;                 /* channels of G0 (derived from θ node names) */
+    struct rel_profile prof;       /* what the plan was built for (owned copy) */
+    size_t n_chan;                 /* channels of G0 (from the profile) */
     char **chan_names;             /* n_chan */
+    uint32_t *counts;              /* n_chan x n_chan Γ(u) occurrence counts (Algorithm 2) */
     uint32_t *node_chan;           /* θ node -> channel */
-    enum rel_stat *node_stat;      /* θ node -> statistic (from the name suffix) */
+    enum rel_stat *node_stat;      /* θ node -> statistic (from the profile) */
     uint8_t *node_used;            /* θ node -> 1 if some coordinate reads it */
     double *lo, *hi;               /* Π_k interval */
     double *B, *s, *eps;           /* Algorithm 2 / 3 results */
@@ -93,8 +128,18 @@ CORE_MUST_CHECK core_err rel_plan_new(const struct cal_theta *theta, const struc
                                       struct rel_plan **out, char *errbuf, size_t errbuf_size);
 void rel_plan_free(struct rel_plan *p); /* NULL-safe */
 
+/* Is window provenance wp (from a record) what plan p was built for? Statistics, window node
+ * names, clip intervals and period must match; the record's G may not exceed the plan's.
+ * false with errbuf naming the node and the field (public configuration only). */
+bool rel_plan_covers(const struct rel_plan *p, const struct rel_profile *wp, const uint8_t *used,
+                     char *errbuf, size_t errbuf_size);
+
 /* Copy the plan's B, s, ε, ε_rel and mechanism into θ's release part (for `--theta-out`). */
 void rel_plan_fill_theta(const struct rel_plan *p, struct cal_theta *theta);
+
+/* The ledger unit scheme the plan charges under: release.ledger.slot_ms, the policy's time
+ * radius and the windows' sampling period (from their provenance). */
+void rel_plan_scheme(const struct rel_plan *p, struct core_dp_scheme *out);
 
 /* Ledger units charged by a window [start, end) of device: "<device>|<slot>" for every slot
  * index floor(t / slot_ms) with t in [start - h*period, end + h*period) (the window widened

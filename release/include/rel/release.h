@@ -1,4 +1,5 @@
-/* rel/release.h - Algorithm 4 on window records: parse a window (gcdp.window/1 JSON or CSV),
+/* rel/release.h - Algorithm 4 on window records: parse a window (gcdp.window/2 JSON, with
+ * its provenance),
  * project, refuse what the plan does not cover, charge the write-ahead ledger, draw secure
  * noise, encode the gcdp.released/1 record, and hand it out only once it is durable.
  * SPDX-License-Identifier: Apache-2.0
@@ -26,46 +27,41 @@
 #include "rel/plan.h"
 
 #define REL_SCHEMA_RELEASED "gcdp.released/1"
-#define REL_SCHEMA_WINDOW   "gcdp.window/1"
+#define REL_SCHEMA_WINDOW   "gcdp.window/2"
 #define REL_MAX_ID          200u     /* window id bytes */
 #define REL_MAX_DEVICE      64u      /* device id bytes */
 #define REL_MAX_LINE        (1u << 22) /* one input record (JSONL line / CSV row) */
 
 /* One window, values indexed by θ node (caller storage; see rel_window_init). */
 struct rel_window {
+    const struct cal_theta *theta; /* borrowed */
     char id[REL_MAX_ID + 1];
     char device[REL_MAX_DEVICE + 1];
     int64_t start, end;  /* epoch ms, [start, end) */
     bool excluded;       /* ingest excluded it: nothing to release */
     uint32_t n_slots;    /* slots in the window (record's "n_slots"); 0 if not given */
-    double *x;           /* θ n_nodes values (NAN where absent and unused) */
-    uint32_t *n;         /* θ n_nodes real-sample counts */
+    double *x;           /* θ n_nodes values (NAN where unused) */
+    struct rel_node_obs *obs; /* θ n_nodes: real samples, series points, longest imputed run */
+    uint8_t *used;       /* θ n_nodes: 1 if some coordinate reads the node */
+    struct rel_profile prof; /* the record's provenance (prof.from_record once parsed) */
 };
 
-/* Allocate x and n for plan's θ. rel_window_cleanup frees them. Always succeeds. */
-void rel_window_init(struct rel_window *w, const struct rel_plan *p);
+/* Allocate the per-node arrays for θ (borrowed; must outlive w). rel_window_cleanup frees. */
+void rel_window_init(struct rel_window *w, const struct cal_theta *theta);
 void rel_window_cleanup(struct rel_window *w);
 
-/* Parse one gcdp.window/1 JSON record (one JSONL line).
- *   text/len borrowed. Every θ node used by a coordinate must be present in "nodes" with a
- *   finite number, and its real-sample count in "n_node" (keyed by node or by channel).
- * Returns CORE_OK, CORE_EPARSE (shape), CORE_EINVAL (values), CORE_ETOOBIG; errbuf names
- * the field. */
-CORE_MUST_CHECK core_err rel_window_from_json(const struct rel_plan *p, const char *text,
-                                              size_t len, struct rel_window *w, char *errbuf,
+/* Parse one gcdp.window/2 JSON record (one JSONL line) into w (initialized for θ).
+ *   Every θ node used by a coordinate is bound to a window node (its own name when it
+ *   carries a statistic, else the one node of that channel) that must be present in
+ *   "nodes" (finite), "n_node" (>= 1), "imputed" and "prov.nodes", with the record's
+ *   provenance consistent with itself (name = channel.stat, n_imputed and max_run equal to
+ *   what the imputed list shows, max_run <= prov.interp_gap, known normalization).
+ *   gcdp.window/1 records carry no provenance and are refused by name.
+ * Returns CORE_OK, CORE_EPARSE (shape), CORE_EINVAL (values, inconsistent provenance),
+ * CORE_ETOOBIG; errbuf names the field. */
+CORE_MUST_CHECK core_err rel_window_from_json(const char *text, size_t len,
+                                              struct rel_window *w, char *errbuf,
                                               size_t errbuf_size);
-
-/* CSV input: a header row naming columns, then one row per window. Columns: device,
- * window_start, window_end (epoch ms), optional id, optional excluded (0/1), one column per
- * θ node used, and the counts as "n_node.<node>", "n_node.<channel>" or one "n" column.
- * Plain comma-separated fields (no quoting). */
-struct rel_csv;
-CORE_MUST_CHECK core_err rel_csv_new(const struct rel_plan *p, const char *header,
-                                     struct rel_csv **out, char *errbuf, size_t errbuf_size);
-void rel_csv_free(struct rel_csv *c); /* NULL-safe */
-CORE_MUST_CHECK core_err rel_csv_parse(const struct rel_csv *c, const char *row,
-                                       struct rel_window *w, char *errbuf,
-                                       size_t errbuf_size);
 
 /* Output callback: one released record (JSON, no newline), durable in the ledger.
  *   replayed  true when the bytes came from the ledger (an earlier identical release). */
@@ -113,9 +109,11 @@ CORE_MUST_CHECK core_err rel_noise_apply(const struct rel_plan *p, const struct 
  * for them). NULL-safe. */
 void rel_releaser_free(struct rel_releaser *r);
 
-/* Release one window (Algorithm 4). Emits earlier records when a batch completes.
- * Returns CORE_OK; CORE_EINVAL (window not covered: too few / too many samples, missing
- * node, non-finite value; nothing charged), CORE_EBUDGET (a unit's lifetime cap; errbuf
+/* Release one window (Algorithm 4). Emits earlier records when a batch completes. The window's
+ * provenance must be what the plan was built for (rel_plan_covers), and its own certificate
+ * (rel_coord_bound_obs from its provenance) must not exceed any B_k (hence s_k).
+ * Returns CORE_OK; CORE_EINVAL (window not covered: too few / too many samples, provenance
+ * not the plan's, certificate above the plan's bound, non-finite value; nothing charged), CORE_EBUDGET (a unit's lifetime cap; errbuf
  * names the unit and its totals; nothing charged), CORE_ERNG / CORE_ENUMERIC (noise
  * failed; the charge is cancelled), CORE_EIO (ledger), or the emit callback's error. */
 CORE_MUST_CHECK core_err rel_releaser_push(struct rel_releaser *r, const struct rel_window *w,

@@ -113,6 +113,58 @@ double rel_stat_sensitivity(enum rel_stat s, uint64_t c, const struct rel_query_
     }
 }
 
+double rel_stat_sensitivity_obs(enum rel_stat s, uint64_t c, const struct rel_node_obs *o,
+                                const struct rel_query_params *qp)
+{
+    uint64_t changed = c < o->n_real ? c : o->n_real;
+    double pts = (double)changed * (1.0 + 2.0 * (double)o->max_run);
+
+    if (changed == 0)
+        return 0.0;
+    pts = fmin(pts, (double)o->n_points);
+    switch (s) {
+    case REL_STAT_MEAN:
+        return fmin(pts / (double)o->n_points, 1.0);
+    case REL_STAT_SUM:
+        return fmin(pts, (double)qp->max_samples);
+    case REL_STAT_COUNT:
+        return 0.0;
+    case REL_STAT_STD:
+        return fmin(sqrt(pts / (double)o->n_points), 0.5);
+    case REL_STAT_MIN:
+    case REL_STAT_MAX:
+    default:
+        return 1.0;
+    }
+}
+
+core_err rel_coord_bound_obs(size_t n_chan, const uint32_t *counts, size_t n_terms,
+                             const struct rel_term *terms, const struct rel_node_obs *obs,
+                             const struct rel_query_params *qp, double *B)
+{
+    double worst = 0.0;
+
+    if (n_terms == 0 || n_chan == 0 || rel_query_params_check(qp) != CORE_OK)
+        return CORE_EINVAL;
+    for (size_t t = 0; t < n_terms; t++)
+        if (terms[t].chan >= n_chan || !isfinite(terms[t].coef) ||
+            (unsigned)terms[t].stat >= REL_STAT_N_ || obs[t].n_points == 0 ||
+            obs[t].n_points < obs[t].n_real)
+            return CORE_EINVAL;
+    for (size_t i = 0; i < n_chan; i++) { /* worst protected occurrence u over channels */
+        double sum = 0.0;
+        for (size_t t = 0; t < n_terms; t++)
+            sum += fabs(terms[t].coef) *
+                   rel_stat_sensitivity_obs(terms[t].stat, counts[i * n_chan + terms[t].chan],
+                                            &obs[t], qp);
+        worst = fmax(worst, sum);
+    }
+    if (!isfinite(worst))
+        return CORE_EINVAL;
+    *B = worst > 0.0 ? nextafter(worst, INFINITY) : 0.0;
+    return CORE_OK;
+}
+
 void rel_stat_range(enum rel_stat s, const struct rel_query_params *qp, double *lo, double *hi)
 {
     double n = (double)qp->min_samples;

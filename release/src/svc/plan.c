@@ -13,33 +13,9 @@
 
 /* ------------------------------------------------------------------ options */
 
-static core_err resolve_int(int64_t mine, int64_t unset, int64_t theirs, const char *key,
-                            int64_t *out, char *eb, size_t ebn)
-{
-    if (mine != unset) {
-        if (theirs >= 0 && mine < theirs && unset < 0) {
-            snprintf(eb, ebn, "%s: %" PRId64 " is below ingest.max_interp_gap = %" PRId64
-                     " (the certified bound would not hold)", key, mine, theirs);
-            return CORE_ECONFIG;
-        }
-        *out = mine;
-        return CORE_OK;
-    }
-    if (theirs < 0) {
-        snprintf(eb, ebn, "%s: not set and the ingest value is unknown; set it", key);
-        return CORE_ECONFIG;
-    }
-    *out = theirs;
-    return CORE_OK;
-}
-
-core_err rel_opts_from_config(const struct core_config *cfg, int64_t ingest_interp_gap,
-                              int64_t ingest_period_ms, struct rel_opts *o, char *eb,
+core_err rel_opts_from_config(const struct core_config *cfg, struct rel_opts *o, char *eb,
                               size_t ebn)
 {
-    int64_t gap = 0, period = 0;
-    core_err rc;
-
     memset(o, 0, sizeof(*o));
     o->mech = rel_mech_find(core_config_str(cfg, "release.mechanism"));
     if (!o->mech) {
@@ -55,11 +31,6 @@ core_err rel_opts_from_config(const struct core_config *cfg, int64_t ingest_inte
     o->alloc.eps_min = core_config_double(cfg, "release.eps_min");
     o->query.min_samples = (uint32_t)core_config_int(cfg, "release.query.min_samples");
     o->query.max_samples = (uint32_t)core_config_int(cfg, "release.query.max_samples");
-    rc = resolve_int(core_config_int(cfg, "release.query.interp_gap"), -1, ingest_interp_gap,
-                     "release.query.interp_gap", &gap, eb, ebn);
-    if (rc != CORE_OK)
-        return rc;
-    o->query.interp_gap = (uint32_t)gap;
     if (rel_query_params_check(&o->query) != CORE_OK) {
         snprintf(eb, ebn, "release.query.max_samples: must be >= release.query.min_samples");
         return CORE_ECONFIG;
@@ -68,11 +39,6 @@ core_err rel_opts_from_config(const struct core_config *cfg, int64_t ingest_inte
     o->policy_hops = (uint32_t)core_config_int(cfg, "release.policy.hops");
     o->policy_time_radius = (uint32_t)core_config_int(cfg, "release.policy.time_radius");
     o->policy_per_slot = (uint32_t)core_config_int(cfg, "release.policy.max_per_slot");
-    rc = resolve_int(core_config_int(cfg, "release.period_ms"), 0, ingest_period_ms,
-                     "release.period_ms", &period, eb, ebn);
-    if (rc != CORE_OK)
-        return rc;
-    o->period_ms = period;
     o->slot_ms = core_config_int(cfg, "release.ledger.slot_ms");
     o->cap.eps = core_config_double(cfg, "release.ledger.cap_eps");
     o->cap.delta = core_config_double(cfg, "release.ledger.cap_delta");
@@ -89,6 +55,8 @@ void rel_plan_free(struct rel_plan *p)
     for (size_t c = 0; c < p->n_chan; c++)
         free(p->chan_names[c]);
     free(p->chan_names);
+    free(p->counts);
+    rel_profile_cleanup(&p->prof);
     free(p->node_chan);
     free(p->node_stat);
     free(p->node_used);
@@ -103,11 +71,46 @@ void rel_plan_free(struct rel_plan *p)
     free(p);
 }
 
-/* θ node "<channel>.<stat>" -> (channel, stat); a name without a known suffix is a mean
- * of the channel of the same name (ingest's single-feature naming). */
+/* The plan's profile: a copy of the record's, or (no profile given) one from θ node names,
+ * each of which must then state its statistic, with G and period from the options. */
+static core_err make_profile(struct rel_plan *p, char *eb, size_t ebn)
+{
+    const struct cal_theta *t = p->theta;
+
+    if (p->opts.profile) {
+        if (p->opts.profile->n_nodes != t->n_nodes) {
+            snprintf(eb, ebn, "window provenance does not match theta's nodes");
+            return CORE_EINVAL;
+        }
+        rel_profile_copy(&p->prof, p->opts.profile);
+        return CORE_OK;
+    }
+    rel_profile_init(&p->prof, t->n_nodes);
+    p->prof.interp_gap = p->opts.query.interp_gap;
+    p->prof.period_ms = p->opts.period_ms;
+    for (size_t m = 0; m < t->n_nodes; m++) {
+        struct rel_node_prov *np = &p->prof.node[m];
+        if (!p->node_used[m])
+            continue;
+        if (!t->nodes[m] || strlen(t->nodes[m]) >= sizeof(np->key) ||
+            !rel_name_split(t->nodes[m], np->chan, sizeof(np->chan), &np->stat)) {
+            snprintf(eb, ebn, "theta node %s names no statistic (<channel>.<stat>): the plan "
+                     "needs the windows' provenance (give window records as input)",
+                     t->nodes[m] ? t->nodes[m] : "?");
+            return CORE_EINVAL;
+        }
+        snprintf(np->key, sizeof(np->key), "%s", t->nodes[m]);
+        np->clip_lo = 0.0;
+        np->clip_hi = 1.0;
+    }
+    return CORE_OK;
+}
+
+/* Channels of G0 and each used θ node's (channel, statistic), from the profile. */
 static core_err split_nodes(struct rel_plan *p, char *eb, size_t ebn)
 {
     const struct cal_theta *t = p->theta;
+    core_err rc;
 
     p->chan_names = core_xcalloc(t->n_nodes, sizeof(*p->chan_names));
     p->node_chan = core_xcalloc(t->n_nodes, sizeof(*p->node_chan));
@@ -117,30 +120,63 @@ static core_err split_nodes(struct rel_plan *p, char *eb, size_t ebn)
         for (size_t a = 0; a < t->coords[k].n; a++)
             if (t->coords[k].nodes[a] < t->n_nodes)
                 p->node_used[t->coords[k].nodes[a]] = 1;
+    if ((rc = make_profile(p, eb, ebn)) != CORE_OK)
+        return rc;
     for (size_t m = 0; m < t->n_nodes; m++) {
-        const char *name = t->nodes[m], *dot = name ? strrchr(name, '.') : NULL;
-        size_t len;
-        if (!name) {
-            snprintf(eb, ebn, "theta node %zu has no name", m);
+        const struct rel_node_prov *np = &p->prof.node[m];
+        size_t c = 0;
+        if (!p->node_used[m])
+            continue;
+        if (!np->key[0]) {
+            snprintf(eb, ebn, "theta node %s has no provenance", t->nodes[m]);
             return CORE_EINVAL;
         }
-        len = strlen(name);
-        p->node_stat[m] = REL_STAT_MEAN;
-        if (dot && rel_stat_parse(dot + 1, &p->node_stat[m]) == CORE_OK)
-            len = (size_t)(dot - name);
-        size_t c = 0;
+        p->node_stat[m] = np->stat;
         for (; c < p->n_chan; c++)
-            if (strlen(p->chan_names[c]) == len && strncmp(p->chan_names[c], name, len) == 0)
+            if (strcmp(p->chan_names[c], np->chan) == 0)
                 break;
-        if (c == p->n_chan) {
-            p->chan_names[c] = core_xmalloc(len + 1);
-            memcpy(p->chan_names[c], name, len);
-            p->chan_names[c][len] = '\0';
-            p->n_chan++;
-        }
+        if (c == p->n_chan)
+            p->chan_names[p->n_chan++] = core_xstrdup(np->chan);
         p->node_chan[m] = (uint32_t)c;
     }
+    if (p->n_chan == 0) {
+        snprintf(eb, ebn, "theta: no coordinate reads a node");
+        return CORE_EINVAL;
+    }
     return CORE_OK;
+}
+
+bool rel_plan_covers(const struct rel_plan *p, const struct rel_profile *wp, const uint8_t *used,
+                     char *eb, size_t ebn)
+{
+    const struct rel_profile *pp = &p->prof;
+
+    if (wp->n_nodes != pp->n_nodes || !wp->from_record) {
+        snprintf(eb, ebn, "window provenance missing");
+        return false;
+    }
+    if (wp->period_ms != pp->period_ms || wp->interp_gap > pp->interp_gap) {
+        snprintf(eb, ebn, "provenance prov.period_ms %" PRId64 " / prov.interp_gap %" PRIu32
+                 " not covered by the plan (period %" PRId64 ", G %" PRIu32 "): windows of "
+                 "another ingest configuration need their own release run",
+                 wp->period_ms, wp->interp_gap, pp->period_ms, pp->interp_gap);
+        return false;
+    }
+    for (size_t m = 0; m < pp->n_nodes; m++) {
+        const struct rel_node_prov *a = &wp->node[m], *b = &pp->node[m];
+        if (!used[m])
+            continue;
+        if (a->stat != b->stat || strcmp(a->key, b->key) != 0 ||
+            (pp->from_record && (a->clip_lo != b->clip_lo || a->clip_hi != b->clip_hi))) {
+            snprintf(eb, ebn, "node %s: provenance (%s of %s, clip [%g, %g]) differs from the "
+                     "plan's (%s of %s, clip [%g, %g]): windows of another ingest "
+                     "configuration need their own release run", a->key,
+                     rel_stat_name(a->stat), a->chan, a->clip_lo, a->clip_hi,
+                     rel_stat_name(b->stat), b->chan, b->clip_lo, b->clip_hi);
+            return false;
+        }
+    }
+    return true;
 }
 
 static core_err chan_index(const struct rel_plan *p, const char *name, uint32_t *out)
@@ -346,8 +382,19 @@ core_err rel_plan_new(const struct cal_theta *theta, const struct rel_opts *o,
     rc = theta_suits_mech(p, eb, ebn);
     if (rc == CORE_OK)
         rc = split_nodes(p, eb, ebn);
+    p->opts.profile = NULL; /* borrowed; the plan keeps its own copy in p->prof */
     if (rc == CORE_OK)
         rc = policy_counts(p, &counts, eb, ebn);
+    p->counts = counts; /* owned by the plan from here (rel_plan_free) */
+    if (rc == CORE_OK) {
+        p->opts.query.interp_gap = p->prof.interp_gap; /* G of the windows' provenance */
+        p->opts.period_ms = p->prof.period_ms;
+        if (rel_query_params_check(&p->opts.query) != CORE_OK || p->opts.period_ms <= 0) {
+            snprintf(eb, ebn, "query parameters out of range (n_min >= 2, n_max >= n_min, "
+                     "G and period from the provenance)");
+            rc = CORE_EINVAL;
+        }
+    }
     if (rc == CORE_OK)
         rc = bounds_all(p, counts, eb, ebn); /* Algorithm 2 step 2 */
     if (rc == CORE_OK) {                     /* Algorithm 2 step 5 */
@@ -367,7 +414,6 @@ core_err rel_plan_new(const struct cal_theta *theta, const struct rel_opts *o,
     }
     if (rc == CORE_OK)
         rc = noise_params(p, eb, ebn);
-    free(counts);
     if (rc != CORE_OK) {
         rel_plan_free(p);
         return rc;
@@ -387,35 +433,22 @@ void rel_plan_fill_theta(const struct rel_plan *p, struct cal_theta *theta)
     snprintf(theta->mechanism, sizeof(theta->mechanism), "%s", p->opts.mech->name);
 }
 
-static int64_t floor_div(int64_t a, int64_t b)
+void rel_plan_scheme(const struct rel_plan *p, struct core_dp_scheme *out)
 {
-    int64_t q = a / b;
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+    out->slot_ms = p->opts.slot_ms;
+    out->time_radius = p->opts.policy_time_radius;
+    out->period_ms = p->opts.period_ms;
 }
 
 /* Sequential composition per slot: every window whose data an expansion set can touch
- * charges the slot of the protected occurrence (docs/release.md, "Composition"). */
+ * charges the slot of the protected occurrence (docs/release.md, "Composition"); the unit
+ * scheme itself is core's (core_dp_units), shared with calibrate and `gcdp ledger`. */
 core_err rel_plan_units(const struct rel_plan *p, const char *device, int64_t start,
                         int64_t end, char *buf, size_t buf_size, const char **units,
                         size_t max_units, size_t *n)
 {
-    int64_t widen = (int64_t)p->opts.policy_time_radius * p->opts.period_ms;
-    int64_t s0, s1;
-    size_t used = 0;
+    struct core_dp_scheme sc;
 
-    *n = 0;
-    if (end <= start || start < INT64_MIN / 4 || end > INT64_MAX / 4)
-        return CORE_EINVAL;
-    s0 = floor_div(start - widen, p->opts.slot_ms);
-    s1 = floor_div(end - 1 + widen, p->opts.slot_ms);
-    if (s1 - s0 + 1 > (int64_t)max_units || s1 - s0 + 1 > (int64_t)REL_MAX_UNITS_PER_WINDOW)
-        return CORE_ETOOBIG;
-    for (int64_t sl = s0; sl <= s1; sl++) {
-        int w = snprintf(buf + used, buf_size - used, "%s|%" PRId64, device, sl);
-        if (w < 0 || (size_t)w >= buf_size - used)
-            return CORE_ETOOBIG;
-        units[(*n)++] = buf + used;
-        used += (size_t)w + 1;
-    }
-    return CORE_OK;
+    rel_plan_scheme(p, &sc);
+    return core_dp_units(&sc, device, start, end, 0, buf, buf_size, units, max_units, n);
 }

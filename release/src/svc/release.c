@@ -79,6 +79,10 @@ struct rel_releaser {
     struct sbuf scale_json; /* '},"scale":{...}}': the plan's scales, encoded once */
     struct sbuf txt[REL_MAX_THREADS]; /* per-worker formatted values of the current window */
     double *y, *z, *out;   /* d work arrays */
+    double *bw;            /* d: the current window's own certificates (Algorithm 2) */
+    struct rel_term *terms; /* scratch for one coordinate's terms */
+    struct rel_node_obs *tobs; /* their observations */
+    size_t cap_terms;
     char *unit_buf;
     const char **units;
     struct rel_release_stats stats;
@@ -228,6 +232,12 @@ core_err rel_releaser_new(const struct rel_plan *plan, struct core_dp_ledger *le
     r->y = core_xcalloc(plan->d, sizeof(double));
     r->z = core_xcalloc(plan->d, sizeof(double));
     r->out = core_xcalloc(plan->d, sizeof(double));
+    r->bw = core_xcalloc(plan->d, sizeof(double));
+    for (size_t k = 0; k < plan->d; k++)
+        r->cap_terms = plan->theta->coords[k].n > r->cap_terms ? plan->theta->coords[k].n
+                                                                : r->cap_terms;
+    r->terms = core_xcalloc(r->cap_terms + 1, sizeof(*r->terms));
+    r->tobs = core_xcalloc(r->cap_terms + 1, sizeof(*r->tobs));
     r->unit_buf = core_xmalloc(UNIT_BUF);
     r->units = core_xcalloc(REL_MAX_UNITS_PER_WINDOW, sizeof(*r->units));
     /* workers only when a window can use them (rel_noise_apply's 256-per-thread rule) */
@@ -263,6 +273,9 @@ void rel_releaser_free(struct rel_releaser *r)
     free(r->y);
     free(r->z);
     free(r->out);
+    free(r->bw);
+    free(r->terms);
+    free(r->tobs);
     free(r->unit_buf);
     free(r->units);
     free(r);
@@ -275,28 +288,60 @@ void rel_releaser_stats(const struct rel_releaser *r, struct rel_release_stats *
 
 /* ------------------------------------------------------------------ Algorithm 4 */
 
+/* The window's own certificate per coordinate (Algorithm 2 from its provenance) into r->bw. */
+static core_err window_certificates(struct rel_releaser *r, const struct rel_window *w, char *eb,
+                                    size_t ebn)
+{
+    const struct rel_plan *p = r->plan;
+
+    for (size_t k = 0; k < p->d; k++) {
+        const struct cal_coord *c = &p->theta->coords[k];
+        for (size_t a = 0; a < c->n; a++) {
+            r->terms[a] = (struct rel_term){p->node_chan[c->nodes[a]], p->node_stat[c->nodes[a]],
+                                            c->coef[a]};
+            r->tobs[a] = w->obs[c->nodes[a]];
+        }
+        if (rel_coord_bound_obs(p->n_chan, p->counts, c->n, r->terms, r->tobs, &p->opts.query,
+                                &r->bw[k]) != CORE_OK) {
+            snprintf(eb, ebn, "window %s: coordinate %s: no certificate from its provenance",
+                     w->id, c->name ? c->name : "?");
+            return CORE_EINVAL;
+        }
+    }
+    return CORE_OK;
+}
+
 /* y_k = Π_k(q_k(D)): public clamps of every node statistic, then of the combination.
- * Refuses windows the certified bounds do not cover (n outside [n_min, n_max]). */
+ * Refuses windows the plan does not cover: provenance not the plan's, n outside
+ * [n_min, n_max], over-dense windows. */
 static core_err project(struct rel_releaser *r, const struct rel_window *w, char *eb,
                         size_t ebn)
 {
     const struct rel_plan *p = r->plan;
     const struct cal_theta *t = p->theta;
+    char why[400];
 
+    if (w->theta != t || !rel_plan_covers(p, &w->prof, w->used, why, sizeof(why))) {
+        snprintf(eb, ebn, "window %s: %s; refused", w->id,
+                 w->theta != t ? "parsed for another theta" : why);
+        return CORE_EINVAL;
+    }
     for (size_t m = 0; m < t->n_nodes; m++) {
+        uint32_t n = w->obs[m].n_real;
         if (!p->node_used[m])
             continue;
-        if (w->n[m] < p->opts.query.min_samples || w->n[m] > p->opts.query.max_samples) {
+        if (n < p->opts.query.min_samples || n > p->opts.query.max_samples) {
             snprintf(eb, ebn, "window %s: node %s has %" PRIu32 " real samples, outside the "
                      "certified range [%" PRIu32 ", %" PRIu32 "] (release.query.*); refused",
-                     w->id, t->nodes[m], w->n[m], p->opts.query.min_samples,
+                     w->id, w->prof.node[m].key, n, p->opts.query.min_samples,
                      p->opts.query.max_samples);
             return CORE_EINVAL;
         }
         if (p->opts.policy_time_radius > 0 && w->n_slots > 0 &&
-            (uint64_t)w->n[m] > (uint64_t)p->opts.policy_per_slot * w->n_slots) {
+            (uint64_t)n > (uint64_t)p->opts.policy_per_slot * w->n_slots) {
             snprintf(eb, ebn, "window %s: node %s has more real samples than "
-                     "release.policy.max_per_slot x n_slots; refused", w->id, t->nodes[m]);
+                     "release.policy.max_per_slot x n_slots; refused", w->id,
+                     w->prof.node[m].key);
             return CORE_EINVAL;
         }
         if (!isfinite(w->x[m])) {
@@ -314,7 +359,7 @@ static core_err project(struct rel_releaser *r, const struct rel_window *w, char
         }
         r->y[k] = fmin(fmax(q, p->lo[k]), p->hi[k]);
     }
-    return CORE_OK;
+    return window_certificates(r, w, eb, ebn);
 }
 
 /* Name the unit that the cap refuses, with its totals (public accounting numbers only). */
@@ -594,6 +639,12 @@ out:
     return rc;
 }
 
+static const char *t_name(const struct rel_plan *p, size_t k)
+{
+    const struct cal_theta *t = p->theta;
+    return t->coords[k].name ? t->coords[k].name : k < t->n_nodes ? t->nodes[k] : "?";
+}
+
 static core_err queue(struct rel_releaser *r, const char *rid, char *bytes, size_t len,
                       bool replayed, rel_emit_fn *emit, void *arg, char *eb, size_t ebn)
 {
@@ -688,13 +739,18 @@ core_err rel_releaser_push(struct rel_releaser *r, const struct rel_window *w, r
         return rc;
     }
     rc = project(r, w, eb, ebn);
-    if (rc == CORE_OK) { /* Algorithm 4 step 1 again, per window (O(d), defence in depth) */
+    if (rc == CORE_OK) { /* Algorithm 4 step 1 per window: s_k >= B_k >= the window's own
+                          * certificate from its provenance (DESIGN §7.2, §7.7) */
         size_t bad = 0;
         enum rel_refusal why = REL_REFUSE_NONE;
-        rc = rel_release_check(p->d, p->B, NULL, p->s, p->eps, p->opts.eps_rel, &bad, &why);
-        if (rc != CORE_OK)
-            snprintf(eb, ebn, "release refused (Algorithm 4): coordinate %zu: %s", bad,
-                     rel_refusal_str(why));
+        rc = rel_release_check(p->d, p->B, r->bw, p->s, p->eps, p->opts.eps_rel, &bad, &why);
+        if (rc != CORE_OK) {
+            snprintf(eb, ebn, "window %s: release refused (Algorithm 4): coordinate %s: %s "
+                     "(the window's certificate %.6g, plan B %.6g)", w->id,
+                     bad < p->d && t_name(p, bad) ? t_name(p, bad) : "-", rel_refusal_str(why),
+                     bad < p->d ? r->bw[bad] : 0.0, bad < p->d ? p->B[bad] : 0.0);
+            rc = CORE_EINVAL; /* this window only: nothing charged, nothing drawn */
+        }
     }
     if (rc == CORE_OK)
         rc = charge(r, w, rid, eb, ebn); /* write-ahead: charged before any noise */

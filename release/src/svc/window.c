@@ -1,4 +1,8 @@
-/* window.c - window records in (gcdp.window/1 JSON lines, or CSV) for the release stage. */
+/* window.c - gcdp.window/2 records in, with their provenance (DESIGN §5 release, §7.7):
+ * every used θ node is bound to the window node it reads, and the record's own statement of
+ * the statistic, counts, imputed runs, gap, period and clip interval is what release
+ * certifies from. A record whose provenance is missing, unknown or inconsistent (with itself
+ * or with θ) is refused by name. */
 #include "rel/release.h"
 
 #include <errno.h>
@@ -10,21 +14,65 @@
 
 #include "core/mem.h"
 
-#define MAX_CSV_COLS 8192u
-
-void rel_window_init(struct rel_window *w, const struct rel_plan *p)
+void rel_window_init(struct rel_window *w, const struct cal_theta *t)
 {
     memset(w, 0, sizeof(*w));
-    w->x = core_xcalloc(p->theta->n_nodes, sizeof(*w->x));
-    w->n = core_xcalloc(p->theta->n_nodes, sizeof(*w->n));
+    w->theta = t;
+    w->x = core_xcalloc(t->n_nodes, sizeof(*w->x));
+    w->obs = core_xcalloc(t->n_nodes, sizeof(*w->obs));
+    w->used = core_xcalloc(t->n_nodes, sizeof(*w->used));
+    for (size_t k = 0; k < t->d; k++)
+        for (size_t a = 0; a < t->coords[k].n; a++)
+            if (t->coords[k].nodes[a] < t->n_nodes)
+                w->used[t->coords[k].nodes[a]] = 1;
+    rel_profile_init(&w->prof, t->n_nodes);
 }
 
 void rel_window_cleanup(struct rel_window *w)
 {
     free(w->x);
-    free(w->n);
-    w->x = NULL;
-    w->n = NULL;
+    free(w->obs);
+    free(w->used);
+    rel_profile_cleanup(&w->prof);
+    memset(w, 0, sizeof(*w));
+}
+
+void rel_profile_init(struct rel_profile *pr, size_t n_nodes)
+{
+    memset(pr, 0, sizeof(*pr));
+    pr->n_nodes = n_nodes;
+    pr->node = core_xcalloc(n_nodes ? n_nodes : 1, sizeof(*pr->node));
+}
+
+void rel_profile_cleanup(struct rel_profile *pr)
+{
+    free(pr->node);
+    memset(pr, 0, sizeof(*pr));
+}
+
+void rel_profile_copy(struct rel_profile *dst, const struct rel_profile *src)
+{
+    rel_profile_cleanup(dst);
+    rel_profile_init(dst, src->n_nodes);
+    memcpy(dst->node, src->node, src->n_nodes * sizeof(*src->node));
+    dst->interp_gap = src->interp_gap;
+    dst->period_ms = src->period_ms;
+    dst->from_record = src->from_record;
+}
+
+bool rel_name_split(const char *name, char *chan, size_t chan_size, enum rel_stat *stat)
+{
+    const char *dot = strrchr(name, '.');
+    size_t len;
+
+    if (!dot || rel_stat_parse(dot + 1, stat) != CORE_OK)
+        return false;
+    len = (size_t)(dot - name);
+    if (len == 0 || len >= chan_size)
+        return false;
+    memcpy(chan, name, len);
+    chan[len] = '\0';
+    return true;
 }
 
 /* Device ids as ingest accepts them ([A-Za-z0-9._:-]); '|' would make units ambiguous. */
@@ -64,55 +112,196 @@ static core_err set_ids(struct rel_window *w, const char *device, const char *id
     return CORE_OK;
 }
 
-static core_err json_count(const json_t *nn, const struct rel_plan *p, size_t m, uint32_t *out,
-                           char *eb, size_t ebn)
+/* Longest run of consecutive imputed slot times (step period_ms) in a sorted list. */
+static core_err imputed_runs(const json_t *list, int64_t period, uint32_t *n, uint32_t *run)
 {
-    const json_t *v = json_object_get(nn, p->theta->nodes[m]);
-    json_int_t c;
-    if (!v)
-        v = json_object_get(nn, p->chan_names[p->node_chan[m]]);
-    if (!json_is_integer(v)) {
-        snprintf(eb, ebn, "n_node.%s: missing or not an integer", p->theta->nodes[m]);
+    int64_t prev = 0;
+    uint32_t cur = 0;
+
+    *n = 0;
+    *run = 0;
+    if (!json_is_array(list) || json_array_size(list) > REL_MAX_SAMPLES)
         return CORE_EPARSE;
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        const json_t *v = json_array_get(list, i);
+        int64_t t;
+        if (!json_is_integer(v))
+            return CORE_EPARSE;
+        t = json_integer_value(v);
+        if (i > 0 && t <= prev)
+            return CORE_EINVAL;
+        cur = i > 0 && t - prev == period ? cur + 1 : 1;
+        *run = cur > *run ? cur : *run;
+        prev = t;
     }
-    c = json_integer_value(v);
-    if (c < 0 || c > (json_int_t)REL_MAX_SAMPLES) {
-        snprintf(eb, ebn, "n_node.%s: out of range", p->theta->nodes[m]);
-        return CORE_EINVAL;
-    }
-    *out = (uint32_t)c;
+    *n = (uint32_t)json_array_size(list);
     return CORE_OK;
 }
 
-static core_err json_values(const struct rel_plan *p, const json_t *doc, struct rel_window *w,
-                            char *eb, size_t ebn)
+/* Which window node θ node m reads: its own name when it carries a statistic, else the one
+ * window node whose provenance names channel == θ node (ambiguity is refused). */
+static core_err bind_node(const struct cal_theta *t, size_t m, const json_t *pn,
+                          struct rel_node_prov *np, char *eb, size_t ebn)
 {
-    const json_t *nodes = json_object_get(doc, "nodes"), *nn = json_object_get(doc, "n_node");
-    core_err rc = CORE_OK;
+    const char *name = t->nodes[m], *key;
+    const json_t *v, *hit = NULL;
+    char chan[REL_MAX_KEY];
+    enum rel_stat st;
 
-    if (!json_is_object(nodes) || !json_is_object(nn)) {
-        snprintf(eb, ebn, "nodes / n_node: missing or not objects");
+    if (rel_name_split(name, chan, sizeof(chan), &st)) {
+        if (strlen(name) >= REL_MAX_KEY || !json_object_get(pn, name)) {
+            snprintf(eb, ebn, "prov.nodes.%s: missing (theta node %s has no provenance in "
+                     "this window)", name, name);
+            return CORE_EPARSE;
+        }
+        snprintf(np->key, sizeof(np->key), "%s", name);
+        return CORE_OK;
+    }
+    json_object_foreach((json_t *)pn, key, v) {
+        const char *c = json_string_value(json_object_get(v, "channel"));
+        if (!c || strcmp(c, name) != 0)
+            continue;
+        if (hit) {
+            snprintf(eb, ebn, "theta node %s: the window has several statistics of channel "
+                     "%s; calibrate with statistic-named nodes (<channel>.<stat>)", name, name);
+            return CORE_EINVAL;
+        }
+        hit = v;
+        if (strlen(key) >= REL_MAX_KEY)
+            return CORE_ETOOBIG;
+        snprintf(np->key, sizeof(np->key), "%s", key);
+    }
+    if (!hit) {
+        snprintf(eb, ebn, "theta node %s: no window node of that channel in prov.nodes", name);
         return CORE_EPARSE;
     }
-    for (size_t m = 0; m < p->theta->n_nodes && rc == CORE_OK; m++) {
+    return CORE_OK;
+}
+
+/* One node's provenance, checked against itself, the record's gap and its n_node/imputed. */
+static core_err node_prov(const json_t *doc, const json_t *pv, struct rel_node_prov *np,
+                          struct rel_node_obs *ob, const struct rel_profile *pr, char *eb,
+                          size_t ebn)
+{
+    const char *stat = json_string_value(json_object_get(pv, "stat"));
+    const char *chan = json_string_value(json_object_get(pv, "channel"));
+    const json_t *clip = json_object_get(pv, "clip"), *ni = json_object_get(pv, "n_imputed");
+    const json_t *mr = json_object_get(pv, "max_run");
+    const json_t *nr = json_object_get(json_object_get(doc, "n_node"), np->key);
+    const json_t *il = json_object_get(json_object_get(doc, "imputed"), np->key);
+    char kchan[REL_MAX_KEY];
+    enum rel_stat kst;
+    uint32_t n_imp = 0, run = 0;
+
+    if (!stat || rel_stat_parse(stat, &np->stat) != CORE_OK || !chan ||
+        strlen(chan) >= sizeof(np->chan)) {
+        snprintf(eb, ebn, "prov.nodes.%s: stat missing or unknown, or channel missing", np->key);
+        return CORE_EPARSE;
+    }
+    snprintf(np->chan, sizeof(np->chan), "%s", chan);
+    if (!rel_name_split(np->key, kchan, sizeof(kchan), &kst) || kst != np->stat ||
+        strcmp(kchan, chan) != 0) {
+        snprintf(eb, ebn, "node %s: the name does not state its statistic and channel as its "
+                 "provenance does (%s of %s)", np->key, stat, chan);
+        return CORE_EINVAL;
+    }
+    if (!json_is_array(clip) || json_array_size(clip) != 2 ||
+        !json_is_number(json_array_get(clip, 0)) || !json_is_number(json_array_get(clip, 1))) {
+        snprintf(eb, ebn, "prov.nodes.%s.clip: expected [lo, hi]", np->key);
+        return CORE_EPARSE;
+    }
+    np->clip_lo = json_number_value(json_array_get(clip, 0));
+    np->clip_hi = json_number_value(json_array_get(clip, 1));
+    if (!(np->clip_lo < np->clip_hi) || !isfinite(np->clip_hi - np->clip_lo)) {
+        snprintf(eb, ebn, "prov.nodes.%s.clip: need finite lo < hi", np->key);
+        return CORE_EINVAL;
+    }
+    if (!json_is_integer(nr) || json_integer_value(nr) < 1 ||
+        json_integer_value(nr) > (json_int_t)REL_MAX_SAMPLES || !json_is_integer(ni) ||
+        !json_is_integer(mr)) {
+        snprintf(eb, ebn, "n_node.%s / prov.nodes.%s.n_imputed / max_run: missing or not "
+                 "integers in range", np->key, np->key);
+        return CORE_EPARSE;
+    }
+    if (imputed_runs(il, pr->period_ms, &n_imp, &run) != CORE_OK ||
+        json_integer_value(ni) != (json_int_t)n_imp || json_integer_value(mr) != (json_int_t)run ||
+        run > pr->interp_gap) {
+        snprintf(eb, ebn, "node %s: provenance inconsistent: imputed list, n_imputed, max_run "
+                 "and prov.interp_gap disagree", np->key);
+        return CORE_EINVAL;
+    }
+    ob->n_real = (uint32_t)json_integer_value(nr);
+    ob->max_run = run;
+    ob->n_points = ob->n_real + n_imp;
+    if (ob->n_points < ob->n_real) /* overflow */
+        return CORE_ETOOBIG;
+    return CORE_OK;
+}
+
+/* Window-level provenance: gap, period, normalization. */
+static core_err window_prov(const json_t *prov, struct rel_profile *pr, char *eb, size_t ebn)
+{
+    const json_t *g = json_object_get(prov, "interp_gap"), *per = json_object_get(prov, "period_ms");
+    const char *norm = json_string_value(json_object_get(prov, "norm"));
+
+    if (!json_is_object(prov) || !json_is_object(json_object_get(prov, "nodes"))) {
+        snprintf(eb, ebn, "prov: missing (a window without provenance cannot be certified)");
+        return CORE_EPARSE;
+    }
+    if (!json_is_integer(g) || json_integer_value(g) < 0 ||
+        json_integer_value(g) > (json_int_t)REL_MAX_SAMPLES || !json_is_integer(per) ||
+        json_integer_value(per) < 1) {
+        snprintf(eb, ebn, "prov.interp_gap / prov.period_ms: missing or out of range");
+        return CORE_EPARSE;
+    }
+    if (!norm || strcmp(norm, REL_NORM_CLIP_MINMAX) != 0) {
+        snprintf(eb, ebn, "prov.norm: unknown normalization (expected \"%s\")",
+                 REL_NORM_CLIP_MINMAX);
+        return CORE_EINVAL;
+    }
+    pr->interp_gap = (uint32_t)json_integer_value(g);
+    pr->period_ms = json_integer_value(per);
+    pr->from_record = true;
+    return CORE_OK;
+}
+
+static core_err json_values(const json_t *doc, struct rel_window *w, char *eb, size_t ebn)
+{
+    const struct cal_theta *t = w->theta;
+    const json_t *nodes = json_object_get(doc, "nodes"), *prov = json_object_get(doc, "prov");
+    const json_t *pn = json_object_get(prov, "nodes");
+    core_err rc;
+
+    if (!json_is_object(nodes) || !json_is_object(json_object_get(doc, "n_node")) ||
+        !json_is_object(json_object_get(doc, "imputed"))) {
+        snprintf(eb, ebn, "nodes / n_node / imputed: missing or not objects");
+        return CORE_EPARSE;
+    }
+    if ((rc = window_prov(prov, &w->prof, eb, ebn)) != CORE_OK)
+        return rc;
+    for (size_t m = 0; m < t->n_nodes; m++) {
+        struct rel_node_prov *np = &w->prof.node[m];
         const json_t *v;
         w->x[m] = NAN;
-        w->n[m] = 0;
-        if (!p->node_used[m])
+        memset(np, 0, sizeof(*np));
+        memset(&w->obs[m], 0, sizeof(w->obs[m]));
+        if (!w->used[m])
             continue;
-        v = json_object_get(nodes, p->theta->nodes[m]);
+        if ((rc = bind_node(t, m, pn, np, eb, ebn)) != CORE_OK ||
+            (rc = node_prov(doc, json_object_get(pn, np->key), np, &w->obs[m], &w->prof, eb,
+                            ebn)) != CORE_OK)
+            return rc;
+        v = json_object_get(nodes, np->key);
         if (!json_is_number(v) || !isfinite(json_number_value(v))) {
-            snprintf(eb, ebn, "nodes.%s: missing or not a finite number (theta/window node "
-                     "mismatch?)", p->theta->nodes[m]);
+            snprintf(eb, ebn, "nodes.%s: missing or not a finite number", np->key);
             return CORE_EPARSE;
         }
         w->x[m] = json_number_value(v);
-        rc = json_count(nn, p, m, &w->n[m], eb, ebn);
     }
-    return rc;
+    return CORE_OK;
 }
 
-core_err rel_window_from_json(const struct rel_plan *p, const char *text, size_t len,
+core_err rel_window_from_json(const char *text, size_t len,
                               struct rel_window *w, char *eb, size_t ebn)
 {
     json_error_t jerr;
@@ -134,6 +323,11 @@ core_err rel_window_from_json(const struct rel_plan *p, const char *text, size_t
         goto out;
     }
     schema = json_string_value(json_object_get(doc, "schema"));
+    if (schema && strcmp(schema, "gcdp.window/1") == 0) {
+        snprintf(eb, ebn, "schema gcdp.window/1 carries no provenance and cannot be certified; "
+                 "re-run ingest to produce \"%s\" records", REL_SCHEMA_WINDOW);
+        goto out;
+    }
     if (!schema || strcmp(schema, REL_SCHEMA_WINDOW) != 0) {
         snprintf(eb, ebn, "schema: expected \"%s\"", REL_SCHEMA_WINDOW);
         goto out;
@@ -163,229 +357,10 @@ core_err rel_window_from_json(const struct rel_plan *p, const char *text, size_t
     }
     if (v)
         w->n_slots = (uint32_t)json_integer_value(v);
-    rc = w->excluded ? CORE_OK : json_values(p, doc, w, eb, ebn);
+    w->prof.from_record = false;
+    rc = w->excluded ? CORE_OK : json_values(doc, w, eb, ebn);
 out:
     json_decref(doc);
     return rc;
 }
 
-/* ------------------------------------------------------------------ CSV */
-
-enum col_kind { COL_SKIP, COL_ID, COL_DEVICE, COL_START, COL_END, COL_EXCL, COL_VALUE,
-                COL_COUNT, COL_COUNT_ALL, COL_SLOTS };
-
-struct rel_csv {
-    const struct rel_plan *plan;
-    size_t ncol;
-    enum col_kind *kind;
-    size_t *node;   /* COL_VALUE: θ node; COL_COUNT: θ node or channel (flag below) */
-    int *by_chan;   /* COL_COUNT keyed by channel */
-};
-
-void rel_csv_free(struct rel_csv *c)
-{
-    if (!c)
-        return;
-    free(c->kind);
-    free(c->node);
-    free(c->by_chan);
-    free(c);
-}
-
-/* Split s (modified in place) at commas; returns field count or SIZE_MAX if over max. */
-static size_t split(char *s, char **f, size_t max)
-{
-    size_t n = 0;
-    s[strcspn(s, "\r\n")] = '\0';
-    for (;;) {
-        if (n == max)
-            return SIZE_MAX;
-        f[n++] = s;
-        s = strchr(s, ',');
-        if (!s)
-            return n;
-        *s++ = '\0';
-    }
-}
-
-static core_err classify_col(struct rel_csv *c, size_t i, const char *name)
-{
-    const struct rel_plan *p = c->plan;
-    static const struct { const char *n; enum col_kind k; } fixed[] = {
-        {"id", COL_ID}, {"device", COL_DEVICE}, {"window_start", COL_START},
-        {"window_end", COL_END}, {"excluded", COL_EXCL}, {"n", COL_COUNT_ALL},
-        {"n_slots", COL_SLOTS}};
-    size_t m;
-
-    for (size_t f = 0; f < sizeof(fixed) / sizeof(*fixed); f++)
-        if (strcmp(name, fixed[f].n) == 0) {
-            c->kind[i] = fixed[f].k;
-            return CORE_OK;
-        }
-    if (strncmp(name, "n_node.", 7) == 0) {
-        if (cal_theta_node_index(p->theta, name + 7, &m) == CORE_OK) {
-            c->kind[i] = COL_COUNT;
-            c->node[i] = m;
-            return CORE_OK;
-        }
-        for (m = 0; m < p->n_chan; m++)
-            if (strcmp(p->chan_names[m], name + 7) == 0) {
-                c->kind[i] = COL_COUNT;
-                c->node[i] = m;
-                c->by_chan[i] = 1;
-                return CORE_OK;
-            }
-        return CORE_ENOTFOUND;
-    }
-    if (cal_theta_node_index(p->theta, name, &m) == CORE_OK) {
-        c->kind[i] = COL_VALUE;
-        c->node[i] = m;
-    }
-    return CORE_OK; /* other columns are ignored */
-}
-
-core_err rel_csv_new(const struct rel_plan *p, const char *header, struct rel_csv **out,
-                     char *eb, size_t ebn)
-{
-    char *copy = core_xstrdup(header), **f = core_xcalloc(MAX_CSV_COLS, sizeof(*f));
-    struct rel_csv *c = core_xcalloc(1, sizeof(*c));
-    int seen[4] = {0};
-    core_err rc = CORE_OK;
-
-    c->plan = p;
-    c->ncol = split(copy, f, MAX_CSV_COLS);
-    if (c->ncol == SIZE_MAX) {
-        snprintf(eb, ebn, "CSV header: more than %u columns", MAX_CSV_COLS);
-        rc = CORE_ETOOBIG;
-        goto out;
-    }
-    c->kind = core_xcalloc(c->ncol, sizeof(*c->kind));
-    c->node = core_xcalloc(c->ncol, sizeof(*c->node));
-    c->by_chan = core_xcalloc(c->ncol, sizeof(*c->by_chan));
-    for (size_t i = 0; i < c->ncol && rc == CORE_OK; i++) {
-        if (classify_col(c, i, f[i]) != CORE_OK) {
-            snprintf(eb, ebn, "CSV header: column '%s' names no theta node or channel", f[i]);
-            rc = CORE_EPARSE;
-        }
-        if (c->kind[i] >= COL_DEVICE && c->kind[i] <= COL_END)
-            seen[c->kind[i] - COL_DEVICE] = 1;
-    }
-    if (rc == CORE_OK && (!seen[0] || !seen[1] || !seen[2])) {
-        snprintf(eb, ebn, "CSV header: needs device, window_start and window_end columns");
-        rc = CORE_EPARSE;
-    }
-out:
-    free(copy);
-    free(f);
-    if (rc != CORE_OK) {
-        rel_csv_free(c);
-        return rc;
-    }
-    *out = c;
-    return CORE_OK;
-}
-
-static core_err parse_i64(const char *s, int64_t *out)
-{
-    char *end;
-    long long v;
-    errno = 0;
-    v = strtoll(s, &end, 10);
-    if (errno || end == s || *end)
-        return CORE_EPARSE;
-    *out = v;
-    return CORE_OK;
-}
-
-static core_err parse_f64(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    *out = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(*out))
-        return CORE_EPARSE;
-    return CORE_OK;
-}
-
-static core_err csv_field(const struct rel_csv *c, size_t i, const char *f, struct rel_window *w,
-                          const char **device, const char **id, int64_t *all_n)
-{
-    const struct rel_plan *p = c->plan;
-    int64_t v = 0;
-    core_err rc = CORE_OK;
-
-    switch (c->kind[i]) {
-    case COL_ID: *id = f; break;
-    case COL_DEVICE: *device = f; break;
-    case COL_START: rc = parse_i64(f, &w->start); break;
-    case COL_END: rc = parse_i64(f, &w->end); break;
-    case COL_EXCL: w->excluded = strcmp(f, "1") == 0 || strcmp(f, "true") == 0; break;
-    case COL_VALUE: rc = f[0] ? parse_f64(f, &w->x[c->node[i]]) : CORE_OK; break;
-    case COL_COUNT_ALL: rc = parse_i64(f, all_n); break;
-    case COL_SLOTS:
-        rc = parse_i64(f, &v);
-        if (rc == CORE_OK && (v < 0 || v > (int64_t)REL_MAX_SAMPLES))
-            rc = CORE_EINVAL;
-        w->n_slots = (uint32_t)v;
-        break;
-    case COL_COUNT:
-        rc = parse_i64(f, &v);
-        if (rc == CORE_OK && (v < 0 || v > (int64_t)REL_MAX_SAMPLES))
-            rc = CORE_EINVAL;
-        for (size_t m = 0; rc == CORE_OK && m < p->theta->n_nodes; m++)
-            if (c->by_chan[i] ? p->node_chan[m] == c->node[i] : m == c->node[i])
-                w->n[m] = (uint32_t)v;
-        break;
-    default: break;
-    }
-    return rc;
-}
-
-core_err rel_csv_parse(const struct rel_csv *c, const char *row, struct rel_window *w, char *eb,
-                       size_t ebn)
-{
-    const struct rel_plan *p = c->plan;
-    char *copy, **f;
-    const char *device = NULL, *id = NULL;
-    int64_t all_n = -1;
-    size_t nf;
-    core_err rc = CORE_OK;
-
-    if (strlen(row) > REL_MAX_LINE) {
-        snprintf(eb, ebn, "CSV row longer than %u bytes", REL_MAX_LINE);
-        return CORE_ETOOBIG;
-    }
-    copy = core_xstrdup(row);
-    f = core_xcalloc(c->ncol + 1, sizeof(*f));
-    nf = split(copy, f, c->ncol + 1);
-    w->excluded = false;
-    w->n_slots = 0;
-    for (size_t m = 0; m < p->theta->n_nodes; m++) {
-        w->x[m] = NAN;
-        w->n[m] = UINT32_MAX; /* "not given" */
-    }
-    if (nf != c->ncol) {
-        snprintf(eb, ebn, "CSV row has %zu fields, header has %zu",
-                 nf == SIZE_MAX ? c->ncol + 1 : nf, c->ncol);
-        rc = CORE_EPARSE;
-    }
-    for (size_t i = 0; i < c->ncol && rc == CORE_OK; i++) {
-        rc = csv_field(c, i, f[i], w, &device, &id, &all_n);
-        if (rc != CORE_OK)
-            snprintf(eb, ebn, "CSV column %zu: malformed or out-of-range value", i + 1);
-    }
-    for (size_t m = 0; rc == CORE_OK && m < p->theta->n_nodes; m++) {
-        if (w->n[m] == UINT32_MAX)
-            w->n[m] = all_n >= 0 && all_n <= (int64_t)REL_MAX_SAMPLES ? (uint32_t)all_n : 0;
-        if (!w->excluded && p->node_used[m] && !isfinite(w->x[m])) {
-            snprintf(eb, ebn, "CSV: node %s missing (theta/window node mismatch?)",
-                     p->theta->nodes[m]);
-            rc = CORE_EPARSE;
-        }
-    }
-    if (rc == CORE_OK)
-        rc = set_ids(w, device ? device : "", id, eb, ebn);
-    free(copy);
-    free(f);
-    return rc;
-}
