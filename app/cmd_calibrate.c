@@ -8,6 +8,8 @@
 #include <jansson.h>
 
 #include "app.h"
+#include "core/mem.h"
+#include "rel/bounds.h"
 #include "core/dp_ledger.h"
 #include "cal/calibrate.h"
 #include "cal/ledger.h"
@@ -61,10 +63,12 @@ static void usage(FILE *f)
             "Parameters are configuration keys (defaults = paper Table 5): calibrate.L,\n"
             "lambda, tau, tau_select, tau_grid, K, alpha, gamma, tau_c, kappa, g_max,\n"
             "mask_value, coords, norm, norm_default, task, task_weights, classify.train_frac,\n"
-            "eps_G, eps_tau, eps_mu, eps_xi, private.sensitivity, private.expansion_nodes,\n"
-            "version, threads, input.ts_column, ledger.devices; private mode also reads\n"
-            "release.ledger.path, slot_ms, cap_eps, cap_delta, release.policy.time_radius and\n"
-            "release.period_ms (0: ingest.period_ms). `gcdp config keys` lists them with ranges.\n"
+            "eps_G, eps_tau, eps_mu, eps_xi, private.sensitivity, version, threads,\n"
+            "input.ts_column, ledger.devices; private mode also reads state.dir,\n"
+            "release.ledger.path, slot_ms, cap_eps, cap_delta, release.policy.edges, hops and\n"
+            "time_radius (the expansion set: |A| for Delta_1 S comes from the policy graph) and\n"
+            "ingest.period_ms (the ledger's unit scheme, as release binds it). `gcdp config\n"
+            "keys` lists them with ranges.\n"
             "exit status: 0 ok, 1 runtime failure (bad data, invalid theta, ledger refusal or\n"
             "I/O: no theta written), 2 usage/config.\n\n%s",
             app_common_help);
@@ -210,6 +214,50 @@ static int run_private(struct core_config *cfg, const struct cal_opts *o,
     return APP_EXIT_OK;
 }
 
+/* |A| for the expansion bound on Δ₁S (paper Sec. 4.2): the most calibration nodes one
+ * protected occurrence's expansion set Γ(u) touches, from the declared policy graph G0 over
+ * the matrix's node names (release.policy.edges, hops; the same neighbourhoods release
+ * certifies with, rel_policy_counts). Returns 0, or -1 after naming the bad edge. */
+static int expansion_from_policy(const struct core_config *cfg, const struct cal_matrix *mx,
+                                 struct cal_opts *o)
+{
+    const json_t *edges = core_config_json(cfg, "release.policy.edges");
+    size_t ne = json_array_size(edges), m = mx->m, best = 0;
+    uint32_t *ev = core_xcalloc(2 * ne + 1, sizeof(*ev));
+    uint32_t *counts = core_xcalloc(m * m, sizeof(*counts)), *work = core_xcalloc(2 * m, 4);
+    int ret = 0;
+
+    for (size_t e = 0; e < ne && ret == 0; e++)
+        for (size_t side = 0; side < 2 && ret == 0; side++) {
+            const char *nm = json_string_value(json_array_get(json_array_get(edges, e), side));
+            size_t j = 0;
+            while (j < m && (!nm || strcmp(mx->names[j], nm) != 0))
+                j++;
+            if (j == m) {
+                fprintf(stderr, "gcdp calibrate: release.policy.edges[%zu]: '%s' is not a node "
+                                "of the calibration matrix\n", e, nm ? nm : "?");
+                ret = -1;
+            }
+            ev[2 * e + side] = (uint32_t)j;
+        }
+    if (ret == 0 && rel_policy_counts(m, ev, ne, (uint32_t)core_config_int(cfg, "release.policy.hops"),
+                                      0, 1, counts, work) != CORE_OK) {
+        fprintf(stderr, "gcdp calibrate: release.policy: invalid policy graph\n");
+        ret = -1;
+    }
+    for (size_t i = 0; ret == 0 && i < m; i++) {
+        size_t a = 0;
+        for (size_t j = 0; j < m; j++)
+            a += counts[i * m + j] > 0;
+        best = a > best ? a : best;
+    }
+    o->expansion_nodes = (int)best;
+    free(ev);
+    free(counts);
+    free(work);
+    return ret;
+}
+
 static int run(struct core_config *cfg, const char *input, const char *output, int publish,
                const char **dev_flags, size_t n_dev_flags)
 {
@@ -244,6 +292,10 @@ static int run(struct core_config *cfg, const char *input, const char *output, i
         goto out;
     }
     if (o.mode == CAL_MODE_PRIVATE) {
+        if (expansion_from_policy(cfg, mx, &o) != 0) {
+            ret = APP_EXIT_USAGE;
+            goto out;
+        }
         if (!mx->ts) {
             fprintf(stderr, "gcdp calibrate: private mode needs row timestamps to charge the "
                             "ledger: %s\n",

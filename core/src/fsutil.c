@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,14 +14,28 @@
 
 #include "core/mem.h"
 
-/* Canonical "<realpath(dir)>/<base>" of a path whose last component may not exist; NULL
- * when the directory cannot be resolved. New string. */
+/* Canonical "<realpath(dir)>/<base>" of a path whose last component may not exist; when
+ * the directory does not exist either, the lexical absolute path (nothing can alias a file
+ * in a directory that does not exist). NULL when it cannot be resolved. New string. */
 static char *canonical(const char *path)
 {
     char *d = core_xstrdup(path), *b = core_xstrdup(path), *rd, *out = NULL;
     const char *base = basename(b);
 
     rd = realpath(dirname(d), NULL);
+    if (!rd && errno == ENOENT) {
+        char cwd[4096];
+        size_t n;
+        if (path[0] == '/' || getcwd(cwd, sizeof(cwd))) {
+            n = (path[0] == '/' ? 0 : strlen(cwd)) + strlen(path) + 2;
+            out = core_xmalloc(n);
+            snprintf(out, n, "%s%s%s", path[0] == '/' ? "" : cwd, path[0] == '/' ? "" : "/",
+                     path);
+        }
+        free(d);
+        free(b);
+        return out;
+    }
     if (rd) {
         size_t n = strlen(rd) + strlen(base) + 2;
         out = core_xmalloc(n);

@@ -547,3 +547,43 @@ Test(cal_ledger, configuration_is_checked_before_the_charge)
     ts_rmtree(dir);
     free(dir);
 }
+
+/* Once noise may have been drawn, the charge stands: a calibration that fails after its
+ * noise (here the random source fails part-way) keeps eps_cal on every unit, durably, and
+ * its version can never be replayed as a theta. */
+Test(cal_ledger, failure_after_noise_keeps_the_charge)
+{
+    char *dir = ts_tmpdir(), path[512], eb[1024] = "";
+    struct cal_matrix *mx = minutes(40, 0);
+    struct ts_rng *rng = ts_rng_failing_new(3, 64);
+    struct cal_opts o;
+    struct cal_ledger_opts lo = lopts(10.0);
+    struct cal_charged res;
+    struct core_dp_ledger *l;
+
+    snprintf(path, sizeof(path), "%s/ledger.jsonl", dir);
+    l = open_ledger(path, 10.0);
+    private_opts(&o, 3);
+    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb,
+                                       sizeof(eb)),
+                 CORE_ERNG, "%s", eb);
+    cr_assert(ts_rng_served(rng) > 0, "noise was being drawn");
+    cr_assert_null(res.bytes, "no theta");
+    cr_assert(strstr(eb, "charge of calibrate|3 stands"), "%s", eb);
+    core_dp_ledger_free(l);
+    l = open_ledger(path, 10.0); /* durable: rebuilt from the file */
+    cr_assert_eq(spent(l, "dev1|0"), 1.5);
+    cr_assert_eq(spent(l, "dev1|39"), 1.5);
+    ts_rng_free(rng);
+    rng = ts_rng_seeded_new(4);
+    cr_assert_neq(cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb,
+                                        sizeof(eb)),
+                  CORE_OK);
+    cr_assert(strstr(eb, "failed after its noise was drawn"), "%s", eb);
+    cr_assert_eq(spent(l, "dev1|0"), 1.5, "the refused replay charges nothing more");
+    core_dp_ledger_free(l);
+    ts_rng_free(rng);
+    cal_matrix_free(mx);
+    ts_rmtree(dir);
+    free(dir);
+}

@@ -74,10 +74,11 @@ Test(calibrate_cli, private_mode_records_budget)
     cr_assert_eq(t->mode, CAL_MODE_PRIVATE);
     cr_assert_float_eq(cal_theta_eps_cal_total(t), 1.5, 1e-15);
     cal_theta_free(t);
-    /* the 8143 rows (one a minute, some minutes twice or skipped) -> 6514 charged units */
+    /* the 8143 rows (one a minute, some minutes twice or skipped), each widened by half a
+     * period (ingest snaps readings to the minute grid) -> 8144 charged units */
     snprintf(cmd, sizeof(cmd), "%s ledger --ledger %s/ledger.jsonl >/dev/null", GCDP_BIN, dir);
     cr_assert_eq(sh(dir, cmd, &err), 0, "stderr: %s", err);
-    cr_assert(strstr(err, "6514 units, max per unit eps=1.5 "), "%s", err);
+    cr_assert(strstr(err, "8144 units, max per unit eps=1.5 "), "%s", err);
     free(err);
     ts_rmtree(dir);
     free(dir);
@@ -157,18 +158,22 @@ Test(calibrate_cli, reads_the_matrix_from_a_stream)
 
 /* ------------------------------------------------------------------ ledger (private mode) */
 
-static const char *WINDOWS =
-    "{\"schema\":\"gcdp.window/1\",\"id\":\"room1|0|c\",\"device\":\"room1\","
-    "\"window_start\":0,\"window_end\":900000,\"n\":15,\"n_slots\":15,"
-    "\"nodes\":{\"temperature\":0.53,\"humidity\":0.41,\"co2\":0.33},"
-    "\"n_node\":{\"temperature\":15,\"humidity\":15,\"co2\":15}}\n"
-    "{\"schema\":\"gcdp.window/1\",\"id\":\"room1|900000|c\",\"device\":\"room1\","
-    "\"window_start\":900000,\"window_end\":1800000,\"n\":14,\"n_slots\":15,"
-    "\"nodes\":{\"temperature\":0.55,\"humidity\":0.40,\"co2\":0.35},"
-    "\"n_node\":{\"temperature\":14,\"humidity\":14,\"co2\":14}}\n";
+/* The two release windows (gcdp.window/2, minutes 0..14 and 15..29) as JSON lines. */
+static void write_windows(const char *path)
+{
+    static const char *const ch[3] = {"temperature", "humidity", "co2"};
+    static const double v1[3] = {0.53, 0.41, 0.33}, v2[3] = {0.55, 0.40, 0.35};
+    char a[2048], b[2048], text[4200];
+    ts_window2(a, sizeof(a), "room1", "room1|0|c", 0, 900000, 3, ch, v1, 15, 15, 60000);
+    ts_window2(b, sizeof(b), "room1", "room1|900000|c", 900000, 1800000, 3, ch, v2, 14, 15,
+               60000);
+    snprintf(text, sizeof(text), "%s\n%s\n", a, b);
+    ts_write_file(path, text);
+}
 
-/* 60 calibration rows, one a minute from t = 0 (units room1|0 .. room1|59), and the two
- * release windows above (minutes 0..29). */
+/* 60 calibration rows, one a minute from t = 0, and the two release windows above (minutes
+ * 0..29). A row charges the slots within half a period of its raw time (ingest snaps a
+ * reading to the nearest period point): room1|-1 .. room1|59. */
 static void ledger_fixture(const char *dir, int with_ts)
 {
     char p[600], *text = malloc(60 * 96 + 64);
@@ -184,7 +189,7 @@ static void ledger_fixture(const char *dir, int with_ts)
     snprintf(p, sizeof(p), "%s/cal.csv", dir);
     ts_write_file(p, text);
     snprintf(p, sizeof(p), "%s/windows.jsonl", dir);
-    ts_write_file(p, WINDOWS);
+    write_windows(p);
     free(text);
 }
 
@@ -227,15 +232,16 @@ Test(calibrate_cli, private_calibration_and_release_compose_in_the_ledger, .time
         int slot = atoi(strchr(name, '|') + 1);
         double eps = json_number_value(json_object_get(u, "eps"));
         json_int_t rel = json_integer_value(json_object_get(u, "releases"));
-        cr_assert(slot >= 0 && slot < 60, "%s", name);
+        cr_assert(slot >= -1 && slot < 60, "%s", name);
         /* ε_cal = 1.5 on every calibration minute, + ε_rel = 1 on the released minutes */
-        cr_assert_float_eq(eps, slot < 30 ? 2.5 : 1.5, 1e-12, "%s: eps %.17g", name, eps);
-        cr_assert_eq(rel, slot < 30 ? 2 : 1, "%s", name);
+        cr_assert_float_eq(eps, slot >= 0 && slot < 30 ? 2.5 : 1.5, 1e-12, "%s: eps %.17g",
+                           name, eps);
+        cr_assert_eq(rel, slot >= 0 && slot < 30 ? 2 : 1, "%s", name);
         units++;
         json_decref(u);
     }
     free(out);
-    cr_assert_eq(units, 60);
+    cr_assert_eq(units, 61);
     /* the same calibrate.version again: the stored bytes, no new charge */
     snprintf(p, sizeof(p), "%s/led.jsonl", dir);
     free(ts_read_file(p, &l1));
@@ -337,11 +343,13 @@ Test(calibrate_cli, private_mode_refuses_without_units_or_ledger, .timeout = 120
              "--set release.ledger.cap_eps=0 -o theta.json " PRIV,
              dir, GCDP_BIN);
     cr_assert_eq(sh(dir, cmd, &err), 1);
-    cr_assert(strstr(err, "unit 'room1|0'") && strstr(err, "cap eps=0"), "%s", err);
+    cr_assert(strstr(err, "unit 'room1|-1'") && strstr(err, "cap eps=0"), "%s", err);
     free(err);
     cr_assert(!exists(dir, "theta.json"));
     led = ts_read_file((snprintf(cmd, sizeof(cmd), "%s/led.jsonl", dir), cmd), &n);
-    cr_assert(led && strcmp(led, "{\"gcdp_ledger\":1}\n") == 0, "header only: %s", led);
+    cr_assert(led && strncmp(led, "{\"gcdp_ledger\":2,", 16) == 0 &&
+                  strchr(led, '\n') == led + strlen(led) - 1,
+              "header only: %s", led);
     free(led);
     /* a CSV without timestamps cannot be charged */
     ledger_fixture(dir, 0);
@@ -362,14 +370,51 @@ Test(calibrate_cli, time_radius_widens_the_charged_units, .timeout = 120)
     ledger_fixture(dir, 1);
     snprintf(cmd, sizeof(cmd),
              "cd %s && %s calibrate -i cal.csv --device room1 --ledger led.jsonl "
-             "--set release.policy.time_radius=2 --set release.period_ms=60000 "
+             "--set release.policy.time_radius=2 --set ingest.period_ms=60000 "
              "-o theta.json " PRIV " && %s ledger --ledger led.jsonl --unit 'room1|-2' "
              "--json 2>/dev/null | grep -q '\"eps\":1.5' && "
              "%s ledger --ledger led.jsonl >/dev/null",
              dir, GCDP_BIN, GCDP_BIN, GCDP_BIN);
     cr_assert_eq(sh(dir, cmd, &err), 0, "stderr: %s", err);
-    /* minutes 0..59 widened by 2 minutes: slots -2..61 */
-    cr_assert(strstr(err, "1 releases, 64 units, max per unit eps=1.5 "), "%s", err);
+    /* minutes 0..59 widened by 2 minutes and half a period: slots -3..61 */
+    cr_assert(strstr(err, "1 releases, 65 units, max per unit eps=1.5 "), "%s", err);
+    free(err);
+    ts_rmtree(dir);
+    free(dir);
+}
+
+/* Audit defect 6: Δ₁S for the expansion bound comes from the declared policy graph G0, not
+ * a separate setting: with the edge temperature-humidity, one protected occurrence's
+ * expansion set touches |A| = 2 nodes of M = 3, so Δ₁S = 2(M-1) - 1 = 3 (not 2 for |A| = 1). */
+Test(calibrate_cli, expansion_sensitivity_follows_the_policy_graph, .timeout = 120)
+{
+    char *dir = ts_tmpdir(), cmd[4096], p[600], *err = NULL, eb[256];
+    struct cal_theta *t = NULL;
+    static const struct { const char *edges; double delta_s; } cases[] = {
+        {"[]", 2.0}, {"[[\"temperature\",\"humidity\"]]", 3.0}};
+
+    ledger_fixture(dir, 1);
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof(cmd),
+                 "cd %s && %s calibrate -i cal.csv --device room1 --ledger led%zu.jsonl "
+                 "--set calibrate.private.sensitivity=expansion "
+                 "--set 'release.policy.edges=%s' -o theta%zu.json " PRIV,
+                 dir, GCDP_BIN, i, cases[i].edges, i);
+        cr_assert_eq(sh(dir, cmd, &err), 0, "stderr: %s", err);
+        free(err);
+        snprintf(p, sizeof(p), "%s/theta%zu.json", dir, i);
+        cr_assert_eq(cal_theta_load_file(p, &t, eb, sizeof(eb)), CORE_OK, "%s", eb);
+        cr_assert_float_eq(t->delta_S, cases[i].delta_s, 0.0, "edges %s: delta_S %g",
+                           cases[i].edges, t->delta_S);
+        cal_theta_free(t);
+    }
+    snprintf(cmd, sizeof(cmd),
+             "cd %s && %s calibrate -i cal.csv --device room1 --ledger led9.jsonl "
+             "--set calibrate.private.sensitivity=expansion "
+             "--set 'release.policy.edges=[[\"temperature\",\"pressure\"]]' -o t9.json " PRIV,
+             dir, GCDP_BIN);
+    cr_assert_eq(sh(dir, cmd, &err), 2);
+    cr_assert(strstr(err, "release.policy.edges[0]: 'pressure'"), "%s", err);
     free(err);
     ts_rmtree(dir);
     free(dir);

@@ -279,7 +279,9 @@ static json_t *ref_window(const struct row *r, size_t i0, size_t i1, int64_t sta
                 m++;
             }
         }
-        json_object_set_new(nodes, ch_name[c], json_real(sum / m));
+        char key[48];
+        snprintf(key, sizeof(key), "%s.mean", ch_name[c]); /* gcdp.window/2 node names */
+        json_object_set_new(nodes, key, json_real(sum / m));
     }
     json_object_set_new(w, "excluded", json_false());
     json_object_set_new(w, "nodes", nodes);

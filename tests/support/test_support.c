@@ -2,6 +2,9 @@
 #define _XOPEN_SOURCE 700
 #include "test_support.h"
 
+#include <criterion/criterion.h>
+#include <jansson.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,4 +68,43 @@ char *ts_read_file(const char *path, size_t *len)
             *len = (size_t)n;
     }
     return buf;
+}
+
+void ts_window2(char *buf, size_t n, const char *device, const char *id, long long start,
+                long long end, size_t k, const char *const *chan, const double *val,
+                int n_real, int n_slots, long long period_ms)
+{
+    json_t *w = json_object(), *nodes = json_object(), *nn = json_object(), *imp = json_object();
+    json_t *pn = json_object();
+    char key[96], *txt;
+
+    for (size_t i = 0; i < k; i++) {
+        snprintf(key, sizeof(key), "%s.mean", chan[i]);
+        json_object_set_new(nodes, key, json_real(val[i]));
+        json_object_set_new(nn, key, json_integer(n_real));
+        json_object_set_new(imp, key, json_array());
+        json_object_set_new(pn, key, json_pack("{s:s,s:s,s:[i,i],s:i,s:i}", "stat", "mean",
+                                               "channel", chan[i], "clip", 0, 1, "n_imputed", 0,
+                                               "max_run", 0));
+    }
+    json_object_set_new(w, "schema", json_string("gcdp.window/2"));
+    json_object_set_new(w, "id", json_string(id));
+    json_object_set_new(w, "device", json_string(device));
+    json_object_set_new(w, "window_start", json_integer(start));
+    json_object_set_new(w, "window_end", json_integer(end));
+    json_object_set_new(w, "n", json_integer(n_real));
+    if (n_slots > 0)
+        json_object_set_new(w, "n_slots", json_integer(n_slots));
+    json_object_set_new(w, "excluded", json_false());
+    json_object_set_new(w, "nodes", nodes);
+    json_object_set_new(w, "n_node", nn);
+    json_object_set_new(w, "imputed", imp);
+    json_object_set_new(w, "prov", json_pack("{s:i,s:I,s:s,s:o}", "interp_gap", 2, "period_ms",
+                                             (json_int_t)period_ms, "norm", "clip_minmax",
+                                             "nodes", pn));
+    txt = json_dumps(w, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    cr_assert(txt && strlen(txt) < n, "ts_window2: buffer too small");
+    snprintf(buf, n, "%s", txt);
+    free(txt);
+    json_decref(w);
 }

@@ -47,7 +47,10 @@ struct cal_opts {
     double train_frac;
     struct cal_eps_cal eps;
     enum cal_sens sens;
-    int expansion_nodes;
+    int expansion_nodes; /* |A|: most nodes one expansion set touches, derived from the
+                            declared policy graph G0 (release.policy.edges / hops), never a
+                            setting of its own; 0 = not derived (private expansion mode
+                            refuses) */
     uint64_t version; /* 0: ms since the epoch */
     int threads;      /* 0: OpenBLAS default */
     /* borrowed JSON (from the configuration; NULL = unset/null) */

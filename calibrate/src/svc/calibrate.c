@@ -92,7 +92,7 @@ core_err cal_opts_from_config(const struct core_config *cfg, struct cal_opts *o,
     o->sens = strcmp(core_config_str(cfg, "calibrate.private.sensitivity"), "expansion") == 0
                   ? CAL_SENS_EXPANSION
                   : CAL_SENS_UNIVERSAL;
-    o->expansion_nodes = (int)core_config_int(cfg, "calibrate.private.expansion_nodes");
+    o->expansion_nodes = 0; /* derived from the declared policy graph G0 by the caller */
     o->version = (uint64_t)core_config_int(cfg, "calibrate.version");
     o->threads = (int)core_config_int(cfg, "calibrate.threads");
     o->norm = core_config_json(cfg, "calibrate.norm");
@@ -367,6 +367,8 @@ static core_err private_scores(struct run *r, size_t m, const struct cal_opts *o
 {
     size_t p = m * (m - 1) / 2, q = 0;
     core_err rc;
+    if (o->sens == CAL_SENS_EXPANSION && o->expansion_nodes < 1)
+        return CORE_EINVAL; /* |A| not derived from G0: fail closed, nothing drawn */
     t->delta_S = cal_delta_s(m, o->sens, (size_t)o->expansion_nodes);
     if (p == 0)
         return CORE_OK;

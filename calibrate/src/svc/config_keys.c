@@ -184,8 +184,6 @@ const struct core_cfg_key cal_config_keys[] = {
     K_DBL("calibrate.eps_xi", "0", 0, 1024, "private: budget for xi_hat"),
     K_ENUM("calibrate.private.sensitivity", "\"universal\"", "universal|expansion",
            "Delta_1 S: universal P = M(M-1)/2, or pairs touching the expansion set"),
-    K_INT("calibrate.private.expansion_nodes", "1", 1, 4096,
-          "|A|: max nodes one protected occurrence's expansion set touches (policy G0)"),
     K_INT("calibrate.version", "0", 0, 9007199254740991.0,
           "theta version; 0: milliseconds since the epoch at calibration"),
     K_INT("calibrate.threads", "0", 0, 256, "OpenBLAS threads; 0: library default"),

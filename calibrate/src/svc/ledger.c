@@ -2,6 +2,7 @@
 #include "cal/ledger.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
@@ -273,6 +274,12 @@ static core_err replay(struct core_dp_ledger *l, const struct cal_matrix *mx,
     json_t *j = json_loadb((const char *)bytes, len, JSON_REJECT_DUPLICATES, NULL), *pj;
     core_err rc = CORE_EINVARIANT;
 
+    if (json_is_true(json_object_get(j, "calibrate_failed"))) {
+        snprintf(eb, ebn, "ledger: calibrate|%" PRIu64 " failed after its noise was drawn; its "
+                 "charge stands and it has no theta to replay (use a new calibrate.version)",
+                 o->version);
+        goto out;
+    }
     if (!j || cal_theta_from_json(j, &t, eb, ebn) != CORE_OK || t->version != o->version ||
         t->mode != CAL_MODE_PRIVATE) {
         snprintf(eb, ebn, "ledger: the stored theta of calibrate|%" PRIu64 " is not a valid "
@@ -386,6 +393,38 @@ static core_err charge_parts(struct core_dp_ledger *l, const struct cal_opts *o,
     return rc;
 }
 
+/* After cal_calibrate ran, noise may have been drawn: the charge stands. The reserved rows
+ * are committed with a failure marker as their output (no θ), so the ε_cal stays on every
+ * unit and a replay of this version is refused (the marker is not a θ). Returns true when
+ * the rows are durable. */
+static bool commit_failure(struct core_dp_ledger *l, const struct cal_opts *o,
+                           char (*ids)[ID_MAX], size_t parts, char *eb, size_t ebn)
+{
+    char mark[160];
+    const char **idp = core_xcalloc(parts, sizeof(char *));
+    const void **bp = core_xcalloc(parts, sizeof(void *));
+    size_t *lens = core_xcalloc(parts, sizeof(size_t)), used;
+    int n = snprintf(mark, sizeof(mark),
+                     "{\"calibrate_failed\":true,\"theta_version\":%" PRIu64 "}", o->version);
+    bool ok;
+
+    for (size_t p = 0; p < parts; p++) {
+        idp[p] = ids[p];
+        bp[p] = mark;
+        lens[p] = (size_t)n;
+    }
+    ok = core_dp_ledger_commit_batch(l, parts, idp, bp, lens) == CORE_OK;
+    used = strlen(eb);
+    if (ok && used + 1 < ebn)
+        snprintf(eb + used, ebn - used, "; noise had been drawn, so the eps_cal charge of "
+                 "calibrate|%" PRIu64 " stands in the ledger (use a new calibrate.version)",
+                 o->version);
+    free(idp);
+    free(bp);
+    free(lens);
+    return ok;
+}
+
 /* Steps 3-4: calibrate (noise), encode θ, one group commit with the head row last. */
 static core_err run_and_commit(struct core_dp_ledger *l, const struct cal_matrix *mx,
                                const struct cal_opts *o, const char *source,
@@ -422,8 +461,9 @@ static core_err run_and_commit(struct core_dp_ledger *l, const struct cal_matrix
         snprintf(eb, ebn, "ledger: committing calibrate|%" PRIu64 " failed (%s); theta not "
                  "written", o->version, core_errname(rc));
 out:
+    if (rc != CORE_OK && !commit_failure(l, o, ids, parts, eb, ebn))
+        cancel_all(l, ids, parts); /* nothing durable could be written: nothing stands */
     if (rc != CORE_OK) {
-        cancel_all(l, ids, parts);
         free(out->bytes);
         out->bytes = NULL;
         out->len = 0;
