@@ -6,12 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "app.h"
 #include "core/dp_acct.h"
 #include "core/dp_ledger.h"
+#include "core/fsutil.h"
 #include "core/mem.h"
 
 static const char ledger_help[] =
@@ -30,6 +32,14 @@ static const char ledger_help[] =
     "  --ledger FILE   ledger path (default: release.ledger.path under state.dir)\n"
     "  --unit PREFIX   only units starting with PREFIX (e.g. a device id)\n"
     "  --json          one JSON object per unit instead of the table\n"
+    "  --carry-to NEW  change the unit scheme or caps: create the ledger NEW with the scheme\n"
+    "                  and caps of this run's configuration (release.ledger.slot_ms,\n"
+    "                  release.policy.time_radius, ingest.period_ms, release.ledger.cap_*)\n"
+    "                  and carry the spent budget forward conservatively: every new unit\n"
+    "                  starts at the maximum spent over any old unit whose time span it\n"
+    "                  overlaps. NEW must not exist; refused when a carried total is over\n"
+    "                  the new cap. The old ledger is left as it is (keep it: it is the\n"
+    "                  record of what was spent); use only NEW from then on.\n"
     "  -h, --help      this text\n"
     "exit status: 0 ok; 1 unreadable, empty, header-less or corrupt ledger; 2 usage.\n\n";
 
@@ -38,17 +48,21 @@ struct charge {
     struct core_dp_cost cost;
 };
 
+struct rowref {
+    char *id, *unit0; /* release id and its first unit */
+};
+
 struct scan {
     struct charge *v;
     size_t n, cap;
-    char **ids;
+    struct rowref *ids;
     size_t n_ids, cap_ids;
     uint64_t rows, torn;
 };
 
-static int by_str(const void *a, const void *b)
+static int by_id(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return strcmp(((const struct rowref *)a)->id, ((const struct rowref *)b)->id);
 }
 
 static int by_unit(const void *a, const void *b)
@@ -92,7 +106,8 @@ static core_err scan_row(struct scan *s, const char *line, size_t len, const cha
         s->cap_ids = s->cap_ids ? 2 * s->cap_ids : 1024;
         s->ids = core_xrealloc(s->ids, s->cap_ids * sizeof(*s->ids));
     }
-    s->ids[s->n_ids++] = core_xstrdup(r.id);
+    s->ids[s->n_ids].unit0 = core_xstrdup(json_string_value(json_array_get(r.units, 0)));
+    s->ids[s->n_ids++].id = core_xstrdup(r.id);
     s->rows++;
     json_decref(row);
     return CORE_OK;
@@ -125,14 +140,196 @@ static int scan_file(FILE *f, struct scan *s, const char *prefix)
         fprintf(stderr, "gcdp ledger: read error\n");
         ex = APP_EXIT_FAILURE;
     }
-    qsort(s->ids, s->n_ids, sizeof(*s->ids), by_str);
+    qsort(s->ids, s->n_ids, sizeof(*s->ids), by_id);
     for (size_t i = 1; ex == APP_EXIT_OK && i < s->n_ids; i++)
-        if (strcmp(s->ids[i - 1], s->ids[i]) == 0) {
+        if (strcmp(s->ids[i - 1].id, s->ids[i].id) == 0) {
             fprintf(stderr, "gcdp ledger: release id '%s' committed twice: corrupt ledger\n",
-                    s->ids[i]);
+                    s->ids[i].id);
             ex = APP_EXIT_FAILURE;
         }
     free(line);
+    return ex;
+}
+
+/* ---- --carry-to: a new unit scheme with the spent budget carried forward ---- */
+
+struct carried {
+    char *unit;
+    struct core_dp_cost cost;
+};
+
+static int by_carried(const void *a, const void *b)
+{
+    return strcmp(((const struct carried *)a)->unit, ((const struct carried *)b)->unit);
+}
+
+/* Old unit "<device>|<slot>" (slot under old) -> the new units whose slots overlap its time
+ * span [slot * old, (slot + 1) * old), each with the old unit's total. */
+static int map_unit(const char *unit, const struct core_dp_cost *tot,
+                    const struct core_dp_scheme *old, const struct core_dp_scheme *nw,
+                    struct carried **v, size_t *n, size_t *cap)
+{
+    const char *bar = strrchr(unit, '|');
+    char *end = NULL, dev[CORE_DP_LEDGER_MAX_ID + 1], name[CORE_DP_LEDGER_MAX_ID + 32];
+    long long slot;
+    int64_t a, b;
+
+    if (!bar || bar == unit || (size_t)(bar - unit) > CORE_DP_LEDGER_MAX_ID)
+        return -1;
+    slot = strtoll(bar + 1, &end, 10);
+    if (end == bar + 1 || *end || slot > INT64_MAX / old->slot_ms - 1 ||
+        slot < INT64_MIN / old->slot_ms + 1)
+        return -1;
+    memcpy(dev, unit, (size_t)(bar - unit));
+    dev[bar - unit] = '\0';
+    a = core_dp_unit_slot(nw, (int64_t)slot * old->slot_ms);
+    b = core_dp_unit_slot(nw, ((int64_t)slot + 1) * old->slot_ms - 1);
+    for (int64_t ns = a; ns <= b; ns++) {
+        if (core_dp_unit_name(name, sizeof(name), dev, ns) < 0)
+            return -1;
+        if (*n == *cap) {
+            *cap = *cap ? 2 * *cap : 1024;
+            *v = core_xrealloc(*v, *cap * sizeof(**v));
+        }
+        (*v)[*n].unit = core_xstrdup(name);
+        (*v)[(*n)++].cost = *tot;
+    }
+    return 0;
+}
+
+/* Charge each new unit its carried total (one row per unit; rows committed together). */
+static int carry_commit(struct core_dp_ledger *l, const struct carried *v, size_t n,
+                        const char *old_path)
+{
+    char id[CORE_DP_LEDGER_MAX_ID + 1], mark[600];
+    int len = snprintf(mark, sizeof(mark), "{\"carried_from\":\"%s\"}", old_path);
+    core_err rc = CORE_OK;
+
+    if (len < 0 || (size_t)len >= sizeof(mark) || strchr(old_path, '"') || strchr(old_path, '\\'))
+        len = snprintf(mark, sizeof(mark), "{\"carried_from\":\"(old ledger)\"}");
+    for (size_t i = 0; i < n && rc == CORE_OK; i++) {
+        const char *u = v[i].unit;
+        snprintf(id, sizeof(id), "carry|%.200s", u);
+        rc = core_dp_ledger_charge(l, id, "carry", &u, 1, &v[i].cost, NULL);
+        if (rc == CORE_EBUDGET)
+            fprintf(stderr, "gcdp ledger: unit '%s' carries eps=%.6g delta=%.4g, over the new "
+                            "ledger's cap: refused (nothing is usable in the new ledger)\n",
+                    u, v[i].cost.eps, v[i].cost.delta);
+        if (rc == CORE_OK)
+            rc = core_dp_ledger_commit_output(l, id, mark, (size_t)len);
+    }
+    return rc == CORE_OK ? 0 : -1;
+}
+
+/* Every old release id with its stored bytes, charged nothing (the totals are carried
+ * above): a replay after the change republishes the same bytes, never new noise. */
+static int carry_replays(struct core_dp_ledger *nl, const struct scan *s, const char *old_path,
+                         const struct core_dp_scheme *old, const struct core_dp_cost *old_cap,
+                         const struct core_dp_scheme *nw)
+{
+    struct core_dp_ledger_opts oo = {old_path, *old_cap, 0, *old};
+    struct core_dp_ledger *ol = NULL;
+    const struct core_dp_cost zero = {0, 0, 0};
+    char eb[512] = "";
+    core_err rc;
+
+    if ((rc = core_dp_ledger_open(&oo, &ol, eb, sizeof(eb))) != CORE_OK) {
+        fprintf(stderr, "gcdp ledger: %s: %s\n", old_path, eb);
+        return -1;
+    }
+    for (size_t i = 0; rc == CORE_OK && i < s->n_ids; i++) {
+        uint8_t *bytes = NULL;
+        size_t len = 0, nu = 0, cu = 0;
+        struct carried *one = NULL; /* the row's first unit, named in the new scheme */
+        const struct core_dp_cost none = {0, 0, 0};
+        const char *u;
+        if (map_unit(s->ids[i].unit0, &none, old, nw, &one, &nu, &cu) != 0 || nu == 0) {
+            fprintf(stderr, "gcdp ledger: release %s: unit is not <device>|<slot>\n",
+                    s->ids[i].id);
+            rc = CORE_EPARSE;
+            break;
+        }
+        u = one[0].unit;
+        rc = core_dp_ledger_lookup(ol, s->ids[i].id, &bytes, &len);
+        if (rc == CORE_OK)
+            rc = core_dp_ledger_charge(nl, s->ids[i].id, "carry", &u, 1, &zero, NULL);
+        if (rc == CORE_OK)
+            rc = core_dp_ledger_commit_output(nl, s->ids[i].id, bytes, len);
+        free(bytes);
+        for (size_t k = 0; k < nu; k++)
+            free(one[k].unit);
+        free(one);
+        if (rc != CORE_OK)
+            fprintf(stderr, "gcdp ledger: copying release %s: %s\n", s->ids[i].id,
+                    core_strerror(rc));
+    }
+    core_dp_ledger_free(ol);
+    return rc == CORE_OK ? 0 : -1;
+}
+
+static int carry_to(struct scan *s, const char *old_path, const struct core_dp_scheme *old,
+                    const struct core_dp_cost *old_cap, const struct core_config *cfg,
+                    const char *new_path)
+{
+    struct core_dp_ledger_opts lo = {new_path, {0, 0, 0}, 0, {0, 0, 0}};
+    struct core_dp_ledger *l = NULL;
+    struct carried *v = NULL;
+    size_t n = 0, cap = 0, i = 0, m = 0;
+    char eb[1024] = "";
+    int ex = APP_EXIT_FAILURE;
+
+    if (access(new_path, F_OK) == 0 || core_path_same(new_path, old_path)) {
+        fprintf(stderr, "gcdp ledger: --carry-to %s: exists already; the new ledger must be a "
+                        "new file\n", new_path);
+        return APP_EXIT_USAGE;
+    }
+    app_ledger_scheme(cfg, &lo.scheme);
+    lo.cap.eps = core_config_double(cfg, "release.ledger.cap_eps");
+    lo.cap.delta = core_config_double(cfg, "release.ledger.cap_delta");
+    qsort(s->v, s->n, sizeof(*s->v), by_unit);
+    while (i < s->n) { /* total per old unit, then its new units */
+        struct core_dp_cost tot = {0, 0, 0};
+        size_t j = i;
+        for (; j < s->n && strcmp(s->v[j].unit, s->v[i].unit) == 0; j++)
+            if (core_dp_cost_add(&tot, &s->v[j].cost) != CORE_OK)
+                tot.eps = tot.delta = tot.rho = INFINITY;
+        if (map_unit(s->v[i].unit, &tot, old, &lo.scheme, &v, &n, &cap) != 0) {
+            fprintf(stderr, "gcdp ledger: unit '%s' is not <device>|<slot>\n", s->v[i].unit);
+            goto out;
+        }
+        i = j;
+    }
+    qsort(v, n, sizeof(*v), by_carried);
+    for (i = 0; i < n; i++) { /* the maximum over the old units each new unit overlaps */
+        if (m > 0 && strcmp(v[m - 1].unit, v[i].unit) == 0) {
+            if (core_dp_cost_max(&v[m - 1].cost, &v[i].cost) != CORE_OK)
+                v[m - 1].cost.eps = INFINITY;
+            free(v[i].unit);
+        } else {
+            v[m++] = v[i];
+        }
+    }
+    if (core_dp_ledger_open(&lo, &l, eb, sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp ledger: --carry-to %s: %s\n", new_path, eb);
+        goto out;
+    }
+    if (carry_commit(l, v, m, old_path) == 0 && carry_replays(l, s, old_path, old, old_cap, &lo.scheme) == 0) {
+        fprintf(stderr, "gcdp ledger: %zu units and %zu releases carried to %s (slot_ms %lld -> "
+                        "%lld); use it from now on and keep %s as the record of what was "
+                        "spent\n",
+                m, s->n_ids, new_path, (long long)old->slot_ms, (long long)lo.scheme.slot_ms,
+                old_path);
+        ex = APP_EXIT_OK;
+    } else {
+        core_dp_ledger_free(l);
+        l = NULL;
+        unlink(new_path); /* nothing in it may be used: a partial carry would undercount */
+    }
+out:
+    core_dp_ledger_free(l);
+    for (i = 0; i < m; i++)
+        free(v[i].unit);
+    free(v);
     return ex;
 }
 
@@ -178,10 +375,11 @@ int cmd_ledger(int argc, char **argv)
     static const struct option lo[] = {{"ledger", required_argument, NULL, 'l'},
                                        {"unit", required_argument, NULL, 'u'},
                                        {"json", no_argument, NULL, 'j'},
+                                       {"carry-to", required_argument, NULL, 'c'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
     struct core_config *cfg = NULL;
-    const char *flag = NULL, *prefix = NULL;
+    const char *flag = NULL, *prefix = NULL, *carry = NULL;
     char path[4096], eb[1024] = "";
     struct scan s = {0};
     struct core_dp_cost cap;
@@ -201,6 +399,7 @@ int cmd_ledger(int argc, char **argv)
         case 'l': flag = optarg; break;
         case 'u': prefix = optarg; break;
         case 'j': as_json = 1; break;
+        case 'c': carry = optarg; break;
         case 'h': printf("%s%s", ledger_help, app_common_help); ex = APP_EXIT_OK; goto out;
         default: goto out;
         }
@@ -223,16 +422,25 @@ int cmd_ledger(int argc, char **argv)
     fprintf(stderr, "gcdp ledger: %s: units " CORE_DP_UNIT_FORMAT ", slot_ms %lld, time radius "
             "%lld x period %lld ms; cap eps=%.6g delta=%.4g\n", path, (long long)sc.slot_ms,
             (long long)sc.time_radius, (long long)sc.period_ms, cap.eps, cap.delta);
+    if (carry && prefix) {
+        fprintf(stderr, "gcdp ledger: --carry-to carries every unit; --unit does not apply\n");
+        ex = APP_EXIT_USAGE;
+        goto out;
+    }
     ex = scan_file(f, &s, prefix);
-    if (ex == APP_EXIT_OK)
+    if (ex == APP_EXIT_OK && carry)
+        ex = carry_to(&s, path, &sc, &cap, cfg, carry);
+    else if (ex == APP_EXIT_OK)
         print_units(&s, as_json, &cap);
 out:
     if (f)
         fclose(f);
     for (size_t i = 0; i < s.n; i++)
         free(s.v[i].unit);
-    for (size_t i = 0; i < s.n_ids; i++)
-        free(s.ids[i]);
+    for (size_t i = 0; i < s.n_ids; i++) {
+        free(s.ids[i].id);
+        free(s.ids[i].unit0);
+    }
     free(s.v);
     free(s.ids);
     core_config_free(cfg);

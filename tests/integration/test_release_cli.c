@@ -308,3 +308,41 @@ Test(release_cli, window_records_without_provenance_are_refused)
     cr_assert(strstr(e, "gcdp.window/1 carries no provenance"), "%s", e);
     free(e);
 }
+
+/* The explicit scheme change: `gcdp ledger --carry-to` starts every new unit at the most any
+ * overlapping old unit spent and keeps every release id's bytes, so a replay after the
+ * change republishes the same record and the cap still counts what was spent before. */
+Test(release_cli, carry_to_a_new_slot_length_keeps_spent_budget_and_replays)
+{
+    char args[4096], l30[600], wd[600], we[600];
+    snprintf(l30, sizeof(l30), "%s/ledger30.jsonl", dir);
+    snprintf(wd, sizeof(wd), "%s/wd.jsonl", dir);
+    snprintf(we, sizeof(we), "%s/we.jsonl", dir);
+    write_windows(wd, "d");
+    write_windows(we, "e");
+    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s "
+             "--set release.ledger.cap_eps=2.5", path_theta, path_win, path_ledger);
+    cr_assert_eq(run(args, "out1", "e"), 0, "%s", slurp("e"));
+    snprintf(args, sizeof(args), "ledger --ledger %s --carry-to %s --set "
+             "release.ledger.slot_ms=30000 --set release.ledger.cap_eps=2.5", path_ledger, l30);
+    cr_assert_eq(run(args, "o", "e"), 0, "%s", slurp("e"));
+    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s "
+             "--set release.ledger.cap_eps=2.5 --set release.ledger.slot_ms=30000",
+             path_theta, path_win, l30);
+    cr_assert_eq(run(args, "out2", "e"), 0, "%s", slurp("e"));
+    char *a = slurp("out1"), *b = slurp("out2");
+    cr_assert_str_eq(a, b, "after the carry the same release ids replay the same bytes");
+    free(a);
+    free(b);
+    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s "
+             "--set release.ledger.cap_eps=2.5 --set release.ledger.slot_ms=30000",
+             path_theta, wd, l30);
+    cr_assert_eq(run(args, "o", "e"), 0, "1 carried + 1 <= 2.5: %s", slurp("e"));
+    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s "
+             "--set release.ledger.cap_eps=2.5 --set release.ledger.slot_ms=30000",
+             path_theta, we, l30);
+    cr_assert_eq(run(args, "o", "e"), 1, "1 carried + 1 + 1 > 2.5 must be refused");
+    char *e = slurp("e");
+    cr_assert(strstr(e, "privacy budget: unit 'room1|0'"), "%s", e);
+    free(e);
+}
