@@ -225,8 +225,8 @@ static int full_pass(const struct core_config *cfg, size_t n, size_t m, int L, i
     int ok = 1;
 
     for (size_t j = 0; j < m; j++) {
-        names[j] = core_xmalloc(24);
-        snprintf(names[j], 24, "f%zu.mean", j); /* nodes state their statistic */
+        names[j] = core_xmalloc(32);
+        snprintf(names[j], 32, "f%zu.mean", j); /* nodes state their statistic */
     }
     ok = cal_matrix_from_arrays(n, m, x, (const char *const *)names, NULL, 0, &mx) == CORE_OK;
     cal_opts_default(&o);

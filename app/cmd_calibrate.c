@@ -144,8 +144,7 @@ static void ledger_opts(const struct core_config *cfg, const char *const *device
     lo->devices = devices;
     lo->n_devices = n_dev;
     lo->slot_ms = sc->slot_ms;
-    /* raw reading times: ingest snaps each to the nearest period point (<= p/2 away) */
-    lo->widen_ms = sc->time_radius * sc->period_ms + (sc->period_ms + 1) / 2;
+    lo->widen_ms = cal_ledger_widen_ms(sc); /* raw times: ingest snaps them (<= p/2) */
     lo->cap.eps = core_config_double(cfg, "release.ledger.cap_eps");
     lo->cap.delta = core_config_double(cfg, "release.ledger.cap_delta");
     lo->cap.rho = 0.0; /* as the release stage: no mechanism here charges zCDP */

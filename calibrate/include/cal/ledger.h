@@ -74,6 +74,12 @@ CORE_MUST_CHECK core_err cal_ledger_units(const struct cal_matrix *mx,
                                           size_t errbuf_size);
 void cal_units_free(struct cal_units *u); /* NULL-safe */
 
+/* widen_ms for the ledger's unit scheme: time_radius x period_ms + ceil(period_ms / 2). A
+ * raw reading time ts is snapped by ingest to the nearest period point, at most half a
+ * period away, and release charges the snapped time's slot (widened by the radius): every
+ * such slot lies in [ts - widen, ts + widen]. */
+int64_t cal_ledger_widen_ms(const struct core_dp_scheme *s);
+
 /* ε_cal = ε_G + ε_τ + ε_μ + ε_ξ rounded up (what is charged per unit). */
 double cal_eps_cal_charge(const struct cal_eps_cal *e);
 

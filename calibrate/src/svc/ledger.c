@@ -167,6 +167,11 @@ core_err cal_ledger_units(const struct cal_matrix *mx, const struct cal_ledger_o
     return CORE_OK;
 }
 
+int64_t cal_ledger_widen_ms(const struct core_dp_scheme *s)
+{
+    return s->time_radius * s->period_ms + (s->period_ms + 1) / 2;
+}
+
 double cal_eps_cal_charge(const struct cal_eps_cal *e)
 {
     return core_dp_add_up(core_dp_add_up(core_dp_add_up(e->G, e->tau), e->mu), e->xi);
