@@ -24,7 +24,7 @@ const char app_common_help[] =
     "  --config FILE      JSON configuration file (also $GCDP_CONFIG)\n"
     "  --set KEY=VALUE    set one configuration key (repeatable; wins over file and env)\n"
     "  --log-level LEVEL  debug|info|warn|error|off (also $GCDP_LOG_LEVEL, log.level)\n"
-    "  environment        GCDP_<KEY> with '.' written as '__', e.g. GCDP_INGEST__WINDOW__SIZE_S\n"
+    "  environment        GCDP_<KEY> with '.' written as '__', e.g. GCDP_INGEST__WINDOW__SIZE_MS\n"
     "  `gcdp config keys` lists every key with its type, default and range.\n";
 
 static const struct core_cfg_key *const all_tables[] = {

@@ -110,8 +110,12 @@ static core_err check_value(const struct core_cfg_key *k, const json_t *v, char 
     case CORE_CFG_JSON:
         break;
     }
-    if (rc == CORE_OK && k->check)
-        rc = k->check(v, eb, ebn);
+    if (rc == CORE_OK && k->check) {
+        char why[400] = "";
+        rc = k->check(v, why, sizeof(why));
+        if (rc != CORE_OK)
+            snprintf(eb, ebn, "config key '%s': %s", k->name, why);
+    }
     return rc;
 wrong_type:
     snprintf(eb, ebn, "config key '%s': expected %s", k->name, type_name(k->type));

@@ -437,8 +437,9 @@ core_err core_kconsumer_new(uv_loop_t *loop, rd_kafka_conf_t *conf, const char *
     rd_kafka_conf_set_error_cb(conf, consumer_error_cb);
     rd_kafka_conf_set_log_cb(conf, consumer_log_cb);
     c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof(why));
-    if (!c->rk) { /* conf still ours: the caller frees it */
+    if (!c->rk) { /* conf still ours: always taken, so destroy it here */
         snprintf(eb, ebn, "rd_kafka_new(consumer): %s", why);
+        rd_kafka_conf_destroy(conf);
         free(c);
         return CORE_EKAFKA;
     }
@@ -639,8 +640,9 @@ core_err core_kproducer_new(uv_loop_t *loop, rd_kafka_conf_t *conf,
     rd_kafka_conf_set_error_cb(conf, producer_error_cb);
     rd_kafka_conf_set_log_cb(conf, log_line);
     p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof(why));
-    if (!p->rk) {
+    if (!p->rk) { /* conf still ours: always taken, so destroy it here */
         snprintf(eb, ebn, "rd_kafka_new(producer): %s", why);
+        rd_kafka_conf_destroy(conf);
         free(p);
         return CORE_EKAFKA;
     }

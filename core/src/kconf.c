@@ -1,30 +1,87 @@
+#define _GNU_SOURCE /* memrchr */
 /* kconf.c - core keys and the two librdkafka client profiles (KAFKA.md §8.2). */
 #include "core/kconf.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define K_STR(name, def, help)  {name, CORE_CFG_STRING, def, 1, 0, NULL, help, NULL}
+#define K_TOPIC(name, def, help) {name, CORE_CFG_STRING, def, 1, 0, NULL, help, check_topic}
+
+/* Kafka's topic-name rules: 1..249 of [A-Za-z0-9._-], not "." or "..". A pattern
+ * subscription (a name starting with '^') is not supported. Empty is never valid. */
+static core_err check_topic(const json_t *v, char *eb, size_t ebn)
+{
+    const char *s = json_string_value(v);
+    size_t n = s ? strlen(s) : 0;
+
+    if (n == 0 || n > 249 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0) {
+        snprintf(eb, ebn, "not a Kafka topic name (1..249 characters, not \".\" or \"..\")");
+        return CORE_ECONFIG;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '_' || s[i] == '-')) {
+            snprintf(eb, ebn, "not a Kafka topic name: character %zu is not one of "
+                     "[A-Za-z0-9._-] (patterns are not supported)", i + 1);
+            return CORE_ECONFIG;
+        }
+    return CORE_OK;
+}
+
+/* broker.bootstrap: "@FILE" (written by `gcdp broker`) or host:port[,host:port...]. */
+static core_err check_bootstrap(const json_t *v, char *eb, size_t ebn)
+{
+    const char *s = json_string_value(v), *p;
+
+    if (!s || !s[0] || (s[0] == '@' && !s[1])) {
+        snprintf(eb, ebn, "empty (give host:port[,host:port] or @FILE; unset it for the "
+                 "embedded broker where a command starts one)");
+        return CORE_ECONFIG;
+    }
+    if (s[0] == '@')
+        return CORE_OK;
+    for (p = s; *p;) {
+        const char *end = strchr(p, ','), *colon;
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char *num_end = NULL;
+        long port;
+        colon = memrchr(p, ':', len);
+        port = colon ? strtol(colon + 1, &num_end, 10) : 0;
+        if (len == 0 || !colon || colon == p || num_end != p + len || port < 1 || port > 65535) {
+            snprintf(eb, ebn, "'%.*s' is not host:port (port 1..65535)", (int)len, p);
+            return CORE_ECONFIG;
+        }
+        p += len + (end ? 1 : 0);
+        if (end && !*p) {
+            snprintf(eb, ebn, "trailing comma");
+            return CORE_ECONFIG;
+        }
+    }
+    return CORE_OK;
+}
 #define K_INT(name, def, lo, hi, help) {name, CORE_CFG_INT, def, lo, hi, NULL, help, NULL}
 
 const struct core_cfg_key core_config_keys[] = {
     {"log.level", CORE_CFG_ENUM, "\"info\"", 1, 0, "debug|info|warn|error|off",
      "structured log level on stderr", NULL},
-    K_STR("broker.bootstrap", NULL,
-          "Kafka bootstrap servers, or @file written by `gcdp broker`; unset: embedded broker"),
+    {"broker.bootstrap", CORE_CFG_STRING, NULL, 1, 0, NULL,
+     "Kafka bootstrap servers host:port[,...], or @file written by `gcdp broker`; unset: "
+     "embedded broker", check_bootstrap},
     {"broker.profile", CORE_CFG_ENUM, "\"embedded\"", 1, 0, "embedded|production",
      "librdkafka client profile (see core/kconf.h)", NULL},
     K_INT("broker.partitions", "4", 1, 256, "partitions per topic created by the embedded broker"),
-    K_STR("topics.raw", "\"sensors.raw\"", "raw sensor readings (input)"),
-    K_STR("topics.rejected", "\"sensors.rejected\"", "dead letters"),
-    K_STR("topics.windows", "\"gcdp.windows\"", "protected window records (internal)"),
-    K_STR("topics.calibration", "\"gcdp.calibration\"", "versioned theta objects"),
-    K_STR("topics.released", "\"gcdp.released\"", "privatized releases (public)"),
-    K_STR("topics.control", "\"gcdp.control\"", "operator commands"),
-    K_STR("topics.audit", "\"gcdp.audit\"", "privacy ledger events"),
-    K_STR("topics.learner_updates", "\"learner.updates\"", "participant -> server"),
-    K_STR("topics.learner_global", "\"learner.global\"", "server -> participants"),
-    K_STR("topics.learner_dag", "\"learner.dag\"", "learned DAG"),
+    K_TOPIC("topics.raw", "\"sensors.raw\"", "raw sensor readings (input)"),
+    K_TOPIC("topics.rejected", "\"sensors.rejected\"", "dead letters"),
+    K_TOPIC("topics.windows", "\"gcdp.windows\"", "protected window records (internal)"),
+    K_TOPIC("topics.calibration", "\"gcdp.calibration\"", "versioned theta objects"),
+    K_TOPIC("topics.released", "\"gcdp.released\"", "privatized releases (public)"),
+    K_TOPIC("topics.control", "\"gcdp.control\"", "operator commands"),
+    K_TOPIC("topics.audit", "\"gcdp.audit\"", "privacy ledger events"),
+    K_TOPIC("topics.learner_updates", "\"learner.updates\"", "participant -> server"),
+    K_TOPIC("topics.learner_global", "\"learner.global\"", "server -> participants"),
+    K_TOPIC("topics.learner_dag", "\"learner.dag\"", "learned DAG"),
     K_STR("state.dir", "\"/var/lib/gcdp\"",
           "state directory: a relative release.ledger.path lives here (never the working "
           "directory); created if missing"),

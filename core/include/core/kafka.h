@@ -59,7 +59,10 @@ struct core_kconsumer_ops {
 };
 
 /* New consumer group member subscribed to topics, driven by loop.
- *   conf    takes ownership on success only (from core_kafka_conf_new, consumer role).
+ *   conf    always taken (from core_kafka_conf_new, consumer role): destroyed here on every
+ *           failure, so the caller never frees it after this call (librdkafka owns a conf
+ *           once rd_kafka_new succeeded; freeing it again after a later failure, e.g. an
+ *           invalid topic name refused by subscribe, was a double free).
  *   topics  ntopics names, borrowed.
  *   ops     copied.
  *   out     new consumer; free with core_kconsumer_free() after on_closed (or on error).
@@ -117,7 +120,7 @@ rd_kafka_resp_err_t core_kafka_produce_copy(rd_kafka_t *rk, const char *topic, i
 typedef void core_kdelivery_fn(void *arg, void *opaque, rd_kafka_resp_err_t err);
 
 /* New producer on loop; delivery reports run on the loop thread.
- *   conf  takes ownership on success only (producer role). */
+ *   conf  always taken (producer role): destroyed here on every failure. */
 CORE_MUST_CHECK core_err core_kproducer_new(uv_loop_t *loop, rd_kafka_conf_t *conf,
                                             core_kdelivery_fn *on_delivery, void *arg,
                                             struct core_kproducer **out, char *errbuf,

@@ -677,11 +677,9 @@ static core_err make_clients(struct ing_service *s, char *eb, size_t ebn)
     rc = core_kafka_conf_new(s->cfg, CORE_KAFKA_PRODUCER, NULL, &pc, eb, ebn);
     if (rc != CORE_OK)
         return rc;
-    rc = core_kproducer_new(s->loop, pc, on_delivery, s, &s->prod, eb, ebn);
-    if (rc != CORE_OK) {
-        rd_kafka_conf_destroy(pc);
+    rc = core_kproducer_new(s->loop, pc, on_delivery, s, &s->prod, eb, ebn); /* takes pc */
+    if (rc != CORE_OK)
         return rc;
-    }
     rc = core_kafka_conf_new(s->cfg, CORE_KAFKA_CONSUMER, s->opts.group, &cc, eb, ebn);
     if (rc != CORE_OK)
         return rc;
@@ -690,10 +688,7 @@ static core_err make_clients(struct ing_service *s, char *eb, size_t ebn)
         rd_kafka_conf_destroy(cc);
         return rc;
     }
-    rc = core_kconsumer_new(s->loop, cc, topics, 1, &ops, &s->cons, eb, ebn);
-    if (rc != CORE_OK)
-        rd_kafka_conf_destroy(cc);
-    return rc;
+    return core_kconsumer_new(s->loop, cc, topics, 1, &ops, &s->cons, eb, ebn); /* takes cc */
 }
 
 core_err ing_service_new(uv_loop_t *loop, const struct core_config *cfg,
