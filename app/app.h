@@ -73,6 +73,15 @@ void app_ledger_scheme(const struct core_config *cfg, struct core_dp_scheme *out
 int app_paths_distinct(const char *cmd, const char *const *paths, const char *const *roles,
                        size_t n_out, size_t n);
 
+/* First SIGINT/SIGTERM of a long-running command: stop listening (the default disposition is
+ * restored, so a second signal ends the process at once, even when the loop thread is stuck
+ * in a library call) and arm a watchdog: if the graceful shutdown has not finished after
+ * shutdown.deadline_s, the process writes what it was waiting for (waiting_for) to stderr
+ * and exits with status 1. Signal handles may be NULL. */
+struct uv_signal_s;
+void app_shutdown_begin(const struct core_config *cfg, const char *cmd, const char *waiting_for,
+                        struct uv_signal_s *a, struct uv_signal_s *b);
+
 /* Help text for the common options, for each subcommand's --help. */
 extern const char app_common_help[];
 

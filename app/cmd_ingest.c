@@ -27,6 +27,7 @@ struct ingest_opts {
 
 struct ingest_ctx {
     uv_loop_t loop;
+    const struct core_config *cfg;
     uv_signal_t sigint, sigterm;
     struct ing_service *svc;
     core_err status;
@@ -126,6 +127,10 @@ static void on_signal(uv_signal_t *h, int sig)
 {
     struct ingest_ctx *c = h->data;
     CORE_INFO("signal %d: graceful shutdown", sig);
+    app_shutdown_begin(c->cfg, "ingest",
+                       "waiting for produced records to be acknowledged, the last offsets to "
+                       "be committed and the consumer to leave its group",
+                       &c->sigint, &c->sigterm);
     if (c->svc)
         ing_service_stop(c->svc);
 }
@@ -192,6 +197,7 @@ int cmd_ingest(int argc, char **argv)
         goto out;
     }
     uv_loop_init(&c.loop);
+    c.cfg = cfg;
     so = (struct ing_service_opts){o.group, o.commit_ms, (int64_t)(o.exit_idle_s * 1000),
                                    o.flush_on_idle, on_done, &c};
     if (ing_service_new(&c.loop, cfg, &so, metrics, &c.svc, eb, sizeof(eb)) != CORE_OK) {

@@ -329,6 +329,33 @@ static void set_assigned(struct core_kconsumer *c, const rd_kafka_topic_partitio
     c->assigned = l ? rd_kafka_topic_partition_list_copy(l) : NULL;
 }
 
+/* Our own copy of the assignment, updated from what the callback is given: querying it with
+ * rd_kafka_assignment() inside the rebalance callback while the consumer closes can block
+ * forever in librdkafka 2.0.x (seen once in ~35 exits: SIGTERM then did nothing). */
+static void track_assignment(struct core_kconsumer *c, const rd_kafka_topic_partition_list_t *parts,
+                             bool assign, bool coop)
+{
+    rd_kafka_topic_partition_list_t *now;
+
+    if (!coop) { /* eager: the callback carries the whole new assignment, or a full revoke */
+        set_assigned(c, assign && parts->cnt ? parts : NULL);
+        return;
+    }
+    now = c->assigned ? rd_kafka_topic_partition_list_copy(c->assigned)
+                      : rd_kafka_topic_partition_list_new(parts->cnt);
+    for (int i = 0; i < parts->cnt; i++) {
+        const rd_kafka_topic_partition_t *t = &parts->elems[i];
+        if (assign) {
+            if (!rd_kafka_topic_partition_list_find(now, t->topic, t->partition))
+                rd_kafka_topic_partition_list_add(now, t->topic, t->partition);
+        } else {
+            rd_kafka_topic_partition_list_del(now, t->topic, t->partition);
+        }
+    }
+    set_assigned(c, now->cnt ? now : NULL);
+    rd_kafka_topic_partition_list_destroy(now);
+}
+
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
@@ -344,12 +371,8 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             e = rd_kafka_incremental_assign(rk, parts);
         else
             r = rd_kafka_assign(rk, parts);
-        rd_kafka_topic_partition_list_t *now = NULL;
-        if (rd_kafka_assignment(rk, &now) == 0) {
-            set_assigned(c, now);
-            rd_kafka_topic_partition_list_destroy(now);
-        }
-        if (c->paused && c->assigned)
+        track_assignment(c, parts, true, coop);
+        if (c->paused && c->assigned && !c->closing)
             rd_kafka_pause_partitions(rk, c->assigned);
         if (c->ops.on_assign)
             c->ops.on_assign(c->ops.arg, parts);
@@ -360,11 +383,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             e = rd_kafka_incremental_unassign(rk, parts);
         else
             r = rd_kafka_assign(rk, NULL);
-        rd_kafka_topic_partition_list_t *now = NULL;
-        if (rd_kafka_assignment(rk, &now) == 0) {
-            set_assigned(c, now->cnt ? now : NULL);
-            rd_kafka_topic_partition_list_destroy(now);
-        }
+        track_assignment(c, parts, false, coop);
     }
     if (e) {
         CORE_ERROR("rebalance: %s", rd_kafka_error_string(e));

@@ -85,6 +85,9 @@ const struct core_cfg_key core_config_keys[] = {
     K_STR("state.dir", "\"/var/lib/gcdp\"",
           "state directory: a relative release.ledger.path lives here (never the working "
           "directory); created if missing"),
+    K_INT("shutdown.deadline_s", "30", 1, 3600,
+          "graceful shutdown deadline after the first SIGINT/SIGTERM; then exit 1 saying "
+          "what was pending (a second signal ends the process at once)"),
     K_INT("metrics.port", "0", 0, 65535, "HTTP port for /metrics and /healthz; 0: disabled"),
     K_STR("metrics.bind", "\"127.0.0.1\"", "address the metrics endpoint binds to"),
     {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},
