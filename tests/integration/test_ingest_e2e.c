@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
 #include <criterion/criterion.h>
 #include <jansson.h>
 
@@ -586,6 +588,43 @@ Test(ingest_e2e, broker_outage_mid_stream_loses_nothing)
     json_decref(sa);
     json_decref(sr);
     ts_records_free(rec, n);
+    ts_broker_stop(&b);
+    ts_rmtree(cdir);
+    free(cdir);
+}
+
+/* An outage is not the end of the stream: --exit-idle 2 --flush-on-idle with the broker
+ * down for 6 s mid-stream; ingest must not stop during the outage (it used to, emitting
+ * partial windows and exiting 0), and after the outage it consumes everything. */
+Test(ingest_e2e, exit_idle_does_not_count_a_broker_outage)
+{
+    struct ts_broker b;
+    struct ingest_proc a;
+    char *cdir = ts_tmpdir(), fifo[600];
+    const char *extra[] = {"--control", fifo, NULL};
+    const char *sim[] = {"simulate", "--devices", "16", "--ticks", "600", "--rate", "2000",
+                         "--seed", "7", "--set", NULL, "--log-level", "warn", NULL};
+    json_t *sa;
+    pid_t sp;
+
+    snprintf(fifo, sizeof(fifo), "%s/control", cdir);
+    ts_broker_start(&b, extra);
+    sim[10] = b.set_bootstrap;
+    ingest_start(&a, &b, "e2e-idle-outage", "a", true, NULL);
+    sp = ts_spawn(sim, NULL, NULL);
+    free(wait_consumed(&a, 1500, 60000));
+    broker_control(fifo, "down");
+    ts_sleep_ms(6000);
+    cr_assert_eq(waitpid(a.pid, NULL, WNOHANG), 0, "ingest stopped during the outage");
+    broker_control(fifo, "up");
+    cr_assert_eq(ts_wait(sp, 60000), 0, "the simulator lost messages across the outage");
+    cr_assert_eq(ts_wait(a.pid, 120000), 0, "ingest did not finish after the outage");
+    sa = ingest_summary(&a);
+    cr_assert_geq(jint(sa, "consumed"), 9600, "consumed %lld of 9600 (at least once)",
+                  (long long)jint(sa, "consumed"));
+    cr_assert_eq(jint(sa, "consumed"), jint(sa, "accepted") + jint(sa, "rejected"));
+    cr_assert_eq(jint(sa, "offset_gaps"), 0);
+    json_decref(sa);
     ts_broker_stop(&b);
     ts_rmtree(cdir);
     free(cdir);

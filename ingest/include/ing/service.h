@@ -42,6 +42,9 @@
 #define ING_SERVICE_DRAIN_MS 15000
 /* Upper bound on the time spent leaving the consumer group at shutdown. */
 #define ING_SERVICE_CLOSE_MS 10000
+/* /healthz reports not-ready once the broker has been unreachable this long (transport or
+ * all-brokers-down errors with no record consumed or commit acknowledged since). */
+#define ING_SERVICE_BROKER_GRACE_MS 5000
 /* Partition numbers the service tracks (topics.raw partitions must be below it). */
 #define ING_SERVICE_MAX_PARTITIONS 1024
 

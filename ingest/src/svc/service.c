@@ -72,6 +72,9 @@ struct ing_service {
     enum svc_state state;
     core_err status;
     bool paused, commit_in_flight, consumed_any, group_joined, done_called;
+    bool broker_down;           /* a transport / all-brokers-down error since the broker last
+                                   answered (a record consumed, a commit acknowledged) */
+    uint64_t broker_down_since; /* loop time of the first such error */
     uint64_t drain_started, close_started, last_consume;
     int64_t now_ms;  /* wall clock for the engine, refreshed every 1024 messages and tick */
     uint32_t since_clock;
@@ -317,8 +320,19 @@ static void health_refresh(struct ing_service *s)
         core_metrics_set_health(s->metrics, false, "shutting down");
     else if (!s->group_joined)
         core_metrics_set_health(s->metrics, false, "waiting for the consumer group");
+    else if (s->broker_down &&
+             uv_now(s->loop) - s->broker_down_since >= ING_SERVICE_BROKER_GRACE_MS)
+        core_metrics_set_health(s->metrics, false, "broker unreachable");
     else
         core_metrics_set_health(s->metrics, true, NULL);
+}
+
+/* The broker answered (a record consumed or a commit acknowledged). */
+static void broker_answered(struct ing_service *s)
+{
+    if (s->broker_down)
+        CORE_INFO("broker reachable again");
+    s->broker_down = false;
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -380,6 +394,7 @@ static void on_commit(void *arg, rd_kafka_resp_err_t err,
     }
     atomic_fetch_add(&s->a_commits, 1);
     core_metric_add(s->m.commits, 1);
+    broker_answered(s);
     for (int i = 0; offsets && i < offsets->cnt; i++) {
         const rd_kafka_topic_partition_t *t = &offsets->elems[i];
         if (!t->err && t->partition >= 0 && t->partition < ING_SERVICE_MAX_PARTITIONS &&
@@ -507,6 +522,7 @@ static void on_message(void *arg, const rd_kafka_message_t *m)
                           memory_order_relaxed);
     s->consumed_any = true;
     s->last_consume = uv_now(s->loop);
+    broker_answered(s);
 }
 
 static void on_assign(void *arg, const rd_kafka_topic_partition_list_t *parts)
@@ -563,9 +579,18 @@ static void on_gap(void *arg, const char *topic, int32_t partition, int64_t from
 static void on_error(void *arg, rd_kafka_resp_err_t err, const char *reason, bool fatal)
 {
     struct ing_service *s = arg;
-    (void)err;
-    if (fatal)
+    if (fatal) {
         fail(s, CORE_EKAFKA, reason);
+        return;
+    }
+    if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || err == RD_KAFKA_RESP_ERR__TRANSPORT) {
+        if (!s->broker_down) {
+            s->broker_down_since = uv_now(s->loop);
+            CORE_WARN("broker unreachable: --exit-idle does not count while it is (an outage "
+                      "is not the end of the stream)");
+        }
+        s->broker_down = true;
+    }
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -599,6 +624,8 @@ static void on_tick(uv_timer_t *t)
     if (s->state == S_RUNNING) {
         ing_engine_tick(s->eng, s->now_ms, &s->sink);
         backpressure(s);
+        if (s->broker_down || core_kconsumer_assigned(s->cons) == 0)
+            s->last_consume = now; /* idle only counts while the stream can be read */
         if (s->opts.exit_idle_ms > 0 && s->consumed_any &&
             now - s->last_consume >= (uint64_t)s->opts.exit_idle_ms) {
             CORE_INFO("nothing consumed for %" PRId64 " ms: stopping", s->opts.exit_idle_ms);
