@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "app.h"
 #include "cal/theta.h"
@@ -325,9 +326,12 @@ static int run_stream(struct run *r, FILE *in, FILE *out)
         rc = CORE_EPARSE;
         lineno = 0;
     }
-    if (rc != CORE_OK)
-        fprintf(stderr, "gcdp release: %s%zu%s%s (%s)\n", lineno ? "input line " : "",
-                lineno, lineno ? ": " : "", eb[0] ? eb : "output error", core_errname(rc));
+    if (rc != CORE_OK && lineno)
+        fprintf(stderr, "gcdp release: input line %zu: %s (%s)\n", lineno,
+                eb[0] ? eb : "output error", core_errname(rc));
+    else if (rc != CORE_OK)
+        fprintf(stderr, "gcdp release: %s (%s)\n", eb[0] ? eb : "output error",
+                core_errname(rc));
     if (skipped)
         fprintf(stderr, "gcdp release: %zu record(s) refused and skipped\n", skipped);
     free(line);
@@ -354,6 +358,7 @@ static int run_release(struct run *r)
     const struct args *a = r->a;
     struct rel_release_stats st;
     struct core_outfile of = {0};
+    struct stat st_in;
     FILE *in = stdin;
     char eb[512] = "";
     int ex;
@@ -361,6 +366,11 @@ static int run_release(struct run *r)
     if (strcmp(a->input, "-") != 0 && !(in = fopen(a->input, "r"))) {
         fprintf(stderr, "gcdp release: cannot open input '%s': %s\n", a->input, strerror(errno));
         return APP_EXIT_FAILURE;
+    }
+    if (in != stdin && fstat(fileno(in), &st_in) == 0 && S_ISDIR(st_in.st_mode)) {
+        fprintf(stderr, "gcdp release: input '%s' is a directory\n", a->input);
+        fclose(in);
+        return APP_EXIT_USAGE;
     }
     if (!a->plan_only && (ex = open_ledger(r)) != APP_EXIT_OK)
         goto out;
