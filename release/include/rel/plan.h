@@ -53,6 +53,9 @@ struct rel_profile {
 };
 
 void rel_profile_init(struct rel_profile *pr, size_t n_nodes); /* zeroed, allocated */
+
+/* Which θ nodes some coordinate reads: new array of θ n_nodes flags (1 = read); free(). */
+uint8_t *rel_theta_used_nodes(const struct cal_theta *t);
 void rel_profile_cleanup(struct rel_profile *pr);               /* NULL-safe fields */
 void rel_profile_copy(struct rel_profile *dst, const struct rel_profile *src);
 

@@ -71,6 +71,16 @@ void rel_plan_free(struct rel_plan *p)
     free(p);
 }
 
+uint8_t *rel_theta_used_nodes(const struct cal_theta *t)
+{
+    uint8_t *used = core_xcalloc(t->n_nodes ? t->n_nodes : 1, sizeof(*used));
+    for (size_t k = 0; k < t->d; k++)
+        for (size_t a = 0; a < t->coords[k].n; a++)
+            if (t->coords[k].nodes[a] < t->n_nodes)
+                used[t->coords[k].nodes[a]] = 1;
+    return used;
+}
+
 /* The plan's profile: a copy of the record's, or (no profile given) one from θ node names,
  * each of which must then state its statistic, with G and period from the options. */
 static core_err make_profile(struct rel_plan *p, char *eb, size_t ebn)
@@ -115,11 +125,7 @@ static core_err split_nodes(struct rel_plan *p, char *eb, size_t ebn)
     p->chan_names = core_xcalloc(t->n_nodes, sizeof(*p->chan_names));
     p->node_chan = core_xcalloc(t->n_nodes, sizeof(*p->node_chan));
     p->node_stat = core_xcalloc(t->n_nodes, sizeof(*p->node_stat));
-    p->node_used = core_xcalloc(t->n_nodes, sizeof(*p->node_used));
-    for (size_t k = 0; k < t->d; k++)
-        for (size_t a = 0; a < t->coords[k].n; a++)
-            if (t->coords[k].nodes[a] < t->n_nodes)
-                p->node_used[t->coords[k].nodes[a]] = 1;
+    p->node_used = rel_theta_used_nodes(t);
     if ((rc = make_profile(p, eb, ebn)) != CORE_OK)
         return rc;
     for (size_t m = 0; m < t->n_nodes; m++) {

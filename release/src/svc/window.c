@@ -20,11 +20,7 @@ void rel_window_init(struct rel_window *w, const struct cal_theta *t)
     w->theta = t;
     w->x = core_xcalloc(t->n_nodes, sizeof(*w->x));
     w->obs = core_xcalloc(t->n_nodes, sizeof(*w->obs));
-    w->used = core_xcalloc(t->n_nodes, sizeof(*w->used));
-    for (size_t k = 0; k < t->d; k++)
-        for (size_t a = 0; a < t->coords[k].n; a++)
-            if (t->coords[k].nodes[a] < t->n_nodes)
-                w->used[t->coords[k].nodes[a]] = 1;
+    w->used = rel_theta_used_nodes(t);
     rel_profile_init(&w->prof, t->n_nodes);
 }
 
