@@ -921,17 +921,45 @@ static core_err charge_args_ok(const struct core_dp_ledger *l, const char *id,
 }
 
 /* Every listed unit must stay within the cap in every field (NaN fails closed). */
-static int within_cap(const struct core_dp_ledger *l, const char *const *u, size_t n,
-                      const struct core_dp_cost *cost)
+/* Index of the first unit that cost would take past the cap (upward-rounded totals, NaN
+ * fails closed), or n when every unit stays within it. The one cap decision. */
+static size_t first_over_cap(const struct core_dp_ledger *l, const char *const *u, size_t n,
+                             const struct core_dp_cost *cost)
 {
     for (size_t i = 0; i < n; i++) {
         const struct core_dp_cost *cur = smap_get(&l->units, u[i]);
         struct core_dp_cost t = cur ? *cur : (struct core_dp_cost){0, 0, 0};
         if (core_dp_cost_add(&t, cost) != CORE_OK || !(t.eps <= l->cap.eps) ||
             !(t.rho <= l->cap.rho) || !(t.delta <= l->cap.delta))
-            return 0;
+            return i;
     }
-    return 1;
+    return n;
+}
+
+static int within_cap(const struct core_dp_ledger *l, const char *const *u, size_t n,
+                      const struct core_dp_cost *cost)
+{
+    return first_over_cap(l, u, n, cost) == n;
+}
+
+void core_dp_ledger_refusal(const struct core_dp_ledger *l, const char *const *units, size_t n,
+                            const struct core_dp_cost *cost, const char *what,
+                            const char *eps_name, char *eb, size_t ebn)
+{
+    size_t i = first_over_cap(l, units, n, cost);
+    struct core_dp_cost spent = {0, 0, 0};
+
+    if (i == n) {
+        set_err(eb, ebn, "privacy budget: lifetime cap reached (eps cap %.6g); refused",
+                l->cap.eps);
+        return;
+    }
+    if (core_dp_ledger_spent(l, units[i], &spent) != CORE_OK)
+        spent.eps = spent.delta = NAN;
+    set_err(eb, ebn, "privacy budget: unit '%s' has spent eps=%.6g delta=%.3g; this %s needs "
+            "%s=%.6g delta=%.3g; lifetime cap eps=%.6g delta=%.3g (release.ledger.cap_*); "
+            "refused", units[i], spent.eps, spent.delta, what, eps_name, cost->eps,
+            cost->delta, l->cap.eps, l->cap.delta);
 }
 
 static size_t count_new_units(const struct core_dp_ledger *l, const char *const *u, size_t n)

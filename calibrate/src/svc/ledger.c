@@ -326,28 +326,6 @@ out:
 }
 
 /* Name the unit the cap refuses with its totals (public accounting numbers only). */
-static void budget_message(const struct core_dp_ledger *l, const struct cal_ledger_opts *lo,
-                           const char *const *units, size_t n, const struct core_dp_cost *c,
-                           char *eb, size_t ebn)
-{
-    for (size_t u = 0; u < n; u++) {
-        struct core_dp_cost t;
-        if (core_dp_ledger_spent(l, units[u], &t) != CORE_OK)
-            continue;
-        struct core_dp_cost sum = t;
-        if (core_dp_cost_add(&sum, c) != CORE_OK || !(sum.eps <= lo->cap.eps) ||
-            !(sum.delta <= lo->cap.delta) || !(sum.rho <= lo->cap.rho)) {
-            snprintf(eb, ebn, "privacy budget: unit '%s' has spent eps=%.6g delta=%.3g; this "
-                     "calibration needs eps_cal=%.6g; lifetime cap eps=%.6g delta=%.3g "
-                     "(release.ledger.cap_*); refused: no noise drawn, no theta written",
-                     units[u], t.eps, t.delta, c->eps, lo->cap.eps, lo->cap.delta);
-            return;
-        }
-    }
-    snprintf(eb, ebn, "privacy budget: lifetime cap reached (eps cap %.6g, this calibration "
-             "needs eps_cal=%.6g); refused: no noise drawn, no theta written", lo->cap.eps,
-             c->eps);
-}
 
 static char *params_json(const struct cal_opts *o, const struct cal_ledger_opts *lo, size_t n_cal,
                          double eps, size_t part, size_t parts)
@@ -383,8 +361,12 @@ static core_err charge_parts(struct core_dp_ledger *l, const struct cal_opts *o,
         free(pj);
         if (rc == CORE_OK) {
             (*charged)++;
-        } else if (rc == CORE_EBUDGET) {
-            budget_message(l, lo, names, cnt, cost, eb, ebn);
+        } else if (rc == CORE_EBUDGET) { /* core's message, as its decision */
+            size_t used;
+            core_dp_ledger_refusal(l, names, cnt, cost, "calibration", "eps_cal", eb, ebn);
+            used = strlen(eb);
+            if (used + 1 < ebn)
+                snprintf(eb + used, ebn - used, ": no noise drawn, no theta written");
         } else if (rc == CORE_EEXIST) {
             snprintf(eb, ebn, "ledger: %s is already committed without its theta (an earlier "
                      "run was cut off while committing; its charge stays counted); set another "

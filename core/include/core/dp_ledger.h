@@ -193,6 +193,14 @@ struct core_dp_row {
 CORE_MUST_CHECK core_err core_dp_ledger_parse_row(const json_t *row, struct core_dp_row *out,
                                                   char *errbuf, size_t errbuf_size);
 
+/* Why a charge of cost to units was (or would be) refused: names the first unit the cap
+ * refuses (the same decision core_dp_ledger_charge makes), what it has spent, what `what`
+ * needs ("release", "calibration") under the name eps_name ("eps", "eps_cal") and the cap.
+ * Public accounting numbers only. Always writes errbuf. */
+void core_dp_ledger_refusal(const struct core_dp_ledger *l, const char *const *units, size_t n,
+                            const struct core_dp_cost *cost, const char *what,
+                            const char *eps_name, char *errbuf, size_t errbuf_size);
+
 /* Counters (no protected values). Always succeeds. */
 void core_dp_ledger_stats(const struct core_dp_ledger *l, struct core_dp_ledger_stats *out);
 

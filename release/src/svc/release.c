@@ -362,25 +362,6 @@ static core_err project(struct rel_releaser *r, const struct rel_window *w, char
     return window_certificates(r, w, eb, ebn);
 }
 
-/* Name the unit that the cap refuses, with its totals (public accounting numbers only). */
-static void budget_message(struct rel_releaser *r, size_t n_units, char *eb, size_t ebn)
-{
-    const struct core_dp_cost *c = &r->plan->cost, *cap = &r->plan->opts.cap;
-    for (size_t u = 0; u < n_units; u++) {
-        struct core_dp_cost spent;
-        if (core_dp_ledger_spent(r->ledger, r->units[u], &spent) != CORE_OK)
-            continue;
-        if (!(spent.eps + c->eps <= cap->eps) || !(spent.delta + c->delta <= cap->delta)) {
-            snprintf(eb, ebn, "privacy budget: unit '%s' has spent eps=%.6g delta=%.3g; this "
-                     "release needs eps=%.6g delta=%.3g; lifetime cap eps=%.6g delta=%.3g "
-                     "(release.ledger.cap_*); refused", r->units[u], spent.eps, spent.delta,
-                     c->eps, c->delta, cap->eps, cap->delta);
-            return;
-        }
-    }
-    snprintf(eb, ebn, "privacy budget: lifetime cap reached (eps cap %.6g); refused", cap->eps);
-}
-
 static void *noise_run(void *arg)
 {
     struct noise_job *j = arg;
@@ -670,8 +651,9 @@ static core_err charge(struct rel_releaser *r, const struct rel_window *w, const
     }
     rc = core_dp_ledger_charge(r->ledger, rid, p->opts.mech->name, r->units, n_units, &p->cost,
                                p->params_json);
-    if (rc == CORE_EBUDGET)
-        budget_message(r, n_units, eb, ebn);
+    if (rc == CORE_EBUDGET) /* the cap's message is core's, as its decision */
+        core_dp_ledger_refusal(r->ledger, r->units, n_units, &p->cost, "release", "eps", eb,
+                               ebn);
     else if (rc != CORE_OK)
         snprintf(eb, ebn, "window %s: ledger charge failed (%s)", w->id, core_strerror(rc));
     return rc;
