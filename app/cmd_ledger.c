@@ -80,65 +80,44 @@ static void push(struct scan *s, const char *unit, const struct core_dp_cost *c)
     s->v[s->n++].cost = *c;
 }
 
-/* One ledger row -> its charges, validated as the ledger's own open scan does
- * (core_dp_ledger_parse_row). CORE_EPARSE with the reason when it would be rejected. */
-static core_err scan_row(struct scan *s, const char *line, size_t len, const char *prefix,
-                         char *eb, size_t ebn)
+/* One committed row (validated by core) -> its charges. */
+struct scan_arg {
+    struct scan *s;
+    const char *prefix;
+};
+
+static int on_row(void *arg, const struct core_dp_row *r)
 {
-    json_error_t jerr;
-    json_t *row = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-    struct core_dp_row r;
+    struct scan_arg *a = arg;
+    struct scan *s = a->s;
     size_t i;
     json_t *u;
-    core_err rc = core_dp_ledger_parse_row(row, &r, eb, ebn);
 
-    if (!row)
-        snprintf(eb, ebn, "not JSON");
-    if (rc != CORE_OK) {
-        json_decref(row);
-        return CORE_EPARSE;
-    }
-    json_array_foreach(r.units, i, u) {
-        if (!prefix || strncmp(json_string_value(u), prefix, strlen(prefix)) == 0)
-            push(s, json_string_value(u), &r.cost);
+    json_array_foreach(r->units, i, u) {
+        if (!a->prefix || strncmp(json_string_value(u), a->prefix, strlen(a->prefix)) == 0)
+            push(s, json_string_value(u), &r->cost);
     }
     if (s->n_ids == s->cap_ids) {
         s->cap_ids = s->cap_ids ? 2 * s->cap_ids : 1024;
         s->ids = core_xrealloc(s->ids, s->cap_ids * sizeof(*s->ids));
     }
-    s->ids[s->n_ids].unit0 = core_xstrdup(json_string_value(json_array_get(r.units, 0)));
-    s->ids[s->n_ids++].id = core_xstrdup(r.id);
+    s->ids[s->n_ids].unit0 = core_xstrdup(json_string_value(json_array_get(r->units, 0)));
+    s->ids[s->n_ids++].id = core_xstrdup(r->id);
     s->rows++;
-    json_decref(row);
-    return CORE_OK;
+    return 0;
 }
 
-static int scan_file(FILE *f, struct scan *s, const char *prefix)
+/* The read-only scan is core's (core_dp_ledger_scan); here: duplicate ids. */
+static int scan_file(const char *path, struct scan *s, const char *prefix,
+                     struct core_dp_scheme *sc, struct core_dp_cost *cap)
 {
-    char *line = NULL, eb[256] = "";
-    size_t cap = 0, lineno = 0;
-    ssize_t n;
+    struct scan_arg a = {s, prefix};
+    char eb[1024] = "";
     int ex = APP_EXIT_OK;
 
-    while ((n = getline(&line, &cap, f)) >= 0) {
-        int complete = n > 0 && line[n - 1] == '\n';
-        lineno++;
-        if (lineno == 1)
-            continue; /* the header, checked by core_dp_ledger_read_header */
-        if (complete && (size_t)n <= CORE_DP_LEDGER_MAX_LINE &&
-            scan_row(s, line, (size_t)n - 1, prefix, eb, sizeof(eb)) == CORE_OK)
-            continue;
-        if (!feof(f) && getc(f) != EOF) { /* a bad line that is not the last: corrupt */
-            fprintf(stderr, "gcdp ledger: line %zu is not a valid ledger row (%s): corrupt "
-                            "ledger\n", lineno, eb[0] ? eb : "too long");
-            ex = APP_EXIT_FAILURE;
-            break;
-        }
-        s->torn++;
-    }
-    if (ferror(f)) {
-        fprintf(stderr, "gcdp ledger: read error\n");
-        ex = APP_EXIT_FAILURE;
+    if (core_dp_ledger_scan(path, sc, cap, on_row, &a, &s->torn, eb, sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp ledger: %s\n", eb);
+        return APP_EXIT_FAILURE;
     }
     qsort(s->ids, s->n_ids, sizeof(*s->ids), by_id);
     for (size_t i = 1; ex == APP_EXIT_OK && i < s->n_ids; i++)
@@ -147,7 +126,6 @@ static int scan_file(FILE *f, struct scan *s, const char *prefix)
                     s->ids[i].id);
             ex = APP_EXIT_FAILURE;
         }
-    free(line);
     return ex;
 }
 
@@ -380,11 +358,10 @@ int cmd_ledger(int argc, char **argv)
                                        {NULL, 0, NULL, 0}};
     struct core_config *cfg = NULL;
     const char *flag = NULL, *prefix = NULL, *carry = NULL;
-    char path[4096], eb[1024] = "";
+    char path[4096];
     struct scan s = {0};
     struct core_dp_cost cap;
     struct core_dp_scheme sc;
-    FILE *f = NULL;
     int ch, as_json = 0, ex = APP_EXIT_USAGE;
 
     if (app_help_requested(argc, argv)) {
@@ -411,30 +388,22 @@ int cmd_ledger(int argc, char **argv)
     if (app_ledger_path(cfg, flag, path, sizeof(path)) != 0)
         goto out;
     ex = APP_EXIT_FAILURE;
-    if (core_dp_ledger_read_header(path, &sc, &cap, eb, sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp ledger: %s\n", eb);
-        goto out;
-    }
-    if (!(f = fopen(path, "r"))) {
-        fprintf(stderr, "gcdp ledger: cannot open '%s'\n", path);
-        goto out;
-    }
-    fprintf(stderr, "gcdp ledger: %s: units " CORE_DP_UNIT_FORMAT ", slot_ms %lld, time radius "
-            "%lld x period %lld ms; cap eps=%.6g delta=%.4g\n", path, (long long)sc.slot_ms,
-            (long long)sc.time_radius, (long long)sc.period_ms, cap.eps, cap.delta);
     if (carry && prefix) {
         fprintf(stderr, "gcdp ledger: --carry-to carries every unit; --unit does not apply\n");
         ex = APP_EXIT_USAGE;
         goto out;
     }
-    ex = scan_file(f, &s, prefix);
-    if (ex == APP_EXIT_OK && carry)
+    ex = scan_file(path, &s, prefix, &sc, &cap);
+    if (ex != APP_EXIT_OK)
+        goto out;
+    fprintf(stderr, "gcdp ledger: %s: units " CORE_DP_UNIT_FORMAT ", slot_ms %lld, time radius "
+            "%lld x period %lld ms; cap eps=%.6g delta=%.4g\n", path, (long long)sc.slot_ms,
+            (long long)sc.time_radius, (long long)sc.period_ms, cap.eps, cap.delta);
+    if (carry)
         ex = carry_to(&s, path, &sc, &cap, cfg, carry);
-    else if (ex == APP_EXIT_OK)
+    else
         print_units(&s, as_json, &cap);
 out:
-    if (f)
-        fclose(f);
     for (size_t i = 0; i < s.n; i++)
         free(s.v[i].unit);
     for (size_t i = 0; i < s.n_ids; i++) {

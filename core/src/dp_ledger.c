@@ -567,6 +567,60 @@ core_err core_dp_ledger_read_header(const char *path, struct core_dp_scheme *s,
     return rc;
 }
 
+core_err core_dp_ledger_scan(const char *path, struct core_dp_scheme *scheme,
+                             struct core_dp_cost *cap, core_dp_row_fn *fn, void *arg,
+                             uint64_t *torn, char *eb, size_t ebn)
+{
+    core_err rc = core_dp_ledger_read_header(path, scheme, cap, eb, ebn);
+    char *line = NULL, why[256] = "";
+    size_t n_cap = 0, lineno = 0;
+    ssize_t n;
+    FILE *f;
+
+    *torn = 0;
+    if (rc != CORE_OK)
+        return rc;
+    if (!(f = fopen(path, "r"))) {
+        set_err(eb, ebn, "ledger %s: %s", path, strerror(errno));
+        return CORE_EIO;
+    }
+    while (rc == CORE_OK && (n = getline(&line, &n_cap, f)) >= 0) {
+        struct core_dp_row row;
+        json_error_t jerr;
+        json_t *j = NULL;
+        core_err pr = CORE_EPARSE;
+        lineno++;
+        if (lineno == 1)
+            continue; /* the header */
+        snprintf(why, sizeof(why), "%s", "unterminated or too long");
+        if (n > 0 && line[n - 1] == '\n' && (size_t)n <= CORE_DP_LEDGER_MAX_LINE) {
+            j = json_loadb(line, (size_t)n - 1, JSON_REJECT_DUPLICATES, &jerr);
+            pr = j ? core_dp_ledger_parse_row(j, &row, why, sizeof(why)) : CORE_EPARSE;
+            if (!j)
+                snprintf(why, sizeof(why), "not JSON");
+        }
+        if (pr == CORE_OK && fn(arg, &row) != 0)
+            rc = CORE_ESTATE;
+        json_decref(j);
+        if (pr == CORE_OK)
+            continue;
+        if (getc(f) != EOF) { /* a bad line that is not the last: corrupt */
+            set_err(eb, ebn, "ledger %s: line %zu is not a valid ledger row (%s)", path, lineno,
+                    why);
+            rc = CORE_EPARSE;
+        } else {
+            (*torn)++;
+        }
+    }
+    if (rc == CORE_OK && ferror(f)) {
+        set_err(eb, ebn, "ledger %s: read error", path);
+        rc = CORE_EIO;
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
 /* The bound header must be exactly what this process was configured with. */
 static core_err check_header(struct core_dp_ledger *l, char *eb, size_t ebn)
 {

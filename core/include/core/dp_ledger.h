@@ -193,6 +193,19 @@ struct core_dp_row {
 CORE_MUST_CHECK core_err core_dp_ledger_parse_row(const json_t *row, struct core_dp_row *out,
                                                   char *errbuf, size_t errbuf_size);
 
+/* Read-only scan of a ledger file (for `gcdp ledger`; never writes, never locks): checks the
+ * header (core_dp_ledger_read_header), then calls fn for every committed row, validated by
+ * core_dp_ledger_parse_row exactly as an open does. A bad or unterminated LAST line is a
+ * torn append (never published): counted in *torn, not passed to fn; a bad line before the
+ * last is corruption. fn returns 0 to go on, non-zero to stop (CORE_ESTATE).
+ * Returns CORE_OK, CORE_EIO, CORE_ESTATE (header), CORE_EPARSE (corrupt line: errbuf names
+ * the line and the field). */
+typedef int core_dp_row_fn(void *arg, const struct core_dp_row *row);
+CORE_MUST_CHECK core_err core_dp_ledger_scan(const char *path, struct core_dp_scheme *scheme,
+                                             struct core_dp_cost *cap, core_dp_row_fn *fn,
+                                             void *arg, uint64_t *torn, char *errbuf,
+                                             size_t errbuf_size);
+
 /* Why a charge of cost to units was (or would be) refused: names the first unit the cap
  * refuses (the same decision core_dp_ledger_charge makes), what it has spent, what `what`
  * needs ("release", "calibration") under the name eps_name ("eps", "eps_cal") and the cap.
