@@ -528,8 +528,10 @@ static core_err read_header_fd(int fd, const char *path, struct core_dp_scheme *
     struct stat st;
     size_t len;
 
-    if (fstat(fd, &st) != 0)
+    if (fstat(fd, &st) != 0) {
+        set_err(eb, ebn, "ledger %s: %s", path, strerror(errno));
         return CORE_EIO;
+    }
     if (st.st_size == 0) {
         set_err(eb, ebn, "ledger %s: the file exists but is empty (truncated?); a ledger is "
                 "never silently new: remove the file explicitly if it really holds no history",
