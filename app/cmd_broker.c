@@ -63,22 +63,28 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len)
     if (port > 0 && addr && addr->sa_family == AF_INET && len >= sizeof(sin)) {
         memcpy(&sin, addr, sizeof(sin));
         if (sin.sin_port == 0 && sin.sin_addr.s_addr == htonl(INADDR_LOOPBACK)) {
+            int one = 1;
             sin.sin_port = htons((uint16_t)port);
             atomic_store(&fixed_port_next, port + 1);
+            /* a restart on the same --port must not wait for the old connections' TIME_WAIT
+             * (~60 s); a port another process listens on is still refused */
+            (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
             return real_bind(fd, (const struct sockaddr *)&sin, sizeof(sin));
         }
     }
     return real_bind(fd, addr, len);
 }
 
-/* True when 127.0.0.1:port can be bound right now (no SO_REUSEADDR: as strict as the mock). */
+/* True when 127.0.0.1:port can be bound right now, with SO_REUSEADDR as the broker's own
+ * bind uses it (TIME_WAIT leftovers of an earlier run do not count; a listener does). */
 static bool port_is_free(int port)
 {
     struct sockaddr_in sin = {.sin_family = AF_INET};
-    int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), ok, one = 1;
 
     if (fd < 0)
         return false;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     sin.sin_port = htons((uint16_t)port);
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     ok = bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;

@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
 #include <criterion/criterion.h>
 #include <jansson.h>
 
@@ -125,6 +127,42 @@ Test(commands, run_stops_gracefully_on_sigint)
     cr_assert_eq(access(file, F_OK), -1);
     json_decref(j);
     free(text);
+    ts_rmtree(dir);
+    free(dir);
+}
+
+/* The dev broker restarts on the same --port right after it died with clients connected
+ * (their connections' TIME_WAIT used to block the port for ~60 s). */
+Test(commands, broker_restarts_on_the_same_port_at_once, .timeout = 120)
+{
+    char *dir = ts_tmpdir(), file[600], port_s[16], set[700], err[640];
+    int port = ts_free_port();
+    const char *args[] = {"broker", "--port", port_s, "--bootstrap-file", file, NULL};
+    pid_t pid, ing;
+    int64_t end = ts_now_ms() + 20000;
+
+    snprintf(file, sizeof(file), "%s/kafka.bootstrap", dir);
+    snprintf(port_s, sizeof(port_s), "%d", port);
+    snprintf(set, sizeof(set), "broker.bootstrap=@%s", file);
+    snprintf(err, sizeof(err), "%s/broker2.err", dir);
+    pid = ts_spawn(args, NULL, NULL);
+    while (access(file, F_OK) != 0) {
+        cr_assert(ts_now_ms() < end, "no bootstrap file");
+        ts_sleep_ms(20);
+    }
+    const char *ia[] = {"ingest", "--set", set, "--log-level", "off", NULL};
+    ing = ts_spawn(ia, NULL, NULL);
+    ts_sleep_ms(3000); /* connected, in its group */
+    kill(pid, SIGKILL); /* the broker side closes first: its sockets linger in TIME_WAIT */
+    ts_wait(pid, 5000);
+    pid = ts_spawn(args, NULL, err);
+    ts_sleep_ms(2000);
+    cr_assert_eq(waitpid(pid, NULL, WNOHANG), 0, "the restarted broker exited: %s",
+                 ts_read_file(err, NULL));
+    kill(pid, SIGTERM);
+    cr_assert_eq(ts_wait(pid, 10000), 0);
+    kill(ing, SIGKILL);
+    ts_wait(ing, 5000);
     ts_rmtree(dir);
     free(dir);
 }
