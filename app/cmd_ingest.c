@@ -171,6 +171,7 @@ int cmd_ingest(int argc, char **argv)
     struct ing_service_opts so;
     char eb[1024] = "";
     int rc = APP_EXIT_USAGE, ret, port;
+    core_err err;
 
     memset(&c, 0, sizeof(c));
     if (app_help_requested(argc, argv)) {
@@ -202,11 +203,12 @@ int cmd_ingest(int argc, char **argv)
     c.cfg = cfg;
     so = (struct ing_service_opts){o.group, o.commit_ms, (int64_t)(o.exit_idle_s * 1000),
                                    o.flush_on_idle, on_done, &c};
-    if (ing_service_new(&c.loop, cfg, &so, metrics, &c.svc, eb, sizeof(eb)) != CORE_OK) {
+    err = ing_service_new(&c.loop, cfg, &so, metrics, &c.svc, eb, sizeof(eb));
+    if (err != CORE_OK) {
         fprintf(stderr, "gcdp ingest: %s\n", eb);
         uv_run(&c.loop, UV_RUN_DEFAULT);
         uv_loop_close(&c.loop);
-        rc = APP_EXIT_FAILURE;
+        rc = err == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE; /* bad setting: 2 */
         goto out;
     }
     uv_signal_init(&c.loop, &c.sigint);
