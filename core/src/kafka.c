@@ -526,6 +526,19 @@ void core_kconsumer_close(struct core_kconsumer *c)
     uv_idle_start(&c->br.idle, on_idle); /* drain (revoke, leave) on the next turn */
 }
 
+int64_t core_kconsumer_session_timeout_ms(const struct core_kconsumer *c)
+{
+    char buf[32];
+    size_t n = sizeof(buf);
+    long long v;
+
+    if (!c->rk || rd_kafka_conf_get(rd_kafka_conf(c->rk), "session.timeout.ms", buf, &n) !=
+                      RD_KAFKA_CONF_OK)
+        return 45000;
+    v = atoll(buf);
+    return v > 0 ? (int64_t)v : 45000;
+}
+
 bool core_kconsumer_closed(const struct core_kconsumer *c)
 {
     return c->closed;

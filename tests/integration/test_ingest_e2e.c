@@ -629,3 +629,56 @@ Test(ingest_e2e, exit_idle_does_not_count_a_broker_outage)
     ts_rmtree(cdir);
     free(cdir);
 }
+
+/* /healthz says not-ready while the broker is unreachable (it used to stay 200 through a
+ * 9-second outage), and ready again once the broker answers. */
+Test(ingest_e2e, healthz_reports_an_unreachable_broker)
+{
+    struct ts_broker b;
+    struct ingest_proc a;
+    char *cdir = ts_tmpdir(), fifo[600], *body;
+    const char *extra[] = {"--control", fifo, NULL};
+    const char *sim[] = {"simulate", "--devices", "4", "--ticks", "400", "--rate", "40",
+                         "--seed", "3", "--set", NULL, "--log-level", "warn", NULL};
+    int st = 0;
+    int64_t end;
+    pid_t sp;
+
+    snprintf(fifo, sizeof(fifo), "%s/control", cdir);
+    ts_broker_start(&b, extra);
+    sim[10] = b.set_bootstrap;
+    ingest_start(&a, &b, "e2e-health", "a", false, NULL);
+    sp = ts_spawn(sim, NULL, NULL);
+    free(wait_consumed(&a, 50, 60000));
+    body = ts_http_get(a.metrics_port, "/healthz", &st);
+    cr_assert_eq(st, 200, "%s", body ? body : "");
+    free(body);
+    broker_control(fifo, "down");
+    end = ts_now_ms() + 20000;
+    for (;;) {
+        body = ts_http_get(a.metrics_port, "/healthz", &st);
+        if (st == 503 && body && strstr(body, "broker unreachable"))
+            break;
+        free(body);
+        cr_assert(ts_now_ms() < end, "/healthz stayed %d through the outage", st);
+        ts_sleep_ms(250);
+    }
+    free(body);
+    broker_control(fifo, "up");
+    end = ts_now_ms() + 30000;
+    for (;;) {
+        body = ts_http_get(a.metrics_port, "/healthz", &st);
+        free(body);
+        if (st == 200)
+            break;
+        cr_assert(ts_now_ms() < end, "/healthz did not recover after the outage (%d)", st);
+        ts_sleep_ms(250);
+    }
+    kill(sp, SIGKILL);
+    ts_wait(sp, 5000);
+    kill(a.pid, SIGTERM);
+    cr_assert_eq(ts_wait(a.pid, 30000), 0);
+    ts_broker_stop(&b);
+    ts_rmtree(cdir);
+    free(cdir);
+}

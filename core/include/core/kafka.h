@@ -58,6 +58,10 @@ struct core_kconsumer_ops {
     void *arg;
 };
 
+/* The consumer's effective session.timeout.ms (its configuration; 45000 if unreadable). */
+struct core_kconsumer;
+int64_t core_kconsumer_session_timeout_ms(const struct core_kconsumer *c);
+
 /* New consumer group member subscribed to topics, driven by loop.
  *   conf    always taken (from core_kafka_conf_new, consumer role): destroyed here on every
  *           failure, so the caller never frees it after this call (librdkafka owns a conf

@@ -75,6 +75,7 @@ struct ing_service {
     bool broker_down;           /* a transport / all-brokers-down error since the broker last
                                    answered (a record consumed, a commit acknowledged) */
     uint64_t broker_down_since; /* loop time of the first such error */
+    uint64_t unassigned_since;  /* loop time since which the joined member holds no partition */
     uint64_t drain_started, close_started, last_consume;
     int64_t now_ms;  /* wall clock for the engine, refreshed every 1024 messages and tick */
     uint32_t since_clock;
@@ -323,6 +324,14 @@ static void health_refresh(struct ing_service *s)
     else if (s->broker_down &&
              uv_now(s->loop) - s->broker_down_since >= ING_SERVICE_BROKER_GRACE_MS)
         core_metrics_set_health(s->metrics, false, "broker unreachable");
+    else if (atomic_load(&s->a_gaps) > 0)
+        core_metrics_set_health(s->metrics, false,
+                                "offset gap detected: records were lost (gcdp_offsets_lost_total)");
+    else if (s->unassigned_since &&
+             uv_now(s->loop) - s->unassigned_since >=
+                 (uint64_t)core_kconsumer_session_timeout_ms(s->cons))
+        core_metrics_set_health(s->metrics, false,
+                                "no partition assigned for longer than the session timeout");
     else
         core_metrics_set_health(s->metrics, true, NULL);
 }
@@ -538,6 +547,7 @@ static void on_assign(void *arg, const rd_kafka_topic_partition_list_t *parts)
         }
     }
     atomic_store(&s->a_assigned, core_kconsumer_assigned(s->cons) > 0);
+    s->unassigned_since = core_kconsumer_assigned(s->cons) > 0 ? 0 : uv_now(s->loop) | 1u;
     health_refresh(s);
 }
 
@@ -561,6 +571,8 @@ static void on_revoke(void *arg, const rd_kafka_topic_partition_list_t *parts)
                       "owner", p, dropped);
     }
     atomic_store(&s->a_assigned, false);
+    if (!s->unassigned_since)
+        s->unassigned_since = uv_now(s->loop) | 1u; /* nonzero: "since" is set */
 }
 
 static void on_gap(void *arg, const char *topic, int32_t partition, int64_t from, int64_t to)
