@@ -1,4 +1,5 @@
 /* main.c - gcdp: dispatch to subcommands. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,6 +43,9 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     gsl_set_error_handler_off();
+    /* A file-size limit (or a full quota) must be an error the command reports (EFBIG), not
+     * a silent death by SIGXFSZ between a write and its fsync. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         usage(stderr);
         return APP_EXIT_USAGE;

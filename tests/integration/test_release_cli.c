@@ -346,3 +346,46 @@ Test(release_cli, carry_to_a_new_slot_length_keeps_spent_budget_and_replays)
     cr_assert(strstr(e, "privacy budget: unit 'room1|0'"), "%s", e);
     free(e);
 }
+
+/* A full disk (here a file-size limit on the ledger) refuses the release and loses nothing:
+ * exit 1 with the ledger's I/O error, the output file untouched, and a rerun without the
+ * limit republishes what was committed and releases the rest. */
+Test(release_cli, full_disk_on_the_ledger_refuses_and_loses_nothing)
+{
+    char args[4096], out[600], led[600], win[600], big[200000];
+    size_t off = 0;
+    static const double v[3] = {0.5, 0.4, 0.3};
+    snprintf(win, sizeof(win), "%s/many.jsonl", dir);
+    snprintf(out, sizeof(out), "%s/out-full.jsonl", dir);
+    snprintf(led, sizeof(led), "%s/ledger-full.jsonl", dir);
+    for (int i = 0; i < 60; i++) { /* 60 windows of 15 minutes */
+        char id[64], line[2048];
+        snprintf(id, sizeof(id), "room1|%d|c", i * 900000);
+        ts_window2(line, sizeof(line), "room1", id, (long long)i * 900000,
+                   (long long)(i + 1) * 900000, 3, CHANS, v, 15, 15, 60000);
+        off += (size_t)snprintf(big + off, sizeof(big) - off, "%s\n", line);
+    }
+    ts_write_file(win, big);
+    ts_write_file(out, "previous output\n");
+    snprintf(args, sizeof(args), "prlimit --fsize=12000 %s release --theta %s --input %s "
+             "--ledger %s --output %s --set release.ledger.batch=4 >%s/o 2>%s/e",
+             GCDP_BIN, path_theta, win, led, out, dir, dir);
+    int st = system(args);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit %d: %s", WEXITSTATUS(st), slurp("e"));
+    char *e = slurp("e");
+    cr_assert(strstr(e, "ledger commit failed") && strstr(e, "nothing of the batch was published"),
+              "%s", e);
+    free(e);
+    char *prev = ts_read_file(out, NULL);
+    cr_assert_str_eq(prev, "previous output\n", "a failed run leaves the output untouched");
+    free(prev);
+    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s --output %s",
+             path_theta, win, led, out);
+    cr_assert_eq(run(args, "o", "e"), 0, "%s", slurp("e"));
+    char *text = ts_read_file(out, NULL);
+    int lines = 0;
+    for (char *p = text; *p; p++)
+        lines += *p == '\n';
+    cr_assert_eq(lines, 60, "every window released exactly once across the two runs");
+    free(text);
+}
