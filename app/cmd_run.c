@@ -536,6 +536,8 @@ int cmd_run(int argc, char **argv)
         return ret;
     }
     c->tty = isatty(2);
+    if (c->tty)
+        core_log_set_line_prefix("\r\033[K"); /* a log line replaces the progress line */
     c->metrics = core_metrics_new();
     uv_loop_init(&c->loop);
     c->t0 = uv_now(&c->loop);

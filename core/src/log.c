@@ -51,6 +51,13 @@ static void append_escaped(char *buf, size_t *len, size_t cap, const char *s)
     }
 }
 
+static const char *log_prefix = "";
+
+void core_log_set_line_prefix(const char *prefix)
+{
+    log_prefix = prefix && strlen(prefix) <= 16 ? prefix : "";
+}
+
 void core_log_emit(int lvl, const char *fn, int line, const char *fmt, ...)
 {
     char msg[1024], out[2048], ts[40];
@@ -68,8 +75,8 @@ void core_log_emit(int lvl, const char *fn, int line, const char *fmt, ...)
     clock_gettime(CLOCK_REALTIME, &now);
     gmtime_r(&now.tv_sec, &tm);
     strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
-    n = snprintf(out, sizeof(out), "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"component\":\"",
-                 ts, now.tv_nsec / 1000000L, level_names[lvl]);
+    n = snprintf(out, sizeof(out), "%s{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"component\":\"",
+                 log_prefix, ts, now.tv_nsec / 1000000L, level_names[lvl]);
     len = (size_t)n;
     append_escaped(out, &len, sizeof(out) - 64, log_component);
     n = snprintf(out + len, sizeof(out) - len, "\",\"fn\":\"%s\",\"line\":%d,\"msg\":\"", fn,

@@ -42,4 +42,10 @@ CORE_MUST_CHECK core_err core_log_level_parse(const char *name, int *out);
 /* Component name added to every line (borrowed; must outlive logging), e.g. "ingest". */
 void core_log_set_component(const char *component);
 
+/* Bytes written before every log line, in the same write(2) (borrowed string, at most 16
+ * bytes; NULL or "" for none). A command that draws a progress line on a terminal sets
+ * "\r\033[K" so a log line replaces the progress line instead of being glued to it. Set it
+ * before other threads log. */
+void core_log_set_line_prefix(const char *prefix);
+
 #endif /* CORE_LOG_H */
