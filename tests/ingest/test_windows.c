@@ -483,3 +483,39 @@ Test(windows, device_and_buffer_caps)
     coll_free(&c);
     ing_engine_free(e);
 }
+
+/* A window closed before its watermark passed it says so (closed_early): by a flush (the
+ * --flush-on-idle path) or an idle timeout; a window closed by the watermark does not. */
+Test(windows, windows_closed_early_say_why)
+{
+    struct ing_params p = small(5, 5, 0);
+    struct ing_engine *e;
+    struct coll c;
+    struct ing_sink s = coll_sink(&c);
+
+    e = mk_engine(&p);
+    for (int i = 0; i < 7; i++) /* window 1 closes on the watermark, window 2 stays open */
+        push_t(e, &s, "m1", T0 + i * T_MIN, 20.0 + i, i);
+    cr_assert_eq(json_array_size(c.windows), 1);
+    cr_assert_null(json_object_get(win_at(&c, 0), "closed_early"));
+    ing_engine_flush(e, &s);
+    cr_assert_eq(json_array_size(c.windows), 2);
+    cr_assert_str_eq(json_string_value(json_object_get(win_at(&c, 1), "closed_early")), "flush");
+    ing_engine_free(e);
+    coll_free(&c);
+
+    p.idle_timeout_ms = 1000;
+    e = mk_engine(&p);
+    s = coll_sink(&c);
+    {
+        const char *rd = "{\"schema\":\"gcdp.reading/1\",\"device\":\"m2\","
+                         "\"ts\":1423072800000,\"readings\":{\"temperature\":20}}";
+        cr_assert_eq(push_raw(e, &s, rd, strlen(rd), "m2", 0, 0, 5000), ING_R_NONE);
+    }
+    ing_engine_tick(e, 7000, &s);
+    cr_assert_eq(json_array_size(c.windows), 1);
+    cr_assert_str_eq(json_string_value(json_object_get(win_at(&c, 0), "closed_early")),
+                     "idle_timeout");
+    ing_engine_free(e);
+    coll_free(&c);
+}

@@ -280,10 +280,15 @@ static void close_upto(struct ing_engine *e, struct ing__dev *d, int64_t hi,
 }
 
 /* Close every window holding buffered readings, then free the buffers. */
-static void force_close(struct ing_engine *e, struct ing__dev *d, const struct ing_sink *sink)
+/* Close every window of d now, before the watermark passes them (why: the record's
+ * "closed_early", since late readings of those windows can no longer join them). */
+static void force_close(struct ing_engine *e, struct ing__dev *d, const struct ing_sink *sink,
+                        const char *why)
 {
+    e->closed_early = why;
     if (d->n)
         close_upto(e, d, k_last(e, d->rd[d->n - 1].tau), sink);
+    e->closed_early = NULL;
     e->c.buffered -= d->n;
     dev_release_buffers(d);
     list_append(e, d, ING__LIST_IDLE);
@@ -320,7 +325,7 @@ void ing_engine_tick(struct ing_engine *eng, int64_t now_ms, const struct ing_si
     while (eng->p.idle_timeout_ms > 0 && eng->open.head &&
            now_ms - eng->open.head->last_seen_ms >= eng->p.idle_timeout_ms) {
         eng->c.idle_closes++;
-        force_close(eng, eng->open.head, sink);
+        force_close(eng, eng->open.head, sink, "idle_timeout");
     }
     while (eng->p.device_ttl_ms > 0 && eng->idle.head &&
            now_ms - eng->idle.head->last_seen_ms >= eng->p.device_ttl_ms)
@@ -330,7 +335,7 @@ void ing_engine_tick(struct ing_engine *eng, int64_t now_ms, const struct ing_si
 void ing_engine_flush(struct ing_engine *eng, const struct ing_sink *sink)
 {
     while (eng->open.head)
-        force_close(eng, eng->open.head, sink);
+        force_close(eng, eng->open.head, sink, "flush");
 }
 
 bool ing_engine_low_watermark(const struct ing_engine *eng, int32_t partition, int64_t *out)
@@ -462,7 +467,7 @@ static bool jump_guard(struct ing_engine *e, struct ing__dev *d, int64_t tau,
         return true;
     d->jump_run = 0;
     e->c.jump_restarts++;
-    force_close(e, d, sink); /* emits its windows; the device starts afresh at tau */
+    force_close(e, d, sink, "stream_restart"); /* emits its windows; starts afresh at tau */
     return false;
 }
 

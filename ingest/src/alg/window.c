@@ -341,6 +341,11 @@ static void put_header(struct ing_engine *e, const struct ing__dev *d, int64_t s
     ing__buf_int(b, (int64_t)n);
     ing__buf_puts(b, ",\"n_slots\":");
     ing__buf_int(b, e->n_slots);
+    if (e->closed_early) { /* closed before its watermark: readings may be missing */
+        ing__buf_puts(b, ",\"closed_early\":\"");
+        ing__buf_puts(b, e->closed_early);
+        ing__buf_puts(b, "\"");
+    }
 }
 
 void ing__window_emit(struct ing_engine *e, const struct ing__dev *d, int64_t start, size_t i0,

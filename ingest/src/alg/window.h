@@ -68,6 +68,8 @@ struct ing_engine {
     struct ing_buf out;
     struct ing__wscratch ws;
     struct ing__jalloc *ja; /* parse arena (alg/jalloc.h) */
+    const char *closed_early; /* while force-closing: why ("flush", "idle_timeout",
+                                 "stream_restart"); NULL when windows close on the watermark */
 };
 
 void ing__window_scratch_init(struct ing__wscratch *ws, const struct ing_params *p);
