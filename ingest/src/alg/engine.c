@@ -168,6 +168,15 @@ struct ing_engine *ing_engine_new(const struct ing_params *p, char *errbuf, size
     eng->half = p->period_ms / 2;
     ing__window_scratch_init(&eng->ws, p);
     eng->ja = ing__jalloc_new(ING_JALLOC_BYTES);
+    if (p->decoder == ING_DECODER_SIMDJSON &&
+        !(eng->fj = ing__fj_new(p->max_message_bytes))) {
+        snprintf(errbuf, errbuf_size, "ingest.decoder: the simdjson scanner could not allocate "
+                 "its buffers for ingest.max_message_bytes %zu", p->max_message_bytes);
+        ing__jalloc_free(eng->ja);
+        ing__window_scratch_cleanup(&eng->ws);
+        free(eng);
+        return NULL;
+    }
     tab_grow(eng);
     return eng;
 }
@@ -185,6 +194,7 @@ void ing_engine_free(struct ing_engine *eng)
     free(eng->tab);
     ing__window_scratch_cleanup(&eng->ws);
     ing__jalloc_free(eng->ja);
+    ing__fj_free(eng->fj);
     free(eng->out.p);
     free(eng);
 }
@@ -606,6 +616,23 @@ bool ing_engine_parse_only(struct ing_engine *eng, const char *payload, size_t l
     return root != NULL;
 }
 
+enum ing_reason ing_engine_decode_only(struct ing_engine *eng, const char *payload, size_t len,
+                                       const char *key, size_t key_len, bool reference)
+{
+    json_t *root = NULL;
+    struct ing__reading r;
+    enum ing_reason reason;
+    char detail[256];
+
+    reason = eng->fj && !reference
+                 ? ing__decode_fast(&eng->p, eng->fj, eng->ja, payload, len, key, key_len, 0,
+                                    &root, &r, detail, sizeof(detail))
+                 : ing__decode(&eng->p, eng->ja, payload, len, key, key_len, 0, &root, &r,
+                               detail, sizeof(detail));
+    ing__jalloc_release(eng->ja, root);
+    return reason;
+}
+
 core_err ing_engine_push(struct ing_engine *eng, const char *payload, size_t len, const char *key,
                          size_t key_len, const struct ing_source *src, int64_t now_ms,
                          const struct ing_sink *sink, enum ing_reason *out_reason)
@@ -621,8 +648,10 @@ core_err ing_engine_push(struct ing_engine *eng, const char *payload, size_t len
     if (!payload)
         payload = "";
     eng->c.consumed++;
-    reason = ing__decode(&eng->p, eng->ja, payload, len, key, key_len, now_ms, &root, &r, detail,
-                         sizeof(detail));
+    reason = eng->fj ? ing__decode_fast(&eng->p, eng->fj, eng->ja, payload, len, key, key_len,
+                                        now_ms, &root, &r, detail, sizeof(detail))
+                     : ing__decode(&eng->p, eng->ja, payload, len, key, key_len, now_ms, &root,
+                                   &r, detail, sizeof(detail));
     if (reason == ING_R_NONE)
         reason = admit(eng, &r, src, now_ms, sink, &d, detail, sizeof(detail));
     if (reason != ING_R_NONE) {

@@ -67,6 +67,7 @@ struct ing_engine {
     struct ing_buf out;
     struct ing__wscratch ws;
     struct ing__jalloc *ja; /* parse arena (alg/jalloc.h) */
+    struct ing__fj *fj;     /* simdjson scanner (alg/fastjson.h); NULL: ingest.decoder=jansson */
 };
 
 void ing__window_scratch_init(struct ing__wscratch *ws, const struct ing_params *p);
