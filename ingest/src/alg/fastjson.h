@@ -18,7 +18,8 @@
  *   - schema and device are strings; ts is a string or an integer token (no '.', 'e',
  *     'E') in int64 range; seq, when present, is an integer token in int64 range;
  *   - readings is an object of at most ING_MAX_CHANNELS members whose values are null, an
- *     integer token in int64 range, or a real token whose value is finite.
+ *     integer token in int64 range, or a real token of at most 19 significant digits whose
+ *     value is finite (simdjson 3.0.1 misreads some longer ones: fastjson.cpp).
  * Numbers follow jansson's rules (load.c lex_scan_number): an integer token is an int64
  * and a channel value is (double) of it (so "-0" is +0.0, as in jansson); a real token is
  * the correctly rounded double of its text (simdjson and glibc strtod both round
