@@ -413,12 +413,22 @@ static size_t lower_bound_ts(const struct ing__dev *d, int64_t ts)
     return lo;
 }
 
+/* A device's first buffer holds what an in-order device keeps in steady state: the slots of
+ * its open window(s) (window_ms / period_ms) plus those within ingest.lateness_ms, plus 2
+ * (19 with the defaults; it was a fixed 32). A device that needs more grows by doubling, up
+ * to ingest.max_buffer_per_device. */
+static size_t first_cap(const struct ing_engine *e)
+{
+    int64_t c = e->n_slots + e->p.lateness_ms / e->p.period_ms + 2;
+    return c < 4 ? 4 : c > 4096 ? 4096 : (size_t)c;
+}
+
 static void dev_reserve(const struct ing_engine *e, struct ing__dev *d)
 {
     size_t cap;
     if (d->n < d->cap)
         return;
-    cap = d->cap ? d->cap * 2 : 32;
+    cap = d->cap ? d->cap * 2 : first_cap(e);
     if (cap > e->p.max_buffer)
         cap = e->p.max_buffer;
     d->rd = core_xrealloc(d->rd, cap * sizeof(*d->rd));
