@@ -624,12 +624,12 @@ static void usage(FILE *f)
             "usage: gcdp bench ingest [options]\n\n"
             "Readings/s through the ingest service on the embedded broker, and in the same run\n"
             "the rate of a bare librdkafka consumer draining the same topic; prints both, the\n"
-            "ratio, and the peak RSS of each (each phase runs in its own process). Two more\n"
-            "phases time ing_engine_push alone on the same readings (no Kafka), to show how\n"
-            "much of the ingest time is the engine, and jansson's parse alone (json_loadb\n"
-            "with the engine's flags and arena): no ingest that parses with jansson on one\n"
-            "core can beat that rate, so jansson/bare is the ceiling of the ratio\n"
-            "(ratio_ceiling_one_core). Each phase also prints the CPU time of\n"
+            "ratio, and the peak RSS of each (each phase runs in its own process). Further\n"
+            "phases time ing_engine_push alone on the same readings (no Kafka) with the\n"
+            "configured decoder and with the jansson reference (ingest.decoder=jansson), the\n"
+            "decoders alone per reading (ing_engine_decode_only: simdjson vs jansson), and\n"
+            "two ingest services in one consumer group (aggregate rate once both consume,\n"
+            "CPU per reading of each). Each phase also prints the CPU time of\n"
             "its measuring thread (the loop thread for ingest) over the same interval, the\n"
             "process CPU time, and voluntary/involuntary context switches, so waiting for\n"
             "data and losing the CPU to other load can be told apart; RESULT_CPU gives the\n"
@@ -639,10 +639,12 @@ static void usage(FILE *f)
             "  --devices D     simulated devices (default 10000)\n"
             "  --partitions P  partitions of the topic (default 8)\n"
             "  --repeat K      measure K times, report the median (default 1)\n"
+            "  --core-only     only the bare consumer and ingest phases\n"
             "  --help          this text\n\n"
             "It starts its own `gcdp broker` child (fresh topics). ingest.* keys apply\n"
-            "(--set ingest.window.size_ms=...). Targets: ingest >= 50%% of the bare rate and\n"
-            ">= 300k readings/s.\n\n%s",
+            "(--set ingest.window.size_ms=..., kafka.queued.max.messages.kbytes=...).\n"
+            "Targets: ingest >= 50%% of the bare rate (wall), >= 500k readings per CPU-second\n"
+            "of the loop thread, ingest peak RSS <= 96 MiB with 10,000 devices.\n\n%s",
             app_common_help);
 }
 
