@@ -95,9 +95,11 @@ int main(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     for (int r = 0; r < ING_REASON_COUNT; r++)
         distinct += st.by_reason[r] > 0;
-    printf("fuzz_decode_diff: %llu inputs (seed %llu, %zu seeds), all agree: %llu accepted "
-           "(%llu by the scanner), %llu rejected, %zu distinct reasons, %.1f s\n",
-           st.inputs, (unsigned long long)seed, n_seeds, st.accepted, st.fast_path, st.rejected,
+    printf("fuzz_decode_diff: %llu inputs (seed %llu, %zu seeds, simdjson stage 1 kernel %s), "
+           "all agree: %llu accepted (%llu by the scanner), %llu rejected, %zu distinct "
+           "reasons, %.1f s\n",
+           st.inputs, (unsigned long long)seed, n_seeds, ing__fj_implementation(), st.accepted,
+           st.fast_path, st.rejected,
            distinct, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
     for (int r = 0; r < ING_REASON_COUNT; r++)
         if (st.by_reason[r])

@@ -251,8 +251,7 @@ extern "C" bool ing__fj_scan(struct ing__fj *fj, const char *payload, size_t len
 
 extern "C" const char *ing__fj_implementation(void)
 {
-    // On-Demand code is compiled for one kernel (the "builtin" one, chosen by the compile
-    // flags: "fallback" for the portable x86-64 baseline the project builds for); it does
-    // not dispatch at run time like simdjson's DOM API.
-    return simdjson::builtin_implementation()->name().data();
+    // Stage 1 runs in libsimdjson with the kernel chosen for this CPU at run time; the
+    // On-Demand value parsing inlined here is compiled for the portable baseline.
+    return simdjson::get_active_implementation()->name().data();
 }

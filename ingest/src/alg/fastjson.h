@@ -79,8 +79,8 @@ void ing__fj_free(struct ing__fj *fj); /* NULL-safe */
  * shape above; false otherwise (out unspecified). Never allocates. */
 bool ing__fj_scan(struct ing__fj *fj, const char *payload, size_t len, struct ing__fj_doc *out);
 
-/* Name of the simdjson kernel the scanner was compiled for ("fallback" on the portable
- * x86-64 baseline; "haswell" etc. with -march flags). Static string. */
+/* Name of the simdjson kernel libsimdjson chose for this CPU at run time for stage 1
+ * ("icelake", "haswell", "westmere", "fallback", ...). Static string. */
 const char *ing__fj_implementation(void);
 
 #ifdef __cplusplus
