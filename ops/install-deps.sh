@@ -6,7 +6,7 @@ set -euo pipefail
 
 PKGS=(
   build-essential cmake pkg-config clang
-  librdkafka-dev libjansson-dev libuv1-dev libgsl-dev
+  librdkafka-dev libjansson-dev libsimdjson-dev libuv1-dev libgsl-dev
   libopenblas-dev liblapacke-dev libsodium-dev libmicrohttpd-dev liblbfgs-dev
   libcriterion-dev
   kcat graphviz gnuplot-nox curl procps

@@ -127,3 +127,22 @@ Test(config, engine_refuses_invalid_params)
     cr_assert_null(ing_engine_new(&p, eb, sizeof(eb)));
     cr_assert_not_null(strstr(eb, "ingest.channels"), "%s", eb);
 }
+
+Test(config, decoder_key_selects_the_decoder_and_rejects_other_names)
+{
+    struct core_config *cfg = new_cfg();
+    struct ing_params p;
+    char eb[512] = "";
+
+    cr_assert_eq(ing_params_from_config(cfg, &p, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(p.decoder, ING_DECODER_SIMDJSON, "simdjson is the default");
+    cr_assert_eq(core_config_set(cfg, "ingest.decoder", "\"jansson\"", "flag", eb, sizeof(eb)),
+                 CORE_OK, "%s", eb);
+    cr_assert_eq(ing_params_from_config(cfg, &p, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(p.decoder, ING_DECODER_JANSSON);
+    core_config_free(cfg);
+    expect_error("ingest.decoder", "\"rapidjson\"", "ingest.decoder");
+    p.decoder = (enum ing_decoder)7;
+    cr_assert_eq(ing_params_validate(&p, eb, sizeof(eb)), CORE_ECONFIG);
+    cr_assert_not_null(strstr(eb, "ingest.decoder"));
+}

@@ -147,6 +147,13 @@ enum ing_feature {
     ING_F_STD = 1u << 4 /* population std (divide by N) of the normalized series */
 };
 
+/* How readings are decoded (ingest.decoder); both give the same result, reading by reading
+ * (docs/ingest.md "Decoder"). */
+enum ing_decoder {
+    ING_DECODER_SIMDJSON, /* simdjson scanner, jansson for everything it does not accept */
+    ING_DECODER_JANSSON   /* the jansson reference decoder alone */
+};
+
 enum ing_key_policy {
     ING_KEY_REQUIRE, /* key must be present and equal "device" (default) */
     ING_KEY_MATCH,   /* a present key must equal "device"; an absent key is accepted */
@@ -186,6 +193,7 @@ struct ing_params {
     size_t max_devices;
     size_t max_buffer; /* ingest.max_buffer_per_device */
     enum ing_key_policy key_policy;
+    enum ing_decoder decoder; /* ingest.decoder */
     unsigned features;  /* OR of enum ing_feature, at least one */
     bool emit_excluded; /* ingest.emit_excluded: also emit excluded-window records */
     size_t n_channels;
@@ -300,6 +308,13 @@ const struct ing_params *ing_engine_params(const struct ing_engine *eng);
  * For `gcdp bench ingest`, to show the floor jansson puts under ing_engine_push.
  * Returns true when the payload parsed. */
 bool ing_engine_parse_only(struct ing_engine *eng, const char *payload, size_t len);
+
+/* Only the decoding ing_engine_push starts with (the stateless checks, no device state):
+ * the engine's decoder, or jansson's reference decoder when reference is true. Counts
+ * nothing, emits nothing. For `gcdp bench ingest` (decoder alone, fast vs reference).
+ * Returns the reason the stateless checks give (ING_R_NONE: they accept). */
+enum ing_reason ing_engine_decode_only(struct ing_engine *eng, const char *payload, size_t len,
+                                       const char *key, size_t key_len, bool reference);
 
 /* Process one raw message.
  *   payload/len  borrowed; any bytes (need not be NUL-terminated).

@@ -73,11 +73,27 @@ static void find_members(const json_t *root, struct members *m)
     }
 }
 
+/* The device rules on a string of n bytes (shared by both decoders); *bad_at receives the
+ * offending byte for ING_R_DEVICE_BAD_CHARS. */
+static enum ing_reason device_reason(const char *s, size_t n, size_t *bad_at)
+{
+    if (n == 0)
+        return ING_R_DEVICE_EMPTY;
+    if (n > ING_DEVICE_MAX)
+        return ING_R_DEVICE_TOO_LONG;
+    for (size_t i = 0; i < n; i++)
+        if (!device_char_ok(s[i])) {
+            *bad_at = i;
+            return ING_R_DEVICE_BAD_CHARS;
+        }
+    return ING_R_NONE;
+}
+
 static enum ing_reason check_device(const json_t *d, struct ing__reading *out, char *detail,
                                     size_t detail_size)
 {
     const char *s;
-    size_t n;
+    size_t n, bad_at = 0;
 
     if (!d)
         return R(ING_R_MISSING_DEVICE, "no \"device\" member");
@@ -85,13 +101,16 @@ static enum ing_reason check_device(const json_t *d, struct ing__reading *out, c
         return R(ING_R_DEVICE_WRONG_TYPE, "\"device\" must be a string");
     s = json_string_value(d);
     n = json_string_length(d);
-    if (n == 0)
+    switch (device_reason(s, n, &bad_at)) {
+    case ING_R_DEVICE_EMPTY:
         return R(ING_R_DEVICE_EMPTY, "\"device\" is empty");
-    if (n > ING_DEVICE_MAX)
+    case ING_R_DEVICE_TOO_LONG:
         return R(ING_R_DEVICE_TOO_LONG, "\"device\" has %zu bytes (max %d)", n, ING_DEVICE_MAX);
-    for (size_t i = 0; i < n; i++)
-        if (!device_char_ok(s[i]))
-            return R(ING_R_DEVICE_BAD_CHARS, "\"device\" byte %zu outside [A-Za-z0-9._:-]", i);
+    case ING_R_DEVICE_BAD_CHARS:
+        return R(ING_R_DEVICE_BAD_CHARS, "\"device\" byte %zu outside [A-Za-z0-9._:-]", bad_at);
+    default:
+        break;
+    }
     out->device = s;
     out->device_len = n;
     return ING_R_NONE;
@@ -112,6 +131,17 @@ static enum ing_reason check_key(const struct ing_params *p, const struct ing__r
     return ING_R_NONE;
 }
 
+/* Range and future rules on an epoch-ms ts (shared by both decoders). */
+static enum ing_reason ts_reason(const struct ing_params *p, int64_t ms, int64_t now_ms)
+{
+    if (!(ms >= p->ts_min_ms && ms < p->ts_max_ms))
+        return ING_R_TS_OUT_OF_RANGE;
+    /* ms < ING_TS_CEIL and max_future_ms <= ING_TS_CEIL: no overflow in ms - max_future_ms */
+    if (p->max_future_ms > 0 && ms - p->max_future_ms > now_ms)
+        return ING_R_TS_IN_FUTURE;
+    return ING_R_NONE;
+}
+
 static enum ing_reason check_ts(const struct ing_params *p, const json_t *t, int64_t now_ms,
                                 struct ing__reading *out, char *detail, size_t detail_size)
 {
@@ -127,12 +157,15 @@ static enum ing_reason check_ts(const struct ing_params *p, const json_t *t, int
     } else {
         return R(ING_R_TS_WRONG_TYPE, "\"ts\" must be an RFC 3339 string or integer epoch ms");
     }
-    if (!(ms >= p->ts_min_ms && ms < p->ts_max_ms))
+    switch (ts_reason(p, ms, now_ms)) {
+    case ING_R_TS_OUT_OF_RANGE:
         return R(ING_R_TS_OUT_OF_RANGE, "\"ts\" outside [ingest.ts_min_ms, ingest.ts_max_ms)");
-    /* ms < ING_TS_CEIL and max_future_ms <= ING_TS_CEIL: no overflow in ms - max_future_ms */
-    if (p->max_future_ms > 0 && ms - p->max_future_ms > now_ms)
-        return R(ING_R_TS_IN_FUTURE, "\"ts\" more than ingest.max_future_ms %lld beyond processing "
-                 "time", (long long)p->max_future_ms);
+    case ING_R_TS_IN_FUTURE:
+        return R(ING_R_TS_IN_FUTURE, "\"ts\" more than ingest.max_future_ms %lld beyond "
+                 "processing time", (long long)p->max_future_ms);
+    default:
+        break;
+    }
     out->ts = ms;
     return ING_R_NONE;
 }
@@ -148,12 +181,23 @@ static bool nonfinite_word(const char *s)
     return false;
 }
 
-static int channel_find(const struct ing_params *p, const char *name)
+static int channel_find(const struct ing_params *p, const char *name, size_t n)
 {
     for (size_t i = 0; i < p->n_channels; i++)
-        if (p->channels[i].name[0] == name[0] && strcmp(p->channels[i].name, name) == 0)
+        if (n <= ING_NAME_MAX && p->channels[i].name[0] == name[0] &&
+            memcmp(p->channels[i].name, name, n) == 0 && p->channels[i].name[n] == '\0')
             return (int)i;
     return -1;
+}
+
+/* Finite and within the channel's domain (shared by both decoders). */
+static enum ing_reason number_reason(const struct ing_channel *ch, double x)
+{
+    if (!isfinite(x))
+        return ING_R_NON_FINITE;
+    if (!(x >= ch->dom_lo && x <= ch->dom_hi))
+        return ING_R_OUT_OF_DOMAIN;
+    return ING_R_NONE;
 }
 
 static enum ing_reason check_value(const struct ing_channel *ch, const json_t *v, double *out,
@@ -170,11 +214,15 @@ static enum ing_reason check_value(const struct ing_channel *ch, const json_t *v
     if (!json_is_number(v))
         return R(ING_R_WRONG_TYPE, "channel '%s' must be a number or null", ch->name);
     x = json_number_value(v);
-    if (!isfinite(x))
+    switch (number_reason(ch, x)) {
+    case ING_R_NON_FINITE:
         return R(ING_R_NON_FINITE, "channel '%s' is not a finite number", ch->name);
-    if (!(x >= ch->dom_lo && x <= ch->dom_hi))
-        return R(ING_R_OUT_OF_DOMAIN, "channel '%s' outside its physical domain [%g, %g]", ch->name,
-                 ch->dom_lo, ch->dom_hi);
+    case ING_R_OUT_OF_DOMAIN:
+        return R(ING_R_OUT_OF_DOMAIN, "channel '%s' outside its physical domain [%g, %g]",
+                 ch->name, ch->dom_lo, ch->dom_hi);
+    default:
+        break;
+    }
     *out = x;
     return ING_R_NONE;
 }
@@ -195,7 +243,7 @@ static enum ing_reason check_readings(const struct ing_params *p, const json_t *
         out->val[i] = NAN;
     json_object_foreach((json_t *)rd, name, v)
     {
-        int c = channel_find(p, name);
+        int c = channel_find(p, name, strlen(name));
         enum ing_reason r;
         if (c < 0)
             return R(ING_R_UNKNOWN_CHANNEL, "channel '%.40s' not declared in ingest.channels",
@@ -268,4 +316,65 @@ enum ing_reason ing__decode(const struct ing_params *p, struct ing__jalloc *ja, 
     if (r == ING_R_NONE)
         r = check_readings(p, m.readings, out, detail, detail_size);
     return r;
+}
+
+/* ---- the fast decoder (docs/ingest.md "Decoder") ----
+ * The simdjson scanner (alg/fastjson.h) extracts the members of a plainly shaped document;
+ * here the reference's checks run on them, through the same rule helpers (device_reason,
+ * check_key, ts_reason, number_reason, channel_find). Only a reading the reference would
+ * accept is accepted here; every other outcome (a reject, or a shape the scanner does not
+ * handle) is left to ing__decode, so reasons and details are the reference's. */
+static bool fast_accept(const struct ing_params *p, const struct ing__fj_doc *d, const char *key,
+                        size_t key_len, int64_t now_ms, struct ing__reading *out)
+{
+    const unsigned need = ING__FJ_SCHEMA | ING__FJ_DEVICE | ING__FJ_TS | ING__FJ_READINGS;
+    uint32_t have = 0;
+    size_t bad_at;
+    char scratch[1];
+    int64_t ms;
+
+    if ((d->seen & need) != need || d->schema.n != sizeof(ING_SCHEMA_READING) - 1 ||
+        memcmp(d->schema.p, ING_SCHEMA_READING, d->schema.n) != 0 ||
+        device_reason(d->device.p, d->device.n, &bad_at) != ING_R_NONE)
+        return false;
+    out->device = d->device.p;
+    out->device_len = d->device.n;
+    if (check_key(p, out, key, key_len, scratch, 0) != ING_R_NONE)
+        return false;
+    if (d->ts_is_int)
+        ms = d->ts_int;
+    else if (!ing__ts_parse(d->ts_str.p, d->ts_str.n, &ms))
+        return false;
+    if (ts_reason(p, ms, now_ms) != ING_R_NONE || ((d->seen & ING__FJ_SEQ) && d->seq < 0) ||
+        d->n_values == 0)
+        return false;
+    out->ts = ms;
+    for (size_t i = 0; i < p->n_channels; i++)
+        out->val[i] = NAN;
+    for (size_t i = 0; i < d->n_values; i++) {
+        const struct ing__fj_value *v = &d->values[i];
+        int c = channel_find(p, v->name.p, v->name.n);
+        if (c < 0 || (have & (UINT32_C(1) << c)))
+            return false; /* unknown channel, or a repeated name (duplicate_key) */
+        have |= UINT32_C(1) << c;
+        if (!v->is_null && number_reason(&p->channels[c], v->num) != ING_R_NONE)
+            return false;
+        out->val[c] = v->is_null ? NAN : v->num;
+    }
+    return true;
+}
+
+enum ing_reason ing__decode_fast(const struct ing_params *p, struct ing__fj *fj,
+                                 struct ing__jalloc *ja, const char *payload, size_t len,
+                                 const char *key, size_t key_len, int64_t now_ms, json_t **root,
+                                 struct ing__reading *out, char *detail, size_t detail_size)
+{
+    struct ing__fj_doc doc;
+
+    *root = NULL;
+    detail[0] = '\0';
+    if (len > 0 && len <= p->max_message_bytes && ing__fj_scan(fj, payload, len, &doc) &&
+        fast_accept(p, &doc, key, key_len, now_ms, out))
+        return ING_R_NONE;
+    return ing__decode(p, ja, payload, len, key, key_len, now_ms, root, out, detail, detail_size);
 }

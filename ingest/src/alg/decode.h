@@ -5,6 +5,7 @@
 #ifndef ING_ALG_DECODE_H
 #define ING_ALG_DECODE_H
 
+#include "alg/fastjson.h"
 #include "alg/jalloc.h"
 #include "ing_int.h"
 
@@ -33,5 +34,16 @@ enum ing_reason ing__decode(const struct ing_params *p, struct ing__jalloc *ja, 
                             size_t len, const char *key, size_t key_len, int64_t now_ms,
                             json_t **root,
                             struct ing__reading *out, char *detail, size_t detail_size);
+
+/* The fast decoder (ingest.decoder = simdjson, the default): the same contract and the same
+ * result as ing__decode, reading by reading (reason, detail and every decoded value;
+ * tests/ingest/test_decode_diff.c). A plainly shaped reading the reference would accept is
+ * decoded by the simdjson scanner fj (alg/fastjson.h), with out->device pointing into fj's
+ * buffer and *root NULL; every other payload goes to ing__decode(p, ja, ...), whose *root
+ * the caller releases as there. */
+enum ing_reason ing__decode_fast(const struct ing_params *p, struct ing__fj *fj,
+                                 struct ing__jalloc *ja, const char *payload, size_t len,
+                                 const char *key, size_t key_len, int64_t now_ms, json_t **root,
+                                 struct ing__reading *out, char *detail, size_t detail_size);
 
 #endif /* ING_ALG_DECODE_H */

@@ -168,6 +168,15 @@ struct ing_engine *ing_engine_new(const struct ing_params *p, char *errbuf, size
     eng->half = p->period_ms / 2;
     ing__window_scratch_init(&eng->ws, p);
     eng->ja = ing__jalloc_new(ING_JALLOC_BYTES);
+    if (p->decoder == ING_DECODER_SIMDJSON &&
+        !(eng->fj = ing__fj_new(p->max_message_bytes))) {
+        snprintf(errbuf, errbuf_size, "ingest.decoder: the simdjson scanner could not allocate "
+                 "its buffers for ingest.max_message_bytes %zu", p->max_message_bytes);
+        ing__jalloc_free(eng->ja);
+        ing__window_scratch_cleanup(&eng->ws);
+        free(eng);
+        return NULL;
+    }
     tab_grow(eng);
     return eng;
 }
@@ -185,6 +194,7 @@ void ing_engine_free(struct ing_engine *eng)
     free(eng->tab);
     ing__window_scratch_cleanup(&eng->ws);
     ing__jalloc_free(eng->ja);
+    ing__fj_free(eng->fj);
     free(eng->out.p);
     free(eng);
 }
@@ -408,12 +418,22 @@ static size_t lower_bound_ts(const struct ing__dev *d, int64_t ts)
     return lo;
 }
 
+/* A device's first buffer holds what an in-order device keeps in steady state: the slots of
+ * its open window(s) (window_ms / period_ms) plus those within ingest.lateness_ms, plus 2
+ * (19 with the defaults; it was a fixed 32). A device that needs more grows by doubling, up
+ * to ingest.max_buffer_per_device. */
+static size_t first_cap(const struct ing_engine *e)
+{
+    int64_t c = e->n_slots + e->p.lateness_ms / e->p.period_ms + 2;
+    return c < 4 ? 4 : c > 4096 ? 4096 : (size_t)c;
+}
+
 static void dev_reserve(const struct ing_engine *e, struct ing__dev *d)
 {
     size_t cap;
     if (d->n < d->cap)
         return;
-    cap = d->cap ? d->cap * 2 : 32;
+    cap = d->cap ? d->cap * 2 : first_cap(e);
     if (cap > e->p.max_buffer)
         cap = e->p.max_buffer;
     d->rd = core_xrealloc(d->rd, cap * sizeof(*d->rd));
@@ -611,6 +631,23 @@ bool ing_engine_parse_only(struct ing_engine *eng, const char *payload, size_t l
     return root != NULL;
 }
 
+enum ing_reason ing_engine_decode_only(struct ing_engine *eng, const char *payload, size_t len,
+                                       const char *key, size_t key_len, bool reference)
+{
+    json_t *root = NULL;
+    struct ing__reading r;
+    enum ing_reason reason;
+    char detail[256];
+
+    reason = eng->fj && !reference
+                 ? ing__decode_fast(&eng->p, eng->fj, eng->ja, payload, len, key, key_len, 0,
+                                    &root, &r, detail, sizeof(detail))
+                 : ing__decode(&eng->p, eng->ja, payload, len, key, key_len, 0, &root, &r,
+                               detail, sizeof(detail));
+    ing__jalloc_release(eng->ja, root);
+    return reason;
+}
+
 core_err ing_engine_push(struct ing_engine *eng, const char *payload, size_t len, const char *key,
                          size_t key_len, const struct ing_source *src, int64_t now_ms,
                          const struct ing_sink *sink, enum ing_reason *out_reason)
@@ -626,8 +663,10 @@ core_err ing_engine_push(struct ing_engine *eng, const char *payload, size_t len
     if (!payload)
         payload = "";
     eng->c.consumed++;
-    reason = ing__decode(&eng->p, eng->ja, payload, len, key, key_len, now_ms, &root, &r, detail,
-                         sizeof(detail));
+    reason = eng->fj ? ing__decode_fast(&eng->p, eng->fj, eng->ja, payload, len, key, key_len,
+                                        now_ms, &root, &r, detail, sizeof(detail))
+                     : ing__decode(&eng->p, eng->ja, payload, len, key, key_len, now_ms, &root,
+                                   &r, detail, sizeof(detail));
     if (reason == ING_R_NONE)
         reason = admit(eng, &r, src, now_ms, sink, &d, detail, sizeof(detail));
     if (reason != ING_R_NONE) {

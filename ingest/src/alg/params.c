@@ -229,6 +229,7 @@ void ing_params_default(struct ing_params *p)
     p->max_devices = 100000;
     p->max_buffer = 4096;
     p->key_policy = ING_KEY_REQUIRE;
+    p->decoder = ING_DECODER_SIMDJSON;
     p->features = ING_F_MEAN;
     p->emit_excluded = true;
     /* The literal is ours and tested; a failure here is a programmer error. */
@@ -299,6 +300,8 @@ static core_err validate_limits(const struct ing_params *p, char *eb, size_t ebn
                     "apart)");
     if (p->max_message_bytes < 64 || p->max_message_bytes > ING_MAX_MESSAGE_BYTES)
         return fail(eb, ebn, "ingest.max_message_bytes", "must be in [64, 1048576]");
+    if (p->decoder != ING_DECODER_SIMDJSON && p->decoder != ING_DECODER_JANSSON)
+        return fail(eb, ebn, "ingest.decoder", "must be simdjson or jansson");
     if (p->max_devices < 1 || p->max_devices > ING_MAX_DEVICES_CAP)
         return fail(eb, ebn, "ingest.max_devices", "must be in [1, 1000000]");
     if (p->max_buffer < 1 || p->max_buffer > ING_MAX_BUFFER_CAP)
@@ -375,6 +378,8 @@ core_err ing_params_from_config(const struct core_config *cfg, struct ing_params
     p->key_policy = !kp || strcmp(kp, "require") == 0 ? ING_KEY_REQUIRE
                     : strcmp(kp, "match") == 0        ? ING_KEY_MATCH
                                                       : ING_KEY_IGNORE;
+    kp = core_config_str(cfg, "ingest.decoder");
+    p->decoder = kp && strcmp(kp, "jansson") == 0 ? ING_DECODER_JANSSON : ING_DECODER_SIMDJSON;
     if (rc == CORE_OK)
         rc = ing_params_set_channels(p, core_config_json(cfg, "ingest.channels"), errbuf,
                                      errbuf_size);

@@ -68,6 +68,7 @@ struct ing_engine {
     struct ing_buf out;
     struct ing__wscratch ws;
     struct ing__jalloc *ja; /* parse arena (alg/jalloc.h) */
+    struct ing__fj *fj;     /* simdjson scanner (alg/fastjson.h); NULL: ingest.decoder=jansson */
     const char *closed_early; /* while force-closing: why ("flush", "idle_timeout",
                                  "stream_restart"); NULL when windows close on the watermark */
 };

@@ -94,6 +94,10 @@ const struct core_cfg_key ing_config_keys[] = {
           "readings buffered per device (open windows + lateness)"),
     {"ingest.key_policy", CORE_CFG_ENUM, "\"require\"", 1, 0, "require|match|ignore",
      "message key vs device: require equal, match when present, or ignore", NULL},
+    {"ingest.decoder", CORE_CFG_ENUM, "\"simdjson\"", 1, 0, "simdjson|jansson",
+     "reading decoder: simdjson (fast path, jansson for what it does not accept) or jansson "
+     "alone; both give the same result reading by reading",
+     NULL},
     {"ingest.features", CORE_CFG_JSON, "[\"mean\"]", 1, 0, NULL,
      "window features per node, from mean|count|min|max|std", check_features},
     {"ingest.emit_excluded", CORE_CFG_BOOL, "true", 1, 0, NULL,
