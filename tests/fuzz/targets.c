@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include "cal/config.h"
+#include "cal/matrix.h"
 #include "cal/theta.h"
 #include "core/config.h"
 #include "core/dp_ledger.h"
 #include "core/kconf.h"
 #include "ing/config.h"
 #include "lrn/config.h"
+#include "lrn/csvio.h"
 #include "rel/config.h"
 #include "rel/plan.h"
 #include "rel/release.h"
@@ -134,5 +136,36 @@ int gcdp_fuzz_config(const uint8_t *data, size_t size)
         abort(); /* a refusal always names what is wrong */
     free(arg);
     core_config_free(cfg);
+    return 0;
+}
+
+int gcdp_fuzz_csv(const uint8_t *data, size_t size)
+{
+    int fd = memfd_create("gcdp-fuzz-csv", 0);
+    char path[64], eb[512] = "";
+    unsigned which = size ? data[0] % 3u : 0u;
+
+    if (fd < 0 || size == 0) {
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    if (write(fd, data + 1, size - 1) == (ssize_t)(size - 1)) {
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        if (which == 2) {
+            struct lrn_csv *c = NULL;
+            if (lrn_csv_read(path, 0, 1, &c, eb, sizeof(eb)) != CORE_OK && !eb[0])
+                abort(); /* a refusal always says why */
+            lrn_csv_free(c);
+        } else {
+            struct cal_matrix *mx = NULL;
+            if (cal_matrix_load_ts(path, which ? CAL_FORMAT_OCCUPANCY : CAL_FORMAT_CSV,
+                                   which ? NULL : "label", which ? NULL : "ts", 10000, &mx, eb,
+                                   sizeof(eb)) != CORE_OK && !eb[0])
+                abort();
+            cal_matrix_free(mx);
+        }
+    }
+    close(fd);
     return 0;
 }

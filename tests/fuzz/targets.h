@@ -12,5 +12,8 @@ int gcdp_fuzz_window(const uint8_t *data, size_t size);
 int gcdp_fuzz_ledger(const uint8_t *data, size_t size);
 int gcdp_fuzz_theta(const uint8_t *data, size_t size);
 int gcdp_fuzz_config(const uint8_t *data, size_t size);
+/* CSV inputs: byte 0 chooses calibrate's CSV matrix (with a ts column), calibrate's
+ * Occupancy format, or the learner's data CSV; the rest is the file. */
+int gcdp_fuzz_csv(const uint8_t *data, size_t size);
 
 #endif

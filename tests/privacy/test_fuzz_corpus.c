@@ -1,6 +1,6 @@
 /* test_fuzz_corpus.c - every committed fuzz corpus file (seeds and every crash found) through
  * its target on every run (in the ASan+UBSan build too): window records, ledger files, θ
- * JSON, configuration --set values (tests/fuzz/targets.h). */
+ * JSON, configuration --set values, calibrate and learner CSVs (tests/fuzz/targets.h). */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,3 +41,4 @@ Test(fuzz_corpus, window_records) { cr_assert_geq(replay("window", gcdp_fuzz_win
 Test(fuzz_corpus, ledger_files) { cr_assert_geq(replay("ledger", gcdp_fuzz_ledger), 5u); }
 Test(fuzz_corpus, theta_json) { cr_assert_geq(replay("theta", gcdp_fuzz_theta), 2u); }
 Test(fuzz_corpus, config_values) { cr_assert_geq(replay("config", gcdp_fuzz_config), 5u); }
+Test(fuzz_corpus, csv_files) { cr_assert_geq(replay("csv", gcdp_fuzz_csv), 5u); }
