@@ -388,3 +388,31 @@ Test(decode, detail_stays_utf8_when_a_name_is_cut)
     coll_free(&c);
     ing_engine_free(e);
 }
+
+/* A binary payload (raw NUL bytes; here the first bytes of a gzip stream) is malformed JSON,
+ * not "truncated" (jansson stops at the NUL and calls it a premature end); the dead letter
+ * keeps the bytes (base64). */
+Test(decode, binary_payload_is_malformed_not_truncated)
+{
+    static const unsigned char gz[] = {0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00,
+                                       0x00, 0x03, 0x7b, 0x22, 0x00, 0x7d};
+    static const char nul_in_doc[] = "{\"schema\":\"gcdp.reading/1\"\0,\"device\":\"d\"}";
+    struct ing_params p;
+    struct ing_engine *e;
+    struct coll c;
+    struct ing_sink s = coll_sink(&c);
+    struct ing_source src = {"sensors.raw", 0, 0};
+    enum ing_reason r = ING_R_NONE;
+
+    ing_params_default(&p);
+    e = mk_engine(&p);
+    cr_assert_eq(ing_engine_push(e, (const char *)gz + 10, 4, "d", 1, &src, 0, &s, &r), CORE_OK);
+    cr_assert_eq(r, ING_R_MALFORMED_JSON, "got %s", ing_reason_code(r));
+    cr_assert_eq(ing_engine_push(e, nul_in_doc, sizeof(nul_in_doc) - 1, "d", 1, &src, 0, &s, &r),
+                 CORE_OK);
+    cr_assert_eq(r, ING_R_MALFORMED_JSON, "got %s", ing_reason_code(r));
+    cr_assert(strstr(json_string_value(json_object_get(json_array_get(c.rejects, 1), "detail")),
+                     "raw NUL byte"));
+    coll_free(&c);
+    ing_engine_free(e);
+}

@@ -299,6 +299,9 @@ enum ing_reason ing__decode(const struct ing_params *p, struct ing__jalloc *ja, 
                : json_loadb(payload, len, ING__JSON_FLAGS, &err);
     if (!*root && !ing__utf8_valid(payload, len))
         return R(ING_R_INVALID_UTF8, "payload is not UTF-8");
+    if (!*root && memchr(payload, '\0', len)) /* jansson calls it "premature end" */
+        return R(ING_R_MALFORMED_JSON, "raw NUL byte at byte %zu (a binary payload?)",
+                 (size_t)((const char *)memchr(payload, '\0', len) - payload));
     if (!*root)
         return map_json_error(&err, detail, detail_size);
     if (!json_is_object(*root))

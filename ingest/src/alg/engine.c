@@ -553,7 +553,7 @@ static void put_key(struct ing_buf *b, const char *key, size_t key_len)
         ing__buf_puts(b, "null");
         return;
     }
-    if (ing__utf8_valid(key, n)) {
+    if (ing__utf8_valid(key, n) && !memchr(key, '\0', n)) { /* as the payload */
         ing__buf_json_str(b, key, n);
     } else {
         ing__buf_base64(b, (const unsigned char *)key, n);
@@ -566,7 +566,9 @@ static void put_key(struct ing_buf *b, const char *key, size_t key_len)
 static void put_payload(struct ing_buf *b, const char *payload, size_t len, size_t cap)
 {
     size_t n = len > cap ? cap : len;
-    bool utf8 = ing__utf8_valid(payload, n);
+    /* A NUL byte is valid UTF-8 but becomes "\u0000", which many JSON readers (jansson by
+     * default) refuse: such payloads go out as base64 too. */
+    bool utf8 = ing__utf8_valid(payload, n) && !memchr(payload, '\0', n);
 
     ing__buf_puts(b, ",\"payload_encoding\":");
     ing__buf_puts(b, utf8 ? "\"utf8\"" : "\"base64\"");
