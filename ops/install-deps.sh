@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PKGS=(
-  build-essential cmake pkg-config clang
+  build-essential cmake pkg-config clang libclang-rt-dev  # libclang-rt-dev: libFuzzer (preset fuzz)
   librdkafka-dev libjansson-dev libsimdjson-dev libuv1-dev libgsl-dev
   libopenblas-dev liblapacke-dev libsodium-dev libmicrohttpd-dev liblbfgs-dev
   libcriterion-dev
