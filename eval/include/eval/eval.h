@@ -202,6 +202,12 @@ void eval_opts_default(struct eval_opts *o);
 /* Run the protocol; writes out_dir/<dataset>/draws.csv, tables.md, figures. */
 CORE_MUST_CHECK core_err eval_run(const struct eval_opts *o, char *errbuf, size_t errbuf_size);
 
+/* The same protocol on a dataset already in memory (borrowed; e.g. built by a test or a
+ * future configuration-defined reader). dropped: file names to list in run.txt. */
+CORE_MUST_CHECK core_err eval_run_data(const struct eval_opts *o, const struct eval_data *ds,
+                                       const char *const *dropped, size_t n_dropped,
+                                       char *errbuf, size_t errbuf_size);
+
 /* Recompute the Markdown tables from a per-draw CSV (what eval_run writes).
  * Returns CORE_OK, CORE_EIO, CORE_EPARSE. */
 CORE_MUST_CHECK core_err eval_tables_from_csv(const char *csv_path, const char *md_path,

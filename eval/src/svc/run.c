@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cblas.h>
 #include <jansson.h>
 
 #include "cal/calibrate.h"
@@ -286,23 +287,15 @@ static void runtime_table(struct ctx *c, double tau, const char *path)
 core_err eval_run(const struct eval_opts *o, char *eb, size_t ebn)
 {
     struct eval_data ds;
-    struct ctx c;
-    struct cal_theta *theta[8] = {0}, *th_nolag = NULL, *th_nocomp = NULL;
-    char dir[4096], path[4200];
     char **dropped = NULL;
-    size_t n_dropped = 0, sel = 0, e1;
-    double best = -1.0, t_start = eval_now();
+    size_t n_dropped = 0;
     core_err rc;
 
-    memset(&c, 0, sizeof(c));
-    if (o->n_tau == 0 || o->n_tau > 8 || o->n_eps == 0 || o->draws < 1) {
-        snprintf(eb, ebn, "eval: empty tau grid, eps list or draws");
-        return CORE_ECONFIG;
-    }
     if (strcmp(o->dataset, "occupancy") == 0)
         rc = eval_load_occupancy(o->data_dir, o->window_ms, &ds, eb, ebn);
     else if (strcmp(o->dataset, "wisdm") == 0)
-        rc = eval_load_wisdm(o->data_dir, o->sensor ? o->sensor : "accel", &ds, &dropped, &n_dropped, eb, ebn);
+        rc = eval_load_wisdm(o->data_dir, o->sensor ? o->sensor : "accel", &ds, &dropped,
+                             &n_dropped, eb, ebn);
     else if (strcmp(o->dataset, "smoke") == 0)
         rc = eval_load_smoke(o->seed, &ds, eb, ebn);
     else {
@@ -311,6 +304,33 @@ core_err eval_run(const struct eval_opts *o, char *eb, size_t ebn)
     }
     if (rc != CORE_OK)
         return rc;
+    rc = eval_run_data(o, &ds, (const char *const *)dropped, n_dropped, eb, ebn);
+    for (size_t i = 0; i < n_dropped; i++)
+        free(dropped[i]);
+    free(dropped);
+    eval_data_free(&ds);
+    return rc;
+}
+
+core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
+                       const char *const *dropped, size_t n_dropped, char *eb, size_t ebn)
+{
+    const struct eval_data ds = *dsp;
+    struct ctx c;
+    struct cal_theta *theta[8] = {0}, *th_nolag = NULL, *th_nocomp = NULL;
+    char dir[4096], path[4200];
+    size_t sel = 0, e1;
+    double best = -1.0, t_start = eval_now();
+    core_err rc = CORE_OK;
+
+    memset(&c, 0, sizeof(c));
+    /* small dense products: one BLAS thread is faster than two on a shared 2-core machine
+     * (measured: docs/evaluation.md) */
+    openblas_set_num_threads(1);
+    if (o->n_tau == 0 || o->n_tau > 8 || o->n_eps == 0 || o->draws < 1 || o->tune_draws < 1) {
+        snprintf(eb, ebn, "eval: empty tau grid, eps list or draws");
+        return CORE_ECONFIG;
+    }
     c.o = o;
     c.ds = &ds;
     for (int s = 0; s < 3; s++)
@@ -441,9 +461,5 @@ out:
     for (int s = 0; s < 3; s++)
         free(c.rows[s]);
     free(c.xr);
-    for (size_t i = 0; i < n_dropped; i++)
-        free(dropped[i]);
-    free(dropped);
-    eval_data_free(&ds);
     return rc;
 }
