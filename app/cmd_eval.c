@@ -13,6 +13,7 @@ static void usage(FILE *f)
             "usage: gcdp eval --dataset occupancy|wisdm|smoke [--data DIR] [--out DIR]\n"
             "                 [--eps LIST] [--draws N] [--tune-draws N] [--seed S]\n"
             "                 [--delta D] [--tau-grid LIST] [--exposure minmax|maxnorm]\n"
+            "                 [--xi literal|neighbour]\n"
             "                 [--sensor accel|gyro] [--window-min M] [--no-ablations]\n"
             "                 [--no-runtime] [--no-plots] [--no-tau-sweep] [--quiet]\n"
             "       gcdp eval --tables-from DIR/draws.csv [--md FILE]\n\n"
@@ -23,7 +24,9 @@ static void usage(FILE *f)
             "--draws noise draws per setting. Writes OUT/<dataset>/draws.csv (every draw, with\n"
             "its seed), alloc.csv (B_k, s_k, eps_k per mechanism), runtime.csv, theta.json,\n"
             "run.txt, tables.md and PNG figures (gnuplot). --tables-from rebuilds tables.md\n"
-            "from a draws.csv. Defaults: --eps 0.2,0.5,1,2,4 --draws 10 --tune-draws 5\n"
+            "from a draws.csv. --exposure/--xi select the readings of gc-dp Sec. 4.1/4.3 compared in\n"
+            "docs/evaluation.md (defaults minmax, literal = the calibrate stage's theta).\n"
+            "Defaults: --eps 0.2,0.5,1,2,4 --draws 10 --tune-draws 5\n"
             "--tau-grid 0.10,0.15,0.20,0.25,0.30 --delta 1e-6 --out bench/results/eval\n"
             "--data ../shared/data/<dataset> --window-min 15 (occupancy).\n");
 }
@@ -60,7 +63,8 @@ int cmd_eval(int argc, char **argv)
         {"no-ablations", no_argument, 0, 1},    {"no-runtime", no_argument, 0, 2},
         {"no-plots", no_argument, 0, 3},        {"no-tau-sweep", no_argument, 0, 4},
         {"quiet", no_argument, 0, 'q'},         {"tables-from", required_argument, 0, 5},
-        {"md", required_argument, 0, 6},        {"help", no_argument, 0, 'h'},
+        {"md", required_argument, 0, 6},
+        {"xi", required_argument, 0, 'X'},        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     struct eval_opts o;
     const char *tables_from = NULL, *md = NULL;
@@ -124,6 +128,16 @@ int cmd_eval(int argc, char **argv)
                 o.expo = EVAL_EXPO_MAXNORM;
             else {
                 fprintf(stderr, "gcdp eval: --exposure minmax|maxnorm\n");
+                return APP_EXIT_USAGE;
+            }
+            break;
+        case 'X':
+            if (strcmp(optarg, "literal") == 0)
+                o.xi = EVAL_XI_LITERAL;
+            else if (strcmp(optarg, "neighbour") == 0)
+                o.xi = EVAL_XI_NEIGHBOUR;
+            else {
+                fprintf(stderr, "gcdp eval: --xi literal|neighbour\n");
                 return APP_EXIT_USAGE;
             }
             break;

@@ -132,6 +132,18 @@ const struct rel_mech *eval_mech_rel(enum eval_mech m);
  *           recomputed from θ's edges with Algorithm 1 steps 5-7), so no node gets 0. */
 enum eval_expo { EVAL_EXPO_MINMAX = 0, EVAL_EXPO_MAXNORM = 1 };
 
+/* How ξ̂ is read (the "explain, not hide" point 1; src/alg/xi.c): LITERAL = θ's ξ̂ from
+ * calibrate (δ_jk of Sec. 4.3 as displayed); NEIGHBOUR = δ_jk for a neighbour j ∉ a(k) read
+ * as j's own influence δ_jj, so γ, τ_c and compression can act with one coordinate per
+ * node. */
+enum eval_xi { EVAL_XI_LITERAL = 0, EVAL_XI_NEIGHBOUR = 1 };
+
+/* ξ̂ under the neighbour reading for θ's coordinates, from the n x M normalized calibration
+ * matrix x (the rows θ was calibrated on) and the mask value. xi: d values in [0, g_max].
+ * Returns CORE_OK, CORE_EINVAL, CORE_ENUMERIC. */
+CORE_MUST_CHECK core_err eval_xi_neighbour(const struct cal_theta *t, size_t n, const double *x,
+                                           double mask, double *xi);
+
 /* r̄ of θ under the chosen reading (out: M values in [0,1]). */
 void eval_exposure(const struct cal_theta *t, enum eval_expo expo, double *out);
 
@@ -193,6 +205,7 @@ struct eval_opts {
     double tau_grid[8];
     bool ablations, runtime, plots, tau_sweep;
     enum eval_expo expo;
+    enum eval_xi xi;
     bool quiet;
     int64_t window_ms;     /* occupancy: window size */
     const char *sensor;    /* wisdm: "accel" (default) or "gyro" */

@@ -7,7 +7,7 @@
 #include "eval/eval.h"
 
 #define EVAL_CSV_HEADER                                                                       \
-    "dataset,phase,mechanism,eps,tau,exposure,draw,seed,split,task_f1,attack_auc,"          \
+    "dataset,phase,mechanism,eps,tau,reading,draw,seed,split,task_f1,attack_auc,"          \
     "attack_auc_raw,attack_f1"
 
 double eval_now(void);

@@ -84,8 +84,9 @@ static void progress_tick(struct progress *p, size_t add)
 /* Calibration on the training windows (public calibration: calibration data = training
  * portion). */
 static core_err calibrate_train(const struct eval_data *ds, const size_t *tr, size_t ntr,
-                                double tau, int L, double tau_c, struct cal_theta **out,
-                                struct cal_report *rep, char *eb, size_t ebn)
+                                double tau, int L, double tau_c, enum eval_xi xr,
+                                struct cal_theta **out, struct cal_report *rep, char *eb,
+                                size_t ebn)
 {
     struct cal_matrix *mx = NULL;
     struct cal_opts o;
@@ -112,6 +113,14 @@ static core_err calibrate_train(const struct eval_data *ds, const size_t *tr, si
     snprintf(o.config_version, sizeof(o.config_version), "eval");
     if (rc == CORE_OK)
         rc = cal_calibrate(mx, &o, NULL, out, rep, eb, ebn);
+    if (rc == CORE_OK && xr == EVAL_XI_NEIGHBOUR) {
+        rc = eval_xi_neighbour(*out, ntr, x, o.mask_value, (*out)->xi_hat);
+        if (rc != CORE_OK) {
+            snprintf(eb, ebn, "eval: neighbour-reading xi failed");
+            cal_theta_free(*out);
+            *out = NULL;
+        }
+    }
     cal_matrix_free(mx);
     json_decref(nd);
     free(x);
@@ -155,7 +164,9 @@ static void csv_row(struct ctx *c, const char *phase, enum eval_mech m, double e
                     int draw, uint64_t seed, enum eval_split on, const struct eval_scores *s)
 {
     fprintf(c->csv, "%s,%s,%s,%.3g,%.2f,%s,%d,%llu,%s,%.6f,%.6f,%.6f,%.6f\n", c->ds->name, phase,
-            eval_mech_key(m), eps, tau, c->o->expo == EVAL_EXPO_MINMAX ? "minmax" : "maxnorm",
+            eval_mech_key(m), eps, tau, c->o->expo == EVAL_EXPO_MINMAX
+                ? (c->o->xi == EVAL_XI_LITERAL ? "minmax/literal" : "minmax/neighbour")
+                : (c->o->xi == EVAL_XI_LITERAL ? "maxnorm/literal" : "maxnorm/neighbour"),
             draw, (unsigned long long)seed, on == EVAL_VAL ? "val" : "test", s->task_f1,
             s->attack_auc, s->attack_auc_raw, s->attack_f1);
 }
@@ -222,7 +233,7 @@ static void runtime_table(struct ctx *c, double tau, const char *path)
 
     if (!f)
         return;
-    if (calibrate_train(c->ds, c->rows[EVAL_TRAIN], c->nrows[EVAL_TRAIN], tau, 3, 0.85, &cached,
+    if (calibrate_train(c->ds, c->rows[EVAL_TRAIN], c->nrows[EVAL_TRAIN], tau, 3, 0.85, c->o->xi, &cached,
                         NULL, eb, sizeof(eb)) != CORE_OK) {
         fclose(f);
         return;
@@ -249,7 +260,7 @@ static void runtime_table(struct ctx *c, double tau, const char *path)
                         memcpy(xt + i * c->ds->d, c->ds->x + c->rows[EVAL_TEST][i] * c->ds->d,
                                c->ds->d * sizeof(double));
                     if (needs && calibrate_train(c->ds, c->rows[EVAL_TRAIN],
-                                                 c->nrows[EVAL_TRAIN], tau, 3, 0.85, &t, NULL,
+                                                 c->nrows[EVAL_TRAIN], tau, 3, 0.85, c->o->xi, &t, NULL,
                                                  eb, sizeof(eb)) != CORE_OK)
                         _exit(3);
                     if (eval_plan_make(ms[v], v == 4 ? cached : t, c->ds->d, c->ds->stat, &c->ds->query, 1.0,
@@ -370,7 +381,7 @@ core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
     /* θ per τ of the grid (public calibration on the training windows) */
     for (size_t i = 0; i < o->n_tau && rc == CORE_OK; i++)
         rc = calibrate_train(&ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN], o->tau_grid[i], 3,
-                             0.85, &theta[i], NULL, eb, ebn);
+                             0.85, o->xi, &theta[i], NULL, eb, ebn);
     /* τ selection (Table 6 rule): mean validation F1 of GC-DP at ε = 1 over tuning draws;
      * ties to the smaller τ (grid is ascending, strict > keeps the first) */
     for (size_t i = 0; i < o->n_tau && rc == CORE_OK; i++) {
@@ -394,10 +405,10 @@ core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
     /* Table 11 ablations at ε = 1 (GC-DP itself is the main sweep's ε = 1 row) */
     if (rc == CORE_OK && o->ablations) {
         rc = calibrate_train(&ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN], o->tau_grid[sel], 0,
-                             0.85, &th_nolag, NULL, eb, ebn);
+                             0.85, o->xi, &th_nolag, NULL, eb, ebn);
         if (rc == CORE_OK)
             rc = calibrate_train(&ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN], o->tau_grid[sel],
-                                 3, 1.0, &th_nocomp, NULL, eb, ebn);
+                                 3, 1.0, o->xi, &th_nocomp, NULL, eb, ebn);
         if (rc == CORE_OK)
             rc = run_setting(&c, "ablation", 4, EVAL_M_NOLAG, th_nolag, e1, 1.0, sel, o->draws,
                              EVAL_TEST, NULL, eb, ebn);
@@ -436,6 +447,7 @@ core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
                     ds.attr_desc, ds.unit_desc);
             fprintf(f, "selected tau: %.2f (validation F1 %.4f over %d tuning draws)\n",
                     o->tau_grid[sel], best, o->tune_draws);
+            fprintf(f, "xi reading: %s\n", o->xi == EVAL_XI_LITERAL ? "literal" : "neighbour");
             fprintf(f, "exposure reading: %s\nGau-DP delta: %g\nbase seed: %llu\n",
                     o->expo == EVAL_EXPO_MINMAX ? "minmax" : "maxnorm", o->delta,
                     (unsigned long long)o->seed);
