@@ -7,6 +7,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <jansson.h>
+
+#include "cal/calibrate.h"
+#include "cal/matrix.h"
 #include "cal/theta.h"
 #include "eval/eval.h"
 #include "svc/eval_int.h"
@@ -446,4 +450,83 @@ Test(eval_smoke, whole_harness_two_eps_two_draws, .timeout = 300)
     free(csv);
     ts_rmtree(dir);
     free(dir);
+}
+
+/* ------------------------------------------------------------ the two readings */
+
+static struct cal_theta *theta_smoke(double tau_c)
+{
+    struct eval_data ds;
+    struct cal_matrix *mx = NULL;
+    struct cal_opts o;
+    struct cal_theta *t = NULL;
+    char eb[256];
+    json_t *nd = json_pack("[ff]", 0.0, 1.0);
+    cr_assert_eq(eval_load_smoke(5, &ds, NULL, 0), CORE_OK);
+    cr_assert_eq(cal_matrix_from_arrays(180, ds.d, ds.x, (const char *const *)ds.names, ds.y, 2,
+                                        &mx),
+                 CORE_OK);
+    cal_opts_default(&o);
+    o.task = CAL_TASK_CLASSIFY;
+    o.tau = 0.2;
+    o.tau_c = tau_c;
+    o.norm_default = nd;
+    o.version = 1;
+    o.threads = 1;
+    cr_assert_eq(cal_calibrate(mx, &o, NULL, &t, NULL, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cal_matrix_free(mx);
+    json_decref(nd);
+    eval_data_free(&ds);
+    return t;
+}
+
+/* Point 1 of docs/evaluation.md: with one coordinate per node the literal ξ̂ has no graph
+ * term (compression changes nothing); the neighbour reading has one. */
+Test(eval_readings, literal_xi_has_no_graph_term)
+{
+    struct cal_theta *a = theta_smoke(0.85), *b = theta_smoke(1.0);
+    struct eval_data ds;
+    double xa[8], xb[8];
+    int greater = 0;
+    cr_assert_eq(eval_load_smoke(5, &ds, NULL, 0), CORE_OK);
+    cr_assert(a->n_edges > 0, "smoke data must give a graph");
+    for (size_t k = 0; k < a->d; k++)
+        cr_expect(a->xi_hat[k] == b->xi_hat[k], "literal xi[%zu] depends on tau_c", k);
+    cr_assert_eq(eval_xi_neighbour(a, 180, ds.x, 0.5, xa), CORE_OK);
+    for (size_t k = 0; k < a->d; k++) {
+        cr_expect(xa[k] >= a->xi_hat[k], "neighbour reading below literal at %zu", k);
+        greater += xa[k] > a->xi_hat[k];
+    }
+    cr_expect(greater > 0, "neighbour reading adds a graph term somewhere");
+    a->gamma = 0.0; /* without expansion both readings coincide exactly */
+    cr_assert_eq(eval_xi_neighbour(a, 180, ds.x, 0.5, xb), CORE_OK);
+    for (size_t k = 0; k < a->d; k++)
+        cr_expect(xb[k] == a->xi_hat[k], "gamma = 0: readings differ at %zu", k);
+    cal_theta_free(a);
+    cal_theta_free(b);
+    eval_data_free(&ds);
+}
+
+/* Point 2: min-max exposure gives one node 0; the r / max r reading does not. Hand case:
+ * path 0 - 1 - 2 with w = 0.5, α = 0.7: d = (0.5, 1, 0.5), W~_01 = 0.5 / sqrt(0.5),
+ * r_0 = 0.35 + 0.3 W~_01 · 1, r_1 = 0.7 + 0.3 · 2 W~_01 · 0.5. */
+Test(eval_readings, exposure_maxnorm_hand_case)
+{
+    struct cal_theta *t = NULL;
+    struct cal_edge e[2] = {{0, 1, 0.5}, {1, 2, 0.5}};
+    double r[3], wt = 0.5 / sqrt(0.5);
+    cr_assert_eq(cal_theta_new(3, 3, &t), CORE_OK);
+    t->alpha = 0.7;
+    cr_assert_eq(cal_theta_set_edges(t, e, 2), CORE_OK);
+    t->exposure[0] = 0.0;
+    t->exposure[1] = 1.0;
+    t->exposure[2] = 0.0;
+    eval_exposure(t, EVAL_EXPO_MINMAX, r);
+    cr_expect(r[0] == 0.0 && r[1] == 1.0 && r[2] == 0.0);
+    eval_exposure(t, EVAL_EXPO_MAXNORM, r);
+    double r0 = 0.35 + 0.3 * wt, r1 = 0.7 + 0.3 * wt;
+    cr_expect_float_eq(r[0], r0 / r1, 1e-12);
+    cr_expect_float_eq(r[1], 1.0, 1e-12);
+    cr_expect_float_eq(r[2], r0 / r1, 1e-12);
+    cal_theta_free(t);
 }

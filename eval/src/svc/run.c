@@ -229,7 +229,7 @@ static void runtime_table(struct ctx *c, double tau, const char *path)
     FILE *f = fopen(path, "w");
     struct cal_theta *cached = NULL;
     char eb[256];
-    int reps = 5;
+    int reps = 9;
 
     if (!f)
         return;
