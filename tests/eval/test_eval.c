@@ -417,14 +417,14 @@ Test(eval_smoke, whole_harness_two_eps_two_draws, .timeout = 300)
     snprintf(p, sizeof(p), "%s/smoke/tables.md", dir);
     char *md = ts_read_file(p, NULL);
     cr_assert(md);
-    const char *secs[] = {"## Table 6", "## Table 7", "## Table 9", "## Table 10",
+    const char *secs[] = {"## Table 6", "## Table 8", "## Table 9", "## Table 10",
                           "## Table 11"};
     for (size_t i = 0; i < 5; i++)
         cr_expect(strstr(md, secs[i]), "missing %s", secs[i]);
     char cell[64], cell2[64], want[64];
-    table_cell(md, "## Table 7", "| 1.0 |", 6, cell, sizeof(cell));
+    table_cell(md, "## Table 8", "| 1.0 |", 6, cell, sizeof(cell));
     snprintf(want, sizeof(want), " %.1f ±", 100.0 * sum / n);
-    cr_expect(strncmp(cell, want, strlen(want)) == 0, "Table 7 GC-DP '%s' vs CSV mean '%s'",
+    cr_expect(strncmp(cell, want, strlen(want)) == 0, "Table 8 GC-DP '%s' vs CSV mean '%s'",
               cell, want);
     /* Table 9's attack AUC row equals Table 10's ε = 1 row; Table 11's GC-DP column equals
      * Table 7's */
@@ -432,7 +432,7 @@ Test(eval_smoke, whole_harness_two_eps_two_draws, .timeout = 300)
     table_cell(md, "## Table 10", "| 1.0 |", 6, cell2, sizeof(cell2));
     cr_expect_str_eq(cell, cell2);
     table_cell(md, "## Table 11", "| F1 (%) |", 5, cell, sizeof(cell));
-    table_cell(md, "## Table 7", "| 1.0 |", 6, cell2, sizeof(cell2));
+    table_cell(md, "## Table 8", "| 1.0 |", 6, cell2, sizeof(cell2));
     cr_expect_str_eq(cell, cell2);
     /* exactly one selected τ */
     const char *sel = strstr(md, "(selected)");

@@ -48,7 +48,7 @@ struct eval_data {
     size_t n_classes;
     char **class_names;     /* n_classes */
     int positive_f1;        /* 1: positive-class (class 1) F1; 0: macro-F1 */
-    char task_desc[128];
+    char task_desc[256];
     char attr_desc[256];
     struct rel_query_params query; /* public query parameters for B_k (Algorithm 2) */
     enum rel_stat stat;     /* the coordinate's statistic for B_k: MEAN (window mean of
@@ -181,6 +181,8 @@ struct eval_scores {
     double attack_auc;   /* oriented */
     double attack_auc_raw;
     double attack_f1;
+    double mae;          /* mean |released - clean| over the scored rows and coordinates
+                            (values normalized by their clip range: normalized MAE) */
 };
 
 /* Train the classifier on rows tr of xr (released), score rows te; same for the attacker
@@ -192,7 +194,7 @@ CORE_MUST_CHECK core_err eval_score(const struct eval_data *ds, const double *xr
 /* ------------------------------------------------------------------ harness (svc) */
 
 struct eval_opts {
-    const char *dataset;   /* "occupancy" | "wisdm" | "smoke" */
+    const char *dataset;   /* "occupancy" | "wisdm" | "sim" | "smoke" */
     const char *data_dir;  /* dataset folder */
     const char *out_dir;   /* results folder */
     size_t n_eps;

@@ -218,6 +218,11 @@ core_err eval_score(const struct eval_data *ds, const double *xr, const size_t *
     struct eval_lr m;
     core_err rc;
 
+    out->mae = 0.0; /* normalized MAE of the released coordinates (Sec. 5.1, Intel Lab) */
+    for (size_t i = 0; i < nte; i++)
+        for (size_t k = 0; k < d; k++)
+            out->mae += fabs(xte[i * d + k] - ds->x[te[i] * d + k]);
+    out->mae /= (double)(nte ? nte * d : 1);
     rc = eval_lr_fit(ntr, d, xtr, d, ytr, ds->n_classes, &cal_lr_default, &m);
     if (rc == CORE_OK) {
         eval_lr_predict(&m, nte, xte, d, pred);

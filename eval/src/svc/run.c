@@ -163,12 +163,12 @@ static core_err one_draw(struct ctx *c, const struct eval_plan *pl, uint64_t see
 static void csv_row(struct ctx *c, const char *phase, enum eval_mech m, double eps, double tau,
                     int draw, uint64_t seed, enum eval_split on, const struct eval_scores *s)
 {
-    fprintf(c->csv, "%s,%s,%s,%.3g,%.2f,%s,%d,%llu,%s,%.6f,%.6f,%.6f,%.6f\n", c->ds->name, phase,
+    fprintf(c->csv, "%s,%s,%s,%.3g,%.2f,%s,%d,%llu,%s,%.6f,%.6f,%.6f,%.6f,%.6f\n", c->ds->name, phase,
             eval_mech_key(m), eps, tau, c->o->expo == EVAL_EXPO_MINMAX
                 ? (c->o->xi == EVAL_XI_LITERAL ? "minmax/literal" : "minmax/neighbour")
                 : (c->o->xi == EVAL_XI_LITERAL ? "maxnorm/literal" : "maxnorm/neighbour"),
             draw, (unsigned long long)seed, on == EVAL_VAL ? "val" : "test", s->task_f1,
-            s->attack_auc, s->attack_auc_raw, s->attack_f1);
+            s->attack_auc, s->attack_auc_raw, s->attack_f1, s->mae);
 }
 
 static void alloc_rows(struct ctx *c, const struct eval_plan *pl, const struct cal_theta *t)
@@ -309,8 +309,10 @@ core_err eval_run(const struct eval_opts *o, char *eb, size_t ebn)
                              &n_dropped, eb, ebn);
     else if (strcmp(o->dataset, "smoke") == 0)
         rc = eval_load_smoke(o->seed, &ds, eb, ebn);
+    else if (strcmp(o->dataset, "sim") == 0)
+        rc = eval_load_sim(&ds, eb, ebn);
     else {
-        snprintf(eb, ebn, "eval: unknown dataset '%s' (occupancy|wisdm|smoke)", o->dataset);
+        snprintf(eb, ebn, "eval: unknown dataset '%s' (occupancy|wisdm|sim|smoke)", o->dataset);
         return CORE_ECONFIG;
     }
     if (rc != CORE_OK)
