@@ -445,6 +445,16 @@ core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
         if ((f = fopen(path, "w"))) {
             fprintf(f, "dataset: %s\nwindows: train %zu, validation %zu, test %zu; nodes %zu\n",
                     ds.name, c.nrows[0], c.nrows[1], c.nrows[2], ds.d);
+            for (int sp = 0; sp < 3; sp++) {
+                size_t pos = 0, att = 0;
+                for (size_t i = 0; i < c.nrows[sp]; i++) {
+                    pos += ds.y[c.rows[sp][i]] == 1;
+                    att += ds.attr[c.rows[sp][i]] == 1;
+                }
+                fprintf(f, "%s: %zu windows, task class 1: %zu, protected attribute 1: %zu\n",
+                        sp == 0 ? "train" : sp == 1 ? "validation" : "test", c.nrows[sp], pos,
+                        att);
+            }
             fprintf(f, "task: %s\nprotected attribute: %s\nprotected unit: %s\n", ds.task_desc,
                     ds.attr_desc, ds.unit_desc);
             fprintf(f, "selected tau: %.2f (validation F1 %.4f over %d tuning draws)\n",

@@ -8,9 +8,12 @@
  *   - split by time: days 0-1 train, day 2 validation, day 3 test (one engine per split);
  *   - ingest: 15-min tumbling windows, max_interp_gap 1, min_coverage 0.9, window mean;
  *     clip intervals = per-channel min/max of the training readings of all motes, frozen;
- *   - anomaly labels, generated once from the clean windows and held fixed: per node the
- *     training median m and MAD s; a window is anomalous when some node has
- *     |x - m| > 3 * 1.4826 s (robust deviation in temperature, humidity, light or voltage);
+ *   - anomaly labels, generated once from the clean windows and held fixed: a window is
+ *     anomalous when some mote's channel deviates from that channel's median over the 6
+ *     motes in the same window by more than 4 robust sd (1.4826 x the training MAD of those
+ *     residuals, per channel) - robust deviations in temperature, humidity, light, voltage;
+ *     the 4 was picked by label prevalence alone (3: ~80 %, 3.5: ~40 %, 4: ~10 %, 5: <1 %
+ *     of windows), before the reported mechanism sweep;
  *   - protected attribute: daytime, window start hour (UTC) in [8, 20);
  *   - protected unit: one mote-channel reading; B_k as for Occupancy ((1+2G)/n_min). */
 #include <math.h>
@@ -198,30 +201,43 @@ core_err eval_load_sim(struct eval_data *ds, char *eb, size_t ebn)
             ds->order[r] = start;
             r++;
         }
-        /* robust-deviation anomaly labels from the clean windows, thresholds from training */
-        double *col = core_xmalloc(nrow * sizeof(double));
-        double *med = core_xcalloc(ds->d, sizeof(double)), *mad = core_xcalloc(ds->d, sizeof(double));
-        for (size_t k = 0; k < ds->d; k++) {
-            size_t nt = 0;
+        /* robust-deviation anomaly labels from the clean windows, generated once: the
+         * deviation of a mote's channel from the median of that channel over the motes in the
+         * same window (a spatial residual, so slow drift shared by all motes - e.g. battery
+         * discharge - is not an anomaly), scaled by the training MAD of that residual; a
+         * window is anomalous when some mote-channel residual exceeds 4 robust sd. */
+        size_t nt = 0;
+        double *res = core_xmalloc(nrow * ds->d * sizeof(double));
+        double *col = core_xmalloc((nrow ? nrow : 1) * S_DEV * sizeof(double));
+        double scale[SIM_NCH];
+        for (size_t i = 0; i < nrow; i++)
+            for (size_t ch = 0; ch < SIM_NCH; ch++) {
+                double v[S_DEV];
+                for (int d = 0; d < S_DEV; d++)
+                    v[d] = ds->x[i * ds->d + (size_t)d * SIM_NCH + ch];
+                qsort(v, S_DEV, sizeof(double), cmp_d);
+                double med = 0.5 * (v[S_DEV / 2 - 1] + v[S_DEV / 2]);
+                for (int d = 0; d < S_DEV; d++)
+                    res[i * ds->d + (size_t)d * SIM_NCH + ch] =
+                        ds->x[i * ds->d + (size_t)d * SIM_NCH + ch] - med;
+            }
+        for (size_t ch = 0; ch < SIM_NCH; ch++) {
+            nt = 0;
             for (size_t i = 0; i < nrow; i++)
                 if (ds->split[i] == EVAL_TRAIN)
-                    col[nt++] = ds->x[i * ds->d + k];
+                    for (int d = 0; d < S_DEV; d++)
+                        col[nt++] = fabs(res[i * ds->d + (size_t)d * SIM_NCH + ch]);
             qsort(col, nt, sizeof(double), cmp_d);
-            med[k] = nt ? col[nt / 2] : 0.0;
-            for (size_t i = 0; i < nt; i++)
-                col[i] = fabs(col[i] - med[k]);
-            qsort(col, nt, sizeof(double), cmp_d);
-            mad[k] = nt ? col[nt / 2] : 0.0;
+            scale[ch] = 1.4826 * (nt ? col[nt / 2] : 0.0);
         }
         for (size_t i = 0; i < nrow; i++) {
             int an = 0;
             for (size_t k = 0; k < ds->d; k++)
-                an |= fabs(ds->x[i * ds->d + k] - med[k]) > 3.0 * 1.4826 * mad[k] + 1e-12;
+                an |= fabs(res[i * ds->d + k]) > 4.0 * scale[k % SIM_NCH] + 1e-12;
             ds->y[i] = an;
         }
+        free(res);
         free(col);
-        free(med);
-        free(mad);
         ds->n_classes = 2;
         ds->class_names = core_xcalloc(2, sizeof(char *));
         ds->class_names[0] = core_xstrdup("normal");
@@ -232,7 +248,7 @@ core_err eval_load_sim(struct eval_data *ds, char *eb, size_t ebn)
         ds->query.max_samples = 15;
         ds->query.interp_gap = 1;
         snprintf(ds->task_desc, sizeof(ds->task_desc),
-                 "anomaly window (some node beyond 3 robust sd of its training median), "
+                 "anomaly window (some mote-channel beyond 4 robust sd from the motes' median), "
                  "positive-class F1; plus normalized MAE of the released coordinates");
         snprintf(ds->attr_desc, sizeof(ds->attr_desc), "daytime: window start hour (UTC) in [8, 20)");
         snprintf(ds->unit_desc, sizeof(ds->unit_desc),
