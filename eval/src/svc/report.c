@@ -262,11 +262,11 @@ static void write_tables(FILE *f, struct aggs *A, const char *runtime_csv)
         double best = -1.0, bt = -1.0;
         for (size_t i = 0; i < A->n; i++) {
             struct agg *g = &A->a[i];
-            if (strcmp(g->phase, "tau_val") == 0 && mean(g, 0) > best + 0.0) {
-                if (mean(g, 0) > best || g->tau < bt) {
-                    best = mean(g, 0);
-                    bt = g->tau;
-                }
+            /* the largest mean validation F1; an equal mean keeps the smaller τ */
+            if (strcmp(g->phase, "tau_val") == 0 &&
+                (mean(g, 0) > best || (mean(g, 0) == best && g->tau < bt))) {
+                best = mean(g, 0);
+                bt = g->tau;
             }
         }
         for (size_t i = 0; i < A->n; i++) {
