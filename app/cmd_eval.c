@@ -13,7 +13,7 @@ static void usage(FILE *f)
             "usage: gcdp eval --dataset occupancy|wisdm|smoke [--data DIR] [--out DIR]\n"
             "                 [--eps LIST] [--draws N] [--tune-draws N] [--seed S]\n"
             "                 [--delta D] [--tau-grid LIST] [--exposure minmax|maxnorm]\n"
-            "                 [--xi literal|neighbour]\n"
+            "                 [--xi literal|neighbour] [--eps-cal E --tau-grid T]\n"
             "                 [--sensor accel|gyro] [--window-min M] [--no-ablations]\n"
             "                 [--no-runtime] [--no-plots] [--no-tau-sweep] [--quiet]\n"
             "       gcdp eval --tables-from DIR/draws.csv [--md FILE]\n\n"
@@ -26,6 +26,8 @@ static void usage(FILE *f)
             "run.txt, tables.md and PNG figures (gnuplot). --tables-from rebuilds tables.md\n"
             "from a draws.csv. --exposure/--xi select the readings of gc-dp Sec. 4.1/4.3 compared in\n"
             "docs/evaluation.md (defaults minmax, literal = the calibrate stage's theta).\n"
+            "--eps-cal E: private calibration (gc-dp Sec. 4.2) instead of public, eps_G =\n"
+            "eps_mu = eps_xi = E/3, one fixed tau; run.txt states the total eps_cal + eps_rel.\n"
             "Defaults: --eps 0.2,0.5,1,2,4 --draws 10 --tune-draws 5\n"
             "--tau-grid 0.10,0.15,0.20,0.25,0.30 --delta 1e-6 --out bench/results/eval\n"
             "--data ../shared/data/<dataset> --window-min 15 (occupancy).\n");
@@ -64,7 +66,7 @@ int cmd_eval(int argc, char **argv)
         {"no-plots", no_argument, 0, 3},        {"no-tau-sweep", no_argument, 0, 4},
         {"quiet", no_argument, 0, 'q'},         {"tables-from", required_argument, 0, 5},
         {"md", required_argument, 0, 6},
-        {"xi", required_argument, 0, 'X'},        {"help", no_argument, 0, 'h'},
+        {"xi", required_argument, 0, 'X'},      {"eps-cal", required_argument, 0, 'C'},        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     struct eval_opts o;
     const char *tables_from = NULL, *md = NULL;
@@ -138,6 +140,13 @@ int cmd_eval(int argc, char **argv)
                 o.xi = EVAL_XI_NEIGHBOUR;
             else {
                 fprintf(stderr, "gcdp eval: --xi literal|neighbour\n");
+                return APP_EXIT_USAGE;
+            }
+            break;
+        case 'C':
+            o.eps_cal = strtod(optarg, &end);
+            if (!end || *end || !(o.eps_cal > 0.0 && o.eps_cal <= 100.0)) {
+                fprintf(stderr, "gcdp eval: --eps-cal in (0, 100]\n");
                 return APP_EXIT_USAGE;
             }
             break;

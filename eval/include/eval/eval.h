@@ -208,6 +208,7 @@ struct eval_opts {
     bool ablations, runtime, plots, tau_sweep;
     enum eval_expo expo;
     enum eval_xi xi;
+    double eps_cal;        /* > 0: private calibration (Sec. 4.2), split G/mu/xi equally */
     bool quiet;
     int64_t window_ms;     /* occupancy: window size */
     const char *sensor;    /* wisdm: "accel" (default) or "gyro" */

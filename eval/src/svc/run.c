@@ -83,11 +83,17 @@ static void progress_tick(struct progress *p, size_t add)
 
 /* Calibration on the training windows (public calibration: calibration data = training
  * portion). */
+/* eps_cal > 0: private calibration (Sec. 4.2) with ε_G = ε_μ = ε_ξ = ε_cal / 3, τ fixed
+ * (ε_τ = 0), calibration noise from a ChaCha20 stream keyed by cal_seed. */
+static double g_eps_cal;
+static uint64_t g_cal_seed;
+
 static core_err calibrate_train(const struct eval_data *ds, const size_t *tr, size_t ntr,
                                 double tau, int L, double tau_c, enum eval_xi xr,
                                 struct cal_theta **out, struct cal_report *rep, char *eb,
                                 size_t ebn)
 {
+    struct eval_rng *crng = NULL;
     struct cal_matrix *mx = NULL;
     struct cal_opts o;
     double *x = core_xmalloc(ntr * ds->d * sizeof(double));
@@ -111,8 +117,16 @@ static core_err calibrate_train(const struct eval_data *ds, const size_t *tr, si
     o.norm_default = nd;
     o.version = 1;
     snprintf(o.config_version, sizeof(o.config_version), "eval");
+    if (g_eps_cal > 0.0) {
+        o.mode = CAL_MODE_PRIVATE;
+        o.eps.G = o.eps.mu = o.eps.xi = g_eps_cal / 3.0;
+        o.eps.tau = 0.0;
+        crng = eval_rng_new(g_cal_seed ^ ((uint64_t)L << 8) ^ (uint64_t)(tau_c * 100.0) ^
+                            ((uint64_t)(tau * 100.0) << 16));
+    }
     if (rc == CORE_OK)
-        rc = cal_calibrate(mx, &o, NULL, out, rep, eb, ebn);
+        rc = cal_calibrate(mx, &o, crng ? eval_rng_iface(crng) : NULL, out, rep, eb, ebn);
+    eval_rng_free(crng);
     if (rc == CORE_OK && xr == EVAL_XI_NEIGHBOUR) {
         rc = eval_xi_neighbour(*out, ntr, x, o.mask_value, (*out)->xi_hat);
         if (rc != CORE_OK) {
@@ -337,6 +351,14 @@ core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
     core_err rc = CORE_OK;
 
     memset(&c, 0, sizeof(c));
+    g_eps_cal = o->eps_cal;
+    g_cal_seed = eval_draw_seed(o->seed, 7, 0, 0, 0, 0);
+    if (o->eps_cal > 0.0 && (o->xi != EVAL_XI_LITERAL || o->n_tau != 1)) {
+        snprintf(eb, ebn, "eval: --eps-cal (private calibration) needs --xi literal and a "
+                 "single fixed tau (--tau-grid T): the tau search and the neighbour reading "
+                 "would read the protected records again");
+        return CORE_ECONFIG;
+    }
     /* small dense products: one BLAS thread is faster than two on a shared 2-core machine
      * (measured: docs/evaluation.md) */
     openblas_set_num_threads(1);
@@ -459,6 +481,12 @@ core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
                     ds.attr_desc, ds.unit_desc);
             fprintf(f, "selected tau: %.2f (validation F1 %.4f over %d tuning draws)\n",
                     o->tau_grid[sel], best, o->tune_draws);
+            if (o->eps_cal > 0.0)
+                fprintf(f, "calibration: PRIVATE (gc-dp Sec. 4.2), eps_cal = %g (eps_G = eps_mu = "
+                           "eps_xi = %g, tau fixed); total cost per window eps_cal + eps_rel\n",
+                        o->eps_cal, o->eps_cal / 3.0);
+            else
+                fprintf(f, "calibration: public (training split assumed public; eps_cal = 0)\n");
             fprintf(f, "xi reading: %s\n", o->xi == EVAL_XI_LITERAL ? "literal" : "neighbour");
             fprintf(f, "exposure reading: %s\nGau-DP delta: %g\nbase seed: %llu\n",
                     o->expo == EVAL_EXPO_MINMAX ? "minmax" : "maxnorm", o->delta,
