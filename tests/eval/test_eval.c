@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <jansson.h>
 
@@ -529,4 +530,31 @@ Test(eval_readings, exposure_maxnorm_hand_case)
     cr_expect_float_eq(r[1], 1.0, 1e-12);
     cr_expect_float_eq(r[2], r0 / r1, 1e-12);
     cal_theta_free(t);
+}
+
+/* ------------------------------------------------------------ command line */
+
+static int run_cmd(const char *args)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd), "'%s' eval %s >/dev/null 2>&1", GCDP_BIN, args);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(eval_cli, usage_errors_exit_2_runtime_errors_exit_1, .timeout = 60)
+{
+    char *dir = ts_tmpdir(), args[4300];
+    cr_expect_eq(run_cmd("--help"), 0);
+    cr_expect_eq(run_cmd("--draws 0"), 2);
+    cr_expect_eq(run_cmd("--eps 1,-2"), 2);
+    cr_expect_eq(run_cmd("--exposure other"), 2);
+    snprintf(args, sizeof(args), "--dataset nosuch --out '%s'", dir);
+    cr_expect_eq(run_cmd(args), 2);
+    snprintf(args, sizeof(args), "--eps-cal 1 --out '%s' --dataset smoke", dir);
+    cr_expect_eq(run_cmd(args), 2, "private calibration with a tau grid is refused");
+    snprintf(args, sizeof(args), "--tables-from '%s/missing.csv'", dir);
+    cr_expect_eq(run_cmd(args), 1);
+    ts_rmtree(dir);
+    free(dir);
 }
