@@ -10,7 +10,8 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: gcdp eval --dataset occupancy|wisdm|smoke [--data DIR] [--out DIR]\n"
+            "usage: gcdp eval --dataset occupancy|wisdm|sim|smoke [--data DIR] [--out DIR]\n"
+            "       gcdp eval --dataset csv --data DATASET.json [options]\n"
             "                 [--eps LIST] [--draws N] [--tune-draws N] [--seed S]\n"
             "                 [--delta D] [--tau-grid LIST] [--exposure minmax|maxnorm]\n"
             "                 [--xi literal|neighbour] [--eps-cal E --tau-grid T]\n"
@@ -30,7 +31,8 @@ static void usage(FILE *f)
             "eps_mu = eps_xi = E/3, one fixed tau; run.txt states the total eps_cal + eps_rel.\n"
             "Defaults: --eps 0.2,0.5,1,2,4 --draws 10 --tune-draws 5\n"
             "--tau-grid 0.10,0.15,0.20,0.25,0.30 --delta 1e-6 --out bench/results/eval\n"
-            "--data ../shared/data/<dataset> --window-min 15 (occupancy).\n");
+            "--data ../shared/data/<dataset> --window-min 15 (occupancy). --dataset csv reads a\n"
+            "window CSV described by a JSON file (docs/evaluation.md, \"Your own dataset\").\n");
 }
 
 static int parse_list(const char *s, double *out, size_t cap, size_t *n)
@@ -179,6 +181,10 @@ int cmd_eval(int argc, char **argv)
             return APP_EXIT_FAILURE;
         }
         return APP_EXIT_OK;
+    }
+    if (!o.data_dir && strcmp(o.dataset, "csv") == 0) {
+        fprintf(stderr, "gcdp eval: --dataset csv needs --data DATASET.json\n");
+        return APP_EXIT_USAGE;
     }
     if (!o.data_dir) {
         snprintf(data_dir, sizeof(data_dir), "../shared/data/%s", o.dataset);

@@ -558,3 +558,74 @@ Test(eval_cli, usage_errors_exit_2_runtime_errors_exit_1, .timeout = 60)
     ts_rmtree(dir);
     free(dir);
 }
+
+/* ------------------------------------------------------------ dataset from a config file */
+
+static void write_csv_dataset(const char *dir, const char *extra_key)
+{
+    struct eval_data ds;
+    char p[4200];
+    FILE *f;
+    cr_assert_eq(eval_load_smoke(3, &ds, NULL, 0), CORE_OK);
+    snprintf(p, sizeof(p), "%s/w.csv", dir);
+    f = fopen(p, "w");
+    cr_assert(f);
+    fprintf(f, "when,split,label,weekend,a,b,c,d\n");
+    for (size_t i = 0; i < ds.n; i++)
+        fprintf(f, "%zu,%s,%d,%d,%.6f,%.6f,%.6f,%.6f\n", i,
+                ds.split[i] == EVAL_TRAIN ? "train" : ds.split[i] == EVAL_VAL ? "val" : "test",
+                ds.y[i], ds.attr[i], 20 + 5 * ds.x[i * 4], 20 + 5 * ds.x[i * 4 + 1],
+                ds.x[i * 4 + 2] * 1000, ds.x[i * 4 + 3] * 1000);
+    fclose(f);
+    eval_data_free(&ds);
+    snprintf(p, sizeof(p), "%s/w.json", dir);
+    f = fopen(p, "w");
+    cr_assert(f);
+    fprintf(f, "{\"name\": \"mine\", \"file\": \"w.csv\", \"split_column\": \"split\","
+               " \"label_column\": \"label\", \"attribute_column\": \"weekend\","
+               " \"nodes\": [\"a\", \"b\", \"c\", \"d\"], \"task\": \"positive\","
+               " \"sensitivity\": {\"stat\": \"mean\", \"min_samples\": 14, \"max_samples\": 15,"
+               " \"interp_gap\": 1}%s}\n",
+            extra_key);
+    fclose(f);
+}
+
+Test(eval_csv, dataset_from_config_file_runs, .timeout = 120)
+{
+    char *dir = ts_tmpdir(), cfg[4200], p[4300], eb[512] = "";
+    struct eval_opts o;
+    struct eval_data ds;
+    write_csv_dataset(dir, "");
+    snprintf(cfg, sizeof(cfg), "%s/w.json", dir);
+    cr_assert_eq(eval_load_csv(cfg, &ds, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_expect_eq(ds.n, 300);
+    cr_expect_eq(ds.d, 4);
+    cr_expect_eq(ds.n_classes, 2);
+    for (size_t i = 0; i < ds.n * ds.d; i++)
+        cr_expect(ds.x[i] >= 0.0 && ds.x[i] <= 1.0);
+    eval_data_free(&ds);
+    eval_opts_default(&o);
+    o.dataset = "csv";
+    o.data_dir = cfg;
+    o.out_dir = dir;
+    o.n_eps = 1;
+    o.draws = 2;
+    o.tune_draws = 1;
+    o.runtime = o.plots = false;
+    o.quiet = true;
+    cr_assert_eq(eval_run(&o, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    snprintf(p, sizeof(p), "%s/mine/tables.md", dir);
+    char *md = ts_read_file(p, NULL);
+    cr_assert(md);
+    cr_expect(strstr(md, "## Table 11"));
+    free(md);
+    /* unknown keys and bad columns are configuration errors naming the key */
+    write_csv_dataset(dir, ", \"colour\": 1");
+    cr_expect_eq(eval_load_csv(cfg, &ds, eb, sizeof(eb)), CORE_ECONFIG);
+    cr_expect(strstr(eb, "colour"), "%s", eb);
+    write_csv_dataset(dir, ", \"normalized\": false, \"task_desc\": \"x\"");
+    cr_expect_eq(eval_load_csv(cfg, &ds, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    eval_data_free(&ds);
+    ts_rmtree(dir);
+    free(dir);
+}

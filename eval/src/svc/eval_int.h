@@ -17,6 +17,7 @@ int eval_mkdirs(const char *dir);
 /* tables.md, figures (gnuplot when present) from dir/draws.csv, runtime.csv. */
 core_err eval_write_report(const char *dir, const struct eval_opts *o, char *eb, size_t ebn);
 /* A small synthetic window dataset (the smoke test's): 4 nodes, 2 classes. */
+core_err eval_load_csv(const char *cfg_path, struct eval_data *ds, char *eb, size_t ebn);
 core_err eval_load_sim(struct eval_data *ds, char *eb, size_t ebn);
 core_err eval_load_smoke(uint64_t seed, struct eval_data *ds, char *eb, size_t ebn);
 

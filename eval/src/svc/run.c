@@ -325,8 +325,10 @@ core_err eval_run(const struct eval_opts *o, char *eb, size_t ebn)
         rc = eval_load_smoke(o->seed, &ds, eb, ebn);
     else if (strcmp(o->dataset, "sim") == 0)
         rc = eval_load_sim(&ds, eb, ebn);
+    else if (strcmp(o->dataset, "csv") == 0)
+        rc = eval_load_csv(o->data_dir, &ds, eb, ebn);
     else {
-        snprintf(eb, ebn, "eval: unknown dataset '%s' (occupancy|wisdm|sim|smoke)", o->dataset);
+        snprintf(eb, ebn, "eval: unknown dataset '%s' (occupancy|wisdm|sim|csv|smoke)", o->dataset);
         return CORE_ECONFIG;
     }
     if (rc != CORE_OK)
