@@ -83,16 +83,14 @@ static void progress_tick(struct progress *p, size_t add)
 
 /* Calibration on the training windows (public calibration: calibration data = training
  * portion). */
-/* eps_cal > 0: private calibration (Sec. 4.2) with ε_G = ε_μ = ε_ξ = ε_cal / 3, τ fixed
- * (ε_τ = 0), calibration noise from a ChaCha20 stream keyed by cal_seed. */
-static double g_eps_cal;
-static uint64_t g_cal_seed;
-
-static core_err calibrate_train(const struct eval_data *ds, const size_t *tr, size_t ntr,
-                                double tau, int L, double tau_c, enum eval_xi xr,
+/* o->eps_cal > 0: private calibration (Sec. 4.2) with ε_G = ε_μ = ε_ξ = ε_cal / 3, τ fixed
+ * (ε_τ = 0), calibration noise from a ChaCha20 stream of its own (phase tag 7). */
+static core_err calibrate_train(const struct eval_opts *eo, const struct eval_data *ds,
+                                const size_t *tr, size_t ntr, double tau, int L, double tau_c,
                                 struct cal_theta **out, struct cal_report *rep, char *eb,
                                 size_t ebn)
 {
+    enum eval_xi xr = eo->xi;
     struct eval_rng *crng = NULL;
     struct cal_matrix *mx = NULL;
     struct cal_opts o;
@@ -117,12 +115,12 @@ static core_err calibrate_train(const struct eval_data *ds, const size_t *tr, si
     o.norm_default = nd;
     o.version = 1;
     snprintf(o.config_version, sizeof(o.config_version), "eval");
-    if (g_eps_cal > 0.0) {
+    if (eo->eps_cal > 0.0) {
         o.mode = CAL_MODE_PRIVATE;
-        o.eps.G = o.eps.mu = o.eps.xi = g_eps_cal / 3.0;
+        o.eps.G = o.eps.mu = o.eps.xi = eo->eps_cal / 3.0;
         o.eps.tau = 0.0;
-        crng = eval_rng_new(g_cal_seed ^ ((uint64_t)L << 8) ^ (uint64_t)(tau_c * 100.0) ^
-                            ((uint64_t)(tau * 100.0) << 16));
+        crng = eval_rng_new(eval_draw_seed(eo->seed, 7, L, (size_t)(tau_c * 100.0),
+                                           (size_t)(tau * 100.0), 0));
     }
     if (rc == CORE_OK)
         rc = cal_calibrate(mx, &o, crng ? eval_rng_iface(crng) : NULL, out, rep, eb, ebn);
@@ -247,7 +245,7 @@ static void runtime_table(struct ctx *c, double tau, const char *path)
 
     if (!f)
         return;
-    if (calibrate_train(c->ds, c->rows[EVAL_TRAIN], c->nrows[EVAL_TRAIN], tau, 3, 0.85, c->o->xi, &cached,
+    if (calibrate_train(c->o, c->ds, c->rows[EVAL_TRAIN], c->nrows[EVAL_TRAIN], tau, 3, 0.85, &cached,
                         NULL, eb, sizeof(eb)) != CORE_OK) {
         fclose(f);
         return;
@@ -273,8 +271,8 @@ static void runtime_table(struct ctx *c, double tau, const char *path)
                     for (size_t i = 0; i < nte; i++)
                         memcpy(xt + i * c->ds->d, c->ds->x + c->rows[EVAL_TEST][i] * c->ds->d,
                                c->ds->d * sizeof(double));
-                    if (needs && calibrate_train(c->ds, c->rows[EVAL_TRAIN],
-                                                 c->nrows[EVAL_TRAIN], tau, 3, 0.85, c->o->xi, &t, NULL,
+                    if (needs && calibrate_train(c->o, c->ds, c->rows[EVAL_TRAIN],
+                                                 c->nrows[EVAL_TRAIN], tau, 3, 0.85, &t, NULL,
                                                  eb, sizeof(eb)) != CORE_OK)
                         _exit(3);
                     if (eval_plan_make(ms[v], v == 4 ? cached : t, c->ds->d, c->ds->stat, &c->ds->query, 1.0,
@@ -353,8 +351,6 @@ core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
     core_err rc = CORE_OK;
 
     memset(&c, 0, sizeof(c));
-    g_eps_cal = o->eps_cal;
-    g_cal_seed = eval_draw_seed(o->seed, 7, 0, 0, 0, 0);
     if (o->eps_cal > 0.0 && (o->xi != EVAL_XI_LITERAL || o->n_tau != 1)) {
         snprintf(eb, ebn, "eval: --eps-cal (private calibration) needs --xi literal and a "
                  "single fixed tau (--tau-grid T): the tau search and the neighbour reading "
@@ -406,8 +402,8 @@ core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
 
     /* θ per τ of the grid (public calibration on the training windows) */
     for (size_t i = 0; i < o->n_tau && rc == CORE_OK; i++)
-        rc = calibrate_train(&ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN], o->tau_grid[i], 3,
-                             0.85, o->xi, &theta[i], NULL, eb, ebn);
+        rc = calibrate_train(o, &ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN], o->tau_grid[i],
+                             3, 0.85, &theta[i], NULL, eb, ebn);
     /* τ selection (Table 6 rule): mean validation F1 of GC-DP at ε = 1 over tuning draws;
      * ties to the smaller τ (grid is ascending, strict > keeps the first) */
     for (size_t i = 0; i < o->n_tau && rc == CORE_OK; i++) {
@@ -430,11 +426,11 @@ core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
     }
     /* Table 11 ablations at ε = 1 (GC-DP itself is the main sweep's ε = 1 row) */
     if (rc == CORE_OK && o->ablations) {
-        rc = calibrate_train(&ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN], o->tau_grid[sel], 0,
-                             0.85, o->xi, &th_nolag, NULL, eb, ebn);
+        rc = calibrate_train(o, &ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN], o->tau_grid[sel],
+                             0, 0.85, &th_nolag, NULL, eb, ebn);
         if (rc == CORE_OK)
-            rc = calibrate_train(&ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN], o->tau_grid[sel],
-                                 3, 1.0, o->xi, &th_nocomp, NULL, eb, ebn);
+            rc = calibrate_train(o, &ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN],
+                                 o->tau_grid[sel], 3, 1.0, &th_nocomp, NULL, eb, ebn);
         if (rc == CORE_OK)
             rc = run_setting(&c, "ablation", 4, EVAL_M_NOLAG, th_nolag, e1, 1.0, sel, o->draws,
                              EVAL_TEST, NULL, eb, ebn);
