@@ -9,30 +9,31 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: gcdp eval --dataset occupancy|wisdm|sim|smoke [--data DIR] [--out DIR]\n"
-            "       gcdp eval --dataset csv --data DATASET.json [options]\n"
-            "                 [--eps LIST] [--draws N] [--tune-draws N] [--seed S]\n"
-            "                 [--delta D] [--tau-grid LIST] [--exposure minmax|maxnorm]\n"
-            "                 [--xi literal|neighbour] [--eps-cal E --tau-grid T]\n"
-            "                 [--sensor accel|gyro] [--window-min M] [--no-ablations]\n"
-            "                 [--no-runtime] [--no-plots] [--no-tau-sweep] [--quiet]\n"
-            "       gcdp eval --tables-from DIR/draws.csv [--md FILE]\n\n"
-            "Run gc-dp Sec. 5 on one dataset: public calibration on the training split, tau\n"
-            "chosen by GC-DP validation F1 at eps = 1 (ties to the smaller tau), mechanisms\n"
-            "NonPrivate, Lap-DP, Gau-DP (analytic Gaussian, --delta), Ada-DP, Risk-DP, GC-DP and\n"
-            "the Table 11 ablations, one fixed logistic-regression classifier and attacker,\n"
-            "--draws noise draws per setting. Writes OUT/<dataset>/draws.csv (every draw, with\n"
-            "its seed), alloc.csv (B_k, s_k, eps_k per mechanism), runtime.csv, theta.json,\n"
-            "run.txt, tables.md and PNG figures (gnuplot). --tables-from rebuilds tables.md\n"
-            "from a draws.csv. --exposure/--xi select the readings of gc-dp Sec. 4.1/4.3 compared in\n"
-            "docs/evaluation.md (defaults minmax, literal = the calibrate stage's theta).\n"
-            "--eps-cal E: private calibration (gc-dp Sec. 4.2) instead of public, eps_G =\n"
-            "eps_mu = eps_xi = E/3, one fixed tau; run.txt states the total eps_cal + eps_rel.\n"
-            "Defaults: --eps 0.2,0.5,1,2,4 --draws 10 --tune-draws 5\n"
-            "--tau-grid 0.10,0.15,0.20,0.25,0.30 --delta 1e-6 --out bench/results/eval\n"
-            "--data ../shared/data/<dataset> --window-min 15 (occupancy). --dataset csv reads a\n"
-            "window CSV described by a JSON file (docs/evaluation.md, \"Your own dataset\").\n");
+    fprintf(
+        f,
+        "usage: gcdp eval --dataset occupancy|wisdm|sim|smoke [--data DIR] [--out DIR]\n"
+        "       gcdp eval --dataset csv --data DATASET.json [options]\n"
+        "                 [--eps LIST] [--draws N] [--tune-draws N] [--seed S]\n"
+        "                 [--delta D] [--tau-grid LIST] [--exposure minmax|maxnorm]\n"
+        "                 [--xi literal|neighbour] [--eps-cal E --tau-grid T]\n"
+        "                 [--sensor accel|gyro] [--window-min M] [--no-ablations]\n"
+        "                 [--no-runtime] [--no-plots] [--no-tau-sweep] [--quiet]\n"
+        "       gcdp eval --tables-from DIR/draws.csv [--md FILE]\n\n"
+        "Run gc-dp Sec. 5 on one dataset: public calibration on the training split, tau\n"
+        "chosen by GC-DP validation F1 at eps = 1 (ties to the smaller tau), mechanisms\n"
+        "NonPrivate, Lap-DP, Gau-DP (analytic Gaussian, --delta), Ada-DP, Risk-DP, GC-DP and\n"
+        "the Table 11 ablations, one fixed logistic-regression classifier and attacker,\n"
+        "--draws noise draws per setting. Writes OUT/<dataset>/draws.csv (every draw, with\n"
+        "its seed), alloc.csv (B_k, s_k, eps_k per mechanism), runtime.csv, theta.json,\n"
+        "run.txt, tables.md and PNG figures (gnuplot). --tables-from rebuilds tables.md\n"
+        "from a draws.csv. --exposure/--xi select the readings of gc-dp Sec. 4.1/4.3 compared in\n"
+        "docs/evaluation.md (defaults minmax, literal = the calibrate stage's theta).\n"
+        "--eps-cal E: private calibration (gc-dp Sec. 4.2) instead of public, eps_G =\n"
+        "eps_mu = eps_xi = E/3, one fixed tau; run.txt states the total eps_cal + eps_rel.\n"
+        "Defaults: --eps 0.2,0.5,1,2,4 --draws 10 --tune-draws 5\n"
+        "--tau-grid 0.10,0.15,0.20,0.25,0.30 --delta 1e-6 --out bench/results/eval\n"
+        "--data ../shared/data/<dataset> --window-min 15 (occupancy). --dataset csv reads a\n"
+        "window CSV described by a JSON file (docs/evaluation.md, \"Your own dataset\").\n");
 }
 
 static int parse_list(const char *s, double *out, size_t cap, size_t *n)
@@ -57,19 +58,29 @@ static int parse_list(const char *s, double *out, size_t cap, size_t *n)
 
 int cmd_eval(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"dataset", required_argument, 0, 'd'}, {"data", required_argument, 0, 'D'},
-        {"out", required_argument, 0, 'o'},     {"eps", required_argument, 0, 'e'},
-        {"draws", required_argument, 0, 'n'},   {"tune-draws", required_argument, 0, 't'},
-        {"seed", required_argument, 0, 's'},    {"delta", required_argument, 0, 'g'},
-        {"tau-grid", required_argument, 0, 'T'}, {"exposure", required_argument, 0, 'x'},
-        {"sensor", required_argument, 0, 'S'},  {"window-min", required_argument, 0, 'w'},
-        {"no-ablations", no_argument, 0, 1},    {"no-runtime", no_argument, 0, 2},
-        {"no-plots", no_argument, 0, 3},        {"no-tau-sweep", no_argument, 0, 4},
-        {"quiet", no_argument, 0, 'q'},         {"tables-from", required_argument, 0, 5},
-        {"md", required_argument, 0, 6},
-        {"xi", required_argument, 0, 'X'},      {"eps-cal", required_argument, 0, 'C'},        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option lo[] = {{"dataset", required_argument, 0, 'd'},
+                                       {"data", required_argument, 0, 'D'},
+                                       {"out", required_argument, 0, 'o'},
+                                       {"eps", required_argument, 0, 'e'},
+                                       {"draws", required_argument, 0, 'n'},
+                                       {"tune-draws", required_argument, 0, 't'},
+                                       {"seed", required_argument, 0, 's'},
+                                       {"delta", required_argument, 0, 'g'},
+                                       {"tau-grid", required_argument, 0, 'T'},
+                                       {"exposure", required_argument, 0, 'x'},
+                                       {"sensor", required_argument, 0, 'S'},
+                                       {"window-min", required_argument, 0, 'w'},
+                                       {"no-ablations", no_argument, 0, 1},
+                                       {"no-runtime", no_argument, 0, 2},
+                                       {"no-plots", no_argument, 0, 3},
+                                       {"no-tau-sweep", no_argument, 0, 4},
+                                       {"quiet", no_argument, 0, 'q'},
+                                       {"tables-from", required_argument, 0, 5},
+                                       {"md", required_argument, 0, 6},
+                                       {"xi", required_argument, 0, 'X'},
+                                       {"eps-cal", required_argument, 0, 'C'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
     struct eval_opts o;
     const char *tables_from = NULL, *md = NULL;
     char data_dir[4096], eb[1024] = "";
@@ -106,7 +117,9 @@ int cmd_eval(int argc, char **argv)
             long v = strtol(optarg, &end, 10);
             if (!end || *end || v < 1 || v > 1000) {
                 fprintf(stderr, "gcdp eval: --%s: integer in 1..1000\n",
-                        c == 'n' ? "draws" : c == 't' ? "tune-draws" : "window-min");
+                        c == 'n'   ? "draws"
+                        : c == 't' ? "tune-draws"
+                                   : "window-min");
                 return APP_EXIT_USAGE;
             }
             if (c == 'n')

@@ -198,8 +198,8 @@ Test(eval_split, planted_marker_occupancy_no_leak)
         }
     }
     cr_expect_eq(marked, 2, "one marker window per held-out file");
-    cr_expect_eq(a.attr[0], 0);                     /* Wednesday */
-    cr_expect_eq(a.attr[a.n - 1], 1);               /* Sunday */
+    cr_expect_eq(a.attr[0], 0);       /* Wednesday */
+    cr_expect_eq(a.attr[a.n - 1], 1); /* Sunday */
     cr_expect_eq(a.query.min_samples, 14);
     eval_data_free(&a);
     eval_data_free(&b);
@@ -312,8 +312,7 @@ Test(eval_readers, wisdm_duplicate_files_detected)
         free(dropped[i]);
     free(dropped);
     eval_data_free(&ds);
-    cr_expect_eq(eval_load_wisdm(dir, "magnet", &ds, &dropped, &nd, eb, sizeof(eb)),
-                 CORE_ECONFIG);
+    cr_expect_eq(eval_load_wisdm(dir, "magnet", &ds, &dropped, &nd, eb, sizeof(eb)), CORE_ECONFIG);
     ts_rmtree(dir);
     free(dir);
 }
@@ -406,7 +405,8 @@ Test(eval_smoke, whole_harness_two_eps_two_draws, .timeout = 300)
     /* mean GC-DP task F1 at ε = 1 from the CSV */
     double sum = 0.0;
     int n = 0;
-    for (char *l = strstr(csv, "\nsmoke,main,gcdp,1,"); l; l = strstr(l + 1, "\nsmoke,main,gcdp,1,")) {
+    for (char *l = strstr(csv, "\nsmoke,main,gcdp,1,"); l;
+         l = strstr(l + 1, "\nsmoke,main,gcdp,1,")) {
         char *f = l + 1;
         for (int c = 0; c < 9; c++)
             f = strchr(f, ',') + 1;
@@ -418,15 +418,14 @@ Test(eval_smoke, whole_harness_two_eps_two_draws, .timeout = 300)
     snprintf(p, sizeof(p), "%s/smoke/tables.md", dir);
     char *md = ts_read_file(p, NULL);
     cr_assert(md);
-    const char *secs[] = {"## Table 6", "## Table 8", "## Table 9", "## Table 10",
-                          "## Table 11"};
+    const char *secs[] = {"## Table 6", "## Table 8", "## Table 9", "## Table 10", "## Table 11"};
     for (size_t i = 0; i < 5; i++)
         cr_expect(strstr(md, secs[i]), "missing %s", secs[i]);
     char cell[64], cell2[64], want[64];
     table_cell(md, "## Table 8", "| 1.0 |", 6, cell, sizeof(cell));
     snprintf(want, sizeof(want), " %.1f ±", 100.0 * sum / n);
-    cr_expect(strncmp(cell, want, strlen(want)) == 0, "Table 8 GC-DP '%s' vs CSV mean '%s'",
-              cell, want);
+    cr_expect(strncmp(cell, want, strlen(want)) == 0, "Table 8 GC-DP '%s' vs CSV mean '%s'", cell,
+              want);
     /* Table 9's attack AUC row equals Table 10's ε = 1 row; Table 11's GC-DP column equals
      * Table 7's */
     table_cell(md, "## Table 9", "| attack AUC |", 6, cell, sizeof(cell));
@@ -464,9 +463,9 @@ static struct cal_theta *theta_smoke(double tau_c)
     char eb[256];
     json_t *nd = json_pack("[ff]", 0.0, 1.0);
     cr_assert_eq(eval_load_smoke(5, &ds, NULL, 0), CORE_OK);
-    cr_assert_eq(cal_matrix_from_arrays(180, ds.d, ds.x, (const char *const *)ds.names, ds.y, 2,
-                                        &mx),
-                 CORE_OK);
+    cr_assert_eq(
+        cal_matrix_from_arrays(180, ds.d, ds.x, (const char *const *)ds.names, ds.y, 2, &mx),
+        CORE_OK);
     cal_opts_default(&o);
     o.task = CAL_TASK_CLASSIFY;
     o.tau = 0.2;
@@ -573,7 +572,9 @@ static void write_csv_dataset(const char *dir, const char *extra_key)
     fprintf(f, "when,split,label,weekend,a,b,c,d\n");
     for (size_t i = 0; i < ds.n; i++)
         fprintf(f, "%zu,%s,%d,%d,%.6f,%.6f,%.6f,%.6f\n", i,
-                ds.split[i] == EVAL_TRAIN ? "train" : ds.split[i] == EVAL_VAL ? "val" : "test",
+                ds.split[i] == EVAL_TRAIN ? "train"
+                : ds.split[i] == EVAL_VAL ? "val"
+                                          : "test",
                 ds.y[i], ds.attr[i], 20 + 5 * ds.x[i * 4], 20 + 5 * ds.x[i * 4 + 1],
                 ds.x[i * 4 + 2] * 1000, ds.x[i * 4 + 3] * 1000);
     fclose(f);
@@ -581,11 +582,12 @@ static void write_csv_dataset(const char *dir, const char *extra_key)
     snprintf(p, sizeof(p), "%s/w.json", dir);
     f = fopen(p, "w");
     cr_assert(f);
-    fprintf(f, "{\"name\": \"mine\", \"file\": \"w.csv\", \"split_column\": \"split\","
-               " \"label_column\": \"label\", \"attribute_column\": \"weekend\","
-               " \"nodes\": [\"a\", \"b\", \"c\", \"d\"], \"task\": \"positive\","
-               " \"sensitivity\": {\"stat\": \"mean\", \"min_samples\": 14, \"max_samples\": 15,"
-               " \"interp_gap\": 1}%s}\n",
+    fprintf(f,
+            "{\"name\": \"mine\", \"file\": \"w.csv\", \"split_column\": \"split\","
+            " \"label_column\": \"label\", \"attribute_column\": \"weekend\","
+            " \"nodes\": [\"a\", \"b\", \"c\", \"d\"], \"task\": \"positive\","
+            " \"sensitivity\": {\"stat\": \"mean\", \"min_samples\": 14, \"max_samples\": 15,"
+            " \"interp_gap\": 1}%s}\n",
             extra_key);
     fclose(f);
 }

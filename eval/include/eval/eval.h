@@ -36,24 +36,24 @@ enum eval_split { EVAL_TRAIN = 0, EVAL_VAL = 1, EVAL_TEST = 2 };
 
 /* n windows x d nodes, node values in [0,1] (clipped, normalized window features). */
 struct eval_data {
-    char name[64];          /* "occupancy", "wisdm", ... */
+    char name[64]; /* "occupancy", "wisdm", ... */
     size_t n, d;
-    char **names;           /* d node names */
-    double *x;              /* n x d row-major, in [0,1] */
-    int *y;                 /* n task labels in [0, n_classes) */
-    int *attr;              /* n protected-attribute labels in {0,1} */
-    int *split;             /* n values of enum eval_split */
-    int64_t *order;         /* n time keys (window start ms or subject*1e6+row); rows of
+    char **names;   /* d node names */
+    double *x;      /* n x d row-major, in [0,1] */
+    int *y;         /* n task labels in [0, n_classes) */
+    int *attr;      /* n protected-attribute labels in {0,1} */
+    int *split;     /* n values of enum eval_split */
+    int64_t *order; /* n time keys (window start ms or subject*1e6+row); rows of
                                one split are kept in increasing order */
     size_t n_classes;
-    char **class_names;     /* n_classes */
-    int positive_f1;        /* 1: positive-class (class 1) F1; 0: macro-F1 */
+    char **class_names; /* n_classes */
+    int positive_f1;    /* 1: positive-class (class 1) F1; 0: macro-F1 */
     char task_desc[256];
     char attr_desc[256];
     struct rel_query_params query; /* public query parameters for B_k (Algorithm 2) */
-    enum rel_stat stat;     /* the coordinate's statistic for B_k: MEAN (window mean of
+    enum rel_stat stat;            /* the coordinate's statistic for B_k: MEAN (window mean of
                                samples) or MAX (a supplied feature: clipped-range bound) */
-    char unit_desc[256];    /* the protected unit and B_k derivation, for the report */
+    char unit_desc[256];           /* the protected unit and B_k derivation, for the report */
 };
 
 void eval_data_free(struct eval_data *ds); /* frees members, not ds; NULL-safe */
@@ -89,19 +89,17 @@ double eval_f1_class(size_t n, const int *truth, const int *pred, int positive);
  * n / (C n_c). Identical for every mechanism. */
 struct eval_lr {
     size_t d, nc;
-    double *w;    /* d x nc */
-    double *b;    /* nc */
+    double *w;         /* d x nc */
+    double *b;         /* nc */
     double *mean, *sd; /* d */
 };
 
 /* Fit on n rows x (d features, leading dimension ld). y in [0,nc). nc >= 2.
  * Returns CORE_OK, CORE_EINVAL. The model owns its arrays (eval_lr_free). */
-CORE_MUST_CHECK core_err eval_lr_fit(size_t n, size_t d, const double *x, size_t ld,
-                                     const int *y, size_t nc, const struct cal_lr_params *p,
-                                     struct eval_lr *m);
+CORE_MUST_CHECK core_err eval_lr_fit(size_t n, size_t d, const double *x, size_t ld, const int *y,
+                                     size_t nc, const struct cal_lr_params *p, struct eval_lr *m);
 /* Class probabilities, n x nc. */
-void eval_lr_proba(const struct eval_lr *m, size_t n, const double *x, size_t ld,
-                   double *proba);
+void eval_lr_proba(const struct eval_lr *m, size_t n, const double *x, size_t ld, double *proba);
 /* argmax class per row (ties: lower class). */
 void eval_lr_predict(const struct eval_lr *m, size_t n, const double *x, size_t ld, int *pred);
 void eval_lr_free(struct eval_lr *m);
@@ -121,8 +119,8 @@ enum eval_mech {
     EVAL_M_NORISK,    /* Table 11 w/o Risk (β_r = 0) */
     EVAL_M_N_
 };
-const char *eval_mech_name(enum eval_mech m);  /* "GC-DP", ... (paper spelling) */
-const char *eval_mech_key(enum eval_mech m);   /* "gcdp", ... (CSV / CLI) */
+const char *eval_mech_name(enum eval_mech m); /* "GC-DP", ... (paper spelling) */
+const char *eval_mech_key(enum eval_mech m);  /* "gcdp", ... (CSV / CLI) */
 /* The release stage's mechanism for m (NULL for NonPrivate). */
 const struct rel_mech *eval_mech_rel(enum eval_mech m);
 
@@ -155,15 +153,14 @@ struct eval_plan {
     double eps_rel, delta;
     double B[EVAL_MAX_NODES], s[EVAL_MAX_NODES], eps[EVAL_MAX_NODES];
     struct core_dp_gauss gauss; /* Gau-DP: analytic Gaussian on y_k / s_k (l2 cert. sqrt(d)) */
-    double bound;  /* clamp for the sampler (values are in [0,1]) */
+    double bound;               /* clamp for the sampler (values are in [0,1]) */
 };
 
 /* Build the plan. theta may be NULL for NonPrivate / Lap / Gauss only. identity coords
  * (a(k) = {v_k}, d = M) are assumed: node k of the data is coordinate k.
  * Returns CORE_OK, CORE_EINVAL, CORE_EINVARIANT (Algorithm 4 step 1 refused). */
-CORE_MUST_CHECK core_err eval_plan_make(enum eval_mech m, const struct cal_theta *theta,
-                                        size_t d, enum rel_stat stat,
-                                        const struct rel_query_params *qp,
+CORE_MUST_CHECK core_err eval_plan_make(enum eval_mech m, const struct cal_theta *theta, size_t d,
+                                        enum rel_stat stat, const struct rel_query_params *qp,
                                         double eps_rel, double delta, enum eval_expo expo,
                                         struct eval_plan *p, char *errbuf, size_t errbuf_size);
 
@@ -177,41 +174,41 @@ CORE_MUST_CHECK core_err eval_release_rows(const struct eval_plan *p, const stru
 
 /* Scores of one privatized release scored by the fixed classifier and attacker. */
 struct eval_scores {
-    double task_f1;      /* test (or validation) F1, positive-class or macro */
-    double attack_auc;   /* oriented */
+    double task_f1;    /* test (or validation) F1, positive-class or macro */
+    double attack_auc; /* oriented */
     double attack_auc_raw;
     double attack_f1;
-    double mae;          /* mean |released - clean| over the scored rows and coordinates
+    double mae; /* mean |released - clean| over the scored rows and coordinates
                             (values normalized by their clip range: normalized MAE) */
 };
 
 /* Train the classifier on rows tr of xr (released), score rows te; same for the attacker
  * (binary attr). Pure. Returns CORE_OK or CORE_EINVAL. */
-CORE_MUST_CHECK core_err eval_score(const struct eval_data *ds, const double *xr,
-                                    const size_t *tr, size_t ntr, const size_t *te, size_t nte,
+CORE_MUST_CHECK core_err eval_score(const struct eval_data *ds, const double *xr, const size_t *tr,
+                                    size_t ntr, const size_t *te, size_t nte,
                                     struct eval_scores *out);
 
 /* ------------------------------------------------------------------ harness (svc) */
 
 struct eval_opts {
-    const char *dataset;   /* "occupancy" | "wisdm" | "sim" | "smoke" */
-    const char *data_dir;  /* dataset folder */
-    const char *out_dir;   /* results folder */
+    const char *dataset;  /* "occupancy" | "wisdm" | "sim" | "smoke" */
+    const char *data_dir; /* dataset folder */
+    const char *out_dir;  /* results folder */
     size_t n_eps;
     double eps[8];
     int draws;
-    int tune_draws;        /* draws for τ selection (seeds disjoint from reported ones) */
-    uint64_t seed;         /* base seed of the ChaCha20 noise streams */
-    double delta;          /* Gau-DP δ */
+    int tune_draws; /* draws for τ selection (seeds disjoint from reported ones) */
+    uint64_t seed;  /* base seed of the ChaCha20 noise streams */
+    double delta;   /* Gau-DP δ */
     size_t n_tau;
     double tau_grid[8];
     bool ablations, runtime, plots, tau_sweep;
     enum eval_expo expo;
     enum eval_xi xi;
-    double eps_cal;        /* > 0: private calibration (Sec. 4.2), split G/mu/xi equally */
+    double eps_cal; /* > 0: private calibration (Sec. 4.2), split G/mu/xi equally */
     bool quiet;
-    int64_t window_ms;     /* occupancy: window size */
-    const char *sensor;    /* wisdm: "accel" (default) or "gyro" */
+    int64_t window_ms;  /* occupancy: window size */
+    const char *sensor; /* wisdm: "accel" (default) or "gyro" */
 };
 void eval_opts_default(struct eval_opts *o);
 
@@ -221,8 +218,8 @@ CORE_MUST_CHECK core_err eval_run(const struct eval_opts *o, char *errbuf, size_
 /* The same protocol on a dataset already in memory (borrowed; e.g. built by a test or a
  * future configuration-defined reader). dropped: file names to list in run.txt. */
 CORE_MUST_CHECK core_err eval_run_data(const struct eval_opts *o, const struct eval_data *ds,
-                                       const char *const *dropped, size_t n_dropped,
-                                       char *errbuf, size_t errbuf_size);
+                                       const char *const *dropped, size_t n_dropped, char *errbuf,
+                                       size_t errbuf_size);
 
 /* Recompute the Markdown tables from a per-draw CSV (what eval_run writes).
  * Returns CORE_OK, CORE_EIO, CORE_EPARSE. */
@@ -236,8 +233,7 @@ CORE_MUST_CHECK core_err eval_load_occupancy(const char *dir, int64_t window_ms,
 /* WISDM 2019 phone ARFF windows of one sensor ("accel" or "gyro"; the two are not aligned
  * and are never joined). Files whose bytes equal an earlier file's are dropped and named in
  * *dropped (caller frees the array and strings). */
-CORE_MUST_CHECK core_err eval_load_wisdm(const char *dir, const char *sensor,
-                                         struct eval_data *ds,
+CORE_MUST_CHECK core_err eval_load_wisdm(const char *dir, const char *sensor, struct eval_data *ds,
                                          char ***dropped, size_t *n_dropped, char *errbuf,
                                          size_t errbuf_size);
 /* Duplicate detection over a list of files (byte-identical content): dup[i] = index of the

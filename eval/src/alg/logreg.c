@@ -28,8 +28,7 @@ static void softmax_rows(size_t n, size_t nc, double *logit)
 }
 
 /* z (n x d, standardized copy of x) */
-static void standardize(const struct eval_lr *m, size_t n, const double *x, size_t ld,
-                        double *z)
+static void standardize(const struct eval_lr *m, size_t n, const double *x, size_t ld, double *z)
 {
     for (size_t t = 0; t < n; t++)
         for (size_t k = 0; k < m->d; k++)
@@ -38,8 +37,8 @@ static void standardize(const struct eval_lr *m, size_t n, const double *x, size
 
 static void logits(const struct eval_lr *m, size_t n, const double *z, double *lg)
 {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)m->nc, (int)m->d, 1.0,
-                z, (int)m->d, m->w, (int)m->nc, 0.0, lg, (int)m->nc);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)m->nc, (int)m->d, 1.0, z,
+                (int)m->d, m->w, (int)m->nc, 0.0, lg, (int)m->nc);
     for (size_t t = 0; t < n; t++)
         for (size_t c = 0; c < m->nc; c++)
             lg[t * m->nc + c] += m->b[c];

@@ -72,8 +72,9 @@ void eval_exposure(const struct cal_theta *t, enum eval_expo expo, double *out)
 }
 
 core_err eval_plan_make(enum eval_mech mech, const struct cal_theta *theta, size_t d,
-                        enum rel_stat stat, const struct rel_query_params *qp, double eps_rel, double delta,
-                        enum eval_expo expo, struct eval_plan *p, char *eb, size_t ebn)
+                        enum rel_stat stat, const struct rel_query_params *qp, double eps_rel,
+                        double delta, enum eval_expo expo, struct eval_plan *p, char *eb,
+                        size_t ebn)
 {
     const struct rel_mech *rm = eval_mech_rel(mech);
     uint32_t counts[1], work[2];
@@ -94,8 +95,7 @@ core_err eval_plan_make(enum eval_mech mech, const struct cal_theta *theta, size
     if (mech == EVAL_M_NONPRIVATE)
         return CORE_OK;
     if (!rm || (!rm->uniform && !theta) || (theta && theta->d != d)) {
-        snprintf(eb, ebn, "eval: mechanism %s needs a theta with d = %zu", eval_mech_key(mech),
-                 d);
+        snprintf(eb, ebn, "eval: mechanism %s needs a theta with d = %zu", eval_mech_key(mech), d);
         return CORE_EINVAL;
     }
     /* Algorithm 2 step 2: G0 = component occurrence only (hops 0, time radius 0), one

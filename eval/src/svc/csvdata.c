@@ -52,18 +52,18 @@ static int split_line(char *line, char **f, int cap)
     return n;
 }
 
-#define FAIL(...)                                                                            \
-    do {                                                                                     \
-        snprintf(eb, ebn, __VA_ARGS__);                                                      \
-        rc = CORE_ECONFIG;                                                                   \
-        goto out;                                                                            \
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        snprintf(eb, ebn, __VA_ARGS__);                                                            \
+        rc = CORE_ECONFIG;                                                                         \
+        goto out;                                                                                  \
     } while (0)
 
 core_err eval_load_csv(const char *cfg_path, struct eval_data *ds, char *eb, size_t ebn)
 {
-    static const char *known[] = {"name", "file", "split_column", "label_column",
-                                  "attribute_column", "nodes", "task", "normalized",
-                                  "sensitivity", "task_desc", "attribute_desc", "unit_desc"};
+    static const char *known[] = {
+        "name", "file",       "split_column", "label_column", "attribute_column", "nodes",
+        "task", "normalized", "sensitivity",  "task_desc",    "attribute_desc",   "unit_desc"};
     json_error_t je;
     json_t *cfg = json_load_file(cfg_path, 0, &je), *nodes, *sens, *v;
     const char *key, *file, *name, *task, *stat;
@@ -81,7 +81,8 @@ core_err eval_load_csv(const char *cfg_path, struct eval_data *ds, char *eb, siz
         snprintf(eb, ebn, "%s:%d: %s", cfg_path, je.line, je.text);
         return CORE_ECONFIG;
     }
-    json_object_foreach(cfg, key, v) {
+    json_object_foreach(cfg, key, v)
+    {
         size_t i = 0;
         while (i < sizeof(known) / sizeof(known[0]) && strcmp(known[i], key) != 0)
             i++;
@@ -171,9 +172,10 @@ core_err eval_load_csv(const char *cfg_path, struct eval_data *ds, char *eb, siz
             sp = core_xrealloc(sp, cap * sizeof(int));
         }
         const char *s = f[c_split];
-        sp[n] = strcmp(s, "train") == 0 ? EVAL_TRAIN
-                : strcmp(s, "val") == 0 ? EVAL_VAL
-                : strcmp(s, "test") == 0 ? EVAL_TEST : -1;
+        sp[n] = strcmp(s, "train") == 0  ? EVAL_TRAIN
+                : strcmp(s, "val") == 0  ? EVAL_VAL
+                : strcmp(s, "test") == 0 ? EVAL_TEST
+                                         : -1;
         if (sp[n] < 0) {
             snprintf(eb, ebn, "%s:%zu: split '%s' is not train, val or test", path, ln, s);
             rc = CORE_EPARSE;

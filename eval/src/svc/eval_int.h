@@ -6,13 +6,12 @@
 
 #include "eval/eval.h"
 
-#define EVAL_CSV_HEADER                                                                       \
-    "dataset,phase,mechanism,eps,tau,reading,draw,seed,split,task_f1,attack_auc,"          \
+#define EVAL_CSV_HEADER                                                                            \
+    "dataset,phase,mechanism,eps,tau,reading,draw,seed,split,task_f1,attack_auc,"                  \
     "attack_auc_raw,attack_f1,mae"
 
 double eval_now(void);
-uint64_t eval_draw_seed(uint64_t base, int phase, int mech, size_t eps_i, size_t tau_i,
-                        int draw);
+uint64_t eval_draw_seed(uint64_t base, int phase, int mech, size_t eps_i, size_t tau_i, int draw);
 int eval_mkdirs(const char *dir);
 /* tables.md, figures (gnuplot when present) from dir/draws.csv, runtime.csv. */
 core_err eval_write_report(const char *dir, const struct eval_opts *o, char *eb, size_t ebn);

@@ -21,8 +21,8 @@
 #include "ing/engine.h"
 #include "sim/occupancy.h"
 
-#define OCC_GAP     1    /* ingest.max_interp_gap used here */
-#define OCC_COVER   0.9  /* ingest.min_coverage used here */
+#define OCC_GAP   1   /* ingest.max_interp_gap used here */
+#define OCC_COVER 0.9 /* ingest.min_coverage used here */
 
 struct occ_rows {
     size_t n, cap;

@@ -155,10 +155,15 @@ struct paper {
 };
 static const struct paper papers[] = {
     {"occupancy",
-     {{83.6, 84.4, 88.1, 89.0, 91.7}, {89.2, 89.9, 92.3, 92.8, 94.2}, {93.4, 93.8, 95.1, 95.5, 96.4},
-      {95.2, 95.6, 96.3, 96.6, 97.2}, {96.4, 96.7, 97.1, 97.3, 97.8}},
-     {{0.704, 0.697, 0.673, 0.629, 0.591}, {0.747, 0.739, 0.707, 0.659, 0.614},
-      {0.783, 0.775, 0.742, 0.691, 0.637}, {0.821, 0.812, 0.776, 0.724, 0.671},
+     {{83.6, 84.4, 88.1, 89.0, 91.7},
+      {89.2, 89.9, 92.3, 92.8, 94.2},
+      {93.4, 93.8, 95.1, 95.5, 96.4},
+      {95.2, 95.6, 96.3, 96.6, 97.2},
+      {96.4, 96.7, 97.1, 97.3, 97.8}},
+     {{0.704, 0.697, 0.673, 0.629, 0.591},
+      {0.747, 0.739, 0.707, 0.659, 0.614},
+      {0.783, 0.775, 0.742, 0.691, 0.637},
+      {0.821, 0.812, 0.776, 0.724, 0.671},
       {0.856, 0.848, 0.812, 0.761, 0.713}},
      {0.729, 0.721, 0.697, 0.646, 0.596},
      {95.8, 95.4, 94.1, 94.9, 96.4},
@@ -166,10 +171,15 @@ static const struct paper papers[] = {
      {96.0, 96.4, 96.2, 95.9, 95.4},
      {0.631, 0.637, 0.646, 0.661, 0.683}},
     {"wisdm",
-     {{54.9, 55.6, 59.8, 60.7, 65.2}, {63.7, 64.1, 68.6, 69.4, 72.9}, {68.4, 69.2, 72.6, 73.5, 75.8},
-      {72.1, 72.8, 74.9, 75.4, 77.1}, {74.8, 75.1, 76.4, 76.8, 78.2}},
-     {{0.672, 0.664, 0.648, 0.617, 0.582}, {0.713, 0.705, 0.681, 0.644, 0.604},
-      {0.748, 0.739, 0.711, 0.674, 0.621}, {0.782, 0.773, 0.744, 0.703, 0.653},
+     {{54.9, 55.6, 59.8, 60.7, 65.2},
+      {63.7, 64.1, 68.6, 69.4, 72.9},
+      {68.4, 69.2, 72.6, 73.5, 75.8},
+      {72.1, 72.8, 74.9, 75.4, 77.1},
+      {74.8, 75.1, 76.4, 76.8, 78.2}},
+     {{0.672, 0.664, 0.648, 0.617, 0.582},
+      {0.713, 0.705, 0.681, 0.644, 0.604},
+      {0.748, 0.739, 0.711, 0.674, 0.621},
+      {0.782, 0.773, 0.744, 0.703, 0.653},
       {0.817, 0.808, 0.779, 0.738, 0.692}},
      {0.701, 0.693, 0.666, 0.629, 0.581},
      {74.2, 73.6, 72.1, 73.0, 75.8},
@@ -177,10 +187,15 @@ static const struct paper papers[] = {
      {75.0, 75.4, 75.8, 75.5, 74.9},
      {0.614, 0.618, 0.621, 0.637, 0.651}},
     {"intel-sim",
-     {{68.7, 69.5, 73.8, 75.1, 79.6}, {76.4, 77.2, 80.9, 81.8, 84.5}, {81.2, 81.9, 84.4, 85.1, 86.7},
-      {84.8, 85.2, 87.0, 87.5, 89.1}, {87.6, 88.0, 89.5, 89.9, 91.3}},
-     {{0.719, 0.711, 0.684, 0.641, 0.603}, {0.763, 0.754, 0.721, 0.674, 0.628},
-      {0.801, 0.792, 0.756, 0.704, 0.652}, {0.838, 0.829, 0.793, 0.741, 0.689},
+     {{68.7, 69.5, 73.8, 75.1, 79.6},
+      {76.4, 77.2, 80.9, 81.8, 84.5},
+      {81.2, 81.9, 84.4, 85.1, 86.7},
+      {84.8, 85.2, 87.0, 87.5, 89.1},
+      {87.6, 88.0, 89.5, 89.9, 91.3}},
+     {{0.719, 0.711, 0.684, 0.641, 0.603},
+      {0.763, 0.754, 0.721, 0.674, 0.628},
+      {0.801, 0.792, 0.756, 0.704, 0.652},
+      {0.838, 0.829, 0.793, 0.741, 0.689},
       {0.872, 0.864, 0.828, 0.779, 0.731}},
      {0.744, 0.736, 0.708, 0.661, 0.612},
      {85.3, 84.8, 83.6, 84.2, 86.7},
@@ -255,9 +270,11 @@ static void write_tables(FILE *f, struct aggs *A, const char *runtime_csv)
                "this dataset.\n\n");
 
     /* Table 6 */
-    fprintf(f, "## Table 6 — τ sweep at ε = 1 (GC-DP); selection by validation F1, ties to the "
-               "smaller τ\n\n| τ | val F1 (selection) | test F1 | attack AUC |%s\n|---|---|---|---|%s\n",
-            P ? " paper F1 | paper AUC |" : "", P ? "---|---|" : "");
+    fprintf(
+        f,
+        "## Table 6 — τ sweep at ε = 1 (GC-DP); selection by validation F1, ties to the "
+        "smaller τ\n\n| τ | val F1 (selection) | test F1 | attack AUC |%s\n|---|---|---|---|%s\n",
+        P ? " paper F1 | paper AUC |" : "", P ? "---|---|" : "");
     {
         double best = -1.0, bt = -1.0;
         for (size_t i = 0; i < A->n; i++) {
@@ -343,9 +360,10 @@ static void write_tables(FILE *f, struct aggs *A, const char *runtime_csv)
     }
 
     /* Figure 3 data: normalized MAE of the released coordinates */
-    fprintf(f, "\n## Figure 3 data — normalized MAE of the released window coordinates "
-               "(test split; clip range = 1)%s\n\n"
-               "| ε | Lap-DP | Gau-DP | Ada-DP | Risk-DP | GC-DP |\n|---|---|---|---|---|---|\n",
+    fprintf(f,
+            "\n## Figure 3 data — normalized MAE of the released window coordinates "
+            "(test split; clip range = 1)%s\n\n"
+            "| ε | Lap-DP | Gau-DP | Ada-DP | Risk-DP | GC-DP |\n|---|---|---|---|---|---|\n",
             strcmp(ds, "intel-sim") == 0 ? "; paper Fig. 3 at ε = 1: Lap-DP 0.114, GC-DP 0.063"
                                          : "");
     for (size_t e = 0; e < ne; e++) {
@@ -383,8 +401,8 @@ static void write_tables(FILE *f, struct aggs *A, const char *runtime_csv)
     if (runtime_csv) {
         FILE *r = fopen(runtime_csv, "r");
         if (r) {
-            static const char *vs[] = {"baseline", "Lap-DP", "Ada-DP", "Risk-DP", "GC-DP",
-                                       "GC-DP-Cache"};
+            static const char *vs[] = {"baseline", "Lap-DP", "Ada-DP",
+                                       "Risk-DP",  "GC-DP",  "GC-DP-Cache"};
             double t[6][16], m[6][16];
             size_t cnt[6] = {0};
             char line[512];
@@ -470,15 +488,14 @@ static void write_dat(const char *dir, struct aggs *A)
             if (strcmp(g->phase, "tau_test") != 0)
                 continue;
             struct agg *v = agg_get(A, "tau_val", "gcdp", 1.0, g->tau, 0);
-            fprintf(f, "%g %g %g %g %g %g\n", g->tau, 100 * mean(g, 0), 100 * sd(g, 0),
-                    mean(g, 1), sd(g, 1), 100 * mean(v, 0));
+            fprintf(f, "%g %g %g %g %g %g\n", g->tau, 100 * mean(g, 0), 100 * sd(g, 0), mean(g, 1),
+                    sd(g, 1), 100 * mean(v, 0));
         }
         fclose(f);
     }
     snprintf(p, sizeof(p), "%s/fig_pareto.dat", dir);
     if ((f = fopen(p, "w"))) {
-        static const char *ak[] = {"gcdp-nolag", "gcdp-nocomp", "gcdp-noutility",
-                                   "gcdp-norisk"};
+        static const char *ak[] = {"gcdp-nolag", "gcdp-nocomp", "gcdp-noutility", "gcdp-norisk"};
         static const char *an[] = {"w/o-Lag", "w/o-Comp.", "w/o-Utility", "w/o-Risk"};
         fprintf(f, "# variant f1 auc (eps = 1)\n");
         for (int a = 0; a < 4; a++) {

@@ -103,8 +103,8 @@ static core_err calibrate_train(const struct eval_opts *eo, const struct eval_da
         memcpy(x + i * ds->d, ds->x + tr[i] * ds->d, ds->d * sizeof(double));
         y[i] = ds->y[tr[i]];
     }
-    rc = cal_matrix_from_arrays(ntr, ds->d, x, (const char *const *)ds->names, y,
-                                ds->n_classes, &mx);
+    rc = cal_matrix_from_arrays(ntr, ds->d, x, (const char *const *)ds->names, y, ds->n_classes,
+                                &mx);
     cal_opts_default(&o);
     o.task = CAL_TASK_CLASSIFY;
     o.tau = tau;
@@ -119,8 +119,8 @@ static core_err calibrate_train(const struct eval_opts *eo, const struct eval_da
         o.mode = CAL_MODE_PRIVATE;
         o.eps.G = o.eps.mu = o.eps.xi = eo->eps_cal / 3.0;
         o.eps.tau = 0.0;
-        crng = eval_rng_new(eval_draw_seed(eo->seed, 7, L, (size_t)(tau_c * 100.0),
-                                           (size_t)(tau * 100.0), 0));
+        crng = eval_rng_new(
+            eval_draw_seed(eo->seed, 7, L, (size_t)(tau_c * 100.0), (size_t)(tau * 100.0), 0));
     }
     if (rc == CORE_OK)
         rc = cal_calibrate(mx, &o, crng ? eval_rng_iface(crng) : NULL, out, rep, eb, ebn);
@@ -175,8 +175,9 @@ static core_err one_draw(struct ctx *c, const struct eval_plan *pl, uint64_t see
 static void csv_row(struct ctx *c, const char *phase, enum eval_mech m, double eps, double tau,
                     int draw, uint64_t seed, enum eval_split on, const struct eval_scores *s)
 {
-    fprintf(c->csv, "%s,%s,%s,%.3g,%.2f,%s,%d,%llu,%s,%.6f,%.6f,%.6f,%.6f,%.6f\n", c->ds->name, phase,
-            eval_mech_key(m), eps, tau, c->o->expo == EVAL_EXPO_MINMAX
+    fprintf(c->csv, "%s,%s,%s,%.3g,%.2f,%s,%d,%llu,%s,%.6f,%.6f,%.6f,%.6f,%.6f\n", c->ds->name,
+            phase, eval_mech_key(m), eps, tau,
+            c->o->expo == EVAL_EXPO_MINMAX
                 ? (c->o->xi == EVAL_XI_LITERAL ? "minmax/literal" : "minmax/neighbour")
                 : (c->o->xi == EVAL_XI_LITERAL ? "maxnorm/literal" : "maxnorm/neighbour"),
             draw, (unsigned long long)seed, on == EVAL_VAL ? "val" : "test", s->task_f1,
@@ -201,8 +202,8 @@ static core_err run_setting(struct ctx *c, const char *phase, int phase_id, enum
 {
     struct eval_plan pl;
     double sum = 0.0;
-    core_err rc = eval_plan_make(m, t, c->ds->d, c->ds->stat, &c->ds->query, eps, c->o->delta, c->o->expo,
-                                 &pl, eb, ebn);
+    core_err rc = eval_plan_make(m, t, c->ds->d, c->ds->stat, &c->ds->query, eps, c->o->delta,
+                                 c->o->expo, &pl, eb, ebn);
     if (rc != CORE_OK)
         return rc;
     if (strcmp(phase, "main") == 0 || strcmp(phase, "ablation") == 0)
@@ -245,8 +246,8 @@ static void runtime_table(struct ctx *c, double tau, const char *path)
 
     if (!f)
         return;
-    if (calibrate_train(c->o, c->ds, c->rows[EVAL_TRAIN], c->nrows[EVAL_TRAIN], tau, 3, 0.85, &cached,
-                        NULL, eb, sizeof(eb)) != CORE_OK) {
+    if (calibrate_train(c->o, c->ds, c->rows[EVAL_TRAIN], c->nrows[EVAL_TRAIN], tau, 3, 0.85,
+                        &cached, NULL, eb, sizeof(eb)) != CORE_OK) {
         fclose(f);
         return;
     }
@@ -271,12 +272,13 @@ static void runtime_table(struct ctx *c, double tau, const char *path)
                     for (size_t i = 0; i < nte; i++)
                         memcpy(xt + i * c->ds->d, c->ds->x + c->rows[EVAL_TEST][i] * c->ds->d,
                                c->ds->d * sizeof(double));
-                    if (needs && calibrate_train(c->o, c->ds, c->rows[EVAL_TRAIN],
-                                                 c->nrows[EVAL_TRAIN], tau, 3, 0.85, &t, NULL,
-                                                 eb, sizeof(eb)) != CORE_OK)
+                    if (needs &&
+                        calibrate_train(c->o, c->ds, c->rows[EVAL_TRAIN], c->nrows[EVAL_TRAIN], tau,
+                                        3, 0.85, &t, NULL, eb, sizeof(eb)) != CORE_OK)
                         _exit(3);
-                    if (eval_plan_make(ms[v], v == 4 ? cached : t, c->ds->d, c->ds->stat, &c->ds->query, 1.0,
-                                       c->o->delta, c->o->expo, &pl, eb, sizeof(eb)) != CORE_OK ||
+                    if (eval_plan_make(ms[v], v == 4 ? cached : t, c->ds->d, c->ds->stat,
+                                       &c->ds->query, 1.0, c->o->delta, c->o->expo, &pl, eb,
+                                       sizeof(eb)) != CORE_OK ||
                         eval_release_rows(&pl, eval_rng_iface(r), nte, xt, xt) != CORE_OK)
                         _exit(4);
                     cal_theta_free(t);
@@ -352,7 +354,8 @@ core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
 
     memset(&c, 0, sizeof(c));
     if (o->eps_cal > 0.0 && (o->xi != EVAL_XI_LITERAL || o->n_tau != 1)) {
-        snprintf(eb, ebn, "eval: --eps-cal (private calibration) needs --xi literal and a "
+        snprintf(eb, ebn,
+                 "eval: --eps-cal (private calibration) needs --xi literal and a "
                  "single fixed tau (--tau-grid T): the tau search and the neighbour reading "
                  "would read the protected records again");
         return CORE_ECONFIG;
@@ -402,8 +405,8 @@ core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
 
     /* θ per τ of the grid (public calibration on the training windows) */
     for (size_t i = 0; i < o->n_tau && rc == CORE_OK; i++)
-        rc = calibrate_train(o, &ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN], o->tau_grid[i],
-                             3, 0.85, &theta[i], NULL, eb, ebn);
+        rc = calibrate_train(o, &ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN], o->tau_grid[i], 3,
+                             0.85, &theta[i], NULL, eb, ebn);
     /* τ selection (Table 6 rule): mean validation F1 of GC-DP at ε = 1 over tuning draws;
      * ties to the smaller τ (grid is ascending, strict > keeps the first) */
     for (size_t i = 0; i < o->n_tau && rc == CORE_OK; i++) {
@@ -416,8 +419,8 @@ core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
         }
     }
     for (size_t i = 0; o->tau_sweep && i < o->n_tau && rc == CORE_OK; i++)
-        rc = run_setting(&c, "tau_test", 2, EVAL_M_GCDP, theta[i], e1, 1.0, i, o->draws,
-                         EVAL_TEST, NULL, eb, ebn);
+        rc = run_setting(&c, "tau_test", 2, EVAL_M_GCDP, theta[i], e1, 1.0, i, o->draws, EVAL_TEST,
+                         NULL, eb, ebn);
     /* main sweep */
     for (size_t ei = 0; ei < o->n_eps && rc == CORE_OK; ei++) {
         for (int m = EVAL_M_NONPRIVATE; m <= EVAL_M_GCDP && rc == CORE_OK; m++)
@@ -426,11 +429,11 @@ core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
     }
     /* Table 11 ablations at ε = 1 (GC-DP itself is the main sweep's ε = 1 row) */
     if (rc == CORE_OK && o->ablations) {
-        rc = calibrate_train(o, &ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN], o->tau_grid[sel],
-                             0, 0.85, &th_nolag, NULL, eb, ebn);
+        rc = calibrate_train(o, &ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN], o->tau_grid[sel], 0,
+                             0.85, &th_nolag, NULL, eb, ebn);
         if (rc == CORE_OK)
-            rc = calibrate_train(o, &ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN],
-                                 o->tau_grid[sel], 3, 1.0, &th_nocomp, NULL, eb, ebn);
+            rc = calibrate_train(o, &ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN], o->tau_grid[sel],
+                                 3, 1.0, &th_nocomp, NULL, eb, ebn);
         if (rc == CORE_OK)
             rc = run_setting(&c, "ablation", 4, EVAL_M_NOLAG, th_nolag, e1, 1.0, sel, o->draws,
                              EVAL_TEST, NULL, eb, ebn);
@@ -441,8 +444,8 @@ core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
             rc = run_setting(&c, "ablation", 4, EVAL_M_NOUTILITY, theta[sel], e1, 1.0, sel,
                              o->draws, EVAL_TEST, NULL, eb, ebn);
         if (rc == CORE_OK)
-            rc = run_setting(&c, "ablation", 4, EVAL_M_NORISK, theta[sel], e1, 1.0, sel,
-                             o->draws, EVAL_TEST, NULL, eb, ebn);
+            rc = run_setting(&c, "ablation", 4, EVAL_M_NORISK, theta[sel], e1, 1.0, sel, o->draws,
+                             EVAL_TEST, NULL, eb, ebn);
     }
     if (c.csv) {
         fclose(c.csv);
@@ -472,16 +475,19 @@ core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
                     att += ds.attr[c.rows[sp][i]] == 1;
                 }
                 fprintf(f, "%s: %zu windows, task class 1: %zu, protected attribute 1: %zu\n",
-                        sp == 0 ? "train" : sp == 1 ? "validation" : "test", c.nrows[sp], pos,
-                        att);
+                        sp == 0   ? "train"
+                        : sp == 1 ? "validation"
+                                  : "test",
+                        c.nrows[sp], pos, att);
             }
             fprintf(f, "task: %s\nprotected attribute: %s\nprotected unit: %s\n", ds.task_desc,
                     ds.attr_desc, ds.unit_desc);
             fprintf(f, "selected tau: %.2f (validation F1 %.4f over %d tuning draws)\n",
                     o->tau_grid[sel], best, o->tune_draws);
             if (o->eps_cal > 0.0)
-                fprintf(f, "calibration: PRIVATE (gc-dp Sec. 4.2), eps_cal = %g (eps_G = eps_mu = "
-                           "eps_xi = %g, tau fixed); total cost per window eps_cal + eps_rel\n",
+                fprintf(f,
+                        "calibration: PRIVATE (gc-dp Sec. 4.2), eps_cal = %g (eps_G = eps_mu = "
+                        "eps_xi = %g, tau fixed); total cost per window eps_cal + eps_rel\n",
                         o->eps_cal, o->eps_cal / 3.0);
             else
                 fprintf(f, "calibration: public (training split assumed public; eps_cal = 0)\n");
@@ -497,8 +503,8 @@ core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
         rc = eval_write_report(dir, o, eb, ebn);
     }
     if (!o->quiet)
-        fprintf(stderr, "eval %s: done in %.1f s; results in %s\n", ds.name,
-                eval_now() - t_start, dir);
+        fprintf(stderr, "eval %s: done in %.1f s; results in %s\n", ds.name, eval_now() - t_start,
+                dir);
 out:
     if (c.csv)
         fclose(c.csv);

@@ -34,10 +34,10 @@
 #define S_TICKS (S_DAYS * 1440)
 #define S_T0    1767571200000LL /* 2026-01-05T00:00:00Z */
 #define S_WIN   900000LL
-#define S_NW    (S_DAYS * 96)   /* windows in the run */
+#define S_NW    (S_DAYS * 96) /* windows in the run */
 
 struct sctx {
-    double *v;   /* S_NW x S_DEV x SIM_NCH */
+    double *v;           /* S_NW x S_DEV x SIM_NCH */
     unsigned char *have; /* S_NW x S_DEV */
     int bad;
 };
@@ -51,8 +51,8 @@ static void on_win(void *arg, const char *key, size_t key_len, const char *json,
     int64_t w = (info->window_start - S_T0) / S_WIN;
     (void)key;
     (void)key_len;
-    if (info->excluded || sscanf(info->device, "mote-%d", &dev) != 1 || dev < 0 ||
-        dev >= S_DEV || w < 0 || w >= S_NW)
+    if (info->excluded || sscanf(info->device, "mote-%d", &dev) != 1 || dev < 0 || dev >= S_DEV ||
+        w < 0 || w >= S_NW)
         return;
     doc = json_loadb(json, len, 0, NULL);
     nodes = doc ? json_object_get(doc, "nodes") : NULL;
@@ -153,13 +153,14 @@ core_err eval_load_sim(struct eval_data *ds, char *eb, size_t ebn)
             for (int d = 0; d < S_DEV; d++) {
                 char msg[512];
                 const double *v = raw + ((size_t)k * S_DEV + (size_t)d) * SIM_NCH;
-                int n = snprintf(msg, sizeof(msg),
-                                 "{\"schema\":\"gcdp.reading/1\",\"device\":\"mote-%d\",\"ts\":%lld,"
-                                 "\"readings\":{\"temperature\":%.17g,\"humidity\":%.17g,"
-                                 "\"light\":%.17g,\"voltage\":%.17g}}",
-                                 d, (long long)(S_T0 + (int64_t)k * 60000), v[0], v[1], v[2], v[3]);
-                if (ing_engine_push(eng, msg, (size_t)n, NULL, 0, &src,
-                                    S_T0 + (int64_t)k * 60000, &sink, NULL) != CORE_OK)
+                int n =
+                    snprintf(msg, sizeof(msg),
+                             "{\"schema\":\"gcdp.reading/1\",\"device\":\"mote-%d\",\"ts\":%lld,"
+                             "\"readings\":{\"temperature\":%.17g,\"humidity\":%.17g,"
+                             "\"light\":%.17g,\"voltage\":%.17g}}",
+                             d, (long long)(S_T0 + (int64_t)k * 60000), v[0], v[1], v[2], v[3]);
+                if (ing_engine_push(eng, msg, (size_t)n, NULL, 0, &src, S_T0 + (int64_t)k * 60000,
+                                    &sink, NULL) != CORE_OK)
                     rc = CORE_EINVAL;
             }
         }
@@ -192,8 +193,7 @@ core_err eval_load_sim(struct eval_data *ds, char *eb, size_t ebn)
                 all &= c.have[(size_t)w * S_DEV + (size_t)d];
             if (!all)
                 continue;
-            memcpy(ds->x + r * ds->d, c.v + (size_t)w * S_DEV * SIM_NCH,
-                   ds->d * sizeof(double));
+            memcpy(ds->x + r * ds->d, c.v + (size_t)w * S_DEV * SIM_NCH, ds->d * sizeof(double));
             int64_t start = S_T0 + (int64_t)w * S_WIN;
             int hour = (int)((start / 3600000) % 24);
             ds->attr[r] = hour >= 8 && hour < 20;
@@ -250,7 +250,8 @@ core_err eval_load_sim(struct eval_data *ds, char *eb, size_t ebn)
         snprintf(ds->task_desc, sizeof(ds->task_desc),
                  "anomaly window (some mote-channel beyond 4 robust sd from the motes' median), "
                  "positive-class F1; plus normalized MAE of the released coordinates");
-        snprintf(ds->attr_desc, sizeof(ds->attr_desc), "daytime: window start hour (UTC) in [8, 20)");
+        snprintf(ds->attr_desc, sizeof(ds->attr_desc),
+                 "daytime: window start hour (UTC) in [8, 20)");
         snprintf(ds->unit_desc, sizeof(ds->unit_desc),
                  "one mote-channel reading; window mean over >= n_min = 14 real samples of 15 "
                  "slots, G = 1: B_k = 3/14");

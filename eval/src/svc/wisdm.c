@@ -25,9 +25,9 @@
 
 #define W_NODES 13
 static const int w_cols[W_NODES] = {31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 91};
-static const char *w_names[W_NODES] = {"x.avg", "y.avg", "z.avg", "x.peak", "y.peak", "z.peak",
-                                       "x.absoldev", "y.absoldev", "z.absoldev", "x.std",
-                                       "y.std", "z.std", "resultant"};
+static const char *w_names[W_NODES] = {"x.avg",  "y.avg",      "z.avg",      "x.peak",     "y.peak",
+                                       "z.peak", "x.absoldev", "y.absoldev", "z.absoldev", "x.std",
+                                       "y.std",  "z.std",      "resultant"};
 static const char acts[] = "ABCDEFGHIJKLMOPQRS"; /* 18 activities, no N */
 
 static core_err hash_file(const char *path, unsigned char out[32], char *eb, size_t ebn)
@@ -53,8 +53,7 @@ static core_err hash_file(const char *path, unsigned char out[32], char *eb, siz
     return CORE_OK;
 }
 
-core_err eval_find_duplicates(size_t n, const char *const *paths, long *dup, char *eb,
-                              size_t ebn)
+core_err eval_find_duplicates(size_t n, const char *const *paths, long *dup, char *eb, size_t ebn)
 {
     unsigned char(*h)[32] = core_xmalloc((n ? n : 1) * sizeof(*h));
     core_err rc = sodium_init() < 0 ? CORE_ERNG : CORE_OK;
@@ -79,8 +78,8 @@ struct wrow {
     int act, subj;
 };
 
-static core_err parse_arff(const char *path, struct wrow **rows, size_t *n, size_t *cap,
-                           char *eb, size_t ebn)
+static core_err parse_arff(const char *path, struct wrow **rows, size_t *n, size_t *cap, char *eb,
+                           size_t ebn)
 {
     FILE *f = fopen(path, "r");
     char line[16384];
@@ -151,8 +150,8 @@ static int cmp_dbl(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-core_err eval_load_wisdm(const char *dir, const char *sensor, struct eval_data *ds,
-                         char ***dropped, size_t *n_dropped, char *eb, size_t ebn)
+core_err eval_load_wisdm(const char *dir, const char *sensor, struct eval_data *ds, char ***dropped,
+                         size_t *n_dropped, char *eb, size_t ebn)
 {
     char sub[4096], suffix[64];
     DIR *dh;
