@@ -7,10 +7,12 @@
  * Pure parts (src/alg): the fixed classifier/attacker (multinomial logistic regression),
  * metrics (AUC, oriented AUC, F1), the split discipline, the per-mechanism release plan and
  * one privatized release of a window matrix (noise from an injected core_rng).
- * Service parts (src/svc): dataset readers (UCI Occupancy through the ingest engine, WISDM
- * 2019 ARFF windows), the harness loop, per-draw CSV, Markdown tables and gnuplot figures.
+ * Service parts (src/svc): dataset readers (UCI Occupancy and the Intel-Lab-like simulator
+ * through the ingest engine, WISDM 2019 ARFF windows, a CSV described by JSON), the harness
+ * loop, per-draw CSV, Markdown tables and gnuplot figures. docs/evaluation.md.
  *
- * Thread-safety: everything is reentrant; the harness is single-threaded.
+ * Thread-safety: every function is reentrant; the harness is single-threaded and sets the
+ * OpenBLAS thread count to 1 (a process-wide setting).
  */
 #ifndef EVAL_EVAL_H
 #define EVAL_EVAL_H
@@ -43,16 +45,15 @@ struct eval_data {
     int *y;         /* n task labels in [0, n_classes) */
     int *attr;      /* n protected-attribute labels in {0,1} */
     int *split;     /* n values of enum eval_split */
-    int64_t *order; /* n time keys (window start ms or subject*1e6+row); rows of
-                               one split are kept in increasing order */
+    int64_t *order; /* n time keys (window start ms, or subject * 1e6 + file row) */
     size_t n_classes;
     char **class_names; /* n_classes */
     int positive_f1;    /* 1: positive-class (class 1) F1; 0: macro-F1 */
     char task_desc[256];
     char attr_desc[256];
     struct rel_query_params query; /* public query parameters for B_k (Algorithm 2) */
-    enum rel_stat stat;            /* the coordinate's statistic for B_k: MEAN (window mean of
-                               samples) or MAX (a supplied feature: clipped-range bound) */
+    enum rel_stat stat; /* the coordinate's statistic for B_k: MEAN (window mean of samples)
+                           or MAX (a supplied feature: clipped-range bound) */
     char unit_desc[256];           /* the protected unit and B_k derivation, for the report */
 };
 
@@ -156,8 +157,9 @@ struct eval_plan {
     double bound;               /* clamp for the sampler (values are in [0,1]) */
 };
 
-/* Build the plan. theta may be NULL for NonPrivate / Lap / Gauss only. identity coords
- * (a(k) = {v_k}, d = M) are assumed: node k of the data is coordinate k.
+/* Build the plan. theta may be NULL for NonPrivate / Lap / Gauss only. Identity coordinates
+ * (a(k) = {v_k}, d = M) are assumed: node k of the data is coordinate k; stat and qp give
+ * the certified bound B_k (rel_coord_bound with G0 = the component occurrence itself).
  * Returns CORE_OK, CORE_EINVAL, CORE_EINVARIANT (Algorithm 4 step 1 refused). */
 CORE_MUST_CHECK core_err eval_plan_make(enum eval_mech m, const struct cal_theta *theta, size_t d,
                                         enum rel_stat stat, const struct rel_query_params *qp,
@@ -178,8 +180,8 @@ struct eval_scores {
     double attack_auc; /* oriented */
     double attack_auc_raw;
     double attack_f1;
-    double mae; /* mean |released - clean| over the scored rows and coordinates
-                            (values normalized by their clip range: normalized MAE) */
+    double mae; /* mean |released - clean| over the scored rows and coordinates (values
+                   normalized by their clip range: normalized MAE) */
 };
 
 /* Train the classifier on rows tr of xr (released), score rows te; same for the attacker
@@ -191,8 +193,8 @@ CORE_MUST_CHECK core_err eval_score(const struct eval_data *ds, const double *xr
 /* ------------------------------------------------------------------ harness (svc) */
 
 struct eval_opts {
-    const char *dataset;  /* "occupancy" | "wisdm" | "sim" | "smoke" */
-    const char *data_dir; /* dataset folder */
+    const char *dataset;  /* "occupancy" | "wisdm" | "sim" | "csv" | "smoke" */
+    const char *data_dir; /* dataset folder (csv: the JSON description) */
     const char *out_dir;  /* results folder */
     size_t n_eps;
     double eps[8];
@@ -215,8 +217,8 @@ void eval_opts_default(struct eval_opts *o);
 /* Run the protocol; writes out_dir/<dataset>/draws.csv, tables.md, figures. */
 CORE_MUST_CHECK core_err eval_run(const struct eval_opts *o, char *errbuf, size_t errbuf_size);
 
-/* The same protocol on a dataset already in memory (borrowed; e.g. built by a test or a
- * future configuration-defined reader). dropped: file names to list in run.txt. */
+/* The same protocol on a dataset already in memory (borrowed; e.g. built by a test).
+ * dropped: file names to list in run.txt. */
 CORE_MUST_CHECK core_err eval_run_data(const struct eval_opts *o, const struct eval_data *ds,
                                        const char *const *dropped, size_t n_dropped, char *errbuf,
                                        size_t errbuf_size);
