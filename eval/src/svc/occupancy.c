@@ -89,7 +89,7 @@ static void on_window(void *arg, const char *key, size_t key_len, const char *js
     for (size_t j = 0; j < SIM_OCC_NVALUES; j++) {
         char alt[64];
         json_t *v = json_object_get(nodes, sim_occ_channels[j]);
-        if (!v) { /* several-feature naming "<channel>.mean" */
+        if (!v) { /* "<channel>.mean": several features, or gcdp.window/2 (always suffixed) */
             snprintf(alt, sizeof(alt), "%s.mean", sim_occ_channels[j]);
             v = json_object_get(nodes, alt);
         }

@@ -57,7 +57,12 @@ static void on_win(void *arg, const char *key, size_t key_len, const char *json,
     doc = json_loadb(json, len, 0, NULL);
     nodes = doc ? json_object_get(doc, "nodes") : NULL;
     for (size_t ch = 0; nodes && ch < SIM_NCH; ch++) {
+        char alt[64];
         json_t *x = json_object_get(nodes, sim_gen_channel_info(ch)->name);
+        if (!x) { /* gcdp.window/2 naming: always "<channel>.mean" */
+            snprintf(alt, sizeof(alt), "%s.mean", sim_gen_channel_info(ch)->name);
+            x = json_object_get(nodes, alt);
+        }
         if (!json_is_number(x)) {
             nodes = NULL;
             break;
