@@ -28,6 +28,7 @@ int cmd_ledger(int argc, char **argv);
 int cmd_semgen(int argc, char **argv);
 int cmd_learn(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 
 int bench_ingest(int argc, char **argv);

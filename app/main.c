@@ -24,6 +24,7 @@ static const struct command commands[] = {
     {"ledger", cmd_ledger, "inspect the privacy ledger: totals per protected unit"},
     {"sem-gen", cmd_semgen, "generate linear Gaussian SEM data for the structure learner"},
     {"learn", cmd_learn, "learn a DAG from participant CSVs (Fed-Sparse-BNSL and baselines)"},
+    {"eval", cmd_eval, "evaluation protocol of the GC-DP paper (tables, figures) on a dataset"},
     {"bench", cmd_bench, "benchmarks: ingest | calibrate | release | learner"},
     {"config", cmd_config, "configuration: `config keys` lists every key, `config show`"},
     {NULL, NULL, NULL},

@@ -4,7 +4,7 @@
 # Run from the repository root.
 set -eu
 status=0
-files=$(find core ingest sim calibrate release learner -path '*/src/alg/*.[ch]' 2>/dev/null || true)
+files=$(find core ingest sim calibrate release learner eval -path '*/src/alg/*.[ch]' 2>/dev/null || true)
 if [ -n "$files" ]; then
   if grep -HnE '#include <(uv\.h|librdkafka/|microhttpd\.h|unistd\.h|pthread\.h)' $files; then
     echo "layering: I/O header included from pure algorithm code" >&2; status=1
@@ -15,7 +15,7 @@ if [ -n "$files" ]; then
     echo "layering: side effect in pure algorithm code (inject it instead)" >&2; status=1
   fi
 fi
-prod=$(find core ingest sim calibrate release learner app -name '*.c' 2>/dev/null || true)
+prod=$(find core ingest sim calibrate release learner eval app -name '*.c' 2>/dev/null || true)
 if [ -n "$prod" ] && grep -HnE '(^|[^_a-z])(s?rand|random|drand48)\s*\(' $prod; then
   echo "layering: rand()/random()/drand48() in product code: noise must come from the CSPRNG" >&2
   status=1

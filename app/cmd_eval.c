@@ -1,0 +1,212 @@
+/* cmd_eval.c - `gcdp eval`: the GC-DP paper's evaluation protocol (eval/eval.h). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "eval/eval.h"
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f,
+        "usage: gcdp eval --dataset occupancy|wisdm|sim|smoke [--data DIR] [--out DIR]\n"
+        "       gcdp eval --dataset csv --data DATASET.json [options]\n"
+        "                 [--eps LIST] [--draws N] [--tune-draws N] [--seed S]\n"
+        "                 [--delta D] [--tau-grid LIST] [--exposure minmax|maxnorm]\n"
+        "                 [--xi literal|neighbour] [--eps-cal E --tau-grid T]\n"
+        "                 [--sensor accel|gyro] [--window-min M] [--no-ablations]\n"
+        "                 [--no-runtime] [--no-plots] [--no-tau-sweep] [--quiet]\n"
+        "       gcdp eval --tables-from DIR/draws.csv [--md FILE]\n\n"
+        "Run gc-dp Sec. 5 on one dataset: public calibration on the training split, tau\n"
+        "chosen by GC-DP validation F1 at eps = 1 (ties to the smaller tau), mechanisms\n"
+        "NonPrivate, Lap-DP, Gau-DP (analytic Gaussian, --delta), Ada-DP, Risk-DP, GC-DP and\n"
+        "the Table 11 ablations, one fixed logistic-regression classifier and attacker,\n"
+        "--draws noise draws per setting. Writes OUT/<dataset>/draws.csv (every draw, with\n"
+        "its seed), alloc.csv (B_k, s_k, eps_k per mechanism), runtime.csv, theta.json,\n"
+        "run.txt, tables.md and PNG figures (gnuplot). --tables-from rebuilds tables.md\n"
+        "from a draws.csv. --exposure/--xi select the readings of gc-dp Sec. 4.1/4.3 compared in\n"
+        "docs/evaluation.md (defaults minmax, literal = the calibrate stage's theta).\n"
+        "--eps-cal E: private calibration (gc-dp Sec. 4.2) instead of public, eps_G =\n"
+        "eps_mu = eps_xi = E/3, one fixed tau; run.txt states the total eps_cal + eps_rel.\n"
+        "Defaults: --eps 0.2,0.5,1,2,4 --draws 10 --tune-draws 5\n"
+        "--tau-grid 0.10,0.15,0.20,0.25,0.30 --delta 1e-6 --out bench/results/eval\n"
+        "--data ../shared/data/<dataset> --window-min 15 (occupancy). --dataset csv reads a\n"
+        "window CSV described by a JSON file (docs/evaluation.md, \"Your own dataset\").\n");
+}
+
+static int parse_list(const char *s, double *out, size_t cap, size_t *n)
+{
+    char *end;
+    *n = 0;
+    while (*s) {
+        if (*n == cap)
+            return -1;
+        out[*n] = strtod(s, &end);
+        if (end == s || !(out[*n] > 0.0))
+            return -1;
+        (*n)++;
+        s = end;
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return -1;
+    }
+    return *n ? 0 : -1;
+}
+
+int cmd_eval(int argc, char **argv)
+{
+    static const struct option lo[] = {{"dataset", required_argument, 0, 'd'},
+                                       {"data", required_argument, 0, 'D'},
+                                       {"out", required_argument, 0, 'o'},
+                                       {"eps", required_argument, 0, 'e'},
+                                       {"draws", required_argument, 0, 'n'},
+                                       {"tune-draws", required_argument, 0, 't'},
+                                       {"seed", required_argument, 0, 's'},
+                                       {"delta", required_argument, 0, 'g'},
+                                       {"tau-grid", required_argument, 0, 'T'},
+                                       {"exposure", required_argument, 0, 'x'},
+                                       {"sensor", required_argument, 0, 'S'},
+                                       {"window-min", required_argument, 0, 'w'},
+                                       {"no-ablations", no_argument, 0, 1},
+                                       {"no-runtime", no_argument, 0, 2},
+                                       {"no-plots", no_argument, 0, 3},
+                                       {"no-tau-sweep", no_argument, 0, 4},
+                                       {"quiet", no_argument, 0, 'q'},
+                                       {"tables-from", required_argument, 0, 5},
+                                       {"md", required_argument, 0, 6},
+                                       {"xi", required_argument, 0, 'X'},
+                                       {"eps-cal", required_argument, 0, 'C'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+    struct eval_opts o;
+    const char *tables_from = NULL, *md = NULL;
+    char data_dir[4096], eb[1024] = "";
+    int c;
+    core_err rc;
+
+    if (app_help_requested(argc, argv)) {
+        usage(stdout);
+        return APP_EXIT_OK;
+    }
+    eval_opts_default(&o);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "qh", lo, NULL)) != -1) {
+        char *end = NULL;
+        switch (c) {
+        case 'd': o.dataset = optarg; break;
+        case 'D': o.data_dir = optarg; break;
+        case 'o': o.out_dir = optarg; break;
+        case 'e':
+            if (parse_list(optarg, o.eps, 8, &o.n_eps) != 0) {
+                fprintf(stderr, "gcdp eval: --eps: comma-separated positive numbers (<= 8)\n");
+                return APP_EXIT_USAGE;
+            }
+            break;
+        case 'T':
+            if (parse_list(optarg, o.tau_grid, 8, &o.n_tau) != 0) {
+                fprintf(stderr, "gcdp eval: --tau-grid: comma-separated ascending values\n");
+                return APP_EXIT_USAGE;
+            }
+            break;
+        case 'n':
+        case 't':
+        case 'w': {
+            long v = strtol(optarg, &end, 10);
+            if (!end || *end || v < 1 || v > 1000) {
+                fprintf(stderr, "gcdp eval: --%s: integer in 1..1000\n",
+                        c == 'n'   ? "draws"
+                        : c == 't' ? "tune-draws"
+                                   : "window-min");
+                return APP_EXIT_USAGE;
+            }
+            if (c == 'n')
+                o.draws = (int)v;
+            else if (c == 't')
+                o.tune_draws = (int)v;
+            else
+                o.window_ms = (int64_t)v * 60000;
+            break;
+        }
+        case 's': o.seed = strtoull(optarg, NULL, 10); break;
+        case 'g':
+            o.delta = strtod(optarg, &end);
+            if (!end || *end || !(o.delta > 0.0 && o.delta < 0.5)) {
+                fprintf(stderr, "gcdp eval: --delta in (0, 0.5)\n");
+                return APP_EXIT_USAGE;
+            }
+            break;
+        case 'x':
+            if (strcmp(optarg, "minmax") == 0)
+                o.expo = EVAL_EXPO_MINMAX;
+            else if (strcmp(optarg, "maxnorm") == 0)
+                o.expo = EVAL_EXPO_MAXNORM;
+            else {
+                fprintf(stderr, "gcdp eval: --exposure minmax|maxnorm\n");
+                return APP_EXIT_USAGE;
+            }
+            break;
+        case 'X':
+            if (strcmp(optarg, "literal") == 0)
+                o.xi = EVAL_XI_LITERAL;
+            else if (strcmp(optarg, "neighbour") == 0)
+                o.xi = EVAL_XI_NEIGHBOUR;
+            else {
+                fprintf(stderr, "gcdp eval: --xi literal|neighbour\n");
+                return APP_EXIT_USAGE;
+            }
+            break;
+        case 'C':
+            o.eps_cal = strtod(optarg, &end);
+            if (!end || *end || !(o.eps_cal > 0.0 && o.eps_cal <= 100.0)) {
+                fprintf(stderr, "gcdp eval: --eps-cal in (0, 100]\n");
+                return APP_EXIT_USAGE;
+            }
+            break;
+        case 'S': o.sensor = optarg; break;
+        case 1: o.ablations = false; break;
+        case 2: o.runtime = false; break;
+        case 3: o.plots = false; break;
+        case 4: o.tau_sweep = false; break;
+        case 'q': o.quiet = true; break;
+        case 5: tables_from = optarg; break;
+        case 6: md = optarg; break;
+        default: usage(stderr); return APP_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "gcdp eval: unexpected argument '%s'\n", argv[optind]);
+        return APP_EXIT_USAGE;
+    }
+    if (tables_from) {
+        char mdp[4200];
+        if (!md) {
+            const char *sl = strrchr(tables_from, '/');
+            snprintf(mdp, sizeof(mdp), "%.*stables.md", sl ? (int)(sl - tables_from + 1) : 0,
+                     tables_from);
+            md = mdp;
+        }
+        rc = eval_tables_from_csv(tables_from, md, eb, sizeof(eb));
+        if (rc != CORE_OK) {
+            fprintf(stderr, "gcdp eval: %s\n", eb);
+            return APP_EXIT_FAILURE;
+        }
+        return APP_EXIT_OK;
+    }
+    if (!o.data_dir && strcmp(o.dataset, "csv") == 0) {
+        fprintf(stderr, "gcdp eval: --dataset csv needs --data DATASET.json\n");
+        return APP_EXIT_USAGE;
+    }
+    if (!o.data_dir) {
+        snprintf(data_dir, sizeof(data_dir), "../shared/data/%s", o.dataset);
+        o.data_dir = data_dir;
+    }
+    rc = eval_run(&o, eb, sizeof(eb));
+    if (rc != CORE_OK) {
+        fprintf(stderr, "gcdp eval: %s\n", eb[0] ? eb : core_strerror(rc));
+        return rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
+    }
+    return APP_EXIT_OK;
+}

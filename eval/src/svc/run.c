@@ -1,0 +1,521 @@
+/* run.c - the evaluation harness (gc-dp Sec. 5): calibration on the training portion
+ * (public-calibration mode), τ selection by validation F1 at ε = 1, the mechanism x ε x draw
+ * sweep, Table 11 ablations, Table 12 runtime/memory; per-draw CSV, then tables and figures
+ * recomputed from that CSV (report.c). Progress on stderr. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cblas.h>
+#include <jansson.h>
+
+#include "cal/calibrate.h"
+#include "cal/matrix.h"
+#include "core/mem.h"
+#include "core/prng.h"
+#include "eval/eval.h"
+#include "eval_int.h"
+
+void eval_opts_default(struct eval_opts *o)
+{
+    static const double eps[] = {0.2, 0.5, 1.0, 2.0, 4.0};
+    static const double tau[] = {0.10, 0.15, 0.20, 0.25, 0.30};
+    memset(o, 0, sizeof(*o));
+    o->dataset = "occupancy";
+    o->data_dir = NULL;
+    o->out_dir = "bench/results/eval";
+    o->n_eps = 5;
+    memcpy(o->eps, eps, sizeof(eps));
+    o->draws = 10;
+    o->tune_draws = 5;
+    o->seed = 20261201;
+    o->delta = 1e-6;
+    o->n_tau = 5;
+    memcpy(o->tau_grid, tau, sizeof(tau));
+    o->ablations = o->runtime = o->plots = o->tau_sweep = true;
+    o->expo = EVAL_EXPO_MINMAX;
+    o->window_ms = 900000;
+    o->sensor = "accel";
+}
+
+double eval_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Seed of one draw: disjoint streams per phase (tuning draws never share a seed with a
+ * reported draw). */
+uint64_t eval_draw_seed(uint64_t base, int phase, int mech, size_t eps_i, size_t tau_i, int draw)
+{
+    uint64_t st = base ^ ((uint64_t)phase << 56) ^ ((uint64_t)mech << 48) ^
+                  ((uint64_t)eps_i << 40) ^ ((uint64_t)tau_i << 32) ^ (uint64_t)draw;
+    return core_splitmix64(&st);
+}
+
+struct progress {
+    const char *name;
+    size_t done, total;
+    double t0, last;
+    bool quiet;
+};
+
+static void progress_tick(struct progress *p, size_t add)
+{
+    double now = eval_now();
+    p->done += add;
+    if (p->quiet || (now - p->last < 1.0 && p->done < p->total))
+        return;
+    p->last = now;
+    double el = now - p->t0;
+    double rem = p->done ? el * (double)(p->total - p->done) / (double)p->done : 0.0;
+    fprintf(stderr, "eval %s: settings %zu/%zu, elapsed %.1f s, remaining ~%.1f s\n", p->name,
+            p->done, p->total, el, rem);
+}
+
+/* Calibration on the training windows (public calibration: calibration data = training
+ * portion). */
+/* o->eps_cal > 0: private calibration (Sec. 4.2) with ε_G = ε_μ = ε_ξ = ε_cal / 3, τ fixed
+ * (ε_τ = 0), calibration noise from a ChaCha20 stream of its own (phase tag 7). */
+static core_err calibrate_train(const struct eval_opts *eo, const struct eval_data *ds,
+                                const size_t *tr, size_t ntr, double tau, int L, double tau_c,
+                                struct cal_theta **out, struct cal_report *rep, char *eb,
+                                size_t ebn)
+{
+    enum eval_xi xr = eo->xi;
+    struct eval_rng *crng = NULL;
+    struct cal_matrix *mx = NULL;
+    struct cal_opts o;
+    double *x = core_xmalloc(ntr * ds->d * sizeof(double));
+    int *y = core_xmalloc(ntr * sizeof(int));
+    json_t *nd = json_pack("[ff]", 0.0, 1.0); /* windows are already normalized to [0,1] */
+    core_err rc;
+
+    for (size_t i = 0; i < ntr; i++) {
+        memcpy(x + i * ds->d, ds->x + tr[i] * ds->d, ds->d * sizeof(double));
+        y[i] = ds->y[tr[i]];
+    }
+    rc = cal_matrix_from_arrays(ntr, ds->d, x, (const char *const *)ds->names, y, ds->n_classes,
+                                &mx);
+    cal_opts_default(&o);
+    o.task = CAL_TASK_CLASSIFY;
+    o.tau = tau;
+    o.tau_from_grid = false;
+    o.L = L;
+    o.tau_c = tau_c;
+    o.threads = 1;
+    o.norm_default = nd;
+    o.version = 1;
+    snprintf(o.config_version, sizeof(o.config_version), "eval");
+    if (eo->eps_cal > 0.0) {
+        o.mode = CAL_MODE_PRIVATE;
+        o.eps.G = o.eps.mu = o.eps.xi = eo->eps_cal / 3.0;
+        o.eps.tau = 0.0;
+        crng = eval_rng_new(
+            eval_draw_seed(eo->seed, 7, L, (size_t)(tau_c * 100.0), (size_t)(tau * 100.0), 0));
+    }
+    if (rc == CORE_OK)
+        rc = cal_calibrate(mx, &o, crng ? eval_rng_iface(crng) : NULL, out, rep, eb, ebn);
+    eval_rng_free(crng);
+    if (rc == CORE_OK && xr == EVAL_XI_NEIGHBOUR) {
+        rc = eval_xi_neighbour(*out, ntr, x, o.mask_value, (*out)->xi_hat);
+        if (rc != CORE_OK) {
+            snprintf(eb, ebn, "eval: neighbour-reading xi failed");
+            cal_theta_free(*out);
+            *out = NULL;
+        }
+    }
+    cal_matrix_free(mx);
+    json_decref(nd);
+    free(x);
+    free(y);
+    return rc;
+}
+
+struct ctx {
+    const struct eval_opts *o;
+    const struct eval_data *ds;
+    size_t *rows[3], nrows[3];
+    double *xr;
+    FILE *csv, *alloc_csv;
+    struct progress pg;
+};
+
+/* One draw: release every window, score (train -> eval split). */
+static core_err one_draw(struct ctx *c, const struct eval_plan *pl, uint64_t seed,
+                         enum eval_split on, struct eval_scores *sc, char *eb, size_t ebn)
+{
+    struct eval_rng *r = eval_rng_new(seed);
+    core_err rc;
+    if (!r) {
+        snprintf(eb, ebn, "libsodium init failed");
+        return CORE_ERNG;
+    }
+    rc = eval_release_rows(pl, eval_rng_iface(r), c->ds->n, c->ds->x, c->xr);
+    eval_rng_free(r);
+    if (rc != CORE_OK) {
+        snprintf(eb, ebn, "release failed: %s", core_strerror(rc));
+        return rc;
+    }
+    rc = eval_score(c->ds, c->xr, c->rows[EVAL_TRAIN], c->nrows[EVAL_TRAIN], c->rows[on],
+                    c->nrows[on], sc);
+    if (rc != CORE_OK)
+        snprintf(eb, ebn, "classifier failed: %s", core_strerror(rc));
+    return rc;
+}
+
+static void csv_row(struct ctx *c, const char *phase, enum eval_mech m, double eps, double tau,
+                    int draw, uint64_t seed, enum eval_split on, const struct eval_scores *s)
+{
+    fprintf(c->csv, "%s,%s,%s,%.3g,%.2f,%s,%d,%llu,%s,%.6f,%.6f,%.6f,%.6f,%.6f\n", c->ds->name,
+            phase, eval_mech_key(m), eps, tau,
+            c->o->expo == EVAL_EXPO_MINMAX
+                ? (c->o->xi == EVAL_XI_LITERAL ? "minmax/literal" : "minmax/neighbour")
+                : (c->o->xi == EVAL_XI_LITERAL ? "maxnorm/literal" : "maxnorm/neighbour"),
+            draw, (unsigned long long)seed, on == EVAL_VAL ? "val" : "test", s->task_f1,
+            s->attack_auc, s->attack_auc_raw, s->attack_f1, s->mae);
+}
+
+static void alloc_rows(struct ctx *c, const struct eval_plan *pl, const struct cal_theta *t)
+{
+    double r[EVAL_MAX_NODES] = {0};
+    if (t)
+        eval_exposure(t, c->o->expo, r);
+    for (size_t k = 0; k < pl->d; k++)
+        fprintf(c->alloc_csv, "%s,%s,%.3g,%.2f,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n", c->ds->name,
+                eval_mech_key(pl->mech), pl->eps_rel, t ? t->tau : 0.0, c->ds->names[k], pl->B[k],
+                pl->s[k], pl->eps[k], t ? t->xi_hat[k] : 0.0, t ? t->mu[k] : 0.0, r[k]);
+}
+
+/* Draws of one (mechanism, θ, ε) setting. */
+static core_err run_setting(struct ctx *c, const char *phase, int phase_id, enum eval_mech m,
+                            const struct cal_theta *t, size_t eps_i, double eps, size_t tau_i,
+                            int draws, enum eval_split on, double *mean_f1, char *eb, size_t ebn)
+{
+    struct eval_plan pl;
+    double sum = 0.0;
+    core_err rc = eval_plan_make(m, t, c->ds->d, c->ds->stat, &c->ds->query, eps, c->o->delta,
+                                 c->o->expo, &pl, eb, ebn);
+    if (rc != CORE_OK)
+        return rc;
+    if (strcmp(phase, "main") == 0 || strcmp(phase, "ablation") == 0)
+        alloc_rows(c, &pl, t);
+    for (int dr = 0; dr < draws && rc == CORE_OK; dr++) {
+        struct eval_scores sc;
+        uint64_t seed = eval_draw_seed(c->o->seed, phase_id, (int)m, eps_i, tau_i, dr);
+        rc = one_draw(c, &pl, seed, on, &sc, eb, ebn);
+        if (rc == CORE_OK) {
+            csv_row(c, phase, m, eps, t ? t->tau : 0.0, dr, seed, on, &sc);
+            sum += sc.task_f1;
+            progress_tick(&c->pg, 1);
+        }
+    }
+    if (mean_f1)
+        *mean_f1 = sum / (double)(draws > 0 ? draws : 1);
+    return rc;
+}
+
+static size_t eps_index_of(const struct eval_opts *o, double e)
+{
+    for (size_t i = 0; i < o->n_eps; i++)
+        if (fabs(o->eps[i] - e) < 1e-12)
+            return i;
+    return o->n_eps;
+}
+
+/* Table 12: one calibration-and-release pass (calibration when the mechanism needs θ, plan,
+ * release of the test windows) in a forked child; wall time and the child's peak RSS above
+ * an idle child's, both measured in this run. */
+static void runtime_table(struct ctx *c, double tau, const char *path)
+{
+    static const enum eval_mech ms[] = {EVAL_M_LAP, EVAL_M_ADA, EVAL_M_RISK, EVAL_M_GCDP,
+                                        EVAL_M_GCDP};
+    static const char *labels[] = {"Lap-DP", "Ada-DP", "Risk-DP", "GC-DP", "GC-DP-Cache"};
+    FILE *f = fopen(path, "w");
+    struct cal_theta *cached = NULL;
+    char eb[256];
+    int reps = 9;
+
+    if (!f)
+        return;
+    if (calibrate_train(c->o, c->ds, c->rows[EVAL_TRAIN], c->nrows[EVAL_TRAIN], tau, 3, 0.85,
+                        &cached, NULL, eb, sizeof(eb)) != CORE_OK) {
+        fclose(f);
+        return;
+    }
+    fprintf(f, "dataset,variant,rep,seconds,peak_rss_kb,baseline_rss_kb\n");
+    for (int v = -1; v < 5; v++) {
+        for (int rep = 0; rep < reps; rep++) {
+            int pfd[2];
+            if (pipe(pfd) != 0)
+                continue;
+            pid_t pid = fork();
+            if (pid == 0) {
+                double t0 = eval_now(), out[2] = {0, 0};
+                struct rusage ru;
+                close(pfd[0]);
+                if (v >= 0) {
+                    struct cal_theta *t = NULL;
+                    struct eval_plan pl;
+                    struct eval_rng *r = eval_rng_new(c->o->seed + (uint64_t)rep);
+                    size_t nte = c->nrows[EVAL_TEST];
+                    double *xt = core_xmalloc(nte * c->ds->d * sizeof(double));
+                    int needs = ms[v] != EVAL_M_LAP && v != 4;
+                    for (size_t i = 0; i < nte; i++)
+                        memcpy(xt + i * c->ds->d, c->ds->x + c->rows[EVAL_TEST][i] * c->ds->d,
+                               c->ds->d * sizeof(double));
+                    if (needs &&
+                        calibrate_train(c->o, c->ds, c->rows[EVAL_TRAIN], c->nrows[EVAL_TRAIN], tau,
+                                        3, 0.85, &t, NULL, eb, sizeof(eb)) != CORE_OK)
+                        _exit(3);
+                    if (eval_plan_make(ms[v], v == 4 ? cached : t, c->ds->d, c->ds->stat,
+                                       &c->ds->query, 1.0, c->o->delta, c->o->expo, &pl, eb,
+                                       sizeof(eb)) != CORE_OK ||
+                        eval_release_rows(&pl, eval_rng_iface(r), nte, xt, xt) != CORE_OK)
+                        _exit(4);
+                    cal_theta_free(t);
+                    eval_rng_free(r);
+                    free(xt);
+                }
+                out[0] = eval_now() - t0;
+                getrusage(RUSAGE_SELF, &ru);
+                out[1] = (double)ru.ru_maxrss;
+                if (write(pfd[1], out, sizeof(out)) != (ssize_t)sizeof(out))
+                    _exit(5);
+                _exit(0);
+            }
+            close(pfd[1]);
+            if (pid > 0) {
+                double out[2] = {0, 0};
+                int st = 0;
+                ssize_t got = read(pfd[0], out, sizeof(out));
+                waitpid(pid, &st, 0);
+                if (got == (ssize_t)sizeof(out) && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+                    fprintf(f, "%s,%s,%d,%.6f,%.0f,\n", c->ds->name, v < 0 ? "baseline" : labels[v],
+                            rep, out[0], out[1]);
+            }
+            close(pfd[0]);
+        }
+    }
+    cal_theta_free(cached);
+    fclose(f);
+}
+
+core_err eval_run(const struct eval_opts *o, char *eb, size_t ebn)
+{
+    struct eval_data ds;
+    char **dropped = NULL;
+    size_t n_dropped = 0;
+    core_err rc;
+
+    if (strcmp(o->dataset, "occupancy") == 0)
+        rc = eval_load_occupancy(o->data_dir, o->window_ms, &ds, eb, ebn);
+    else if (strcmp(o->dataset, "wisdm") == 0)
+        rc = eval_load_wisdm(o->data_dir, o->sensor ? o->sensor : "accel", &ds, &dropped,
+                             &n_dropped, eb, ebn);
+    else if (strcmp(o->dataset, "smoke") == 0)
+        rc = eval_load_smoke(o->seed, &ds, eb, ebn);
+    else if (strcmp(o->dataset, "sim") == 0)
+        rc = eval_load_sim(&ds, eb, ebn);
+    else if (strcmp(o->dataset, "csv") == 0)
+        rc = eval_load_csv(o->data_dir, &ds, eb, ebn);
+    else {
+        snprintf(eb, ebn, "eval: unknown dataset '%s' (occupancy|wisdm|sim|csv|smoke)", o->dataset);
+        return CORE_ECONFIG;
+    }
+    if (rc != CORE_OK)
+        return rc;
+    rc = eval_run_data(o, &ds, (const char *const *)dropped, n_dropped, eb, ebn);
+    for (size_t i = 0; i < n_dropped; i++)
+        free(dropped[i]);
+    free(dropped);
+    eval_data_free(&ds);
+    return rc;
+}
+
+core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
+                       const char *const *dropped, size_t n_dropped, char *eb, size_t ebn)
+{
+    const struct eval_data ds = *dsp;
+    struct ctx c;
+    struct cal_theta *theta[8] = {0}, *th_nolag = NULL, *th_nocomp = NULL;
+    char dir[4096], path[4200];
+    size_t sel = 0, e1;
+    double best = -1.0, t_start = eval_now();
+    core_err rc = CORE_OK;
+
+    memset(&c, 0, sizeof(c));
+    if (o->eps_cal > 0.0 && (o->xi != EVAL_XI_LITERAL || o->n_tau != 1)) {
+        snprintf(eb, ebn,
+                 "eval: --eps-cal (private calibration) needs --xi literal and a "
+                 "single fixed tau (--tau-grid T): the tau search and the neighbour reading "
+                 "would read the protected records again");
+        return CORE_ECONFIG;
+    }
+    /* small dense products: one BLAS thread is faster than two on a shared 2-core machine
+     * (measured: docs/evaluation.md) */
+    openblas_set_num_threads(1);
+    if (o->n_tau == 0 || o->n_tau > 8 || o->n_eps == 0 || o->draws < 1 || o->tune_draws < 1) {
+        snprintf(eb, ebn, "eval: empty tau grid, eps list or draws");
+        return CORE_ECONFIG;
+    }
+    c.o = o;
+    c.ds = &ds;
+    for (int s = 0; s < 3; s++)
+        c.rows[s] = eval_split_rows(&ds, (enum eval_split)s, &c.nrows[s]);
+    if (c.nrows[0] < 4 || c.nrows[1] < 2 || c.nrows[2] < 2) {
+        snprintf(eb, ebn, "eval: too few windows (train %zu, val %zu, test %zu)", c.nrows[0],
+                 c.nrows[1], c.nrows[2]);
+        rc = CORE_EINVAL;
+        goto out;
+    }
+    c.xr = core_xmalloc(ds.n * ds.d * sizeof(double));
+    snprintf(dir, sizeof(dir), "%s/%s", o->out_dir, ds.name);
+    if (eval_mkdirs(dir) != 0) {
+        snprintf(eb, ebn, "eval: cannot create %s: %s", dir, strerror(errno));
+        rc = CORE_EIO;
+        goto out;
+    }
+    snprintf(path, sizeof(path), "%s/draws.csv", dir);
+    c.csv = fopen(path, "w");
+    snprintf(path, sizeof(path), "%s/alloc.csv", dir);
+    c.alloc_csv = fopen(path, "w");
+    if (!c.csv || !c.alloc_csv) {
+        snprintf(eb, ebn, "eval: cannot write in %s", dir);
+        rc = CORE_EIO;
+        goto out;
+    }
+    fprintf(c.csv, "%s\n", EVAL_CSV_HEADER);
+    fprintf(c.alloc_csv, "dataset,mechanism,eps,tau,node,B,s,eps_k,xi_hat,mu,exposure\n");
+    e1 = eps_index_of(o, 1.0);
+    c.pg.name = ds.name;
+    c.pg.quiet = o->quiet;
+    c.pg.t0 = t_start;
+    c.pg.total = o->n_tau * (size_t)(o->tune_draws + (o->tau_sweep ? o->draws : 0)) +
+                 o->n_eps * (size_t)(5 * o->draws + 1) +
+                 (o->ablations ? (size_t)(4 * o->draws) : 0);
+
+    /* θ per τ of the grid (public calibration on the training windows) */
+    for (size_t i = 0; i < o->n_tau && rc == CORE_OK; i++)
+        rc = calibrate_train(o, &ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN], o->tau_grid[i], 3,
+                             0.85, &theta[i], NULL, eb, ebn);
+    /* τ selection (Table 6 rule): mean validation F1 of GC-DP at ε = 1 over tuning draws;
+     * ties to the smaller τ (grid is ascending, strict > keeps the first) */
+    for (size_t i = 0; i < o->n_tau && rc == CORE_OK; i++) {
+        double f1 = 0.0;
+        rc = run_setting(&c, "tau_val", 1, EVAL_M_GCDP, theta[i], e1, 1.0, i, o->tune_draws,
+                         EVAL_VAL, &f1, eb, ebn);
+        if (rc == CORE_OK && f1 > best) {
+            best = f1;
+            sel = i;
+        }
+    }
+    for (size_t i = 0; o->tau_sweep && i < o->n_tau && rc == CORE_OK; i++)
+        rc = run_setting(&c, "tau_test", 2, EVAL_M_GCDP, theta[i], e1, 1.0, i, o->draws, EVAL_TEST,
+                         NULL, eb, ebn);
+    /* main sweep */
+    for (size_t ei = 0; ei < o->n_eps && rc == CORE_OK; ei++) {
+        for (int m = EVAL_M_NONPRIVATE; m <= EVAL_M_GCDP && rc == CORE_OK; m++)
+            rc = run_setting(&c, "main", 3, (enum eval_mech)m, theta[sel], ei, o->eps[ei], sel,
+                             m == EVAL_M_NONPRIVATE ? 1 : o->draws, EVAL_TEST, NULL, eb, ebn);
+    }
+    /* Table 11 ablations at ε = 1 (GC-DP itself is the main sweep's ε = 1 row) */
+    if (rc == CORE_OK && o->ablations) {
+        rc = calibrate_train(o, &ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN], o->tau_grid[sel], 0,
+                             0.85, &th_nolag, NULL, eb, ebn);
+        if (rc == CORE_OK)
+            rc = calibrate_train(o, &ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN], o->tau_grid[sel],
+                                 3, 1.0, &th_nocomp, NULL, eb, ebn);
+        if (rc == CORE_OK)
+            rc = run_setting(&c, "ablation", 4, EVAL_M_NOLAG, th_nolag, e1, 1.0, sel, o->draws,
+                             EVAL_TEST, NULL, eb, ebn);
+        if (rc == CORE_OK)
+            rc = run_setting(&c, "ablation", 4, EVAL_M_NOCOMP, th_nocomp, e1, 1.0, sel, o->draws,
+                             EVAL_TEST, NULL, eb, ebn);
+        if (rc == CORE_OK)
+            rc = run_setting(&c, "ablation", 4, EVAL_M_NOUTILITY, theta[sel], e1, 1.0, sel,
+                             o->draws, EVAL_TEST, NULL, eb, ebn);
+        if (rc == CORE_OK)
+            rc = run_setting(&c, "ablation", 4, EVAL_M_NORISK, theta[sel], e1, 1.0, sel, o->draws,
+                             EVAL_TEST, NULL, eb, ebn);
+    }
+    if (c.csv) {
+        fclose(c.csv);
+        c.csv = NULL;
+    }
+    if (c.alloc_csv) {
+        fclose(c.alloc_csv);
+        c.alloc_csv = NULL;
+    }
+    if (rc == CORE_OK) {
+        FILE *f;
+        snprintf(path, sizeof(path), "%s/theta.json", dir);
+        if (cal_theta_save_file(theta[sel], path, eb, ebn) != CORE_OK)
+            eb[0] = '\0';
+        if (o->runtime) {
+            snprintf(path, sizeof(path), "%s/runtime.csv", dir);
+            runtime_table(&c, o->tau_grid[sel], path);
+        }
+        snprintf(path, sizeof(path), "%s/run.txt", dir);
+        if ((f = fopen(path, "w"))) {
+            fprintf(f, "dataset: %s\nwindows: train %zu, validation %zu, test %zu; nodes %zu\n",
+                    ds.name, c.nrows[0], c.nrows[1], c.nrows[2], ds.d);
+            for (int sp = 0; sp < 3; sp++) {
+                size_t pos = 0, att = 0;
+                for (size_t i = 0; i < c.nrows[sp]; i++) {
+                    pos += ds.y[c.rows[sp][i]] == 1;
+                    att += ds.attr[c.rows[sp][i]] == 1;
+                }
+                fprintf(f, "%s: %zu windows, task class 1: %zu, protected attribute 1: %zu\n",
+                        sp == 0   ? "train"
+                        : sp == 1 ? "validation"
+                                  : "test",
+                        c.nrows[sp], pos, att);
+            }
+            fprintf(f, "task: %s\nprotected attribute: %s\nprotected unit: %s\n", ds.task_desc,
+                    ds.attr_desc, ds.unit_desc);
+            fprintf(f, "selected tau: %.2f (validation F1 %.4f over %d tuning draws)\n",
+                    o->tau_grid[sel], best, o->tune_draws);
+            if (o->eps_cal > 0.0)
+                fprintf(f,
+                        "calibration: PRIVATE (gc-dp Sec. 4.2), eps_cal = %g (eps_G = eps_mu = "
+                        "eps_xi = %g, tau fixed); total cost per window eps_cal + eps_rel\n",
+                        o->eps_cal, o->eps_cal / 3.0);
+            else
+                fprintf(f, "calibration: public (training split assumed public; eps_cal = 0)\n");
+            fprintf(f, "xi reading: %s\n", o->xi == EVAL_XI_LITERAL ? "literal" : "neighbour");
+            fprintf(f, "exposure reading: %s\nGau-DP delta: %g\nbase seed: %llu\n",
+                    o->expo == EVAL_EXPO_MINMAX ? "minmax" : "maxnorm", o->delta,
+                    (unsigned long long)o->seed);
+            for (size_t i = 0; i < n_dropped; i++)
+                fprintf(f, "dropped duplicate file: %s\n", dropped[i]);
+            fprintf(f, "protocol wall time: %.1f s\n", eval_now() - t_start);
+            fclose(f);
+        }
+        rc = eval_write_report(dir, o, eb, ebn);
+    }
+    if (!o->quiet)
+        fprintf(stderr, "eval %s: done in %.1f s; results in %s\n", ds.name, eval_now() - t_start,
+                dir);
+out:
+    if (c.csv)
+        fclose(c.csv);
+    if (c.alloc_csv)
+        fclose(c.alloc_csv);
+    for (size_t i = 0; i < 8; i++)
+        cal_theta_free(theta[i]);
+    cal_theta_free(th_nolag);
+    cal_theta_free(th_nocomp);
+    for (int s = 0; s < 3; s++)
+        free(c.rows[s]);
+    free(c.xr);
+    return rc;
+}
