@@ -1,5 +1,7 @@
 /* cmd_eval.c - `gcdp eval`: the GC-DP paper's evaluation protocol (eval/eval.h). */
 #include <getopt.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,9 @@ static void usage(FILE *f)
         "                 [--xi literal|neighbour] [--eps-cal E --tau-grid T]\n"
         "                 [--sensor accel|gyro] [--window-min M] [--no-ablations]\n"
         "                 [--no-runtime] [--no-plots] [--no-tau-sweep] [--quiet]\n"
-        "       gcdp eval --tables-from DIR/draws.csv [--md FILE]\n\n"
+        "       gcdp eval --tables-from DIR/draws.csv [--md FILE]\n"
+        "       gcdp eval --figure7 [--m-list LIST] [--windows N] [--reps R] [--out DIR]\n"
+        "                 [--seed S] [--no-plots] [--quiet]\n\n"
         "Run gc-dp Sec. 5 on one dataset: public calibration on the training split, tau\n"
         "chosen by GC-DP validation F1 at eps = 1 (ties to the smaller tau), mechanisms\n"
         "NonPrivate, Lap-DP, Gau-DP (analytic Gaussian, --delta), Ada-DP, Risk-DP, GC-DP and\n"
@@ -33,7 +37,12 @@ static void usage(FILE *f)
         "Defaults: --eps 0.2,0.5,1,2,4 --draws 10 --tune-draws 5\n"
         "--tau-grid 0.10,0.15,0.20,0.25,0.30 --delta 1e-6 --out bench/results/eval\n"
         "--data ../shared/data/<dataset> --window-min 15 (occupancy). --dataset csv reads a\n"
-        "window CSV described by a JSON file (docs/evaluation.md, \"Your own dataset\").\n");
+        "window CSV described by a JSON file (docs/evaluation.md, \"Your own dataset\").\n"
+        "--figure7 (alias --runtime-scaling): gc-dp Figure 7, runtime of one calibration-and-\n"
+        "release pass at eps = 1 vs the number of nodes M, measured by the Table 12 code on\n"
+        "synthetic windows of each M; writes OUT/figure7/ (runs.csv, figure7.csv, figure7.md,\n"
+        "fig7_runtime_vs_m.png). Defaults: --m-list 8,16,...,512 --windows 2000\n"
+        "--reps 5. --rebuild-figure7 DIR recomputes figure7.csv/.md from DIR/runs.csv.\n");
 }
 
 static int parse_list(const char *s, double *out, size_t cap, size_t *n)
@@ -79,10 +88,17 @@ int cmd_eval(int argc, char **argv)
                                        {"md", required_argument, 0, 6},
                                        {"xi", required_argument, 0, 'X'},
                                        {"eps-cal", required_argument, 0, 'C'},
+                                       {"figure7", no_argument, 0, 7},
+                                       {"runtime-scaling", no_argument, 0, 7},
+                                       {"m-list", required_argument, 0, 8},
+                                       {"windows", required_argument, 0, 9},
+                                       {"reps", required_argument, 0, 10},
+                                       {"rebuild-figure7", required_argument, 0, 11},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     struct eval_opts o;
-    const char *tables_from = NULL, *md = NULL;
+    const char *tables_from = NULL, *md = NULL, *rebuild7 = NULL;
+    bool figure7 = false;
     char data_dir[4096], eb[1024] = "";
     int c;
     core_err rc;
@@ -96,9 +112,15 @@ int cmd_eval(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "qh", lo, NULL)) != -1) {
         char *end = NULL;
         switch (c) {
-        case 'd': o.dataset = optarg; break;
-        case 'D': o.data_dir = optarg; break;
-        case 'o': o.out_dir = optarg; break;
+        case 'd':
+            o.dataset = optarg;
+            break;
+        case 'D':
+            o.data_dir = optarg;
+            break;
+        case 'o':
+            o.out_dir = optarg;
+            break;
         case 'e':
             if (parse_list(optarg, o.eps, 8, &o.n_eps) != 0) {
                 fprintf(stderr, "gcdp eval: --eps: comma-separated positive numbers (<= 8)\n");
@@ -130,7 +152,9 @@ int cmd_eval(int argc, char **argv)
                 o.window_ms = (int64_t)v * 60000;
             break;
         }
-        case 's': o.seed = strtoull(optarg, NULL, 10); break;
+        case 's':
+            o.seed = strtoull(optarg, NULL, 10);
+            break;
         case 'g':
             o.delta = strtod(optarg, &end);
             if (!end || *end || !(o.delta > 0.0 && o.delta < 0.5)) {
@@ -165,20 +189,92 @@ int cmd_eval(int argc, char **argv)
                 return APP_EXIT_USAGE;
             }
             break;
-        case 'S': o.sensor = optarg; break;
-        case 1: o.ablations = false; break;
-        case 2: o.runtime = false; break;
-        case 3: o.plots = false; break;
-        case 4: o.tau_sweep = false; break;
-        case 'q': o.quiet = true; break;
-        case 5: tables_from = optarg; break;
-        case 6: md = optarg; break;
-        default: usage(stderr); return APP_EXIT_USAGE;
+        case 'S':
+            o.sensor = optarg;
+            break;
+        case 1:
+            o.ablations = false;
+            break;
+        case 2:
+            o.runtime = false;
+            break;
+        case 3:
+            o.plots = false;
+            break;
+        case 4:
+            o.tau_sweep = false;
+            break;
+        case 'q':
+            o.quiet = true;
+            break;
+        case 5:
+            tables_from = optarg;
+            break;
+        case 6:
+            md = optarg;
+            break;
+        case 7:
+            figure7 = true;
+            break;
+        case 8: {
+            double ms[16];
+            size_t n = 0;
+            if (parse_list(optarg, ms, 16, &n) != 0) {
+                fprintf(stderr, "gcdp eval: --m-list: comma-separated node counts (<= 16)\n");
+                return APP_EXIT_USAGE;
+            }
+            for (size_t i = 0; i < n; i++) {
+                if (ms[i] != floor(ms[i]) || ms[i] < 2 || ms[i] > EVAL_MAX_NODES) {
+                    fprintf(stderr, "gcdp eval: --m-list: integers in 2..%d\n", EVAL_MAX_NODES);
+                    return APP_EXIT_USAGE;
+                }
+                o.scale_m[i] = (size_t)ms[i];
+            }
+            o.n_scale_m = n;
+            break;
+        }
+        case 9:
+        case 10: {
+            long v = strtol(optarg, &end, 10);
+            long vlo = c == 9 ? 20 : 1, vhi = c == 9 ? 1000000 : 1000;
+            if (!end || *end || v < vlo || v > vhi) {
+                fprintf(stderr, "gcdp eval: --%s: integer in %ld..%ld\n",
+                        c == 9 ? "windows" : "reps", vlo, vhi);
+                return APP_EXIT_USAGE;
+            }
+            if (c == 9)
+                o.scale_windows = (size_t)v;
+            else
+                o.scale_reps = (int)v;
+            break;
+        }
+        case 11:
+            rebuild7 = optarg;
+            break;
+        default:
+            usage(stderr);
+            return APP_EXIT_USAGE;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "gcdp eval: unexpected argument '%s'\n", argv[optind]);
         return APP_EXIT_USAGE;
+    }
+    if (rebuild7) {
+        rc = eval_scaling_report(rebuild7, eb, sizeof(eb));
+        if (rc != CORE_OK) {
+            fprintf(stderr, "gcdp eval: %s\n", eb);
+            return APP_EXIT_FAILURE;
+        }
+        return APP_EXIT_OK;
+    }
+    if (figure7) {
+        rc = eval_run_scaling(&o, eb, sizeof(eb));
+        if (rc != CORE_OK) {
+            fprintf(stderr, "gcdp eval: %s\n", eb[0] ? eb : core_strerror(rc));
+            return rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
+        }
+        return APP_EXIT_OK;
     }
     if (tables_from) {
         char mdp[4200];

@@ -34,7 +34,7 @@
 enum eval_split { EVAL_TRAIN = 0, EVAL_VAL = 1, EVAL_TEST = 2 };
 
 #define EVAL_MAX_CLASSES CAL_MAX_CLASSES
-#define EVAL_MAX_NODES   256
+#define EVAL_MAX_NODES   1024
 
 /* n windows x d nodes, node values in [0,1] (clipped, normalized window features). */
 struct eval_data {
@@ -52,9 +52,9 @@ struct eval_data {
     char task_desc[256];
     char attr_desc[256];
     struct rel_query_params query; /* public query parameters for B_k (Algorithm 2) */
-    enum rel_stat stat; /* the coordinate's statistic for B_k: MEAN (window mean of samples)
-                           or MAX (a supplied feature: clipped-range bound) */
-    char unit_desc[256];           /* the protected unit and B_k derivation, for the report */
+    enum rel_stat stat;  /* the coordinate's statistic for B_k: MEAN (window mean of samples)
+                            or MAX (a supplied feature: clipped-range bound) */
+    char unit_desc[256]; /* the protected unit and B_k derivation, for the report */
 };
 
 void eval_data_free(struct eval_data *ds); /* frees members, not ds; NULL-safe */
@@ -211,8 +211,29 @@ struct eval_opts {
     bool quiet;
     int64_t window_ms;  /* occupancy: window size */
     const char *sensor; /* wisdm: "accel" (default) or "gyro" */
+    /* Figure 7 (eval_run_scaling): node counts M, synthetic windows per M, timed rounds */
+    size_t n_scale_m;
+    size_t scale_m[16];
+    size_t scale_windows;
+    int scale_reps;
 };
 void eval_opts_default(struct eval_opts *o);
+
+/* gc-dp Figure 7: runtime of one calibration-and-release pass at ε = 1 versus the number
+ * of nodes M, on synthetic windows of each M (eval_load_synth: AR(1) factor model,
+ * 60 % of scale_windows calibrate), measured with the Table 12 code (forked children, the
+ * five variants Lap-DP, Ada-DP, Risk-DP, GC-DP, GC-DP-Cache and an idle child, scale_reps
+ * interleaved rounds) at the calibrate stage's default τ. Writes out_dir/figure7/: runs.csv
+ * (every run), figure7.csv and figure7.md (median, fastest, slowest, ratios, memory per M
+ * and variant; recomputed from runs.csv), figure7.gp and fig7_runtime_vs_m.png (gnuplot),
+ * run.txt. Returns CORE_OK, CORE_ECONFIG (bad sizes), CORE_EIO, or a calibration error. */
+CORE_MUST_CHECK core_err eval_run_scaling(const struct eval_opts *o, char *errbuf,
+                                          size_t errbuf_size);
+/* Rebuild figure7.csv, figure7.md (and figure7.dat) from dir/runs.csv. */
+CORE_MUST_CHECK core_err eval_scaling_report(const char *dir, char *errbuf, size_t errbuf_size);
+/* Synthetic window data with m nodes and n windows (the Figure 7 input; src/svc/synth.c). */
+CORE_MUST_CHECK core_err eval_load_synth(size_t m, size_t n, uint64_t seed, struct eval_data *ds,
+                                         char *errbuf, size_t errbuf_size);
 
 /* Run the protocol; writes out_dir/<dataset>/draws.csv, tables.md, figures. */
 CORE_MUST_CHECK core_err eval_run(const struct eval_opts *o, char *errbuf, size_t errbuf_size);

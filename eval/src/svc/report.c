@@ -401,8 +401,6 @@ static void write_tables(FILE *f, struct aggs *A, const char *runtime_csv)
     if (runtime_csv) {
         FILE *r = fopen(runtime_csv, "r");
         if (r) {
-            static const char *vs[] = {"baseline", "Lap-DP", "Ada-DP",
-                                       "Risk-DP",  "GC-DP",  "GC-DP-Cache"};
             double t[6][16], m[6][16];
             size_t cnt[6] = {0};
             char line[512];
@@ -413,7 +411,7 @@ static void write_tables(FILE *f, struct aggs *A, const char *runtime_csv)
                 if (sscanf(line, "%*[^,],%63[^,],%d,%lf,%lf", v, &rep, &s, &kb) != 4)
                     continue;
                 for (int i = 0; i < 6; i++)
-                    if (strcmp(v, vs[i]) == 0 && cnt[i] < 16) {
+                    if (strcmp(v, eval_pass_label(i - 1)) == 0 && cnt[i] < 16) {
                         t[i][cnt[i]] = s;
                         m[i][cnt[i]++] = kb;
                     }
@@ -424,29 +422,20 @@ static void write_tables(FILE *f, struct aggs *A, const char *runtime_csv)
                        "child's, same run; shared 2-core machine)\n\n"
                        "| metric | Lap-DP | Ada-DP | Risk-DP | GC-DP | GC-DP-Cache |\n"
                        "|---|---|---|---|---|---|\n");
-            double med_t[6], med_m[6];
+            double med_t[6], med_m[6], min_t[6];
             for (int i = 0; i < 6; i++) {
-                for (size_t a = 1; a < cnt[i]; a++)
-                    for (size_t b = a; b > 0 && t[i][b] < t[i][b - 1]; b--) {
-                        double x = t[i][b];
-                        t[i][b] = t[i][b - 1];
-                        t[i][b - 1] = x;
-                    }
-                for (size_t a = 1; a < cnt[i]; a++)
-                    for (size_t b = a; b > 0 && m[i][b] < m[i][b - 1]; b--) {
-                        double x = m[i][b];
-                        m[i][b] = m[i][b - 1];
-                        m[i][b - 1] = x;
-                    }
-                med_t[i] = cnt[i] ? t[i][cnt[i] / 2] : NAN;
-                med_m[i] = cnt[i] ? m[i][cnt[i] / 2] : NAN;
+                struct eval_rt_stats st;
+                eval_rt_stats(cnt[i], t[i], m[i], &st);
+                med_t[i] = st.median_s;
+                min_t[i] = st.fastest_s;
+                med_m[i] = st.median_kb;
             }
             fprintf(f, "| runtime, median (ms) |");
             for (int i = 1; i < 6; i++)
                 fprintf(f, " %.2f |", 1e3 * med_t[i]);
             fprintf(f, "\n| runtime, fastest run (ms) |");
             for (int i = 1; i < 6; i++)
-                fprintf(f, " %.2f |", cnt[i] ? 1e3 * t[i][0] : NAN);
+                fprintf(f, " %.2f |", 1e3 * min_t[i]);
             fprintf(f, "\n| median runtime / Lap-DP |");
             for (int i = 1; i < 6; i++)
                 fprintf(f, " %.1f |", med_t[i] / med_t[1]);
@@ -456,6 +445,34 @@ static void write_tables(FILE *f, struct aggs *A, const char *runtime_csv)
             fprintf(f, "\n");
         }
     }
+}
+
+/* Median (upper median for even n, as Table 12 has always used) and fastest of n runs. */
+void eval_rt_stats(size_t n, const double *seconds, const double *kb, struct eval_rt_stats *out)
+{
+    double *t = core_xmalloc((n ? n : 1) * sizeof(double));
+    double *m = core_xmalloc((n ? n : 1) * sizeof(double));
+    memcpy(t, seconds, n * sizeof(double));
+    memcpy(m, kb, n * sizeof(double));
+    for (size_t a = 1; a < n; a++)
+        for (size_t b = a; b > 0 && t[b] < t[b - 1]; b--) {
+            double x = t[b];
+            t[b] = t[b - 1];
+            t[b - 1] = x;
+        }
+    for (size_t a = 1; a < n; a++)
+        for (size_t b = a; b > 0 && m[b] < m[b - 1]; b--) {
+            double x = m[b];
+            m[b] = m[b - 1];
+            m[b - 1] = x;
+        }
+    out->n = n;
+    out->median_s = n ? t[n / 2] : NAN;
+    out->fastest_s = n ? t[0] : NAN;
+    out->slowest_s = n ? t[n - 1] : NAN;
+    out->median_kb = n ? m[n / 2] : NAN;
+    free(t);
+    free(m);
 }
 
 /* ------------------------------------------------------------ figures */

@@ -43,6 +43,13 @@ void eval_opts_default(struct eval_opts *o)
     o->expo = EVAL_EXPO_MINMAX;
     o->window_ms = 900000;
     o->sensor = "accel";
+    {
+        static const size_t ms[] = {8, 16, 32, 64, 128, 256, 512};
+        o->n_scale_m = sizeof(ms) / sizeof(ms[0]);
+        memcpy(o->scale_m, ms, sizeof(ms));
+    }
+    o->scale_windows = 2000;
+    o->scale_reps = 5;
 }
 
 double eval_now(void)
@@ -231,82 +238,130 @@ static size_t eps_index_of(const struct eval_opts *o, double e)
     return o->n_eps;
 }
 
-/* Table 12: one calibration-and-release pass (calibration when the mechanism needs θ, plan,
- * release of the test windows) in a forked child; wall time and the child's peak RSS above
- * an idle child's, both measured in this run. */
-static void runtime_table(struct ctx *c, double tau, const char *path)
-{
-    static const enum eval_mech ms[] = {EVAL_M_LAP, EVAL_M_ADA, EVAL_M_RISK, EVAL_M_GCDP,
-                                        EVAL_M_GCDP};
-    static const char *labels[] = {"Lap-DP", "Ada-DP", "Risk-DP", "GC-DP", "GC-DP-Cache"};
-    FILE *f = fopen(path, "w");
-    struct cal_theta *cached = NULL;
-    char eb[256];
-    int reps = 9;
+/* Table 12 variants of one calibration-and-release pass, index v of eval_pass_label. */
+static const enum eval_mech pass_mech[EVAL_N_PASS] = {EVAL_M_LAP, EVAL_M_ADA, EVAL_M_RISK,
+                                                      EVAL_M_GCDP, EVAL_M_GCDP};
 
-    if (!f)
-        return;
-    if (calibrate_train(c->o, c->ds, c->rows[EVAL_TRAIN], c->nrows[EVAL_TRAIN], tau, 3, 0.85,
-                        &cached, NULL, eb, sizeof(eb)) != CORE_OK) {
-        fclose(f);
-        return;
-    }
-    fprintf(f, "dataset,variant,rep,seconds,peak_rss_kb,baseline_rss_kb\n");
-    for (int v = -1; v < 5; v++) {
-        for (int rep = 0; rep < reps; rep++) {
-            int pfd[2];
-            if (pipe(pfd) != 0)
-                continue;
-            pid_t pid = fork();
-            if (pid == 0) {
-                double t0 = eval_now(), out[2] = {0, 0};
-                struct rusage ru;
-                close(pfd[0]);
-                if (v >= 0) {
-                    struct cal_theta *t = NULL;
-                    struct eval_plan pl;
-                    struct eval_rng *r = eval_rng_new(c->o->seed + (uint64_t)rep);
-                    size_t nte = c->nrows[EVAL_TEST];
-                    double *xt = core_xmalloc(nte * c->ds->d * sizeof(double));
-                    int needs = ms[v] != EVAL_M_LAP && v != 4;
-                    for (size_t i = 0; i < nte; i++)
-                        memcpy(xt + i * c->ds->d, c->ds->x + c->rows[EVAL_TEST][i] * c->ds->d,
-                               c->ds->d * sizeof(double));
-                    if (needs &&
-                        calibrate_train(c->o, c->ds, c->rows[EVAL_TRAIN], c->nrows[EVAL_TRAIN], tau,
-                                        3, 0.85, &t, NULL, eb, sizeof(eb)) != CORE_OK)
-                        _exit(3);
-                    if (eval_plan_make(ms[v], v == 4 ? cached : t, c->ds->d, c->ds->stat,
-                                       &c->ds->query, 1.0, c->o->delta, c->o->expo, &pl, eb,
-                                       sizeof(eb)) != CORE_OK ||
-                        eval_release_rows(&pl, eval_rng_iface(r), nte, xt, xt) != CORE_OK)
-                        _exit(4);
-                    cal_theta_free(t);
-                    eval_rng_free(r);
-                    free(xt);
-                }
-                out[0] = eval_now() - t0;
-                getrusage(RUSAGE_SELF, &ru);
-                out[1] = (double)ru.ru_maxrss;
-                if (write(pfd[1], out, sizeof(out)) != (ssize_t)sizeof(out))
-                    _exit(5);
-                _exit(0);
-            }
-            close(pfd[1]);
-            if (pid > 0) {
-                double out[2] = {0, 0};
-                int st = 0;
-                ssize_t got = read(pfd[0], out, sizeof(out));
-                waitpid(pid, &st, 0);
-                if (got == (ssize_t)sizeof(out) && WIFEXITED(st) && WEXITSTATUS(st) == 0)
-                    fprintf(f, "%s,%s,%d,%.6f,%.0f,\n", c->ds->name, v < 0 ? "baseline" : labels[v],
-                            rep, out[0], out[1]);
-            }
-            close(pfd[0]);
+const char *eval_pass_label(int v)
+{
+    static const char *labels[EVAL_N_PASS] = {"Lap-DP", "Ada-DP", "Risk-DP", "GC-DP",
+                                              "GC-DP-Cache"};
+    return v >= 0 && v < EVAL_N_PASS ? labels[v] : "baseline";
+}
+
+/* One pass of variant v (-1: an idle child, the memory baseline) in a forked child:
+ * calibration on the training rows when the mechanism needs θ (not Lap-DP, not the cached
+ * variant, which reuses `cached`), plan, release of the test rows. out = {wall seconds,
+ * child peak RSS kB}. Returns 0 on success. */
+static int pass_in_child(const struct eval_opts *o, const struct eval_data *ds, const size_t *tr,
+                         size_t ntr, const size_t *te, size_t nte, double tau,
+                         const struct cal_theta *cached, int v, int rep, double out[2])
+{
+    int pfd[2], st = 0;
+    ssize_t got;
+    pid_t pid;
+
+    if (pipe(pfd) != 0)
+        return -1;
+    pid = fork();
+    if (pid == 0) {
+        double t0 = eval_now(), res[2] = {0, 0};
+        struct rusage ru;
+        char eb[256];
+        close(pfd[0]);
+        if (v >= 0) {
+            struct cal_theta *t = NULL;
+            struct eval_plan pl;
+            struct eval_rng *r = eval_rng_new(o->seed + (uint64_t)rep);
+            double *xt = core_xmalloc(nte * ds->d * sizeof(double));
+            int needs = pass_mech[v] != EVAL_M_LAP && v != EVAL_N_PASS - 1;
+            for (size_t i = 0; i < nte; i++)
+                memcpy(xt + i * ds->d, ds->x + te[i] * ds->d, ds->d * sizeof(double));
+            if (needs &&
+                calibrate_train(o, ds, tr, ntr, tau, 3, 0.85, &t, NULL, eb, sizeof(eb)) != CORE_OK)
+                _exit(3);
+            if (eval_plan_make(pass_mech[v], v == EVAL_N_PASS - 1 ? cached : t, ds->d, ds->stat,
+                               &ds->query, 1.0, o->delta, o->expo, &pl, eb,
+                               sizeof(eb)) != CORE_OK ||
+                eval_release_rows(&pl, eval_rng_iface(r), nte, xt, xt) != CORE_OK)
+                _exit(4);
+            cal_theta_free(t);
+            eval_rng_free(r);
+            free(xt);
         }
+        res[0] = eval_now() - t0;
+        getrusage(RUSAGE_SELF, &ru);
+        res[1] = (double)ru.ru_maxrss;
+        if (write(pfd[1], res, sizeof(res)) != (ssize_t)sizeof(res))
+            _exit(5);
+        _exit(0);
+    }
+    close(pfd[1]);
+    if (pid < 0) {
+        close(pfd[0]);
+        return -1;
+    }
+    got = read(pfd[0], out, 2 * sizeof(double));
+    waitpid(pid, &st, 0);
+    close(pfd[0]);
+    return got == (ssize_t)(2 * sizeof(double)) && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* Table 12 (and Figure 7): `reps` rounds of the idle child and the five pass variants,
+ * interleaved (round-robin) so that load changes on a shared machine hit every variant
+ * alike. θ for the cached variant is calibrated once here, outside the timed children. */
+core_err eval_runtime_passes(const struct eval_opts *o, const struct eval_data *ds, double tau,
+                             int reps, struct eval_pass_run *runs, size_t *n_runs, char *eb,
+                             size_t ebn)
+{
+    size_t ntr = 0, nte = 0;
+    size_t *tr = eval_split_rows(ds, EVAL_TRAIN, &ntr), *te = eval_split_rows(ds, EVAL_TEST, &nte);
+    struct cal_theta *cached = NULL;
+    core_err rc = CORE_OK;
+
+    *n_runs = 0;
+    if (ntr < 4 || nte < 1) {
+        snprintf(eb, ebn, "eval: runtime passes need >= 4 training and >= 1 test windows");
+        rc = CORE_EINVAL;
+    }
+    if (rc == CORE_OK)
+        rc = calibrate_train(o, ds, tr, ntr, tau, 3, 0.85, &cached, NULL, eb, ebn);
+    for (int rep = 0; rep < reps && rc == CORE_OK; rep++)
+        for (int v = -1; v < EVAL_N_PASS; v++) {
+            double out[2];
+            if (pass_in_child(o, ds, tr, ntr, te, nte, tau, cached, v, rep, out) != 0)
+                continue; /* a failed child is left out, not counted */
+            runs[*n_runs] = (struct eval_pass_run){v, rep, out[0], out[1]};
+            (*n_runs)++;
+        }
+    if (rc == CORE_OK && *n_runs == 0) {
+        snprintf(eb, ebn, "eval: every runtime pass failed");
+        rc = CORE_EINVARIANT;
     }
     cal_theta_free(cached);
-    fclose(f);
+    free(tr);
+    free(te);
+    return rc;
+}
+
+/* Table 12 raw runs -> path (runtime.csv). */
+static void runtime_table(struct ctx *c, double tau, const char *path)
+{
+    int reps = 9;
+    struct eval_pass_run *runs = core_xmalloc((size_t)reps * (EVAL_N_PASS + 1) * sizeof(*runs));
+    size_t n = 0;
+    char eb[256];
+    FILE *f;
+
+    if (eval_runtime_passes(c->o, c->ds, tau, reps, runs, &n, eb, sizeof(eb)) == CORE_OK &&
+        (f = fopen(path, "w"))) {
+        fprintf(f, "dataset,variant,rep,seconds,peak_rss_kb,baseline_rss_kb\n");
+        for (size_t i = 0; i < n; i++)
+            fprintf(f, "%s,%s,%d,%.6f,%.0f,\n", c->ds->name, eval_pass_label(runs[i].variant),
+                    runs[i].rep, runs[i].seconds, runs[i].peak_rss_kb);
+        fclose(f);
+    }
+    free(runs);
 }
 
 core_err eval_run(const struct eval_opts *o, char *eb, size_t ebn)
