@@ -42,7 +42,7 @@ static void usage(FILE *f)
         "release pass at eps = 1 vs the number of nodes M, measured by the Table 12 code on\n"
         "synthetic windows of each M; writes OUT/figure7/ (runs.csv, figure7.csv, figure7.md,\n"
         "fig7_runtime_vs_m.png). Defaults: --m-list 8,16,...,512 --windows 2000\n"
-        "--reps 5. --rebuild-figure7 DIR recomputes figure7.csv/.md from DIR/runs.csv.\n");
+        "--reps 9. --rebuild-figure7 DIR recomputes figure7.csv/.md from DIR/runs.csv.\n");
 }
 
 static int parse_list(const char *s, double *out, size_t cap, size_t *n)
