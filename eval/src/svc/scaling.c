@@ -133,17 +133,18 @@ core_err eval_scaling_report(const char *dir, char *eb, size_t ebn)
     if (rc == CORE_OK) {
         fprintf(csv, "M,n_cal,n_release,variant,runs,median_ms,fastest_ms,slowest_ms,"
                      "median_over_lap,peak_rss_above_idle_mb\n");
-        fprintf(md,
-                "# Figure 7 — runtime of one calibration-and-release pass at ε = 1 versus the "
-                "number of nodes M\n\n"
-                "Synthetic windows (`eval_load_synth`, AR(1) factor model), measured by the "
-                "Table 12 code: every run in a forked child, variants interleaved round-robin; "
-                "median [fastest–slowest] wall time in ms; memory = the child's peak RSS minus an "
-                "idle child's (median, MB). Recomputed from `runs.csv`. The machine was shared "
-                "with other agents' builds and tests: compare ratios within one M.\n\n"
-                "| M | N_cal | Lap-DP | Ada-DP | Risk-DP | GC-DP | GC-DP-Cache | GC-DP / "
-                "GC-DP-Cache (median) | GC-DP / Lap-DP (median) | GC-DP peak RSS (MB) |\n"
-                "|---|---|---|---|---|---|---|---|---|---|\n");
+        fprintf(
+            md,
+            "# Figure 7 — runtime of one calibration-and-release pass at ε = 1 versus the "
+            "number of nodes M\n\n"
+            "Synthetic windows (`eval_load_synth`, AR(1) factor model), measured by the "
+            "Table 12 code: every run in a forked child, variants interleaved round-robin; "
+            "median [fastest–slowest] wall time in ms; memory = the child's peak RSS minus an "
+            "idle child's (median, MB). Recomputed from `runs.csv`. The machine was shared "
+            "with other agents' builds and tests: compare ratios within one M.\n\n"
+            "| M | N_cal | Lap-DP | Ada-DP | Risk-DP | GC-DP | GC-DP-Cache | GC-DP / "
+            "GC-DP-Cache (median) | GC-DP / Lap-DP (median) | GC-DP peak RSS above idle (MB) |\n"
+            "|---|---|---|---|---|---|---|---|---|---|\n");
         fprintf(dat, "# M then per variant (Lap Ada Risk GC-DP GC-DP-Cache): median_ms "
                      "fastest_ms slowest_ms\n");
     }
