@@ -167,6 +167,7 @@ struct part_state {
 };
 
 struct core_kconsumer {
+    bool cluster_replaced; /* a CLUSTERID change was reported (once) */
     struct bridge br;
     rd_kafka_t *rk;
     struct core_kconsumer_ops ops;
@@ -283,6 +284,17 @@ static void consumer_log_cb(const rd_kafka_t *rk, int level, const char *fac, co
     int64_t at;
 
     log_line(rk, level, fac, buf);
+    if (strcmp(fac, "CLUSTERID") == 0 && !c->cluster_replaced) {
+        /* The brokers were replaced by another cluster (an empty one, a restore): committed
+         * offsets and records not yet consumed on the old cluster are gone. Not silently:
+         * reported once as a gap of unknown size (partition -1). */
+        c->cluster_replaced = true;
+        CORE_ERROR("kafka: the broker now belongs to another cluster (ClusterId changed): "
+                   "records not consumed from the old cluster are lost and offsets restart");
+        if (c->ops.on_gap)
+            c->ops.on_gap(c->ops.arg, "*", -1, -1, -1);
+        return;
+    }
     if (strcmp(fac, "OFFSET") != 0 || !parse_reset(buf, topic, sizeof(topic), &p, &at))
         return;
     s = part_find(c, topic, p, true);

@@ -682,3 +682,56 @@ Test(ingest_e2e, healthz_reports_an_unreachable_broker)
     ts_rmtree(cdir);
     free(cdir);
 }
+
+/* The broker replaced by an empty one (same address, new cluster): detected and reported
+ * (gcdp_offset_gaps_total, /healthz not ready), not silently reset. */
+Test(ingest_e2e, broker_replaced_by_an_empty_one_is_reported)
+{
+    char *dir = ts_tmpdir(), file[600], port_s[16], set[700], pset[64], err[640], *page, *body;
+    int port = ts_free_port(), mport = ts_free_port(), st = 0;
+    const char *bargs[] = {"broker", "--port", port_s, "--bootstrap-file", file, NULL};
+    pid_t bp, ip;
+    int64_t end;
+
+    snprintf(file, sizeof(file), "%s/kafka.bootstrap", dir);
+    snprintf(port_s, sizeof(port_s), "%d", port);
+    snprintf(set, sizeof(set), "broker.bootstrap=@%s", file);
+    snprintf(pset, sizeof(pset), "metrics.port=%d", mport);
+    snprintf(err, sizeof(err), "%s/ingest.err", dir);
+    bp = ts_spawn(bargs, NULL, NULL);
+    end = ts_now_ms() + 20000;
+    while (access(file, F_OK) != 0 && ts_now_ms() < end)
+        ts_sleep_ms(20);
+    const char *sim[] = {"simulate", "--devices", "4", "--ticks", "200", "--rate", "400",
+                         "--seed", "5", "--set", set, "--log-level", "warn", NULL};
+    cr_assert_eq(ts_wait(ts_spawn(sim, NULL, NULL), 60000), 0);
+    const char *ia[] = {"ingest", "--set", set, "--set", pset, "--log-level", "warn", NULL};
+    ip = ts_spawn(ia, NULL, err);
+    struct ingest_proc fake = {ip, mport, "", ""};
+    free(wait_consumed(&fake, 800, 60000));
+    kill(bp, SIGKILL);
+    ts_wait(bp, 5000);
+    bp = ts_spawn(bargs, NULL, NULL); /* same address, a new empty cluster */
+    ts_sleep_ms(1500);
+    cr_assert_eq(ts_wait(ts_spawn(sim, NULL, NULL), 60000), 0);
+    end = ts_now_ms() + 40000;
+    for (;;) {
+        page = scrape(&fake);
+        if (page && ts_prom_value(page, "gcdp_offset_gaps_total") >= 1)
+            break;
+        free(page);
+        cr_assert(ts_now_ms() < end, "the replaced cluster was not reported");
+        ts_sleep_ms(200);
+    }
+    free(page);
+    body = ts_http_get(mport, "/healthz", &st);
+    cr_assert_eq(st, 503, "%s", body ? body : "");
+    cr_assert(body && strstr(body, "cluster replacement"), "%s", body ? body : "");
+    free(body);
+    kill(ip, SIGTERM);
+    ts_wait(ip, 30000);
+    kill(bp, SIGTERM);
+    ts_wait(bp, 10000);
+    ts_rmtree(dir);
+    free(dir);
+}

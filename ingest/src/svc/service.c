@@ -326,7 +326,8 @@ static void health_refresh(struct ing_service *s)
         core_metrics_set_health(s->metrics, false, "broker unreachable");
     else if (atomic_load(&s->a_gaps) > 0)
         core_metrics_set_health(s->metrics, false,
-                                "offset gap detected: records were lost (gcdp_offsets_lost_total)");
+                                "offset gap or cluster replacement detected: records were lost "
+                                "(see the log and gcdp_offset_gaps_total)");
     else if (s->unassigned_since &&
              uv_now(s->loop) - s->unassigned_since >=
                  (uint64_t)core_kconsumer_session_timeout_ms(s->cons))
@@ -579,7 +580,7 @@ static void on_gap(void *arg, const char *topic, int32_t partition, int64_t from
 {
     struct ing_service *s = arg;
     (void)topic;
-    (void)partition;
+    (void)partition; /* -1: the cluster was replaced (unknown range; counted as a gap) */
     atomic_fetch_add(&s->a_gaps, 1);
     core_metric_add(s->m.gaps, 1);
     if (to > from) {
