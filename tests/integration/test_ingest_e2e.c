@@ -735,3 +735,37 @@ Test(ingest_e2e, broker_replaced_by_an_empty_one_is_reported)
     ts_rmtree(dir);
     free(dir);
 }
+
+/* A consumer-group session timeout (the member frozen with SIGSTOP for longer than the
+ * session timeout while data keeps arriving): after SIGCONT it rejoins, nothing is lost
+ * (no gap, every sent reading consumed at least once) and it still stops cleanly. */
+Test(ingest_e2e, session_timeout_loses_nothing)
+{
+    struct ts_broker b;
+    struct ingest_proc a;
+    const char *sim[] = {"simulate", "--devices", "8", "--ticks", "600", "--rate", "400",
+                         "--seed", "9", "--set", NULL, "--log-level", "warn", NULL};
+    char *page;
+    json_t *sa;
+    pid_t sp;
+
+    ts_broker_start(&b, NULL);
+    sim[10] = b.set_bootstrap;
+    ingest_start(&a, &b, "e2e-session", "a", false, NULL);
+    sp = ts_spawn(sim, NULL, NULL);
+    free(wait_consumed(&a, 500, 60000));
+    kill(a.pid, SIGSTOP);
+    ts_sleep_ms(9000); /* > session.timeout.ms (6000 in the embedded profile) */
+    kill(a.pid, SIGCONT);
+    cr_assert_eq(ts_wait(sp, 60000), 0, "the simulator failed");
+    page = wait_consumed(&a, 4800, 90000);
+    cr_assert_eq(ts_prom_value(page, "gcdp_offset_gaps_total"), 0);
+    free(page);
+    kill(a.pid, SIGTERM);
+    cr_assert_eq(ts_wait(a.pid, 30000), 0, "ingest failed after the session timeout");
+    sa = ingest_summary(&a);
+    cr_assert_eq(jint(sa, "consumed"), jint(sa, "accepted") + jint(sa, "rejected"));
+    cr_assert_eq(jint(sa, "produce_errors"), 0);
+    json_decref(sa);
+    ts_broker_stop(&b);
+}
