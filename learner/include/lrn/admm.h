@@ -68,8 +68,18 @@ struct lrn_admm_opts {
     double rho_max;         /* cap on ρ₁ and ρ₂ */
     enum lrn_rho_schedule schedule;
     double h_stall;         /* in (0, 1]: the "h did not decrease enough" ratio */
-    double h_tol;           /* early stop when h(W) ≤ h_tol AND primal residual ≤ primal_tol */
-    double primal_tol;      /* max_p ‖B_p − W‖_max; ≤ 0 disables early stopping */
+    double h_tol;           /* stopping rule: h ≤ h_tol (h(W̃) when acyc_on_server) */
+    double primal_tol;      /* stopping rule: max_p ‖B_p − W‖_max ≤ primal_tol; ≤ 0 disables
+                             * the stopping rule (all max_rounds are run) */
+    double dual_tol;        /* stopping rule: ρ₂·max|Wᵗ − Wᵗ⁻¹| ≤ dual_tol */
+    size_t stable_rounds;   /* stopping rule: support {|W| ≥ w_threshold} unchanged for this
+                             * many consecutive rounds */
+    bool acyc_on_server;    /* α ← α + ρ₁h and the ρ₁ schedule use h(W̃) of the server's own
+                             * minimiser, before w_sparsify (docs/learner.md "Convergence");
+                             * false: h of the sparsified W (blind once that W is a DAG) */
+    double w_keep;          /* in (0, 1]: an entry already in the sent W stays while
+                             * |W̃_ij| ≥ w_keep·w_sparsify (hysteresis; 1: none) */
+    double rho1_h_floor;    /* acyc_on_server: ρ₁ grows on stall only while h(W̃) > this */
     double w_threshold;     /* final |w| < w_threshold → 0 (paper: 0.3) */
     double w_sparsify;      /* each round, the server zeroes |W_ij| < w_sparsify before
                              * sending W (both sides then use that W); 0 disables */
@@ -96,7 +106,8 @@ CORE_MUST_CHECK core_err lrn_admm_opts_check(const struct lrn_admm_opts *o, char
 /* Per-round progress, handed to the callback after the dual update of round `round`. */
 struct lrn_admm_progress {
     size_t round;            /* 0-based */
-    double h;                /* h(W) after the server step (before thresholding) */
+    double h;                /* h(W) of the sent (sparsified) W */
+    double h_server;         /* h(W̃) of the server's minimiser before w_sparsify */
     size_t edges;            /* entries of W with |w| ≥ w_threshold (off-diagonal) */
     size_t nnz_up;           /* nonzeros sent by participants this round (sum over p) */
     size_t nnz_down;         /* nonzeros of W sent down (per participant) */
@@ -104,6 +115,10 @@ struct lrn_admm_progress {
     uint64_t bytes_wire;     /* cumulative encoded bytes, both directions */
     double rho1, rho2, alpha;
     double primal_residual;  /* max_p max_ij |B_p − W| */
+    double dual_residual;    /* ρ₂·max_ij |Wᵗ − Wᵗ⁻¹| (sent W) */
+    size_t support_changes;  /* entries that entered or left {|W| ≥ w_threshold} this round */
+    size_t stable_rounds;    /* consecutive rounds (ending here) without support change */
+    double beta_dropped;     /* max_p |β_p,ij| over entries with W_ij = 0 */
     size_t lbfgs_iters;      /* server L-BFGS iterations this round */
     size_t lbfgs_evals;      /* server objective evaluations (each one h(W) and ∇h) */
     size_t server_vars;      /* size of the union support the server optimised over */
@@ -128,6 +143,9 @@ struct lrn_admm_result {
     uint64_t bytes_model;    /* total, both directions */
     uint64_t bytes_wire;
     uint64_t bytes_up_model; /* participants → server part of bytes_model */
+    /* the last round's stopping quantities (see struct lrn_admm_progress) */
+    double primal_residual, dual_residual, h_server;
+    size_t stable_rounds;
 };
 
 /* Run ADMM.
