@@ -79,6 +79,8 @@ struct lrn_admm_opts {
                              * false: h of the sparsified W (blind once that W is a DAG) */
     double w_keep;          /* in (0, 1]: an entry already in the sent W stays while
                              * |W̃_ij| ≥ w_keep·w_sparsify (hysteresis; 1: none) */
+    bool down_own_support;  /* the server also sends participant p the W̃ entries p uploaded
+                             * (exact duals there; docs/learner.md "Convergence") */
     double rho1_h_floor;    /* acyc_on_server: ρ₁ grows on stall only while h(W̃) > this */
     double w_threshold;     /* final |w| < w_threshold → 0 (paper: 0.3) */
     double w_sparsify;      /* each round, the server zeroes |W_ij| < w_sparsify before
@@ -110,7 +112,7 @@ struct lrn_admm_progress {
     double h_server;         /* h(W̃) of the server's minimiser before w_sparsify */
     size_t edges;            /* entries of W with |w| ≥ w_threshold (off-diagonal) */
     size_t nnz_up;           /* nonzeros sent by participants this round (sum over p) */
-    size_t nnz_down;         /* nonzeros of W sent down (per participant) */
+    size_t nnz_down;         /* nonzeros of W sent down this round (sum over participants) */
     uint64_t bytes_model;    /* cumulative, paper B.2.1 model, both directions */
     uint64_t bytes_wire;     /* cumulative encoded bytes, both directions */
     double rho1, rho2, alpha;

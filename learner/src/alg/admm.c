@@ -54,7 +54,8 @@ struct lrn_admm_opts lrn_admm_opts_default(void)
         .stable_rounds = 10,
         .acyc_on_server = true,
         .rho1_h_floor = 1e-5,
-        .w_keep = 0.5,
+        .w_keep = 1.0,
+        .down_own_support = true,
         .w_threshold = 0.3,
         .w_sparsify = 0.1,
         .b_sparsify = 0.01,
@@ -265,7 +266,11 @@ struct run {
     double *W, *B, *beta;    /* W: the server's minimiser W̃, d²; B, beta: P·d² */
     double *sumB, *sumBeta;  /* d² */
     double *grad;            /* d² */
-    double *Ws;              /* d²: the W sent this round (W̃ sparsified at w_sparsify) */
+    double *Ws;              /* d²: W̃ sparsified at w_sparsify (the sent support, the result) */
+    double *Wp;              /* P·d²: what participant p received this round (= Ws unless
+                              * down_own_support) */
+    uint8_t *sent;           /* d²: entry sent to at least one participant this round */
+    uint8_t *sprev_ws;       /* d²: entry in Ws last round (w_keep hysteresis) */
     double *Wprev;           /* d²: the W sent in the previous round */
     uint8_t *sprev;          /* d²: support (|W| ≥ w_threshold) of the previous round */
     double h_srv;            /* h(W̃) */
@@ -288,6 +293,9 @@ static void run_free(struct run *r)
     free(r->beta);
     free(r->W);
     free(r->sprev);
+    free(r->sent);
+    free(r->sprev_ws);
+    free(r->Wp);
     free(r->supp);
     free(r->buf);
     free(r->xprev);
@@ -314,6 +322,9 @@ static core_err run_init(struct run *r, size_t d, size_t P, const struct lrn_adm
     r->Ws = r->grad + r->d2;
     r->Wprev = r->Ws + r->d2;
     r->sprev = core_xcalloc(r->d2, 1);
+    r->sent = core_xcalloc(r->d2, 1);
+    r->sprev_ws = core_xcalloc(r->d2, 1);
+    r->Wp = core_xcalloc(P * r->d2, sizeof(double));
     r->supp = core_xcalloc(r->d2, sizeof(size_t));
     r->bufcap = lrn_wire_max_len(d, o->wire);
     r->buf = core_xmalloc(r->bufcap);
@@ -354,7 +365,7 @@ static core_err local_round(struct run *r, const struct lrn_local_ops *ops, size
     for (size_t p = 0; p < r->P; p++) {
         double *Bp = r->B + p * r->d2;
         uint64_t before = r->bytes_model;
-        rc = ops->solve(ops->self, p, t, r->Ws, r->beta + p * r->d2, r->rho2, Bp);
+        rc = ops->solve(ops->self, p, t, r->Wp + p * r->d2, r->beta + p * r->d2, r->rho2, Bp);
         if (rc != CORE_OK)
             return rc;
         for (size_t i = 0; i < r->d; i++)
@@ -501,7 +512,7 @@ static double dual_update(struct run *r)
         const double *Bp = r->B + p * r->d2;
         double *bp = r->beta + p * r->d2;
         for (size_t x = 0; x < r->d2; x++) {
-            double diff = Bp[x] - r->Ws[x];
+            double diff = Bp[x] - r->Wp[p * r->d2 + x];
             bp[x] += r->rho2 * diff;
             if (fabs(diff) > res)
                 res = fabs(diff);
@@ -581,15 +592,50 @@ static void round_stats(struct run *r, struct lrn_admm_progress *pr)
         uint8_t in = fabs(r->Ws[x]) >= r->o->w_threshold && r->Ws[x] != 0.0;
         changes += in != r->sprev[x];
         r->sprev[x] = in;
-        dres = fmax(dres, fabs(r->Ws[x] - r->Wprev[x]));
-        if (r->Ws[x] == 0.0)
-            for (size_t p = 0; p < r->P; p++)
+        if (r->sent[x] || r->Wprev[x] != 0.0)
+            dres = fmax(dres, fabs((r->sent[x] ? r->W[x] : 0.0) - r->Wprev[x]));
+        r->Wprev[x] = r->sent[x] ? r->W[x] : 0.0;
+        for (size_t p = 0; p < r->P; p++)
+            if (r->Wp[p * r->d2 + x] == 0.0)
                 bdrop = fmax(bdrop, fabs(r->beta[p * r->d2 + x]));
     }
-    memcpy(r->Wprev, r->Ws, r->d2 * sizeof(double));
     pr->support_changes = changes;
     pr->dual_residual = r->rho2 * dres;
     pr->beta_dropped = bdrop;
+}
+
+/* What each participant receives (docs/learner.md "Convergence"): W̃ on the sent support
+ * {|W̃| ≥ w_sparsify} and, with down_own_support, also on every entry participant p itself
+ * uploaded (B_p,ij ≠ 0). There the dual update β_p += ρ₂(B_p − W̃) is exact ADMM, so an
+ * entry dropped from W cannot accumulate a dual from the gap between B_p and a zeroed W.
+ * On entries neither sent nor uploaded B_p = W = 0 and β_p does not move. */
+static core_err send_down(struct run *r)
+{
+    size_t nnz = 0;
+    core_err rc = CORE_OK;
+
+    memset(r->sent, 0, r->d2);
+    r->nnz_down = 0;
+    if (!r->o->down_own_support) {
+        rc = transmit(r, r->Ws, r->P, &nnz);
+        for (size_t p = 0; rc == CORE_OK && p < r->P; p++)
+            memcpy(r->Wp + p * r->d2, r->Ws, r->d2 * sizeof(double));
+        for (size_t x = 0; x < r->d2; x++)
+            r->sent[x] = r->Ws[x] != 0.0;
+        r->nnz_down = nnz * r->P;
+        return rc;
+    }
+    for (size_t p = 0; rc == CORE_OK && p < r->P; p++) {
+        double *Wp = r->Wp + p * r->d2;
+        const double *Bp = r->B + p * r->d2;
+        for (size_t x = 0; x < r->d2; x++) {
+            Wp[x] = r->Ws[x] != 0.0 || Bp[x] != 0.0 ? r->W[x] : 0.0;
+            r->sent[x] |= Wp[x] != 0.0;
+        }
+        rc = transmit(r, Wp, 1, &nnz);
+        r->nnz_down += nnz;
+    }
+    return rc;
 }
 
 static core_err run_round(struct run *r, const struct lrn_local_ops *ops, size_t t,
@@ -614,10 +660,11 @@ static core_err run_round(struct run *r, const struct lrn_local_ops *ops, size_t
         double keep = r->o->w_sparsify * r->o->w_keep;
         for (size_t x = 0; x < r->d2; x++) {
             double a = fabs(r->W[x]);
-            int in = a >= r->o->w_sparsify || (r->Wprev[x] != 0.0 && a >= keep);
+            int in = a >= r->o->w_sparsify || (r->sprev_ws[x] && a >= keep);
             r->Ws[x] = in ? r->W[x] : 0.0;
+            r->sprev_ws[x] = (uint8_t)in;
         }
-        rc = transmit(r, r->Ws, r->P, &r->nnz_down);
+        rc = send_down(r);
     }
     if (rc == CORE_OK)
         rc = lrn_acyclic_h(r->ws, r->Ws, &r->h, NULL);
