@@ -215,4 +215,15 @@ uint64_t lrn_pgcd_local_steps(const struct lrn_pgcd_local *l);
 CORE_MUST_CHECK core_err lrn_covariance(size_t n, size_t d, const double *X, double scale,
                                         double *sigma);
 
+/* Each participant's local statistic with its own centring (issue 9): X̃ = X − 1μᵀ with μ
+ * the column means of X (two-pass, on a copy, so large offsets do not cancel), and with
+ * standardize each column of X̃ also divided by its standard deviation (1/n), so Σ is the
+ * correlation matrix. Σ = X̃ᵀX̃ / (n·scale).
+ *   flags  LRN_COV_CENTER, LRN_COV_STANDARDIZE (implies centring), or 0 (= lrn_covariance).
+ * Returns as lrn_covariance(); CORE_EINVAL also for a constant column with standardize. */
+#define LRN_COV_CENTER 1u
+#define LRN_COV_STANDARDIZE 2u
+CORE_MUST_CHECK core_err lrn_covariance_ex(size_t n, size_t d, const double *X, double scale,
+                                           unsigned flags, double *sigma);
+
 #endif /* LRN_ADMM_H */

@@ -258,6 +258,60 @@ core_err lrn_covariance(size_t n, size_t d, const double *X, double scale, doubl
     return CORE_OK;
 }
 
+core_err lrn_covariance_ex(size_t n, size_t d, const double *X, double scale, unsigned flags,
+                           double *sigma)
+{
+    double *Xc, *mu;
+    core_err rc;
+
+    if (!(flags & (LRN_COV_CENTER | LRN_COV_STANDARDIZE)))
+        return lrn_covariance(n, d, X, scale, sigma);
+    if (n == 0 || d == 0)
+        return CORE_EINVAL;
+    if (n > (size_t)INT32_MAX || d > (size_t)INT32_MAX)
+        return CORE_ETOOBIG;
+    for (size_t x = 0; x < n * d; x++)
+        if (!isfinite(X[x]))
+            return CORE_EINVAL;
+    Xc = core_xmalloc(n * d * sizeof(double));
+    mu = core_xcalloc(2 * d, sizeof(double));
+    /* two-pass mean: μ = Σx/n, then μ += Σ(x − μ)/n (removes the first pass's error) */
+    for (size_t k = 0; k < n; k++)
+        for (size_t j = 0; j < d; j++)
+            mu[j] += X[k * d + j];
+    for (size_t j = 0; j < d; j++)
+        mu[j] /= (double)n;
+    for (size_t k = 0; k < n; k++)
+        for (size_t j = 0; j < d; j++)
+            mu[d + j] += X[k * d + j] - mu[j];
+    for (size_t j = 0; j < d; j++)
+        mu[j] += mu[d + j] / (double)n;
+    for (size_t k = 0; k < n; k++)
+        for (size_t j = 0; j < d; j++)
+            Xc[k * d + j] = X[k * d + j] - mu[j];
+    rc = CORE_OK;
+    if (flags & LRN_COV_STANDARDIZE) {
+        memset(mu + d, 0, d * sizeof(double));
+        for (size_t k = 0; k < n; k++)
+            for (size_t j = 0; j < d; j++)
+                mu[d + j] += Xc[k * d + j] * Xc[k * d + j];
+        for (size_t j = 0; j < d && rc == CORE_OK; j++) {
+            double sd = sqrt(mu[d + j] / (double)n);
+            if (!(sd > 0.0) || !isfinite(sd))
+                rc = CORE_EINVAL; /* a constant column cannot be standardized */
+            mu[d + j] = 1.0 / sd;
+        }
+        for (size_t k = 0; rc == CORE_OK && k < n; k++)
+            for (size_t j = 0; j < d; j++)
+                Xc[k * d + j] *= mu[d + j];
+    }
+    if (rc == CORE_OK)
+        rc = lrn_covariance(n, d, Xc, scale, sigma);
+    free(Xc);
+    free(mu);
+    return rc;
+}
+
 /* ---- the driver ---- */
 
 struct run {
