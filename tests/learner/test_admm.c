@@ -431,7 +431,7 @@ Test(admm, options_are_checked)
 }
 
 /* Upload sparsification: every participant proposes the same B with two tiny entries
- * (|0.005| < b_sparsify = 0.01, the default). They are not sent (nnz_up counts only the
+ * (|0.005| < b_sparsify = 0.02, the default). They are not sent (nnz_up counts only the
  * three large ones) and never reach W; with b_sparsify = 0 they are sent and W keeps them. */
 static const double tiny_target[9] = {0, 0.9, -0.7, 0.005, 0, 1.2, 0, -0.005, 0};
 
@@ -466,13 +466,13 @@ Test(admm, participants_do_not_send_entries_below_b_sparsify)
     double W[9], raw[9];
     const size_t P = 4;
 
-    cr_assert_float_eq(o.b_sparsify, 0.01, 0.0);
+    cr_assert_float_eq(o.b_sparsify, 0.02, 0.0);
     o.max_rounds = 20;
-    o.w_threshold = 0.01;
+    o.w_threshold = 0.02;
     o.w_sparsify = 0.0;
     o.enforce_dag = false;
     cr_assert_eq(lrn_admm_run(3, P, &ops, &o, count_up, &u, W, raw, &res), CORE_OK);
-    cr_assert_eq(u.max_up, 3 * P, "only the three entries >= 0.01, from each participant");
+    cr_assert_eq(u.max_up, 3 * P, "only the three entries >= 0.02, from each participant");
     cr_assert_eq(u.min_up, 3 * P);
     cr_assert_eq(raw[3], 0.0);
     cr_assert_eq(raw[7], 0.0);

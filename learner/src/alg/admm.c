@@ -58,7 +58,7 @@ struct lrn_admm_opts lrn_admm_opts_default(void)
         .down_own_support = true,
         .w_threshold = 0.3,
         .w_sparsify = 0.1,
-        .b_sparsify = 0.01,
+        .b_sparsify = 0.02,
         .enforce_dag = true,
         .wire = LRN_WIRE_SPARSE,
         .lbfgs_max_iter = 100,

@@ -47,7 +47,7 @@ const struct core_cfg_key lrn_config_keys[] = {
     K_DBL("learner.w_threshold", "0.3", 0, 1e6, "final |w| < threshold -> 0 (paper: 0.3)"),
     K_DBL("learner.w_sparsify", "0.1", 0, 1e6,
           "server zeroes |W_ij| < w_sparsify each round before sending W (0: off)"),
-    K_DBL("learner.b_sparsify", "0.01", 0, 1e6,
+    K_DBL("learner.b_sparsify", "0.02", 0, 1e6,
           "each participant zeroes |B_ij| < b_sparsify each round before sending B_p "
           "(0: off; <= learner.w_threshold)"),
     K_BOOL("learner.enforce_dag", "true", "drop weakest edges until acyclic at the end"),
