@@ -67,6 +67,9 @@ static const char learn_help[] =
     "  --threads N       OpenBLAS threads (default 1; more rarely helps below d = 200)\n"
     "  --no-png          do not run graphviz\n"
     "  --quiet           no per-round progress lines\n"
+    "  --trace           per-round diagnostic line instead: h of the sent W and of the\n"
+    "                    server's W~, residuals, support changes, largest dual on entries\n"
+    "                    a participant did not receive, rho1, alpha, nonzeros up/down\n"
     "  -h, --help        this text\n"
     "Progress (stderr, one line per ADMM round): round, h(W~) of the server's minimiser,\n"
     "primal and dual residuals, support changes, edges, bytes so far. The run stops when\n"
@@ -85,7 +88,7 @@ struct learn_args {
     const char *out, *truth;
     const char *ptruth[LEARN_MAX_P];
     size_t n_ptruth, min_rows;
-    int personalize, png, quiet, cov_by_p, no_center, standardize;
+    int personalize, png, quiet, trace, cov_by_p, no_center, standardize;
     char **files;
     size_t P;
 };
@@ -156,6 +159,7 @@ static const struct option learn_opts[] = {
     {"server-iters", required_argument, 0, 'I'}, {"pgcd-tol", required_argument, 0, 'p'},
     {"cov-by-p", no_argument, 0, 'B'},      {"threads", required_argument, 0, 'j'},
     {"no-center", no_argument, 0, 'c'},      {"standardize", no_argument, 0, 's'},
+    {"trace", no_argument, 0, 'R'},
     {"no-png", no_argument, 0, 'N'},         {"quiet", no_argument, 0, 'Q'},
     {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
 
@@ -217,6 +221,7 @@ static int parse_one(int c, int li, struct learn_args *a, struct overrides *v,
     case 'N': a->png = 0; return 0;
     case 'B': a->cov_by_p = 1; return 0;
     case 'c': a->no_center = 1; return 0;
+    case 'R': a->trace = 1; return 0;
     case 's': a->standardize = 1; return 0;
     case 'Q': a->quiet = 1; return 0;
     case 'h': fputs(learn_help, stdout); fputs(app_common_help, stdout); return 1;
@@ -252,12 +257,21 @@ static int parse_args(int argc, char **argv, struct learn_args *a, struct overri
 }
 
 struct progress {
-    int quiet;
+    int quiet, trace;
 };
 
 static bool on_round(void *arg, const struct lrn_admm_progress *pr)
 {
     const struct progress *p = arg;
+    if (p->trace) {
+        fprintf(stderr,
+                "trace %3zu h(W) %.2e h(W~) %.2e primal %.3e dual %.3e chg %zu stable %zu "
+                "beta_dropped %.3f rho1 %.3g alpha %.3g edges %zu up %zu down %zu lbfgs %zu\n",
+                pr->round + 1, pr->h, pr->h_server, pr->primal_residual, pr->dual_residual,
+                pr->support_changes, pr->stable_rounds, pr->beta_dropped, pr->rho1, pr->alpha,
+                pr->edges, pr->nnz_up, pr->nnz_down, pr->lbfgs_iters);
+        return true;
+    }
     if (!p->quiet)
         fprintf(stderr,
                 "round %4zu  h(W~) %.3e  primal %.2e  dual %.2e  support +-%zu (stable %zu)  "
@@ -586,7 +600,7 @@ static void print_status(const struct lrn_runner_opts *o, const struct lrn_runne
 static int run_and_report(struct learn_args *a, struct learn_state *s, size_t d)
 {
     struct lrn_runner_result res;
-    struct progress pg = {a->quiet};
+    struct progress pg = {a->quiet, a->trace};
     size_t ngraph = a->ro.method == LRN_METHOD_LOCAL_NOTEARS ? a->P : 1;
     const char *const *names = (const char *const *)s->csv[0]->names;
     json_t *mets = json_array();
