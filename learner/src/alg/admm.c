@@ -16,8 +16,15 @@
  *    the first rounds could never enter W (SHD 66 on both seeds; centralized NOTEARS: 12
  *    on seed 7). With ×2 both seeds end at SHD 45 / 33 and the 10-seed mean drops from
  *    33.3 to 19.4 (docs/learner.md). The dual α ← α + ρ₁h still drives h to 0.
+ *  - Issue 9 (docs/learner.md "Convergence"): with w_sparsify the sent W is an exact DAG, so
+ *    h of the sent W is 0 and α/ρ₁ stopped acting while the server's own W̃ still had
+ *    cycles; entries in the gap b_sparsify ≤ |B| < w_sparsify accumulated duals against a
+ *    zeroed W until the server jumped to another orientation (a cycle of ~30 rounds). Hence:
+ *    α and the ρ₁ rule use h(W̃); ρ₁ grows only while h(W̃) > rho1_h_floor; participants
+ *    receive W̃ on the entries they uploaded (exact duals there); the server solves to
+ *    wtol 1e-6; and a stopping rule on residuals, h and support stability ends the run.
  *  - The server's support is the union of the off-diagonal nonzeros of every B_p, every β_p
- *    and the previous W (the last one keeps entries whose dual happens to be exactly 0).
+ *    and the previous W̃ (the last one keeps entries whose dual happens to be exactly 0).
  *  - The server minimises to liblbfgs's relative gradient tolerance; a line-search
  *    failure keeps the last accepted point (liblbfgs reverts to it), which is a valid,
  *    lower-objective warm start for the next round.
