@@ -803,11 +803,13 @@ static int run_profile(const struct bl_args *a, const char *cmdline)
                        "the in-process median sum |\n|---|---|---|---|\n",
                     cmdline, d, a->participants, a->n, a->first_seed, a->first_seed + ns - 1,
                     a->threads);
-            for (int k = 0; k < PR_N; k++)
-                fprintf(f, "| %s | %.3f | %.3f | %s%.0f%s |\n", names[k], median_of(&g[k], 0),
-                        mean_of(&g[k], 0), k <= PR_SERVER ? "" : "(",
-                        k <= PR_SERVER ? 100.0 * median_of(&g[k], 0) / tot : 0.0,
-                        k <= PR_SERVER ? " %" : ")");
+            for (int k = 0; k < PR_N; k++) {
+                char share[32] = "–";
+                if (k <= PR_SERVER)
+                    snprintf(share, sizeof(share), "%.0f %%", 100.0 * median_of(&g[k], 0) / tot);
+                fprintf(f, "| %s | %.3f | %.3f | %s |\n", names[k], median_of(&g[k], 0),
+                        mean_of(&g[k], 0), share);
+            }
             fprintf(f, "\nwhole process against the Python NOTEARS-ADMM reference (issue 9: median "
                        "18.2 s measured on this machine class, NOT re-measured here): wall %.0fx, "
                        "CPU %.0fx; target: wall median <= 0.18 s (100x)\n",
