@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cblas.h>
 
@@ -762,6 +763,21 @@ out:
     return ret;
 }
 
+static void profile_cleanup(const char *dir, size_t P)
+{
+    static const char *const outs[] = {"json", "csv", "dot", "metrics.json", "png"};
+    char path[1200];
+    for (size_t p = 0; p < P; p++) {
+        snprintf(path, sizeof(path), "%s/p%zu.csv", dir, p + 1);
+        (void)unlink(path);
+    }
+    for (size_t k = 0; k < sizeof(outs) / sizeof(outs[0]); k++) {
+        snprintf(path, sizeof(path), "%s/learned.%s", dir, outs[k]);
+        (void)unlink(path);
+    }
+    (void)rmdir(dir);
+}
+
 static int run_profile(const struct bl_args *a, const char *cmdline)
 {
     static const char *const names[PR_N] = {
@@ -775,9 +791,14 @@ static int run_profile(const struct bl_args *a, const char *cmdline)
     int ret = 0;
 
     memset(g, 0, sizeof(g));
-    snprintf(dir, sizeof(dir), "%s/profile-data", a->out);
-    if (app_mkdir_p(dir, 0) != 0)
+    /* the CSV files and gcdp learn's outputs go to a private temporary directory */
+    snprintf(dir, sizeof(dir), "/tmp/gcdp-bench-profile-XXXXXX");
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "gcdp bench learner: --profile: mkdtemp: %s\n", strerror(errno));
+        if (md)
+            fclose(md);
         return -1;
+    }
     for (size_t s = a->first_seed; ret == 0 && s < a->first_seed + ns; s++) {
         double v[PR_N] = {0};
         ret = profile_seed(a, d, s, dir, v);
@@ -788,6 +809,7 @@ static int run_profile(const struct bl_args *a, const char *cmdline)
                     "| process wall %.3f cpu %.3f s, %g rounds\n", d, s, v[PR_CSV], v[PR_COV],
                     v[PR_LOCAL], v[PR_SERVER], v[PR_PROC_WALL], v[PR_PROC_CPU], v[PR_ROUNDS]);
     }
+    profile_cleanup(dir, a->participants);
     if (ret != 0) {
         if (md)
             fclose(md);
