@@ -616,6 +616,8 @@ static int run_and_report(struct learn_args *a, struct learn_state *s, size_t d)
         return -1;
     }
     secs = now_s() - t0;
+    if (!a->quiet && lrn_method_is_federated(a->ro.method)) /* closes the progress lines */
+        fprintf(stderr, "stop after round %zu: %s\n", res.admm.rounds, stop_reason(&a->ro, &res));
     printf("%s: d = %zu, P = %zu, %.3f s, %zu rounds, communication %.3f MB (paper model), "
            "%llu bytes encoded\n", lrn_method_name(a->ro.method), d, a->P, secs,
            res.admm.rounds, (double)res.admm.bytes_model / 1e6,
