@@ -45,7 +45,8 @@ static const char learn_help[] =
     "  --participant-truth FILE  true weights of participant k (repeat in file order):\n"
     "                    normalized MSE with and without personalization\n"
     "  --min-rows N      minimum data rows per file (default 10)\n"
-    "  --rounds T        ADMM rounds (default: 100; dp methods: paper Table 7 by d)\n"
+    "  --rounds T        ADMM round cap T_max (default: 100; dp methods: paper Table 7\n"
+    "                    by d); the run stops earlier when it converges (below)\n"
     "  --rho1 X --rho2 X ADMM penalties (fed-sparse default 1000 and 1; fed-bnsl: the\n"
     "                    notears-admm schedule from 1e-3 growing x1.75 / x1.25 per round)\n"
     "  --lambda X        l1 weight (fed-sparse 0.1; notears 0.1; dp-fed-sparse Table 7)\n"
@@ -61,14 +62,25 @@ static const char learn_help[] =
     "  --clip C          DP-PGCD clipping threshold (default Table 7 by d)\n"
     "  --cov-bound B     DP-Fed-BNSL row bound ||x||^2 <= B (default Table 7 by d)\n"
     "  --cov-by-p        fed-sparse: local loss uses X^T X / (n_p P) (notears-admm scaling)\n"
+    "  --no-center       do not centre each participant's columns (default: centred;\n"
+    "                    non-private methods; DP methods never centre, see docs)\n"
+    "  --standardize     also scale each participant's columns to unit variance\n"
     "  --threads N       OpenBLAS threads (default 1; more rarely helps below d = 200)\n"
     "  --no-png          do not run graphviz\n"
     "  --quiet           no per-round progress lines\n"
+    "  --trace           per-round diagnostic line instead: h of the sent W and of the\n"
+    "                    server's W~, residuals, support changes, largest dual on entries\n"
+    "                    a participant did not receive, rho1, alpha, nonzeros up/down\n"
     "  -h, --help        this text\n"
-    "Progress (stderr, one line per ADMM round): round, h(W), edges, bytes so far.\n"
-    "dp-fed-sparse uses exact smoothness constants M (as the paper's experiments): the\n"
-    "optimisation is (eps, delta)-DP but M itself is not privatised (metrics: m_private);\n"
-    "--set learner.dp.m_source=private spends a share learner.dp.eps_m on a private M.\n"
+    "Progress (stderr, one line per ADMM round): round, h(W~) of the server's minimiser,\n"
+    "primal and dual residuals, support changes, edges, bytes so far. The run stops when\n"
+    "the residuals and h(W~) are under learner.primal_tol / dual_tol / h_tol and the\n"
+    "support has not changed for learner.stable_rounds rounds, or after --rounds (then\n"
+    "reported as NOT converged in the summary and metrics).\n"
+    "dp-fed-sparse(-mangold) privatise the smoothness constants M by default (learner.dp.\n"
+    "eps_m = 1.25 on top of --eps, learner.dp.m_bound = 100); the reported eps includes\n"
+    "it. --set learner.dp.m_source=exact uses exact M as the paper's experiments: the run\n"
+    "is then NOT end-to-end private (eps reported as infinite, private: false).\n"
     "learner.* configuration keys (`gcdp config keys`) given in a file, the environment or\n"
     "--set override the defaults above; the flags override both.\n";
 
@@ -77,7 +89,7 @@ struct learn_args {
     const char *out, *truth;
     const char *ptruth[LEARN_MAX_P];
     size_t n_ptruth, min_rows;
-    int personalize, png, quiet, cov_by_p;
+    int personalize, png, quiet, trace, cov_by_p, no_center, standardize;
     char **files;
     size_t P;
 };
@@ -147,6 +159,8 @@ static const struct option learn_opts[] = {
     {"clip", required_argument, 0, 'C'},     {"cov-bound", required_argument, 0, 'b'},
     {"server-iters", required_argument, 0, 'I'}, {"pgcd-tol", required_argument, 0, 'p'},
     {"cov-by-p", no_argument, 0, 'B'},      {"threads", required_argument, 0, 'j'},
+    {"no-center", no_argument, 0, 'c'},      {"standardize", no_argument, 0, 's'},
+    {"trace", no_argument, 0, 'R'},
     {"no-png", no_argument, 0, 'N'},         {"quiet", no_argument, 0, 'Q'},
     {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
 
@@ -207,6 +221,9 @@ static int parse_one(int c, int li, struct learn_args *a, struct overrides *v,
         return 0;
     case 'N': a->png = 0; return 0;
     case 'B': a->cov_by_p = 1; return 0;
+    case 'c': a->no_center = 1; return 0;
+    case 'R': a->trace = 1; return 0;
+    case 's': a->standardize = 1; return 0;
     case 'Q': a->quiet = 1; return 0;
     case 'h': fputs(learn_help, stdout); fputs(app_common_help, stdout); return 1;
     default: return -1;
@@ -241,16 +258,28 @@ static int parse_args(int argc, char **argv, struct learn_args *a, struct overri
 }
 
 struct progress {
-    int quiet;
+    int quiet, trace;
 };
 
 static bool on_round(void *arg, const struct lrn_admm_progress *pr)
 {
     const struct progress *p = arg;
+    if (p->trace) {
+        fprintf(stderr,
+                "trace %3zu h(W) %.2e h(W~) %.2e primal %.3e dual %.3e chg %zu stable %zu "
+                "beta_dropped %.3f rho1 %.3g alpha %.3g edges %zu up %zu down %zu lbfgs %zu\n",
+                pr->round + 1, pr->h, pr->h_server, pr->primal_residual, pr->dual_residual,
+                pr->support_changes, pr->stable_rounds, pr->beta_dropped, pr->rho1, pr->alpha,
+                pr->edges, pr->nnz_up, pr->nnz_down, pr->lbfgs_iters);
+        return true;
+    }
     if (!p->quiet)
-        fprintf(stderr, "round %4zu  h(W) %.3e  edges %4zu  bytes %llu (paper model %llu)\n",
-                pr->round + 1, pr->h, pr->edges, (unsigned long long)pr->bytes_wire,
-                (unsigned long long)pr->bytes_model);
+        fprintf(stderr,
+                "round %4zu  h(W~) %.3e  primal %.2e  dual %.2e  support +-%zu (stable %zu)  "
+                "edges %4zu  bytes %llu (paper model %llu)\n",
+                pr->round + 1, pr->h_server, pr->primal_residual, pr->dual_residual,
+                pr->support_changes, pr->stable_rounds, pr->edges,
+                (unsigned long long)pr->bytes_wire, (unsigned long long)pr->bytes_model);
     return true;
 }
 
@@ -323,6 +352,23 @@ static json_t *opts_json(const struct lrn_runner_opts *o)
                      "notears_lambda", o->notears.lambda, "delta", o->dppgcd.delta);
 }
 
+static const char *m_source_name(enum lrn_m_source m)
+{
+    return m == LRN_M_PRIVATE ? "private" : m == LRN_M_PUBLIC ? "public" : "exact";
+}
+
+/* Why the ADMM run ended, for the summary and the metrics. */
+static const char *stop_reason(const struct lrn_runner_opts *o, const struct lrn_runner_result *r)
+{
+    if (r->admm.status == LRN_ADMM_CONVERGED)
+        return "primal and dual residuals and h under tolerance, support stable";
+    if (r->admm.status == LRN_ADMM_STOPPED)
+        return "stopped by the caller";
+    if (!(o->admm.primal_tol > 0.0))
+        return "max_rounds (no stopping rule: learner.primal_tol = 0)";
+    return "max_rounds reached before the stopping rule held: NOT converged";
+}
+
 static json_t *result_json(const struct lrn_runner_opts *o, const struct lrn_runner_result *r,
                            double secs)
 {
@@ -333,10 +379,42 @@ static json_t *result_json(const struct lrn_runner_opts *o, const struct lrn_run
                           "bytes_model_mb", (double)r->admm.bytes_model / 1e6, "bytes_wire",
                           (json_int_t)r->admm.bytes_wire);
     json_object_set_new(j, "bytes_model", json_integer((json_int_t)r->admm.bytes_model));
+    json_object_set_new(j, "centered", json_boolean(r->centered));
+    json_object_set_new(j, "standardized", json_boolean(r->standardized));
+    if (lrn_method_is_federated(o->method)) {
+        json_t *c = json_object();
+        json_object_set_new(c, "converged",
+                            json_boolean(r->admm.status == LRN_ADMM_CONVERGED));
+        json_object_set_new(c, "stop_reason", json_string(stop_reason(o, r)));
+        json_object_set_new(c, "rounds", json_integer((json_int_t)r->admm.rounds));
+        json_object_set_new(c, "max_rounds", json_integer((json_int_t)o->admm.max_rounds));
+        json_object_set_new(c, "primal_residual", json_real(r->admm.primal_residual));
+        json_object_set_new(c, "dual_residual", json_real(r->admm.dual_residual));
+        json_object_set_new(c, "h_server", json_real(r->admm.h_server));
+        json_object_set_new(c, "stable_rounds", json_integer((json_int_t)r->admm.stable_rounds));
+        json_object_set_new(c, "primal_tol", json_real(o->admm.primal_tol));
+        json_object_set_new(c, "dual_tol", json_real(o->admm.dual_tol));
+        json_object_set_new(c, "h_tol", json_real(o->admm.h_tol));
+        json_object_set_new(c, "stable_rounds_needed",
+                            json_integer((json_int_t)o->admm.stable_rounds));
+        json_object_set_new(j, "convergence", c);
+    }
     if (lrn_method_is_dppgcd(o->method) || o->method == LRN_METHOD_DP_FED_BNSL) {
-        json_object_set_new(j, "eps_spent", json_real(r->eps_spent));
-        json_object_set_new(j, "m_private", json_boolean(o->method == LRN_METHOD_DP_FED_BNSL ||
-                                                         r->m_private));
+        bool priv = o->method == LRN_METHOD_DP_FED_BNSL || r->m_private;
+        /* never a finite ε alone for a run that is not end-to-end private */
+        json_object_set_new(j, "private", json_boolean(priv));
+        json_object_set_new(j, "eps_spent", priv && isfinite(r->eps_spent)
+                                                ? json_real(r->eps_spent)
+                                                : json_null());
+        json_object_set_new(j, "m_private", json_boolean(priv));
+        if (lrn_method_is_dppgcd(o->method)) {
+            json_object_set_new(j, "m_source", json_string(m_source_name(o->dppgcd.m_source)));
+            json_object_set_new(j, "eps_m", r->m_private && o->dppgcd.m_source == LRN_M_PRIVATE
+                                                ? json_real(o->dppgcd.eps_m)
+                                                : r->m_private ? json_real(0.0)
+                                                               : json_null());
+            json_object_set_new(j, "eps_optimisation_and_m", json_real(r->eps_opt));
+        }
     }
     return j;
 }
@@ -427,6 +505,11 @@ static void take_admm(const struct core_config *cfg, struct lrn_admm_opts *o,
     TAKE("learner.h_stall", o->h_stall, k->h_stall);
     TAKE("learner.h_tol", o->h_tol, k->h_tol);
     TAKE("learner.primal_tol", o->primal_tol, k->primal_tol);
+    TAKE("learner.dual_tol", o->dual_tol, k->dual_tol);
+    TAKE("learner.stable_rounds", o->stable_rounds, k->stable_rounds);
+    TAKE("learner.rho1_h_floor", o->rho1_h_floor, k->rho1_h_floor);
+    TAKE("learner.w_keep", o->w_keep, k->w_keep);
+    TAKE("learner.down_own_support", o->down_own_support, k->down_own_support);
     TAKE("learner.w_threshold", o->w_threshold, k->w_threshold);
     TAKE("learner.w_sparsify", o->w_sparsify, k->w_sparsify);
     TAKE("learner.b_sparsify", o->b_sparsify, k->b_sparsify);
@@ -473,16 +556,52 @@ static int apply_config_keys(const struct core_config *cfg, size_t d, struct lrn
     TAKE("learner.dp.m_source", o->dppgcd.m_source, dp.m_source);
     TAKE("learner.dp.m_public", o->dppgcd.m_public, dp.m_public);
     TAKE("learner.cov_scale", o->fs_cov_by_p, cov_by_p);
+    if (core_config_is_explicit(cfg, "learner.center"))
+        o->center = core_config_bool(cfg, "learner.center");
+    if (core_config_is_explicit(cfg, "learner.standardize"))
+        o->standardize = core_config_bool(cfg, "learner.standardize");
     if (core_config_is_explicit(cfg, "learner.blas_threads"))
         lrn_config_apply_blas(cfg);
     return 0;
 }
 #undef TAKE
 
+/* Convergence and privacy lines of the summary. */
+static void print_status(const struct lrn_runner_opts *o, const struct lrn_runner_result *r)
+{
+    if (lrn_method_is_federated(o->method))
+        printf("%s after %zu of %zu rounds (%s); primal %.2e (tol %g), dual %.2e (tol %g), "
+               "h(W~) %.2e (tol %g), support stable %zu rounds (need %zu)\n",
+               r->admm.status == LRN_ADMM_CONVERGED ? "converged" : "NOT converged",
+               r->admm.rounds, o->admm.max_rounds, stop_reason(o, r), r->admm.primal_residual,
+               o->admm.primal_tol, r->admm.dual_residual, o->admm.dual_tol, r->admm.h_server,
+               o->admm.h_tol, r->admm.stable_rounds, o->admm.stable_rounds);
+    printf("data: %s\n", r->standardized ? "each participant centred and standardized"
+                         : r->centered   ? "each participant centred"
+                                         : "raw (not centred)");
+    if (o->method == LRN_METHOD_DP_FED_BNSL)
+        printf("privacy: eps = %.4g per participant (Gaussian covariance)\n", r->eps_spent);
+    if (!lrn_method_is_dppgcd(o->method))
+        return;
+    if (r->m_private && o->dppgcd.m_source == LRN_M_PRIVATE)
+        printf("privacy: end-to-end eps = %.4g per participant (optimisation eps %g and private "
+               "smoothness constants M eps_m %g, composed), delta %s\n",
+               r->eps_spent, o->dppgcd.eps, o->dppgcd.eps_m,
+               o->dppgcd.delta > 0.0 ? "as given" : "1/n_p^2");
+    else if (r->m_private)
+        printf("privacy: end-to-end eps = %.4g per participant (optimisation eps %g; public "
+               "smoothness constants M), delta %s\n",
+               r->eps_spent, o->dppgcd.eps, o->dppgcd.delta > 0.0 ? "as given" : "1/n_p^2");
+    else
+        printf("privacy: NOT end-to-end private: smoothness constants M exact from the data "
+               "(eps for M = inf, private: false); the optimisation's mechanisms alone "
+               "spent eps %.4g\n", r->eps_opt);
+}
+
 static int run_and_report(struct learn_args *a, struct learn_state *s, size_t d)
 {
     struct lrn_runner_result res;
-    struct progress pg = {a->quiet};
+    struct progress pg = {a->quiet, a->trace};
     size_t ngraph = a->ro.method == LRN_METHOD_LOCAL_NOTEARS ? a->P : 1;
     const char *const *names = (const char *const *)s->csv[0]->names;
     json_t *mets = json_array();
@@ -498,10 +617,13 @@ static int run_and_report(struct learn_args *a, struct learn_state *s, size_t d)
         return -1;
     }
     secs = now_s() - t0;
+    if (!a->quiet && lrn_method_is_federated(a->ro.method)) /* closes the progress lines */
+        fprintf(stderr, "stop after round %zu: %s\n", res.admm.rounds, stop_reason(&a->ro, &res));
     printf("%s: d = %zu, P = %zu, %.3f s, %zu rounds, communication %.3f MB (paper model), "
            "%llu bytes encoded\n", lrn_method_name(a->ro.method), d, a->P, secs,
            res.admm.rounds, (double)res.admm.bytes_model / 1e6,
            (unsigned long long)res.admm.bytes_wire);
+    print_status(&a->ro, &res);
     for (size_t g = 0; ret == 0 && g < ngraph; g++) {
         if (ngraph > 1)
             snprintf(tag, sizeof(tag), ".p%zu", g + 1);
@@ -558,6 +680,10 @@ int cmd_learn(int argc, char **argv)
     apply_overrides(&a.ro, &ov);
     if (a.cov_by_p || !core_config_is_explicit(cfg, "learner.cov_scale"))
         a.ro.fs_cov_by_p = a.cov_by_p;
+    if (a.no_center)
+        a.ro.center = false;
+    if (a.standardize)
+        a.ro.standardize = true;
     if (!isnan(ov.threads))
         openblas_set_num_threads(ov.threads < 1 ? 1 : (int)fmin(ov.threads, 64));
     if (a.truth && lrn_graph_read(a.truth, d, &s.truth, &dt, eb, sizeof(eb)) != CORE_OK) {

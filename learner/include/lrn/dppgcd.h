@@ -46,6 +46,15 @@
 
 enum lrn_m_source { LRN_M_PRIVATE = 0, LRN_M_PUBLIC = 1, LRN_M_EXACT = 2 };
 
+/* Defaults of the private M estimate (learner.dp.eps_m, learner.dp.m_bound; docs/learner.md
+ * "Smoothness constants"): ε_M = 1.25, additional to the optimisation's ε, and the public
+ * bound b = 100 on x_kj² (values clipped to it). One owner: the config keys and the runner
+ * defaults both use these. */
+#define LRN_DPPGCD_EPS_M_DEFAULT 1.25
+#define LRN_DPPGCD_M_BOUND_DEFAULT 100
+#define LRN_STR_(x) #x
+#define LRN_STR(x) LRN_STR_(x)
+
 /* Noise/accounting variant of a DP-PGCD step (same clipping, scores and update rule):
  *   LRN_DP_ZCDP     this paper's DP-PGCD (above): Gumbel-max EM + Gaussian, zCDP.
  *   LRN_DP_MANGOLD  the Mangold et al. (2023) variant for the Appendix C.4 comparison:

@@ -52,6 +52,9 @@ struct lrn_runner_opts {
     double cov_eps, cov_delta;      /* dp-fed-bnsl: (eps, delta) per participant; delta 0 -> 1/n^2 */
     double cov_bound;               /* dp-fed-bnsl: b, rows clipped to ||x||^2 <= b */
     bool fs_cov_by_p;               /* fed-sparse: Sigma_p = X^T X / (n_p P) as notears-admm */
+    bool center;                    /* each participant centres its columns (default true);
+                                     * non-private methods only: see lrn_runner_run() */
+    bool standardize;               /* ... and scales them to unit variance (default false) */
 };
 
 /* The paper's tuned defaults (Appendix B.3) for method m at dimension d:
@@ -59,7 +62,9 @@ struct lrn_runner_opts {
  *                  with early stop at best score <= 1e-6 (K is not given for the
  *                  non-private runs; our measured choice), threshold 0.3
  *   dp-fed-sparse: Table 7 (eps = 10 row for d) / Table 5: C, T, K by d; lambda, gamma
- *                  from Table 7; threshold 0.3; M exact (as the paper's experiments)
+ *                  from Table 7; threshold 0.3; M private (eps_m 1.25 on top of eps, b = 100;
+ *                  the paper's experiments used exact M: m_source = LRN_M_EXACT, reported
+ *                  as not end-to-end private)
  *   fed-bnsl:      lrn_fedbnsl_admm_opts_default() (notears-admm schedule, T = 100)
  *   dp-fed-bnsl:   as fed-bnsl, b from Table 7 by d, T = 300 (Table 7), eps = 10
  *   notears:       lrn_notears_opts_default() (lambda 0.1, threshold 0.3).
@@ -78,12 +83,22 @@ void lrn_runner_opts_table5(struct lrn_runner_opts *o, double eps);
 struct lrn_runner_result {
     struct lrn_admm_result admm;   /* federated methods (zero otherwise) */
     struct lrn_notears_result notears;
-    double eps_spent;              /* DP methods: per-participant eps actually spent */
+    double eps_spent;              /* DP methods: per-participant end-to-end eps actually spent
+                                    * (dp-fed-sparse: optimisation + private M); INFINITY
+                                    * when M was exact (not end-to-end private) */
+    double eps_opt;                /* the mechanisms run by the optimisation (+ private M when
+                                    * it was private), i.e. what eps_spent would be if the
+                                    * exact M were public */
     bool m_private;                /* dp-fed-sparse: was M privatised? */
     uint64_t local_steps;          /* fed-sparse: PGCD coordinate steps (all participants) */
+    bool centered, standardized;   /* what was applied to each participant's data */
 };
 
 /* Run o->method.
+ * Centring (o->center, o->standardize) is applied by each participant to its own rows for
+ * the non-private methods. The DP methods read raw rows: the participant's mean is itself a
+ * statistic of the protected data and centring by it would change the per-row sensitivity
+ * that the clipping certifies, so they are not centred (res->centered = false).
  *   d, P     dimension, participants.
  *   x, n     P pointers to n[p] x d row-major samples, borrowed.
  *   rng      noise for DP methods (core_rng_os() in production); may be NULL otherwise.

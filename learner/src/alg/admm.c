@@ -16,8 +16,15 @@
  *    the first rounds could never enter W (SHD 66 on both seeds; centralized NOTEARS: 12
  *    on seed 7). With ×2 both seeds end at SHD 45 / 33 and the 10-seed mean drops from
  *    33.3 to 19.4 (docs/learner.md). The dual α ← α + ρ₁h still drives h to 0.
+ *  - Issue 9 (docs/learner.md "Convergence"): with w_sparsify the sent W is an exact DAG, so
+ *    h of the sent W is 0 and α/ρ₁ stopped acting while the server's own W̃ still had
+ *    cycles; entries in the gap b_sparsify ≤ |B| < w_sparsify accumulated duals against a
+ *    zeroed W until the server jumped to another orientation (a cycle of ~30 rounds). Hence:
+ *    α and the ρ₁ rule use h(W̃); ρ₁ grows only while h(W̃) > rho1_h_floor; participants
+ *    receive W̃ on the entries they uploaded (exact duals there); the server solves to
+ *    wtol 1e-6; and a stopping rule on residuals, h and support stability ends the run.
  *  - The server's support is the union of the off-diagonal nonzeros of every B_p, every β_p
- *    and the previous W (the last one keeps entries whose dual happens to be exactly 0).
+ *    and the previous W̃ (the last one keeps entries whose dual happens to be exactly 0).
  *  - The server minimises to liblbfgs's relative gradient tolerance; a line-search
  *    failure keeps the last accepted point (liblbfgs reverts to it), which is a valid,
  *    lower-objective warm start for the next round.
@@ -47,17 +54,23 @@ struct lrn_admm_opts lrn_admm_opts_default(void)
         .rho2_growth = 1.0,
         .rho_max = 1e16,
         .schedule = LRN_RHO_ON_STALL,
-        .h_stall = 0.25,
-        .h_tol = 1e-8,
-        .primal_tol = 0.0,
+        .h_stall = 0.9,
+        .h_tol = 1e-5,
+        .primal_tol = 0.03,
+        .dual_tol = 0.01,
+        .stable_rounds = 10,
+        .acyc_on_server = true,
+        .rho1_h_floor = 1e-5,
+        .w_keep = 1.0,
+        .down_own_support = true,
         .w_threshold = 0.3,
         .w_sparsify = 0.1,
-        .b_sparsify = 0.01,
+        .b_sparsify = 0.02,
         .enforce_dag = true,
         .wire = LRN_WIRE_SPARSE,
         .lbfgs_max_iter = 100,
         .lbfgs_epsilon = 1e-6,
-        .lbfgs_wtol = 1e-4,
+        .lbfgs_wtol = 1e-6,
     };
     return o;
 }
@@ -85,12 +98,20 @@ core_err lrn_admm_opts_check(const struct lrn_admm_opts *o, char *errbuf, size_t
         BAD("rho_max");
     if (o->schedule != LRN_RHO_ON_STALL && o->schedule != LRN_RHO_EVERY_ROUND)
         BAD("schedule");
+    if (!(o->rho1_h_floor >= 0.0) || !isfinite(o->rho1_h_floor))
+        BAD("rho1_h_floor");
     if (!(o->h_stall > 0.0) || !(o->h_stall <= 1.0))
         BAD("h_stall");
     if (!(o->h_tol >= 0.0) || !isfinite(o->h_tol))
         BAD("h_tol");
     if (isnan(o->primal_tol) || isinf(o->primal_tol))
         BAD("primal_tol");
+    if (!(o->w_keep > 0.0) || !(o->w_keep <= 1.0))
+        BAD("w_keep");
+    if (!(o->dual_tol >= 0.0) || !isfinite(o->dual_tol))
+        BAD("dual_tol");
+    if (o->stable_rounds > LRN_ADMM_MAX_ROUNDS)
+        BAD("stable_rounds");
     if (!(o->w_threshold >= 0.0) || !isfinite(o->w_threshold))
         BAD("w_threshold");
     if (!(o->w_sparsify >= 0.0) || !(o->w_sparsify <= o->w_threshold))
@@ -244,14 +265,76 @@ core_err lrn_covariance(size_t n, size_t d, const double *X, double scale, doubl
     return CORE_OK;
 }
 
+core_err lrn_covariance_ex(size_t n, size_t d, const double *X, double scale, unsigned flags,
+                           double *sigma)
+{
+    double *Xc, *mu;
+    core_err rc;
+
+    if (!(flags & (LRN_COV_CENTER | LRN_COV_STANDARDIZE)))
+        return lrn_covariance(n, d, X, scale, sigma);
+    if (n == 0 || d == 0)
+        return CORE_EINVAL;
+    if (n > (size_t)INT32_MAX || d > (size_t)INT32_MAX)
+        return CORE_ETOOBIG;
+    for (size_t x = 0; x < n * d; x++)
+        if (!isfinite(X[x]))
+            return CORE_EINVAL;
+    Xc = core_xmalloc(n * d * sizeof(double));
+    mu = core_xcalloc(2 * d, sizeof(double));
+    /* two-pass mean: μ = Σx/n, then μ += Σ(x − μ)/n (removes the first pass's error) */
+    for (size_t k = 0; k < n; k++)
+        for (size_t j = 0; j < d; j++)
+            mu[j] += X[k * d + j];
+    for (size_t j = 0; j < d; j++)
+        mu[j] /= (double)n;
+    for (size_t k = 0; k < n; k++)
+        for (size_t j = 0; j < d; j++)
+            mu[d + j] += X[k * d + j] - mu[j];
+    for (size_t j = 0; j < d; j++)
+        mu[j] += mu[d + j] / (double)n;
+    for (size_t k = 0; k < n; k++)
+        for (size_t j = 0; j < d; j++)
+            Xc[k * d + j] = X[k * d + j] - mu[j];
+    rc = CORE_OK;
+    if (flags & LRN_COV_STANDARDIZE) {
+        memset(mu + d, 0, d * sizeof(double));
+        for (size_t k = 0; k < n; k++)
+            for (size_t j = 0; j < d; j++)
+                mu[d + j] += Xc[k * d + j] * Xc[k * d + j];
+        for (size_t j = 0; j < d && rc == CORE_OK; j++) {
+            double sd = sqrt(mu[d + j] / (double)n);
+            if (!(sd > 0.0) || !isfinite(sd))
+                rc = CORE_EINVAL; /* a constant column cannot be standardized */
+            mu[d + j] = 1.0 / sd;
+        }
+        for (size_t k = 0; rc == CORE_OK && k < n; k++)
+            for (size_t j = 0; j < d; j++)
+                Xc[k * d + j] *= mu[d + j];
+    }
+    if (rc == CORE_OK)
+        rc = lrn_covariance(n, d, Xc, scale, sigma);
+    free(Xc);
+    free(mu);
+    return rc;
+}
+
 /* ---- the driver ---- */
 
 struct run {
     size_t d, P, d2;
     const struct lrn_admm_opts *o;
-    double *W, *B, *beta;    /* W: d²; B, beta: P·d² */
+    double *W, *B, *beta;    /* W: the server's minimiser W̃, d²; B, beta: P·d² */
     double *sumB, *sumBeta;  /* d² */
     double *grad;            /* d² */
+    double *Ws;              /* d²: W̃ sparsified at w_sparsify (the sent support, the result) */
+    double *Wp;              /* P·d²: what participant p received this round (= Ws unless
+                              * down_own_support) */
+    uint8_t *sent;           /* d²: entry sent to at least one participant this round */
+    uint8_t *sprev_ws;       /* d²: entry in Ws last round (w_keep hysteresis) */
+    double *Wprev;           /* d²: the W sent in the previous round */
+    uint8_t *sprev;          /* d²: support (|W| ≥ w_threshold) of the previous round */
+    double h_srv;            /* h(W̃) */
     size_t *supp, nsupp;     /* server variables (indices into d²) */
     double const_b;          /* Σ_p ‖B_p‖² (objective constant, for meaningful f) */
     double alpha, rho1, rho2, h;
@@ -270,6 +353,10 @@ static void run_free(struct run *r)
     free(r->B);
     free(r->beta);
     free(r->W);
+    free(r->sprev);
+    free(r->sent);
+    free(r->sprev_ws);
+    free(r->Wp);
     free(r->supp);
     free(r->buf);
     free(r->xprev);
@@ -289,10 +376,16 @@ static core_err run_init(struct run *r, size_t d, size_t P, const struct lrn_adm
     r->o = o;
     r->B = core_xcalloc(P * r->d2, sizeof(double));
     r->beta = core_xcalloc(P * r->d2, sizeof(double));
-    r->W = core_xcalloc(4 * r->d2, sizeof(double));
+    r->W = core_xcalloc(6 * r->d2, sizeof(double));
     r->sumB = r->W + r->d2;
     r->sumBeta = r->sumB + r->d2;
     r->grad = r->sumBeta + r->d2;
+    r->Ws = r->grad + r->d2;
+    r->Wprev = r->Ws + r->d2;
+    r->sprev = core_xcalloc(r->d2, 1);
+    r->sent = core_xcalloc(r->d2, 1);
+    r->sprev_ws = core_xcalloc(r->d2, 1);
+    r->Wp = core_xcalloc(P * r->d2, sizeof(double));
     r->supp = core_xcalloc(r->d2, sizeof(size_t));
     r->bufcap = lrn_wire_max_len(d, o->wire);
     r->buf = core_xmalloc(r->bufcap);
@@ -333,7 +426,7 @@ static core_err local_round(struct run *r, const struct lrn_local_ops *ops, size
     for (size_t p = 0; p < r->P; p++) {
         double *Bp = r->B + p * r->d2;
         uint64_t before = r->bytes_model;
-        rc = ops->solve(ops->self, p, t, r->W, r->beta + p * r->d2, r->rho2, Bp);
+        rc = ops->solve(ops->self, p, t, r->Wp + p * r->d2, r->beta + p * r->d2, r->rho2, Bp);
         if (rc != CORE_OK)
             return rc;
         for (size_t i = 0; i < r->d; i++)
@@ -480,14 +573,21 @@ static double dual_update(struct run *r)
         const double *Bp = r->B + p * r->d2;
         double *bp = r->beta + p * r->d2;
         for (size_t x = 0; x < r->d2; x++) {
-            double diff = Bp[x] - r->W[x];
+            double diff = Bp[x] - r->Wp[p * r->d2 + x];
             bp[x] += r->rho2 * diff;
             if (fabs(diff) > res)
                 res = fabs(diff);
         }
     }
-    r->alpha += r->rho1 * r->h;
+    r->alpha += r->rho1 * (r->o->acyc_on_server ? r->h_srv : r->h);
     return res;
+}
+
+/* The h that drives α and ρ₁: h(W̃) of the server's own minimiser when acyc_on_server (the
+ * default), else h of the sparsified W that was sent (the pre-issue-9 behaviour). */
+static double h_control(const struct run *r)
+{
+    return r->o->acyc_on_server ? r->h_srv : r->h;
 }
 
 static void rho_schedule(struct run *r, double h_prev, size_t t)
@@ -497,7 +597,8 @@ static void rho_schedule(struct run *r, double h_prev, size_t t)
     if (o->schedule == LRN_RHO_EVERY_ROUND) {
         r->rho1 = fmin(r->rho1 * o->rho1_growth, o->rho_max);
         r->rho2 = fmin(r->rho2 * o->rho2_growth, o->rho_max);
-    } else if (t > 0 && r->h > o->h_stall * h_prev) {
+    } else if (t > 0 && h_control(r) > o->h_stall * h_prev &&
+               (!o->acyc_on_server || h_control(r) > o->rho1_h_floor)) {
         r->rho1 = fmin(r->rho1 * o->rho1_growth, o->rho_max);
     }
 }
@@ -518,8 +619,8 @@ static core_err finish(struct run *r, double *W, double *W_raw, struct lrn_admm_
 
     res->h_raw = r->h;
     if (W_raw)
-        memcpy(W_raw, r->W, r->d2 * sizeof(double));
-    memcpy(W, r->W, r->d2 * sizeof(double));
+        memcpy(W_raw, r->Ws, r->d2 * sizeof(double));
+    memcpy(W, r->Ws, r->d2 * sizeof(double));
     res->pruned = 0;
     if (r->o->enforce_dag) {
         work = core_xmalloc(lrn_dag_prune_work_len(r->d));
@@ -539,6 +640,65 @@ static core_err finish(struct run *r, double *W, double *W_raw, struct lrn_admm_
     return rc;
 }
 
+/* Support bookkeeping after the server step: how many entries entered or left the support
+ * {|W_ij| ≥ w_threshold} of the sent W, the dual residual ρ₂·max|Wᵗ − Wᵗ⁻¹| (Boyd et al.
+ * 2011, §3.3: s = ρ(zᵗ − zᵗ⁻¹), max norm here), and the largest |β_p,ij| on entries that W
+ * does not carry (what the w_sparsify gap lets accumulate). */
+static void round_stats(struct run *r, struct lrn_admm_progress *pr)
+{
+    size_t changes = 0;
+    double dres = 0.0, bdrop = 0.0;
+
+    for (size_t x = 0; x < r->d2; x++) {
+        uint8_t in = fabs(r->Ws[x]) >= r->o->w_threshold && r->Ws[x] != 0.0;
+        changes += in != r->sprev[x];
+        r->sprev[x] = in;
+        if (r->sent[x] || r->Wprev[x] != 0.0)
+            dres = fmax(dres, fabs((r->sent[x] ? r->W[x] : 0.0) - r->Wprev[x]));
+        r->Wprev[x] = r->sent[x] ? r->W[x] : 0.0;
+        for (size_t p = 0; p < r->P; p++)
+            if (r->Wp[p * r->d2 + x] == 0.0)
+                bdrop = fmax(bdrop, fabs(r->beta[p * r->d2 + x]));
+    }
+    pr->support_changes = changes;
+    pr->dual_residual = r->rho2 * dres;
+    pr->beta_dropped = bdrop;
+}
+
+/* What each participant receives (docs/learner.md "Convergence"): W̃ on the sent support
+ * {|W̃| ≥ w_sparsify} and, with down_own_support, also on every entry participant p itself
+ * uploaded (B_p,ij ≠ 0). There the dual update β_p += ρ₂(B_p − W̃) is exact ADMM, so an
+ * entry dropped from W cannot accumulate a dual from the gap between B_p and a zeroed W.
+ * On entries neither sent nor uploaded B_p = W = 0 and β_p does not move. */
+static core_err send_down(struct run *r)
+{
+    size_t nnz = 0;
+    core_err rc = CORE_OK;
+
+    memset(r->sent, 0, r->d2);
+    r->nnz_down = 0;
+    if (!r->o->down_own_support) {
+        rc = transmit(r, r->Ws, r->P, &nnz);
+        for (size_t p = 0; rc == CORE_OK && p < r->P; p++)
+            memcpy(r->Wp + p * r->d2, r->Ws, r->d2 * sizeof(double));
+        for (size_t x = 0; x < r->d2; x++)
+            r->sent[x] = r->Ws[x] != 0.0;
+        r->nnz_down = nnz * r->P;
+        return rc;
+    }
+    for (size_t p = 0; rc == CORE_OK && p < r->P; p++) {
+        double *Wp = r->Wp + p * r->d2;
+        const double *Bp = r->B + p * r->d2;
+        for (size_t x = 0; x < r->d2; x++) {
+            Wp[x] = r->Ws[x] != 0.0 || Bp[x] != 0.0 ? r->W[x] : 0.0;
+            r->sent[x] |= Wp[x] != 0.0;
+        }
+        rc = transmit(r, Wp, 1, &nnz);
+        r->nnz_down += nnz;
+    }
+    return rc;
+}
+
 static core_err run_round(struct run *r, const struct lrn_local_ops *ops, size_t t,
                           struct lrn_admm_progress *pr)
 {
@@ -546,27 +706,41 @@ static core_err run_round(struct run *r, const struct lrn_local_ops *ops, size_t
     size_t iters = 0;
 
     rc = local_round(r, ops, t);
-    if (rc == CORE_OK)
+    if (rc == CORE_OK) {
+        if (!r->o->acyc_on_server) /* old behaviour: warm start at the sparsified W */
+            memcpy(r->W, r->Ws, r->d2 * sizeof(double));
         rc = server_solve(r, &iters);
-    if (rc == CORE_OK && r->o->w_sparsify > 0.0) {
-        for (size_t x = 0; x < r->d2; x++)
-            if (fabs(r->W[x]) < r->o->w_sparsify)
-                r->W[x] = 0.0;
     }
     if (rc == CORE_OK)
-        rc = transmit(r, r->W, r->P, &r->nnz_down);
+        rc = lrn_acyclic_h(r->ws, r->W, &r->h_srv, NULL);
+    if (rc == CORE_OK) {
+        /* w_sparsify with hysteresis (docs/learner.md "Convergence"): an entry enters the
+         * sent W at |W̃| ≥ w_sparsify and leaves it only below w_keep·w_sparsify, so an
+         * entry whose consensus value lies just under w_sparsify is not switched on and
+         * off every round (a limit cycle of the duals, measured: ρ₂·|ΔW| ≈ 0.1 forever). */
+        double keep = r->o->w_sparsify * r->o->w_keep;
+        for (size_t x = 0; x < r->d2; x++) {
+            double a = fabs(r->W[x]);
+            int in = a >= r->o->w_sparsify || (r->sprev_ws[x] && a >= keep);
+            r->Ws[x] = in ? r->W[x] : 0.0;
+            r->sprev_ws[x] = (uint8_t)in;
+        }
+        rc = send_down(r);
+    }
     if (rc == CORE_OK)
-        rc = lrn_acyclic_h(r->ws, r->W, &r->h, NULL);
+        rc = lrn_acyclic_h(r->ws, r->Ws, &r->h, NULL);
     if (rc != CORE_OK)
         return rc == CORE_EINVAL ? CORE_ENUMERIC : rc;
     memset(pr, 0, sizeof(*pr));
     pr->round = t;
     pr->h = r->h;
+    pr->h_server = r->h_srv;
     pr->rho1 = r->rho1;
     pr->rho2 = r->rho2;
     pr->primal_residual = dual_update(r);
+    round_stats(r, pr);
     pr->alpha = r->alpha;
-    pr->edges = count_edges(r->W, r->d, r->o->w_threshold);
+    pr->edges = count_edges(r->Ws, r->d, r->o->w_threshold);
     pr->nnz_up = r->nnz_up;
     pr->nnz_down = r->nnz_down;
     pr->bytes_model = r->bytes_model;
@@ -577,6 +751,17 @@ static core_err run_round(struct run *r, const struct lrn_local_ops *ops, size_t
     return CORE_OK;
 }
 
+/* The stopping rule (docs/learner.md, "Convergence"): primal and dual residuals and h(W̃)
+ * under their tolerances and the support unchanged for stable_rounds rounds. */
+static bool converged(const struct lrn_admm_opts *o, const struct lrn_admm_progress *pr)
+{
+    if (!(o->primal_tol > 0.0))
+        return false;
+    return pr->primal_residual <= o->primal_tol && pr->dual_residual <= o->dual_tol &&
+           (o->acyc_on_server ? pr->h_server : pr->h) <= o->h_tol &&
+           pr->stable_rounds >= o->stable_rounds;
+}
+
 core_err lrn_admm_run(size_t d, size_t P, const struct lrn_local_ops *ops,
                       const struct lrn_admm_opts *o, lrn_admm_progress_fn *cb, void *cb_arg,
                       double *W, double *W_raw, struct lrn_admm_result *res)
@@ -584,10 +769,12 @@ core_err lrn_admm_run(size_t d, size_t P, const struct lrn_local_ops *ops,
     struct run r;
     struct lrn_admm_progress pr;
     double h_prev = INFINITY;
+    size_t stable = 0;
     core_err rc;
     size_t t;
 
     memset(res, 0, sizeof(*res));
+    memset(&pr, 0, sizeof(pr));
     if (d < 2 || P == 0 || !ops || !ops->solve || !o || !W)
         return CORE_EINVAL;
     if (d > LRN_ADMM_MAX_D || P > LRN_ADMM_MAX_P)
@@ -601,20 +788,26 @@ core_err lrn_admm_run(size_t d, size_t P, const struct lrn_local_ops *ops,
         rc = run_round(&r, ops, t, &pr);
         if (rc != CORE_OK)
             break;
+        stable = t > 0 && pr.support_changes == 0 ? stable + 1 : 0;
+        pr.stable_rounds = stable;
         if (cb && !cb(cb_arg, &pr)) {
             res->status = LRN_ADMM_STOPPED;
             t++;
             break;
         }
-        if (o->primal_tol > 0.0 && r.h <= o->h_tol && pr.primal_residual <= o->primal_tol) {
+        if (converged(o, &pr)) {
             res->status = LRN_ADMM_CONVERGED;
             t++;
             break;
         }
         rho_schedule(&r, h_prev, t);
-        h_prev = r.h;
+        h_prev = h_control(&r);
     }
     res->rounds = t;
+    res->primal_residual = pr.primal_residual;
+    res->dual_residual = pr.dual_residual;
+    res->h_server = pr.h_server;
+    res->stable_rounds = pr.stable_rounds;
     if (rc == CORE_OK)
         rc = finish(&r, W, W_raw, res);
     run_free(&r);

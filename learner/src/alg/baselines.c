@@ -148,6 +148,9 @@ struct lrn_admm_opts lrn_fedbnsl_admm_opts_default(void)
     o.w_threshold = 0.3;
     o.enforce_dag = true;
     o.primal_tol = 0.0; /* no early stop: the paper's cost is T full rounds */
+    o.acyc_on_server = false; /* no w_sparsify: W̃ is what is sent, same h */
+    o.w_keep = 1.0;
+    o.down_own_support = false; /* dense wire: every participant gets all of W */
     /* notears-admm neither sparsifies W between rounds nor stops L-BFGS-B early: */
     o.w_sparsify = 0.0;
     o.b_sparsify = 0.0;

@@ -6,6 +6,7 @@
  * our reading (C: see docs/learner.md, "DP-PGCD").
  */
 #include "lrn/config.h"
+#include "lrn/dppgcd.h"
 
 #define K_DBL(name, def, lo, hi, help) {name, CORE_CFG_DOUBLE, def, lo, hi, NULL, help, NULL}
 #define K_INT(name, def, lo, hi, help) {name, CORE_CFG_INT, def, lo, hi, NULL, help, NULL}
@@ -25,14 +26,28 @@ const struct core_cfg_key lrn_config_keys[] = {
           "rho1 growth factor: per stalled round (on_stall) or per round (every_round)"),
     K_DBL("learner.rho2_growth", "1", 1, 1e6, "rho2 growth factor (every_round only)"),
     K_DBL("learner.rho_max", "1e16", 1, 1e300, "cap on rho1 and rho2"),
-    K_DBL("learner.h_stall", "0.25", 1e-9, 1, "h must fall below h_stall*h_prev or rho1 grows"),
-    K_DBL("learner.h_tol", "1e-8", 0, 1, "early stop: h(W) <= h_tol (with primal_tol)"),
-    K_DBL("learner.primal_tol", "0", 0, 1e6,
-          "early stop when max|B_p - W| <= primal_tol and h <= h_tol; 0: run all rounds"),
+    K_DBL("learner.h_stall", "0.9", 1e-9, 1,
+          "h(W~) must fall below h_stall*h_prev or rho1 grows (tuned on seeds 100-109)"),
+    K_DBL("learner.rho1_h_floor", "1e-5", 0, 1,
+          "rho1 grows on stall only while h(W~) > rho1_h_floor (alpha keeps acting)"),
+    K_DBL("learner.h_tol", "1e-5", 0, 1, "stopping rule: h(W~) <= h_tol"),
+    K_DBL("learner.primal_tol", "0.03", 0, 1e6,
+          "stopping rule: max|B_p - W| <= primal_tol (with dual_tol, h_tol, stable_rounds); "
+          "0: no stopping rule, run all rounds"),
+    K_DBL("learner.dual_tol", "0.01", 0, 1e6, "stopping rule: rho2*max|W_t - W_t-1| <= dual_tol"),
+    K_INT("learner.stable_rounds", "10", 0, 100000,
+          "stopping rule: support {|W| >= w_threshold} unchanged for this many rounds"),
+    K_DBL("learner.w_keep", "1", 1e-6, 1,
+          "hysteresis: an entry already sent stays while |W~| >= w_keep*w_sparsify (1: off)"),
+    K_BOOL("learner.down_own_support", "true",
+           "the server also sends each participant W~ on the entries it uploaded (exact duals)"),
+    K_BOOL("learner.center", "true",
+           "each participant centres its columns (non-private methods; docs/learner.md)"),
+    K_BOOL("learner.standardize", "false", "each participant also scales columns to unit variance"),
     K_DBL("learner.w_threshold", "0.3", 0, 1e6, "final |w| < threshold -> 0 (paper: 0.3)"),
     K_DBL("learner.w_sparsify", "0.1", 0, 1e6,
           "server zeroes |W_ij| < w_sparsify each round before sending W (0: off)"),
-    K_DBL("learner.b_sparsify", "0.01", 0, 1e6,
+    K_DBL("learner.b_sparsify", "0.02", 0, 1e6,
           "each participant zeroes |B_ij| < b_sparsify each round before sending B_p "
           "(0: off; <= learner.w_threshold)"),
     K_BOOL("learner.enforce_dag", "true", "drop weakest edges until acyclic at the end"),
@@ -44,7 +59,7 @@ const struct core_cfg_key lrn_config_keys[] = {
           "OpenBLAS threads for the learner (1: small matrices; worker threads busy-wait)"),
     K_INT("learner.lbfgs.max_iter", "100", 1, 100000, "server L-BFGS iterations per round"),
     K_DBL("learner.lbfgs.epsilon", "1e-6", 1e-16, 0.5, "liblbfgs relative gradient tolerance"),
-    K_DBL("learner.lbfgs.wtol", "1e-4", 0, 1,
+    K_DBL("learner.lbfgs.wtol", "1e-6", 0, 1,
           "server stops when no W_ij moved more than this in 3 iterations"),
     /* PGCD local solver (paper §4.2) */
     K_DBL("learner.pgcd.gamma", "0.5", 1e-6, 1, "PGCD step gamma (paper: 0.5)"),
@@ -61,8 +76,9 @@ const struct core_cfg_key lrn_config_keys[] = {
     K_ENUM("learner.dp.m_source", "\"private\"", "private|public|exact",
            "smoothness constants: Gaussian estimate with eps_m (A.3.2), public values "
            "(learner.dp.m_public), or exact from data (NOT private; paper baseline)"),
-    K_DBL("learner.dp.eps_m", "1.25", 1e-3, 1e3, "epsilon for the private M_j estimate"),
-    K_DBL("learner.dp.m_bound", "100", 1e-12, 1e12,
+    K_DBL("learner.dp.eps_m", LRN_STR(LRN_DPPGCD_EPS_M_DEFAULT), 1e-3, 1e3,
+          "epsilon for the private M_j estimate (added to learner.dp.eps in the reported eps)"),
+    K_DBL("learner.dp.m_bound", LRN_STR(LRN_DPPGCD_M_BOUND_DEFAULT), 1e-12, 1e12,
           "public bound b on x_kj^2 for the private M_j estimate (values are clipped to it)"),
     {"learner.dp.m_public", CORE_CFG_JSON, NULL, 1, 0, NULL,
      "array of d public smoothness constants M_j (m_source = public)", NULL},

@@ -25,6 +25,11 @@ static void read_admm(const struct core_config *cfg, struct lrn_admm_opts *o)
     o->h_stall = core_config_double(cfg, "learner.h_stall");
     o->h_tol = core_config_double(cfg, "learner.h_tol");
     o->primal_tol = core_config_double(cfg, "learner.primal_tol");
+    o->dual_tol = core_config_double(cfg, "learner.dual_tol");
+    o->stable_rounds = (size_t)core_config_int(cfg, "learner.stable_rounds");
+    o->rho1_h_floor = core_config_double(cfg, "learner.rho1_h_floor");
+    o->w_keep = core_config_double(cfg, "learner.w_keep");
+    o->down_own_support = core_config_bool(cfg, "learner.down_own_support");
     o->w_threshold = core_config_double(cfg, "learner.w_threshold");
     o->w_sparsify = core_config_double(cfg, "learner.w_sparsify");
     o->b_sparsify = core_config_double(cfg, "learner.b_sparsify");
