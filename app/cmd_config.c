@@ -20,6 +20,11 @@ int cmd_config(int argc, char **argv)
     }
     if (app_config_load(&argc, argv, &cfg) != CORE_OK)
         return APP_EXIT_USAGE;
+    if (argc > 2) { /* e.g. a bare trailing --set: never silently ignored */
+        fprintf(stderr, "gcdp config: unexpected argument '%s'\n", argv[2]);
+        core_config_free(cfg);
+        return APP_EXIT_USAGE;
+    }
     if (argc >= 2 && strcmp(argv[1], "keys") == 0) {
         core_config_print_keys(cfg, stdout);
     } else if (argc >= 2 && strcmp(argv[1], "show") == 0) {

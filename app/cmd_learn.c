@@ -84,6 +84,10 @@ static const char learn_help[] =
     "learner.* configuration keys (`gcdp config keys`) given in a file, the environment or\n"
     "--set override the defaults above; the flags override both.\n";
 
+static const char learn_help_exit[] =
+    "exit status: 0 ok; 1 runtime failure (a data or truth file that cannot be read or\n"
+    "parsed, a failed run); 2 usage or configuration error.\n\n";
+
 struct learn_args {
     struct lrn_runner_opts ro;
     const char *out, *truth;
@@ -225,7 +229,11 @@ static int parse_one(int c, int li, struct learn_args *a, struct overrides *v,
     case 'R': a->trace = 1; return 0;
     case 's': a->standardize = 1; return 0;
     case 'Q': a->quiet = 1; return 0;
-    case 'h': fputs(learn_help, stdout); fputs(app_common_help, stdout); return 1;
+    case 'h':
+        fputs(learn_help, stdout);
+        fputs(learn_help_exit, stdout);
+        fputs(app_common_help, stdout);
+        return 1;
     default: return -1;
     }
 }
@@ -666,8 +674,10 @@ int cmd_learn(int argc, char **argv)
         ret = pr > 0 ? APP_EXIT_OK : APP_EXIT_USAGE;
         goto out;
     }
-    if (load_data(&a, s.csv) != 0)
+    if (load_data(&a, s.csv) != 0) { /* bad data is a runtime failure (exit 1), as in calibrate */
+        ret = APP_EXIT_FAILURE;
         goto out;
+    }
     d = s.csv[0]->d;
     for (size_t p = 0; p < a.P; p++) {
         s.x[p] = s.csv[p]->x;
@@ -688,6 +698,7 @@ int cmd_learn(int argc, char **argv)
         openblas_set_num_threads(ov.threads < 1 ? 1 : (int)fmin(ov.threads, 64));
     if (a.truth && lrn_graph_read(a.truth, d, &s.truth, &dt, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp learn: %s\n", eb);
+        ret = APP_EXIT_FAILURE;
         goto out;
     }
     if (app_mkdir_p(a.out, 1) != 0) { /* before the run: a bad --out fails fast */

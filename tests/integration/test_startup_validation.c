@@ -40,6 +40,8 @@ Test(startup_validation, bad_topics_and_bootstrap_exit_2_naming_the_key)
         {"ingest --set broker.bootstrap=localhost", "broker.bootstrap"},
         {"ingest --set broker.bootstrap=host:99999", "broker.bootstrap"},
         {"run --duration 1 --set topics.raw=", "topics.raw"},
+        {"config show --set", "--set"},
+        {"ingest --set", "--set"},
         /* settings only the service checks still exit 2 (they used to exit 1) */
         {"ingest --set broker.bootstrap=127.0.0.1:1 --set kafka.nonsense=1", "nonsense"},
         {"ingest --set broker.bootstrap=127.0.0.1:1 --group ''", "group"},
