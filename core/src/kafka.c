@@ -234,8 +234,19 @@ static void check_offset(struct core_kconsumer *c, const rd_kafka_message_t *m)
         c->hit_idx = (size_t)(s - c->parts);
     }
     from = s->next >= 0 ? s->next : s->reset_from;
-    if (from >= 0 && m->offset > from)
+    if (from >= 0 && m->offset > from) {
         report_gap(c, s->topic, m->partition, from, m->offset);
+    } else if (s->next < 0 && s->reset_from >= 0 && m->offset < s->reset_from) {
+        /* An offset reset took the position backwards: the log no longer reaches where we
+         * were (replaced or truncated under us). What it held past m->offset that we had
+         * not consumed is gone: a gap of unknown size, reported, never a silent re-read. */
+        CORE_ERROR("kafka: %s [%d] went back from offset %lld to %lld after an offset "
+                   "reset: the partition's log was replaced or truncated; records not yet "
+                   "consumed from it are lost", s->topic, (int)m->partition,
+                   (long long)s->reset_from, (long long)m->offset);
+        if (c->ops.on_gap)
+            c->ops.on_gap(c->ops.arg, s->topic, m->partition, -1, -1);
+    }
     s->reset_from = -1;
     s->next = m->offset + 1;
 }

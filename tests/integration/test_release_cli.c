@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 #include <jansson.h>
 
 #include "cal/theta.h"
+#include "broker.h"
 #include "test_support.h"
 
 static const char *const CHANS[3] = {"temperature", "humidity", "co2"};
@@ -388,4 +391,66 @@ Test(release_cli, full_disk_on_the_ledger_refuses_and_loses_nothing)
         lines += *p == '\n';
     cr_assert_eq(lines, 60, "every window released exactly once across the two runs");
     free(text);
+}
+
+/* Release through pipes: each record reaches a live stdout pipe as soon as it is committed
+ * (line-buffered, not at exit), and SIGTERM in the middle of a run leaves no half-written
+ * output file: the target keeps its old content. A directory as input is refused before
+ * the ledger is opened. */
+Test(release_cli, live_pipe_output_sigterm_and_directory_input, .timeout = 120)
+{
+    char fifo[600], out[600], led[600], cmd[4096], line[4096];
+    static const double v[3] = {0.5, 0.4, 0.3};
+    FILE *w, *r;
+    pid_t pid;
+
+    snprintf(fifo, sizeof(fifo), "%s/in.fifo", dir);
+    snprintf(out, sizeof(out), "%s/out-live.jsonl", dir);
+    snprintf(led, sizeof(led), "%s/ledger-live.jsonl", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    /* 1. stdout is a pipe: the first record arrives while the input is still open */
+    snprintf(cmd, sizeof(cmd), "%s release --theta %s --input %s --ledger %s "
+             "--set release.ledger.batch=1 --log-level warn", GCDP_BIN, path_theta, fifo, led);
+    r = popen(cmd, "r");
+    cr_assert_not_null(r);
+    w = fopen(fifo, "w");
+    cr_assert_not_null(w);
+    ts_window2(line, sizeof(line), "room1", "room1|0|live", 0, 900000, 3, CHANS, v, 15, 15,
+               60000);
+    fprintf(w, "%s\n", line);
+    fflush(w);
+    cr_assert_not_null(fgets(line, sizeof(line), r), "no record before the input ended");
+    cr_assert(strstr(line, "room1|0|live@4"), "%s", line);
+    fclose(w);
+    cr_assert_eq(pclose(r), 0);
+    /* 2. SIGTERM mid-run: the output file keeps its old content */
+    ts_write_file(out, "old\n");
+    {
+        const char *args[] = {"release", "--theta", path_theta, "--input", fifo, "--ledger",
+                              led, "--output", out, "--set", "release.ledger.batch=1",
+                              "--log-level", "warn", NULL};
+        pid = ts_spawn(args, NULL, NULL);
+    }
+    w = fopen(fifo, "w");
+    cr_assert_not_null(w);
+    ts_window2(line, sizeof(line), "room1", "room1|900000|live", 900000, 1800000, 3, CHANS, v,
+               15, 15, 60000);
+    fprintf(w, "%s\n", line);
+    fflush(w);
+    ts_sleep_ms(500);
+    kill(pid, SIGTERM);
+    cr_assert_neq(ts_wait(pid, 10000), -1);
+    fclose(w);
+    char *old = ts_read_file(out, NULL);
+    cr_assert_str_eq(old, "old\n", "a killed run must not leave a partial output");
+    free(old);
+    /* 3. a directory as input */
+    snprintf(cmd, sizeof(cmd), "release --theta %s --input %s --ledger %s/never.jsonl",
+             path_theta, dir, dir);
+    cr_assert_eq(run(cmd, "o", "e"), 2);
+    char *e = slurp("e");
+    cr_assert(strstr(e, "is a directory"), "%s", e);
+    free(e);
+    snprintf(cmd, sizeof(cmd), "%s/never.jsonl", dir);
+    cr_assert_eq(access(cmd, F_OK), -1, "no ledger created for a refused input");
 }

@@ -114,3 +114,22 @@ Test(startup_validation, second_signal_ends_ingest_at_once, .timeout = 120)
         cr_assert_eq(ex, 128 + SIGTERM, "the second SIGTERM must end ingest at once: %d", ex);
     }
 }
+
+/* Every --help shows a real environment-variable example: the key it names exists. */
+Test(startup_validation, help_environment_example_is_a_real_key)
+{
+    char *dir = ts_tmpdir(), *out = NULL, cmd[4096], path[600];
+    snprintf(path, sizeof(path), "%s/help.txt", dir);
+    snprintf(cmd, sizeof(cmd), "%s ingest --help >%s 2>&1", GCDP_BIN, path);
+    cr_assert_eq(system(cmd), 0);
+    out = ts_read_file(path, NULL);
+    cr_assert(strstr(out, "GCDP_INGEST__WINDOW__SIZE_MS"), "%s", out);
+    free(out);
+    snprintf(cmd, sizeof(cmd), "%s config keys >%s 2>&1", GCDP_BIN, path);
+    cr_assert_eq(system(cmd), 0);
+    out = ts_read_file(path, NULL);
+    cr_assert(strstr(out, "ingest.window.size_ms"), "the example's key must exist");
+    free(out);
+    ts_rmtree(dir);
+    free(dir);
+}

@@ -48,7 +48,8 @@ struct core_kconsumer_ops {
     /* Offsets [from, to) of topic/partition will never be delivered (to may be -1 when
      * only the reset point is known yet). */
     void (*on_gap)(void *arg, const char *topic, int32_t partition, int64_t from, int64_t to);
-    /* (partition -1, from = to = -1: the cluster was replaced, loss of unknown size) */
+    /* (from = to = -1: a loss of unknown size: the cluster was replaced (partition -1) or a
+     *  partition's log went backwards after an offset reset) */
     /* A client error; fatal ones end the consumer (the owner should shut down). */
     void (*on_error)(void *arg, rd_kafka_resp_err_t err, const char *reason, bool fatal);
     /* Result of an asynchronous commit. */
