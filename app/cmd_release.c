@@ -62,7 +62,8 @@ static const char release_help[] =
     "the caps in its header and refuses a run with other values.\n"
     "exit status: 0 ok (with --skip-refused also when records were skipped); 1 runtime\n"
     "failure or refusal (budget cap, window not covered, ledger I/O); 2 usage,\n"
-    "configuration or theta error.\n\n";
+    "configuration or theta error (also: no plan for theta and the records' provenance,\n"
+    "a ledger bound to another scheme or caps, an output aliasing an input).\n\n";
 
 struct args {
     const char *theta, *input, *format, *output, *ledger, *mech, *eps, *theta_out;
@@ -221,6 +222,8 @@ struct run {
     struct core_dp_scheme scheme;  /* the ledger's */
     struct rel_releaser *rr;
     uint64_t excluded_before; /* excluded records before the plan existed */
+    bool plan_failed;         /* θ, configuration and the records' provenance do not make a
+                                 plan: a configuration/θ error (exit 2) */
 };
 
 static core_err build_plan(struct run *r, const struct rel_window *w, char *eb, size_t ebn)
@@ -267,8 +270,10 @@ static core_err one_record(struct run *r, struct rel_window *w, const char *line
         r->excluded_before++;
         return CORE_OK;
     }
-    if (!r->plan && (rc = build_plan(r, w, eb, ebn)) != CORE_OK)
+    if (!r->plan && (rc = build_plan(r, w, eb, ebn)) != CORE_OK) {
+        r->plan_failed = true;
         return rc == CORE_EINVAL ? CORE_ESTATE : rc; /* no plan: nothing else can go on */
+    }
     if (!r->rr)
         return CORE_OK; /* --plan: the plan is all we wanted */
     return rel_releaser_push(r->rr, w, emit_line, out, eb, ebn);
@@ -336,6 +341,8 @@ static int run_stream(struct run *r, FILE *in, FILE *out)
         fprintf(stderr, "gcdp release: %zu record(s) refused and skipped\n", skipped);
     free(line);
     rel_window_cleanup(&w);
+    if (rc != CORE_OK && r->plan_failed && rc != CORE_EIO)
+        return APP_EXIT_USAGE;
     return rc == CORE_OK ? APP_EXIT_OK : APP_EXIT_FAILURE;
 }
 

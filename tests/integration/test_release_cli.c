@@ -138,7 +138,7 @@ Test(release_cli, errors_have_clear_messages_and_exit_codes)
 
     snprintf(args, sizeof(args), "release --theta %s --input %s --set release.eps_min=0.5 --plan",
              path_theta, path_win);
-    cr_assert_eq(run(args, "o", "e"), 1);
+    cr_assert_eq(run(args, "o", "e"), 2);
     e = slurp("e");
     cr_assert(strstr(e, "Algorithm 3"), "%s", e);
     free(e);
