@@ -554,9 +554,12 @@ core_err core_dp_ledger_read_header(const char *path, struct core_dp_scheme *s,
     int fd;
     core_err rc;
 
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
-        set_err(eb, ebn, "ledger %s: %s", path,
-                errno == ENOENT ? "no such file" : "not a regular file");
+    if (stat(path, &st) != 0) {
+        set_err(eb, ebn, "ledger %s: %s", path, strerror(errno));
+        return CORE_EIO;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        set_err(eb, ebn, "ledger %s: not a regular file", path);
         return CORE_EIO;
     }
     fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -606,7 +609,9 @@ core_err core_dp_ledger_scan(const char *path, struct core_dp_scheme *scheme,
         json_decref(j);
         if (pr == CORE_OK)
             continue;
-        if (getc(f) != EOF) { /* a bad line that is not the last: corrupt */
+        /* as the open scan (scan_line): a JSON line that is not a valid row is corruption
+         * wherever it stands; only an unparsable or unterminated last line is a torn append */
+        if (j || getc(f) != EOF) {
             set_err(eb, ebn, "ledger %s: line %zu is not a valid ledger row (%s)", path, lineno,
                     why);
             rc = CORE_EPARSE;

@@ -454,3 +454,24 @@ Test(release_cli, live_pipe_output_sigterm_and_directory_input, .timeout = 120)
     snprintf(cmd, sizeof(cmd), "%s/never.jsonl", dir);
     cr_assert_eq(access(cmd, F_OK), -1, "no ledger created for a refused input");
 }
+
+/* A JSON row that release would reject fails `gcdp ledger` also as the last line (only an
+ * unparsable or unterminated last line is a torn append, as when release opens it). */
+Test(release_cli, ledger_rejects_an_invalid_last_row_as_release_does)
+{
+    char args[2048], bad[600];
+    snprintf(bad, sizeof(bad), "%s/bad-last.jsonl", dir);
+    ts_write_file(bad, "{\"gcdp_ledger\":2,\"scheme\":{\"unit\":\"<device>|floor(t/slot_ms)\","
+                       "\"slot_ms\":60000,\"time_radius\":0,\"period_ms\":60000},\"cap\":{\"eps\":10,"
+                       "\"rho\":0,\"delta\":1e-05},\"accounting\":\"basic\"}\n"
+                       "{\"v\":1,\"id\":\"a\",\"mech\":\"lap\",\"units\":[\"u\"],\"eps\":-1,"
+                       "\"rho\":0,\"delta\":0,\"out\":\"\"}\n");
+    snprintf(args, sizeof(args), "ledger --ledger %s", bad);
+    cr_assert_eq(run(args, "o", "e"), 1);
+    char *e = slurp("e");
+    cr_assert(strstr(e, "not a valid ledger row"), "%s", e);
+    free(e);
+    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s", path_theta,
+             path_win, bad);
+    cr_assert_neq(run(args, "o", "e"), 0, "release refuses the same file");
+}
