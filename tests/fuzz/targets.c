@@ -65,7 +65,7 @@ int gcdp_fuzz_window(const uint8_t *data, size_t size)
         o.cap = (struct core_dp_cost){10, 0, 1e-5};
         o.profile = &w.prof;
         if (rel_plan_new(t, &o, &p, eb, sizeof(eb)) == CORE_OK) {
-            (void)rel_plan_covers(p, &w.prof, w.used, eb, sizeof(eb));
+            (void)rel_plan_covers(p, &w.prof, eb, sizeof(eb));
             rel_plan_free(p);
         }
     }

@@ -76,6 +76,7 @@ struct ing_service {
                                    answered (a record consumed, a commit acknowledged) */
     uint64_t broker_down_since; /* loop time of the first such error */
     uint64_t unassigned_since;  /* loop time since which the joined member holds no partition */
+    uint64_t session_timeout_ms; /* the consumer's session.timeout.ms */
     uint64_t drain_started, close_started, last_consume;
     int64_t now_ms;  /* wall clock for the engine, refreshed every 1024 messages and tick */
     uint32_t since_clock;
@@ -329,8 +330,7 @@ static void health_refresh(struct ing_service *s)
                                 "offset gap or cluster replacement detected: records were lost "
                                 "(see the log and gcdp_offset_gaps_total)");
     else if (s->unassigned_since &&
-             uv_now(s->loop) - s->unassigned_since >=
-                 (uint64_t)core_kconsumer_session_timeout_ms(s->cons))
+             uv_now(s->loop) - s->unassigned_since >= s->session_timeout_ms)
         core_metrics_set_health(s->metrics, false,
                                 "no partition assigned for longer than the session timeout");
     else
@@ -732,7 +732,10 @@ static core_err make_clients(struct ing_service *s, char *eb, size_t ebn)
         rd_kafka_conf_destroy(cc);
         return rc;
     }
-    return core_kconsumer_new(s->loop, cc, topics, 1, &ops, &s->cons, eb, ebn); /* takes cc */
+    rc = core_kconsumer_new(s->loop, cc, topics, 1, &ops, &s->cons, eb, ebn); /* takes cc */
+    if (rc == CORE_OK) /* read once: health_refresh runs on every tick */
+        s->session_timeout_ms = (uint64_t)core_kconsumer_session_timeout_ms(s->cons);
+    return rc;
 }
 
 core_err ing_service_new(uv_loop_t *loop, const struct core_config *cfg,

@@ -134,8 +134,8 @@ void rel_plan_free(struct rel_plan *p); /* NULL-safe */
 /* Is window provenance wp (from a record) what plan p was built for? Statistics, window node
  * names, clip intervals and period must match; the record's G may not exceed the plan's.
  * false with errbuf naming the node and the field (public configuration only). */
-bool rel_plan_covers(const struct rel_plan *p, const struct rel_profile *wp, const uint8_t *used,
-                     char *errbuf, size_t errbuf_size);
+bool rel_plan_covers(const struct rel_plan *p, const struct rel_profile *wp, char *errbuf,
+                     size_t errbuf_size);
 
 /* Copy the plan's B, s, ε, ε_rel and mechanism into θ's release part (for `--theta-out`). */
 void rel_plan_fill_theta(const struct rel_plan *p, struct cal_theta *theta);

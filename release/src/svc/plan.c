@@ -152,8 +152,8 @@ static core_err split_nodes(struct rel_plan *p, char *eb, size_t ebn)
     return CORE_OK;
 }
 
-bool rel_plan_covers(const struct rel_plan *p, const struct rel_profile *wp, const uint8_t *used,
-                     char *eb, size_t ebn)
+bool rel_plan_covers(const struct rel_plan *p, const struct rel_profile *wp, char *eb,
+                     size_t ebn)
 {
     const struct rel_profile *pp = &p->prof;
 
@@ -170,7 +170,7 @@ bool rel_plan_covers(const struct rel_plan *p, const struct rel_profile *wp, con
     }
     for (size_t m = 0; m < pp->n_nodes; m++) {
         const struct rel_node_prov *a = &wp->node[m], *b = &pp->node[m];
-        if (!used[m])
+        if (!p->node_used[m])
             continue;
         if (a->stat != b->stat || strcmp(a->key, b->key) != 0 ||
             (pp->from_record && (a->clip_lo != b->clip_lo || a->clip_hi != b->clip_hi))) {

@@ -321,7 +321,7 @@ static core_err project(struct rel_releaser *r, const struct rel_window *w, char
     const struct cal_theta *t = p->theta;
     char why[400];
 
-    if (w->theta != t || !rel_plan_covers(p, &w->prof, w->used, why, sizeof(why))) {
+    if (w->theta != t || !rel_plan_covers(p, &w->prof, why, sizeof(why))) {
         snprintf(eb, ebn, "window %s: %s; refused", w->id,
                  w->theta != t ? "parsed for another theta" : why);
         return CORE_EINVAL;
