@@ -147,21 +147,14 @@ static int map_unit(const char *unit, const struct core_dp_cost *tot,
                     const struct core_dp_scheme *old, const struct core_dp_scheme *nw,
                     struct carried **v, size_t *n, size_t *cap)
 {
-    const char *bar = strrchr(unit, '|');
-    char *end = NULL, dev[CORE_DP_LEDGER_MAX_ID + 1], name[CORE_DP_LEDGER_MAX_ID + 32];
-    long long slot;
-    int64_t a, b;
+    char dev[CORE_DP_LEDGER_MAX_ID + 1], name[CORE_DP_LEDGER_MAX_ID + 32];
+    int64_t slot, a, b;
 
-    if (!bar || bar == unit || (size_t)(bar - unit) > CORE_DP_LEDGER_MAX_ID)
+    if (core_dp_unit_parse(unit, dev, sizeof(dev), &slot) != 0 ||
+        slot > INT64_MAX / old->slot_ms - 1 || slot < INT64_MIN / old->slot_ms + 1)
         return -1;
-    slot = strtoll(bar + 1, &end, 10);
-    if (end == bar + 1 || *end || slot > INT64_MAX / old->slot_ms - 1 ||
-        slot < INT64_MIN / old->slot_ms + 1)
-        return -1;
-    memcpy(dev, unit, (size_t)(bar - unit));
-    dev[bar - unit] = '\0';
-    a = core_dp_unit_slot(nw, (int64_t)slot * old->slot_ms);
-    b = core_dp_unit_slot(nw, ((int64_t)slot + 1) * old->slot_ms - 1);
+    a = core_dp_unit_slot(nw, slot * old->slot_ms);
+    b = core_dp_unit_slot(nw, (slot + 1) * old->slot_ms - 1);
     for (int64_t ns = a; ns <= b; ns++) {
         if (core_dp_unit_name(name, sizeof(name), dev, ns) < 0)
             return -1;

@@ -424,6 +424,24 @@ int core_dp_unit_name(char *buf, size_t n, const char *device, int64_t slot)
     return w < 0 || (size_t)w >= n ? -1 : w;
 }
 
+int core_dp_unit_parse(const char *unit, char *dev, size_t dev_size, int64_t *slot)
+{
+    const char *bar = strrchr(unit, '|');
+    char *end = NULL;
+    long long v;
+
+    if (!bar || bar == unit || (size_t)(bar - unit) >= dev_size)
+        return -1;
+    errno = 0;
+    v = strtoll(bar + 1, &end, 10);
+    if (end == bar + 1 || *end || errno == ERANGE)
+        return -1;
+    memcpy(dev, unit, (size_t)(bar - unit));
+    dev[bar - unit] = '\0';
+    *slot = (int64_t)v;
+    return 0;
+}
+
 core_err core_dp_units(const struct core_dp_scheme *s, const char *device, int64_t t0,
                        int64_t t1, int64_t extra_ms, char *buf, size_t buf_size,
                        const char **units, size_t max_units, size_t *n)

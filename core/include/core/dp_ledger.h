@@ -96,6 +96,10 @@ int64_t core_dp_unit_slot(const struct core_dp_scheme *s, int64_t t);
 /* Unit name "<device>|<slot>" into buf; returns its length, or -1 when it does not fit. */
 int core_dp_unit_name(char *buf, size_t n, const char *device, int64_t slot);
 
+/* The inverse: split a unit name into its device (into dev, dev_size) and slot.
+ * Returns 0, or -1 when unit is not "<device>|<integer slot>" or the device does not fit. */
+int core_dp_unit_parse(const char *unit, char *dev, size_t dev_size, int64_t *slot);
+
 struct core_dp_ledger_opts {
     const char *path;       /* ledger file, borrowed; created (0600) if absent */
     struct core_dp_cost cap; /* lifetime cap per unit; each field finite and >= 0
