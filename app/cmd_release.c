@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "app.h"
 #include "cal/theta.h"
@@ -370,6 +371,11 @@ static int run_release(struct run *r)
     char eb[512] = "";
     int ex;
 
+    if (strcmp(a->input, "-") == 0 && isatty(STDIN_FILENO)) { /* would wait silently */
+        fprintf(stderr, "gcdp release: window records are read from standard input, which is "
+                        "a terminal; give --input FILE (or pipe the records in)\n");
+        return APP_EXIT_USAGE;
+    }
     if (strcmp(a->input, "-") != 0 && !(in = fopen(a->input, "r"))) {
         fprintf(stderr, "gcdp release: cannot open input '%s': %s\n", a->input, strerror(errno));
         return APP_EXIT_FAILURE;

@@ -133,3 +133,13 @@ Test(startup_validation, help_environment_example_is_a_real_key)
     ts_rmtree(dir);
     free(dir);
 }
+
+/* `gcdp release` with its input on a terminal says so at once instead of waiting silently. */
+Test(startup_validation, release_input_on_a_terminal_is_refused)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd), "timeout 20 script -qec '%s release --theta %s --plan' /dev/null "
+             "| grep -q 'standard input, which is a terminal'", GCDP_BIN,
+             GCDP_SOURCE_DIR "/tests/fuzz/corpus-theta/occupancy-public.json");
+    cr_assert_eq(system(cmd), 0, "no clear refusal on a terminal stdin");
+}
