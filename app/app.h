@@ -31,6 +31,14 @@ int cmd_bench(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 
+/* `gcdp release --serve` (app/release_serve.c): the release service until a signal, an
+ * error or exit_idle_s of silence. theta NULL: θ from topics.calibration. */
+struct release_serve_args {
+    const char *theta, *ledger_path, *group;
+    double exit_idle_s;
+};
+int release_serve(struct core_config *cfg, const struct release_serve_args *a);
+
 int bench_ingest(int argc, char **argv);
 int bench_calibrate(int argc, char **argv);
 int bench_release(int argc, char **argv);
@@ -82,6 +90,19 @@ int app_paths_distinct(const char *cmd, const char *const *paths, const char *co
 struct uv_signal_s;
 void app_shutdown_begin(const struct core_config *cfg, const char *cmd, const char *waiting_for,
                         struct uv_signal_s *a, struct uv_signal_s *b);
+
+/* Where `gcdp broker` writes its address by default. */
+#define APP_BOOTSTRAP_FILE "run/kafka.bootstrap"
+
+/* A service needs a broker: broker.bootstrap, else @APP_BOOTSTRAP_FILE when that file
+ * exists. Returns 0, or -1 after printing what to do. */
+int app_require_bootstrap(struct core_config *cfg, const char *cmd);
+
+/* New metrics registry in *out (always; caller frees with core_metrics_free), served on
+ * metrics.bind:metrics.port when the port is > 0. Returns 0, or -1 after printing why the
+ * endpoint could not be served. */
+struct core_metrics;
+int app_metrics_start(const struct core_config *cfg, const char *cmd, struct core_metrics **out);
 
 /* Help text for the common options, for each subcommand's --help. */
 extern const char app_common_help[];

@@ -16,7 +16,6 @@
 #include "core/metrics.h"
 #include "ing/service.h"
 
-#define DEFAULT_BOOTSTRAP_FILE "run/kafka.bootstrap"
 
 struct ingest_opts {
     const char *group;
@@ -61,7 +60,7 @@ static void usage(FILE *f)
             "SIGINT/SIGTERM stop gracefully. Prints a JSON summary line on stdout at exit.\n"
             "Exit status: 0 clean stop, 1 runtime failure (e.g. a record not acknowledged),\n"
             "2 usage or configuration error.\n\n%s",
-            DEFAULT_BOOTSTRAP_FILE, app_common_help);
+            APP_BOOTSTRAP_FILE, app_common_help);
 }
 
 static int parse_opts(int argc, char **argv, struct ingest_opts *o)
@@ -137,16 +136,6 @@ static void on_signal(uv_signal_t *h, int sig)
         ing_service_stop(c->svc);
 }
 
-/* Use run/kafka.bootstrap when broker.bootstrap is unset and the file exists. */
-static core_err default_bootstrap(struct core_config *cfg)
-{
-    char eb[256];
-    if (core_config_is_set(cfg, "broker.bootstrap") || access(DEFAULT_BOOTSTRAP_FILE, R_OK) != 0)
-        return CORE_OK;
-    return core_config_set(cfg, "broker.bootstrap", "\"@" DEFAULT_BOOTSTRAP_FILE "\"", "flag",
-                           eb, sizeof(eb));
-}
-
 static void print_summary(const struct ing_service *svc, core_err status)
 {
     struct ing_service_stats st;
@@ -170,7 +159,7 @@ int cmd_ingest(int argc, char **argv)
     struct ingest_ctx c;
     struct ing_service_opts so;
     char eb[1024] = "";
-    int rc = APP_EXIT_USAGE, ret, port;
+    int rc = APP_EXIT_USAGE, ret;
     core_err err;
 
     memset(&c, 0, sizeof(c));
@@ -185,17 +174,9 @@ int cmd_ingest(int argc, char **argv)
         rc = ret;
         goto out;
     }
-    if (default_bootstrap(cfg) != CORE_OK || !core_config_is_set(cfg, "broker.bootstrap")) {
-        fprintf(stderr, "gcdp ingest: broker.bootstrap is not set (start `gcdp broker` and "
-                        "pass --set broker.bootstrap=@%s)\n", DEFAULT_BOOTSTRAP_FILE);
+    if (app_require_bootstrap(cfg, "ingest") != 0)
         goto out;
-    }
-    metrics = core_metrics_new();
-    port = (int)core_config_int(cfg, "metrics.port");
-    if (port > 0 && core_metrics_serve(metrics, core_config_str(cfg, "metrics.bind"), port,
-                                       NULL) != CORE_OK) {
-        fprintf(stderr, "gcdp ingest: cannot serve metrics on %s:%d\n",
-                core_config_str(cfg, "metrics.bind"), port);
+    if (app_metrics_start(cfg, "ingest", &metrics) != 0) {
         rc = APP_EXIT_FAILURE;
         goto out;
     }

@@ -21,6 +21,7 @@
 
 static const char release_help[] =
     "usage: gcdp release --theta FILE [options] [common options]\n"
+    "       gcdp release --serve [--theta FILE] [--group ID] [--exit-idle S] [common options]\n"
     "\n"
     "Privatize window records (gcdp.window/2 JSON lines from ingest) with the GC-DP parameter\n"
     "object theta. Each record states its provenance (per node the statistic, real and\n"
@@ -54,6 +55,25 @@ static const char release_help[] =
     "                    certificate, over the lifetime cap) with its line number and go on;\n"
     "                    the run then exits 0 and prints how many were skipped\n"
     "  -h, --help        this text\n"
+    "\n";
+
+static const char release_serve_help[] =
+    "service mode (--serve): the same release as a Kafka service. Window records are read\n"
+    "from topics.windows (consumer group --group, default gcdp-release), released records\n"
+    "go to topics.released (key = device) once their ledger rows are fsync'd, and a window\n"
+    "that is refused (malformed, not covered by the plan or its own certificate, over a\n"
+    "unit's cap, no plan) is dead-lettered to topics.release_rejected with its reason and\n"
+    "the run goes on. theta: --theta FILE, or the newest version on topics.calibration\n"
+    "(intake waits until one is known; a newer one is swapped in between two windows and\n"
+    "every record names its version). Offsets are committed only after the outputs are\n"
+    "acknowledged; after a crash, windows already in the ledger are republished\n"
+    "byte-for-byte, never re-noised. One instance per ledger (the file is locked).\n"
+    "  --serve           run as a service until SIGINT/SIGTERM (a one-line JSON summary\n"
+    "                    goes to stdout at exit); needs broker.bootstrap (or\n"
+    "                    run/kafka.bootstrap); metrics.port serves /metrics and /healthz\n"
+    "  --group ID        consumer group of topics.windows (default gcdp-release)\n"
+    "  --exit-idle S     stop after S seconds with nothing consumed, once something was\n"
+    "                    (default 0: until a signal)\n"
     "\n"
     "An output path that is the same file as the input, the ledger or theta is refused\n"
     "before anything is opened for writing. Other settings are release.* keys (`gcdp config\n"
@@ -67,8 +87,9 @@ static const char release_help[] =
     "a ledger bound to another scheme or caps, an output aliasing an input).\n\n";
 
 struct args {
-    const char *theta, *input, *format, *output, *ledger, *mech, *eps, *theta_out;
-    int plan_only, skip;
+    const char *theta, *input, *format, *output, *ledger, *mech, *eps, *theta_out, *group;
+    int plan_only, skip, serve, n_offline; /* n_offline: offline-only options given */
+    double exit_idle_s;
     char ledger_path[4096];
 };
 
@@ -80,33 +101,52 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"ledger", required_argument, NULL, 'l'}, {"mechanism", required_argument, NULL, 'm'},
         {"eps-rel", required_argument, NULL, 'e'}, {"plan", no_argument, NULL, 'p'},
         {"theta-out", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
-        {"skip-refused", no_argument, NULL, 's'},
+        {"skip-refused", no_argument, NULL, 's'}, {"serve", no_argument, NULL, 'S'},
+        {"group", required_argument, NULL, 'g'},  {"exit-idle", required_argument, NULL, 'x'},
         {NULL, 0, NULL, 0}};
+    char *end;
     int ch;
 
     memset(a, 0, sizeof(*a));
     a->input = "-";
     a->output = "-";
+    a->group = "gcdp-release";
     optind = 1;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (ch) {
         case 't': a->theta = optarg; break;
-        case 'i': a->input = optarg; break;
-        case 'f': a->format = optarg; break;
-        case 'o': a->output = optarg; break;
+        case 'i': a->input = optarg; a->n_offline++; break;
+        case 'f': a->format = optarg; a->n_offline++; break;
+        case 'o': a->output = optarg; a->n_offline++; break;
         case 'l': a->ledger = optarg; break;
         case 'm': a->mech = optarg; break;
         case 'e': a->eps = optarg; break;
-        case 'p': a->plan_only = 1; break;
-        case 's': a->skip = 1; break;
-        case 'T': a->theta_out = optarg; break;
-        case 'h': printf("%s%s", release_help, app_common_help); return APP_EXIT_OK + 100;
+        case 'p': a->plan_only = 1; a->n_offline++; break;
+        case 's': a->skip = 1; a->n_offline++; break;
+        case 'T': a->theta_out = optarg; a->n_offline++; break;
+        case 'S': a->serve = 1; break;
+        case 'g': a->group = optarg; break;
+        case 'x':
+            a->exit_idle_s = strtod(optarg, &end);
+            if (end == optarg || *end || !(a->exit_idle_s >= 0) || a->exit_idle_s > 1e6) {
+                fprintf(stderr, "gcdp release: --exit-idle %s: not a number of seconds in "
+                                "[0, 1e6]\n", optarg);
+                return APP_EXIT_USAGE;
+            }
+            break;
+        case 'h': printf("%s%s%s", release_help, release_serve_help, app_common_help); return APP_EXIT_OK + 100;
         default: return APP_EXIT_USAGE;
         }
     }
-    if (optind != argc || !a->theta) {
+    if (optind != argc || (!a->theta && !a->serve)) {
         fprintf(stderr, "gcdp release: %s\n", optind != argc ? "unexpected argument"
                                                             : "--theta FILE is required");
+        return APP_EXIT_USAGE;
+    }
+    if (a->serve && a->n_offline) {
+        fprintf(stderr, "gcdp release: --serve reads topics.windows and writes topics.released: "
+                        "--input, --output, --format, --plan, --theta-out and --skip-refused "
+                        "are for the offline release\n");
         return APP_EXIT_USAGE;
     }
     if (a->format && strcmp(a->format, "jsonl") != 0) {
@@ -443,7 +483,7 @@ int cmd_release(int argc, char **argv)
     memset(&r, 0, sizeof(r));
     core_log_set_component("release");
     if (app_help_requested(argc, argv)) {
-        printf("%s%s", release_help, app_common_help);
+        printf("%s%s%s", release_help, release_serve_help, app_common_help);
         return APP_EXIT_OK;
     }
     if (app_config_load(&argc, argv, &cfg) != CORE_OK)
@@ -457,6 +497,11 @@ int cmd_release(int argc, char **argv)
     if (app_ledger_path(cfg, a.ledger, a.ledger_path, sizeof(a.ledger_path)) != 0 ||
         check_paths(&a) != 0)
         goto out;
+    if (a.serve) {
+        struct release_serve_args sa = {a.theta, a.ledger_path, a.group, a.exit_idle_s};
+        ex = release_serve(cfg, &sa);
+        goto out;
+    }
     r.cfg = cfg;
     r.a = &a;
     app_ledger_scheme(cfg, &r.scheme);

@@ -16,6 +16,7 @@
 #include "cal/config.h"
 #include "core/kconf.h"
 #include "core/log.h"
+#include "core/metrics.h"
 #include "ing/config.h"
 #include "lrn/config.h"
 #include "rel/config.h"
@@ -247,4 +248,35 @@ void app_shutdown_begin(const struct core_config *cfg, const char *cmd, const ch
     alarm((unsigned)deadline);
     CORE_INFO("graceful shutdown: a second signal ends the process at once; watchdog %lld s",
               (long long)deadline);
+}
+
+int app_require_bootstrap(struct core_config *cfg, const char *cmd)
+{
+    char eb[256] = "";
+
+    if (!core_config_is_set(cfg, "broker.bootstrap") && access(APP_BOOTSTRAP_FILE, R_OK) == 0 &&
+        core_config_set(cfg, "broker.bootstrap", "\"@" APP_BOOTSTRAP_FILE "\"", "flag", eb,
+                        sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp %s: %s\n", cmd, eb);
+        return -1;
+    }
+    if (core_config_is_set(cfg, "broker.bootstrap"))
+        return 0;
+    fprintf(stderr, "gcdp %s: broker.bootstrap is not set (start `gcdp broker` and pass --set "
+                    "broker.bootstrap=@%s)\n", cmd, APP_BOOTSTRAP_FILE);
+    return -1;
+}
+
+int app_metrics_start(const struct core_config *cfg, const char *cmd, struct core_metrics **out)
+{
+    int port = (int)core_config_int(cfg, "metrics.port");
+
+    *out = core_metrics_new();
+    if (port > 0 && core_metrics_serve(*out, core_config_str(cfg, "metrics.bind"), port, NULL) !=
+                        CORE_OK) {
+        fprintf(stderr, "gcdp %s: cannot serve metrics on %s:%d\n", cmd,
+                core_config_str(cfg, "metrics.bind"), port);
+        return -1;
+    }
+    return 0;
 }

@@ -77,6 +77,8 @@ const struct core_cfg_key core_config_keys[] = {
     K_TOPIC("topics.windows", "\"gcdp.windows\"", "protected window records (internal)"),
     K_TOPIC("topics.calibration", "\"gcdp.calibration\"", "versioned theta objects"),
     K_TOPIC("topics.released", "\"gcdp.released\"", "privatized releases (public)"),
+    K_TOPIC("topics.release_rejected", "\"gcdp.windows.rejected\"",
+            "windows the release refused (dead letters; protected, like topics.rejected)"),
     K_TOPIC("topics.control", "\"gcdp.control\"", "operator commands"),
     K_TOPIC("topics.audit", "\"gcdp.audit\"", "privacy ledger events"),
     K_TOPIC("topics.learner_updates", "\"learner.updates\"", "participant -> server"),

@@ -1,0 +1,982 @@
+/* service.c - the release service: windows consumer + θ consumer -> releaser -> producer on
+ * one libuv loop, with commit-after-acknowledgement bookkeeping and graceful shutdown.
+ * Contract: rel/service.h. Kafka/libuv mechanics: core/kafka.h (KAFKA.md §6). */
+#include "rel/service.h"
+
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <sodium.h>
+
+#include "cal/theta.h"
+#include "core/dp_rng.h"
+#include "core/kafka.h"
+#include "core/kconf.h"
+#include "core/log.h"
+#include "core/mem.h"
+#include "rel/plan.h"
+#include "rel/release.h"
+
+#define TICK_MS 200
+#define OUTQ_HIGH 20000 /* pause intake above this many unacknowledged records */
+#define OUTQ_LOW  5000
+#define THETA_SETTLE_MS 1500 /* θ topic quiet this long (or lag 0): read to its end */
+
+static const char *const dlq_codes[REL_DLQ_COUNT] = {"malformed", "not_covered", "budget_cap",
+                                                     "no_plan"};
+
+const char *rel_dlq_reason_code(enum rel_dlq_reason r)
+{
+    return (unsigned)r < REL_DLQ_COUNT ? dlq_codes[r] : "unknown";
+}
+
+/* One input record whose output (release or dead letter) is not yet acknowledged. Held by
+ * its partition's queue and by the producer's delivery report (refs). */
+struct entry {
+    struct entry *next;  /* partition queue */
+    struct entry *enext; /* emit queue (releases waiting for the group commit) */
+    int64_t off;
+    int32_t part;
+    uint32_t refs;
+    bool acked, dead_letter, replayed;
+    char device[REL_MAX_DEVICE + 1];
+};
+
+struct pstate {
+    bool assigned;
+    int64_t next, committed;    /* next offset to consume; last committed (-1: none) */
+    struct entry *head, *tail;  /* in offset order */
+};
+
+enum svc_state { S_RUNNING, S_DRAINING, S_CLOSING, S_DONE };
+
+struct svc_metrics {
+    struct core_metric *consumed, *released, *replayed, *excluded, *dlq[REL_DLQ_COUNT];
+    struct core_metric *theta_version, *theta_swaps, *lag, *commits, *produce_errors, *gaps;
+};
+
+struct rel_service {
+    uv_loop_t *loop;
+    const struct core_config *cfg;
+    struct rel_service_opts opts;
+    struct rel_opts ropts;
+    struct core_dp_ledger *ledger;
+    struct cal_theta *theta;      /* current θ (owned) */
+    struct rel_plan *plan;        /* for theta, built from the first record's provenance */
+    struct rel_releaser *rr;
+    struct rel_window w;          /* parse buffer for theta */
+    bool w_init;
+    struct core_kconsumer *cons, *tcons; /* windows; θ (NULL with theta_path) */
+    struct core_kproducer *prod;
+    struct core_metrics *metrics;
+    struct svc_metrics m;
+    const char *t_windows, *t_released, *t_dlq, *t_cal;
+    struct pstate parts[REL_SERVICE_MAX_PARTITIONS];
+    struct entry *eq_head, *eq_tail; /* releases pushed, not yet emitted (push order) */
+    struct entry *cur;               /* the entry of the record being pushed */
+    uv_timer_t commit_timer, tick_timer;
+    uv_prepare_t flush_prep;
+    int open_handles, closed_consumers, n_consumers;
+    enum svc_state state;
+    core_err status;
+    bool intake, paused, commit_in_flight, consumed_any, group_joined, done_called;
+    bool plan_warned;
+    uint64_t last_consume, drain_started, close_started, last_theta_msg;
+    _Atomic uint64_t a_consumed, a_released, a_replayed, a_excluded, a_dlq, a_theta_version;
+    _Atomic uint64_t a_by_reason[REL_DLQ_COUNT], a_produce_errors, a_commits, a_commit_errors;
+    _Atomic uint64_t a_gaps, a_theta_swaps;
+    _Atomic int64_t a_lag;
+};
+
+static void fail(struct rel_service *s, core_err why, const char *what);
+
+static void bump(_Atomic uint64_t *a) /* single writer: the loop thread */
+{
+    atomic_store_explicit(a, atomic_load_explicit(a, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void entry_unref(struct entry *e)
+{
+    if (--e->refs == 0)
+        free(e);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Producing */
+
+static void on_delivery(void *arg, void *opaque, rd_kafka_resp_err_t err)
+{
+    struct rel_service *s = arg;
+    struct entry *e = opaque;
+
+    if (!e)
+        return;
+    if (err) {
+        bump(&s->a_produce_errors);
+        core_metric_add(s->m.produce_errors, 1);
+        fail(s, CORE_EKAFKA, "a record was not acknowledged by the broker");
+    } else {
+        e->acked = true;
+        if (e->dead_letter) {
+            bump(&s->a_dlq);
+        } else if (e->replayed) {
+            bump(&s->a_replayed);
+            core_metric_add(s->m.replayed, 1);
+        } else {
+            bump(&s->a_released);
+            core_metric_add(s->m.released, 1);
+        }
+    }
+    entry_unref(e);
+}
+
+static void produce(struct rel_service *s, const char *topic, struct entry *e, const char *v,
+                    size_t len)
+{
+    core_err rc;
+
+    e->refs++; /* held by the delivery report */
+    for (int tries = 0;; tries++) {
+        rc = core_kproducer_send(s->prod, topic, RD_KAFKA_PARTITION_UA, e->device,
+                                 strlen(e->device), v, len, e);
+        if (rc != CORE_EAGAIN || tries == 6000)
+            break;
+        core_kproducer_poll(s->prod, 5);
+    }
+    if (rc != CORE_OK) {
+        entry_unref(e);
+        bump(&s->a_produce_errors);
+        fail(s, rc, "cannot enqueue an output record");
+    }
+}
+
+/* Releaser output: the oldest release still waiting for its group commit (push order). */
+static core_err on_emit(void *arg, const char *bytes, size_t len, bool replayed)
+{
+    struct rel_service *s = arg;
+    struct entry *e = s->eq_head;
+
+    if (!e) {
+        fail(s, CORE_ESTATE, "released record without a pending input (bug)");
+        return CORE_ESTATE;
+    }
+    s->eq_head = e->enext;
+    if (!s->eq_head)
+        s->eq_tail = NULL;
+    e->replayed = replayed;
+    produce(s, s->t_released, e, bytes, len);
+    entry_unref(e); /* the emit queue's reference */
+    return CORE_OK;
+}
+
+static core_err flush_releases(struct rel_service *s)
+{
+    char eb[512] = "";
+    core_err rc;
+
+    if (!s->rr)
+        return CORE_OK;
+    rc = rel_releaser_flush(s->rr, on_emit, s, eb, sizeof(eb));
+    if (rc != CORE_OK) {
+        CORE_ERROR("release: %s", eb);
+        fail(s, rc, "group commit failed");
+    }
+    return rc;
+}
+
+/* New entry for partition p at off, queued on its partition (reference 1). */
+static struct entry *entry_new(struct rel_service *s, int32_t p, int64_t off, const char *dev)
+{
+    struct entry *e = core_xcalloc(1, sizeof(*e));
+    struct pstate *ps = &s->parts[p];
+
+    e->off = off;
+    e->part = p;
+    e->refs = 1;
+    snprintf(e->device, sizeof(e->device), "%s", dev);
+    if (ps->tail)
+        ps->tail->next = e;
+    else
+        ps->head = e;
+    ps->tail = e;
+    return e;
+}
+
+/* gcdp.release_rejected/1 for the record m, refused for why (detail: errbuf text, which
+ * names window ids, fields, units and totals, never values). */
+static void dead_letter(struct rel_service *s, const rd_kafka_message_t *m,
+                        enum rel_dlq_reason why, const char *detail, const char *window_id)
+{
+    json_t *o, *payload = NULL;
+    struct entry *e;
+    char *txt;
+    const char *enc = "utf8";
+
+    if (m->payload && m->len > 0)
+        payload = json_stringn((const char *)m->payload, m->len);
+    if (!payload && m->payload && m->len > 0) { /* not UTF-8: keep it byte-exact */
+        size_t n = sodium_base64_ENCODED_LEN(m->len, sodium_base64_VARIANT_ORIGINAL);
+        char *b = core_xmalloc(n);
+        sodium_bin2base64(b, n, m->payload, m->len, sodium_base64_VARIANT_ORIGINAL);
+        payload = json_string(b);
+        free(b);
+        enc = "base64";
+    }
+    o = json_pack("{s:s, s:s, s:s, s:s?, s:{s:s, s:i, s:I}, s:I, s:s, s:I, s:o}", "schema",
+                  REL_SCHEMA_RELEASE_REJECTED, "reason", rel_dlq_reason_code(why), "detail",
+                  detail && detail[0] ? detail : rel_dlq_reason_code(why), "window_id",
+                  window_id && window_id[0] ? window_id : NULL, "source", "topic",
+                  s->t_windows, "partition", (int)m->partition, "offset",
+                  (json_int_t)m->offset, "received_at_ms", (json_int_t)wall_ms(),
+                  "payload_encoding", enc, "payload_bytes", (json_int_t)m->len, "payload",
+                  payload ? payload : json_string(""));
+    txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!txt) {
+        fail(s, CORE_ENOMEM, "cannot encode a dead letter");
+        return;
+    }
+    e = entry_new(s, m->partition, m->offset, "");
+    if (m->key && m->key_len <= REL_MAX_DEVICE) { /* keyed like its input */
+        memcpy(e->device, m->key, m->key_len);
+        e->device[m->key_len] = '\0';
+    }
+    e->dead_letter = true;
+    bump(&s->a_by_reason[why]);
+    core_metric_add(s->m.dlq[why], 1);
+    CORE_WARN("window %s (partition %" PRId32 " offset %" PRId64 ") dead-lettered: %s: %s",
+              window_id && window_id[0] ? window_id : "?", m->partition, m->offset,
+              rel_dlq_reason_code(why), detail ? detail : "");
+    produce(s, s->t_dlq, e, txt, strlen(txt)); /* the queue's reference stays */
+    free(txt);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* θ and plan */
+
+static void drop_plan(struct rel_service *s)
+{
+    rel_releaser_free(s->rr); /* pending charges (never emitted) are cancelled */
+    s->rr = NULL;
+    rel_plan_free(s->plan);
+    s->plan = NULL;
+    s->plan_warned = false;
+}
+
+/* Adopt t (taken) when it is newer than the current θ; between two windows, after the
+ * pending group commit was emitted. */
+static void adopt_theta(struct rel_service *s, struct cal_theta *t)
+{
+    uint64_t old = s->theta ? s->theta->version : 0;
+
+    if (s->theta && t->version <= old) {
+        CORE_INFO("theta version %" PRIu64 " ignored: version %" PRIu64 " is in use",
+                  t->version, old);
+        cal_theta_free(t);
+        return;
+    }
+    if (flush_releases(s) != CORE_OK) {
+        cal_theta_free(t);
+        return;
+    }
+    drop_plan(s);
+    if (s->w_init)
+        rel_window_cleanup(&s->w);
+    cal_theta_free(s->theta);
+    s->theta = t;
+    rel_window_init(&s->w, t);
+    s->w_init = true;
+    atomic_store(&s->a_theta_version, t->version);
+    core_metric_set(s->m.theta_version, (int64_t)t->version);
+    if (old) {
+        bump(&s->a_theta_swaps);
+        core_metric_add(s->m.theta_swaps, 1);
+    }
+    CORE_INFO("theta version %" PRIu64 " (%s, %s) in use%s", t->version,
+              cal_mode_name(t->mode), t->source[0] ? t->source : "-",
+              old ? " from the next window on" : "");
+}
+
+static void on_theta_message(void *arg, const rd_kafka_message_t *m)
+{
+    struct rel_service *s = arg;
+    struct cal_theta *t = NULL;
+    json_error_t je;
+    json_t *j;
+    char eb[512] = "";
+
+    s->last_theta_msg = uv_now(s->loop);
+    if (!m->payload || m->len == 0)
+        return; /* a compaction tombstone */
+    j = json_loadb(m->payload, m->len, JSON_REJECT_DUPLICATES, &je);
+    if (!j || cal_theta_from_json(j, &t, eb, sizeof(eb)) != CORE_OK ||
+        cal_theta_validate(t, eb, sizeof(eb)) != CORE_OK) {
+        CORE_WARN("%s partition %" PRId32 " offset %" PRId64 ": not a valid theta (%s); "
+                  "ignored", s->t_cal, m->partition, m->offset, j ? eb : je.text);
+        json_decref(j);
+        cal_theta_free(t);
+        return;
+    }
+    json_decref(j);
+    if (s->state == S_RUNNING)
+        adopt_theta(s, t);
+    else
+        cal_theta_free(t);
+}
+
+static core_err build_plan(struct rel_service *s, const struct rel_window *w, char *eb,
+                           size_t ebn)
+{
+    struct core_dp_scheme sc;
+    core_err rc;
+
+    s->ropts.profile = &w->prof;
+    rc = rel_plan_new(s->theta, &s->ropts, &s->plan, eb, ebn);
+    s->ropts.profile = NULL;
+    if (rc != CORE_OK)
+        return rc;
+    rel_plan_scheme(s->plan, &sc);
+    if (sc.period_ms != s->opts.scheme.period_ms) {
+        snprintf(eb, ebn, "prov.period_ms %lld differs from the ledger scheme's period %lld "
+                 "(ingest.period_ms): the units would not be the ledger's",
+                 (long long)sc.period_ms, (long long)s->opts.scheme.period_ms);
+        drop_plan(s);
+        return CORE_ESTATE;
+    }
+    rc = rel_releaser_new(s->plan, s->ledger, core_rng_os(),
+                          (size_t)core_config_int(s->cfg, "release.ledger.batch"),
+                          (unsigned)core_config_int(s->cfg, "release.threads"), &s->rr);
+    if (rc != CORE_OK) {
+        snprintf(eb, ebn, "cannot start the releaser (%s)", core_strerror(rc));
+        drop_plan(s);
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Windows */
+
+static enum rel_dlq_reason dlq_reason(core_err rc)
+{
+    switch (rc) {
+    case CORE_EBUDGET: return REL_DLQ_BUDGET;
+    case CORE_EINVAL: return REL_DLQ_NOT_COVERED;
+    default: return REL_DLQ_MALFORMED;
+    }
+}
+
+/* Release one parsed window: the plan on first need, then the releaser. */
+static void release_window(struct rel_service *s, const rd_kafka_message_t *m)
+{
+    char eb[1024] = "";
+    struct entry *e;
+    core_err rc;
+
+    if (!s->plan && (rc = build_plan(s, &s->w, eb, sizeof(eb))) != CORE_OK) {
+        if (!s->plan_warned)
+            CORE_ERROR("no release plan for theta %" PRIu64 " and window %s: %s",
+                       s->theta->version, s->w.id, eb);
+        s->plan_warned = true;
+        dead_letter(s, m, REL_DLQ_NO_PLAN, eb, s->w.id);
+        return;
+    }
+    e = entry_new(s, m->partition, m->offset, s->w.device);
+    e->refs++; /* the emit queue's */
+    if (s->eq_tail)
+        s->eq_tail->enext = e;
+    else
+        s->eq_head = e;
+    s->eq_tail = e;
+    rc = rel_releaser_push(s->rr, &s->w, on_emit, s, eb, sizeof(eb));
+    if (rc == CORE_OK)
+        return;
+    if (rc == CORE_EINVAL || rc == CORE_EBUDGET || rc == CORE_EPARSE || rc == CORE_ETOOBIG) {
+        /* refused before it was queued: it is the emit queue's tail and the partition's */
+        struct pstate *ps = &s->parts[m->partition];
+        struct entry *p = s->eq_head;
+        if (s->eq_tail != e || ps->tail != e) {
+            fail(s, CORE_ESTATE, "refused window is not the last queued (bug)");
+            return;
+        }
+        if (p == e) {
+            s->eq_head = s->eq_tail = NULL;
+        } else {
+            while (p->enext != e)
+                p = p->enext;
+            p->enext = NULL;
+            s->eq_tail = p;
+        }
+        e->acked = true; /* its dead letter carries the offset from here */
+        entry_unref(e);
+        dead_letter(s, m, dlq_reason(rc), eb, s->w.id);
+        return;
+    }
+    CORE_ERROR("release of window %s failed: %s (%s)", s->w.id, eb, core_strerror(rc));
+    fail(s, rc, "release failed (ledger, noise or output)");
+}
+
+static void on_message(void *arg, const rd_kafka_message_t *m)
+{
+    struct rel_service *s = arg;
+    char eb[1024] = "";
+    int32_t p = m->partition;
+    core_err rc;
+
+    if (s->state != S_RUNNING || !s->theta)
+        return; /* not processed: its offset is not advanced, so never committed */
+    if (strcmp(rd_kafka_topic_name(m->rkt), s->t_windows) != 0)
+        return;
+    if (p < 0 || p >= REL_SERVICE_MAX_PARTITIONS) {
+        fail(s, CORE_ETOOBIG, "partition number above REL_SERVICE_MAX_PARTITIONS");
+        return;
+    }
+    s->parts[p].next = m->offset + 1;
+    bump(&s->a_consumed);
+    core_metric_add(s->m.consumed, 1);
+    s->consumed_any = true;
+    s->last_consume = uv_now(s->loop);
+    s->w.id[0] = '\0';
+    rc = m->payload ? rel_window_from_json(m->payload, m->len, &s->w, eb, sizeof(eb))
+                    : CORE_EPARSE;
+    if (rc != CORE_OK) {
+        dead_letter(s, m, REL_DLQ_MALFORMED, m->payload ? eb : "empty record", s->w.id);
+        return;
+    }
+    if (s->w.excluded) {
+        bump(&s->a_excluded);
+        core_metric_add(s->m.excluded, 1);
+        return;
+    }
+    release_window(s, m);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Committing */
+
+static void queue_drop(struct pstate *ps)
+{
+    while (ps->head) {
+        struct entry *e = ps->head;
+        ps->head = e->next;
+        entry_unref(e);
+    }
+    ps->tail = NULL;
+}
+
+/* Offset of p that may be committed now: the first record whose output is not yet
+ * acknowledged, else the next offset to read; -1 if unknown. */
+static int64_t committable(struct pstate *ps)
+{
+    while (ps->head && ps->head->acked) {
+        struct entry *e = ps->head;
+        ps->head = e->next;
+        if (!ps->head)
+            ps->tail = NULL;
+        entry_unref(e);
+    }
+    return ps->head ? ps->head->off : ps->next;
+}
+
+static bool commit_now(struct rel_service *s)
+{
+    rd_kafka_topic_partition_list_t *l;
+    bool sent = false;
+
+    if (s->commit_in_flight || s->status != CORE_OK || !s->cons)
+        return false;
+    l = rd_kafka_topic_partition_list_new(8);
+    for (int32_t p = 0; p < REL_SERVICE_MAX_PARTITIONS; p++) {
+        int64_t c;
+        if (!s->parts[p].assigned)
+            continue;
+        c = committable(&s->parts[p]);
+        if (c >= 0 && c > s->parts[p].committed)
+            rd_kafka_topic_partition_list_add(l, s->t_windows, p)->offset = c;
+    }
+    if (l->cnt > 0 && core_kconsumer_commit(s->cons, l) == CORE_OK) {
+        s->commit_in_flight = true;
+        sent = true;
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    return sent;
+}
+
+static void on_commit(void *arg, rd_kafka_resp_err_t err,
+                      const rd_kafka_topic_partition_list_t *offsets)
+{
+    struct rel_service *s = arg;
+
+    s->commit_in_flight = false;
+    if (err == RD_KAFKA_RESP_ERR__NO_OFFSET)
+        return;
+    if (err) {
+        bump(&s->a_commit_errors);
+        return;
+    }
+    bump(&s->a_commits);
+    core_metric_add(s->m.commits, 1);
+    for (int i = 0; offsets && i < offsets->cnt; i++) {
+        const rd_kafka_topic_partition_t *t = &offsets->elems[i];
+        if (!t->err && t->partition >= 0 && t->partition < REL_SERVICE_MAX_PARTITIONS &&
+            strcmp(t->topic, s->t_windows) == 0 && t->offset > s->parts[t->partition].committed)
+            s->parts[t->partition].committed = t->offset;
+    }
+}
+
+static void on_assign(void *arg, const rd_kafka_topic_partition_list_t *parts)
+{
+    struct rel_service *s = arg;
+
+    s->group_joined = true;
+    for (int i = 0; i < parts->cnt; i++) {
+        int32_t p = parts->elems[i].partition;
+        if (p >= 0 && p < REL_SERVICE_MAX_PARTITIONS &&
+            strcmp(parts->elems[i].topic, s->t_windows) == 0) {
+            s->parts[p].assigned = true;
+            s->parts[p].next = s->parts[p].committed = -1;
+        }
+    }
+}
+
+static void on_revoke(void *arg, const rd_kafka_topic_partition_list_t *parts)
+{
+    struct rel_service *s = arg;
+
+    /* Emit the pending group commit and try to commit what is acknowledged; the rest is
+     * read again by the next owner (replayed from the ledger when it shares it). */
+    if (s->state == S_RUNNING && flush_releases(s) == CORE_OK)
+        (void)commit_now(s);
+    for (int i = 0; i < parts->cnt; i++) {
+        int32_t p = parts->elems[i].partition;
+        if (p < 0 || p >= REL_SERVICE_MAX_PARTITIONS ||
+            strcmp(parts->elems[i].topic, s->t_windows) != 0)
+            continue;
+        s->parts[p].assigned = false;
+        s->parts[p].next = -1;
+        queue_drop(&s->parts[p]);
+    }
+}
+
+static void on_gap(void *arg, const char *topic, int32_t partition, int64_t from, int64_t to)
+{
+    struct rel_service *s = arg;
+    (void)topic;
+    (void)partition;
+    (void)from;
+    (void)to;
+    bump(&s->a_gaps);
+    core_metric_add(s->m.gaps, 1);
+}
+
+static void on_error(void *arg, rd_kafka_resp_err_t err, const char *reason, bool fatal)
+{
+    struct rel_service *s = arg;
+    (void)err;
+    if (fatal)
+        fail(s, CORE_EKAFKA, reason);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Flow control, shutdown */
+
+static void apply_pause(struct rel_service *s)
+{
+    size_t q = core_kproducer_outq(s->prod);
+    bool want;
+
+    if (q > OUTQ_HIGH)
+        s->paused = true;
+    else if (q < OUTQ_LOW)
+        s->paused = false;
+    want = !s->intake || s->paused || s->state != S_RUNNING;
+    core_kconsumer_pause(s->cons, want);
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    struct rel_service *s = h->data;
+    if (--s->open_handles == 0 && !s->done_called) {
+        s->done_called = true;
+        if (s->opts.on_done)
+            s->opts.on_done(s->opts.arg, s->status);
+    }
+}
+
+static void finish(struct rel_service *s)
+{
+    struct rel_service_stats st;
+
+    if (s->state == S_DONE)
+        return;
+    s->state = S_DONE;
+    rel_service_stats(s, &st);
+    CORE_INFO("release stopped (%s): consumed=%" PRIu64 " released=%" PRIu64 " replayed=%"
+              PRIu64 " excluded=%" PRIu64 " dead_letters=%" PRIu64, core_strerror(s->status),
+              st.consumed, st.released, st.replayed, st.excluded, st.dead_letters);
+    if (s->metrics)
+        core_metrics_set_health(s->metrics, false, "stopped");
+    core_kconsumer_detach(s->cons);
+    if (s->tcons)
+        core_kconsumer_detach(s->tcons);
+    core_kproducer_detach(s->prod);
+    uv_close((uv_handle_t *)&s->commit_timer, on_handle_closed);
+    uv_close((uv_handle_t *)&s->tick_timer, on_handle_closed);
+    uv_close((uv_handle_t *)&s->flush_prep, on_handle_closed);
+}
+
+static void on_closed(void *arg)
+{
+    struct rel_service *s = arg;
+    if (++s->closed_consumers == s->n_consumers && s->state == S_CLOSING)
+        finish(s);
+}
+
+static void begin_close(struct rel_service *s)
+{
+    s->state = S_CLOSING;
+    s->close_started = uv_now(s->loop);
+    core_kconsumer_close(s->cons);
+    if (s->tcons)
+        core_kconsumer_close(s->tcons);
+}
+
+static void drain_step(struct rel_service *s)
+{
+    uint64_t waited = uv_now(s->loop) - s->drain_started;
+
+    if (core_kproducer_outq(s->prod) > 0 && waited < REL_SERVICE_DRAIN_MS &&
+        s->status == CORE_OK)
+        return;
+    if (core_kproducer_outq(s->prod) > 0)
+        CORE_WARN("%zu records still unacknowledged at shutdown; their windows stay "
+                  "uncommitted (republished from the ledger after a restart)",
+                  core_kproducer_outq(s->prod));
+    if (s->commit_in_flight && waited < REL_SERVICE_DRAIN_MS)
+        return;
+    if (s->status == CORE_OK && commit_now(s))
+        return;
+    begin_close(s);
+}
+
+static void fail(struct rel_service *s, core_err why, const char *what)
+{
+    if (s->status != CORE_OK)
+        return;
+    CORE_ERROR("release failing: %s (%s); stopping without committing further", what,
+               core_strerror(why));
+    s->status = why;
+    rel_service_stop(s);
+}
+
+void rel_service_stop(struct rel_service *s)
+{
+    if (s->state != S_RUNNING)
+        return;
+    if (s->status == CORE_OK)
+        (void)flush_releases(s); /* committed releases go out before we drain */
+    CORE_INFO("release stopping: intake stopped, waiting for acknowledgements");
+    s->state = S_DRAINING;
+    s->drain_started = uv_now(s->loop);
+    core_kconsumer_pause(s->cons, true);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Timers */
+
+static void health_refresh(struct rel_service *s)
+{
+    if (!s->metrics)
+        return;
+    if (s->status != CORE_OK)
+        core_metrics_set_health(s->metrics, false, core_strerror(s->status));
+    else if (s->state != S_RUNNING)
+        core_metrics_set_health(s->metrics, false, "shutting down");
+    else if (!s->theta)
+        core_metrics_set_health(s->metrics, false, "waiting for a theta on topics.calibration");
+    else if (!s->group_joined)
+        core_metrics_set_health(s->metrics, false, "waiting for the consumer group");
+    else if (atomic_load(&s->a_gaps) > 0)
+        core_metrics_set_health(s->metrics, false, "offset gap detected: windows were lost "
+                                                   "(see the log)");
+    else
+        core_metrics_set_health(s->metrics, true, NULL);
+}
+
+static void intake_check(struct rel_service *s, uint64_t now)
+{
+    int64_t lag;
+
+    if (s->intake || !s->theta)
+        return;
+    lag = s->tcons ? core_kconsumer_lag(s->tcons) : 0;
+    if (lag == 0 || now - s->last_theta_msg >= THETA_SETTLE_MS) {
+        s->intake = true;
+        CORE_INFO("release started: theta version %" PRIu64 ", %s -> %s (dead letters: %s)",
+                  s->theta->version, s->t_windows, s->t_released, s->t_dlq);
+    }
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    struct rel_service *s = t->data;
+    uint64_t now = uv_now(s->loop);
+
+    if (s->state == S_RUNNING) {
+        intake_check(s, now);
+        if (!s->intake || core_kconsumer_assigned(s->cons) == 0)
+            s->last_consume = now; /* idle counts only while windows can be read */
+        if (s->opts.exit_idle_ms > 0 && s->consumed_any &&
+            now - s->last_consume >= (uint64_t)s->opts.exit_idle_ms) {
+            CORE_INFO("nothing consumed for %" PRId64 " ms: stopping", s->opts.exit_idle_ms);
+            rel_service_stop(s);
+        }
+    }
+    if (s->state == S_RUNNING)
+        apply_pause(s);
+    if (s->state == S_DRAINING)
+        drain_step(s);
+    if (s->state == S_CLOSING && now - s->close_started >= REL_SERVICE_CLOSE_MS) {
+        CORE_WARN("the consumers did not leave their groups within %d ms; stopping anyway",
+                  REL_SERVICE_CLOSE_MS);
+        finish(s);
+    }
+    if (s->cons && s->state == S_RUNNING) {
+        int64_t lag = core_kconsumer_lag(s->cons);
+        atomic_store(&s->a_lag, lag);
+        core_metric_set(s->m.lag, lag);
+    }
+    health_refresh(s);
+}
+
+static void on_commit_timer(uv_timer_t *t)
+{
+    struct rel_service *s = t->data;
+    if (s->state == S_RUNNING)
+        (void)commit_now(s);
+}
+
+/* Before the loop waits for I/O: the releases pushed this turn get their group commit. */
+static void on_prepare(uv_prepare_t *h)
+{
+    struct rel_service *s = h->data;
+    if (s->state == S_RUNNING && s->eq_head)
+        (void)flush_releases(s);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Lifecycle */
+
+static void metrics_register(struct rel_service *s)
+{
+    struct core_metrics *r = s->metrics;
+    struct svc_metrics *m = &s->m;
+    char lab[64];
+
+    if (!r)
+        return;
+#define C(name, help) core_metrics_get(r, CORE_METRIC_COUNTER, name, NULL, help)
+#define G(name, help) core_metrics_get(r, CORE_METRIC_GAUGE, name, NULL, help)
+    m->consumed = C("gcdp_release_consumed_total", "window records read from topics.windows");
+    m->released = C("gcdp_release_released_total", "new releases acknowledged");
+    m->replayed = C("gcdp_release_replayed_total", "releases republished from the ledger");
+    m->excluded = C("gcdp_release_excluded_total", "excluded windows (nothing to release)");
+    for (int i = 0; i < REL_DLQ_COUNT; i++) {
+        snprintf(lab, sizeof(lab), "reason=\"%s\"", dlq_codes[i]);
+        m->dlq[i] = core_metrics_get(r, CORE_METRIC_COUNTER, "gcdp_release_refused_total", lab,
+                                     "windows dead-lettered, by reason");
+    }
+    m->theta_version = G("gcdp_release_theta_version", "theta version in use (0: none)");
+    m->theta_swaps = C("gcdp_release_theta_swaps_total", "theta versions adopted after the first");
+    m->lag = G("gcdp_release_consumer_lag", "windows not yet read (-1 unknown)");
+    m->commits = C("gcdp_release_commits_total", "successful offset commits");
+    m->produce_errors = C("gcdp_release_produce_errors_total", "records the broker did not take");
+    m->gaps = C("gcdp_release_offset_gaps_total", "offset gaps detected on topics.windows");
+#undef C
+#undef G
+}
+
+static core_err make_consumers(struct rel_service *s, char *eb, size_t ebn)
+{
+    rd_kafka_conf_t *cc = NULL;
+    const char *wt[1] = {s->t_windows}, *ct[1] = {s->t_cal};
+    struct core_kconsumer_ops ops = {
+        .on_message = on_message, .on_assign = on_assign, .on_revoke = on_revoke,
+        .on_gap = on_gap,         .on_error = on_error,   .on_commit = on_commit,
+        .on_closed = on_closed,   .arg = s,
+    };
+    struct core_kconsumer_ops tops = {.on_message = on_theta_message, .on_error = on_error,
+                                      .on_closed = on_closed, .arg = s};
+    char group[256], host[64] = "host";
+    core_err rc;
+
+    rc = core_kafka_conf_new(s->cfg, CORE_KAFKA_CONSUMER, s->opts.group, &cc, eb, ebn);
+    if (rc != CORE_OK)
+        return rc;
+    rc = core_kconsumer_new(s->loop, cc, wt, 1, &ops, &s->cons, eb, ebn); /* takes cc */
+    if (rc != CORE_OK)
+        return rc;
+    s->n_consumers = 1;
+    core_kconsumer_pause(s->cons, true); /* until a θ is known */
+    if (s->opts.theta_path)
+        return CORE_OK;
+    /* Every instance reads every θ version: a group of its own, from the beginning, never
+     * committed (the topic is compacted and small). */
+    (void)gethostname(host, sizeof(host) - 1);
+    snprintf(group, sizeof(group), "%s-theta-%s-%ld", s->opts.group, host, (long)getpid());
+    rc = core_kafka_conf_new(s->cfg, CORE_KAFKA_CONSUMER, group, &cc, eb, ebn);
+    if (rc == CORE_OK && (rc = core_kafka_conf_set(cc, "auto.offset.reset", "earliest", eb,
+                                                   ebn)) != CORE_OK)
+        rd_kafka_conf_destroy(cc);
+    if (rc != CORE_OK)
+        return rc;
+    rc = core_kconsumer_new(s->loop, cc, ct, 1, &tops, &s->tcons, eb, ebn);
+    if (rc == CORE_OK)
+        s->n_consumers = 2;
+    return rc;
+}
+
+static core_err open_state(struct rel_service *s, char *eb, size_t ebn)
+{
+    struct core_dp_ledger_opts lo = {s->opts.ledger_path, s->ropts.cap, 0, s->opts.scheme};
+    struct cal_theta *t = NULL;
+    char e2[512] = "";
+    core_err rc;
+
+    rc = rel_opts_from_config(s->cfg, &s->ropts, eb, ebn);
+    if (rc != CORE_OK)
+        return rc;
+    lo.cap = s->ropts.cap;
+    rc = core_dp_ledger_open(&lo, &s->ledger, e2, sizeof(e2));
+    if (rc != CORE_OK) {
+        snprintf(eb, ebn, "ledger '%s': %s (%s)", lo.path,
+                 rc == CORE_EAGAIN ? "held by another process (one release instance per "
+                                     "ledger)" : e2[0] ? e2 : "cannot open", core_errname(rc));
+        return rc;
+    }
+    if (!s->opts.theta_path)
+        return CORE_OK;
+    rc = cal_theta_load_file(s->opts.theta_path, &t, e2, sizeof(e2));
+    if (rc != CORE_OK) {
+        snprintf(eb, ebn, "theta '%s': %s", s->opts.theta_path, e2);
+        return CORE_ECONFIG;
+    }
+    adopt_theta(s, t);
+    return CORE_OK;
+}
+
+static core_err make_producer(struct rel_service *s, char *eb, size_t ebn)
+{
+    rd_kafka_conf_t *pc = NULL;
+    core_err rc = core_kafka_conf_new(s->cfg, CORE_KAFKA_PRODUCER, NULL, &pc, eb, ebn);
+    if (rc != CORE_OK)
+        return rc;
+    return core_kproducer_new(s->loop, pc, on_delivery, s, &s->prod, eb, ebn); /* takes pc */
+}
+
+core_err rel_service_new(uv_loop_t *loop, const struct core_config *cfg,
+                         const struct rel_service_opts *opts, struct core_metrics *metrics,
+                         struct rel_service **out, char *eb, size_t ebn)
+{
+    struct rel_service *s;
+    core_err rc;
+
+    *out = NULL;
+    if (!opts->group || !opts->group[0] || !opts->ledger_path || opts->commit_interval_ms <= 0) {
+        snprintf(eb, ebn, "release: a group id, a ledger path and a positive commit interval "
+                          "are required");
+        return CORE_ECONFIG;
+    }
+    s = core_xcalloc(1, sizeof(*s));
+    s->loop = loop;
+    s->cfg = cfg;
+    s->opts = *opts;
+    s->metrics = metrics;
+    s->t_windows = core_config_str(cfg, "topics.windows");
+    s->t_released = core_config_str(cfg, "topics.released");
+    s->t_dlq = core_config_str(cfg, "topics.release_rejected");
+    s->t_cal = core_config_str(cfg, "topics.calibration");
+    for (int i = 0; i < REL_SERVICE_MAX_PARTITIONS; i++)
+        s->parts[i].next = s->parts[i].committed = -1;
+    atomic_init(&s->a_lag, -1);
+    metrics_register(s);
+    rc = open_state(s, eb, ebn);
+    if (rc == CORE_OK)
+        rc = make_producer(s, eb, ebn);
+    if (rc == CORE_OK)
+        rc = make_consumers(s, eb, ebn);
+    if (rc != CORE_OK) {
+        s->state = S_DONE;
+        rel_service_free(s);
+        return rc;
+    }
+    uv_timer_init(loop, &s->commit_timer);
+    uv_timer_init(loop, &s->tick_timer);
+    uv_prepare_init(loop, &s->flush_prep);
+    s->commit_timer.data = s->tick_timer.data = s->flush_prep.data = s;
+    s->open_handles = 3;
+    uv_timer_start(&s->commit_timer, on_commit_timer, (uint64_t)opts->commit_interval_ms,
+                   (uint64_t)opts->commit_interval_ms);
+    uv_timer_start(&s->tick_timer, on_tick, TICK_MS, TICK_MS);
+    uv_prepare_start(&s->flush_prep, on_prepare);
+    s->last_theta_msg = uv_now(loop);
+    health_refresh(s);
+    *out = s;
+    return CORE_OK;
+}
+
+void rel_service_stats(const struct rel_service *s, struct rel_service_stats *out)
+{
+    struct rel_service *w = (struct rel_service *)s; /* atomics are read-only here */
+
+    memset(out, 0, sizeof(*out));
+    out->consumed = atomic_load(&w->a_consumed);
+    out->released = atomic_load(&w->a_released);
+    out->replayed = atomic_load(&w->a_replayed);
+    out->excluded = atomic_load(&w->a_excluded);
+    out->dead_letters = atomic_load(&w->a_dlq);
+    for (int i = 0; i < REL_DLQ_COUNT; i++)
+        out->by_reason[i] = atomic_load(&w->a_by_reason[i]);
+    out->produce_errors = atomic_load(&w->a_produce_errors);
+    out->commits = atomic_load(&w->a_commits);
+    out->commit_errors = atomic_load(&w->a_commit_errors);
+    out->offset_gaps = atomic_load(&w->a_gaps);
+    out->theta_version = atomic_load(&w->a_theta_version);
+    out->theta_swaps = atomic_load(&w->a_theta_swaps);
+    out->lag = atomic_load(&w->a_lag);
+}
+
+void rel_service_free(struct rel_service *s)
+{
+    if (!s)
+        return;
+    core_kconsumer_free(s->cons);
+    core_kconsumer_free(s->tcons);
+    core_kproducer_free(s->prod);
+    while (s->eq_head) { /* never emitted: their charges are cancelled with the releaser */
+        struct entry *e = s->eq_head;
+        s->eq_head = e->enext;
+        entry_unref(e);
+    }
+    for (int p = 0; p < REL_SERVICE_MAX_PARTITIONS; p++)
+        queue_drop(&s->parts[p]);
+    drop_plan(s);
+    if (s->w_init)
+        rel_window_cleanup(&s->w);
+    cal_theta_free(s->theta);
+    core_dp_ledger_free(s->ledger);
+    free(s);
+}
