@@ -39,6 +39,10 @@ struct release_serve_args {
 };
 int release_serve(struct core_config *cfg, const struct release_serve_args *a);
 
+/* `gcdp calibrate --serve` (app/calibrate_serve.c): public θ versions from input to
+ * topics.calibration until a signal (or exit_after_s > 0 seconds). */
+int calibrate_serve(struct core_config *cfg, const char *input, double exit_after_s);
+
 int bench_ingest(int argc, char **argv);
 int bench_calibrate(int argc, char **argv);
 int bench_release(int argc, char **argv);

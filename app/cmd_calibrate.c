@@ -25,7 +25,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: gcdp calibrate -i FILE [-f csv|occupancy] [-o FILE] [--mode public|private]\n"
             "                      [--device ID]... [--ledger FILE] [--publish]\n"
-            "       gcdp calibrate --check THETA.json\n\n"
+            "       gcdp calibrate --check THETA.json\n"
+            "       gcdp calibrate --serve -i FILE [-f csv|occupancy] [--exit-after S]\n\n"
             "Build the GC-DP parameter object theta (paper Sec. 4.1-4.4: Algorithm 1 graph,\n"
             "exposure, utility mu, empirical influence xi_hat) from a calibration matrix.\n"
             "public mode: eps_cal = 0, the input must be public data independent of the\n"
@@ -59,7 +60,19 @@ static void usage(FILE *f)
             "      --publish       also produce theta to topics.calibration (key = version)\n"
             "                      and wait for the broker's acknowledgement (needs\n"
             "                      broker.bootstrap, e.g. --set broker.bootstrap=@FILE)\n"
-            "      --check FILE    validate a theta file strictly; exit 0 if valid, 1 if not\n"
+            "      --check FILE    validate a theta file strictly; exit 0 if valid, 1 if not\n");
+    fprintf(f,
+            "      --serve         run the calibrate SERVICE: public theta versions made from\n"
+            "                      --input (read again for every version) and published to\n"
+            "                      topics.calibration: an initial one when the topic holds\n"
+            "                      none, one per accepted recalibration request, and one\n"
+            "                      every calibrate.service.refresh_s (periodic fallback);\n"
+            "                      versions only grow (max(now ms, newest + 1)), each states\n"
+            "                      its reason; requests closer than\n"
+            "                      calibrate.service.min_interval_s are refused (rate limit).\n"
+            "                      Public mode only. Until SIGINT/SIGTERM; one-line JSON\n"
+            "                      summary on stdout at exit\n"
+            "      --exit-after S  with --serve: stop after S seconds\n"
             "  -h, --help          this help\n\n"
             "Parameters are configuration keys (defaults = paper Table 5): calibrate.L,\n"
             "lambda, tau, tau_select, tau_grid, K, alpha, gamma, tau_c, kappa, g_max,\n"
@@ -346,7 +359,8 @@ int cmd_calibrate(int argc, char **argv)
         {"output", required_argument, NULL, 'o'}, {"mode", required_argument, NULL, 'm'},
         {"check", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
         {"publish", no_argument, NULL, 'p'}, {"device", required_argument, NULL, 'd'},
-        {"ledger", required_argument, NULL, 'l'},
+        {"ledger", required_argument, NULL, 'l'}, {"serve", no_argument, NULL, 'S'},
+        {"exit-after", required_argument, NULL, 'x'},
         {NULL, 0, NULL, 0},
     };
     struct core_config *cfg = NULL;
@@ -354,7 +368,9 @@ int cmd_calibrate(int argc, char **argv)
     const char *dev[CAL_LEDGER_MAX_DEVICES];
     size_t n_dev = 0;
     char eb[512] = "";
-    int c, ret, publish = 0;
+    int c, ret, publish = 0, serve = 0;
+    double exit_after = 0;
+    char *end;
 
     if (app_help_requested(argc, argv)) {
         usage(stdout);
@@ -371,6 +387,16 @@ int cmd_calibrate(int argc, char **argv)
         case 'o': output = optarg; break;
         case 'c': check = optarg; break;
         case 'p': publish = 1; break;
+        case 'S': serve = 1; break;
+        case 'x':
+            exit_after = strtod(optarg, &end);
+            if (end == optarg || *end || !(exit_after >= 0) || exit_after > 1e6) {
+                fprintf(stderr, "gcdp calibrate: --exit-after %s: not seconds in [0, 1e6]\n",
+                        optarg);
+                core_config_free(cfg);
+                return APP_EXIT_USAGE;
+            }
+            break;
         case 'd':
             if (n_dev == CAL_LEDGER_MAX_DEVICES || !optarg[0] ||
                 strlen(optarg) > CAL_LEDGER_MAX_DEVICE) {
@@ -409,6 +435,18 @@ int cmd_calibrate(int argc, char **argv)
                         "broker.bootstrap=@FILE written by `gcdp broker`)\n");
         core_config_free(cfg);
         return APP_EXIT_USAGE;
+    }
+    if (serve) {
+        if (check || output || publish || n_dev || ledger_flag) {
+            fprintf(stderr, "gcdp calibrate: --serve publishes public theta versions to "
+                            "topics.calibration: --check, --output, --publish, --device and "
+                            "--ledger are for the offline command\n");
+            core_config_free(cfg);
+            return APP_EXIT_USAGE;
+        }
+        ret = calibrate_serve(cfg, input, exit_after);
+        core_config_free(cfg);
+        return ret;
     }
     if (!check) {
         const char *paths[] = {output, input, ledger_flag};

@@ -73,6 +73,9 @@ struct cal_theta {
     char software[32];         /* "gcdp <version>" */
     char config_version[24];   /* core_config_version(cfg, "calibrate.") of the run; may be "" */
     char source[CAL_MAX_NAME]; /* short description of the calibration input (no values) */
+    char reason[16];           /* why this version was made (the calibrate service):
+                                  initial | drift | command | periodic; "" = not stated
+                                  (offline runs) */
     uint64_t n_cal;            /* calibration rows N_cal used */
     struct cal_eps_cal eps_cal;
 
@@ -192,6 +195,8 @@ CORE_MUST_CHECK core_err cal_theta_save_file(const struct cal_theta *t, const ch
 
 /* Names for enums ("public", "universal", "classify", ...); never NULL. */
 const char *cal_mode_name(enum cal_mode m);
+/* Whether r is one of θ's reason codes (initial, drift, command, periodic). */
+bool cal_reason_known(const char *r);
 const char *cal_sens_name(enum cal_sens s);
 const char *cal_task_name(enum cal_task t);
 

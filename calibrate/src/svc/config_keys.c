@@ -187,5 +187,9 @@ const struct core_cfg_key cal_config_keys[] = {
     K_INT("calibrate.version", "0", 0, 9007199254740991.0,
           "theta version; 0: milliseconds since the epoch at calibration"),
     K_INT("calibrate.threads", "0", 0, 256, "OpenBLAS threads; 0: library default"),
+    K_INT("calibrate.service.min_interval_s", "60", 0, 31536000,
+          "--serve: least time between two theta versions (recalibration rate limit)"),
+    K_INT("calibrate.service.refresh_s", "86400", 0, 31536000,
+          "--serve: periodic fallback recalibration (0 = off)"),
     {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},
 };

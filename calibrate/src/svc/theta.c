@@ -255,6 +255,15 @@ core_err cal_theta_node_index(const struct cal_theta *t, const char *name, size_
     return CORE_ENOTFOUND;
 }
 
+bool cal_reason_known(const char *r)
+{
+    static const char *const known[] = {"initial", "drift", "command", "periodic"};
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        if (strcmp(r, known[i]) == 0)
+            return true;
+    return false;
+}
+
 const char *cal_mode_name(enum cal_mode m)
 {
     return m == CAL_MODE_PRIVATE ? "private" : "public";
@@ -292,6 +301,8 @@ static core_err validate_params(const struct cal_theta *t, char *eb, size_t ebn)
 
     if (t->version < 1)
         FAIL("version: must be >= 1");
+    if (t->reason[0] && !cal_reason_known(t->reason))
+        FAIL("reason: \"%.15s\" is not initial, drift, command or periodic", t->reason);
     if (t->L < 0 || t->L > CAL_MAX_LAG)
         FAIL("L: %d not in [0,%d]", t->L, CAL_MAX_LAG);
     if (!in_range(t->lambda, 0.0, 1.0))
@@ -497,6 +508,8 @@ core_err cal_theta_to_json(const struct cal_theta *t, json_t **out, char *eb, si
                   "version", (json_int_t)t->version, "mode", cal_mode_name(t->mode),
                   "created_at", t->created_at, "software", t->software, "config_version",
                   t->config_version, "source", t->source, "n_cal", (json_int_t)t->n_cal);
+    if (t->reason[0])
+        json_object_set_new(o, "reason", json_string(t->reason));
     json_object_set_new(o, "eps_cal",
                         json_pack("{s:f, s:f, s:f, s:f, s:f}", "G", t->eps_cal.G, "tau",
                                   t->eps_cal.tau, "mu", t->eps_cal.mu, "xi", t->eps_cal.xi,
@@ -542,7 +555,7 @@ core_err cal_theta_to_json(const struct cal_theta *t, json_t **out, char *eb, si
 
 static const char *const known_fields[] = {
     "schema", "version", "mode", "created_at", "software", "config_version", "source",
-    "n_cal", "eps_cal", "sensitivity", "task", "L", "lambda", "tau", "tau_grid", "K",
+    "reason", "n_cal", "eps_cal", "sensitivity", "task", "L", "lambda", "tau", "tau_grid", "K",
     "alpha", "gamma", "tau_c", "kappa", "g_max", "nodes", "norm", "edges", "exposure",
     "coords", "mu", "xi_hat", "B", "s", "eps", "eps_rel", "mechanism", NULL};
 
@@ -684,8 +697,12 @@ static core_err parse_header(const json_t *j, struct cal_theta *t, char *eb, siz
         (rc = get_str(j, "software", false, t->software, sizeof(t->software), eb, ebn)) ||
         (rc = get_str(j, "config_version", false, t->config_version,
                       sizeof(t->config_version), eb, ebn)) ||
-        (rc = get_str(j, "source", false, t->source, sizeof(t->source), eb, ebn)))
+        (rc = get_str(j, "source", false, t->source, sizeof(t->source), eb, ebn)) ||
+        (rc = get_str(j, "reason", false, t->reason, sizeof(t->reason), eb, ebn)))
         return rc;
+    if (t->reason[0] && !cal_reason_known(t->reason))
+        PFAIL(CORE_EPARSE, "reason: \"%s\", expected initial, drift, command or periodic",
+              t->reason);
     if ((rc = get_int(j, "n_cal", 0, INT64_MAX, &iv, eb, ebn)) != CORE_OK)
         return rc;
     t->n_cal = (uint64_t)iv;

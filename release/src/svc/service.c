@@ -311,6 +311,13 @@ static void adopt_theta(struct rel_service *s, struct cal_theta *t)
               old ? " from the next window on" : "");
 }
 
+static void on_theta_assign(void *arg, const rd_kafka_topic_partition_list_t *parts)
+{
+    struct rel_service *s = arg;
+    (void)parts;
+    s->last_theta_msg = uv_now(s->loop); /* the settle time counts from the assignment */
+}
+
 static void on_theta_message(void *arg, const rd_kafka_message_t *m)
 {
     struct rel_service *s = arg;
@@ -722,6 +729,8 @@ static void intake_check(struct rel_service *s, uint64_t now)
 
     if (s->intake || !s->theta)
         return;
+    if (s->tcons && core_kconsumer_assigned(s->tcons) == 0)
+        return; /* θ's topic not assigned yet: a newer version may be there */
     lag = s->tcons ? core_kconsumer_lag(s->tcons) : 0;
     if (lag == 0 || now - s->last_theta_msg >= THETA_SETTLE_MS) {
         s->intake = true;
@@ -818,7 +827,8 @@ static core_err make_consumers(struct rel_service *s, char *eb, size_t ebn)
         .on_gap = on_gap,         .on_error = on_error,   .on_commit = on_commit,
         .on_closed = on_closed,   .arg = s,
     };
-    struct core_kconsumer_ops tops = {.on_message = on_theta_message, .on_error = on_error,
+    struct core_kconsumer_ops tops = {.on_message = on_theta_message,
+                                      .on_assign = on_theta_assign, .on_error = on_error,
                                       .on_closed = on_closed, .arg = s};
     char group[256], host[64] = "host";
     core_err rc;

@@ -1,0 +1,394 @@
+/* service.c - the calibrate service: θ versions on topics.calibration (cal/service.h). */
+#include "cal/service.h"
+
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cal/calibrate.h"
+#include "cal/ledger.h"
+#include "cal/matrix.h"
+#include "cal/theta.h"
+#include "core/kafka.h"
+#include "core/kconf.h"
+#include "core/log.h"
+#include "core/mem.h"
+
+#define TICK_MS 250
+#define SETTLE_MS 1500 /* topics.calibration quiet this long (or lag 0): read to its end */
+#define CLOSE_MS 10000
+
+static const char *const reasons[4] = {"initial", "drift", "command", "periodic"};
+
+enum svc_state { S_READING, S_RUNNING, S_CLOSING, S_DONE };
+
+struct cal_service {
+    uv_loop_t *loop;
+    const struct core_config *cfg;
+    struct cal_service_opts opts;
+    struct cal_opts copts;
+    struct core_kconsumer *tcons;
+    struct core_kproducer *prod;
+    struct core_metrics *metrics;
+    struct core_metric *m_version, *m_made[4], *m_limited, *m_failures;
+    const char *t_cal;
+    uv_timer_t tick;
+    enum svc_state state;
+    core_err status;
+    bool done_called, tcons_closed;
+    uint64_t started, last_theta_msg, close_started, last_made_at; /* loop ms */
+    uint64_t newest;        /* newest version seen or made */
+    uint64_t periodic_from; /* loop ms the periodic fallback counts from */
+    _Atomic uint64_t a_version, a_made, a_published, a_by_reason[4], a_limited, a_failures;
+    char last_reason[16];
+};
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int reason_index(const char *r)
+{
+    for (int i = 0; i < 4; i++)
+        if (strcmp(r, reasons[i]) == 0)
+            return i;
+    return -1;
+}
+
+static void on_delivery(void *arg, void *opaque, rd_kafka_resp_err_t err)
+{
+    struct cal_service *s = arg;
+    uint64_t version = (uint64_t)(uintptr_t)opaque;
+
+    if (err) {
+        CORE_ERROR("theta version %" PRIu64 " was not acknowledged by the broker (%s)",
+                   version, rd_kafka_err2str(err));
+        atomic_fetch_add(&s->a_failures, 1);
+        return;
+    }
+    atomic_fetch_add(&s->a_published, 1);
+    CORE_INFO("theta version %" PRIu64 " published to %s", version, s->t_cal);
+}
+
+/* Calibrate from the source and produce the new version (reason: one of reasons[]). */
+static core_err make_version(struct cal_service *s, const char *reason, char *eb, size_t ebn)
+{
+    struct cal_matrix *mx = NULL;
+    struct cal_theta *t = NULL;
+    struct cal_report rep;
+    struct cal_opts o = s->copts;
+    const char *base = strrchr(s->opts.input, '/');
+    char *bytes = NULL, key[24];
+    size_t len = 0;
+    int64_t now = wall_ms();
+    core_err rc;
+
+    o.version = (uint64_t)now > s->newest ? (uint64_t)now : s->newest + 1;
+    rc = cal_matrix_load_ts(s->opts.input, o.format, o.label_column,
+                            o.ts_column[0] ? o.ts_column : NULL, o.max_rows, &mx, eb, ebn);
+    if (rc == CORE_OK)
+        rc = cal_calibrate(mx, &o, NULL, &t, &rep, eb, ebn);
+    if (rc == CORE_OK) {
+        snprintf(t->source, sizeof(t->source), "%s:%s",
+                 o.format == CAL_FORMAT_OCCUPANCY ? "occupancy" : "csv",
+                 base ? base + 1 : s->opts.input);
+        snprintf(t->reason, sizeof(t->reason), "%s", reason);
+        rc = cal_theta_to_bytes(t, &bytes, &len, eb, ebn);
+    }
+    if (rc == CORE_OK) {
+        snprintf(key, sizeof(key), "%" PRIu64, t->version);
+        rc = core_kproducer_send(s->prod, s->t_cal, RD_KAFKA_PARTITION_UA, key, strlen(key),
+                                 bytes, len, (void *)(uintptr_t)t->version);
+        if (rc != CORE_OK)
+            snprintf(eb, ebn, "cannot enqueue theta version %" PRIu64 " (%s)", t->version,
+                     core_strerror(rc));
+    }
+    if (rc == CORE_OK) {
+        int ri = reason_index(reason);
+        s->newest = t->version;
+        s->last_made_at = uv_now(s->loop);
+        snprintf(s->last_reason, sizeof(s->last_reason), "%s", reason);
+        atomic_store(&s->a_version, t->version);
+        atomic_fetch_add(&s->a_made, 1);
+        atomic_fetch_add(&s->a_by_reason[ri], 1);
+        core_metric_set(s->m_version, (int64_t)t->version);
+        core_metric_add(s->m_made[ri], 1);
+        CORE_INFO("theta version %" PRIu64 " made (%s): %zu rows, %zu edges, %.3f s", t->version,
+                  reason, mx->n, rep.n_edges, rep.t_total);
+    } else {
+        atomic_fetch_add(&s->a_failures, 1);
+        core_metric_add(s->m_failures, 1);
+        CORE_ERROR("calibration (%s) failed: %s", reason, eb);
+    }
+    free(bytes);
+    cal_theta_free(t);
+    cal_matrix_free(mx);
+    return rc;
+}
+
+core_err cal_service_request(struct cal_service *s, const char *reason, char *eb, size_t ebn)
+{
+    uint64_t now = uv_now(s->loop), next;
+
+    if (reason_index(reason) < 0) {
+        snprintf(eb, ebn, "unknown reason '%s'", reason);
+        return CORE_EINVAL;
+    }
+    if (s->state != S_RUNNING) {
+        snprintf(eb, ebn, "not ready: %s is still being read", s->t_cal);
+        return CORE_ESTATE;
+    }
+    next = s->last_made_at + (uint64_t)s->opts.min_interval_ms;
+    if (s->last_made_at && now < next) {
+        atomic_fetch_add(&s->a_limited, 1);
+        core_metric_add(s->m_limited, 1);
+        snprintf(eb, ebn, "rate-limited: the previous version was made %.1f s ago; the next is "
+                 "allowed in %.1f s (calibrate.service.min_interval_s)",
+                 (double)(now - s->last_made_at) / 1000.0, (double)(next - now) / 1000.0);
+        CORE_WARN("recalibration (%s) refused: %s", reason, eb);
+        return CORE_EAGAIN;
+    }
+    return make_version(s, reason, eb, ebn);
+}
+
+static void on_theta_assign(void *arg, const rd_kafka_topic_partition_list_t *parts)
+{
+    struct cal_service *s = arg;
+    (void)parts;
+    s->last_theta_msg = uv_now(s->loop); /* the settle time counts from the assignment */
+}
+
+static void on_theta_message(void *arg, const rd_kafka_message_t *m)
+{
+    struct cal_service *s = arg;
+    json_t *j;
+    const json_t *v;
+
+    s->last_theta_msg = uv_now(s->loop);
+    if (!m->payload || m->len == 0)
+        return;
+    j = json_loadb(m->payload, m->len, 0, NULL);
+    v = j ? json_object_get(j, "version") : NULL;
+    if (json_is_integer(v) && json_integer_value(v) > 0 &&
+        (uint64_t)json_integer_value(v) > s->newest) {
+        s->newest = (uint64_t)json_integer_value(v);
+        atomic_store(&s->a_version, s->newest);
+        core_metric_set(s->m_version, (int64_t)s->newest);
+    }
+    json_decref(j);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Lifecycle */
+
+static void on_tick_closed(uv_handle_t *h)
+{
+    struct cal_service *s = h->data;
+    if (!s->done_called) {
+        s->done_called = true;
+        if (s->opts.on_done)
+            s->opts.on_done(s->opts.arg, s->status);
+    }
+}
+
+static void finish(struct cal_service *s)
+{
+    if (s->state == S_DONE)
+        return;
+    s->state = S_DONE;
+    CORE_INFO("calibrate stopped: newest version %" PRIu64 ", %" PRIu64 " made, %" PRIu64
+              " published", s->newest, atomic_load(&s->a_made), atomic_load(&s->a_published));
+    if (s->metrics)
+        core_metrics_set_health(s->metrics, false, "stopped");
+    core_kconsumer_detach(s->tcons);
+    core_kproducer_detach(s->prod);
+    uv_close((uv_handle_t *)&s->tick, on_tick_closed);
+}
+
+static void on_closed(void *arg)
+{
+    struct cal_service *s = arg;
+    s->tcons_closed = true;
+}
+
+void cal_service_stop(struct cal_service *s)
+{
+    if (s->state == S_CLOSING || s->state == S_DONE)
+        return;
+    CORE_INFO("calibrate stopping: waiting for the last version to be acknowledged");
+    s->state = S_CLOSING;
+    s->close_started = uv_now(s->loop);
+    core_kconsumer_close(s->tcons);
+}
+
+static void reading_step(struct cal_service *s, uint64_t now)
+{
+    char eb[1024] = "";
+    int64_t lag = core_kconsumer_lag(s->tcons);
+
+    /* read to its end: partitions assigned, and no lag (or nothing new for SETTLE_MS) */
+    if (core_kconsumer_assigned(s->tcons) == 0 ||
+        !(lag == 0 || now - s->last_theta_msg >= SETTLE_MS))
+        return;
+    s->state = S_RUNNING;
+    if (s->newest) {
+        CORE_INFO("%s holds version %" PRIu64 ": no initial calibration", s->t_cal, s->newest);
+        return;
+    }
+    if (make_version(s, "initial", eb, sizeof(eb)) != CORE_OK) {
+        s->status = CORE_EIO;
+        cal_service_stop(s); /* no θ at all: nothing downstream can run; say so and stop */
+    }
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    struct cal_service *s = t->data;
+    uint64_t now = uv_now(s->loop), since;
+    char eb[1024] = "";
+
+    if (s->state == S_READING)
+        reading_step(s, now);
+    if (s->state == S_RUNNING && s->opts.refresh_ms > 0) {
+        since = s->last_made_at > s->periodic_from ? s->last_made_at : s->periodic_from;
+        if (now - since >= (uint64_t)s->opts.refresh_ms &&
+            cal_service_request(s, "periodic", eb, sizeof(eb)) != CORE_OK)
+            s->periodic_from = now; /* failed or limited: try again one period later */
+    }
+    if (s->state == S_RUNNING && s->opts.exit_after_ms > 0 &&
+        now - s->started >= (uint64_t)s->opts.exit_after_ms)
+        cal_service_stop(s);
+    if (s->state == S_CLOSING &&
+        ((s->tcons_closed && core_kproducer_outq(s->prod) == 0) ||
+         now - s->close_started >= CLOSE_MS))
+        finish(s);
+    if (s->metrics && s->state != S_DONE)
+        core_metrics_set_health(s->metrics, s->state == S_RUNNING && s->newest > 0,
+                                s->state == S_READING ? "reading topics.calibration"
+                                : s->newest == 0      ? "no theta yet"
+                                                      : NULL);
+}
+
+static void metrics_register(struct cal_service *s)
+{
+    char lab[64];
+
+    if (!s->metrics)
+        return;
+    s->m_version = core_metrics_get(s->metrics, CORE_METRIC_GAUGE, "gcdp_calibrate_theta_version",
+                                    NULL, "newest theta version (0: none)");
+    for (int i = 0; i < 4; i++) {
+        snprintf(lab, sizeof(lab), "reason=\"%s\"", reasons[i]);
+        s->m_made[i] = core_metrics_get(s->metrics, CORE_METRIC_COUNTER,
+                                        "gcdp_calibrate_versions_total", lab,
+                                        "theta versions made, by reason");
+    }
+    s->m_limited = core_metrics_get(s->metrics, CORE_METRIC_COUNTER,
+                                    "gcdp_calibrate_rate_limited_total", NULL,
+                                    "recalibration requests refused by the rate limit");
+    s->m_failures = core_metrics_get(s->metrics, CORE_METRIC_COUNTER,
+                                     "gcdp_calibrate_failures_total", NULL,
+                                     "calibrations or publications that failed");
+}
+
+static core_err make_clients(struct cal_service *s, char *eb, size_t ebn)
+{
+    rd_kafka_conf_t *c = NULL;
+    const char *topics[1] = {s->t_cal};
+    struct core_kconsumer_ops ops = {.on_message = on_theta_message,
+                                     .on_assign = on_theta_assign, .on_closed = on_closed,
+                                     .arg = s};
+    char group[256], host[64] = "host";
+    core_err rc = core_kafka_conf_new(s->cfg, CORE_KAFKA_PRODUCER, NULL, &c, eb, ebn);
+
+    if (rc != CORE_OK)
+        return rc;
+    rc = core_kproducer_new(s->loop, c, on_delivery, s, &s->prod, eb, ebn);
+    if (rc != CORE_OK)
+        return rc;
+    (void)gethostname(host, sizeof(host) - 1);
+    snprintf(group, sizeof(group), "gcdp-calibrate-%s-%ld", host, (long)getpid());
+    rc = core_kafka_conf_new(s->cfg, CORE_KAFKA_CONSUMER, group, &c, eb, ebn);
+    if (rc == CORE_OK && (rc = core_kafka_conf_set(c, "auto.offset.reset", "earliest", eb,
+                                                   ebn)) != CORE_OK)
+        rd_kafka_conf_destroy(c);
+    if (rc == CORE_OK)
+        rc = core_kconsumer_new(s->loop, c, topics, 1, &ops, &s->tcons, eb, ebn);
+    return rc;
+}
+
+core_err cal_service_new(uv_loop_t *loop, const struct core_config *cfg,
+                         const struct cal_service_opts *opts, struct core_metrics *metrics,
+                         struct cal_service **out, char *eb, size_t ebn)
+{
+    struct cal_service *s;
+    core_err rc;
+
+    *out = NULL;
+    if (!opts->input || !opts->input[0]) {
+        snprintf(eb, ebn, "calibrate service: a public calibration source file is required "
+                          "(--input FILE)");
+        return CORE_ECONFIG;
+    }
+    s = core_xcalloc(1, sizeof(*s));
+    s->loop = loop;
+    s->cfg = cfg;
+    s->opts = *opts;
+    s->metrics = metrics;
+    s->t_cal = core_config_str(cfg, "topics.calibration");
+    rc = cal_opts_from_config(cfg, &s->copts, eb, ebn);
+    if (rc == CORE_OK)
+        rc = cal_opts_check(&s->copts, eb, ebn);
+    if (rc == CORE_OK && s->copts.mode != CAL_MODE_PUBLIC) {
+        snprintf(eb, ebn, "calibrate.mode: the calibrate service builds public theta only; a "
+                          "private theta is published with the offline `gcdp calibrate --mode "
+                          "private --publish` (charged to the ledger)");
+        rc = CORE_ECONFIG;
+    }
+    metrics_register(s);
+    if (rc == CORE_OK)
+        rc = make_clients(s, eb, ebn);
+    if (rc != CORE_OK) {
+        cal_service_free(s);
+        return rc;
+    }
+    uv_timer_init(loop, &s->tick);
+    s->tick.data = s;
+    uv_timer_start(&s->tick, on_tick, TICK_MS, TICK_MS);
+    s->started = s->last_theta_msg = s->periodic_from = uv_now(loop);
+    *out = s;
+    return CORE_OK;
+}
+
+void cal_service_stats(const struct cal_service *s, struct cal_service_stats *out)
+{
+    struct cal_service *w = (struct cal_service *)s;
+
+    memset(out, 0, sizeof(*out));
+    out->version = atomic_load(&w->a_version);
+    out->made = atomic_load(&w->a_made);
+    out->published = atomic_load(&w->a_published);
+    for (int i = 0; i < 4; i++)
+        out->by_reason[i] = atomic_load(&w->a_by_reason[i]);
+    out->rate_limited = atomic_load(&w->a_limited);
+    out->failures = atomic_load(&w->a_failures);
+    snprintf(out->last_reason, sizeof(out->last_reason), "%s", w->last_reason);
+}
+
+void cal_service_free(struct cal_service *s)
+{
+    if (!s)
+        return;
+    core_kconsumer_free(s->tcons);
+    core_kproducer_free(s->prod);
+    free(s);
+}
