@@ -69,8 +69,9 @@ struct rel_service_opts {
     const char *ledger_path;  /* ledger file (resolved by the caller); borrowed */
     struct core_dp_scheme scheme; /* the ledger's unit scheme (bound in its header) */
     int64_t commit_interval_ms; /* > 0 */
-    int64_t exit_idle_ms;     /* > 0: stop after this long with nothing consumed, once
-                                 something was consumed (tests, bounded replays) */
+    int64_t exit_idle_ms;     /* > 0: stop after this long with nothing consumed, counted
+                                 while windows can be read (θ known, partitions assigned):
+                                 tests, bounded replays, catching up on a finished topic */
     void (*on_done)(void *arg, core_err status);
     void *arg;
 };

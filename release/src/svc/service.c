@@ -748,7 +748,7 @@ static void on_tick(uv_timer_t *t)
         intake_check(s, now);
         if (!s->intake || core_kconsumer_assigned(s->cons) == 0)
             s->last_consume = now; /* idle counts only while windows can be read */
-        if (s->opts.exit_idle_ms > 0 && s->consumed_any &&
+        if (s->opts.exit_idle_ms > 0 &&
             now - s->last_consume >= (uint64_t)s->opts.exit_idle_ms) {
             CORE_INFO("nothing consumed for %" PRId64 " ms: stopping", s->opts.exit_idle_ms);
             rel_service_stop(s);
