@@ -30,6 +30,7 @@ int cmd_learn(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+int cmd_ctl(int argc, char **argv);
 
 int bench_ingest(int argc, char **argv);
 int bench_calibrate(int argc, char **argv);
