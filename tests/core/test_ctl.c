@@ -9,9 +9,12 @@
 
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <uv.h>
 
 #include "core/ctl.h"
 #include "core/ctl_listen.h"
+#include "core/kconf.h"
+#include "core/log.h"
 #include "test_support.h"
 
 #define T0   1780000000000LL /* an epoch ms */
@@ -510,6 +513,95 @@ Test(ctl, emitted_records_validate_against_the_schemas_and_bad_ones_do_not)
                  CORE_EINVAL, "a body that is not an object");
     json_decref(body);
     free(s);
+    ts_rmtree(dir);
+    free(dir);
+}
+
+/* ------------------------------------------------------------------ listener set-up */
+
+static void ignore_cmd(void *arg, const struct core_ctl_cmd *c)
+{
+    (void)arg;
+    (void)c;
+}
+
+static void count_closed(void *arg)
+{
+    (*(int *)arg)++;
+}
+
+/* core_ctl_listener_new with control.key_file / prev_key_file set (NULL: leave default). */
+static core_err listener_with(const char *kf, const char *pf, struct core_ctl_listener **l,
+                              int *closed, char *eb, size_t ebn)
+{
+    static const struct core_cfg_key *const tables[] = {core_config_keys};
+    struct core_config *cfg = core_config_new(tables, 1);
+    struct core_ctl_listener_opts o = {"calibrate", ignore_cmd, count_closed, closed, NULL};
+    uv_loop_t loop;
+    char set[700];
+    core_err rc;
+
+    cr_assert_not_null(cfg);
+    if (kf) {
+        snprintf(set, sizeof(set), "control.key_file=%s", kf);
+        cr_assert_eq(core_config_set_arg(cfg, set, eb, ebn), CORE_OK, "%s", eb);
+    }
+    if (pf) {
+        snprintf(set, sizeof(set), "control.prev_key_file=%s", pf);
+        cr_assert_eq(core_config_set_arg(cfg, set, eb, ebn), CORE_OK, "%s", eb);
+    }
+    uv_loop_init(&loop);
+    rc = core_ctl_listener_new(&loop, cfg, &o, l, eb, ebn);
+    cr_assert(rc != CORE_OK || !core_ctl_listener_enabled(*l), "no broker: only disabled");
+    if (rc == CORE_OK)
+        core_ctl_listener_close(*l);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    cr_assert_eq(uv_loop_close(&loop), 0);
+    core_config_free(cfg);
+    return rc;
+}
+
+Test(ctl, an_empty_key_file_disables_the_listener_and_it_closes_at_once)
+{
+    struct core_ctl_listener *l = NULL;
+    int closed = 0;
+    char eb[512] = "";
+    json_t *counts;
+
+    core_log_level = CORE_LOG_OFF;
+    cr_assert_eq(listener_with(NULL, NULL, &l, &closed, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_not(core_ctl_listener_ready(l));
+    cr_assert_eq(closed, 1, "on_closed of a disabled listener runs inside close");
+    core_ctl_listener_close(l);
+    cr_assert_eq(closed, 1, "close is idempotent");
+    counts = core_ctl_listener_counts_json(l);
+    cr_assert_eq(json_object_size(counts), CORE_CTL_NVERDICTS);
+    cr_assert_eq(json_integer_value(json_object_get(counts, "replay_cache_full")), 0);
+    json_decref(counts);
+    core_ctl_listener_free(l);
+}
+
+Test(ctl, unusable_keys_are_configuration_errors_naming_the_key)
+{
+    char *dir = ts_tmpdir(), kf[600], kf2[600], eb[512];
+    struct core_ctl_listener *l = NULL;
+    int closed = 0;
+
+    core_log_level = CORE_LOG_OFF;
+    snprintf(kf, sizeof(kf), "%s/a.key", dir);
+    snprintf(kf2, sizeof(kf2), "%s/b.key", dir);
+    cr_assert_eq(core_ctl_keygen(kf, NULL, eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_ctl_keygen(kf2, NULL, eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(listener_with(NULL, kf, &l, &closed, eb, sizeof(eb)), CORE_ECONFIG);
+    cr_assert(strstr(eb, "control.prev_key_file"), "%s", eb);
+    cr_assert_eq(listener_with(kf, kf, &l, &closed, eb, sizeof(eb)), CORE_ECONFIG);
+    cr_assert(strstr(eb, "control.prev_key_file") && strstr(eb, "same key"), "%s", eb);
+    cr_assert_eq(chmod(kf2, 0640), 0);
+    cr_assert_eq(listener_with(kf, kf2, &l, &closed, eb, sizeof(eb)), CORE_ECONFIG);
+    cr_assert(strstr(eb, "control.prev_key_file") && strstr(eb, "mode 0640"), "%s", eb);
+    cr_assert_eq(listener_with(kf2, NULL, &l, &closed, eb, sizeof(eb)), CORE_ECONFIG);
+    cr_assert(strstr(eb, "control.key_file") && strstr(eb, kf2), "%s", eb);
+    cr_assert_eq(closed, 0);
     ts_rmtree(dir);
     free(dir);
 }
