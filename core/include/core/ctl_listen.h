@@ -71,8 +71,10 @@ CORE_MUST_CHECK core_err core_ctl_listener_new(uv_loop_t *loop, const struct cor
 /* False when control.key_file is "" (no consumer). */
 bool core_ctl_listener_enabled(const struct core_ctl_listener *l);
 
-/* True once the consumer holds its partitions (commands published from now on are seen).
- * Always false when disabled. */
+/* True once the consumer holds its partitions. Their end offsets (auto.offset.reset=latest)
+ * are looked up right after, so a command published in the next few milliseconds may still
+ * be skipped; tests that must not lose one probe each partition first (see
+ * tests/integration/test_ctl.c). Always false when disabled. */
 bool core_ctl_listener_ready(const struct core_ctl_listener *l);
 
 /* Records judged with verdict so far (0 when disabled). */
