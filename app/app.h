@@ -30,6 +30,7 @@ int cmd_learn(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+int cmd_ctl(int argc, char **argv);
 
 /* `gcdp release --serve` (app/release_serve.c): the release service until a signal, an
  * error or exit_idle_s of silence. theta NULL: θ from topics.calibration. */

@@ -26,6 +26,7 @@ static const struct command commands[] = {
     {"learn", cmd_learn, "learn a DAG from participant CSVs (Fed-Sparse-BNSL and baselines)"},
     {"eval", cmd_eval, "evaluation protocol of the GC-DP paper (tables, figures) on a dataset"},
     {"bench", cmd_bench, "benchmarks: ingest | calibrate | release | learner"},
+    {"ctl", cmd_ctl, "signed operator commands: recalibrate | pause | resume | status, keygen"},
     {"config", cmd_config, "configuration: `config keys` lists every key, `config show`"},
     {NULL, NULL, NULL},
 };

@@ -80,6 +80,8 @@ const struct core_cfg_key core_config_keys[] = {
     K_TOPIC("topics.release_rejected", "\"gcdp.windows.rejected\"",
             "windows the release refused (dead letters; protected, like topics.rejected)"),
     K_TOPIC("topics.control", "\"gcdp.control\"", "operator commands"),
+    K_TOPIC("topics.status", "\"gcdp.status\"",
+            "service status records (gcdp.status/1), e.g. answers to `gcdp ctl status`"),
     K_TOPIC("topics.audit", "\"gcdp.audit\"", "privacy ledger events"),
     K_TOPIC("topics.learner_updates", "\"learner.updates\"", "participant -> server"),
     K_TOPIC("topics.learner_global", "\"learner.global\"", "server -> participants"),
@@ -90,6 +92,16 @@ const struct core_cfg_key core_config_keys[] = {
     K_INT("shutdown.deadline_s", "30", 1, 3600,
           "graceful shutdown deadline after the first SIGINT/SIGTERM; then exit 1 saying "
           "what was pending (a second signal ends the process at once)"),
+    K_STR("control.key_file", "\"\"",
+          "control key (64 hex, mode 0600, `gcdp ctl keygen`); \"\": the service does not "
+          "listen to topics.control and `gcdp ctl` needs --key"),
+    K_STR("control.prev_key_file", "\"\"",
+          "previous control key, still accepted during a key rotation; \"\": none"),
+    K_INT("control.max_skew_s", "60", 1, 3600,
+          "control commands issued more than this before/after the local clock are refused "
+          "(stale/future); nonces are remembered this long"),
+    K_INT("control.replay_cache", "4096", 16, 1000000,
+          "nonces remembered for replay protection; full of live nonces: refuse (fail closed)"),
     K_INT("metrics.port", "0", 0, 65535, "HTTP port for /metrics and /healthz; 0: disabled"),
     K_STR("metrics.bind", "\"127.0.0.1\"", "address the metrics endpoint binds to"),
     {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},

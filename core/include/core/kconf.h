@@ -25,7 +25,8 @@
 #include "core/config.h"
 #include "core/err.h"
 
-/* Keys owned by core: log.level, broker.*, topics.*, metrics.*. Terminated by {NULL}. */
+/* Keys owned by core: log.level, broker.*, topics.*, control.*, metrics.*. Terminated by
+ * {NULL}. */
 extern const struct core_cfg_key core_config_keys[];
 
 enum core_kafka_role { CORE_KAFKA_PRODUCER, CORE_KAFKA_CONSUMER };
