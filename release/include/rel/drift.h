@@ -114,6 +114,7 @@ struct rel_drift_result {
     size_t rows;          /* windows in the pooled matrix */
     size_t devices;       /* devices in it (>= min_samples windows each) */
     size_t pairs;         /* pairs compared */
+    size_t noisy;         /* observed nodes too noisy to correct (r < min_reliability) */
     uint64_t horizon_index; /* horizons completed since the last reset, from 1 */
 };
 
@@ -156,10 +157,12 @@ CORE_MUST_CHECK core_err rel_drift_push(struct rel_drift *d, const char *device,
 
 void rel_drift_stats(const struct rel_drift *d, struct rel_drift_stats *out);
 
-/* The last evaluated summary: *m observed nodes, their θ node indices (*nodes) and the
- * m x m corrected S (row-major, zero diagonal, NAN on pairs with a node too noisy to
- * correct). NULL before the first
- * valid horizon. Borrowed, valid until the next push/reset. */
-const double *rel_drift_summary(const struct rel_drift *d, size_t *m, const uint32_t **nodes);
+/* The last evaluated summary: *m observed nodes, their θ node indices (*nodes), their
+ * estimated reliabilities r (*reliability, m values; NAN: below min_reliability, 1 when the
+ * correction is off) and the m x m corrected S (row-major, zero diagonal, NAN on pairs with
+ * a node too noisy to correct). NULL before the first horizon with >= 2 rows. Any out
+ * pointer may be NULL. Borrowed, valid until the next push/reset. */
+const double *rel_drift_summary(const struct rel_drift *d, size_t *m, const uint32_t **nodes,
+                                const double **reliability);
 
 #endif /* REL_DRIFT_H */

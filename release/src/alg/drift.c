@@ -12,9 +12,9 @@
 #include "core/lagcorr.h"
 #include "core/mem.h"
 
-#define DEF_HORIZON     512
-#define DEF_THRESHOLD   0.25
-#define DEF_PATIENCE    2
+#define DEF_HORIZON     9216
+#define DEF_THRESHOLD   0.04
+#define DEF_PATIENCE    1
 #define DEF_MIN_SAMPLES 8
 #define DEF_MIN_REL     0.1
 
@@ -454,6 +454,8 @@ static core_err evaluate(struct rel_drift *d, struct rel_drift_result *r)
             return rc;
         }
         reliability(d, rows);
+        for (size_t a = 0; a < m; a++)
+            r->noisy += isnan(d->rel[a]);
         summary(d);
         d->have_summary = true;
         distance(d, r);
@@ -503,7 +505,8 @@ void rel_drift_stats(const struct rel_drift *d, struct rel_drift_stats *out)
     *out = d->st;
 }
 
-const double *rel_drift_summary(const struct rel_drift *d, size_t *m, const uint32_t **nodes)
+const double *rel_drift_summary(const struct rel_drift *d, size_t *m, const uint32_t **nodes,
+                                const double **reliability)
 {
     if (!d->have_summary)
         return NULL;
@@ -511,5 +514,7 @@ const double *rel_drift_summary(const struct rel_drift *d, size_t *m, const uint
         *m = d->t.m;
     if (nodes)
         *nodes = d->t.node;
+    if (reliability)
+        *reliability = d->rel;
     return d->s;
 }
