@@ -516,7 +516,7 @@ static struct cal_theta *unit_theta(size_t n, int L, double lambda, double tau, 
                                     const struct cal_edge *edges, size_t n_edges)
 {
     struct cal_theta *t = NULL;
-    char name[16];
+    char name[32];
     cr_assert_eq(cal_theta_new(n, n, &t), CORE_OK);
     for (size_t m = 0; m < n; m++) {
         snprintf(name, sizeof(name), "n%zu.mean", m);
