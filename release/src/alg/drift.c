@@ -74,13 +74,13 @@ core_err rel_drift_opts_check(const struct rel_drift_opts *o, char *eb, size_t e
     if (!o)
         return bad(eb, ebn, "no options");
     if (o->horizon < 8 || o->horizon > REL_DRIFT_MAX_HORIZON)
-        return bad(eb, ebn, "horizon must be in [8, 65536] windows");
+        return bad(eb, ebn, "horizon (release.drift.horizon) must be in [8, 65536] windows");
     if (!(o->threshold > 0.0 && o->threshold <= 1.0))
-        return bad(eb, ebn, "threshold must be in (0, 1]");
+        return bad(eb, ebn, "threshold (release.drift.threshold) must be in (0, 1]");
     if (o->patience < 1 || o->patience > REL_DRIFT_MAX_PATIENCE)
-        return bad(eb, ebn, "patience must be in [1, 1000]");
+        return bad(eb, ebn, "patience (release.drift.patience) must be in [1, 1000]");
     if (o->min_samples < 2 || o->min_samples > o->horizon)
-        return bad(eb, ebn, "min_samples must be in [2, horizon]");
+        return bad(eb, ebn, "min_samples (release.drift.min_samples) must be in [2, horizon]");
     if (o->ref != REL_DRIFT_REF_THETA && o->ref != REL_DRIFT_REF_BASELINE)
         return bad(eb, ebn, "unknown reference");
     if (!(o->min_reliability > 0.0 && o->min_reliability < 1.0))
@@ -112,7 +112,7 @@ static size_t *single_coords(const struct cal_theta *th)
         by_node[i] = SIZE_MAX;
     for (size_t k = th->d; k-- > 0;) {
         const struct cal_coord *c = &th->coords[k];
-        if (c->n == 1 && c->nodes[0] < th->n_nodes && c->coef && c->coef[0] != 0.0)
+        if (c->n == 1 && c->nodes[0] < th->n_nodes && (!c->coef || c->coef[0] != 0.0))
             by_node[c->nodes[0]] = k; /* descending k: the first one wins */
     }
     return by_node;

@@ -17,9 +17,7 @@ core_err rel_drift_opts_from_config(const struct core_config *cfg, struct rel_dr
                           "release.drift.horizon (%zu)", o->min_samples, o->horizon);
         return CORE_ECONFIG;
     }
-    if (rel_drift_opts_check(o, eb, ebn) != CORE_OK) {
-        snprintf(eb, ebn, "config keys 'release.drift.*': out of range");
-        return CORE_ECONFIG;
-    }
+    if (rel_drift_opts_check(o, eb, ebn) != CORE_OK)
+        return CORE_ECONFIG; /* the message names the release.drift.* key */
     return CORE_OK;
 }
