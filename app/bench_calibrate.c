@@ -19,6 +19,7 @@
 #include "app.h"
 #include "cal/calibrate.h"
 #include "cal/graph.h"
+#include "core/lagcorr.h"
 #include "cal/influence.h"
 #include "core/dp_mech.h"
 #include "core/dp_rng.h"
@@ -112,7 +113,7 @@ static core_err run_alg1(size_t n, size_t m, int L, const double *x0, double *x,
     if ((rc = cal_normalize(n, m, x, m, lo, hi)) != CORE_OK)
         return rc;
     t0 = now_s();
-    rc = cal_lagcorr_blas(n, m, x, m, L, s, rmax, work);
+    rc = core_lagcorr_blas(n, m, x, m, L, s, rmax, work);
     *t_lag = now_s() - t0;
     if (rc != CORE_OK || (rc = cal_score(m, 0.6, s, rmax, s)) != CORE_OK)
         return rc;
@@ -134,7 +135,7 @@ static int bench_shape(size_t n, size_t m, int L, int reps, int direct, struct s
     double *x0 = make_data(n, m, 42 + m), *x = core_xmalloc(n * m * sizeof(double));
     double *s = core_xmalloc(m * m * sizeof(double)), *rmax = core_xmalloc(m * m * sizeof(double));
     double *s2 = core_xmalloc(m * m * sizeof(double)), *r2 = core_xmalloc(m * m * sizeof(double));
-    double *work = core_xmalloc(cal_lagcorr_work_len(n, m, L) * sizeof(double));
+    double *work = core_xmalloc(core_lagcorr_work_len(n, m, L) * sizeof(double));
     float *fwork = core_xmalloc((n * m + m * m) * sizeof(float));
     size_t cap = 5 * m / 2 + 1;
     struct cal_edge *edges = core_xmalloc(cap * sizeof(*edges));
@@ -161,7 +162,7 @@ static int bench_shape(size_t n, size_t m, int L, int reps, int direct, struct s
     /* reference S (double, BLAS) in s; rmax now free. float32 path: */
     for (int k = 0; k < reps && ok; k++) {
         double t0 = now_s();
-        ok = cal_lagcorr_blas_f32(n, m, x, m, L, s2, r2, work, fwork) == CORE_OK &&
+        ok = core_lagcorr_blas_f32(n, m, x, m, L, s2, r2, work, fwork) == CORE_OK &&
              cal_score(m, 0.6, s2, r2, s2) == CORE_OK;
         r->t_f32 = fmin(r->t_f32, now_s() - t0);
     }
@@ -169,7 +170,7 @@ static int bench_shape(size_t n, size_t m, int L, int reps, int direct, struct s
         r->err_f32 = max_abs_diff(m * m, s, s2);
     if (ok && direct) {
         double t0 = now_s();
-        ok = cal_lagcorr_direct(n, m, x, m, L, s2, r2, work) == CORE_OK &&
+        ok = core_lagcorr_direct(n, m, x, m, L, s2, r2, work) == CORE_OK &&
              cal_score(m, 0.6, s2, r2, s2) == CORE_OK;
         r->t_direct = now_s() - t0;
         r->err_direct = max_abs_diff(m * m, s, s2);

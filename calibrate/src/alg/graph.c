@@ -7,6 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/lagcorr.h"
+
+/* θ's L cap must be one the kernel (core/lagcorr.h) accepts. */
+_Static_assert(CAL_MAX_LAG == CORE_LAGCORR_MAX_LAG, "CAL_MAX_LAG != CORE_LAGCORR_MAX_LAG");
+
 /* Algorithm 1 step 1 (fixed bounded normalization with public bounds). */
 core_err cal_normalize(size_t n, size_t m, double *x, size_t ld, const double *lo,
                        const double *hi)

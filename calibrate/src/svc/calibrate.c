@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "cal/graph.h"
+#include "core/lagcorr.h"
 #include "cal/influence.h"
 #include "core/dp_mech.h"
 #include "core/mem.h"
@@ -555,7 +556,7 @@ static core_err setup(struct run *r, const struct cal_matrix *mx, const struct c
     r->rhomax = core_xmalloc(m * m * sizeof(double));
     r->s = r->rho0; /* S overwrites rho0 (cal_score allows aliasing) */
     r->rho0 = NULL;
-    r->work = core_xmalloc((cal_lagcorr_work_len(n, m, o->L) + 2 * m) * sizeof(double));
+    r->work = core_xmalloc((core_lagcorr_work_len(n, m, o->L) + 2 * m) * sizeof(double));
     r->cap_edges = (size_t)o->K * m / 2 + 1;
     r->edges = core_xmalloc(r->cap_edges * sizeof(struct cal_edge));
     r->gwork = core_xmalloc(cal_graph_work_len(m));
@@ -576,7 +577,7 @@ static core_err scores(struct run *r, const struct cal_matrix *mx, const struct 
         return rc;
     }
     t0 = now_s();
-    rc = cal_lagcorr_blas(mx->n, mx->m, r->x, mx->m, o->L, r->s, r->rhomax, r->work);
+    rc = core_lagcorr_blas(mx->n, mx->m, r->x, mx->m, o->L, r->s, r->rhomax, r->work);
     rep->t_lagcorr = now_s() - t0;
     if (rc == CORE_OK)
         rc = cal_score(mx->m, o->lambda, r->s, r->rhomax, r->s);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cal/graph.h"
+#include "core/lagcorr.h"
 #include "cal/influence.h"
 #include "core/mem.h"
 #include "eval/eval.h"
@@ -22,7 +23,7 @@
 core_err eval_xi_neighbour(const struct cal_theta *t, size_t n, const double *x, double mask,
                            double *xi)
 {
-    size_t m = t->n_nodes, wl = cal_lagcorr_work_len(n, m, t->L);
+    size_t m = t->n_nodes, wl = core_lagcorr_work_len(n, m, t->L);
     double *work = core_xmalloc(wl * sizeof(double));
     double *rho0 = core_xcalloc(m * m, sizeof(double)), *rmax = core_xcalloc(m * m, sizeof(double));
     double *deg = core_xcalloc(m, sizeof(double)), *agg = core_xcalloc(m, sizeof(double));
@@ -35,7 +36,7 @@ core_err eval_xi_neighbour(const struct cal_theta *t, size_t n, const double *x,
     struct cal_adj adj = {m, ptr, nbr, wt};
     core_err rc;
 
-    rc = cal_lagcorr_blas(n, m, x, m, t->L, rho0, rmax, work);
+    rc = core_lagcorr_blas(n, m, x, m, t->L, rho0, rmax, work);
     if (rc == CORE_OK)
         rc = cal_score(m, t->lambda, rho0, rmax, rho0); /* S (Sec. 4.1) */
     for (size_t e = 0; rc == CORE_OK && e < t->n_edges; e++) {

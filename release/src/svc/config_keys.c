@@ -70,5 +70,17 @@ const struct core_cfg_key rel_config_keys[] = {
     K_DBL("release.ledger.cap_delta", "1e-5", 0.0, 1.0, "lifetime delta cap per unit (gauss)"),
     K_INT("release.ledger.batch", "256", 1, 65536, "releases per fsync (group commit)"),
     K_INT("release.threads", "2", 1, 16, "noise worker threads per window (>= 256 coords each)"),
+    {"release.drift.enabled", CORE_CFG_BOOL, "true", 1, 0, NULL,
+     "run the GC-DP-Cache drift monitor on the released stream (post-processing, no budget)",
+     NULL},
+    K_INT("release.drift.horizon", "9216", 8, 65536,
+          "drift monitor: released windows (all devices) per horizon; cover one daily cycle "
+          "(devices x windows per day; default: 64 devices x 144 ten-minute windows)"),
+    K_DBL("release.drift.threshold", "0.04", 0x1p-20, 1.0,
+          "drift monitor: sup distance of the released summary to theta that counts as drift"),
+    K_INT("release.drift.patience", "1", 1, 1000,
+          "drift monitor: consecutive horizons above threshold before a drift report"),
+    K_INT("release.drift.min_samples", "8", 2, 65536,
+          "drift monitor: windows a device needs in a horizon to enter the summary"),
     {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},
 };

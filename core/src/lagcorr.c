@@ -7,14 +7,14 @@
  *   cov = C_ij - h_i t_j / n_l,  var_i = hq_i - h_i^2 / n_l,  var_j = tq_j - t_j^2 / n_l.
  * rho^(-l)_ij = rho^(l)_ji, so the L+1 products cover all 2L+1 lags.
  */
-#include "cal/graph.h"
+#include "core/lagcorr.h"
 
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
 
-size_t cal_lagcorr_work_len(size_t n, size_t m, int max_lag)
+size_t core_lagcorr_work_len(size_t n, size_t m, int max_lag)
 {
     size_t nl = (size_t)(max_lag < 0 ? 0 : max_lag) + 1;
     return n * m + m * m + 6 * m * nl;
@@ -43,7 +43,7 @@ static void ws_split(double *work, size_t n, size_t m, int max_lag, struct lc_ws
 
 static core_err check_args(size_t n, size_t m, size_t ld, int max_lag)
 {
-    if (n == 0 || m == 0 || ld < m || max_lag < 0 || max_lag > CAL_MAX_LAG)
+    if (n == 0 || m == 0 || ld < m || max_lag < 0 || max_lag > CORE_LAGCORR_MAX_LAG)
         return CORE_EINVAL;
     if (n > INT_MAX || m > INT_MAX || ld > INT_MAX)
         return CORE_EINVAL;
@@ -177,7 +177,7 @@ static core_err finish(size_t m, double *rho0, double *rhomax)
     return CORE_OK;
 }
 
-core_err cal_lagcorr_blas(size_t n, size_t m, const double *x, size_t ld, int max_lag,
+core_err core_lagcorr_blas(size_t n, size_t m, const double *x, size_t ld, int max_lag,
                           double *rho0, double *rhomax, double *work)
 {
     struct lc_ws w;
@@ -204,7 +204,7 @@ core_err cal_lagcorr_blas(size_t n, size_t m, const double *x, size_t ld, int ma
     return finish(m, rho0, rhomax);
 }
 
-core_err cal_lagcorr_blas_f32(size_t n, size_t m, const double *x, size_t ld, int max_lag,
+core_err core_lagcorr_blas_f32(size_t n, size_t m, const double *x, size_t ld, int max_lag,
                               double *rho0, double *rhomax, double *work, float *fwork)
 {
     struct lc_ws w;
@@ -270,7 +270,7 @@ static double pearson_pair(const double *a, const double *b, size_t len)
     return r > 1.0 ? 1.0 : r;
 }
 
-core_err cal_lagcorr_direct(size_t n, size_t m, const double *x, size_t ld, int max_lag,
+core_err core_lagcorr_direct(size_t n, size_t m, const double *x, size_t ld, int max_lag,
                             double *rho0, double *rhomax, double *work)
 {
     double *col = work; /* column-major copy: col[j*n + t] */

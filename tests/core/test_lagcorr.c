@@ -1,12 +1,13 @@
-/* test_lagcorr.c - Algorithm 1 scores: lagged |Pearson| (BLAS and direct), the
- * zero-variance and fewer-than-two-pairs rules, S = λρ0 + (1−λ)max ρ. */
+/* test_lagcorr.c - core's Algorithm 1 kernel: lagged |Pearson| (BLAS, float32 and direct),
+ * the zero-variance and fewer-than-two-pairs rules. (S = λρ0 + (1−λ)max ρ and the
+ * normalization are calibrate's: tests/calibrate/test_score.c.) */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cal/graph.h"
+#include "core/lagcorr.h"
 
 static uint64_t sm_state;
 static double unif(void)
@@ -25,13 +26,13 @@ struct both {
 static struct both run_both(size_t n, size_t m, const double *x, int L)
 {
     struct both b;
-    double *work = malloc(cal_lagcorr_work_len(n, m, L) * sizeof(double));
+    double *work = malloc(core_lagcorr_work_len(n, m, L) * sizeof(double));
     b.r0 = malloc(m * m * sizeof(double));
     b.rm = malloc(m * m * sizeof(double));
     b.d0 = malloc(m * m * sizeof(double));
     b.dm = malloc(m * m * sizeof(double));
-    cr_assert_eq(cal_lagcorr_blas(n, m, x, m, L, b.r0, b.rm, work), CORE_OK);
-    cr_assert_eq(cal_lagcorr_direct(n, m, x, m, L, b.d0, b.dm, work), CORE_OK);
+    cr_assert_eq(core_lagcorr_blas(n, m, x, m, L, b.r0, b.rm, work), CORE_OK);
+    cr_assert_eq(core_lagcorr_direct(n, m, x, m, L, b.d0, b.dm, work), CORE_OK);
     free(work);
     return b;
 }
@@ -63,18 +64,6 @@ Test(lagcorr, hand_computed_lags_blas_and_direct)
         cr_assert_eq(b.r0[0], 0.0, "zero diagonal");
         free_both(&b);
     }
-}
-
-Test(lagcorr, score_mixes_synchronous_and_lagged)
-{
-    const double x[] = {1, 1, 2, 3, 3, 2, 4, 4};
-    struct both b = run_both(4, 2, x, 2);
-    double s[4];
-    cr_assert_eq(cal_score(2, 0.6, b.r0, b.rm, s), CORE_OK);
-    cr_assert_float_eq(s[1], 0.6 * 0.8 + 0.4 * 1.0, 1e-14);
-    cr_assert_eq(s[0], 0.0);
-    cr_assert_eq(cal_score(2, 1.5, b.r0, b.rm, s), CORE_EINVAL, "lambda out of [0,1]");
-    free_both(&b);
 }
 
 /* x_j[t] = x_i[t-2]: only lag +2 aligns them exactly. */
@@ -173,7 +162,7 @@ Test(lagcorr, float32_path_error_on_s_below_1e5)
 {
     size_t n = 2000, m = 40;
     int L = 3;
-    double *x = malloc(n * m * sizeof(double)), *work = malloc(cal_lagcorr_work_len(n, m, L) * sizeof(double));
+    double *x = malloc(n * m * sizeof(double)), *work = malloc(core_lagcorr_work_len(n, m, L) * sizeof(double));
     float *fw = malloc((n * m + m * m) * sizeof(float));
     double *a0 = malloc(m * m * sizeof(double)), *am = malloc(m * m * sizeof(double));
     double *b0 = malloc(m * m * sizeof(double)), *bm = malloc(m * m * sizeof(double)), err = 0.0;
@@ -183,12 +172,10 @@ Test(lagcorr, float32_path_error_on_s_below_1e5)
         for (size_t j = 0; j < m; j++)
             x[t * m + j] = 0.5 * f + 0.5 * unif();
     }
-    cr_assert_eq(cal_lagcorr_blas(n, m, x, m, L, a0, am, work), CORE_OK);
-    cr_assert_eq(cal_lagcorr_blas_f32(n, m, x, m, L, b0, bm, work, fw), CORE_OK);
-    cr_assert_eq(cal_score(m, 0.6, a0, am, a0), CORE_OK);
-    cr_assert_eq(cal_score(m, 0.6, b0, bm, b0), CORE_OK);
-    for (size_t i = 0; i < m * m; i++)
-        err = fmax(err, fabs(a0[i] - b0[i]));
+    cr_assert_eq(core_lagcorr_blas(n, m, x, m, L, a0, am, work), CORE_OK);
+    cr_assert_eq(core_lagcorr_blas_f32(n, m, x, m, L, b0, bm, work, fw), CORE_OK);
+    for (size_t i = 0; i < m * m; i++) /* S = 0.6 rho0 + 0.4 rhomax, as calibrate scores */
+        err = fmax(err, fabs((0.6 * a0[i] + 0.4 * am[i]) - (0.6 * b0[i] + 0.4 * bm[i])));
     cr_assert_lt(err, 1e-5, "float32 max |dS| = %g", err);
     free(x), free(work), free(fw), free(a0), free(am), free(b0), free(bm);
 }
@@ -196,24 +183,8 @@ Test(lagcorr, float32_path_error_on_s_below_1e5)
 Test(lagcorr, rejects_bad_arguments)
 {
     double x[4] = {0}, r0[4], rm[4], work[64];
-    cr_assert_eq(cal_lagcorr_blas(2, 2, x, 1, 1, r0, rm, work), CORE_EINVAL, "ld < m");
-    cr_assert_eq(cal_lagcorr_blas(2, 2, x, 2, -1, r0, rm, work), CORE_EINVAL, "negative L");
-    cr_assert_eq(cal_lagcorr_blas(2, 2, x, 2, CAL_MAX_LAG + 1, r0, rm, work), CORE_EINVAL);
-    cr_assert_eq(cal_lagcorr_blas(0, 2, x, 2, 1, r0, rm, work), CORE_EINVAL, "no rows");
-}
-
-Test(lagcorr, normalization_uses_fixed_bounds_and_clips)
-{
-    double x[] = {-5, 50, 0, 100, 10, 150};
-    const double lo[] = {0, 0}, hi[] = {10, 100};
-    cr_assert_eq(cal_normalize(3, 2, x, 2, lo, hi), CORE_OK);
-    cr_assert_eq(x[0], 0.0, "clipped below");
-    cr_assert_float_eq(x[1], 0.5, 1e-15);
-    cr_assert_eq(x[3], 1.0);
-    cr_assert_eq(x[4], 1.0);
-    cr_assert_eq(x[5], 1.0, "clipped above");
-    x[0] = NAN;
-    cr_assert_eq(cal_normalize(3, 2, x, 2, lo, hi), CORE_EINVAL, "NaN rejected");
-    const double bad_hi[] = {0, 100};
-    cr_assert_eq(cal_normalize(3, 2, x, 2, lo, bad_hi), CORE_EINVAL, "lo == hi rejected");
+    cr_assert_eq(core_lagcorr_blas(2, 2, x, 1, 1, r0, rm, work), CORE_EINVAL, "ld < m");
+    cr_assert_eq(core_lagcorr_blas(2, 2, x, 2, -1, r0, rm, work), CORE_EINVAL, "negative L");
+    cr_assert_eq(core_lagcorr_blas(2, 2, x, 2, CORE_LAGCORR_MAX_LAG + 1, r0, rm, work), CORE_EINVAL);
+    cr_assert_eq(core_lagcorr_blas(0, 2, x, 2, 1, r0, rm, work), CORE_EINVAL, "no rows");
 }
