@@ -15,6 +15,7 @@
 #include "cal/ledger.h"
 #include "cal/matrix.h"
 #include "cal/theta.h"
+#include "core/ctl_listen.h"
 #include "core/kafka.h"
 #include "core/kconf.h"
 #include "core/log.h"
@@ -35,6 +36,8 @@ struct cal_service {
     struct cal_opts copts;
     struct core_kconsumer *tcons;
     struct core_kproducer *prod;
+    struct core_ctl_listener *ctl; /* signed commands (disabled without control.key_file) */
+    bool ctl_closed, paused;
     struct core_metrics *metrics;
     struct core_metric *m_version, *m_made[4], *m_limited, *m_failures;
     const char *t_cal;
@@ -69,6 +72,11 @@ static void on_delivery(void *arg, void *opaque, rd_kafka_resp_err_t err)
     struct cal_service *s = arg;
     uint64_t version = (uint64_t)(uintptr_t)opaque;
 
+    if (!opaque) { /* a status record */
+        if (err)
+            CORE_WARN("a status record was not acknowledged (%s)", rd_kafka_err2str(err));
+        return;
+    }
     if (err) {
         CORE_ERROR("theta version %" PRIu64 " was not acknowledged by the broker (%s)",
                    version, rd_kafka_err2str(err));
@@ -147,6 +155,10 @@ core_err cal_service_request(struct cal_service *s, const char *reason, char *eb
         snprintf(eb, ebn, "not ready: %s is still being read", s->t_cal);
         return CORE_ESTATE;
     }
+    if (s->paused && strcmp(reason, "periodic") != 0) {
+        snprintf(eb, ebn, "paused by a control command (gcdp ctl resume --target calibrate)");
+        return CORE_ESTATE;
+    }
     next = s->last_made_at + (uint64_t)s->opts.min_interval_ms;
     if (s->last_made_at && now < next) {
         atomic_fetch_add(&s->a_limited, 1);
@@ -188,6 +200,77 @@ static void on_theta_message(void *arg, const rd_kafka_message_t *m)
 }
 
 /* ------------------------------------------------------------------------------------ */
+/* Control commands and status */
+
+/* The service's state as a status body (public values only). */
+static json_t *status_body(struct cal_service *s)
+{
+    struct cal_service_stats st;
+    json_t *o;
+
+    cal_service_stats(s, &st);
+    o = json_pack("{s:I, s:s, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:b, s:s}",
+                  "theta_version", (json_int_t)st.version, "last_reason", st.last_reason,
+                  "made", (json_int_t)st.made, "published", (json_int_t)st.published,
+                  "by_reason", "initial", (json_int_t)st.by_reason[0], "drift",
+                  (json_int_t)st.by_reason[1], "command", (json_int_t)st.by_reason[2],
+                  "periodic", (json_int_t)st.by_reason[3], "rate_limited",
+                  (json_int_t)st.rate_limited, "failures", (json_int_t)st.failures, "paused",
+                  s->paused, "mode", "public");
+    json_object_set_new(o, "min_interval_s", json_integer(s->opts.min_interval_ms / 1000));
+    json_object_set_new(o, "refresh_s", json_integer(s->opts.refresh_ms / 1000));
+    json_object_set_new(o, "control", core_ctl_listener_counts_json(s->ctl));
+    return o;
+}
+
+static void reply(struct cal_service *s, const char *nonce, json_t *body)
+{
+    char eb[256] = "";
+    if (core_ctl_reply_status(s->prod, core_config_str(s->cfg, "topics.status"), "calibrate",
+                              core_ctl_listener_instance(s->ctl), nonce, body, NULL, eb,
+                              sizeof(eb)) != CORE_OK)
+        CORE_WARN("status reply not sent: %s", eb);
+    json_decref(body);
+}
+
+/* A verified command. A recalibration whose signed reason starts with "drift" (the release
+ * service's drift report) is made with reason drift, every other one with reason command. */
+static void on_command(void *arg, const struct core_ctl_cmd *cmd)
+{
+    struct cal_service *s = arg;
+    char eb[512] = "";
+    const char *why = strncmp(cmd->reason, "drift", 5) == 0 ? "drift" : "command";
+    core_err rc;
+
+    switch (cmd->cmd) {
+    case CORE_CTL_RECALIBRATE:
+        rc = cal_service_request(s, why, eb, sizeof(eb));
+        reply(s, cmd->nonce, json_pack("{s:s, s:s, s:s, s:I}", "recalibrate",
+                                       rc == CORE_OK       ? "made"
+                                       : rc == CORE_EAGAIN ? "rate_limited"
+                                                           : "refused",
+                                       "reason", why, "detail", rc == CORE_OK ? "" : eb,
+                                       "theta_version", (json_int_t)s->newest));
+        break;
+    case CORE_CTL_PAUSE:
+    case CORE_CTL_RESUME:
+        s->paused = cmd->cmd == CORE_CTL_PAUSE;
+        CORE_INFO("recalibration %s by a control command", s->paused ? "paused" : "resumed");
+        reply(s, cmd->nonce, status_body(s));
+        break;
+    case CORE_CTL_STATUS:
+        reply(s, cmd->nonce, status_body(s));
+        break;
+    }
+}
+
+static void on_ctl_closed(void *arg)
+{
+    struct cal_service *s = arg;
+    s->ctl_closed = true;
+}
+
+/* ------------------------------------------------------------------------------------ */
 /* Lifecycle */
 
 static void on_tick_closed(uv_handle_t *h)
@@ -210,6 +293,7 @@ static void finish(struct cal_service *s)
     if (s->metrics)
         core_metrics_set_health(s->metrics, false, "stopped");
     core_kconsumer_detach(s->tcons);
+    core_ctl_listener_detach(s->ctl);
     core_kproducer_detach(s->prod);
     uv_close((uv_handle_t *)&s->tick, on_tick_closed);
 }
@@ -228,6 +312,7 @@ void cal_service_stop(struct cal_service *s)
     s->state = S_CLOSING;
     s->close_started = uv_now(s->loop);
     core_kconsumer_close(s->tcons);
+    core_ctl_listener_close(s->ctl);
 }
 
 static void reading_step(struct cal_service *s, uint64_t now)
@@ -268,7 +353,7 @@ static void on_tick(uv_timer_t *t)
         now - s->started >= (uint64_t)s->opts.exit_after_ms)
         cal_service_stop(s);
     if (s->state == S_CLOSING &&
-        ((s->tcons_closed && core_kproducer_outq(s->prod) == 0) ||
+        ((s->tcons_closed && s->ctl_closed && core_kproducer_outq(s->prod) == 0) ||
          now - s->close_started >= CLOSE_MS))
         finish(s);
     if (s->metrics && s->state != S_DONE)
@@ -323,6 +408,11 @@ static core_err make_clients(struct cal_service *s, char *eb, size_t ebn)
         rd_kafka_conf_destroy(c);
     if (rc == CORE_OK)
         rc = core_kconsumer_new(s->loop, c, topics, 1, &ops, &s->tcons, eb, ebn);
+    if (rc == CORE_OK) {
+        struct core_ctl_listener_opts co = {"calibrate", on_command, on_ctl_closed, s,
+                                            s->metrics};
+        rc = core_ctl_listener_new(s->loop, s->cfg, &co, &s->ctl, eb, ebn);
+    }
     return rc;
 }
 
@@ -389,6 +479,7 @@ void cal_service_free(struct cal_service *s)
     if (!s)
         return;
     core_kconsumer_free(s->tcons);
+    core_ctl_listener_free(s->ctl);
     core_kproducer_free(s->prod);
     free(s);
 }

@@ -4,6 +4,7 @@
 #include "rel/service.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,11 +16,14 @@
 #include <sodium.h>
 
 #include "cal/theta.h"
+#include "core/ctl.h"
+#include "core/ctl_listen.h"
 #include "core/dp_rng.h"
 #include "core/kafka.h"
 #include "core/kconf.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "rel/drift.h"
 #include "rel/plan.h"
 #include "rel/release.h"
 
@@ -59,6 +63,19 @@ enum svc_state { S_RUNNING, S_DRAINING, S_CLOSING, S_DONE };
 struct svc_metrics {
     struct core_metric *consumed, *released, *replayed, *excluded, *dlq[REL_DLQ_COUNT];
     struct core_metric *theta_version, *theta_swaps, *lag, *commits, *produce_errors, *gaps;
+    struct core_metric *drift_score, *drift_horizons, *drift_reports;
+};
+
+/* The drift monitor over the released stream (rel/drift.h) and what it reports. */
+struct drift_state {
+    bool enabled;
+    struct rel_drift_opts opts;
+    struct rel_drift *mon;       /* for the current θ; NULL when disabled or not possible */
+    json_t *coord;               /* coordinate name -> index in θ (current θ) */
+    double *val, *var;           /* d values / noise variances of one released record */
+    struct rel_drift_result last;
+    uint64_t horizons, reports;
+    struct core_ctl_key *key;    /* signs drift reports; NULL: control disabled */
 };
 
 struct rel_service {
@@ -74,6 +91,9 @@ struct rel_service {
     bool w_init;
     struct core_kconsumer *cons, *tcons; /* windows; θ (NULL with theta_path) */
     struct core_kproducer *prod;
+    struct core_ctl_listener *ctl;   /* signed commands: pause, resume, status */
+    bool ctl_paused;
+    struct drift_state dr;
     struct core_metrics *metrics;
     struct svc_metrics m;
     const char *t_windows, *t_released, *t_dlq, *t_cal;
@@ -123,8 +143,12 @@ static void on_delivery(void *arg, void *opaque, rd_kafka_resp_err_t err)
     struct rel_service *s = arg;
     struct entry *e = opaque;
 
-    if (!e)
+    if (!e) { /* a status record or a drift report */
+        if (err)
+            CORE_WARN("a status record or drift report was not acknowledged (%s)",
+                      rd_kafka_err2str(err));
         return;
+    }
     if (err) {
         bump(&s->a_produce_errors);
         core_metric_add(s->m.produce_errors, 1);
@@ -164,6 +188,120 @@ static void produce(struct rel_service *s, const char *topic, struct entry *e, c
     }
 }
 
+/* ------------------------------------------------------------------------------------ */
+/* Drift monitor (GC-DP-Cache, paper §5.4): post-processing of the released stream */
+
+static const char *coord_name(const struct cal_theta *t, size_t k)
+{
+    return t->coords[k].name ? t->coords[k].name : k < t->n_nodes ? t->nodes[k] : "?";
+}
+
+/* A new monitor for θ (after a swap: re-armed, nothing of the old θ kept). */
+static void drift_setup(struct rel_service *s)
+{
+    struct drift_state *d = &s->dr;
+    const struct cal_theta *t = s->theta;
+    char eb[512] = "";
+
+    rel_drift_free(d->mon);
+    d->mon = NULL;
+    json_decref(d->coord);
+    d->coord = NULL;
+    memset(&d->last, 0, sizeof(d->last));
+    if (!d->enabled)
+        return;
+    if (rel_drift_new(t, &d->opts, &d->mon, eb, sizeof(eb)) != CORE_OK) {
+        CORE_WARN("drift monitor off for theta %" PRIu64 ": %s (the periodic refresh of the "
+                  "calibrate service is the fallback)", t->version, eb);
+        return;
+    }
+    d->coord = json_object();
+    for (size_t k = 0; k < t->d; k++)
+        json_object_set_new(d->coord, coord_name(t, k), json_integer((json_int_t)k));
+    d->val = core_xrealloc(d->val, t->d * sizeof(double));
+    d->var = core_xrealloc(d->var, t->d * sizeof(double));
+}
+
+static json_t *drift_json(const struct rel_service *s)
+{
+    const struct drift_state *d = &s->dr;
+    return json_pack("{s:b, s:f, s:f, s:b, s:i, s:i, s:I, s:I, s:I}", "enabled",
+                     d->mon != NULL, "score", d->last.score, "threshold", d->opts.threshold,
+                     "valid", d->last.valid, "consecutive", (int)d->last.consecutive,
+                     "patience", (int)d->opts.patience, "horizons", (json_int_t)d->horizons,
+                     "horizon_windows", (json_int_t)d->opts.horizon, "reports",
+                     (json_int_t)d->reports);
+}
+
+static void publish_status(struct rel_service *s, const char *in_reply_to, json_t *body);
+
+/* Patience reached: ask the calibrate service for a new θ with a signed recalibrate
+ * command whose reason starts with "drift" (docs/operations.md, "Control topic"). */
+static void drift_report(struct rel_service *s)
+{
+    struct drift_state *d = &s->dr;
+    char reason[256], eb[256] = "", *rec = NULL;
+
+    d->reports++;
+    core_metric_add(s->m.drift_reports, 1);
+    snprintf(reason, sizeof(reason), "drift: score %.4f above %.4f for %u horizon(s) of %zu "
+             "windows under theta %" PRIu64, d->last.score, d->opts.threshold,
+             d->last.consecutive, d->opts.horizon, s->theta->version);
+    if (!d->key) {
+        CORE_WARN("%s; control.key_file is empty, so no recalibration was requested", reason);
+        return;
+    }
+    if (core_ctl_sign(d->key, CORE_CTL_RECALIBRATE, "calibrate", reason, core_ctl_now_ms(),
+                      NULL, &rec, eb, sizeof(eb)) != CORE_OK ||
+        core_kproducer_send(s->prod, core_config_str(s->cfg, "topics.control"),
+                            RD_KAFKA_PARTITION_UA, "release", 7, rec, strlen(rec),
+                            NULL) != CORE_OK) {
+        CORE_ERROR("drift report not sent: %s", eb[0] ? eb : "cannot enqueue");
+    } else {
+        CORE_WARN("%s: recalibration requested", reason);
+    }
+    free(rec);
+}
+
+/* Feed one released record (its public values and noise scales) to the monitor. */
+static void drift_feed(struct rel_service *s, const char *bytes, size_t len)
+{
+    struct drift_state *d = &s->dr;
+    json_t *r, *vals, *scl, *v;
+    const char *name;
+    struct rel_drift_result res;
+    bool gauss = s->ropts.mech->gaussian != 0;
+
+    if (!d->mon || !(r = json_loadb(bytes, len, 0, NULL)))
+        return;
+    vals = json_object_get(r, "values");
+    scl = json_object_get(r, "scale");
+    for (size_t k = 0; k < s->theta->d; k++) {
+        d->val[k] = NAN;
+        d->var[k] = 0;
+    }
+    json_object_foreach(vals, name, v) {
+        json_t *ix = json_object_get(d->coord, name);
+        if (!ix)
+            continue;
+        d->val[json_integer_value(ix)] = json_number_value(v);
+        d->var[json_integer_value(ix)] =
+            rel_drift_noise_var(json_number_value(json_object_get(scl, name)), gauss);
+    }
+    if (rel_drift_push(d->mon, json_string_value(json_object_get(r, "device")),
+                       json_integer_value(json_object_get(r, "window_start")), d->val, d->var,
+                       &res) == CORE_OK && res.evaluated) {
+        d->last = res;
+        d->horizons++;
+        core_metric_add(s->m.drift_horizons, 1);
+        core_metric_set(s->m.drift_score, (int64_t)(res.score * 1e6));
+        publish_status(s, NULL, json_pack("{s:o}", "drift", drift_json(s)));
+        if (res.fire)
+            drift_report(s);
+    }
+    json_decref(r);
+}
+
 /* Releaser output: the oldest release still waiting for its group commit (push order). */
 static core_err on_emit(void *arg, const char *bytes, size_t len, bool replayed)
 {
@@ -179,6 +317,7 @@ static core_err on_emit(void *arg, const char *bytes, size_t len, bool replayed)
         s->eq_tail = NULL;
     e->replayed = replayed;
     produce(s, s->t_released, e, bytes, len);
+    drift_feed(s, bytes, len); /* a repeated (device, window) counts once */
     entry_unref(e); /* the emit queue's reference */
     return CORE_OK;
 }
@@ -300,6 +439,7 @@ static void adopt_theta(struct rel_service *s, struct cal_theta *t)
     s->theta = t;
     rel_window_init(&s->w, t);
     s->w_init = true;
+    drift_setup(s);
     atomic_store(&s->a_theta_version, t->version);
     core_metric_set(s->m.theta_version, (int64_t)t->version);
     if (old) {
@@ -472,6 +612,67 @@ static void on_message(void *arg, const rd_kafka_message_t *m)
 }
 
 /* ------------------------------------------------------------------------------------ */
+/* Control commands and status (public values only: counts, versions, budgets, scores) */
+
+static json_t *status_body(struct rel_service *s)
+{
+    struct rel_service_stats st;
+    struct core_dp_ledger_stats ls;
+    json_t *o, *refused = json_object();
+
+    rel_service_stats(s, &st);
+    core_dp_ledger_stats(s->ledger, &ls);
+    for (int i = 0; i < REL_DLQ_COUNT; i++)
+        json_object_set_new(refused, dlq_codes[i], json_integer((json_int_t)st.by_reason[i]));
+    o = json_pack("{s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:b, s:b}", "theta_version",
+                  (json_int_t)st.theta_version, "theta_reason",
+                  s->theta && s->theta->reason[0] ? s->theta->reason : "-", "consumed",
+                  (json_int_t)st.consumed, "released", (json_int_t)st.released, "replayed",
+                  (json_int_t)st.replayed, "excluded", (json_int_t)st.excluded, "dead_letters",
+                  (json_int_t)st.dead_letters, "refused", refused, "lag", (json_int_t)st.lag,
+                  "paused", s->ctl_paused, "intake", s->intake);
+    json_object_set_new(o, "ledger", json_pack("{s:I, s:I, s:f, s:f}", "releases",
+                                               (json_int_t)ls.releases, "units",
+                                               (json_int_t)ls.units, "eps_per_window",
+                                               s->ropts.eps_rel, "cap_eps", s->ropts.cap.eps));
+    json_object_set_new(o, "drift", drift_json(s));
+    json_object_set_new(o, "control", core_ctl_listener_counts_json(s->ctl));
+    return o;
+}
+
+/* Produce a gcdp.status/1 record (body taken). */
+static void publish_status(struct rel_service *s, const char *in_reply_to, json_t *body)
+{
+    char eb[256] = "";
+    if (s->ctl && core_ctl_reply_status(s->prod, core_config_str(s->cfg, "topics.status"),
+                                        "release", core_ctl_listener_instance(s->ctl),
+                                        in_reply_to, body, NULL, eb, sizeof(eb)) != CORE_OK)
+        CORE_WARN("status record not sent: %s", eb);
+    json_decref(body);
+}
+
+static void on_command(void *arg, const struct core_ctl_cmd *cmd)
+{
+    struct rel_service *s = arg;
+
+    switch (cmd->cmd) {
+    case CORE_CTL_PAUSE:
+    case CORE_CTL_RESUME:
+        s->ctl_paused = cmd->cmd == CORE_CTL_PAUSE;
+        CORE_INFO("window intake %s by a control command", s->ctl_paused ? "paused" : "resumed");
+        if (s->state == S_RUNNING)
+            core_kconsumer_pause(s->cons, !s->intake || s->paused || s->ctl_paused);
+        publish_status(s, cmd->nonce, status_body(s));
+        break;
+    case CORE_CTL_STATUS:
+        publish_status(s, cmd->nonce, status_body(s));
+        break;
+    case CORE_CTL_RECALIBRATE:
+        break; /* the calibrate service's (target "all" reaches every service) */
+    }
+}
+
+/* ------------------------------------------------------------------------------------ */
 /* Committing */
 
 static void queue_drop(struct pstate *ps)
@@ -609,7 +810,7 @@ static void apply_pause(struct rel_service *s)
         s->paused = true;
     else if (q < OUTQ_LOW)
         s->paused = false;
-    want = !s->intake || s->paused || s->state != S_RUNNING;
+    want = !s->intake || s->paused || s->ctl_paused || s->state != S_RUNNING;
     core_kconsumer_pause(s->cons, want);
 }
 
@@ -639,6 +840,8 @@ static void finish(struct rel_service *s)
     core_kconsumer_detach(s->cons);
     if (s->tcons)
         core_kconsumer_detach(s->tcons);
+    if (s->ctl)
+        core_ctl_listener_detach(s->ctl);
     core_kproducer_detach(s->prod);
     uv_close((uv_handle_t *)&s->commit_timer, on_handle_closed);
     uv_close((uv_handle_t *)&s->tick_timer, on_handle_closed);
@@ -659,6 +862,7 @@ static void begin_close(struct rel_service *s)
     core_kconsumer_close(s->cons);
     if (s->tcons)
         core_kconsumer_close(s->tcons);
+    core_ctl_listener_close(s->ctl); /* on_closed counts it like a consumer */
 }
 
 static void drain_step(struct rel_service *s)
@@ -814,6 +1018,11 @@ static void metrics_register(struct rel_service *s)
     m->commits = C("gcdp_release_commits_total", "successful offset commits");
     m->produce_errors = C("gcdp_release_produce_errors_total", "records the broker did not take");
     m->gaps = C("gcdp_release_offset_gaps_total", "offset gaps detected on topics.windows");
+    m->drift_score = G("gcdp_release_drift_score_ppm",
+                       "drift score of the last horizon, in millionths (post-processing)");
+    m->drift_horizons = C("gcdp_release_drift_horizons_total", "drift horizons evaluated");
+    m->drift_reports = C("gcdp_release_drift_reports_total",
+                         "drift reports (recalibration requests) sent");
 #undef C
 #undef G
 }
@@ -859,6 +1068,20 @@ static core_err make_consumers(struct rel_service *s, char *eb, size_t ebn)
     return rc;
 }
 
+static core_err make_control(struct rel_service *s, char *eb, size_t ebn)
+{
+    struct core_ctl_listener_opts co = {"release", on_command, on_closed, s, s->metrics};
+    const char *kf = core_config_str(s->cfg, "control.key_file");
+    core_err rc = core_ctl_listener_new(s->loop, s->cfg, &co, &s->ctl, eb, ebn);
+
+    if (rc != CORE_OK)
+        return rc;
+    s->n_consumers++;
+    if (kf && kf[0] && (rc = core_ctl_key_load(kf, &s->dr.key, eb, ebn)) != CORE_OK)
+        return CORE_ECONFIG;
+    return CORE_OK;
+}
+
 static core_err open_state(struct rel_service *s, char *eb, size_t ebn)
 {
     struct core_dp_ledger_opts lo = {s->opts.ledger_path, s->ropts.cap, 0, s->opts.scheme};
@@ -867,6 +1090,8 @@ static core_err open_state(struct rel_service *s, char *eb, size_t ebn)
     core_err rc;
 
     rc = rel_opts_from_config(s->cfg, &s->ropts, eb, ebn);
+    if (rc == CORE_OK)
+        rc = rel_drift_opts_from_config(s->cfg, &s->dr.opts, &s->dr.enabled, eb, ebn);
     if (rc != CORE_OK)
         return rc;
     lo.cap = s->ropts.cap;
@@ -928,6 +1153,8 @@ core_err rel_service_new(uv_loop_t *loop, const struct core_config *cfg,
         rc = make_producer(s, eb, ebn);
     if (rc == CORE_OK)
         rc = make_consumers(s, eb, ebn);
+    if (rc == CORE_OK)
+        rc = make_control(s, eb, ebn);
     if (rc != CORE_OK) {
         s->state = S_DONE;
         rel_service_free(s);
@@ -975,7 +1202,13 @@ void rel_service_free(struct rel_service *s)
         return;
     core_kconsumer_free(s->cons);
     core_kconsumer_free(s->tcons);
+    core_ctl_listener_free(s->ctl);
     core_kproducer_free(s->prod);
+    rel_drift_free(s->dr.mon);
+    json_decref(s->dr.coord);
+    free(s->dr.val);
+    free(s->dr.var);
+    core_ctl_key_free(s->dr.key);
     while (s->eq_head) { /* never emitted: their charges are cancelled with the releaser */
         struct entry *e = s->eq_head;
         s->eq_head = e->enext;
