@@ -80,6 +80,9 @@ const struct core_cfg_key rel_config_keys[] = {
           "drift monitor: sup distance of the released summary to theta that counts as drift"),
     K_INT("release.drift.patience", "1", 1, 1000,
           "drift monitor: consecutive horizons above threshold before a drift report"),
+    K_INT("release.drift.report_retry_s", "60", 1, 86400,
+          "--serve: a drift report is signed again this often until a newer theta arrives "
+          "(a command published while the calibrate service restarts is not seen by it)"),
     K_INT("release.drift.min_samples", "8", 2, 65536,
           "drift monitor: windows a device needs in a horizon to enter the summary"),
     {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},

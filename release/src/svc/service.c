@@ -76,6 +76,8 @@ struct drift_state {
     struct rel_drift_result last;
     uint64_t horizons, reports;
     struct core_ctl_key *key;    /* signs drift reports; NULL: control disabled */
+    bool pending;                /* a report was sent and no newer θ came yet */
+    uint64_t report_at, retry_ms; /* loop ms of the last report; re-send interval */
 };
 
 struct rel_service {
@@ -208,6 +210,7 @@ static void drift_setup(struct rel_service *s)
     json_decref(d->coord);
     d->coord = NULL;
     memset(&d->last, 0, sizeof(d->last));
+    d->pending = false;
     if (!d->enabled)
         return;
     if (rel_drift_new(t, &d->opts, &d->mon, eb, sizeof(eb)) != CORE_OK) {
@@ -243,6 +246,8 @@ static void drift_report(struct rel_service *s)
     char reason[256], eb[256] = "", *rec = NULL;
 
     d->reports++;
+    d->pending = true;
+    d->report_at = uv_now(s->loop);
     core_metric_add(s->m.drift_reports, 1);
     snprintf(reason, sizeof(reason), "drift: score %.4f above %.4f for %u horizon(s) of %zu "
              "windows under theta %" PRIu64, d->last.score, d->opts.threshold,
@@ -948,6 +953,8 @@ static void on_tick(uv_timer_t *t)
     struct rel_service *s = t->data;
     uint64_t now = uv_now(s->loop);
 
+    if (s->state == S_RUNNING && s->dr.pending && now - s->dr.report_at >= s->dr.retry_ms)
+        drift_report(s); /* no newer θ yet: the calibrate service may not have seen it */
     if (s->state == S_RUNNING) {
         intake_check(s, now);
         if (!s->intake || core_kconsumer_assigned(s->cons) == 0)
@@ -1092,6 +1099,7 @@ static core_err open_state(struct rel_service *s, char *eb, size_t ebn)
     rc = rel_opts_from_config(s->cfg, &s->ropts, eb, ebn);
     if (rc == CORE_OK)
         rc = rel_drift_opts_from_config(s->cfg, &s->dr.opts, &s->dr.enabled, eb, ebn);
+    s->dr.retry_ms = (uint64_t)core_config_int(s->cfg, "release.drift.report_retry_s") * 1000;
     if (rc != CORE_OK)
         return rc;
     lo.cap = s->ropts.cap;
