@@ -10,7 +10,7 @@ PKGS=(
   libopenblas-dev liblapacke-dev libsodium-dev libmicrohttpd-dev liblbfgs-dev
   libcriterion-dev
   kcat graphviz gnuplot-nox curl procps
-  python3 python3-jsonschema
+  python3 python3-jsonschema python3-kafka  # python3-kafka: docs/consumers.md, a non-librdkafka client
 )
 
 missing=()

@@ -172,31 +172,140 @@ static uint64_t theta_version_on_topic(const char *bootstrap)
     return v;
 }
 
+/* Canaries: strings that only protected data holds. The raw HumidityRatio readings of the
+ * replayed file (>= 12 characters each) and every protected window value with 10 decimals
+ * truncated to 10 decimals (released values are noisy; a chance match is ~1e-10 per
+ * pair). */
+static json_t *canaries(const char *bootstrap)
+{
+    json_t *c = json_object();
+    char *text = ts_read_file(OCC_TRAIN, NULL), *line, *save = NULL, buf[64];
+    struct ts_record *rec;
+    size_t n;
+
+    cr_assert_not_null(text);
+    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *last = strrchr(line, ','), *prev;
+        if (!last)
+            continue;
+        *last = '\0';
+        prev = strrchr(line, ',');
+        if (prev && strlen(prev + 1) >= 12)
+            json_object_set_new(c, prev + 1, json_true());
+    }
+    free(text);
+    n = ts_topic_read(bootstrap, "gcdp.windows", &rec);
+    for (size_t i = 0; i < n; i++) {
+        json_t *w = json_loads(rec[i].value, 0, NULL), *v;
+        const char *k;
+        json_object_foreach(json_object_get(w, "nodes"), k, v) {
+            double x = json_number_value(v);
+            if (x > 1e-3 && x < 1 - 1e-3) {
+                snprintf(buf, sizeof(buf), "%.15f", x);
+                buf[12] = '\0'; /* "0." and 10 decimals, truncated, not rounded */
+                json_object_set_new(c, buf, json_true());
+            }
+        }
+        json_decref(w);
+    }
+    ts_records_free(rec, n);
+    cr_assert_gt(json_object_size(c), 2000u);
+    return c;
+}
+
+/* Fails the test when any canary occurs in text (what names where). */
+static void no_leak(json_t *c, const char *text, const char *where)
+{
+    const char *k;
+    json_t *v;
+
+    cr_assert_not_null(text, "%s: nothing to read", where);
+    json_object_foreach(c, k, v) {
+        (void)v;
+        cr_assert_null(strstr(text, k), "protected value %s appears in %s", k, where);
+    }
+}
+
+static char *topic_text(const char *bootstrap, const char *topic)
+{
+    struct ts_record *rec;
+    size_t n = ts_topic_read(bootstrap, topic, &rec), len = 1;
+    char *t;
+
+    for (size_t i = 0; i < n; i++)
+        len += rec[i].value_len + 1;
+    t = calloc(1, len);
+    for (size_t i = 0; i < n; i++) {
+        strcat(t, rec[i].value);
+        strcat(t, "\n");
+    }
+    ts_records_free(rec, n);
+    return t;
+}
+
+/* Read gcdp.released with kafka-python (Debian python3-kafka, not librdkafka) through
+ * tools/consume_released.py; returns the number of records it read. */
+static size_t python_consumer_count(const char *bootstrap, const char *dir)
+{
+    char cmd[2048], path[600];
+    size_t n = 0;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/py.err", dir);
+    snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s/tools/consume_released.py %s --idle-s 5 "
+             "--json > %s/py.out 2> %s", GCDP_SOURCE_DIR, bootstrap, dir, path);
+    cr_assert_eq(system(cmd), 0, "the python3-kafka consumer failed: %s",
+                 ts_read_file(path, NULL));
+    f = fopen(path, "r");
+    cr_assert_not_null(f);
+    cr_assert_eq(fscanf(f, "records %zu", &n), 1, "python consumer said: %s",
+                 ts_read_file(path, NULL));
+    fclose(f);
+    return n;
+}
+
 Test(release_service, occupancy_end_to_end_theta_from_the_calibrate_service, .timeout = 300)
 {
     struct ts_broker b;
     struct outcome o;
-    char err[600], led[600], out[600];
+    char err[600], cal_err[600], led[600], out[600], mport[64];
     size_t n_excl;
     uint64_t version;
+    int port = ts_free_port();
 
     ts_broker_start(&b, NULL);
     snprintf(err, sizeof(err), "%s/err.txt", b.dir);
+    snprintf(cal_err, sizeof(cal_err), "%s/cal.txt", b.dir);
     snprintf(led, sizeof(led), "%s/ledger.jsonl", b.dir);
     snprintf(out, sizeof(out), "%s/summary.json", b.dir);
+    snprintf(mport, sizeof(mport), "metrics.port=%d", port);
     make_windows(&b, err, "0");
     const char *cal[] = {"calibrate", "--serve", "-i", OCC_TEST, "-f", "occupancy",
-                         "--exit-after", "5", "--set", b.set_bootstrap, "--log-level", "warn",
+                         "--exit-after", "5", "--set", b.set_bootstrap, "--log-level", "debug",
                          NULL};
-    cr_assert_eq(run_gcdp(cal, NULL, err, 60000), 0, "calibrate --serve failed: %s",
-                 ts_read_file(err, NULL));
+    cr_assert_eq(run_gcdp(cal, NULL, cal_err, 60000), 0, "calibrate --serve failed: %s",
+                 ts_read_file(cal_err, NULL));
     version = theta_version_on_topic(b.bootstrap);
-    const char *rel[] = {"release", "--serve", "--ledger", led, "--exit-idle", "3", "--set",
-                         b.set_bootstrap, "--log-level", "warn", NULL};
-    cr_assert_eq(run_gcdp(rel, out, err, 120000), 0, "release --serve failed: %s",
-                 ts_read_file(err, NULL));
+    const char *rel[] = {"release", "--serve", "--ledger", led, "--set", b.set_bootstrap,
+                         "--set", mport, "--log-level", "debug", NULL};
+    pid_t pid = ts_spawn(rel, out, err);
+    json_t *ids = window_ids(b.bootstrap, &n_excl);
+    int64_t t0 = ts_now_ms(), want = (int64_t)(json_object_size(ids) + n_excl), got = -1;
+    char *metrics = NULL;
+    int status = 0;
+    while (got < want && ts_now_ms() - t0 < 90000) {
+        ts_sleep_ms(200);
+        free(metrics);
+        metrics = ts_http_get(port, "/metrics", &status);
+        got = metrics ? ts_prom_value(metrics, "gcdp_release_consumed_total") : -1;
+    }
+    ts_sleep_ms(1500); /* the last records' acknowledgements reach the counters */
+    free(metrics);
+    metrics = ts_http_get(port, "/metrics", &status);
+    kill(pid, SIGTERM);
+    cr_assert_eq(ts_wait(pid, 60000), 0, "release --serve failed: %s", ts_read_file(err, NULL));
 
-    json_t *ids = window_ids(b.bootstrap, &n_excl), *sum = json_load_file(out, 0, NULL);
+    json_t *sum = json_load_file(out, 0, NULL);
     read_outcome(b.bootstrap, version, &o);
     check_complete(ids, &o);
     cr_assert_gt(json_object_size(o.released), 500u);
@@ -208,6 +317,37 @@ Test(release_service, occupancy_end_to_end_theta_from_the_calibrate_service, .ti
     cr_assert_eq(json_integer_value(json_object_get(sum, "excluded")), (json_int_t)n_excl);
     cr_assert_eq(json_integer_value(json_object_get(sum, "dead_letters")),
                  (json_int_t)json_object_size(o.refused));
+    cr_assert_eq(ts_prom_value(metrics, "gcdp_release_released_total"),
+                 (int64_t)json_object_size(o.released));
+    cr_assert_eq(python_consumer_count(b.bootstrap, b.dir), o.copies);
+
+    /* leakage canary: nothing protected on a public topic, in a log line or in /metrics */
+    json_t *c = canaries(b.bootstrap);
+    char *t;
+    no_leak(c, t = topic_text(b.bootstrap, "gcdp.released"), "gcdp.released");
+    free(t);
+    no_leak(c, t = topic_text(b.bootstrap, "gcdp.calibration"), "gcdp.calibration");
+    free(t);
+    no_leak(c, t = topic_text(b.bootstrap, "gcdp.status"), "gcdp.status");
+    free(t);
+    no_leak(c, t = ts_read_file(err, NULL), "the release log (debug level)");
+    free(t);
+    no_leak(c, t = ts_read_file(cal_err, NULL), "the calibrate log (debug level)");
+    free(t);
+    no_leak(c, metrics, "/metrics");
+    /* the canaries have teeth: the protected topic holds them */
+    t = topic_text(b.bootstrap, "gcdp.windows");
+    size_t found = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(c, k, v) {
+        (void)v;
+        found += strstr(t, k) != NULL;
+    }
+    free(t);
+    cr_assert_gt(found, 1000u, "the canary search finds nothing even where it must");
+    free(metrics);
+    json_decref(c);
     json_decref(sum);
     json_decref(ids);
     outcome_free(&o);
