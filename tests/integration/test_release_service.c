@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -78,6 +79,26 @@ static json_t *window_ids(const char *bootstrap, size_t *n_excluded)
     return ids;
 }
 
+/* Validate one record against schemas/<schema> (python3-jsonschema, Draft 2020-12). */
+static void schema_valid(const char *json, const char *schema)
+{
+    char path[512], cmd[2048];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/tmp/gcdp-schema-%d.json", (int)getpid());
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(json, f);
+    fclose(f);
+    snprintf(cmd, sizeof(cmd),
+             "/usr/bin/python3 -c 'import json,sys,jsonschema; "
+             "jsonschema.Draft202012Validator(json.load(open(sys.argv[1]))).validate("
+             "json.load(open(sys.argv[2])))' %s/schemas/%s %s",
+             GCDP_SOURCE_DIR, schema, path);
+    cr_assert_eq(system(cmd), 0, "%s does not validate against %s", json, schema);
+    unlink(path);
+}
+
 struct outcome {
     json_t *released;  /* window id -> bytes (first copy) */
     json_t *refused;   /* window id -> reason */
@@ -99,6 +120,8 @@ static void read_outcome(const char *bootstrap, uint64_t want_version, struct ou
         char wid[256];
         cr_assert_not_null(r, "released record is not JSON");
         cr_assert_str_eq(jstr(r, "schema"), "gcdp.released/1");
+        if (i == 0)
+            schema_valid(rec[i].value, "released.schema.json");
         rid = jstr(r, "release_id");
         cr_assert_not_null(rid);
         at = strrchr(rid, '@');
@@ -121,6 +144,8 @@ static void read_outcome(const char *bootstrap, uint64_t want_version, struct ou
     ts_records_free(rec, n);
     n = ts_topic_read(bootstrap, "gcdp.windows.rejected", &rec);
     for (size_t i = 0; i < n; i++) {
+        if (i == 0)
+            schema_valid(rec[i].value, "release_rejected.schema.json");
         json_t *r = json_loads(rec[i].value, 0, NULL);
         cr_assert_not_null(r);
         cr_assert_str_eq(jstr(r, "schema"), "gcdp.release_rejected/1");
