@@ -49,6 +49,13 @@ int bench_calibrate(int argc, char **argv);
 int bench_release(int argc, char **argv);
 int bench_learner(int argc, char **argv);
 
+/* Service phase of `gcdp bench release` (app/bench_release_service.c): windows records of
+ * theta's nodes through the release service on an in-process embedded broker, compared with
+ * offline_cps (the offline path's coords/s from the same run). dir: scratch. */
+struct cal_theta;
+int bench_release_service(const struct cal_theta *theta, size_t windows, size_t batch,
+                          double offline_cps, const char *dir);
+
 /* Sampler and ledger group-commit throughput (part of `gcdp bench release`); dir: scratch. */
 int bench_release_primitives(const char *dir);
 

@@ -27,7 +27,14 @@ static const char bench_help[] =
     "          group commit with one fsync per B releases (the real release path)\n"
     "options: --coords N (default 1000), --windows W (default 2000), --batch B (default 64),\n"
     "         --threads T noise workers for the noise and full runs (default 2, max 16),\n"
-    "         --dir DIR for the ledger file (default: a new directory under /tmp)\n";
+    "         --dir DIR for the ledger file (default: a new directory under /tmp),\n"
+    "         --service W: also the service phase: W window records of the same N coords\n"
+    "         produced to gcdp.windows on an in-process embedded broker and released by\n"
+    "         the release service (ledger on disk, group commit release.ledger.batch) to\n"
+    "         gcdp.released; windows/s and coords/s from the first read to the last\n"
+    "         acknowledgement, and the ratio to the offline full path above (the records\n"
+    "         must fit the embedded broker's 5 MiB per partition, 8 partitions: about\n"
+    "         W x N <= 200000, e.g. --coords 100 --service 1500)\n";
 
 static double now_s(void)
 {
@@ -100,7 +107,7 @@ static core_err count_bytes(void *arg, const char *bytes, size_t len, bool repla
 }
 
 struct bench {
-    size_t n, windows, batch;
+    size_t n, windows, batch, service_windows;
     unsigned threads;
     const char *dir;
     struct rel_plan *plan;
@@ -180,6 +187,7 @@ static int parse(int argc, char **argv, struct bench *b)
                                        {"batch", required_argument, NULL, 'b'},
                                        {"dir", required_argument, NULL, 'd'},
                                        {"threads", required_argument, NULL, 't'},
+                                       {"service", required_argument, NULL, 's'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
     int ch;
@@ -196,7 +204,7 @@ static int parse(int argc, char **argv, struct bench *b)
             b->dir = optarg;
             continue;
         }
-        if (ch != 'n' && ch != 'w' && ch != 'b' && ch != 't')
+        if (ch != 'n' && ch != 'w' && ch != 'b' && ch != 't' && ch != 's')
             return APP_EXIT_USAGE;
         v = strtol(optarg, &end, 10);
         if (*end || v < 1 || v > 4000000) {
@@ -209,6 +217,8 @@ static int parse(int argc, char **argv, struct bench *b)
             b->windows = (size_t)v;
         else if (ch == 't')
             b->threads = (unsigned)(v > 16 ? 16 : v);
+        else if (ch == 's')
+            b->service_windows = (size_t)v;
         else
             b->batch = (size_t)v;
     }
@@ -243,7 +253,7 @@ static void report(const struct bench *b, struct timing tp, struct timing tn, st
 
 int bench_release(int argc, char **argv)
 {
-    struct bench b = {1000, 2000, 64, 2, NULL, NULL};
+    struct bench b = {1000, 2000, 64, 0, 2, NULL, NULL};
     struct cal_theta *theta = NULL;
     struct rel_opts o;
     struct rel_window w;
@@ -283,6 +293,9 @@ int bench_release(int argc, char **argv)
         report(&b, tp, tn, tf, bytes, fsyncs);
     else
         ex = APP_EXIT_FAILURE;
+    if (ex == APP_EXIT_OK && b.service_windows > 0)
+        ex = bench_release_service(theta, b.service_windows, b.batch,
+                                   (double)b.n * (double)b.windows / tf.wall, b.dir);
     if (ex == APP_EXIT_OK)
         ex = bench_release_primitives(b.dir);
     if (sink == -1.0)

@@ -103,7 +103,8 @@ struct rel_service {
     struct entry *eq_head, *eq_tail; /* releases pushed, not yet emitted (push order) */
     struct entry *cur;               /* the entry of the record being pushed */
     uv_timer_t commit_timer, tick_timer;
-    uv_prepare_t flush_prep;
+    uv_timer_t flush_timer;          /* group commit linger: started by the first pending */
+    uint64_t linger_ms;
     int open_handles, closed_consumers, n_consumers;
     enum svc_state state;
     core_err status;
@@ -112,11 +113,12 @@ struct rel_service {
     uint64_t last_consume, drain_started, close_started, last_theta_msg;
     _Atomic uint64_t a_consumed, a_released, a_replayed, a_excluded, a_dlq, a_theta_version;
     _Atomic uint64_t a_by_reason[REL_DLQ_COUNT], a_produce_errors, a_commits, a_commit_errors;
-    _Atomic uint64_t a_gaps, a_theta_swaps;
+    _Atomic uint64_t a_gaps, a_theta_swaps, a_first_read_ns;
     _Atomic int64_t a_lag;
 };
 
 static void fail(struct rel_service *s, core_err why, const char *what);
+static void on_flush_timer(uv_timer_t *h);
 
 static void bump(_Atomic uint64_t *a) /* single writer: the loop thread */
 {
@@ -548,6 +550,8 @@ static void release_window(struct rel_service *s, const rd_kafka_message_t *m)
     }
     e = entry_new(s, m->partition, m->offset, s->w.device);
     e->refs++; /* the emit queue's */
+    if (!s->eq_head) /* the first of a group: it waits at most linger_ms for company */
+        uv_timer_start(&s->flush_timer, on_flush_timer, s->linger_ms, 0);
     if (s->eq_tail)
         s->eq_tail->enext = e;
     else
@@ -597,6 +601,8 @@ static void on_message(void *arg, const rd_kafka_message_t *m)
         return;
     }
     s->parts[p].next = m->offset + 1;
+    if (!s->consumed_any)
+        atomic_store(&s->a_first_read_ns, uv_hrtime());
     bump(&s->a_consumed);
     core_metric_add(s->m.consumed, 1);
     s->consumed_any = true;
@@ -850,7 +856,7 @@ static void finish(struct rel_service *s)
     core_kproducer_detach(s->prod);
     uv_close((uv_handle_t *)&s->commit_timer, on_handle_closed);
     uv_close((uv_handle_t *)&s->tick_timer, on_handle_closed);
-    uv_close((uv_handle_t *)&s->flush_prep, on_handle_closed);
+    uv_close((uv_handle_t *)&s->flush_timer, on_handle_closed);
 }
 
 static void on_closed(void *arg)
@@ -989,8 +995,9 @@ static void on_commit_timer(uv_timer_t *t)
         (void)commit_now(s);
 }
 
-/* Before the loop waits for I/O: the releases pushed this turn get their group commit. */
-static void on_prepare(uv_prepare_t *h)
+/* The group commit's linger has passed: commit and publish what is pending (a full batch
+ * was committed by the releaser already). */
+static void on_flush_timer(uv_timer_t *h)
 {
     struct rel_service *s = h->data;
     if (s->state == S_RUNNING && s->eq_head)
@@ -1170,13 +1177,13 @@ core_err rel_service_new(uv_loop_t *loop, const struct core_config *cfg,
     }
     uv_timer_init(loop, &s->commit_timer);
     uv_timer_init(loop, &s->tick_timer);
-    uv_prepare_init(loop, &s->flush_prep);
-    s->commit_timer.data = s->tick_timer.data = s->flush_prep.data = s;
+    uv_timer_init(loop, &s->flush_timer);
+    s->commit_timer.data = s->tick_timer.data = s->flush_timer.data = s;
+    s->linger_ms = (uint64_t)core_config_int(cfg, "release.service.linger_ms");
     s->open_handles = 3;
     uv_timer_start(&s->commit_timer, on_commit_timer, (uint64_t)opts->commit_interval_ms,
                    (uint64_t)opts->commit_interval_ms);
     uv_timer_start(&s->tick_timer, on_tick, TICK_MS, TICK_MS);
-    uv_prepare_start(&s->flush_prep, on_prepare);
     s->last_theta_msg = uv_now(loop);
     health_refresh(s);
     *out = s;
@@ -1202,6 +1209,7 @@ void rel_service_stats(const struct rel_service *s, struct rel_service_stats *ou
     out->theta_version = atomic_load(&w->a_theta_version);
     out->theta_swaps = atomic_load(&w->a_theta_swaps);
     out->lag = atomic_load(&w->a_lag);
+    out->first_read_ns = atomic_load(&w->a_first_read_ns);
 }
 
 void rel_service_free(struct rel_service *s)

@@ -1,0 +1,225 @@
+/* bench_release_service.c - the service phase of `gcdp bench release`: window records
+ * produced to gcdp.windows on an in-process embedded broker, released by the release service
+ * (rel/service.h, ledger on disk) to gcdp.released; windows/s and released coordinates/s from
+ * the first window read to the last release acknowledged, beside the offline path's rate
+ * measured in the same run. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "app.h"
+#include "cal/theta.h"
+#include "core/broker.h"
+#include "core/kafka.h"
+#include "core/kconf.h"
+#include "core/log.h"
+#include "rel/service.h"
+
+#define SVC_DEVICES 16
+
+struct svc_bench {
+    uv_loop_t loop;
+    uv_timer_t poll;
+    struct rel_service *svc;
+    size_t windows;
+    double t_first, t_last;
+    bool stopping;
+    core_err status;
+};
+
+/* One gcdp.window/2 record of n nodes "c<m>.mean" (clip [0,1], 30 real samples of 60). */
+static char *window_json(size_t n, size_t i)
+{
+    json_t *w = json_object(), *nodes = json_object(), *nn = json_object(), *imp = json_object();
+    json_t *pn = json_object();
+    char key[48], chan[40], id[64], dev[32], *txt;
+    long long start = (long long)(i / SVC_DEVICES) * 60000;
+
+    for (size_t m = 0; m < n; m++) {
+        snprintf(chan, sizeof(chan), "c%zu", m);
+        snprintf(key, sizeof(key), "c%zu.mean", m);
+        json_object_set_new(nodes, key, json_real((double)((m * 7919 + i * 31) % 1000) / 1000.0));
+        json_object_set_new(nn, key, json_integer(30));
+        json_object_set_new(imp, key, json_array());
+        json_object_set_new(pn, key, json_pack("{s:s,s:s,s:[i,i],s:i,s:i}", "stat", "mean",
+                                               "channel", chan, "clip", 0, 1, "n_imputed", 0,
+                                               "max_run", 0));
+    }
+    snprintf(dev, sizeof(dev), "bench-%zu", i % SVC_DEVICES);
+    snprintf(id, sizeof(id), "%s|%lld", dev, start);
+    txt = NULL;
+    json_object_set_new(w, "schema", json_string("gcdp.window/2"));
+    json_object_set_new(w, "id", json_string(id));
+    json_object_set_new(w, "device", json_string(dev));
+    json_object_set_new(w, "window_start", json_integer(start));
+    json_object_set_new(w, "window_end", json_integer(start + 60000));
+    json_object_set_new(w, "n", json_integer(30));
+    json_object_set_new(w, "n_slots", json_integer(60));
+    json_object_set_new(w, "excluded", json_false());
+    json_object_set_new(w, "nodes", nodes);
+    json_object_set_new(w, "n_node", nn);
+    json_object_set_new(w, "imputed", imp);
+    json_object_set_new(w, "prov", json_pack("{s:i,s:i,s:s,s:o}", "interp_gap", 0, "period_ms",
+                                             1000, "norm", "clip_minmax", "nodes", pn));
+    txt = json_dumps(w, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(w);
+    return txt;
+}
+
+/* Produce the records synchronously (acks=all) before the service starts. */
+static core_err produce_windows(const struct core_config *cfg, size_t n, size_t windows,
+                                char *eb, size_t ebn)
+{
+    rd_kafka_conf_t *pc = NULL;
+    rd_kafka_t *rk;
+    core_err rc = core_kafka_conf_new(cfg, CORE_KAFKA_PRODUCER, NULL, &pc, eb, ebn);
+
+    if (rc != CORE_OK)
+        return rc;
+    if (!(rk = rd_kafka_new(RD_KAFKA_PRODUCER, pc, eb, ebn))) {
+        rd_kafka_conf_destroy(pc);
+        return CORE_EKAFKA;
+    }
+    for (size_t i = 0; rc == CORE_OK && i < windows; i++) {
+        char *txt = window_json(n, i), dev[32];
+        rd_kafka_resp_err_t err;
+        snprintf(dev, sizeof(dev), "bench-%zu", i % SVC_DEVICES);
+        while ((err = core_kafka_produce_copy(rk, core_config_str(cfg, "topics.windows"),
+                                              RD_KAFKA_PARTITION_UA, dev, strlen(dev), txt,
+                                              strlen(txt), NULL)) ==
+               RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            rd_kafka_poll(rk, 10);
+        if (err) {
+            snprintf(eb, ebn, "produce: %s", rd_kafka_err2str(err));
+            rc = CORE_EKAFKA;
+        }
+        free(txt);
+    }
+    if (rc == CORE_OK && rd_kafka_flush(rk, 60000) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        snprintf(eb, ebn, "window records not acknowledged within 60 s");
+        rc = CORE_EKAFKA;
+    }
+    rd_kafka_destroy(rk);
+    return rc;
+}
+
+static void on_done(void *arg, core_err status)
+{
+    struct svc_bench *b = arg;
+    b->status = status;
+    uv_close((uv_handle_t *)&b->poll, NULL);
+}
+
+static void on_poll(uv_timer_t *t)
+{
+    struct svc_bench *b = t->data;
+    struct rel_service_stats st;
+
+    rel_service_stats(b->svc, &st);
+    if (!b->stopping && st.released + st.dead_letters >= b->windows) {
+        b->t_first = 1e-9 * (double)st.first_read_ns;
+        b->t_last = 1e-9 * (double)uv_hrtime();
+        b->stopping = true;
+        rel_service_stop(b->svc);
+    }
+}
+
+/* Run the phase; *wps / *cps receive windows/s and coordinates/s. */
+static int run_service(struct core_config *cfg, size_t windows, const char *theta_path,
+                       const char *ledger, size_t n, double *wps, double *cps)
+{
+    struct svc_bench b;
+    struct rel_service_opts so;
+    struct rel_service_stats st;
+    char eb[1024] = "";
+    core_err rc;
+
+    memset(&b, 0, sizeof(b));
+    memset(&so, 0, sizeof(so));
+    b.windows = windows;
+    so.group = "gcdp-bench-release";
+    so.theta_path = theta_path;
+    so.ledger_path = ledger;
+    so.scheme = (struct core_dp_scheme){60000, 0, 1000};
+    so.commit_interval_ms = 500;
+    so.on_done = on_done;
+    so.arg = &b;
+    uv_loop_init(&b.loop);
+    rc = rel_service_new(&b.loop, cfg, &so, NULL, &b.svc, eb, sizeof(eb));
+    if (rc != CORE_OK) {
+        fprintf(stderr, "gcdp bench release: service: %s\n", eb);
+        uv_run(&b.loop, UV_RUN_DEFAULT);
+        uv_loop_close(&b.loop);
+        return APP_EXIT_FAILURE;
+    }
+    uv_timer_init(&b.loop, &b.poll);
+    b.poll.data = &b;
+    uv_timer_start(&b.poll, on_poll, 2, 2);
+    uv_run(&b.loop, UV_RUN_DEFAULT);
+    rel_service_stats(b.svc, &st);
+    rel_service_free(b.svc);
+    uv_run(&b.loop, UV_RUN_DEFAULT);
+    uv_loop_close(&b.loop);
+    if (b.status != CORE_OK || st.released != windows || b.t_last <= b.t_first) {
+        fprintf(stderr, "gcdp bench release: service phase: %s, %" PRIu64 " of %zu released, "
+                "%" PRIu64 " refused\n", core_strerror(b.status), st.released, windows,
+                st.dead_letters);
+        return APP_EXIT_FAILURE;
+    }
+    *wps = (double)windows / (b.t_last - b.t_first);
+    *cps = *wps * (double)n;
+    return APP_EXIT_OK;
+}
+
+int bench_release_service(const struct cal_theta *theta, size_t windows, size_t batch,
+                          double offline_cps, const char *dir)
+{
+    const char *topics[] = {"gcdp.windows", "gcdp.released", "gcdp.windows.rejected",
+                            "gcdp.calibration", "gcdp.control", "gcdp.status"};
+    struct core_broker *br = NULL;
+    struct core_config *cfg = NULL;
+    char eb[1024] = "", boot[300], theta_path[4200], ledger[4200], bset[64];
+    char *argv[] = {"bench", "--set", boot, "--set", "ingest.period_ms=1000", "--set",
+                    "release.ledger.cap_eps=1e6", "--set", "release.drift.enabled=false",
+                    "--set", bset, "--log-level", "warn", NULL};
+    int argc = 13, ex = APP_EXIT_FAILURE;
+    double wps = 0, cps = 0;
+
+    snprintf(theta_path, sizeof(theta_path), "%s/bench-theta.json", dir);
+    snprintf(ledger, sizeof(ledger), "%s/bench-service-ledger.jsonl", dir);
+    remove(ledger);
+    if (core_broker_new(1, topics, 6, 8, &br, eb, sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp bench release: embedded broker: %s\n", eb);
+        return APP_EXIT_FAILURE;
+    }
+    snprintf(boot, sizeof(boot), "broker.bootstrap=%s", core_broker_bootstrap(br));
+    snprintf(bset, sizeof(bset), "release.ledger.batch=%zu", batch); /* as the offline run */
+    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
+        goto out;
+    if (cal_theta_save_file(theta, theta_path, eb, sizeof(eb)) != CORE_OK ||
+        produce_windows(cfg, theta->d, windows, eb, sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp bench release: service setup: %s\n", eb);
+        goto out;
+    }
+    ex = run_service(cfg, windows, theta_path, ledger, theta->d, &wps, &cps);
+    if (ex == APP_EXIT_OK) {
+        printf("  service: %zu windows x %zu coords, gcdp.windows -> gcdp.released on the "
+               "embedded broker, ledger on disk, batch %zu\n", windows, theta->d, batch);
+        printf("  %-30s %14.0f windows/s %14.0f coords/s\n", "service (first read to last ack)",
+               wps, cps);
+        printf("  ratio service/offline (coords/s, wall): %.4f   target >= 0.5: %s; "
+               ">= 1000000 coords/s: %s\n", cps / offline_cps,
+               cps / offline_cps >= 0.5 ? "MET" : "NOT MET", cps >= 1e6 ? "MET" : "NOT MET");
+    }
+out:
+    remove(ledger);
+    remove(theta_path);
+    core_config_free(cfg);
+    core_broker_free(br);
+    return ex;
+}
