@@ -1,0 +1,74 @@
+/* dp_ledger_db.h - core-internal: the ledger's embedded store (SQLite, WAL,
+ * synchronous=FULL) behind core/dp_ledger.h (docs/operations.md, "Ledger store").
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * Tables:
+ *   meta(k TEXT PRIMARY KEY, v)          header (the JSONL header text: scheme, caps,
+ *                                        accounting), audit_size, floor_ms, releases, units
+ *   unit(name TEXT PRIMARY KEY, eps, rho, delta, slot_end)   committed totals per unit
+ *   rel(seq INTEGER PRIMARY KEY, id TEXT UNIQUE, t INTEGER, out BLOB)  the replay store
+ * The committed totals are the upward-rounded sums of the committed charges in commit order:
+ * bit for bit what the JSONL ledger rebuilds by its scan on open.
+ * Ownership: struct ldb owns the sqlite3 handle and its prepared statements.
+ * Errors: core_err; ldb_errmsg() gives SQLite's message (never protected values).
+ * Thread-safety: one thread at a time (the ledger's contract).
+ */
+#ifndef CORE_DP_LEDGER_DB_H
+#define CORE_DP_LEDGER_DB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/dp_acct.h"
+#include "core/err.h"
+
+struct ldb;
+
+/* Numeric meta keys (kept in the same transaction as the rows they describe). */
+struct ldb_meta {
+    int64_t audit_size; /* bytes of the audit log this store matches; 0: not yet created */
+    int64_t floor_ms;   /* compaction floor: slots ending at or before it are gone */
+    int64_t releases;   /* rows in rel */
+    int64_t units;      /* rows in unit */
+};
+
+/* Create a new store at path (must not exist: written under a temporary name, then linked
+ * in place) holding header and meta (audit_size 0). CORE_EEXIST if path appeared, CORE_EIO. */
+CORE_MUST_CHECK core_err ldb_create(const char *path, const char *header, char *eb, size_t ebn);
+
+/* Open an existing store; *header: new string (caller frees) of the stored header.
+ * CORE_ESTATE: empty file, not SQLite, or no ledger meta (a foreign file); CORE_EIO. */
+CORE_MUST_CHECK core_err ldb_open(const char *path, struct ldb **out, char **header,
+                                  struct ldb_meta *meta, char *eb, size_t ebn);
+void ldb_close(struct ldb *d);
+
+/* Committed totals and slot end of unit; *found 0 when the store has no such unit. */
+CORE_MUST_CHECK core_err ldb_unit_get(struct ldb *d, const char *name, struct core_dp_cost *c,
+                                      int *found);
+
+/* 1 when id is in the replay store, 0 when not, -1 on error. */
+int ldb_rel_exists(struct ldb *d, const char *id);
+
+/* Stored output of id (new buffer, caller frees). CORE_OK, CORE_ENOTFOUND, CORE_EIO. */
+CORE_MUST_CHECK core_err ldb_rel_get(struct ldb *d, const char *id, uint8_t **bytes,
+                                     size_t *len);
+
+/* One transaction (group commit): begin, then rows and units, then meta, then commit. */
+CORE_MUST_CHECK core_err ldb_begin(struct ldb *d);
+CORE_MUST_CHECK core_err ldb_put_rel(struct ldb *d, const char *id, int64_t t, int has_t,
+                                     const void *bytes, size_t len);
+CORE_MUST_CHECK core_err ldb_put_unit(struct ldb *d, const char *name,
+                                      const struct core_dp_cost *c, int64_t slot_end,
+                                      int has_slot);
+CORE_MUST_CHECK core_err ldb_put_meta(struct ldb *d, const struct ldb_meta *m);
+CORE_MUST_CHECK core_err ldb_commit(struct ldb *d);
+void ldb_rollback(struct ldb *d);
+
+/* Inside a transaction: delete releases with t <= floor and units with slot_end <= floor;
+ * *rels / *units: rows deleted. */
+CORE_MUST_CHECK core_err ldb_compact(struct ldb *d, int64_t floor, int64_t *rels,
+                                     int64_t *units);
+
+const char *ldb_errmsg(const struct ldb *d);
+
+#endif /* CORE_DP_LEDGER_DB_H */
