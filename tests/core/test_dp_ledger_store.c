@@ -541,3 +541,207 @@ Test(dp_ledger_store, randomized_differential_against_the_jsonl_reference)
                 refusals);
     paths_free(&p);
 }
+
+/* ---- compaction, replay horizon, bounded cache ---- */
+
+static void minute_releases(struct core_dp_ledger *l, int devs, int m, const struct core_dp_cost *c)
+{
+    char ids[64][32];
+    const char *idp[64];
+    const void *bp[64];
+    size_t lens[64];
+    cr_assert_leq(devs, 64);
+    for (int d = 0; d < devs; d++) {
+        snprintf(ids[d], sizeof(ids[d]), "d%d|%d", d, m); /* one window = one slot */
+        const char *u[1] = {ids[d]};
+        cr_assert_eq(core_dp_ledger_charge(l, ids[d], "lap", u, 1, c, NULL), CORE_OK);
+        idp[d] = ids[d];
+        bp[d] = ids[d];
+        lens[d] = strlen(ids[d]);
+    }
+    cr_assert_eq(core_dp_ledger_commit_batch(l, (size_t)devs, idp, bp, lens), CORE_OK);
+}
+
+Test(dp_ledger_store, horizon_compacts_and_refuses_old_replays_by_name)
+{
+    struct paths p;
+    paths_new(&p);
+    const int64_t min = 60000, horizon = 10 * min;
+    struct core_dp_ledger *l = sopen_ok(&p, 5.0, horizon);
+    struct core_dp_ledger_stats st;
+    const struct core_dp_cost c = {0.5, 0, 0};
+    uint8_t *b;
+    size_t n;
+    for (int m = 0; m < 60; m++) {
+        minute_releases(l, 5, m, &c);
+        cr_assert_eq(core_dp_ledger_advance(l, (m + 1) * min, 0), CORE_OK);
+        core_dp_ledger_stats(l, &st);
+        cr_assert_eq(st.cached_units, 0, "closed slots leave the cache (minute %d)", m);
+        cr_assert_leq(st.releases, 5 * 10, "the replay store keeps the horizon only");
+    }
+    /* floor = 60 min - 10 min: slots ending at or before minute 50 are gone */
+    core_dp_ledger_stats(l, &st);
+    cr_assert_eq(st.releases, 50);
+    cr_assert_eq(st.compacted, 250);
+    cr_assert_eq(core_dp_ledger_lookup(l, "d0|49", &b, &n), CORE_ENOTFOUND);
+    const char *old[1] = {"d0|49"}, *live[1] = {"d0|55"}, *both[2] = {"d1|56", "d1|48"};
+    cr_assert_eq(core_dp_ledger_charge(l, "d0|49", "lap", old, 1, &c, NULL), CORE_EEXPIRED,
+                 "a replay older than the horizon is refused by name, never re-noised");
+    cr_assert_eq(core_dp_ledger_charge(l, "new", "lap", both, 2, &c, NULL), CORE_EEXPIRED);
+    cr_assert_eq(core_dp_ledger_charge(l, "d0|55", "lap", live, 1, &c, NULL), CORE_EEXIST);
+    cr_assert_eq(core_dp_ledger_lookup(l, "d0|55", &b, &n), CORE_OK);
+    cr_assert(n == 5 && memcmp(b, "d0|55", 5) == 0);
+    free(b);
+    struct core_dp_cost s;
+    cr_assert_eq(core_dp_ledger_spent(l, "d3|57", &s), CORE_OK);
+    cr_assert(s.eps == 0.5, "a cold unit's total comes back from the store");
+    cr_assert_eq(core_dp_ledger_charge(l, "more", "lap", (const char *[]){"d3|57"}, 1,
+                                       &(struct core_dp_cost){4.6, 0, 0}, NULL),
+                 CORE_EBUDGET, "the cap of a cold unit holds");
+    core_dp_ledger_free(l);
+    l = sopen_ok(&p, 5.0, 0); /* the floor survives a restart (and without a horizon) */
+    cr_assert_eq(core_dp_ledger_charge(l, "d0|49", "lap", old, 1, &c, NULL), CORE_EEXPIRED);
+    core_dp_ledger_stats(l, &st);
+    cr_assert_eq(st.releases, 50);
+    cr_assert_eq(st.cached_units, 0, "open reads no history");
+    core_dp_ledger_free(l);
+    paths_free(&p);
+}
+
+/* SIGKILL at a random moment of a large compaction: after reopen either nothing or all of it
+ * is gone, the live units' totals and replays are intact. */
+Test(dp_ledger_store, crash_during_compaction_is_all_or_nothing)
+{
+    struct paths p;
+    const int64_t min = 60000;
+    const struct core_dp_cost c = {0.25, 0, 0};
+    int seen_before = 0, seen_after = 0;
+    paths_new(&p);
+    struct core_dp_ledger *l = sopen_ok(&p, 5.0, 0);
+    for (int m = 0; m < 200; m++)
+        minute_releases(l, 50, m, &c);
+    core_dp_ledger_free(l);
+    for (int round = 0; round < 6; round++) {
+        int fds[2];
+        char go;
+        cr_assert_eq(pipe(fds), 0);
+        pid_t pid = fork();
+        cr_assert_neq(pid, -1);
+        if (pid == 0) {
+            close(fds[0]);
+            if (sopen(&p, 5.0, (int64_t)(180 - 20 * round) * min, &l, NULL, 0) != CORE_OK)
+                _exit(2);
+            if (write(fds[1], "g", 1) != 1)
+                _exit(3);
+            if (core_dp_ledger_advance(l, 200 * min, 0) != CORE_OK)
+                _exit(4);
+            pause();
+            _exit(5);
+        }
+        close(fds[1]);
+        cr_assert_eq(read(fds[0], &go, 1), 1);
+        usleep((useconds_t)(round * 4000));
+        kill(pid, SIGKILL);
+        int st;
+        waitpid(pid, &st, 0);
+        close(fds[0]);
+        cr_assert(WIFSIGNALED(st), "child status %d", st);
+        l = sopen_ok(&p, 5.0, 0);
+        struct core_dp_ledger_stats s;
+        core_dp_ledger_stats(l, &s);
+        int64_t floor_min = 20 + 20 * round; /* slots ending at or before it go */
+        uint8_t *b;
+        size_t n;
+        core_err old = core_dp_ledger_lookup(l, "d7|0", &b, &n);
+        if (old == CORE_OK)
+            free(b);
+        /* rows of minutes before the floor: all there or all gone, never a part */
+        uint64_t want_all = 200 * 50, want_cut = (uint64_t)(200 - floor_min) * 50;
+        cr_assert(s.releases == want_all || s.releases <= want_cut, "round %d: %llu rows",
+                  round, (unsigned long long)s.releases);
+        if (s.releases == want_all)
+            seen_before++;
+        else
+            seen_after++;
+        cr_assert_eq(core_dp_ledger_lookup(l, "d7|199", &b, &n), CORE_OK);
+        cr_assert(n == 6 && memcmp(b, "d7|199", 6) == 0);
+        free(b);
+        struct core_dp_cost sp;
+        cr_assert_eq(core_dp_ledger_spent(l, "d7|199", &sp), CORE_OK);
+        cr_assert(sp.eps == 0.25, "a live unit's total is intact");
+        core_dp_ledger_free(l);
+    }
+    cr_log_info("compaction crash: %d rounds killed before it committed, %d after\n",
+                seen_before, seen_after);
+    paths_free(&p);
+}
+
+Test(dp_ledger_store, import_of_a_jsonl_ledger_verifies_and_refuses_an_existing_store)
+{
+    struct paths p;
+    paths_new(&p);
+    struct core_dp_ledger *r = ropen_ok(p.audit, 5.0), *l;
+    struct core_dp_ledger_opts o = {.path = p.audit, .cap = {5.0, 100.0, 1e-3},
+                                    .scheme = SCHEME};
+    const struct core_dp_cost costs[3] = {{0.1, 0, 0}, {1.0 / 3.0, 0.5, 1e-7}, {0.7, 0, 0}};
+    char err[512] = "", id[32], u0[32], u1[32];
+    uint64_t rows = 0;
+    for (int i = 0; i < 300; i++) {
+        snprintf(id, sizeof(id), "w%d", i);
+        snprintf(u0, sizeof(u0), "d%d|%d", i % 7, i % 11);
+        snprintf(u1, sizeof(u1), "odd-unit-%d", i % 3); /* no slot: never compacted */
+        const char *u[2] = {u0, u1};
+        core_err rc = core_dp_ledger_charge(r, id, "lap", u, 2, &costs[i % 3], NULL);
+        if (rc == CORE_OK)
+            cr_assert_eq(core_dp_ledger_commit_output(r, id, id, strlen(id)), CORE_OK);
+    }
+    struct core_dp_ledger_stats rs;
+    core_dp_ledger_stats(r, &rs);
+    core_dp_ledger_free(r);
+    append_raw(p.audit, "{\"v\":1,\"id\":\"torn"); /* a torn last line is cut as an open does */
+    o.cap.eps = 4.0;
+    cr_assert_eq(core_dp_ledger_import(&o, p.store, &rows, err, sizeof(err)), CORE_ESTATE,
+                 "another cap is refused: %s", err);
+    o.cap.eps = 5.0;
+    cr_assert_eq(core_dp_ledger_import(&o, p.store, &rows, err, sizeof(err)), CORE_OK, "%s",
+                 err);
+    cr_assert_eq(rows, rs.releases);
+    cr_assert_eq(core_dp_ledger_import(&o, p.store, &rows, err, sizeof(err)), CORE_EEXIST);
+    l = sopen_ok(&p, 5.0, 0);
+    struct core_dp_ledger_stats ss;
+    core_dp_ledger_stats(l, &ss);
+    cr_assert_eq(ss.releases, rs.releases);
+    cr_assert_eq(ss.units, rs.units);
+    /* totals and replays equal the JSONL ledger's (reopened read-only afterwards) */
+    struct core_dp_cost st[7][11], so[3];
+    for (int d = 0; d < 7; d++)
+        for (int t = 0; t < 11; t++) {
+            snprintf(u0, sizeof(u0), "d%d|%d", d, t);
+            cr_assert_eq(core_dp_ledger_spent(l, u0, &st[d][t]), CORE_OK);
+        }
+    for (int k = 0; k < 3; k++) {
+        snprintf(u1, sizeof(u1), "odd-unit-%d", k);
+        cr_assert_eq(core_dp_ledger_spent(l, u1, &so[k]), CORE_OK);
+    }
+    release(l, "after-import", "d0|0", &costs[0], "x", 1);
+    core_dp_ledger_free(l);
+    r = ropen_ok(p.audit, 5.0); /* the audit log, with the new row, is still a JSONL ledger */
+    cr_assert_eq(core_dp_ledger_lookup(r, "after-import", &(uint8_t *){NULL}, &(size_t){0}),
+                 CORE_OK);
+    struct core_dp_cost c;
+    for (int d = 0; d < 7; d++)
+        for (int t = 0; t < 11; t++) {
+            snprintf(u0, sizeof(u0), "d%d|%d", d, t);
+            cr_assert_eq(core_dp_ledger_spent(r, u0, &c), CORE_OK);
+            if (d == 0 && t == 0)
+                continue; /* charged once more after the import */
+            cr_assert(memcmp(&c, &st[d][t], sizeof(c)) == 0, "unit %s", u0);
+        }
+    for (int k = 0; k < 3; k++) {
+        snprintf(u1, sizeof(u1), "odd-unit-%d", k);
+        cr_assert_eq(core_dp_ledger_spent(r, u1, &c), CORE_OK);
+        cr_assert(memcmp(&c, &so[k], sizeof(c)) == 0, "unit %s", u1);
+    }
+    core_dp_ledger_free(r);
+    paths_free(&p);
+}
