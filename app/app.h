@@ -34,6 +34,7 @@ int cmd_config(int argc, char **argv);
 int bench_ingest(int argc, char **argv);
 int bench_calibrate(int argc, char **argv);
 int bench_release(int argc, char **argv);
+int bench_ledger(int argc, char **argv);
 int bench_learner(int argc, char **argv);
 
 /* Sampler and ledger group-commit throughput (part of `gcdp bench release`); dir: scratch. */

@@ -916,6 +916,8 @@ void core_dp_ledger_free(struct core_dp_ledger *l)
 {
     if (!l)
         return;
+    if (l->fd >= 0 && l->db)
+        (void)fdatasync(l->fd); /* the audit log's tail (re-derivable from the store) */
     if (l->fd >= 0)
         close(l->fd); /* releases the flock */
     if (l->dfd >= 0)
@@ -1137,13 +1139,17 @@ static core_err batch_units(struct core_dp_ledger *l, size_t n, struct rel *cons
     return rc;
 }
 
-/* The batch's rows, already appended and fsync'd in the audit log from offset start, go into
- * the store in ONE transaction (group commit). Order: audit log first, then the store. A
- * crash between the two leaves audit rows the store does not have; their commit never
- * returned, so their outputs were never published, and the next open cuts them off (the
- * store records the audit size it matches). The other order could leave a committed,
- * replayable release with no audit row. On failure the audit log is cut back and the cache
- * restored: the reservations stay pending. */
+/* The batch's rows, already written (not fsync'd) to the audit log at offset start, go into
+ * the store in ONE transaction (group commit) whose COMMIT is the one durability point
+ * (WAL fsync'd, synchronous=FULL). Each stored row keeps its audit offset and its text up to
+ * the output, so the audit log is re-derivable from the store: a crash after the write but
+ * before the COMMIT leaves audit rows the store does not have (their commit never returned,
+ * their outputs were never published): the next open cuts them off (the store records the
+ * audit size it matches). A power loss that takes the audit log's unsynced tail after the
+ * COMMIT: the next open rewrites the missing rows from the store. So the totals (in the
+ * store) never undercount a published output, and the audit log always ends up holding
+ * every committed row. On failure the audit log is cut back and the cache restored: the
+ * reservations stay pending. */
 static core_err store_commit(struct core_dp_ledger *l, size_t n, const char *const *ids,
                              struct rel *const *rs, const void *const *bytes,
                              const size_t *lens, uint64_t start)
@@ -1156,8 +1162,13 @@ static core_err store_commit(struct core_dp_ledger *l, size_t n, const char *con
         tot += rs[i]->n_units;
     struct ent_undo *undo = core_xcalloc(tot, sizeof(*undo));
     rc = ldb_begin(l->db);
-    for (size_t i = 0; rc == CORE_OK && i < n; i++)
-        rc = ldb_put_rel(l->db, ids[i], rs[i]->t, rs[i]->has_t, bytes[i], lens[i]);
+    for (size_t i = 0; rc == CORE_OK && i < n; i++) {
+        struct ldb_rel row = {ids[i], (int64_t)start, rs[i]->t, rs[i]->has_t, rs[i]->head,
+                              rs[i]->head_len, bytes[i], lens[i]};
+        rc = ldb_put_rel(l->db, &row);
+        start += row_len(rs[i], lens[i]);
+    }
+    start = (uint64_t)l->meta.audit_size;
     if (rc == CORE_OK)
         rc = batch_units(l, n, rs, undo, &nu, &m);
     m.audit_size = (int64_t)l->size;
@@ -1168,6 +1179,7 @@ static core_err store_commit(struct core_dp_ledger *l, size_t n, const char *con
         rc = ldb_commit(l->db); /* WAL fsync'd (synchronous=FULL) before it returns */
     if (rc == CORE_OK) {
         l->meta = m;
+        l->st.fsyncs++;
         for (size_t i = 0; i < nu; i++)
             undo[i].e->pending--;
     } else {
@@ -1185,8 +1197,62 @@ static core_err store_commit(struct core_dp_ledger *l, size_t n, const char *con
     return rc;
 }
 
-/* The audit log must be exactly what the store recorded: a longer file holds rows of a
- * transaction that never committed (cut off), a shorter one lost committed rows (refused). */
+struct rewrite {
+    struct core_dp_ledger *l;
+    uint64_t rows;
+};
+
+/* Append one stored row to the audit log again, at exactly the offset the store recorded. */
+static core_err rewrite_row(void *arg, const struct ldb_rel *r)
+{
+    struct rewrite *w = arg;
+    struct rel tmp = {.head = (char *)r->head, .head_len = r->head_len};
+    size_t n = row_len(&tmp, r->len);
+    core_err rc;
+    if (!r->head || (uint64_t)r->off != w->l->size)
+        return CORE_ESTATE; /* an imported row (held by the old file) or a gap */
+    char *buf = core_xmalloc(n);
+    row_format(&tmp, r->bytes, r->len, buf);
+    rc = append_all(w->l, buf, n);
+    free(buf);
+    w->rows += rc == CORE_OK;
+    return rc;
+}
+
+/* The audit log is shorter than the store recorded (a power loss took its unsynced tail):
+ * cut it at the start of the last row it (partly) holds and write the rows again from the
+ * store. */
+static core_err audit_rewrite(struct core_dp_ledger *l, uint64_t size, size_t hdr_len,
+                              char *eb, size_t ebn)
+{
+    struct rewrite w = {l, 0};
+    int64_t off = (int64_t)hdr_len;
+    int found = 0;
+    core_err rc = size < hdr_len ? CORE_ESTATE : ldb_last_row_before(l->db, (int64_t)size,
+                                                                       &off, &found);
+    if (rc == CORE_OK)
+        rc = truncate_to(l, (uint64_t)(found ? off : (int64_t)hdr_len));
+    if (rc == CORE_OK)
+        rc = ldb_rows_from(l->db, (int64_t)l->size, rewrite_row, &w);
+    if (rc == CORE_OK && l->size != (uint64_t)l->meta.audit_size)
+        rc = CORE_ESTATE;
+    if (rc == CORE_OK && fsync(l->fd) != 0)
+        rc = CORE_EIO;
+    if (rc != CORE_OK) {
+        set_err(eb, ebn, "ledger audit log %s has %llu bytes, the store %s recorded %lld, and "
+                "the missing rows cannot be written again from the store (%s); refusing "
+                "(inspect both)", l->path, (unsigned long long)size, l->store,
+                (long long)l->meta.audit_size, core_errname(rc));
+        return rc == CORE_EIO ? CORE_EIO : CORE_ESTATE;
+    }
+    CORE_WARN("ledger %s: %llu audit rows lost after their commit written again from the "
+              "store %s", l->path, (unsigned long long)w.rows, l->store);
+    return CORE_OK;
+}
+
+/* The audit log must end up exactly what the store recorded: a longer file holds rows of a
+ * transaction that never committed (cut off), a shorter one lost committed rows after their
+ * commit (written again from the store). */
 static core_err store_audit_size(struct core_dp_ledger *l, size_t hdr_len, char *eb, size_t ebn)
 {
     struct stat st;
@@ -1206,13 +1272,9 @@ static core_err store_audit_size(struct core_dp_ledger *l, size_t hdr_len, char 
             return CORE_EIO;
         }
     }
-    if (st.st_size < l->meta.audit_size) {
-        set_err(eb, ebn, "ledger audit log %s has %lld bytes, the store %s recorded %lld: the "
-                "audit log lost committed rows; refusing (inspect both)", l->path,
-                (long long)st.st_size, l->store, (long long)l->meta.audit_size);
-        return CORE_ESTATE;
-    }
     l->size = (uint64_t)st.st_size;
+    if (st.st_size < l->meta.audit_size)
+        return audit_rewrite(l, (uint64_t)st.st_size, hdr_len, eb, ebn);
     if (st.st_size > l->meta.audit_size) {
         CORE_WARN("ledger %s: %lld audit bytes beyond the store's commit cut off (their commit "
                   "never returned)", l->path, (long long)(st.st_size - l->meta.audit_size));
@@ -1331,6 +1393,8 @@ core_err core_dp_ledger_advance(struct core_dp_ledger *l, int64_t watermark_ms,
         return CORE_EINVAL;
     if (!l->db)
         return CORE_OK;
+    if (fdatasync(l->fd) != 0) /* bounds what an open may have to write again */
+        return CORE_EIO;
     cut = sat_sub(sat_sub(watermark_ms, lateness_ms), l->scheme.time_radius * l->scheme.period_ms);
     if (l->horizon_ms > 0 && sat_sub(watermark_ms, l->horizon_ms) > l->meta.floor_ms) {
         floor = sat_sub(watermark_ms, l->horizon_ms);
@@ -1378,8 +1442,10 @@ static core_err import_rels(struct core_dp_ledger *old, struct ldb *d, uint64_t 
             continue;
         int has_t = row_time(old, r, &t);
         rc = core_dp_ledger_lookup(old, old->rels.slots[i].key, &b, &len);
+        struct ldb_rel row = {old->rels.slots[i].key, (int64_t)r->off, t, has_t, NULL, 0, b,
+                              len};
         if (rc == CORE_OK)
-            rc = ldb_put_rel(d, old->rels.slots[i].key, t, has_t, b, len);
+            rc = ldb_put_rel(d, &row);
         free(b);
         if (rc == CORE_OK && ++*rows % 4096 == 0) {
             rc = ldb_commit(d);
@@ -1722,9 +1788,9 @@ core_err core_dp_ledger_commit_batch(struct core_dp_ledger *l, size_t n, const c
         row_format(rs[i], bytes[i], lens[i], buf + off);
     start = l->size;
     rc = append_all(l, buf, total); /* one write(2): at most one torn line on a crash */
-    if (rc == CORE_OK)
+    if (rc == CORE_OK && !l->db)
         rc = sync_file(l); /* durable before anyone may publish */
-    if (rc == CORE_OK && l->db) /* audit log first, then the store: see store_commit */
+    if (rc == CORE_OK && l->db) /* the store's COMMIT is the durability point: store_commit */
         rc = store_commit(l, n, ids, rs, bytes, lens, start);
     if (rc != CORE_OK)
         goto out;

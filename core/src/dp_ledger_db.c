@@ -20,18 +20,20 @@
 #include "core/mem.h"
 
 enum { S_UNIT_GET, S_REL_EXISTS, S_REL_GET, S_PUT_REL, S_PUT_UNIT, S_PUT_META, S_DEL_REL,
-       S_DEL_UNIT, S_N };
+       S_DEL_UNIT, S_LAST_BEFORE, S_ROWS_FROM, S_N };
 
 static const char *const sql_text[S_N] = {
     "SELECT eps, rho, delta FROM unit WHERE name = ?1",
     "SELECT 1 FROM rel WHERE id = ?1",
     "SELECT out FROM rel WHERE id = ?1",
-    "INSERT INTO rel(id, t, out) VALUES(?1, ?2, ?3)",
+    "INSERT INTO rel(off, id, t, head, out) VALUES(?1, ?2, ?3, ?4, ?5)",
     "INSERT INTO unit(name, eps, rho, delta, slot_end) VALUES(?1, ?2, ?3, ?4, ?5) "
     "ON CONFLICT(name) DO UPDATE SET eps = ?2, rho = ?3, delta = ?4",
     "INSERT OR REPLACE INTO meta(k, v) VALUES(?1, ?2)",
     "DELETE FROM rel WHERE t <= ?1",
     "DELETE FROM unit WHERE slot_end <= ?1",
+    "SELECT off FROM rel WHERE off < ?1 ORDER BY off DESC LIMIT 1",
+    "SELECT off, head, out FROM rel WHERE off >= ?1 ORDER BY off",
 };
 
 static const char schema[] =
@@ -39,8 +41,8 @@ static const char schema[] =
     "CREATE TABLE unit(name TEXT PRIMARY KEY, eps REAL NOT NULL, rho REAL NOT NULL,"
     " delta REAL NOT NULL, slot_end INTEGER) WITHOUT ROWID;"
     "CREATE INDEX unit_slot_end ON unit(slot_end);"
-    "CREATE TABLE rel(seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, t INTEGER,"
-    " out BLOB NOT NULL);"
+    "CREATE TABLE rel(off INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, t INTEGER,"
+    " head TEXT, out BLOB NOT NULL);"
     "CREATE INDEX rel_t ON rel(t);";
 
 struct ldb {
@@ -321,17 +323,51 @@ static core_err step_done(sqlite3_stmt *s)
     return rc == SQLITE_DONE ? CORE_OK : CORE_EIO;
 }
 
-core_err ldb_put_rel(struct ldb *d, const char *id, int64_t t, int has_t, const void *bytes,
-                     size_t len)
+core_err ldb_put_rel(struct ldb *d, const struct ldb_rel *r)
 {
     sqlite3_stmt *s = stmt(d, S_PUT_REL);
     static const char empty[1] = {0};
-    int rc = sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    int rc = sqlite3_bind_int64(s, 1, r->off);
     if (rc == SQLITE_OK)
-        rc = has_t ? sqlite3_bind_int64(s, 2, t) : sqlite3_bind_null(s, 2);
+        rc = sqlite3_bind_text(s, 2, r->id, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK)
-        rc = sqlite3_bind_blob(s, 3, len ? bytes : empty, (int)len, SQLITE_STATIC);
+        rc = r->has_t ? sqlite3_bind_int64(s, 3, r->t) : sqlite3_bind_null(s, 3);
+    if (rc == SQLITE_OK)
+        rc = r->head ? sqlite3_bind_text(s, 4, r->head, (int)r->head_len, SQLITE_STATIC)
+                     : sqlite3_bind_null(s, 4);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_blob(s, 5, r->len ? r->bytes : empty, (int)r->len, SQLITE_STATIC);
     return rc == SQLITE_OK ? step_done(s) : CORE_EIO;
+}
+
+core_err ldb_last_row_before(struct ldb *d, int64_t size, int64_t *off, int *found)
+{
+    sqlite3_stmt *s = stmt(d, S_LAST_BEFORE);
+    int rc = sqlite3_bind_int64(s, 1, size);
+    *found = 0;
+    if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        *off = sqlite3_column_int64(s, 0);
+        *found = 1;
+    }
+    sqlite3_reset(s);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? CORE_OK : CORE_EIO;
+}
+
+core_err ldb_rows_from(struct ldb *d, int64_t off, ldb_row_fn *fn, void *arg)
+{
+    sqlite3_stmt *s = stmt(d, S_ROWS_FROM);
+    core_err ret = CORE_OK;
+    int rc = sqlite3_bind_int64(s, 1, off);
+    while (rc == SQLITE_OK && ret == CORE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct ldb_rel r = {NULL, sqlite3_column_int64(s, 0), 0, 0,
+                            (const char *)sqlite3_column_text(s, 1),
+                            (size_t)sqlite3_column_bytes(s, 1), sqlite3_column_blob(s, 2),
+                            (size_t)sqlite3_column_bytes(s, 2)};
+        ret = fn(arg, &r);
+        rc = SQLITE_OK;
+    }
+    sqlite3_reset(s);
+    return ret != CORE_OK ? ret : rc == SQLITE_DONE || rc == SQLITE_OK ? CORE_OK : CORE_EIO;
 }
 
 core_err ldb_put_unit(struct ldb *d, const char *name, const struct core_dp_cost *c,

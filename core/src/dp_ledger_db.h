@@ -6,7 +6,10 @@
  *   meta(k TEXT PRIMARY KEY, v)          header (the JSONL header text: scheme, caps,
  *                                        accounting), audit_size, floor_ms, releases, units
  *   unit(name TEXT PRIMARY KEY, eps, rho, delta, slot_end)   committed totals per unit
- *   rel(seq INTEGER PRIMARY KEY, id TEXT UNIQUE, t INTEGER, out BLOB)  the replay store
+ *   rel(off INTEGER PRIMARY KEY, id TEXT UNIQUE, t INTEGER, head TEXT, out BLOB)
+ *        the replay store; off: the row's offset in the audit log; head: the row's text up
+ *        to the output (audit row = head + base64(out) + "\"}\n"), so the audit log can be
+ *        rewritten from the store (NULL for imported rows, which the audit log holds) 
  * The committed totals are the upward-rounded sums of the committed charges in commit order:
  * bit for bit what the JSONL ledger rebuilds by its scan on open.
  * Ownership: struct ldb owns the sqlite3 handle and its prepared statements.
@@ -55,8 +58,24 @@ CORE_MUST_CHECK core_err ldb_rel_get(struct ldb *d, const char *id, uint8_t **by
 
 /* One transaction (group commit): begin, then rows and units, then meta, then commit. */
 CORE_MUST_CHECK core_err ldb_begin(struct ldb *d);
-CORE_MUST_CHECK core_err ldb_put_rel(struct ldb *d, const char *id, int64_t t, int has_t,
-                                     const void *bytes, size_t len);
+struct ldb_rel {
+    const char *id;
+    int64_t off, t;
+    int has_t;
+    const char *head; /* may be NULL */
+    size_t head_len;
+    const void *bytes;
+    size_t len;
+};
+CORE_MUST_CHECK core_err ldb_put_rel(struct ldb *d, const struct ldb_rel *r);
+
+/* The offset of the last row starting before size (*found 0: none). */
+CORE_MUST_CHECK core_err ldb_last_row_before(struct ldb *d, int64_t size, int64_t *off,
+                                             int *found);
+
+/* fn for every row at or after off, in audit order (id not filled). Stops at fn's error. */
+typedef core_err ldb_row_fn(void *arg, const struct ldb_rel *r);
+CORE_MUST_CHECK core_err ldb_rows_from(struct ldb *d, int64_t off, ldb_row_fn *fn, void *arg);
 CORE_MUST_CHECK core_err ldb_put_unit(struct ldb *d, const char *name,
                                       const struct core_dp_cost *c, int64_t slot_end,
                                       int has_slot);
