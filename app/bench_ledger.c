@@ -41,7 +41,7 @@ struct lbench {
 };
 
 struct lresult {
-    double secs, rate, restart1_s, restart_s;
+    double secs, rate, cpu_rate, restart1_s, restart_s;
     long rss_hour_kb, rss_end_kb, peak_kb;
     uint64_t releases, live, db_bytes, audit_bytes;
     int ok;
@@ -51,6 +51,15 @@ static double mono(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* CPU seconds of this process: the machines are shared, and wall-clock rates of an
+ * fsync-bound loop mostly measure the other tenants' disk traffic. */
+static double cpu(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
@@ -165,7 +174,7 @@ static void run_one(const struct lbench *b, int use_store, struct lresult *r)
     snprintf(wal, sizeof(wal), "%s-wal", store);
     r->restart1_s = restart_one(b, use_store, out);
     rc = lopen(audit, use_store ? store : NULL, horizon, &l);
-    double t0 = mono();
+    double t0 = mono(), c0 = cpu();
     for (long m = 0; rc == CORE_OK && m < mins; m++) {
         rc = minute(l, b, m, out, sizeof(out));
         if (rc == CORE_OK)
@@ -174,6 +183,7 @@ static void run_one(const struct lbench *b, int use_store, struct lresult *r)
             r->rss_hour_kb = status_kb("VmRSS:");
     }
     r->secs = mono() - t0;
+    r->cpu_rate = (double)(b->devices * mins) / (cpu() - c0);
     r->rss_end_kb = status_kb("VmRSS:");
     r->peak_kb = status_kb("VmHWM:");
     r->ok = rc == CORE_OK;
@@ -220,9 +230,10 @@ static void print_result(const char *name, const struct lbench *b, const struct 
                          long mins)
 {
     double hour = (double)r->rss_hour_kb / 1024.0, end = (double)r->rss_end_kb / 1024.0;
-    printf("  %-6s %9" PRIu64 " releases (%ld min) %9.0f rel/s  RSS hour 1 %7.1f MB, end "
-           "%7.1f MB (peak %7.1f MB, end/hour1 %.2f)  restart: 1 release %.4f s, all %.4f s\n",
-           name, r->releases, mins, r->rate, hour, end, (double)r->peak_kb / 1024.0,
+    printf("  %-6s %9" PRIu64 " releases (%ld min): %8.0f rel/s wall, %8.0f rel/CPU-s; RSS "
+           "hour 1 %6.1f MB, end %6.1f MB (peak %6.1f MB, end/hour1 %.2f); restart: 1 release "
+           "%.4f s, all %.4f s\n",
+           name, r->releases, mins, r->rate, r->cpu_rate, hour, end, (double)r->peak_kb / 1024.0,
            hour > 0 ? end / hour : 0.0, r->restart1_s, r->restart_s);
     if (r->db_bytes)
         printf("         store: %" PRIu64 " live releases (horizon %ld min), %.1f MB "
@@ -296,9 +307,9 @@ int bench_ledger(int argc, char **argv)
     } else {
         print_result("jsonl", &b, &base, b.base_minutes);
         print_result("store", &b, &st, b.minutes);
-        printf("  store/jsonl throughput %.3f (target >= 0.8); store RSS end/hour 1 %.3f "
-               "(target <= 1.2); store restart with history %.4f s (target <= 2 s)\n",
-               st.rate / base.rate, (double)st.rss_end_kb / (double)(st.rss_hour_kb + !st.rss_hour_kb),
+        printf("  store/jsonl throughput %.3f wall, %.3f CPU (target >= 0.8); store RSS "
+               "end/hour 1 %.3f (target <= 1.2); store restart with history %.4f s (target "
+               "<= 2 s)\n", st.rate / base.rate, st.cpu_rate / base.cpu_rate, (double)st.rss_end_kb / (double)(st.rss_hour_kb + !st.rss_hour_kb),
                st.restart_s);
     }
     if (b.dir == tmpl && snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpl) > 0 && system(cmd))

@@ -276,11 +276,14 @@ static core_err unit_add(struct core_dp_ledger *l, const char *unit, const struc
 static int unit_total(const struct core_dp_ledger *l, const char *unit, struct core_dp_cost *out)
 {
     const struct unit_ent *e = smap_get(&l->units, unit);
+    int64_t end = LDB_NO_SLOT;
     int found = 0;
     *out = e ? e->total : (struct core_dp_cost){0, 0, 0};
     if (e || !l->db)
         return 0;
-    return ldb_unit_get(l->db, unit, out, &found) == CORE_OK ? 0 : -1;
+    if (!unit_slot_end(l, unit, &end))
+        end = LDB_NO_SLOT;
+    return ldb_unit_get(l->db, unit, end, out, &found) == CORE_OK ? 0 : -1;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -1098,9 +1101,12 @@ static core_err store_load_units(struct core_dp_ledger *l, const char *const *u,
     for (size_t i = 0; i < n; i++) {
         struct core_dp_cost c = {0, 0, 0};
         int found = 0;
+        int64_t end = LDB_NO_SLOT;
         if (smap_get(&l->units, u[i]))
             continue;
-        if (ldb_unit_get(l->db, u[i], &c, &found) != CORE_OK)
+        if (!unit_slot_end(l, u[i], &end))
+            end = LDB_NO_SLOT;
+        if (ldb_unit_get(l->db, u[i], end, &c, &found) != CORE_OK)
             return CORE_EIO;
         struct unit_ent *e = unit_ent_new(l, u[i]);
         if (found) {
@@ -1133,8 +1139,8 @@ static core_err batch_units(struct core_dp_ledger *l, size_t n, struct rel *cons
             e->in_store = 1;
             rc = core_dp_cost_add(&e->committed, &rs[i]->cost);
             if (rc == CORE_OK) /* a unit named twice in the batch is written twice */
-                rc = ldb_put_unit(l->db, rs[i]->units[k], &e->committed, e->slot_end,
-                                  e->has_slot);
+                rc = ldb_put_unit(l->db, rs[i]->units[k], &e->committed,
+                                  e->has_slot ? e->slot_end : LDB_NO_SLOT);
         }
     return rc;
 }
@@ -1464,7 +1470,8 @@ static core_err import_units(struct core_dp_ledger *old, struct ldb *d)
     for (size_t i = 0; rc == CORE_OK && i < old->units.cap; i++) {
         const struct unit_ent *e = old->units.slots[i].val;
         if (old->units.slots[i].key)
-            rc = ldb_put_unit(d, old->units.slots[i].key, &e->total, e->slot_end, e->has_slot);
+            rc = ldb_put_unit(d, old->units.slots[i].key, &e->total,
+                              e->has_slot ? e->slot_end : LDB_NO_SLOT);
     }
     struct ldb_meta m = {(int64_t)old->size, INT64_MIN, (int64_t)old->st.releases,
                          (int64_t)old->units.n};
@@ -1483,7 +1490,8 @@ static core_err import_verify(struct core_dp_ledger *old, struct ldb *d, uint64_
         int found = 0;
         if (!old->units.slots[i].key)
             continue;
-        rc = ldb_unit_get(d, old->units.slots[i].key, &c, &found);
+        rc = ldb_unit_get(d, old->units.slots[i].key,
+                          e->has_slot ? e->slot_end : LDB_NO_SLOT, &c, &found);
         if (rc == CORE_OK && (!found || memcmp(&c, &e->total, sizeof(c)) != 0))
             rc = CORE_EINVARIANT;
     }

@@ -23,12 +23,12 @@ enum { S_UNIT_GET, S_REL_EXISTS, S_REL_GET, S_PUT_REL, S_PUT_UNIT, S_PUT_META, S
        S_DEL_UNIT, S_LAST_BEFORE, S_ROWS_FROM, S_N };
 
 static const char *const sql_text[S_N] = {
-    "SELECT eps, rho, delta FROM unit WHERE name = ?1",
+    "SELECT eps, rho, delta FROM unit WHERE slot_end = ?2 AND name = ?1",
     "SELECT 1 FROM rel WHERE id = ?1",
     "SELECT out FROM rel WHERE id = ?1",
     "INSERT INTO rel(off, id, t, head, out) VALUES(?1, ?2, ?3, ?4, ?5)",
     "INSERT INTO unit(name, eps, rho, delta, slot_end) VALUES(?1, ?2, ?3, ?4, ?5) "
-    "ON CONFLICT(name) DO UPDATE SET eps = ?2, rho = ?3, delta = ?4",
+    "ON CONFLICT(slot_end, name) DO UPDATE SET eps = ?2, rho = ?3, delta = ?4",
     "INSERT OR REPLACE INTO meta(k, v) VALUES(?1, ?2)",
     "DELETE FROM rel WHERE t <= ?1",
     "DELETE FROM unit WHERE slot_end <= ?1",
@@ -38,9 +38,10 @@ static const char *const sql_text[S_N] = {
 
 static const char schema[] =
     "CREATE TABLE meta(k TEXT PRIMARY KEY, v) WITHOUT ROWID;"
-    "CREATE TABLE unit(name TEXT PRIMARY KEY, eps REAL NOT NULL, rho REAL NOT NULL,"
-    " delta REAL NOT NULL, slot_end INTEGER) WITHOUT ROWID;"
-    "CREATE INDEX unit_slot_end ON unit(slot_end);"
+    /* keyed by (slot end, name): the units of one minute are neighbours in the tree, so a
+     * group commit dirties few pages and compaction deletes a range at its start */
+    "CREATE TABLE unit(slot_end INTEGER NOT NULL, name TEXT NOT NULL, eps REAL NOT NULL,"
+    " rho REAL NOT NULL, delta REAL NOT NULL, PRIMARY KEY(slot_end, name)) WITHOUT ROWID;"
     "CREATE TABLE rel(off INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, t INTEGER,"
     " head TEXT, out BLOB NOT NULL);"
     "CREATE INDEX rel_t ON rel(t);";
@@ -64,8 +65,11 @@ const char *ldb_errmsg(const struct ldb *d)
 /* WAL + synchronous=FULL: a COMMIT returns after the WAL is fsync'd. Bounded page cache. */
 static int pragmas(sqlite3 *db)
 {
-    return sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-                            "PRAGMA cache_size=-8192; PRAGMA foreign_keys=OFF;",
+    /* EXCLUSIVE: the ledger is single-process (flock on the audit log) and `gcdp ledger`
+     * reads the audit log; one lock for the connection's life instead of per statement */
+    return sqlite3_exec(db, "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL;"
+                            "PRAGMA synchronous=FULL; PRAGMA cache_size=-16384;"
+                            "PRAGMA wal_autocheckpoint=8192;",
                         NULL, NULL, NULL);
 }
 
@@ -99,7 +103,7 @@ core_err ldb_create(const char *path, const char *header, char *eb, size_t ebn)
         return CORE_EIO;
     }
     close(fd);
-    rc = sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE, NULL);
+    rc = sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
     /* the new file is built in rollback-journal mode (no -wal beside a temporary name) */
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db, "PRAGMA synchronous=FULL; BEGIN", NULL, NULL, NULL);
@@ -199,7 +203,9 @@ core_err ldb_open(const char *path, struct ldb **out, char **header, struct ldb_
         return CORE_ESTATE;
     }
     d = core_xcalloc(1, sizeof(*d));
-    if (sqlite3_open_v2(path, &d->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
+    /* NOMUTEX: the ledger is used by one thread at a time (its contract) */
+    if (sqlite3_open_v2(path, &d->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+            SQLITE_OK ||
         sqlite3_exec(d->db, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL) !=
             SQLITE_OK) {
         set_err(eb, ebn, "refusing to take this file for a ledger store", path,
@@ -241,13 +247,15 @@ static sqlite3_stmt *stmt(struct ldb *d, int i)
     return d->st[i];
 }
 
-core_err ldb_unit_get(struct ldb *d, const char *name, struct core_dp_cost *c, int *found)
+core_err ldb_unit_get(struct ldb *d, const char *name, int64_t slot_end,
+                      struct core_dp_cost *c, int *found)
 {
     sqlite3_stmt *s = stmt(d, S_UNIT_GET);
     int rc;
 
     *found = 0;
-    if (sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC) != SQLITE_OK)
+    if (sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC) != SQLITE_OK ||
+        sqlite3_bind_int64(s, 2, slot_end) != SQLITE_OK)
         return CORE_EIO;
     rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) {
@@ -371,7 +379,7 @@ core_err ldb_rows_from(struct ldb *d, int64_t off, ldb_row_fn *fn, void *arg)
 }
 
 core_err ldb_put_unit(struct ldb *d, const char *name, const struct core_dp_cost *c,
-                      int64_t slot_end, int has_slot)
+                      int64_t slot_end)
 {
     sqlite3_stmt *s = stmt(d, S_PUT_UNIT);
     int rc = sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
@@ -382,7 +390,7 @@ core_err ldb_put_unit(struct ldb *d, const char *name, const struct core_dp_cost
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_double(s, 4, c->delta);
     if (rc == SQLITE_OK)
-        rc = has_slot ? sqlite3_bind_int64(s, 5, slot_end) : sqlite3_bind_null(s, 5);
+        rc = sqlite3_bind_int64(s, 5, slot_end);
     return rc == SQLITE_OK ? step_done(s) : CORE_EIO;
 }
 

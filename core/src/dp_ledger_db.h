@@ -5,7 +5,8 @@
  * Tables:
  *   meta(k TEXT PRIMARY KEY, v)          header (the JSONL header text: scheme, caps,
  *                                        accounting), audit_size, floor_ms, releases, units
- *   unit(name TEXT PRIMARY KEY, eps, rho, delta, slot_end)   committed totals per unit
+ *   unit(slot_end, name, eps, rho, delta; PRIMARY KEY(slot_end, name))  committed totals
+ *        per unit; slot_end LDB_NO_SLOT for a unit that is not "<device>|<slot>"
  *   rel(off INTEGER PRIMARY KEY, id TEXT UNIQUE, t INTEGER, head TEXT, out BLOB)
  *        the replay store; off: the row's offset in the audit log; head: the row's text up
  *        to the output (audit row = head + base64(out) + "\"}\n"), so the audit log can be
@@ -45,9 +46,13 @@ CORE_MUST_CHECK core_err ldb_open(const char *path, struct ldb **out, char **hea
                                   struct ldb_meta *meta, char *eb, size_t ebn);
 void ldb_close(struct ldb *d);
 
-/* Committed totals and slot end of unit; *found 0 when the store has no such unit. */
-CORE_MUST_CHECK core_err ldb_unit_get(struct ldb *d, const char *name, struct core_dp_cost *c,
-                                      int *found);
+/* The slot end stored for units without a slot: never reached by a compaction floor. */
+#define LDB_NO_SLOT INT64_MAX
+
+/* Committed totals of unit (slot_end: its slot end or LDB_NO_SLOT); *found 0 when the store
+ * has no such unit. */
+CORE_MUST_CHECK core_err ldb_unit_get(struct ldb *d, const char *name, int64_t slot_end,
+                                      struct core_dp_cost *c, int *found);
 
 /* 1 when id is in the replay store, 0 when not, -1 on error. */
 int ldb_rel_exists(struct ldb *d, const char *id);
@@ -77,8 +82,7 @@ CORE_MUST_CHECK core_err ldb_last_row_before(struct ldb *d, int64_t size, int64_
 typedef core_err ldb_row_fn(void *arg, const struct ldb_rel *r);
 CORE_MUST_CHECK core_err ldb_rows_from(struct ldb *d, int64_t off, ldb_row_fn *fn, void *arg);
 CORE_MUST_CHECK core_err ldb_put_unit(struct ldb *d, const char *name,
-                                      const struct core_dp_cost *c, int64_t slot_end,
-                                      int has_slot);
+                                      const struct core_dp_cost *c, int64_t slot_end);
 CORE_MUST_CHECK core_err ldb_put_meta(struct ldb *d, const struct ldb_meta *m);
 CORE_MUST_CHECK core_err ldb_commit(struct ldb *d);
 void ldb_rollback(struct ldb *d);
