@@ -175,6 +175,8 @@ struct core_dp_ledger {
     struct smap units; /* unit -> struct unit_ent (store back end: the cache) */
     struct ldb *db;    /* NULL: JSONL back end */
     char *store;       /* the store's path (store back end) */
+    int64_t max_end;   /* store: no unit with a later slot end is in the store */
+    char *absent_id;   /* store: the last id lookup found absent (charge need not ask again) */
     struct ldb_meta meta;
     int64_t horizon_ms;
     uint64_t size;     /* bytes of valid file content */
@@ -283,6 +285,8 @@ static int unit_total(const struct core_dp_ledger *l, const char *unit, struct c
         return 0;
     if (!unit_slot_end(l, unit, &end))
         end = LDB_NO_SLOT;
+    if (end != LDB_NO_SLOT && end > l->max_end)
+        return 0;
     return ldb_unit_get(l->db, unit, end, out, &found) == CORE_OK ? 0 : -1;
 }
 
@@ -932,6 +936,7 @@ void core_dp_ledger_free(struct core_dp_ledger *l)
     free(l->tail);
     free(l->path);
     free(l->store);
+    free(l->absent_id);
     free(l);
 }
 
@@ -1086,7 +1091,8 @@ static core_err store_precheck(struct core_dp_ledger *l, const char *id,
     int64_t end;
     if (!l->db)
         return CORE_OK;
-    int ex = ldb_rel_exists(l->db, id);
+    /* lookup just found it absent and nothing but this process writes the store */
+    int ex = l->absent_id && strcmp(l->absent_id, id) == 0 ? 0 : ldb_rel_exists(l->db, id);
     if (ex != 0)
         return ex > 0 ? CORE_EEXIST : CORE_EIO;
     for (size_t i = 0; i < n; i++)
@@ -1106,7 +1112,8 @@ static core_err store_load_units(struct core_dp_ledger *l, const char *const *u,
             continue;
         if (!unit_slot_end(l, u[i], &end))
             end = LDB_NO_SLOT;
-        if (ldb_unit_get(l->db, u[i], end, &c, &found) != CORE_OK)
+        if ((end == LDB_NO_SLOT || end <= l->max_end) && /* later ones cannot be there */
+            ldb_unit_get(l->db, u[i], end, &c, &found) != CORE_OK)
             return CORE_EIO;
         struct unit_ent *e = unit_ent_new(l, u[i]);
         if (found) {
@@ -1138,6 +1145,8 @@ static core_err batch_units(struct core_dp_ledger *l, size_t n, struct rel *cons
             m->units += !e->in_store;
             e->in_store = 1;
             rc = core_dp_cost_add(&e->committed, &rs[i]->cost);
+            if (e->has_slot && e->slot_end > l->max_end)
+                l->max_end = e->slot_end; /* kept even on a rollback: only costs a lookup */
             if (rc == CORE_OK) /* a unit named twice in the batch is written twice */
                 rc = ldb_put_unit(l->db, rs[i]->units[k], &e->committed,
                                   e->has_slot ? e->slot_end : LDB_NO_SLOT);
@@ -1325,6 +1334,8 @@ static core_err store_open(struct core_dp_ledger *l, char *eb, size_t ebn)
     free(text);
     if (rc == CORE_OK)
         rc = store_audit_size(l, hn, eb, ebn);
+    if (rc == CORE_OK)
+        rc = ldb_max_slot_end(l->db, &l->max_end);
     if (rc == CORE_OK && (fsync(l->fd) != 0 || fsync(l->dfd) != 0))
         rc = CORE_EIO;
     l->st.releases = (uint64_t)l->meta.releases;
@@ -1807,6 +1818,10 @@ core_err core_dp_ledger_commit_batch(struct core_dp_ledger *l, size_t n, const c
         l->st.pending--;
         l->st.releases++;
         if (l->db) {
+            if (l->absent_id && strcmp(l->absent_id, ids[i]) == 0) {
+                free(l->absent_id); /* committed now */
+                l->absent_id = NULL;
+            }
             smap_del(&l->rels, ids[i], rel_free);
             rs[i] = NULL;
             continue;
@@ -1846,8 +1861,12 @@ core_err core_dp_ledger_lookup(struct core_dp_ledger *l, const char *release_id,
 
     if (!l || !release_id || !bytes || !len)
         return CORE_EINVAL;
-    if (l->db)
-        return ldb_rel_get(l->db, release_id, bytes, len);
+    if (l->db) {
+        rc = ldb_rel_get(l->db, release_id, bytes, len);
+        free(l->absent_id);
+        l->absent_id = rc == CORE_ENOTFOUND ? core_xstrdup(release_id) : NULL;
+        return rc;
+    }
     struct rel *r = smap_get(&l->rels, release_id);
     if (!r || r->state != REL_COMMITTED)
         return CORE_ENOTFOUND;

@@ -57,6 +57,21 @@ static void set_err(char *eb, size_t ebn, const char *what, const char *path, co
         snprintf(eb, ebn, "ledger store %s: %s: %s", path, what, msg);
 }
 
+core_err ldb_max_slot_end(struct ldb *d, int64_t *max)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(d->db, "SELECT max(slot_end) FROM unit WHERE slot_end < ?1",
+                                -1, &s, NULL);
+    *max = INT64_MIN;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(s, 1, LDB_NO_SLOT);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW &&
+        sqlite3_column_type(s, 0) != SQLITE_NULL)
+        *max = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? CORE_OK : CORE_EIO;
+}
+
 const char *ldb_errmsg(const struct ldb *d)
 {
     return d && d->db ? sqlite3_errmsg(d->db) : "no store";

@@ -92,6 +92,9 @@ void ldb_rollback(struct ldb *d);
 CORE_MUST_CHECK core_err ldb_compact(struct ldb *d, int64_t floor, int64_t *rels,
                                      int64_t *units);
 
+/* The largest slot end of the units with a slot (INT64_MIN: none). O(log n). */
+CORE_MUST_CHECK core_err ldb_max_slot_end(struct ldb *d, int64_t *max);
+
 const char *ldb_errmsg(const struct ldb *d);
 
 #endif /* CORE_DP_LEDGER_DB_H */
