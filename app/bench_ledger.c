@@ -32,7 +32,8 @@ static const char bench_ledger_help[] =
     "         replay horizon H minutes (default 60)\n"
     "Prints releases/s, RSS after the first simulated hour and at the end, restart-to-ready\n"
     "(open) with one release and with the whole history, disk bytes per release.\n"
-    "options: --devices (default 10000), --minutes (default 1440), --batch (default 64),\n"
+    "options: --devices (default 10000), --minutes (default 1440), --batch (default 256 =\n"
+    "         release.ledger.batch),\n"
     "         --dir DIR (default: a new directory under /tmp, removed afterwards)\n";
 
 struct lbench {
@@ -287,7 +288,7 @@ static int parse(int argc, char **argv, struct lbench *b)
 
 int bench_ledger(int argc, char **argv)
 {
-    struct lbench b = {10000, 1440, 64, 60, 0, NULL};
+    struct lbench b = {10000, 1440, 256, 60, 0, NULL};
     struct lresult base, st;
     char tmpl[] = "/tmp/gcdp-bench-ledger-XXXXXX", cmd[600];
     int ex = parse(argc, argv, &b);

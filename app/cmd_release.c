@@ -351,7 +351,7 @@ static int open_ledger(struct run *r)
 {
     struct core_dp_ledger_opts lo = {r->a->ledger_path, r->opts.cap, 0, r->scheme};
     char eb[1024] = "";
-    core_err rc = core_dp_ledger_open(&lo, &r->ledger, eb, sizeof(eb));
+    core_err rc = app_ledger_open(r->cfg, &lo, &r->ledger, eb, sizeof(eb));
 
     if (rc != CORE_OK) {
         fprintf(stderr, "gcdp release: ledger '%s': %s (%s)\n", lo.path, eb[0] ? eb : "cannot open",

@@ -195,6 +195,23 @@ int app_ledger_path(const struct core_config *cfg, const char *flag, char *buf, 
     return 0;
 }
 
+core_err app_ledger_open(const struct core_config *cfg, const struct core_dp_ledger_opts *opts,
+                         struct core_dp_ledger **out, char *eb, size_t ebn)
+{
+    const char *store = core_config_str(cfg, "release.ledger.store");
+    const char *dir = core_config_str(cfg, "state.dir");
+    char path[4096];
+    struct core_dp_store_opts so = {path, core_config_int(cfg, "release.ledger.replay_horizon_ms")};
+
+    if (!store || !store[0])
+        return core_dp_ledger_open(opts, out, eb, ebn);
+    if (store[0] == '/' || !dir || !dir[0])
+        snprintf(path, sizeof(path), "%s", store);
+    else if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, store) >= sizeof(path))
+        return CORE_EINVAL;
+    return core_dp_ledger_open_store(opts, &so, out, eb, ebn);
+}
+
 void app_ledger_scheme(const struct core_config *cfg, struct core_dp_scheme *out)
 {
     out->slot_ms = core_config_int(cfg, "release.ledger.slot_ms");

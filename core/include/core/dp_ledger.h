@@ -189,7 +189,9 @@ void core_dp_ledger_free(struct core_dp_ledger *l);
  *                     the row for audit (never protected values).
  * Returns CORE_OK (reserved), CORE_EBUDGET (a unit would exceed the cap; nothing reserved),
  * CORE_EEXIST (id already committed: look it up and republish), CORE_ESTATE (id already
- * pending), CORE_EINVAL, CORE_ETOOBIG. */
+ * pending), CORE_EINVAL, CORE_ETOOBIG; store back end also CORE_EEXPIRED (a unit's slot ended
+ * at or before the compaction floor: the release, or its replay, is older than the replay
+ * horizon; refused, never re-noised) and CORE_EIO (the store cannot be read). */
 CORE_MUST_CHECK core_err core_dp_ledger_charge(struct core_dp_ledger *l, const char *release_id,
                                                const char *mech, const char *const *units,
                                                size_t n_units, const struct core_dp_cost *cost,
@@ -200,8 +202,9 @@ CORE_MUST_CHECK core_err core_dp_ledger_charge(struct core_dp_ledger *l, const c
 CORE_MUST_CHECK core_err core_dp_ledger_cancel(struct core_dp_ledger *l, const char *release_id);
 
 /* Append the row for a pending release with its output bytes, write(2) + fsync (file and
- * directory) before returning. After CORE_OK the caller may publish `bytes`; after an error
- * it must not (the reservation stays pending: retry or cancel).
+ * directory) before returning; store back end: write(2) to the audit log, then the store's
+ * transaction commits (WAL fsync'd) before returning. After CORE_OK the caller may publish
+ * `bytes`; after an error it must not (the reservation stays pending: retry or cancel).
  *   bytes borrowed, len in [0, MAX_OUTPUT].
  * Returns CORE_OK, CORE_ENOTFOUND (not pending), CORE_EIO, CORE_ETOOBIG, CORE_EINVAL. */
 CORE_MUST_CHECK core_err core_dp_ledger_commit_output(struct core_dp_ledger *l,
@@ -222,8 +225,9 @@ CORE_MUST_CHECK core_err core_dp_ledger_commit_batch(struct core_dp_ledger *l, s
 CORE_MUST_CHECK core_err core_dp_ledger_lookup(struct core_dp_ledger *l, const char *release_id,
                                                uint8_t **bytes, size_t *len);
 
-/* Total charged to unit (committed + pending), upward-rounded; zeros for an unknown unit.
- * Returns CORE_OK, CORE_EINVAL. */
+/* Total charged to unit (committed + pending), upward-rounded; zeros for an unknown unit
+ * (store back end: a unit not in memory is read from the store).
+ * Returns CORE_OK, CORE_EINVAL, CORE_EIO (store back end). */
 CORE_MUST_CHECK core_err core_dp_ledger_spent(const struct core_dp_ledger *l, const char *unit,
                                               struct core_dp_cost *out);
 
