@@ -335,6 +335,14 @@ static int import_to(const char *old, const char *nw)
     return APP_EXIT_OK;
 }
 
+static int import_args(const char *imp, const char *to, int other_options)
+{
+    if (imp && to && !other_options)
+        return import_to(imp, to);
+    fprintf(stderr, "gcdp ledger: --import OLD --to NEW go together, alone\n");
+    return APP_EXIT_USAGE;
+}
+
 static void print_units(struct scan *s, int as_json, const struct core_dp_cost *cap)
 {
     size_t i = 0, n_units = 0;
@@ -414,10 +422,7 @@ int cmd_ledger(int argc, char **argv)
         goto out;
     }
     if (imp || to) {
-        if (!imp || !to || carry || prefix || flag)
-            fprintf(stderr, "gcdp ledger: --import OLD --to NEW go together, alone\n");
-        else
-            ex = import_to(imp, to);
+        ex = import_args(imp, to, carry || prefix || flag);
         goto out;
     }
     if (app_ledger_path(cfg, flag, path, sizeof(path)) != 0)

@@ -1672,6 +1672,35 @@ static size_t count_new_units(const struct core_dp_ledger *l, const char *const 
     return k;
 }
 
+/* Record the reservation (charged already): the pending release r (NULL: new) with its
+ * sorted unique units, its time (earliest slot end) and its row head (taken over). */
+static void rel_pending(struct core_dp_ledger *l, struct rel *r, const char *id,
+                        const char *const *uniq, size_t n, const struct core_dp_cost *cost,
+                        char *head)
+{
+    if (!r) {
+        r = core_xcalloc(1, sizeof(*r));
+        smap_put(&l->rels, id, r);
+    }
+    r->state = REL_PENDING;
+    r->head = head;
+    r->head_len = strlen(head);
+    r->cost = *cost;
+    r->n_units = n;
+    r->units = core_xcalloc(n, sizeof(*r->units));
+    r->has_t = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct unit_ent *e = smap_get(&l->units, uniq[i]);
+        e->pending++;
+        r->units[i] = core_xstrdup(uniq[i]);
+        if (e->has_slot && (!r->has_t || e->slot_end < r->t)) {
+            r->t = e->slot_end;
+            r->has_t = 1;
+        }
+    }
+    l->st.pending++;
+}
+
 core_err core_dp_ledger_charge(struct core_dp_ledger *l, const char *release_id,
                                const char *mech, const char *const *units, size_t n_units,
                                const struct core_dp_cost *cost, const char *params_json)
@@ -1716,28 +1745,7 @@ core_err core_dp_ledger_charge(struct core_dp_ledger *l, const char *release_id,
             rc = CORE_EINVARIANT;
             goto out;
         }
-    for (size_t i = 0; i < n; i++)
-        ((struct unit_ent *)smap_get(&l->units, uniq[i]))->pending++;
-    if (!r) {
-        r = core_xcalloc(1, sizeof(*r));
-        smap_put(&l->rels, release_id, r);
-    }
-    r->state = REL_PENDING;
-    r->head = head;
-    r->head_len = strlen(head);
-    r->cost = *cost;
-    r->n_units = n;
-    r->units = core_xcalloc(n, sizeof(*r->units));
-    r->has_t = 0;
-    for (size_t i = 0; i < n; i++) {
-        const struct unit_ent *e = smap_get(&l->units, uniq[i]);
-        r->units[i] = core_xstrdup(uniq[i]);
-        if (e->has_slot && (!r->has_t || e->slot_end < r->t)) {
-            r->t = e->slot_end;
-            r->has_t = 1;
-        }
-    }
-    l->st.pending++;
+    rel_pending(l, r, release_id, uniq, n, cost, head);
 out:
     free(uniq);
     return rc;
@@ -1768,6 +1776,32 @@ core_err core_dp_ledger_cancel(struct core_dp_ledger *l, const char *release_id)
 }
 
 /* ---- commit ---- */
+
+/* The batch is durable: JSONL back end, remember each row's place in the file; store back
+ * end, forget the pending releases (the store has them). rs[i] set to NULL when freed. */
+static void batch_committed(struct core_dp_ledger *l, size_t n, const char *const *ids,
+                            struct rel **rs, const size_t *lens, uint64_t start)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t len = row_len(rs[i], lens[i]);
+        l->st.pending--;
+        l->st.releases++;
+        if (l->db) {
+            if (l->absent_id && strcmp(l->absent_id, ids[i]) == 0) {
+                free(l->absent_id); /* committed now */
+                l->absent_id = NULL;
+            }
+            smap_del(&l->rels, ids[i], rel_free);
+            rs[i] = NULL;
+            continue;
+        }
+        rel_clear(rs[i]);
+        rs[i]->state = REL_COMMITTED;
+        rs[i]->off = start;
+        rs[i]->len = len;
+        start += len;
+    }
+}
 
 core_err core_dp_ledger_commit_batch(struct core_dp_ledger *l, size_t n, const char *const *ids,
                                      const void *const *bytes, const size_t *lens)
@@ -1811,27 +1845,8 @@ core_err core_dp_ledger_commit_batch(struct core_dp_ledger *l, size_t n, const c
         rc = sync_file(l); /* durable before anyone may publish */
     if (rc == CORE_OK && l->db) /* the store's COMMIT is the durability point: store_commit */
         rc = store_commit(l, n, ids, rs, bytes, lens, start);
-    if (rc != CORE_OK)
-        goto out;
-    for (size_t i = 0; i < n; i++) {
-        size_t len = row_len(rs[i], lens[i]);
-        l->st.pending--;
-        l->st.releases++;
-        if (l->db) {
-            if (l->absent_id && strcmp(l->absent_id, ids[i]) == 0) {
-                free(l->absent_id); /* committed now */
-                l->absent_id = NULL;
-            }
-            smap_del(&l->rels, ids[i], rel_free);
-            rs[i] = NULL;
-            continue;
-        }
-        rel_clear(rs[i]);
-        rs[i]->state = REL_COMMITTED;
-        rs[i]->off = start;
-        rs[i]->len = len;
-        start += len;
-    }
+    if (rc == CORE_OK)
+        batch_committed(l, n, ids, rs, lens, start);
 out:
     for (size_t i = 0; i < n; i++)
         if (rs[i])
