@@ -747,8 +747,11 @@ Test(dp_ledger_store, import_of_a_jsonl_ledger_verifies_and_refuses_an_existing_
     release(l, "after-import", "d0|0", &costs[0], "x", 1);
     core_dp_ledger_free(l);
     r = ropen_ok(p.audit, 5.0); /* the audit log, with the new row, is still a JSONL ledger */
-    cr_assert_eq(core_dp_ledger_lookup(r, "after-import", &(uint8_t *){NULL}, &(size_t){0}),
-                 CORE_OK);
+    uint8_t *got = NULL;
+    size_t got_len = 0;
+    cr_assert_eq(core_dp_ledger_lookup(r, "after-import", &got, &got_len), CORE_OK);
+    cr_assert(got_len == 1 && got[0] == 'x');
+    free(got);
     struct core_dp_cost c;
     for (int d = 0; d < 7; d++)
         for (int t = 0; t < 11; t++) {
