@@ -1724,6 +1724,8 @@ core_err core_dp_ledger_charge(struct core_dp_ledger *l, const char *release_id,
         return rc;
     uniq = core_xmalloc(n_units * sizeof(*uniq));
     size_t n = units_unique(units, n_units, uniq);
+    if (l->db && tracked_full(l, count_new_units(l, uniq, n) + 1))
+        cache_trim(l, INT64_MAX, INT64_MIN); /* a full cache: the store has every total */
     if (tracked_full(l, count_new_units(l, uniq, n) + (r ? 0 : 1))) {
         rc = CORE_ETOOBIG;
         goto out;

@@ -27,8 +27,8 @@ static const char *const sql_text[S_N] = {
     "SELECT 1 FROM rel WHERE id = ?1",
     "SELECT out FROM rel WHERE id = ?1",
     "INSERT INTO rel(off, id, t, head, out) VALUES(?1, ?2, ?3, ?4, ?5)",
-    "INSERT INTO unit(name, eps, rho, delta, slot_end) VALUES(?1, ?2, ?3, ?4, ?5) "
-    "ON CONFLICT(slot_end, name) DO UPDATE SET eps = ?2, rho = ?3, delta = ?4",
+    ("INSERT INTO unit(name, eps, rho, delta, slot_end) VALUES(?1, ?2, ?3, ?4, ?5) "
+     "ON CONFLICT(slot_end, name) DO UPDATE SET eps = ?2, rho = ?3, delta = ?4"),
     "INSERT OR REPLACE INTO meta(k, v) VALUES(?1, ?2)",
     "DELETE FROM rel WHERE t <= ?1",
     "DELETE FROM unit WHERE slot_end <= ?1",

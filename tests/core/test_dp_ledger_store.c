@@ -769,3 +769,32 @@ Test(dp_ledger_store, import_of_a_jsonl_ledger_verifies_and_refuses_an_existing_
     core_dp_ledger_free(r);
     paths_free(&p);
 }
+
+/* A full cache drops units without pending charges (their totals are in the store): the
+ * cache stays within max_tracked without any advance, and every cap still holds. */
+Test(dp_ledger_store, a_full_cache_evicts_and_the_cap_still_holds)
+{
+    struct paths p;
+    paths_new(&p);
+    struct core_dp_ledger_opts o = {.path = p.audit, .cap = {1.0, 100.0, 1e-3},
+                                    .scheme = SCHEME, .max_tracked = 8};
+    struct core_dp_store_opts so = {.path = p.store, .replay_horizon_ms = 0};
+    struct core_dp_ledger *l = NULL;
+    struct core_dp_ledger_stats st;
+    char id[32], u[32];
+    cr_assert_eq(core_dp_ledger_open_store(&o, &so, &l, NULL, 0), CORE_OK);
+    for (int i = 0; i < 200; i++) {
+        snprintf(id, sizeof(id), "r%d", i);
+        snprintf(u, sizeof(u), "d%d|%d", i % 17, i % 5); /* 85 units, each charged 2-3 times */
+        core_err rc = core_dp_ledger_charge(l, id, "lap", (const char *[]){u}, 1, &C04, NULL);
+        int nth = i / 85; /* this unit's earlier charges: 0.4 each, cap 1.0 */
+        cr_assert_eq(rc, nth < 2 ? CORE_OK : CORE_EBUDGET, "release %d: %s", i,
+                     core_errname(rc));
+        if (rc == CORE_OK)
+            cr_assert_eq(core_dp_ledger_commit_output(l, id, "o", 1), CORE_OK);
+        core_dp_ledger_stats(l, &st);
+        cr_assert_leq(st.cached_units + st.pending, 8);
+    }
+    core_dp_ledger_free(l);
+    paths_free(&p);
+}

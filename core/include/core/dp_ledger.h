@@ -169,8 +169,10 @@ CORE_MUST_CHECK core_err core_dp_ledger_open(const struct core_dp_ledger_opts *o
  * additions marked "store". opts->path is the audit log. Returns as core_dp_ledger_open,
  * plus CORE_ESTATE when: the audit log exists without its store (import it), the store is
  * empty or not a ledger store, its header differs (errbuf names the field and both values),
- * or the audit log is shorter than the store recorded. max_tracked caps the cache (units in
- * memory + pending releases). */
+ * or the audit log is shorter than the store recorded and its rows cannot be written again.
+ * max_tracked caps the cache (units in memory + pending releases); a charge that finds it
+ * full first drops every unit without a pending charge (their totals are in the store), and
+ * gets CORE_ETOOBIG only when pending releases alone fill it. */
 CORE_MUST_CHECK core_err core_dp_ledger_open_store(const struct core_dp_ledger_opts *opts,
                                                    const struct core_dp_store_opts *store,
                                                    struct core_dp_ledger **out, char *errbuf,
