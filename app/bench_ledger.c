@@ -313,7 +313,8 @@ int bench_ledger(int argc, char **argv)
         print_result("store", &b, &st, b.minutes);
         printf("  store/jsonl throughput %.3f wall, %.3f CPU (target >= 0.8); store RSS "
                "end/hour 1 %.3f (target <= 1.2); store restart with history %.4f s (target "
-               "<= 2 s)\n", st.rate / base.rate, st.cpu_rate / base.cpu_rate, (double)st.rss_end_kb / (double)(st.rss_hour_kb + !st.rss_hour_kb),
+               "<= 2 s)\n", st.rate / base.rate, st.cpu_rate / base.cpu_rate,
+               (double)st.rss_end_kb / (double)(st.rss_hour_kb + !st.rss_hour_kb),
                st.restart_s);
     }
     if (b.dir == tmpl && snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpl) > 0 && system(cmd))

@@ -48,16 +48,19 @@
  *   - core_dp_ledger_open: the JSONL file above is the ledger; every id and unit is kept in
  *     memory and the file is read whole at open. Kept as the reference implementation
  *     (the differential test drives both) and for existing files until they are imported.
- *   - core_dp_ledger_open_store: a SQLite file (WAL, synchronous=FULL): unit totals, the replay store
- *     (release id -> exact output bytes + its time) and the header live in the store; the
- *     JSONL file at opts.path is the audit log (same header, same rows), appended and
- *     fsync'd BEFORE the store's transaction commits, never read at open (only its size is
- *     checked: a tail beyond the size the store recorded belongs to a transaction that never
- *     committed, whose outputs were never published, and is cut off: stats.torn_dropped).
+ *   - core_dp_ledger_open_store: a SQLite file (WAL, synchronous=FULL) holds the unit
+ *     totals, the replay store (release id -> exact output bytes, its time, its audit offset
+ *     and row text) and the header; the JSONL file at opts.path is the audit log (same
+ *     header, same rows). A group commit write(2)s its rows to the audit log, then commits
+ *     ONE store transaction: that COMMIT is the durability point. The audit log is never read
+ *     at open, only its size checked: a tail beyond what the store recorded belongs to a
+ *     transaction that never committed (outputs never published) and is cut off
+ *     (stats.torn_dropped); a tail lost after the COMMIT (power loss; the audit log is
+ *     fdatasync'd at advance and close) is written again from the store.
  *     Memory holds only pending releases and the units that can still be charged
  *     (core_dp_ledger_advance evicts the others; a charge to an evicted unit reads its total
- *     back from the store, so no decision depends on the cache). Open reads the header and
- *     four counters: O(1) in the history.
+ *     back from the store, so no decision depends on the cache). Open reads the header,
+ *     four counters and one index probe: O(1) in the history.
  *     Release time: a release's time is the earliest END of the slots of its units
  *     ("<device>|<slot>", core_dp_unit_parse). Releases and units at or before the replay
  *     floor (watermark - replay_horizon_ms, moved by core_dp_ledger_advance) are deleted;
