@@ -63,6 +63,10 @@ int app_mkdir_p(const char *dir, int parent_only);
  * Writes into buf. Returns 0, or -1 after printing why (naming the key) to stderr. */
 int app_ledger_path(const struct core_config *cfg, const char *flag, char *buf, size_t n);
 
+/* release.ledger.store resolved as app_ledger_open does (relative: under state.dir) into buf;
+ * "" when no store is configured. Returns 0, or -1 when it does not fit. */
+int app_ledger_store_path(const struct core_config *cfg, char *buf, size_t n);
+
 /* Open the ledger opts describes (opts->path from app_ledger_path) on the back end the
  * configuration names: release.ledger.store empty -> the JSONL ledger (core_dp_ledger_open);
  * set -> the store (core_dp_ledger_open_store; a relative path lives under state.dir) with

@@ -195,20 +195,32 @@ int app_ledger_path(const struct core_config *cfg, const char *flag, char *buf, 
     return 0;
 }
 
-core_err app_ledger_open(const struct core_config *cfg, const struct core_dp_ledger_opts *opts,
-                         struct core_dp_ledger **out, char *eb, size_t ebn)
+int app_ledger_store_path(const struct core_config *cfg, char *buf, size_t n)
 {
     const char *store = core_config_str(cfg, "release.ledger.store");
     const char *dir = core_config_str(cfg, "state.dir");
+    int w;
+
+    buf[0] = '\0';
+    if (!store || !store[0])
+        return 0;
+    if (store[0] == '/' || !dir || !dir[0])
+        w = snprintf(buf, n, "%s", store);
+    else
+        w = snprintf(buf, n, "%s/%s", dir, store);
+    return w >= 0 && (size_t)w < n ? 0 : -1;
+}
+
+core_err app_ledger_open(const struct core_config *cfg, const struct core_dp_ledger_opts *opts,
+                         struct core_dp_ledger **out, char *eb, size_t ebn)
+{
     char path[4096];
     struct core_dp_store_opts so = {path, core_config_int(cfg, "release.ledger.replay_horizon_ms")};
 
-    if (!store || !store[0])
-        return core_dp_ledger_open(opts, out, eb, ebn);
-    if (store[0] == '/' || !dir || !dir[0])
-        snprintf(path, sizeof(path), "%s", store);
-    else if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, store) >= sizeof(path))
+    if (app_ledger_store_path(cfg, path, sizeof(path)) != 0)
         return CORE_EINVAL;
+    if (!path[0])
+        return core_dp_ledger_open(opts, out, eb, ebn);
     return core_dp_ledger_open_store(opts, &so, out, eb, ebn);
 }
 

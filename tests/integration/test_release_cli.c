@@ -480,7 +480,7 @@ Test(release_cli, ledger_rejects_an_invalid_last_row_as_release_does)
  * by `gcdp ledger`, an existing JSONL ledger refused until imported, then imported once. */
 Test(release_cli, ledger_store_replays_and_imports_a_jsonl_ledger)
 {
-    char args[4096], db[600], l2[600], db2[600];
+    char args[4096], db[600], l2[600], db2[600], *e0;
     snprintf(db, sizeof(db), "%s/ledger.db", dir);
     snprintf(l2, sizeof(l2), "%s/l2.jsonl", dir);
     snprintf(db2, sizeof(db2), "%s/l2.db", dir);
@@ -501,6 +501,12 @@ Test(release_cli, ledger_store_replays_and_imports_a_jsonl_ledger)
     }
     cr_assert_eq(units, 30, "%s", led);
     free(led);
+    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s --output %s "
+             "--set release.ledger.store=%s", path_theta, path_win, path_ledger, db, db);
+    cr_assert_eq(run(args, "o", "e"), 2, "the output may not be the store");
+    e0 = slurp("e");
+    cr_assert(strstr(e0, "the ledger store"), "%s", e0);
+    free(e0);
     /* a JSONL ledger without its store is refused by name, then imported once */
     snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s", path_theta,
              path_win, l2);
