@@ -47,6 +47,7 @@ int calibrate_serve(struct core_config *cfg, const char *input, double exit_afte
 int bench_ingest(int argc, char **argv);
 int bench_calibrate(int argc, char **argv);
 int bench_release(int argc, char **argv);
+int bench_ledger(int argc, char **argv);
 int bench_learner(int argc, char **argv);
 
 /* Service phase of `gcdp bench release` (app/bench_release_service.c): windows records of
@@ -81,6 +82,20 @@ int app_mkdir_p(const char *dir, int parent_only);
  * release.ledger.path, which when relative lives under state.dir (created if missing).
  * Writes into buf. Returns 0, or -1 after printing why (naming the key) to stderr. */
 int app_ledger_path(const struct core_config *cfg, const char *flag, char *buf, size_t n);
+
+/* release.ledger.store resolved as app_ledger_open does (relative: under state.dir) into buf;
+ * "" when no store is configured. Returns 0, or -1 when it does not fit. */
+int app_ledger_store_path(const struct core_config *cfg, char *buf, size_t n);
+
+/* Open the ledger opts describes (opts->path from app_ledger_path) on the back end the
+ * configuration names: release.ledger.store empty -> the JSONL ledger (core_dp_ledger_open);
+ * set -> the store (core_dp_ledger_open_store; a relative path lives under state.dir) with
+ * release.ledger.replay_horizon_ms, opts->path being its audit log. Returns as those. */
+struct core_dp_ledger;
+struct core_dp_ledger_opts;
+CORE_MUST_CHECK core_err app_ledger_open(const struct core_config *cfg,
+                                         const struct core_dp_ledger_opts *opts,
+                                         struct core_dp_ledger **out, char *eb, size_t ebn);
 
 /* The ledger's unit scheme from configuration: release.ledger.slot_ms,
  * release.policy.time_radius, ingest.period_ms (each window's provenance must agree). */

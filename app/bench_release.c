@@ -24,7 +24,8 @@ static const char bench_help[] =
     "  plain   projection + a constant added (non-secure baseline, no ledger)\n"
     "  noise   projection + exact secure Laplace from getrandom (no ledger)\n"
     "  full    rel_releaser_push: projection, ledger charge, secure noise, JSON encoding,\n"
-    "          group commit with one fsync per B releases (the real release path)\n"
+    "          group commit with one fsync per B releases (the real release path), on the\n"
+    "          JSONL ledger and then on the ledger store (core_dp_ledger_open_store)\n"
     "options: --coords N (default 1000), --windows W (default 2000), --batch B (default 64),\n"
     "         --threads T noise workers for the noise and full runs (default 2, max 16),\n"
     "         --dir DIR for the ledger file (default: a new directory under /tmp),\n"
@@ -144,9 +145,10 @@ static struct timing run_noise(struct bench *b, struct rel_window *w, double *y,
 }
 
 static struct timing run_full(struct bench *b, struct rel_window *w, core_err *rc,
-                              uint64_t *bytes, uint64_t *fsyncs)
+                              uint64_t *bytes, uint64_t *fsyncs, int use_store)
 {
-    char path[4200], eb[1024] = "";
+    char path[4200], db[4200], eb[1024] = "";
+    struct core_dp_store_opts so = {db, 0};
     struct core_dp_ledger_opts lo = {path, {1e12, 0.0, 0.0}, 0, {60000, 0, 1000}};
     struct core_dp_ledger *l = NULL;
     struct rel_releaser *r = NULL;
@@ -155,8 +157,10 @@ static struct timing run_full(struct bench *b, struct rel_window *w, core_err *r
     struct timing t;
 
     snprintf(path, sizeof(path), "%s/bench-ledger.jsonl", b->dir);
+    snprintf(db, sizeof(db), "%s/bench-ledger.db", b->dir);
     remove(path);
-    *rc = core_dp_ledger_open(&lo, &l, eb, sizeof(eb));
+    *rc = use_store ? core_dp_ledger_open_store(&lo, &so, &l, eb, sizeof(eb))
+                    : core_dp_ledger_open(&lo, &l, eb, sizeof(eb));
     if (*rc == CORE_OK)
         *rc = rel_releaser_new(b->plan, l, core_rng_os(), b->batch, b->threads, &r);
     t0 = now_s();
@@ -177,6 +181,9 @@ static struct timing run_full(struct bench *b, struct rel_window *w, core_err *r
     rel_releaser_free(r);
     core_dp_ledger_free(l);
     remove(path);
+    remove(db);
+    snprintf(db, sizeof(db), "%s/bench-ledger.db-wal", b->dir);
+    remove(db);
     return t;
 }
 
@@ -259,7 +266,7 @@ int bench_release(int argc, char **argv)
     struct rel_window w;
     char eb[1024] = "", tmpl[] = "/tmp/gcdp-bench-XXXXXX";
     double *y = NULL, sink = 0.0;
-    struct timing tp, tn, tf = {0, 0};
+    struct timing tp, tn, tf = {0, 0}, ts = {0, 0};
     uint64_t bytes = 0, fsyncs = 0;
     core_err rc;
     int ex = parse(argc, argv, &b);
@@ -288,9 +295,18 @@ int bench_release(int argc, char **argv)
     tp = run_plain(&b, &w, y, &sink);
     tn = run_noise(&b, &w, y, &rc);
     if (rc == CORE_OK)
-        tf = run_full(&b, &w, &rc, &bytes, &fsyncs);
+        tf = run_full(&b, &w, &rc, &bytes, &fsyncs, 0);
     if (rc == CORE_OK)
         report(&b, tp, tn, tf, bytes, fsyncs);
+    if (rc == CORE_OK) { /* the same release path on the ledger store (SQLite) */
+        uint64_t sb = 0, sf = 0;
+        double coords = (double)b.n * (double)b.windows;
+        ts = run_full(&b, &w, &rc, &sb, &sf, 1);
+        if (rc == CORE_OK)
+            printf("  %-30s %14.0f %10.3f %16.0f  (%" PRIu64 " commits); store/JSONL %.3f wall, "
+                   "%.3f CPU\n", "full, ledger store (SQLite)", coords / ts.wall, ts.wall,
+                   coords / ts.cpu, sf, tf.wall / ts.wall, tf.cpu / ts.cpu);
+    }
     else
         ex = APP_EXIT_FAILURE;
     if (ex == APP_EXIT_OK && b.service_windows > 0)

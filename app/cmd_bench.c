@@ -13,6 +13,7 @@ static const struct {
     {"ingest", bench_ingest, "ingest readings/s vs a bare consumer on the embedded broker"},
     {"calibrate", bench_calibrate, "Algorithm 1 GFLOP/s vs dgemm and the direct reference"},
     {"release", bench_release, "released coordinates/s with secure noise and the ledger"},
+    {"ledger", bench_ledger, "the ledger over a simulated day: JSONL (baseline) vs store"},
     {"learner", bench_learner, "Fed-Sparse-BNSL vs Fed-BNSL (paper Table 1) and sweeps"},
     {NULL, NULL, NULL},
 };

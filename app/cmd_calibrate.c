@@ -196,7 +196,7 @@ static int run_private(struct core_config *cfg, const struct cal_opts *o,
     lop.path = path;
     ledger_opts(cfg, devices, n_dev, &lo, &lop.scheme);
     lop.cap = lo.cap;
-    rc = core_dp_ledger_open(&lop, &led, eb, sizeof(eb));
+    rc = app_ledger_open(cfg, &lop, &led, eb, sizeof(eb));
     if (rc != CORE_OK) {
         fprintf(stderr, "gcdp calibrate: ledger '%s': %s (%s); nothing charged, no noise "
                         "drawn, no theta written\n",

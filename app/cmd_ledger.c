@@ -40,6 +40,13 @@ static const char ledger_help[] =
     "                  overlaps. NEW must not exist; refused when a carried total is over\n"
     "                  the new cap. The old ledger is left as it is (keep it: it is the\n"
     "                  record of what was spent); use only NEW from then on.\n"
+    "  --import OLD --to NEW\n"
+    "                  migrate the JSONL ledger OLD once to the embedded store NEW (SQLite;\n"
+    "                  docs/operations.md, \"Ledger store\"): every release's output bytes\n"
+    "                  and every unit's total are copied and verified equal before NEW is\n"
+    "                  put in place. NEW must not exist; OLD keeps the same scheme and caps\n"
+    "                  and stays where it is as NEW's audit log (new rows are appended to\n"
+    "                  it). Takes the ledger's lock: stop release/calibrate first.\n"
     "  -h, --help      this text\n"
     "exit status: 0 ok; 1 unreadable, empty, header-less or corrupt ledger; 2 usage.\n\n";
 
@@ -304,6 +311,38 @@ out:
     return ex;
 }
 
+/* --import OLD --to NEW: the one-off migration of a JSONL ledger to the store. */
+static int import_to(const char *old, const char *nw)
+{
+    struct core_dp_ledger_opts o;
+    char eb[1024] = "";
+    uint64_t rows = 0;
+    core_err rc;
+
+    memset(&o, 0, sizeof(o));
+    o.path = old;
+    rc = core_dp_ledger_read_header(old, &o.scheme, &o.cap, eb, sizeof(eb));
+    if (rc == CORE_OK)
+        rc = core_dp_ledger_import(&o, nw, &rows, eb, sizeof(eb));
+    if (rc != CORE_OK) {
+        fprintf(stderr, "gcdp ledger: --import %s --to %s: %s (%s)\n", old, nw,
+                eb[0] ? eb : core_strerror(rc), core_errname(rc));
+        return APP_EXIT_FAILURE;
+    }
+    fprintf(stderr, "gcdp ledger: imported %" PRIu64 " releases from %s into the store %s; "
+            "every unit's total and every release's bytes verified equal. %s stays in place "
+            "as the store's audit log\n", rows, old, nw, old);
+    return APP_EXIT_OK;
+}
+
+static int import_args(const char *imp, const char *to, int other_options)
+{
+    if (imp && to && !other_options)
+        return import_to(imp, to);
+    fprintf(stderr, "gcdp ledger: --import OLD --to NEW go together, alone\n");
+    return APP_EXIT_USAGE;
+}
+
 static void print_units(struct scan *s, int as_json, const struct core_dp_cost *cap)
 {
     size_t i = 0, n_units = 0;
@@ -347,10 +386,12 @@ int cmd_ledger(int argc, char **argv)
                                        {"unit", required_argument, NULL, 'u'},
                                        {"json", no_argument, NULL, 'j'},
                                        {"carry-to", required_argument, NULL, 'c'},
+                                       {"import", required_argument, NULL, 'i'},
+                                       {"to", required_argument, NULL, 't'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
     struct core_config *cfg = NULL;
-    const char *flag = NULL, *prefix = NULL, *carry = NULL;
+    const char *flag = NULL, *prefix = NULL, *carry = NULL, *imp = NULL, *to = NULL;
     char path[4096];
     struct scan s = {0};
     struct core_dp_cost cap;
@@ -370,12 +411,18 @@ int cmd_ledger(int argc, char **argv)
         case 'u': prefix = optarg; break;
         case 'j': as_json = 1; break;
         case 'c': carry = optarg; break;
+        case 'i': imp = optarg; break;
+        case 't': to = optarg; break;
         case 'h': printf("%s%s", ledger_help, app_common_help); ex = APP_EXIT_OK; goto out;
         default: goto out;
         }
     }
     if (optind != argc) {
         fprintf(stderr, "gcdp ledger: unexpected argument '%s'\n", argv[optind]);
+        goto out;
+    }
+    if (imp || to) {
+        ex = import_args(imp, to, carry || prefix || flag);
         goto out;
     }
     if (app_ledger_path(cfg, flag, path, sizeof(path)) != 0)

@@ -392,7 +392,7 @@ static int open_ledger(struct run *r)
 {
     struct core_dp_ledger_opts lo = {r->a->ledger_path, r->opts.cap, 0, r->scheme};
     char eb[1024] = "";
-    core_err rc = core_dp_ledger_open(&lo, &r->ledger, eb, sizeof(eb));
+    core_err rc = app_ledger_open(r->cfg, &lo, &r->ledger, eb, sizeof(eb));
 
     if (rc != CORE_OK) {
         fprintf(stderr, "gcdp release: ledger '%s': %s (%s)\n", lo.path, eb[0] ? eb : "cannot open",
@@ -464,13 +464,19 @@ out:
     return ex;
 }
 
-/* Every output must differ from every input, the ledger and the other outputs. */
-static int check_paths(const struct args *a)
+/* Every output must differ from every input, the ledger (and its store) and the other
+ * outputs. */
+static int check_paths(const struct core_config *cfg, const struct args *a)
 {
+    char store[4096];
+    if (app_ledger_store_path(cfg, store, sizeof(store)) != 0)
+        return -1;
     const char *paths[] = {a->plan_only ? NULL : a->output, a->theta_out, a->input, a->theta,
-                           a->plan_only ? NULL : a->ledger_path};
-    const char *roles[] = {"--output", "--theta-out", "--input", "--theta", "the ledger"};
-    return app_paths_distinct("release", paths, roles, 2, 5);
+                           a->plan_only ? NULL : a->ledger_path,
+                           a->plan_only || !store[0] ? NULL : store};
+    const char *roles[] = {"--output", "--theta-out", "--input", "--theta", "the ledger",
+                           "the ledger store"};
+    return app_paths_distinct("release", paths, roles, 2, 6);
 }
 
 int cmd_release(int argc, char **argv)
@@ -496,7 +502,7 @@ int cmd_release(int argc, char **argv)
     }
     ex = APP_EXIT_USAGE;
     if (app_ledger_path(cfg, a.ledger, a.ledger_path, sizeof(a.ledger_path)) != 0 ||
-        check_paths(&a) != 0)
+        check_paths(cfg, &a) != 0)
         goto out;
     if (a.serve) {
         struct release_serve_args sa = {a.theta, a.ledger_path, a.group, a.exit_idle_s};

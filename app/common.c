@@ -196,6 +196,35 @@ int app_ledger_path(const struct core_config *cfg, const char *flag, char *buf, 
     return 0;
 }
 
+int app_ledger_store_path(const struct core_config *cfg, char *buf, size_t n)
+{
+    const char *store = core_config_str(cfg, "release.ledger.store");
+    const char *dir = core_config_str(cfg, "state.dir");
+    int w;
+
+    buf[0] = '\0';
+    if (!store || !store[0])
+        return 0;
+    if (store[0] == '/' || !dir || !dir[0])
+        w = snprintf(buf, n, "%s", store);
+    else
+        w = snprintf(buf, n, "%s/%s", dir, store);
+    return w >= 0 && (size_t)w < n ? 0 : -1;
+}
+
+core_err app_ledger_open(const struct core_config *cfg, const struct core_dp_ledger_opts *opts,
+                         struct core_dp_ledger **out, char *eb, size_t ebn)
+{
+    char path[4096];
+    struct core_dp_store_opts so = {path, core_config_int(cfg, "release.ledger.replay_horizon_ms")};
+
+    if (app_ledger_store_path(cfg, path, sizeof(path)) != 0)
+        return CORE_EINVAL;
+    if (!path[0])
+        return core_dp_ledger_open(opts, out, eb, ebn);
+    return core_dp_ledger_open_store(opts, &so, out, eb, ebn);
+}
+
 void app_ledger_scheme(const struct core_config *cfg, struct core_dp_scheme *out)
 {
     out->slot_ms = core_config_int(cfg, "release.ledger.slot_ms");

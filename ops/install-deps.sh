@@ -8,7 +8,7 @@ PKGS=(
   build-essential cmake pkg-config clang libclang-rt-dev  # libclang-rt-dev: libFuzzer (preset fuzz)
   librdkafka-dev libjansson-dev libsimdjson-dev libuv1-dev libgsl-dev
   libopenblas-dev liblapacke-dev libsodium-dev libmicrohttpd-dev liblbfgs-dev
-  libcriterion-dev
+  libcriterion-dev libsqlite3-dev  # libsqlite3-dev: the ledger store (core/src/dp_ledger_db.c)
   kcat graphviz gnuplot-nox curl procps
   python3 python3-jsonschema python3-kafka  # python3-kafka: docs/consumers.md, a non-librdkafka client
 )

@@ -24,6 +24,7 @@
 
 #include "core/log.h"
 #include "core/mem.h"
+#include "dp_ledger_db.h"
 #include "dp_round.h"
 
 #define LEDGER_FORMAT 2 /* header version; 1 had no unit scheme and is refused */
@@ -96,6 +97,33 @@ static void smap_put(struct smap *m, const char *key, void *val)
     m->n++;
 }
 
+/* Remove key (if present), freeing its copy and, with free_val, its value. Backward-shift
+ * deletion keeps every probe chain intact (no tombstones). */
+static void smap_del(struct smap *m, const char *key, void (*free_val)(void *))
+{
+    size_t mask = m->cap - 1, i = smap_hash(m, key) & mask, j = i;
+    while (m->slots[i].key && strcmp(m->slots[i].key, key) != 0)
+        i = (i + 1) & mask;
+    if (!m->slots[i].key)
+        return;
+    free(m->slots[i].key);
+    if (free_val)
+        free_val(m->slots[i].val);
+    for (j = i;;) {
+        j = (j + 1) & mask;
+        if (!m->slots[j].key)
+            break;
+        size_t k = smap_hash(m, m->slots[j].key) & mask; /* home of the entry at j */
+        int stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+        if (!stays) {
+            m->slots[i] = m->slots[j];
+            i = j;
+        }
+    }
+    m->slots[i] = (struct slot){NULL, NULL};
+    m->n--;
+}
+
 static void smap_cleanup(struct smap *m, void (*free_val)(void *))
 {
     for (size_t i = 0; m->slots && i < m->cap; i++) {
@@ -121,6 +149,19 @@ struct rel {
     char **units;
     size_t n_units;
     struct core_dp_cost cost;
+    int64_t t; /* store: the release's time (earliest slot end of its units), if has_t */
+    int has_t;
+};
+
+/* A unit's totals. total: committed + pending, as charged (what the cap compares);
+ * committed (store back end): the upward-rounded sum of its committed charges in commit
+ * order, what the store holds and what a JSONL reopen rebuilds. */
+struct unit_ent {
+    struct core_dp_cost total, committed;
+    uint32_t pending;  /* pending releases naming the unit (store: pins it in the cache) */
+    int has_slot;      /* name is "<device>|<slot>" with a representable slot end */
+    int64_t slot_end;  /* (slot + 1) * slot_ms */
+    int in_store;      /* store: a row exists */
 };
 
 struct core_dp_ledger {
@@ -130,8 +171,14 @@ struct core_dp_ledger {
     struct core_dp_cost cap;
     struct core_dp_scheme scheme;
     size_t max_tracked;
-    struct smap rels;  /* release id -> struct rel */
-    struct smap units; /* unit -> struct core_dp_cost */
+    struct smap rels;  /* release id -> struct rel (store back end: pending ones only) */
+    struct smap units; /* unit -> struct unit_ent (store back end: the cache) */
+    struct ldb *db;    /* NULL: JSONL back end */
+    char *store;       /* the store's path (store back end) */
+    int64_t max_end;   /* store: no unit with a later slot end is in the store */
+    char *absent_id;   /* store: the last id lookup found absent (charge need not ask again) */
+    struct ldb_meta meta;
+    int64_t horizon_ms;
     uint64_t size;     /* bytes of valid file content */
     int broken;        /* a write/fsync failed: refuse all further commits */
     /* Row-text cache: releases of one plan share mech, cost and params, whose JSON (17-digit
@@ -194,16 +241,53 @@ static int name_ok(const char *s, size_t max)
     return ok;
 }
 
+static int scheme_ok(const struct core_dp_scheme *s);
+
+/* The end of unit's slot, when the name is "<device>|<slot>" and the end fits in int64. */
+static int unit_slot_end(const struct core_dp_ledger *l, const char *unit, int64_t *end)
+{
+    char dev[CORE_DP_LEDGER_MAX_ID + 1];
+    int64_t slot, lim = INT64_MAX / l->scheme.slot_ms - 1;
+    if (core_dp_unit_parse(unit, dev, sizeof(dev), &slot) != 0 || slot > lim || slot < -lim)
+        return 0;
+    *end = (slot + 1) * l->scheme.slot_ms;
+    return 1;
+}
+
+/* The cache entry of unit, created with zero totals when absent (not read from the store). */
+static struct unit_ent *unit_ent_new(struct core_dp_ledger *l, const char *unit)
+{
+    struct unit_ent *e = core_xcalloc(1, sizeof(*e));
+    e->has_slot = unit_slot_end(l, unit, &e->slot_end);
+    smap_put(&l->units, unit, e);
+    l->st.units++;
+    return e;
+}
+
 /* Add c to unit's total (creating it); the totals are upward-rounded (core_dp_cost_add). */
 static core_err unit_add(struct core_dp_ledger *l, const char *unit, const struct core_dp_cost *c)
 {
-    struct core_dp_cost *t = smap_get(&l->units, unit);
-    if (!t) {
-        t = core_xcalloc(1, sizeof(*t));
-        smap_put(&l->units, unit, t);
-        l->st.units++;
-    }
-    return core_dp_cost_add(t, c);
+    struct unit_ent *e = smap_get(&l->units, unit);
+    if (!e)
+        e = unit_ent_new(l, unit);
+    return core_dp_cost_add(&e->total, c);
+}
+
+/* Total of unit: the cache, else (store back end) the store's committed total, else zeros.
+ * Returns 0, or -1 when the store cannot be read. */
+static int unit_total(const struct core_dp_ledger *l, const char *unit, struct core_dp_cost *out)
+{
+    const struct unit_ent *e = smap_get(&l->units, unit);
+    int64_t end = LDB_NO_SLOT;
+    int found = 0;
+    *out = e ? e->total : (struct core_dp_cost){0, 0, 0};
+    if (e || !l->db)
+        return 0;
+    if (!unit_slot_end(l, unit, &end))
+        end = LDB_NO_SLOT;
+    if (end != LDB_NO_SLOT && end > l->max_end)
+        return 0;
+    return ldb_unit_get(l->db, unit, end, out, &found) == CORE_OK ? 0 : -1;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -647,20 +731,16 @@ core_err core_dp_ledger_scan(const char *path, struct core_dp_scheme *scheme,
 }
 
 /* The bound header must be exactly what this process was configured with. */
-static core_err check_header(struct core_dp_ledger *l, char *eb, size_t ebn)
+static core_err header_matches(const struct core_dp_ledger *l, const char *where,
+                               const struct core_dp_scheme s, const struct core_dp_cost cap,
+                               char *eb, size_t ebn)
 {
-    struct core_dp_scheme s;
-    struct core_dp_cost cap;
-    core_err rc = read_header_fd(l->fd, l->path, &s, &cap, eb, ebn);
-
-    if (rc != CORE_OK)
-        return rc;
 #define DIFF(field, fmt, mine, theirs, what)                                                \
     if ((mine) != (theirs)) {                                                             \
         set_err(eb, ebn, "ledger %s was created with %s " fmt "; this run has " fmt        \
                 " (%s). A ledger's unit scheme and caps never change: a different "       \
                 "setting needs a new ledger file (docs/release.md, \"The ledger\")",       \
-                l->path, field, theirs, mine, what);                                       \
+                where, field, theirs, mine, what);                                         \
         return CORE_ESTATE;                                                               \
     }
     DIFF("slot_ms", "%lld", (long long)l->scheme.slot_ms, (long long)s.slot_ms,
@@ -674,6 +754,15 @@ static core_err check_header(struct core_dp_ledger *l, char *eb, size_t ebn)
     DIFF("cap delta", "%.17g", l->cap.delta, cap.delta, "release.ledger.cap_delta")
 #undef DIFF
     return CORE_OK;
+}
+
+static core_err check_header(struct core_dp_ledger *l, char *eb, size_t ebn)
+{
+    struct core_dp_scheme s;
+    struct core_dp_cost cap;
+    core_err rc = read_header_fd(l->fd, l->path, &s, &cap, eb, ebn);
+
+    return rc != CORE_OK ? rc : header_matches(l, l->path, s, cap, eb, ebn);
 }
 
 /* Create path with its header: written and fsync'd under a temporary name, then linked in
@@ -733,13 +822,16 @@ static core_err append_all(struct core_dp_ledger *l, const char *buf, size_t len
  * commit per call, amortised by group commit). */
 static core_err sync_file(struct core_dp_ledger *l)
 {
-    if (fsync(l->fd) != 0 || fsync(l->dfd) != 0) {
+    /* the store back end needs the directory only once (open): its audit log exists */
+    if (fsync(l->fd) != 0 || (!(l->db && l->meta.audit_size > 0) && fsync(l->dfd) != 0)) {
         l->broken = 1; /* after a failed fsync the page cache state is unknown (Linux) */
         return CORE_EIO;
     }
     l->st.fsyncs++;
     return CORE_OK;
 }
+
+static core_err store_open(struct core_dp_ledger *l, char *eb, size_t ebn);
 
 static int opts_ok(const struct core_dp_ledger_opts *o)
 {
@@ -776,10 +868,20 @@ static core_err open_fd(struct core_dp_ledger *l, char *errbuf, size_t errbuf_si
 core_err core_dp_ledger_open(const struct core_dp_ledger_opts *opts, struct core_dp_ledger **out,
                              char *errbuf, size_t errbuf_size)
 {
+    return core_dp_ledger_open_store(opts, NULL, out, errbuf, errbuf_size);
+}
+
+/* The one open of both back ends (store NULL: JSONL). */
+core_err core_dp_ledger_open_store(const struct core_dp_ledger_opts *opts,
+                                   const struct core_dp_store_opts *store,
+                                   struct core_dp_ledger **out, char *errbuf, size_t errbuf_size)
+{
     struct core_dp_ledger *l = NULL;
     core_err rc;
 
-    if (!out || !opts_ok(opts)) {
+    if (!out || !opts_ok(opts) ||
+        (store && (!store->path || !store->path[0] || strcmp(store->path, opts->path) == 0 ||
+                   store->replay_horizon_ms < 0))) {
         set_err(errbuf, errbuf_size, "ledger: path, finite non-negative caps and a unit scheme "
                 "(slot_ms >= 1, time_radius >= 0, period_ms >= 1) required");
         return CORE_EINVAL;
@@ -795,9 +897,15 @@ core_err core_dp_ledger_open(const struct core_dp_ledger_opts *opts, struct core
     l->max_tracked = opts->max_tracked ? opts->max_tracked : CORE_DP_LEDGER_DEF_MAX_TRACKED;
     smap_init(&l->rels);
     smap_init(&l->units);
-    rc = open_fd(l, errbuf, errbuf_size);
-    if (rc == CORE_OK)
-        rc = scan_file(l, errbuf, errbuf_size);
+    if (store) {
+        l->store = core_xstrdup(store->path);
+        l->horizon_ms = store->replay_horizon_ms;
+        rc = store_open(l, errbuf, errbuf_size);
+    } else {
+        rc = open_fd(l, errbuf, errbuf_size);
+        if (rc == CORE_OK)
+            rc = scan_file(l, errbuf, errbuf_size);
+    }
     /* the directory entry of a newly created file must be durable too */
     if (rc == CORE_OK && sync_file(l) != CORE_OK) {
         set_err(errbuf, errbuf_size, "ledger: cannot fsync %s or its directory", l->path);
@@ -815,15 +923,20 @@ void core_dp_ledger_free(struct core_dp_ledger *l)
 {
     if (!l)
         return;
+    if (l->fd >= 0 && l->db)
+        (void)fdatasync(l->fd); /* the audit log's tail (re-derivable from the store) */
     if (l->fd >= 0)
         close(l->fd); /* releases the flock */
     if (l->dfd >= 0)
         close(l->dfd);
     smap_cleanup(&l->rels, rel_free);
     smap_cleanup(&l->units, free);
+    ldb_close(l->db);
     free(l->tail_params);
     free(l->tail);
     free(l->path);
+    free(l->store);
+    free(l->absent_id);
     free(l);
 }
 
@@ -968,6 +1081,516 @@ static void row_format(const struct rel *r, const void *bytes, size_t len, char 
     memcpy(dst, "\"}\n", 3);
 }
 
+/* ---- store back end (opts.store; dp_ledger_db.c) ---- */
+
+/* Charge checks the JSONL back end makes from memory: the id committed (CORE_EEXIST), a unit
+ * at or before the compaction floor (CORE_EEXPIRED: its history is gone, never re-noised). */
+static core_err store_precheck(struct core_dp_ledger *l, const char *id,
+                               const char *const *units, size_t n)
+{
+    int64_t end;
+    if (!l->db)
+        return CORE_OK;
+    /* lookup just found it absent and nothing but this process writes the store */
+    int ex = l->absent_id && strcmp(l->absent_id, id) == 0 ? 0 : ldb_rel_exists(l->db, id);
+    if (ex != 0)
+        return ex > 0 ? CORE_EEXIST : CORE_EIO;
+    for (size_t i = 0; i < n; i++)
+        if (unit_slot_end(l, units[i], &end) && end <= l->meta.floor_ms)
+            return CORE_EEXPIRED;
+    return CORE_OK;
+}
+
+/* Bring units into the cache with their committed totals from the store. */
+static core_err store_load_units(struct core_dp_ledger *l, const char *const *u, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct core_dp_cost c = {0, 0, 0};
+        int found = 0;
+        int64_t end = LDB_NO_SLOT;
+        if (smap_get(&l->units, u[i]))
+            continue;
+        if (!unit_slot_end(l, u[i], &end))
+            end = LDB_NO_SLOT;
+        if ((end == LDB_NO_SLOT || end <= l->max_end) && /* later ones cannot be there */
+            ldb_unit_get(l->db, u[i], end, &c, &found) != CORE_OK)
+            return CORE_EIO;
+        struct unit_ent *e = unit_ent_new(l, u[i]);
+        if (found) {
+            e->total = e->committed = c;
+            e->in_store = 1;
+            l->st.units--; /* not a new unit: counted in the store's meta */
+        }
+    }
+    return CORE_OK;
+}
+
+struct ent_undo {
+    struct unit_ent *e;
+    struct core_dp_cost committed;
+    int in_store;
+};
+
+/* Add the batch's charges to the committed totals (in batch order, as a JSONL rescan adds
+ * them), recording each entry's previous state in undo (sized for all units of the batch). */
+static core_err batch_units(struct core_dp_ledger *l, size_t n, struct rel *const *rs,
+                            struct ent_undo *undo, size_t *nu, struct ldb_meta *m)
+{
+    core_err rc = CORE_OK;
+    *nu = 0;
+    for (size_t i = 0; rc == CORE_OK && i < n; i++)
+        for (size_t k = 0; rc == CORE_OK && k < rs[i]->n_units; k++) {
+            struct unit_ent *e = smap_get(&l->units, rs[i]->units[k]);
+            undo[(*nu)++] = (struct ent_undo){e, e->committed, e->in_store};
+            m->units += !e->in_store;
+            e->in_store = 1;
+            rc = core_dp_cost_add(&e->committed, &rs[i]->cost);
+            if (e->has_slot && e->slot_end > l->max_end)
+                l->max_end = e->slot_end; /* kept even on a rollback: only costs a lookup */
+            if (rc == CORE_OK) /* a unit named twice in the batch is written twice */
+                rc = ldb_put_unit(l->db, rs[i]->units[k], &e->committed,
+                                  e->has_slot ? e->slot_end : LDB_NO_SLOT);
+        }
+    return rc;
+}
+
+/* The batch's rows, already written (not fsync'd) to the audit log at offset start, go into
+ * the store in ONE transaction (group commit) whose COMMIT is the one durability point
+ * (WAL fsync'd, synchronous=FULL). Each stored row keeps its audit offset and its text up to
+ * the output, so the audit log is re-derivable from the store: a crash after the write but
+ * before the COMMIT leaves audit rows the store does not have (their commit never returned,
+ * their outputs were never published): the next open cuts them off (the store records the
+ * audit size it matches). A power loss that takes the audit log's unsynced tail after the
+ * COMMIT: the next open rewrites the missing rows from the store. So the totals (in the
+ * store) never undercount a published output, and the audit log always ends up holding
+ * every committed row. On failure the audit log is cut back and the cache restored: the
+ * reservations stay pending. */
+static core_err store_commit(struct core_dp_ledger *l, size_t n, const char *const *ids,
+                             struct rel *const *rs, const void *const *bytes,
+                             const size_t *lens, uint64_t start)
+{
+    size_t tot = 0, nu = 0;
+    struct ldb_meta m = l->meta;
+    core_err rc;
+
+    for (size_t i = 0; i < n; i++)
+        tot += rs[i]->n_units;
+    struct ent_undo *undo = core_xcalloc(tot, sizeof(*undo));
+    rc = ldb_begin(l->db);
+    for (size_t i = 0; rc == CORE_OK && i < n; i++) {
+        struct ldb_rel row = {ids[i], (int64_t)start, rs[i]->t, rs[i]->has_t, rs[i]->head,
+                              rs[i]->head_len, bytes[i], lens[i]};
+        rc = ldb_put_rel(l->db, &row);
+        start += row_len(rs[i], lens[i]);
+    }
+    start = (uint64_t)l->meta.audit_size;
+    if (rc == CORE_OK)
+        rc = batch_units(l, n, rs, undo, &nu, &m);
+    m.audit_size = (int64_t)l->size;
+    m.releases += (int64_t)n;
+    if (rc == CORE_OK)
+        rc = ldb_put_meta(l->db, &m);
+    if (rc == CORE_OK)
+        rc = ldb_commit(l->db); /* WAL fsync'd (synchronous=FULL) before it returns */
+    if (rc == CORE_OK) {
+        l->meta = m;
+        l->st.fsyncs++;
+        for (size_t i = 0; i < nu; i++)
+            undo[i].e->pending--;
+    } else {
+        CORE_WARN("ledger store: commit failed: %s", ldb_errmsg(l->db));
+        ldb_rollback(l->db);
+        for (size_t i = nu; i-- > 0;) {
+            undo[i].e->committed = undo[i].committed;
+            undo[i].e->in_store = undo[i].in_store;
+        }
+        if (truncate_to(l, start) != CORE_OK)
+            l->broken = 1;
+        rc = CORE_EIO;
+    }
+    free(undo);
+    return rc;
+}
+
+struct rewrite {
+    struct core_dp_ledger *l;
+    uint64_t rows;
+};
+
+/* Append one stored row to the audit log again, at exactly the offset the store recorded. */
+static core_err rewrite_row(void *arg, const struct ldb_rel *r)
+{
+    struct rewrite *w = arg;
+    struct rel tmp = {.head = (char *)r->head, .head_len = r->head_len};
+    size_t n = row_len(&tmp, r->len);
+    core_err rc;
+    if (!r->head || (uint64_t)r->off != w->l->size)
+        return CORE_ESTATE; /* an imported row (held by the old file) or a gap */
+    char *buf = core_xmalloc(n);
+    row_format(&tmp, r->bytes, r->len, buf);
+    rc = append_all(w->l, buf, n);
+    free(buf);
+    w->rows += rc == CORE_OK;
+    return rc;
+}
+
+/* The audit log is shorter than the store recorded (a power loss took its unsynced tail):
+ * cut it at the start of the last row it (partly) holds and write the rows again from the
+ * store. */
+static core_err audit_rewrite(struct core_dp_ledger *l, uint64_t size, size_t hdr_len,
+                              char *eb, size_t ebn)
+{
+    struct rewrite w = {l, 0};
+    int64_t off = (int64_t)hdr_len;
+    int found = 0;
+    core_err rc = size < hdr_len ? CORE_ESTATE : ldb_last_row_before(l->db, (int64_t)size,
+                                                                       &off, &found);
+    if (rc == CORE_OK)
+        rc = truncate_to(l, (uint64_t)(found ? off : (int64_t)hdr_len));
+    if (rc == CORE_OK)
+        rc = ldb_rows_from(l->db, (int64_t)l->size, rewrite_row, &w);
+    if (rc == CORE_OK && l->size != (uint64_t)l->meta.audit_size)
+        rc = CORE_ESTATE;
+    if (rc == CORE_OK && fsync(l->fd) != 0)
+        rc = CORE_EIO;
+    if (rc != CORE_OK) {
+        set_err(eb, ebn, "ledger audit log %s has %llu bytes, the store %s recorded %lld, and "
+                "the missing rows cannot be written again from the store (%s); refusing "
+                "(inspect both)", l->path, (unsigned long long)size, l->store,
+                (long long)l->meta.audit_size, core_errname(rc));
+        return rc == CORE_EIO ? CORE_EIO : CORE_ESTATE;
+    }
+    CORE_WARN("ledger %s: %llu audit rows lost after their commit written again from the "
+              "store %s", l->path, (unsigned long long)w.rows, l->store);
+    return CORE_OK;
+}
+
+/* The audit log must end up exactly what the store recorded: a longer file holds rows of a
+ * transaction that never committed (cut off), a shorter one lost committed rows after their
+ * commit (written again from the store). */
+static core_err store_audit_size(struct core_dp_ledger *l, size_t hdr_len, char *eb, size_t ebn)
+{
+    struct stat st;
+    if (fstat(l->fd, &st) != 0)
+        return CORE_EIO;
+    if (l->meta.audit_size == 0) { /* created, audit log not yet bound: header only */
+        if ((size_t)st.st_size != hdr_len) {
+            set_err(eb, ebn, "ledger store %s is new but the audit log %s holds rows; refusing "
+                    "to bind them (import an existing ledger with gcdp ledger --import)",
+                    l->store, l->path);
+            return CORE_ESTATE;
+        }
+        l->meta.audit_size = st.st_size;
+        if (ldb_begin(l->db) != CORE_OK || ldb_put_meta(l->db, &l->meta) != CORE_OK ||
+            ldb_commit(l->db) != CORE_OK) {
+            ldb_rollback(l->db);
+            return CORE_EIO;
+        }
+    }
+    l->size = (uint64_t)st.st_size;
+    if (st.st_size < l->meta.audit_size)
+        return audit_rewrite(l, (uint64_t)st.st_size, hdr_len, eb, ebn);
+    if (st.st_size > l->meta.audit_size) {
+        CORE_WARN("ledger %s: %lld audit bytes beyond the store's commit cut off (their commit "
+                  "never returned)", l->path, (long long)(st.st_size - l->meta.audit_size));
+        l->st.torn_dropped++;
+        return truncate_to(l, (uint64_t)l->meta.audit_size);
+    }
+    return CORE_OK;
+}
+
+/* Open (creating when neither exists) the store and its audit log; never takes an existing
+ * JSONL ledger for a new one. */
+static core_err store_open(struct core_dp_ledger *l, char *eb, size_t ebn)
+{
+    char hdr[HEADER_MAX], *text = NULL;
+    size_t hn = header_text(&l->scheme, &l->cap, hdr, sizeof(hdr));
+    struct core_dp_scheme s;
+    struct core_dp_cost cap;
+    core_err rc = CORE_OK;
+
+    if (hn == 0)
+        return CORE_EINVAL;
+    if (access(l->store, F_OK) != 0 && errno == ENOENT) {
+        if (access(l->path, F_OK) == 0) {
+            set_err(eb, ebn, "ledger %s exists but its store %s does not: import it once "
+                    "(gcdp ledger --import %s --to %s)", l->path, l->store, l->path, l->store);
+            return CORE_ESTATE;
+        }
+        hdr[hn - 1] = '\0'; /* the stored header has no newline */
+        rc = ldb_create(l->store, hdr, eb, ebn);
+        hdr[hn - 1] = '\n';
+        if (rc == CORE_EEXIST)
+            rc = CORE_OK; /* another process created it: open it like any existing one */
+    }
+    if (rc == CORE_OK)
+        rc = open_fd(l, eb, ebn); /* audit log: created if absent, locked, header checked */
+    if (rc == CORE_OK)
+        rc = ldb_open(l->store, &l->db, &text, &l->meta, eb, ebn);
+    if (rc == CORE_OK)
+        rc = parse_header(text, strlen(text), l->store, &s, &cap, eb, ebn);
+    if (rc == CORE_OK)
+        rc = header_matches(l, l->store, s, cap, eb, ebn);
+    free(text);
+    if (rc == CORE_OK)
+        rc = store_audit_size(l, hn, eb, ebn);
+    if (rc == CORE_OK)
+        rc = ldb_max_slot_end(l->db, &l->max_end);
+    if (rc == CORE_OK && (fsync(l->fd) != 0 || fsync(l->dfd) != 0))
+        rc = CORE_EIO;
+    l->st.releases = (uint64_t)l->meta.releases;
+    l->st.units = (uint64_t)l->meta.units;
+    return rc;
+}
+
+static int64_t sat_sub(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_sub_overflow(a, b, &r) ? (b > 0 ? INT64_MIN : INT64_MAX) : r;
+}
+
+/* Drop from the cache units without pending charges whose slot ended at or before cut, and
+ * give the others their committed total back; units at or before floor lose their row. */
+static void cache_trim(struct core_dp_ledger *l, int64_t cut, int64_t floor)
+{
+    size_t n = 0;
+    char **gone = core_xcalloc(l->units.n + 1, sizeof(*gone));
+    for (size_t i = 0; i < l->units.cap; i++) {
+        struct unit_ent *e = l->units.slots[i].val;
+        if (!l->units.slots[i].key)
+            continue;
+        if (e->has_slot && e->slot_end <= floor)
+            e->in_store = 0; /* its row is compacted away; a pending commit writes it again */
+        if (e->pending > 0)
+            continue;
+        e->total = e->committed;
+        if (e->has_slot && (e->slot_end <= cut || e->slot_end <= floor))
+            gone[n++] = l->units.slots[i].key;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char *key = core_xstrdup(gone[i]); /* smap_del frees the map's copy */
+        smap_del(&l->units, key, free);
+        free(key);
+    }
+    free(gone);
+}
+
+/* Delete releases and units at or before floor in one transaction; moves meta.floor_ms. */
+static core_err store_compact(struct core_dp_ledger *l, int64_t floor)
+{
+    struct ldb_meta m = l->meta;
+    int64_t nr = 0, nu = 0;
+    core_err rc = ldb_begin(l->db);
+    if (rc == CORE_OK)
+        rc = ldb_compact(l->db, floor, &nr, &nu);
+    m.floor_ms = floor;
+    m.releases -= nr;
+    m.units -= nu;
+    if (rc == CORE_OK)
+        rc = ldb_put_meta(l->db, &m);
+    if (rc == CORE_OK)
+        rc = ldb_commit(l->db);
+    if (rc != CORE_OK) {
+        CORE_WARN("ledger store: compaction failed: %s", ldb_errmsg(l->db));
+        ldb_rollback(l->db);
+        return CORE_EIO;
+    }
+    l->meta = m;
+    l->st.compacted += (uint64_t)nr;
+    l->st.releases = (uint64_t)m.releases;
+    l->st.units = (uint64_t)m.units;
+    return CORE_OK;
+}
+
+core_err core_dp_ledger_advance(struct core_dp_ledger *l, int64_t watermark_ms,
+                                int64_t lateness_ms)
+{
+    int64_t cut, floor = INT64_MIN;
+    if (!l || lateness_ms < 0)
+        return CORE_EINVAL;
+    if (!l->db)
+        return CORE_OK;
+    if (fdatasync(l->fd) != 0) /* bounds what an open may have to write again */
+        return CORE_EIO;
+    cut = sat_sub(sat_sub(watermark_ms, lateness_ms), l->scheme.time_radius * l->scheme.period_ms);
+    if (l->horizon_ms > 0 && sat_sub(watermark_ms, l->horizon_ms) > l->meta.floor_ms) {
+        floor = sat_sub(watermark_ms, l->horizon_ms);
+        if (store_compact(l, floor) != CORE_OK)
+            return CORE_EIO;
+    }
+    cache_trim(l, cut, floor);
+    return CORE_OK;
+}
+
+/* ---- import of a JSONL ledger into a new store ---- */
+
+/* The release time of a committed JSONL row (earliest slot end of its units). */
+static int row_time(const struct core_dp_ledger *old, const struct rel *r, int64_t *t)
+{
+    char *line = core_xmalloc(r->len);
+    json_t *row = NULL;
+    int has = 0;
+    if (pread(old->fd, line, r->len, (off_t)r->off) == (ssize_t)r->len)
+        row = json_loadb(line, r->len - 1, 0, NULL);
+    const json_t *units = json_object_get(row, "units");
+    for (size_t i = 0; i < json_array_size(units); i++) {
+        int64_t end;
+        const char *u = json_string_value(json_array_get(units, i));
+        if (u && unit_slot_end(old, u, &end) && (!has || end < *t)) {
+            *t = end;
+            has = 1;
+        }
+    }
+    json_decref(row);
+    free(line);
+    return has;
+}
+
+/* Copy every committed release (id, time, output bytes) of old into d, 4096 per transaction. */
+static core_err import_rels(struct core_dp_ledger *old, struct ldb *d, uint64_t *rows)
+{
+    core_err rc = ldb_begin(d);
+    for (size_t i = 0; rc == CORE_OK && i < old->rels.cap; i++) {
+        const struct rel *r = old->rels.slots[i].val;
+        uint8_t *b = NULL;
+        size_t len = 0;
+        int64_t t = 0;
+        if (!old->rels.slots[i].key || r->state != REL_COMMITTED)
+            continue;
+        int has_t = row_time(old, r, &t);
+        rc = core_dp_ledger_lookup(old, old->rels.slots[i].key, &b, &len);
+        struct ldb_rel row = {old->rels.slots[i].key, (int64_t)r->off, t, has_t, NULL, 0, b,
+                              len};
+        if (rc == CORE_OK)
+            rc = ldb_put_rel(d, &row);
+        free(b);
+        if (rc == CORE_OK && ++*rows % 4096 == 0) {
+            rc = ldb_commit(d);
+            if (rc == CORE_OK)
+                rc = ldb_begin(d);
+        }
+    }
+    if (rc == CORE_OK)
+        rc = ldb_commit(d);
+    return rc;
+}
+
+static core_err import_units(struct core_dp_ledger *old, struct ldb *d)
+{
+    core_err rc = ldb_begin(d);
+    for (size_t i = 0; rc == CORE_OK && i < old->units.cap; i++) {
+        const struct unit_ent *e = old->units.slots[i].val;
+        if (old->units.slots[i].key)
+            rc = ldb_put_unit(d, old->units.slots[i].key, &e->total,
+                              e->has_slot ? e->slot_end : LDB_NO_SLOT);
+    }
+    struct ldb_meta m = {(int64_t)old->size, INT64_MIN, (int64_t)old->st.releases,
+                         (int64_t)old->units.n};
+    if (rc == CORE_OK)
+        rc = ldb_put_meta(d, &m);
+    return rc == CORE_OK ? ldb_commit(d) : rc;
+}
+
+/* Every unit's committed total bit for bit, every release's bytes, and the counts. */
+static core_err import_verify(struct core_dp_ledger *old, struct ldb *d, uint64_t rows)
+{
+    core_err rc = CORE_OK;
+    for (size_t i = 0; rc == CORE_OK && i < old->units.cap; i++) {
+        const struct unit_ent *e = old->units.slots[i].val;
+        struct core_dp_cost c;
+        int found = 0;
+        if (!old->units.slots[i].key)
+            continue;
+        rc = ldb_unit_get(d, old->units.slots[i].key,
+                          e->has_slot ? e->slot_end : LDB_NO_SLOT, &c, &found);
+        if (rc == CORE_OK && (!found || memcmp(&c, &e->total, sizeof(c)) != 0))
+            rc = CORE_EINVARIANT;
+    }
+    for (size_t i = 0; rc == CORE_OK && i < old->rels.cap; i++) {
+        const struct rel *r = old->rels.slots[i].val;
+        uint8_t *a = NULL, *b = NULL;
+        size_t la = 0, lb = 0;
+        if (!old->rels.slots[i].key || r->state != REL_COMMITTED)
+            continue;
+        rc = core_dp_ledger_lookup(old, old->rels.slots[i].key, &a, &la);
+        if (rc == CORE_OK)
+            rc = ldb_rel_get(d, old->rels.slots[i].key, &b, &lb);
+        if (rc == CORE_OK && (la != lb || (la && memcmp(a, b, la) != 0)))
+            rc = CORE_EINVARIANT;
+        free(a);
+        free(b);
+    }
+    return rc == CORE_OK && rows != old->st.releases ? CORE_EINVARIANT : rc;
+}
+
+/* Fill and verify the new store at tmp (already created). */
+static core_err import_fill(struct core_dp_ledger *old, const char *tmp, uint64_t *rows,
+                            char *eb, size_t ebn)
+{
+    struct ldb *d = NULL;
+    struct ldb_meta m;
+    char *text = NULL;
+    core_err rc = ldb_open(tmp, &d, &text, &m, eb, ebn);
+    free(text);
+    if (rc == CORE_OK)
+        rc = import_rels(old, d, rows);
+    if (rc == CORE_OK)
+        rc = import_units(old, d);
+    if (rc == CORE_EIO)
+        set_err(eb, ebn, "ledger import: store write failed: %s", ldb_errmsg(d));
+    if (rc == CORE_OK && (rc = import_verify(old, d, *rows)) != CORE_OK)
+        set_err(eb, ebn, "ledger import: the new store does not hold the same totals and "
+                "outputs as %s (%s); nothing put in place", old->path, core_errname(rc));
+    ldb_close(d);
+    return rc;
+}
+
+core_err core_dp_ledger_import(const struct core_dp_ledger_opts *opts, const char *store,
+                               uint64_t *rows, char *eb, size_t ebn)
+{
+    struct core_dp_ledger_opts jo;
+    struct core_dp_ledger *old = NULL;
+    char hdr[HEADER_MAX], *tmp;
+    core_err rc;
+
+    if (!opts || !opts->path || !store || !store[0] || !rows || strcmp(store, opts->path) == 0)
+        return CORE_EINVAL;
+    *rows = 0;
+    if (access(store, F_OK) == 0) {
+        set_err(eb, ebn, "ledger import: %s exists; refusing to overwrite a store", store);
+        return CORE_EEXIST;
+    }
+    if (access(opts->path, F_OK) != 0) {
+        set_err(eb, ebn, "ledger import: %s: %s", opts->path, strerror(errno));
+        return CORE_EIO;
+    }
+    jo = *opts;
+    jo.max_tracked = SIZE_MAX; /* the one-off import holds the whole history, by design */
+    rc = core_dp_ledger_open(&jo, &old, eb, ebn); /* must exist: never creates here */
+    if (rc != CORE_OK)
+        return rc;
+    size_t hn = header_text(&old->scheme, &old->cap, hdr, sizeof(hdr)), tn;
+    hdr[hn ? hn - 1 : 0] = '\0';
+    tn = strlen(store) + 32;
+    tmp = core_xmalloc(tn);
+    snprintf(tmp, tn, "%s.import.%ld", store, (long)getpid());
+    unlink(tmp);
+    rc = ldb_create(tmp, hdr, eb, ebn);
+    if (rc == CORE_OK)
+        rc = import_fill(old, tmp, rows, eb, ebn);
+    if (rc == CORE_OK && link(tmp, store) != 0) {
+        set_err(eb, ebn, "ledger import: cannot put %s in place: %s", store,
+                strerror(errno));
+        rc = errno == EEXIST ? CORE_EEXIST : CORE_EIO;
+    }
+    if (rc == CORE_OK && fsync(old->dfd) != 0)
+        rc = CORE_EIO;
+    unlink(tmp);
+    free(tmp);
+    core_dp_ledger_free(old);
+    return rc;
+}
+
 /* ---- charge / cancel ---- */
 
 static core_err charge_args_ok(const struct core_dp_ledger *l, const char *id,
@@ -1006,9 +1629,9 @@ static size_t first_over_cap(const struct core_dp_ledger *l, const char *const *
                              const struct core_dp_cost *cost)
 {
     for (size_t i = 0; i < n; i++) {
-        const struct core_dp_cost *cur = smap_get(&l->units, u[i]);
-        struct core_dp_cost t = cur ? *cur : (struct core_dp_cost){0, 0, 0};
-        if (core_dp_cost_add(&t, cost) != CORE_OK || !(t.eps <= l->cap.eps) ||
+        struct core_dp_cost t;
+        if (unit_total(l, u[i], &t) != 0 || /* an unreadable store fails closed */
+            core_dp_cost_add(&t, cost) != CORE_OK || !(t.eps <= l->cap.eps) ||
             !(t.rho <= l->cap.rho) || !(t.delta <= l->cap.delta))
             return i;
     }
@@ -1049,6 +1672,35 @@ static size_t count_new_units(const struct core_dp_ledger *l, const char *const 
     return k;
 }
 
+/* Record the reservation (charged already): the pending release r (NULL: new) with its
+ * sorted unique units, its time (earliest slot end) and its row head (taken over). */
+static void rel_pending(struct core_dp_ledger *l, struct rel *r, const char *id,
+                        const char *const *uniq, size_t n, const struct core_dp_cost *cost,
+                        char *head)
+{
+    if (!r) {
+        r = core_xcalloc(1, sizeof(*r));
+        smap_put(&l->rels, id, r);
+    }
+    r->state = REL_PENDING;
+    r->head = head;
+    r->head_len = strlen(head);
+    r->cost = *cost;
+    r->n_units = n;
+    r->units = core_xcalloc(n, sizeof(*r->units));
+    r->has_t = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct unit_ent *e = smap_get(&l->units, uniq[i]);
+        e->pending++;
+        r->units[i] = core_xstrdup(uniq[i]);
+        if (e->has_slot && (!r->has_t || e->slot_end < r->t)) {
+            r->t = e->slot_end;
+            r->has_t = 1;
+        }
+    }
+    l->st.pending++;
+}
+
 core_err core_dp_ledger_charge(struct core_dp_ledger *l, const char *release_id,
                                const char *mech, const char *const *units, size_t n_units,
                                const struct core_dp_cost *cost, const char *params_json)
@@ -1067,12 +1719,19 @@ core_err core_dp_ledger_charge(struct core_dp_ledger *l, const char *release_id,
         return CORE_EEXIST;
     if (r && r->state == REL_PENDING)
         return CORE_ESTATE;
+    rc = store_precheck(l, release_id, units, n_units);
+    if (rc != CORE_OK)
+        return rc;
     uniq = core_xmalloc(n_units * sizeof(*uniq));
     size_t n = units_unique(units, n_units, uniq);
+    if (l->db && tracked_full(l, count_new_units(l, uniq, n) + 1))
+        cache_trim(l, INT64_MAX, INT64_MIN); /* a full cache: the store has every total */
     if (tracked_full(l, count_new_units(l, uniq, n) + (r ? 0 : 1))) {
         rc = CORE_ETOOBIG;
         goto out;
     }
+    if (l->db && (rc = store_load_units(l, uniq, n)) != CORE_OK)
+        goto out;
     if (!within_cap(l, uniq, n, cost)) {
         rc = CORE_EBUDGET;
         goto out;
@@ -1088,19 +1747,7 @@ core_err core_dp_ledger_charge(struct core_dp_ledger *l, const char *release_id,
             rc = CORE_EINVARIANT;
             goto out;
         }
-    if (!r) {
-        r = core_xcalloc(1, sizeof(*r));
-        smap_put(&l->rels, release_id, r);
-    }
-    r->state = REL_PENDING;
-    r->head = head;
-    r->head_len = strlen(head);
-    r->cost = *cost;
-    r->n_units = n;
-    r->units = core_xcalloc(n, sizeof(*r->units));
-    for (size_t i = 0; i < n; i++)
-        r->units[i] = core_xstrdup(uniq[i]);
-    l->st.pending++;
+    rel_pending(l, r, release_id, uniq, n, cost, head);
 out:
     free(uniq);
     return rc;
@@ -1115,18 +1762,48 @@ core_err core_dp_ledger_cancel(struct core_dp_ledger *l, const char *release_id)
         return CORE_ENOTFOUND;
     /* Give the reservation back, rounding the difference UP (never below the truth). */
     for (size_t i = 0; i < r->n_units; i++) {
-        struct core_dp_cost *t = smap_get(&l->units, r->units[i]);
+        struct unit_ent *e = smap_get(&l->units, r->units[i]);
+        struct core_dp_cost *t = &e->total;
         t->eps = fmax(0.0, rd_add_up(t->eps, -r->cost.eps));
         t->rho = fmax(0.0, rd_add_up(t->rho, -r->cost.rho));
         t->delta = fmax(0.0, rd_add_up(t->delta, -r->cost.delta));
+        e->pending--;
     }
     rel_clear(r);
     r->state = REL_FREE;
     l->st.pending--;
+    if (l->db)
+        smap_del(&l->rels, release_id, rel_free); /* the store keeps no id it does not hold */
     return CORE_OK;
 }
 
 /* ---- commit ---- */
+
+/* The batch is durable: JSONL back end, remember each row's place in the file; store back
+ * end, forget the pending releases (the store has them). rs[i] set to NULL when freed. */
+static void batch_committed(struct core_dp_ledger *l, size_t n, const char *const *ids,
+                            struct rel **rs, const size_t *lens, uint64_t start)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t len = row_len(rs[i], lens[i]);
+        l->st.pending--;
+        l->st.releases++;
+        if (l->db) {
+            if (l->absent_id && strcmp(l->absent_id, ids[i]) == 0) {
+                free(l->absent_id); /* committed now */
+                l->absent_id = NULL;
+            }
+            smap_del(&l->rels, ids[i], rel_free);
+            rs[i] = NULL;
+            continue;
+        }
+        rel_clear(rs[i]);
+        rs[i]->state = REL_COMMITTED;
+        rs[i]->off = start;
+        rs[i]->len = len;
+        start += len;
+    }
+}
 
 core_err core_dp_ledger_commit_batch(struct core_dp_ledger *l, size_t n, const char *const *ids,
                                      const void *const *bytes, const size_t *lens)
@@ -1166,20 +1843,12 @@ core_err core_dp_ledger_commit_batch(struct core_dp_ledger *l, size_t n, const c
         row_format(rs[i], bytes[i], lens[i], buf + off);
     start = l->size;
     rc = append_all(l, buf, total); /* one write(2): at most one torn line on a crash */
-    if (rc == CORE_OK)
+    if (rc == CORE_OK && !l->db)
         rc = sync_file(l); /* durable before anyone may publish */
-    if (rc != CORE_OK)
-        goto out;
-    for (size_t i = 0; i < n; i++) {
-        size_t len = row_len(rs[i], lens[i]);
-        rel_clear(rs[i]);
-        rs[i]->state = REL_COMMITTED;
-        rs[i]->off = start;
-        rs[i]->len = len;
-        start += len;
-        l->st.pending--;
-        l->st.releases++;
-    }
+    if (rc == CORE_OK && l->db) /* the store's COMMIT is the durability point: store_commit */
+        rc = store_commit(l, n, ids, rs, bytes, lens, start);
+    if (rc == CORE_OK)
+        batch_committed(l, n, ids, rs, lens, start);
 out:
     for (size_t i = 0; i < n; i++)
         if (rs[i])
@@ -1209,6 +1878,12 @@ core_err core_dp_ledger_lookup(struct core_dp_ledger *l, const char *release_id,
 
     if (!l || !release_id || !bytes || !len)
         return CORE_EINVAL;
+    if (l->db) {
+        rc = ldb_rel_get(l->db, release_id, bytes, len);
+        free(l->absent_id);
+        l->absent_id = rc == CORE_ENOTFOUND ? core_xstrdup(release_id) : NULL;
+        return rc;
+    }
     struct rel *r = smap_get(&l->rels, release_id);
     if (!r || r->state != REL_COMMITTED)
         return CORE_ENOTFOUND;
@@ -1243,13 +1918,13 @@ core_err core_dp_ledger_spent(const struct core_dp_ledger *l, const char *unit,
 {
     if (!l || !unit || !out)
         return CORE_EINVAL;
-    const struct core_dp_cost *t = smap_get(&l->units, unit);
-    *out = t ? *t : (struct core_dp_cost){0, 0, 0};
-    return CORE_OK;
+    return unit_total(l, unit, out) == 0 ? CORE_OK : CORE_EIO;
 }
 
 void core_dp_ledger_stats(const struct core_dp_ledger *l, struct core_dp_ledger_stats *out)
 {
-    if (l && out)
+    if (l && out) {
         *out = l->st;
+        out->cached_units = l->units.n;
+    }
 }

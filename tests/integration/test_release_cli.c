@@ -475,3 +475,57 @@ Test(release_cli, ledger_rejects_an_invalid_last_row_as_release_does)
              path_win, bad);
     cr_assert_neq(run(args, "o", "e"), 0, "release refuses the same file");
 }
+
+/* release.ledger.store: the same releases and replays on the SQLite store, the audit log read
+ * by `gcdp ledger`, an existing JSONL ledger refused until imported, then imported once. */
+Test(release_cli, ledger_store_replays_and_imports_a_jsonl_ledger)
+{
+    char args[4096], db[600], l2[600], db2[600], *e0;
+    snprintf(db, sizeof(db), "%s/ledger.db", dir);
+    snprintf(l2, sizeof(l2), "%s/l2.jsonl", dir);
+    snprintf(db2, sizeof(db2), "%s/l2.db", dir);
+    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s "
+             "--set release.ledger.store=%s", path_theta, path_win, path_ledger, db);
+    cr_assert_eq(run(args, "out1", "e"), 0, "%s", slurp("e"));
+    cr_assert_eq(run(args, "out2", "e"), 0, "%s", slurp("e"));
+    char *a = slurp("out1"), *b = slurp("out2");
+    cr_assert_str_eq(a, b, "rerun on the store republishes the same bytes");
+    free(b);
+    snprintf(args, sizeof(args), "ledger --ledger %s --json --unit room1", path_ledger);
+    cr_assert_eq(run(args, "led", "e"), 0, "the audit log is a JSONL ledger: %s", slurp("e"));
+    char *led = slurp("led"), *p = led;
+    int units = 0;
+    while ((p = strstr(p, "\"releases\":1"))) {
+        units++;
+        p++;
+    }
+    cr_assert_eq(units, 30, "%s", led);
+    free(led);
+    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s --output %s "
+             "--set release.ledger.store=%s", path_theta, path_win, path_ledger, db, db);
+    cr_assert_eq(run(args, "o", "e"), 2, "the output may not be the store");
+    e0 = slurp("e");
+    cr_assert(strstr(e0, "the ledger store"), "%s", e0);
+    free(e0);
+    /* a JSONL ledger without its store is refused by name, then imported once */
+    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s", path_theta,
+             path_win, l2);
+    cr_assert_eq(run(args, "out3", "e"), 0, "%s", slurp("e"));
+    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s "
+             "--set release.ledger.store=%s", path_theta, path_win, l2, db2);
+    cr_assert_eq(run(args, "o", "e"), 2);
+    char *e = slurp("e");
+    cr_assert(strstr(e, "--import"), "%s", e);
+    free(e);
+    snprintf(args, sizeof(args), "ledger --import %s --to %s", l2, db2);
+    cr_assert_eq(run(args, "o", "e"), 0, "%s", slurp("e"));
+    cr_assert_eq(run(args, "o", "e"), 1, "a second import refuses the existing store");
+    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s "
+             "--set release.ledger.store=%s", path_theta, path_win, l2, db2);
+    cr_assert_eq(run(args, "out4", "e"), 0, "%s", slurp("e"));
+    char *c = slurp("out3"), *d = slurp("out4");
+    cr_assert_str_eq(c, d, "after the import the same ids replay the same bytes");
+    free(a);
+    free(c);
+    free(d);
+}

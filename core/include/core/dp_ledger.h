@@ -43,6 +43,30 @@
  *
  * Thread-safety: one ledger object per file, used by one thread at a time (no internal
  * lock). The file is locked with flock(LOCK_EX) so a second process gets CORE_EAGAIN.
+ *
+ * Two back ends behind the same functions (docs/operations.md, "Ledger store"):
+ *   - core_dp_ledger_open: the JSONL file above is the ledger; every id and unit is kept in
+ *     memory and the file is read whole at open. Kept as the reference implementation
+ *     (the differential test drives both) and for existing files until they are imported.
+ *   - core_dp_ledger_open_store: a SQLite file (WAL, synchronous=FULL) holds the unit
+ *     totals, the replay store (release id -> exact output bytes, its time, its audit offset
+ *     and row text) and the header; the JSONL file at opts.path is the audit log (same
+ *     header, same rows). A group commit write(2)s its rows to the audit log, then commits
+ *     ONE store transaction: that COMMIT is the durability point. The audit log is never read
+ *     at open, only its size checked: a tail beyond what the store recorded belongs to a
+ *     transaction that never committed (outputs never published) and is cut off
+ *     (stats.torn_dropped); a tail lost after the COMMIT (power loss; the audit log is
+ *     fdatasync'd at advance and close) is written again from the store.
+ *     Memory holds only pending releases and the units that can still be charged
+ *     (core_dp_ledger_advance evicts the others; a charge to an evicted unit reads its total
+ *     back from the store, so no decision depends on the cache). Open reads the header,
+ *     four counters and one index probe: O(1) in the history.
+ *     Release time: a release's time is the earliest END of the slots of its units
+ *     ("<device>|<slot>", core_dp_unit_parse). Releases and units at or before the replay
+ *     floor (watermark - replay_horizon_ms, moved by core_dp_ledger_advance) are deleted;
+ *     a charge naming a unit whose slot ended at or before the floor is refused with
+ *     CORE_EEXPIRED -- a replay older than the horizon is refused by name, never re-noised.
+ *     Units that are not "<device>|<slot>" carry no time and are never compacted.
  */
 #ifndef CORE_DP_LEDGER_H
 #define CORE_DP_LEDGER_H
@@ -108,12 +132,28 @@ struct core_dp_ledger_opts {
     struct core_dp_scheme scheme; /* required; bound in the header */
 };
 
+/* The store back end (core_dp_ledger_open_store). A separate struct so that existing
+ * positional initialisers of core_dp_ledger_opts keep compiling. */
+struct core_dp_store_opts {
+    const char *path;          /* the SQLite store file, borrowed; must differ from the audit
+                                * log's path. A store that does not exist is created only when
+                                * the audit log does not exist either (an existing JSONL ledger
+                                * is imported once: core_dp_ledger_import) */
+    int64_t replay_horizon_ms; /* releases and units whose slots ended more than this before
+                                * the watermark given to core_dp_ledger_advance are deleted;
+                                * 0 keeps everything. Must be >= the retention of every input
+                                * topic a window may be replayed from and >= the longest span
+                                * a recalibration charges (docs/release.md, "The ledger") */
+};
+
 struct core_dp_ledger_stats {
     uint64_t releases;      /* committed rows (after reopen: rows scanned + new) */
     uint64_t units;         /* distinct units with a charge */
     uint64_t pending;       /* charged, not yet committed or cancelled */
     uint64_t fsyncs;        /* durability points (fsync of file + directory) */
     uint64_t torn_dropped;  /* torn last lines cut off at open */
+    uint64_t cached_units;  /* store: units held in memory (JSONL: = units) */
+    uint64_t compacted;     /* store: releases deleted by compaction since open */
 };
 
 /* Open (or create, when the path does not exist) the ledger and rebuild the totals.
@@ -126,6 +166,20 @@ struct core_dp_ledger_stats {
 CORE_MUST_CHECK core_err core_dp_ledger_open(const struct core_dp_ledger_opts *opts,
                                              struct core_dp_ledger **out, char *errbuf,
                                              size_t errbuf_size);
+
+/* Open (or create, when neither the store nor the audit log opts->path exists) a ledger on
+ * the store back end; every other function then behaves as documented above, with the
+ * additions marked "store". opts->path is the audit log. Returns as core_dp_ledger_open,
+ * plus CORE_ESTATE when: the audit log exists without its store (import it), the store is
+ * empty or not a ledger store, its header differs (errbuf names the field and both values),
+ * or the audit log is shorter than the store recorded and its rows cannot be written again.
+ * max_tracked caps the cache (units in memory + pending releases); a charge that finds it
+ * full first drops every unit without a pending charge (their totals are in the store), and
+ * gets CORE_ETOOBIG only when pending releases alone fill it. */
+CORE_MUST_CHECK core_err core_dp_ledger_open_store(const struct core_dp_ledger_opts *opts,
+                                                   const struct core_dp_store_opts *store,
+                                                   struct core_dp_ledger **out, char *errbuf,
+                                                   size_t errbuf_size);
 
 /* Close (pending charges are dropped: their outputs were never published). NULL is a no-op. */
 void core_dp_ledger_free(struct core_dp_ledger *l);
@@ -140,7 +194,9 @@ void core_dp_ledger_free(struct core_dp_ledger *l);
  *                     the row for audit (never protected values).
  * Returns CORE_OK (reserved), CORE_EBUDGET (a unit would exceed the cap; nothing reserved),
  * CORE_EEXIST (id already committed: look it up and republish), CORE_ESTATE (id already
- * pending), CORE_EINVAL, CORE_ETOOBIG. */
+ * pending), CORE_EINVAL, CORE_ETOOBIG; store back end also CORE_EEXPIRED (a unit's slot ended
+ * at or before the compaction floor: the release, or its replay, is older than the replay
+ * horizon; refused, never re-noised) and CORE_EIO (the store cannot be read). */
 CORE_MUST_CHECK core_err core_dp_ledger_charge(struct core_dp_ledger *l, const char *release_id,
                                                const char *mech, const char *const *units,
                                                size_t n_units, const struct core_dp_cost *cost,
@@ -151,8 +207,9 @@ CORE_MUST_CHECK core_err core_dp_ledger_charge(struct core_dp_ledger *l, const c
 CORE_MUST_CHECK core_err core_dp_ledger_cancel(struct core_dp_ledger *l, const char *release_id);
 
 /* Append the row for a pending release with its output bytes, write(2) + fsync (file and
- * directory) before returning. After CORE_OK the caller may publish `bytes`; after an error
- * it must not (the reservation stays pending: retry or cancel).
+ * directory) before returning; store back end: write(2) to the audit log, then the store's
+ * transaction commits (WAL fsync'd) before returning. After CORE_OK the caller may publish
+ * `bytes`; after an error it must not (the reservation stays pending: retry or cancel).
  *   bytes borrowed, len in [0, MAX_OUTPUT].
  * Returns CORE_OK, CORE_ENOTFOUND (not pending), CORE_EIO, CORE_ETOOBIG, CORE_EINVAL. */
 CORE_MUST_CHECK core_err core_dp_ledger_commit_output(struct core_dp_ledger *l,
@@ -173,8 +230,9 @@ CORE_MUST_CHECK core_err core_dp_ledger_commit_batch(struct core_dp_ledger *l, s
 CORE_MUST_CHECK core_err core_dp_ledger_lookup(struct core_dp_ledger *l, const char *release_id,
                                                uint8_t **bytes, size_t *len);
 
-/* Total charged to unit (committed + pending), upward-rounded; zeros for an unknown unit.
- * Returns CORE_OK, CORE_EINVAL. */
+/* Total charged to unit (committed + pending), upward-rounded; zeros for an unknown unit
+ * (store back end: a unit not in memory is read from the store).
+ * Returns CORE_OK, CORE_EINVAL, CORE_EIO (store back end). */
 CORE_MUST_CHECK core_err core_dp_ledger_spent(const struct core_dp_ledger *l, const char *unit,
                                               struct core_dp_cost *out);
 
@@ -217,6 +275,29 @@ CORE_MUST_CHECK core_err core_dp_ledger_scan(const char *path, struct core_dp_sc
 void core_dp_ledger_refusal(const struct core_dp_ledger *l, const char *const *units, size_t n,
                             const struct core_dp_cost *cost, const char *what,
                             const char *eps_name, char *errbuf, size_t errbuf_size);
+
+/* Tell the ledger how far time has gone (store back end; a no-op returning CORE_OK for the
+ * JSONL one). Units whose slot ended at or before watermark_ms - lateness_ms - time_radius *
+ * period_ms and that have no pending charge leave the memory cache (their totals stay in the
+ * store; units without pending charges also re-read their committed total, which a cancel's
+ * upward rounding may have left above it). With replay_horizon_ms > 0, releases and units
+ * whose time (slot end) is at or before watermark_ms - replay_horizon_ms are deleted in one
+ * transaction, and later charges naming such units are refused (CORE_EEXPIRED). The floor
+ * never moves back. Returns CORE_OK, CORE_EINVAL, CORE_EIO (nothing deleted). */
+CORE_MUST_CHECK core_err core_dp_ledger_advance(struct core_dp_ledger *l, int64_t watermark_ms,
+                                                int64_t lateness_ms);
+
+/* One-off migration: build the store store_path from the existing JSONL ledger opts->path
+ * (read with the JSONL back end: its header must match opts' scheme and caps; a torn last
+ * line is cut off as an open does). The JSONL file becomes the store's audit log, kept in
+ * place. The totals of every unit and every release's output are verified equal in the
+ * new store before it is put in place. *rows: releases imported.
+ * Returns CORE_OK, CORE_EEXIST (store_path exists: nothing done), the errors of
+ * core_dp_ledger_open, CORE_EIO (no JSONL file), CORE_EINVARIANT (verification failed: the
+ * store is not put in place). */
+CORE_MUST_CHECK core_err core_dp_ledger_import(const struct core_dp_ledger_opts *opts,
+                                               const char *store_path, uint64_t *rows,
+                                               char *errbuf, size_t errbuf_size);
 
 /* Counters (no protected values). Always succeeds. */
 void core_dp_ledger_stats(const struct core_dp_ledger *l, struct core_dp_ledger_stats *out);

@@ -23,7 +23,8 @@
     X(CORE_EKAFKA, -12, "kafka error")                                                 \
     X(CORE_ENOTFOUND, -13, "not found")                                                \
     X(CORE_EEXIST, -14, "already exists")                                              \
-    X(CORE_ESTATE, -15, "operation not valid in the current state")
+    X(CORE_ESTATE, -15, "operation not valid in the current state")                    \
+    X(CORE_EEXPIRED, -16, "older than the ledger's replay horizon; refused")
 
 typedef enum core_err {
 #define X(name, value, msg) name = (value),

@@ -64,6 +64,15 @@ const struct core_cfg_key rel_config_keys[] = {
     {"release.ledger.path", CORE_CFG_STRING, "\"ledger.jsonl\"", 1, 0, NULL,
      "write-ahead privacy ledger file (append-only JSONL, fsync'd); relative: under state.dir",
      NULL},
+    {"release.ledger.store", CORE_CFG_STRING, "\"\"", 1, 0, NULL,
+     "embedded ledger store (SQLite; docs/operations.md, \"Ledger store\"); \"\": the JSONL "
+     "file is the ledger; set: the store holds totals and replays and release.ledger.path is "
+     "its audit log; relative: under state.dir",
+     NULL},
+    K_INT("release.ledger.replay_horizon_ms", "0", 0, 31536000000.0,
+          "store: releases and units whose slots ended this long before the watermark are "
+          "deleted; their replays are refused (never re-noised); >= input topic retention; "
+          "0: keep all"),
     K_INT("release.ledger.slot_ms", "60000", 1, 86400000,
           "privacy-unit time grain: units are <device>|<floor(t/slot_ms)>"),
     K_DBL("release.ledger.cap_eps", "10", 0.0, 1e6, "lifetime epsilon cap per unit"),

@@ -1,0 +1,800 @@
+/* test_dp_ledger_store.c - the ledger on its SQLite store (core_dp_ledger_open_store): same
+ * answers as the JSONL reference (randomized differential test, with reopens and SIGKILLs),
+ * crash injection (SIGKILL between the durable write and publication; torn audit tail;
+ * during compaction), header binding, bounded cache, replay horizon, import.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/dp_ledger.h"
+#include "core/prng.h"
+#include "test_support.h"
+
+TestSuite(dp_ledger_store, .timeout = 120);
+
+struct paths {
+    char *dir, audit[512], store[512], ref[512];
+};
+
+static void paths_new(struct paths *p)
+{
+    p->dir = ts_tmpdir();
+    snprintf(p->audit, sizeof(p->audit), "%s/ledger.jsonl", p->dir);
+    snprintf(p->store, sizeof(p->store), "%s/ledger.db", p->dir);
+    snprintf(p->ref, sizeof(p->ref), "%s/ref.jsonl", p->dir);
+}
+
+static void paths_free(struct paths *p)
+{
+    ts_rmtree(p->dir);
+    free(p->dir);
+}
+
+static const struct core_dp_scheme SCHEME = {60000, 0, 1000};
+
+static core_err sopen(const struct paths *p, double cap_eps, int64_t horizon,
+                      struct core_dp_ledger **l, char *err, size_t errn)
+{
+    struct core_dp_ledger_opts o = {.path = p->audit, .cap = {cap_eps, 100.0, 1e-3},
+                                    .scheme = SCHEME};
+    struct core_dp_store_opts so = {.path = p->store, .replay_horizon_ms = horizon};
+    *l = NULL;
+    return core_dp_ledger_open_store(&o, &so, l, err, errn);
+}
+
+static struct core_dp_ledger *sopen_ok(const struct paths *p, double cap_eps, int64_t horizon)
+{
+    struct core_dp_ledger *l = NULL;
+    char err[512] = "";
+    core_err rc = sopen(p, cap_eps, horizon, &l, err, sizeof(err));
+    cr_assert_eq(rc, CORE_OK, "open store: %s (%s)", core_errname(rc), err);
+    return l;
+}
+
+static struct core_dp_ledger *ropen_ok(const char *path, double cap_eps)
+{
+    struct core_dp_ledger_opts o = {.path = path, .cap = {cap_eps, 100.0, 1e-3},
+                                    .scheme = SCHEME};
+    struct core_dp_ledger *l = NULL;
+    char err[512] = "";
+    core_err rc = core_dp_ledger_open(&o, &l, err, sizeof(err));
+    cr_assert_eq(rc, CORE_OK, "open reference: %s (%s)", core_errname(rc), err);
+    return l;
+}
+
+static const struct core_dp_cost C04 = {0.4, 0.08, 0};
+
+static void release(struct core_dp_ledger *l, const char *id, const char *unit,
+                    const struct core_dp_cost *c, const void *bytes, size_t len)
+{
+    const char *units[1] = {unit};
+    cr_assert_eq(core_dp_ledger_charge(l, id, "lap", units, 1, c, "{\"k\":-40}"), CORE_OK);
+    cr_assert_eq(core_dp_ledger_commit_output(l, id, bytes, len), CORE_OK);
+}
+
+Test(dp_ledger_store, commit_replay_cap_and_reopen)
+{
+    struct paths p;
+    paths_new(&p);
+    struct core_dp_ledger *l = sopen_ok(&p, 1.0, 0), *l2 = NULL;
+    const uint8_t out[5] = {0, 1, 2, 0xff, '\n'};
+    const char *u[1] = {"dev1|7"};
+    uint8_t *got = NULL;
+    size_t len = 0;
+    struct core_dp_cost s;
+    release(l, "w1", "dev1|7", &C04, out, sizeof(out));
+    release(l, "w2", "dev1|7", &C04, "", 0);
+    cr_assert_eq(core_dp_ledger_charge(l, "w1", "lap", u, 1, &C04, NULL), CORE_EEXIST);
+    cr_assert_eq(core_dp_ledger_charge(l, "w3", "lap", u, 1, &C04, NULL), CORE_EBUDGET);
+    cr_assert_eq(sopen(&p, 1.0, 0, &l2, NULL, 0), CORE_EAGAIN, "a second opener is refused");
+    core_dp_ledger_free(l);
+    l = sopen_ok(&p, 1.0, 0);
+    cr_assert_eq(core_dp_ledger_lookup(l, "w1", &got, &len), CORE_OK);
+    cr_assert(len == sizeof(out) && memcmp(got, out, len) == 0);
+    free(got);
+    cr_assert_eq(core_dp_ledger_lookup(l, "w2", &got, &len), CORE_OK);
+    cr_assert_eq(len, 0);
+    free(got);
+    cr_assert_eq(core_dp_ledger_lookup(l, "nope", &got, &len), CORE_ENOTFOUND);
+    cr_assert_eq(core_dp_ledger_spent(l, "dev1|7", &s), CORE_OK);
+    cr_assert(s.eps >= 0.8 && s.eps < 0.8 + 1e-15);
+    cr_assert_eq(core_dp_ledger_charge(l, "w3", "lap", u, 1, &C04, NULL), CORE_EBUDGET,
+                 "the cap holds after a restart");
+    struct core_dp_ledger_stats st;
+    core_dp_ledger_stats(l, &st);
+    cr_assert_eq(st.releases, 2);
+    cr_assert_eq(st.units, 1);
+    core_dp_ledger_free(l);
+    /* the audit log holds the same rows as a JSONL ledger: the reference reads it */
+    l = ropen_ok(p.audit, 1.0);
+    cr_assert_eq(core_dp_ledger_lookup(l, "w1", &got, &len), CORE_OK);
+    cr_assert(len == sizeof(out) && memcmp(got, out, len) == 0);
+    free(got);
+    core_dp_ledger_free(l);
+    paths_free(&p);
+}
+
+Test(dp_ledger_store, header_and_foreign_files_are_refused_by_name)
+{
+    struct paths p;
+    paths_new(&p);
+    struct core_dp_ledger *l = sopen_ok(&p, 1.0, 0);
+    char err[512] = "";
+    release(l, "a", "d|1", &C04, "A", 1);
+    core_dp_ledger_free(l);
+    cr_assert_eq(sopen(&p, 2.0, 0, &l, err, sizeof(err)), CORE_ESTATE);
+    cr_assert(strstr(err, "cap eps 1;") && strstr(err, "this run has 2"),
+              "names the field and both values: %s", err);
+    /* an audit log without its store: an existing JSONL ledger, never taken for new */
+    cr_assert_eq(rename(p.store, p.ref), 0);
+    cr_assert_eq(sopen(&p, 1.0, 0, &l, err, sizeof(err)), CORE_ESTATE);
+    cr_assert(strstr(err, "--import"), "%s", err);
+    /* an empty store file, and a file that is not a store */
+    int fd = open(p.store, O_CREAT | O_WRONLY, 0600);
+    close(fd);
+    cr_assert_eq(sopen(&p, 1.0, 0, &l, err, sizeof(err)), CORE_ESTATE);
+    cr_assert(strstr(err, "empty"), "%s", err);
+    fd = open(p.store, O_WRONLY | O_TRUNC);
+    cr_assert_eq(write(fd, "not a database, just text\n", 26), 26);
+    close(fd);
+    cr_assert_eq(sopen(&p, 1.0, 0, &l, err, sizeof(err)), CORE_ESTATE, "%s", err);
+    cr_assert_null(l);
+    paths_free(&p);
+}
+
+static void append_raw(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_APPEND);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+}
+
+Test(dp_ledger_store, audit_tail_beyond_the_store_is_cut_and_a_lost_tail_rewritten)
+{
+    struct paths p;
+    paths_new(&p);
+    struct core_dp_ledger *l = sopen_ok(&p, 5.0, 0);
+    struct core_dp_ledger_stats st;
+    char err[512] = "";
+    release(l, "a", "u|1", &C04, "A", 1);
+    core_dp_ledger_free(l);
+    size_t len0 = 0;
+    char *text0 = ts_read_file(p.audit, &len0);
+    /* a whole row and a torn one the store never committed (crash between the two) */
+    append_raw(p.audit, "{\"v\":1,\"id\":\"b\",\"mech\":\"lap\",\"units\":[\"u|1\"],\"eps\":0.4,"
+                        "\"rho\":0,\"delta\":0,\"out\":\"Qg==\"}\n{\"v\":1,\"id\":\"c\"");
+    l = sopen_ok(&p, 5.0, 0);
+    core_dp_ledger_stats(l, &st);
+    cr_assert_eq(st.torn_dropped, 1);
+    cr_assert_eq(st.releases, 1);
+    uint8_t *g;
+    size_t n;
+    cr_assert_eq(core_dp_ledger_lookup(l, "b", &g, &n), CORE_ENOTFOUND);
+    const char *u2[2] = {"u|1", "w\"x|2"};
+    for (int i = 0; i < 20; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "b%d", i);
+        cr_assert_eq(core_dp_ledger_charge(l, id, "lap", u2, 2, &(struct core_dp_cost){0.1, 0,
+                                           0}, i % 2 ? NULL : "{\"q\":[1,2]}"), CORE_OK);
+        cr_assert_eq(core_dp_ledger_commit_output(l, id, id, strlen(id)), CORE_OK);
+    }
+    core_dp_ledger_free(l);
+    size_t len1 = 0;
+    char *text1 = ts_read_file(p.audit, &len1);
+    cr_assert(len1 > len0 && memcmp(text0, text1, len0) == 0);
+    /* a power loss takes the unsynced tail (even into a row): written again from the store */
+    for (size_t cut = len1 - 5; cut + 1 > len0 - 3; cut -= (len1 - len0) / 3) {
+        cr_assert_eq(truncate(p.audit, (off_t)cut), 0);
+        l = sopen_ok(&p, 5.0, 0);
+        core_dp_ledger_free(l);
+        size_t len2 = 0;
+        char *text2 = ts_read_file(p.audit, &len2);
+        cr_assert(len2 == len1 && memcmp(text1, text2, len1) == 0,
+                  "cut at %zu: the audit log is byte-identical again", cut);
+        free(text2);
+    }
+    l = ropen_ok(p.audit, 5.0); /* and a clean JSONL ledger */
+    core_dp_ledger_stats(l, &st);
+    cr_assert_eq(st.releases, 21);
+    core_dp_ledger_free(l);
+    cr_assert_eq(truncate(p.audit, 10), 0, "into the header: nothing to rebuild it from");
+    cr_assert_eq(sopen(&p, 5.0, 0, &l, err, sizeof(err)), CORE_ESTATE);
+    free(text0);
+    free(text1);
+    paths_free(&p);
+}
+
+/* ---- crash injection ---- */
+
+enum kill_at { KILL_AFTER_PUBLISH = 0, KILL_AFTER_CHARGE = 1, KILL_BEFORE_CHARGE = 2,
+               KILL_AFTER_WAL = 3 };
+
+static void child_release(const struct paths *p, const char *id, int fd, int kill_at)
+{
+    struct core_dp_ledger *l = NULL;
+    const char *u[1] = {"occ|3"};
+    uint8_t y[64];
+    if (sopen(p, 5.0, 0, &l, NULL, 0) != CORE_OK)
+        _exit(2);
+    if (kill_at == KILL_BEFORE_CHARGE)
+        raise(SIGKILL);
+    if (core_dp_ledger_charge(l, id, "lap", u, 1, &C04, NULL) != CORE_OK)
+        _exit(3);
+    for (size_t i = 0; i < sizeof(y); i++)
+        y[i] = (uint8_t)rand();
+    if (kill_at == KILL_AFTER_CHARGE)
+        raise(SIGKILL);
+    if (core_dp_ledger_commit_output(l, id, y, sizeof(y)) != CORE_OK)
+        _exit(4);
+    if (kill_at == KILL_AFTER_WAL)
+        raise(SIGKILL);
+    if (write(fd, y, sizeof(y)) != (ssize_t)sizeof(y))
+        _exit(5);
+    raise(SIGKILL);
+    _exit(6);
+}
+
+static int run_child(const struct paths *p, const char *id, int kill_at, uint8_t *seen)
+{
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        close(fds[0]);
+        srand((unsigned)getpid());
+        child_release(p, id, fds[1], kill_at);
+    }
+    close(fds[1]);
+    ssize_t got = read(fds[0], seen, 64);
+    close(fds[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "child must die by SIGKILL");
+    return (int)got;
+}
+
+Test(dp_ledger_store, crash_at_each_step_never_undercounts_and_replays_identical_bytes)
+{
+    struct paths p;
+    paths_new(&p);
+    uint8_t seen[64], *b = NULL;
+    size_t len;
+    struct core_dp_cost s;
+    cr_assert_eq(run_child(&p, "w", KILL_BEFORE_CHARGE, seen), 0);
+    cr_assert_eq(run_child(&p, "w", KILL_AFTER_CHARGE, seen), 0);
+    cr_assert_eq(run_child(&p, "w", KILL_AFTER_WAL, seen), 0, "durable, not yet published");
+    struct core_dp_ledger *l = sopen_ok(&p, 5.0, 0);
+    cr_assert_eq(core_dp_ledger_spent(l, "occ|3", &s), CORE_OK);
+    cr_assert(s.eps == 0.4, "charged exactly once: %g", s.eps);
+    cr_assert_eq(core_dp_ledger_lookup(l, "w", &b, &len), CORE_OK, "restart republishes it");
+    cr_assert_eq(len, sizeof(seen));
+    free(b);
+    core_dp_ledger_free(l);
+    for (int i = 0; i < 5; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "p%d", i);
+        cr_assert_eq(run_child(&p, id, KILL_AFTER_PUBLISH, seen), (int)sizeof(seen));
+        l = sopen_ok(&p, 5.0, 0);
+        cr_assert_eq(core_dp_ledger_lookup(l, id, &b, &len), CORE_OK);
+        cr_assert(len == sizeof(seen) && memcmp(b, seen, len) == 0, "byte-identical replay");
+        free(b);
+        const char *u[1] = {"occ|3"};
+        cr_assert_eq(core_dp_ledger_charge(l, id, "lap", u, 1, &C04, NULL), CORE_EEXIST,
+                     "never resampled");
+        cr_assert_eq(core_dp_ledger_spent(l, "occ|3", &s), CORE_OK);
+        cr_assert(s.eps >= 0.4 * (i + 2) - 1e-12 && s.eps < 0.4 * (i + 2) + 1e-12, "%g", s.eps);
+        core_dp_ledger_free(l);
+    }
+    paths_free(&p);
+}
+
+/* A write that fails half-way (RLIMIT_FSIZE on the audit log) is rolled back: no torn line,
+ * no row in the store, the reservation stays pending, the ledger works after a reopen. */
+Test(dp_ledger_store, failed_audit_write_is_rolled_back)
+{
+    struct paths p;
+    paths_new(&p);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        struct core_dp_ledger *l = NULL;
+        const char *u[1] = {"occ|1"};
+        static char big[65536];
+        memset(big, 'z', sizeof(big));
+        if (sopen(&p, 5.0, 0, &l, NULL, 0) != CORE_OK ||
+            core_dp_ledger_charge(l, "ok", "lap", u, 1, &C04, NULL) != CORE_OK ||
+            core_dp_ledger_commit_output(l, "ok", "A", 1) != CORE_OK)
+            _exit(2);
+        signal(SIGXFSZ, SIG_IGN);
+        struct stat sb;
+        if (stat(p.audit, &sb) != 0)
+            _exit(5);
+        struct rlimit rl = {.rlim_cur = (rlim_t)sb.st_size + 1000, .rlim_max = RLIM_INFINITY};
+        if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+            _exit(3);
+        if (core_dp_ledger_charge(l, "big", "lap", u, 1, &C04, NULL) != CORE_OK ||
+            core_dp_ledger_commit_output(l, "big", big, sizeof(big)) != CORE_EIO)
+            _exit(4);
+        _exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+    struct core_dp_ledger *l = sopen_ok(&p, 5.0, 0);
+    struct core_dp_ledger_stats stt;
+    core_dp_ledger_stats(l, &stt);
+    cr_assert_eq(stt.torn_dropped, 0, "the partial line was truncated by the writer");
+    cr_assert_eq(stt.releases, 1);
+    uint8_t *b;
+    size_t len;
+    cr_assert_eq(core_dp_ledger_lookup(l, "big", &b, &len), CORE_ENOTFOUND);
+    release(l, "after", "occ|1", &C04, "C", 1);
+    core_dp_ledger_free(l);
+    paths_free(&p);
+}
+
+/* ---- randomized differential test: the store against the JSONL reference ---- */
+
+enum { DEVS = 3, SLOTS = 8, IDS = 100 };
+
+struct pair {
+    const struct paths *p;
+    struct core_dp_ledger *r, *s;
+    struct core_prng g;
+    int pending[IDS];
+    unsigned long ops, refusals, commits, replays;
+};
+
+static void pair_open(struct pair *x)
+{
+    x->r = ropen_ok(x->p->ref, 1.5);
+    x->s = sopen_ok(x->p, 1.5, 0);
+    memset(x->pending, 0, sizeof(x->pending));
+}
+
+static void pair_close(struct pair *x)
+{
+    core_dp_ledger_free(x->r);
+    core_dp_ledger_free(x->s);
+    x->r = x->s = NULL;
+}
+
+/* Every unit's total bit for bit, every id's replay, the release count. */
+static void pair_compare(struct pair *x, const char *when)
+{
+    char u[32], id[16];
+    for (int d = 0; d < DEVS; d++)
+        for (int t = 0; t < SLOTS; t++) {
+            struct core_dp_cost a, b;
+            snprintf(u, sizeof(u), "d%d|%d", d, t);
+            cr_assert_eq(core_dp_ledger_spent(x->r, u, &a), CORE_OK);
+            cr_assert_eq(core_dp_ledger_spent(x->s, u, &b), CORE_OK);
+            cr_assert(memcmp(&a, &b, sizeof(a)) == 0, "%s: unit %s: %.17g/%.17g vs %.17g/%.17g",
+                      when, u, a.eps, a.rho, b.eps, b.rho);
+        }
+    for (int i = 0; i < IDS; i++) {
+        uint8_t *a = NULL, *b = NULL;
+        size_t la = 0, lb = 0;
+        snprintf(id, sizeof(id), "r%d", i);
+        core_err ra = core_dp_ledger_lookup(x->r, id, &a, &la);
+        core_err rb = core_dp_ledger_lookup(x->s, id, &b, &lb);
+        cr_assert_eq(ra, rb, "%s: lookup %s: %s vs %s", when, id, core_errname(ra),
+                     core_errname(rb));
+        cr_assert(ra != CORE_OK || (la == lb && memcmp(a, b, la) == 0), "%s: bytes of %s",
+                  when, id);
+        free(a);
+        free(b);
+    }
+    struct core_dp_ledger_stats sa, sb;
+    core_dp_ledger_stats(x->r, &sa);
+    core_dp_ledger_stats(x->s, &sb);
+    cr_assert_eq(sa.releases, sb.releases, "%s", when);
+    cr_assert_eq(sa.pending, sb.pending, "%s", when);
+}
+
+static void op_charge(struct pair *x)
+{
+    static const struct core_dp_cost costs[5] = {{0.1, 0.01, 0}, {0.25, 0.3, 1e-7},
+                                                 {1.0 / 3.0, 0.2, 0}, {0.7, 0, 1e-5},
+                                                 {0.30000000000000004, 0.5, 0}};
+    char ubuf[4][32], id[16];
+    const char *u[4];
+    size_t n = 1 + core_prng_below(&x->g, 4);
+    int i = (int)core_prng_below(&x->g, IDS), d = (int)core_prng_below(&x->g, DEVS);
+    int t = (int)core_prng_below(&x->g, SLOTS);
+    for (size_t k = 0; k < n; k++) { /* neighbouring slots, sometimes a repeated one */
+        snprintf(ubuf[k], sizeof(ubuf[k]), "d%d|%d", d, (t + (int)core_prng_below(&x->g, 3)) %
+                 SLOTS);
+        u[k] = ubuf[k];
+    }
+    const struct core_dp_cost *c = &costs[core_prng_below(&x->g, 5)];
+    snprintf(id, sizeof(id), "r%d", i);
+    core_err a = core_dp_ledger_charge(x->r, id, "lap", u, n, c, "{\"k\":1}");
+    core_err b = core_dp_ledger_charge(x->s, id, "lap", u, n, c, "{\"k\":1}");
+    cr_assert_eq(a, b, "op %lu charge %s: %s vs %s", x->ops, id, core_errname(a),
+                 core_errname(b));
+    x->pending[i] |= a == CORE_OK;
+    x->refusals += a == CORE_EBUDGET;
+}
+
+static void op_cancel(struct pair *x)
+{
+    char id[16];
+    int i = (int)core_prng_below(&x->g, IDS);
+    snprintf(id, sizeof(id), "r%d", i);
+    core_err a = core_dp_ledger_cancel(x->r, id), b = core_dp_ledger_cancel(x->s, id);
+    cr_assert_eq(a, b, "op %lu cancel %s", x->ops, id);
+    if (a == CORE_OK)
+        x->pending[i] = 0;
+}
+
+static void op_commit(struct pair *x)
+{
+    char idb[6][16];
+    const char *ids[6];
+    const void *bp[6];
+    size_t lens[6], n = 1 + core_prng_below(&x->g, core_prng_below(&x->g, 4) ? 2 : 6);
+    uint8_t out[6][24];
+    int which[6];
+    int pend[IDS], np = 0;
+    for (int i = 0; i < IDS; i++)
+        if (x->pending[i])
+            pend[np++] = i;
+    for (size_t k = 0; k < n; k++) { /* mostly pending ids; sometimes any (ENOTFOUND) */
+        which[k] = np > 0 && core_prng_below(&x->g, 20) > 0 ?
+                       pend[core_prng_below(&x->g, (uint64_t)np)] :
+                       (int)core_prng_below(&x->g, IDS);
+        snprintf(idb[k], sizeof(idb[k]), "r%d", which[k]);
+        ids[k] = idb[k];
+        lens[k] = core_prng_below(&x->g, sizeof(out[k]) + 1);
+        for (size_t j = 0; j < sizeof(out[k]); j++)
+            out[k][j] = (uint8_t)core_prng_next(&x->g);
+        bp[k] = out[k];
+    }
+    core_err a = core_dp_ledger_commit_batch(x->r, n, ids, bp, lens);
+    core_err b = core_dp_ledger_commit_batch(x->s, n, ids, bp, lens);
+    cr_assert_eq(a, b, "op %lu commit of %zu: %s vs %s", x->ops, n, core_errname(a),
+                 core_errname(b));
+    for (size_t k = 0; a == CORE_OK && k < n; k++)
+        x->pending[which[k]] = 0;
+    x->commits += a == CORE_OK;
+}
+
+static int any_pending(const struct pair *x)
+{
+    for (int i = 0; i < IDS; i++)
+        if (x->pending[i])
+            return 1;
+    return 0;
+}
+
+/* One random operation on both ledgers (reopen/advance: the reference reopens). */
+static void op_random(struct pair *x)
+{
+    uint64_t k = core_prng_below(&x->g, 100);
+    x->ops++;
+    if (k < 45)
+        op_charge(x);
+    else if (k < 55)
+        op_cancel(x);
+    else if (k < 85)
+        op_commit(x);
+    else if (k < 95)
+        pair_compare(x, "random compare");
+    else if (k < 97 || any_pending(x)) {
+        pair_close(x);
+        pair_open(x);
+        pair_compare(x, "after reopen");
+    } else { /* eviction: units leave the store's cache; the reference reopens */
+        int64_t wm = (int64_t)core_prng_below(&x->g, SLOTS + 2) * SCHEME.slot_ms;
+        cr_assert_eq(core_dp_ledger_advance(x->s, wm, 0), CORE_OK);
+        core_dp_ledger_free(x->r);
+        x->r = ropen_ok(x->p->ref, 1.5);
+        x->replays++;
+        pair_compare(x, "after advance");
+    }
+}
+
+/* The child runs n more operations on both ledgers and is SIGKILLed between two of them. */
+static void crash_child(struct pair *x, unsigned long n)
+{
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        pair_open(x);
+        for (unsigned long i = 0; i < n; i++)
+            op_random(x);
+        raise(SIGKILL);
+        _exit(1);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "child status %d", st);
+}
+
+Test(dp_ledger_store, randomized_differential_against_the_jsonl_reference)
+{
+    struct paths p;
+    unsigned long total = 0, refusals = 0, commits = 0;
+    paths_new(&p);
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        struct pair x = {.p = &p};
+        char side[600];
+        unlink(p.ref);
+        unlink(p.audit);
+        unlink(p.store);
+        snprintf(side, sizeof(side), "%s-wal", p.store);
+        unlink(side);
+        snprintf(side, sizeof(side), "%s-shm", p.store);
+        unlink(side);
+        core_prng_seed(&x.g, seed);
+        pair_open(&x);
+        for (int round = 0; round < 4; round++) {
+            for (int i = 0; i < 250; i++)
+                op_random(&x);
+            pair_close(&x);
+            crash_child(&x, 50 + core_prng_below(&x.g, 100));
+            core_prng_next(&x.g); /* the child's draws are not the parent's */
+            pair_open(&x);
+            pair_compare(&x, "after SIGKILL");
+        }
+        total += x.ops;
+        refusals += x.refusals;
+        commits += x.commits;
+        pair_close(&x);
+    }
+    /* the sequences must exercise both answers of the cap */
+    cr_assert_gt(refusals, 20, "refusals %lu", refusals);
+    cr_assert_gt(commits, 60, "commits %lu", commits);
+    cr_log_info("differential: %lu ops, %lu commits, %lu refusals\n", total, commits,
+                refusals);
+    paths_free(&p);
+}
+
+/* ---- compaction, replay horizon, bounded cache ---- */
+
+static void minute_releases(struct core_dp_ledger *l, int devs, int m, const struct core_dp_cost *c)
+{
+    char ids[64][32];
+    const char *idp[64];
+    const void *bp[64];
+    size_t lens[64];
+    cr_assert_leq(devs, 64);
+    for (int d = 0; d < devs; d++) {
+        snprintf(ids[d], sizeof(ids[d]), "d%d|%d", d, m); /* one window = one slot */
+        const char *u[1] = {ids[d]};
+        cr_assert_eq(core_dp_ledger_charge(l, ids[d], "lap", u, 1, c, NULL), CORE_OK);
+        idp[d] = ids[d];
+        bp[d] = ids[d];
+        lens[d] = strlen(ids[d]);
+    }
+    cr_assert_eq(core_dp_ledger_commit_batch(l, (size_t)devs, idp, bp, lens), CORE_OK);
+}
+
+Test(dp_ledger_store, horizon_compacts_and_refuses_old_replays_by_name)
+{
+    struct paths p;
+    paths_new(&p);
+    const int64_t min = 60000, horizon = 10 * min;
+    struct core_dp_ledger *l = sopen_ok(&p, 5.0, horizon);
+    struct core_dp_ledger_stats st;
+    const struct core_dp_cost c = {0.5, 0, 0};
+    uint8_t *b;
+    size_t n;
+    for (int m = 0; m < 60; m++) {
+        minute_releases(l, 5, m, &c);
+        cr_assert_eq(core_dp_ledger_advance(l, (m + 1) * min, 0), CORE_OK);
+        core_dp_ledger_stats(l, &st);
+        cr_assert_eq(st.cached_units, 0, "closed slots leave the cache (minute %d)", m);
+        cr_assert_leq(st.releases, 5 * 10, "the replay store keeps the horizon only");
+    }
+    /* floor = 60 min - 10 min: slots ending at or before minute 50 are gone */
+    core_dp_ledger_stats(l, &st);
+    cr_assert_eq(st.releases, 50);
+    cr_assert_eq(st.compacted, 250);
+    cr_assert_eq(core_dp_ledger_lookup(l, "d0|49", &b, &n), CORE_ENOTFOUND);
+    const char *old[1] = {"d0|49"}, *live[1] = {"d0|55"}, *both[2] = {"d1|56", "d1|48"};
+    cr_assert_eq(core_dp_ledger_charge(l, "d0|49", "lap", old, 1, &c, NULL), CORE_EEXPIRED,
+                 "a replay older than the horizon is refused by name, never re-noised");
+    cr_assert_eq(core_dp_ledger_charge(l, "new", "lap", both, 2, &c, NULL), CORE_EEXPIRED);
+    cr_assert_eq(core_dp_ledger_charge(l, "d0|55", "lap", live, 1, &c, NULL), CORE_EEXIST);
+    cr_assert_eq(core_dp_ledger_lookup(l, "d0|55", &b, &n), CORE_OK);
+    cr_assert(n == 5 && memcmp(b, "d0|55", 5) == 0);
+    free(b);
+    struct core_dp_cost s;
+    cr_assert_eq(core_dp_ledger_spent(l, "d3|57", &s), CORE_OK);
+    cr_assert(s.eps == 0.5, "a cold unit's total comes back from the store");
+    cr_assert_eq(core_dp_ledger_charge(l, "more", "lap", (const char *[]){"d3|57"}, 1,
+                                       &(struct core_dp_cost){4.6, 0, 0}, NULL),
+                 CORE_EBUDGET, "the cap of a cold unit holds");
+    core_dp_ledger_free(l);
+    l = sopen_ok(&p, 5.0, 0); /* the floor survives a restart (and without a horizon) */
+    cr_assert_eq(core_dp_ledger_charge(l, "d0|49", "lap", old, 1, &c, NULL), CORE_EEXPIRED);
+    core_dp_ledger_stats(l, &st);
+    cr_assert_eq(st.releases, 50);
+    cr_assert_eq(st.cached_units, 0, "open reads no history");
+    core_dp_ledger_free(l);
+    paths_free(&p);
+}
+
+/* SIGKILL at a random moment of a large compaction: after reopen either nothing or all of it
+ * is gone, the live units' totals and replays are intact. */
+Test(dp_ledger_store, crash_during_compaction_is_all_or_nothing)
+{
+    struct paths p;
+    const int64_t min = 60000;
+    const struct core_dp_cost c = {0.25, 0, 0};
+    int seen_before = 0, seen_after = 0;
+    paths_new(&p);
+    struct core_dp_ledger *l = sopen_ok(&p, 5.0, 0);
+    for (int m = 0; m < 200; m++)
+        minute_releases(l, 50, m, &c);
+    core_dp_ledger_free(l);
+    for (int round = 0; round < 6; round++) {
+        int fds[2];
+        char go;
+        cr_assert_eq(pipe(fds), 0);
+        pid_t pid = fork();
+        cr_assert_neq(pid, -1);
+        if (pid == 0) {
+            close(fds[0]);
+            if (sopen(&p, 5.0, (int64_t)(180 - 20 * round) * min, &l, NULL, 0) != CORE_OK)
+                _exit(2);
+            if (write(fds[1], "g", 1) != 1)
+                _exit(3);
+            if (core_dp_ledger_advance(l, 200 * min, 0) != CORE_OK)
+                _exit(4);
+            pause();
+            _exit(5);
+        }
+        close(fds[1]);
+        cr_assert_eq(read(fds[0], &go, 1), 1);
+        usleep((useconds_t)(round * 4000));
+        kill(pid, SIGKILL);
+        int st;
+        waitpid(pid, &st, 0);
+        close(fds[0]);
+        cr_assert(WIFSIGNALED(st), "child status %d", st);
+        l = sopen_ok(&p, 5.0, 0);
+        struct core_dp_ledger_stats s;
+        core_dp_ledger_stats(l, &s);
+        int64_t floor_min = 20 + 20 * round; /* slots ending at or before it go */
+        uint8_t *b;
+        size_t n;
+        core_err old = core_dp_ledger_lookup(l, "d7|0", &b, &n);
+        if (old == CORE_OK)
+            free(b);
+        /* rows of minutes before the floor: all there or all gone, never a part */
+        uint64_t want_all = 200 * 50, want_cut = (uint64_t)(200 - floor_min) * 50;
+        cr_assert(s.releases == want_all || s.releases <= want_cut, "round %d: %llu rows",
+                  round, (unsigned long long)s.releases);
+        if (s.releases == want_all)
+            seen_before++;
+        else
+            seen_after++;
+        cr_assert_eq(core_dp_ledger_lookup(l, "d7|199", &b, &n), CORE_OK);
+        cr_assert(n == 6 && memcmp(b, "d7|199", 6) == 0);
+        free(b);
+        struct core_dp_cost sp;
+        cr_assert_eq(core_dp_ledger_spent(l, "d7|199", &sp), CORE_OK);
+        cr_assert(sp.eps == 0.25, "a live unit's total is intact");
+        core_dp_ledger_free(l);
+    }
+    cr_log_info("compaction crash: %d rounds killed before it committed, %d after\n",
+                seen_before, seen_after);
+    paths_free(&p);
+}
+
+Test(dp_ledger_store, import_of_a_jsonl_ledger_verifies_and_refuses_an_existing_store)
+{
+    struct paths p;
+    paths_new(&p);
+    struct core_dp_ledger *r = ropen_ok(p.audit, 5.0), *l;
+    struct core_dp_ledger_opts o = {.path = p.audit, .cap = {5.0, 100.0, 1e-3},
+                                    .scheme = SCHEME};
+    const struct core_dp_cost costs[3] = {{0.1, 0, 0}, {1.0 / 3.0, 0.5, 1e-7}, {0.7, 0, 0}};
+    char err[512] = "", id[32], u0[32], u1[32];
+    uint64_t rows = 0;
+    for (int i = 0; i < 300; i++) {
+        snprintf(id, sizeof(id), "w%d", i);
+        snprintf(u0, sizeof(u0), "d%d|%d", i % 7, i % 11);
+        snprintf(u1, sizeof(u1), "odd-unit-%d", i % 3); /* no slot: never compacted */
+        const char *u[2] = {u0, u1};
+        core_err rc = core_dp_ledger_charge(r, id, "lap", u, 2, &costs[i % 3], NULL);
+        if (rc == CORE_OK)
+            cr_assert_eq(core_dp_ledger_commit_output(r, id, id, strlen(id)), CORE_OK);
+    }
+    struct core_dp_ledger_stats rs;
+    core_dp_ledger_stats(r, &rs);
+    core_dp_ledger_free(r);
+    append_raw(p.audit, "{\"v\":1,\"id\":\"torn"); /* a torn last line is cut as an open does */
+    o.cap.eps = 4.0;
+    cr_assert_eq(core_dp_ledger_import(&o, p.store, &rows, err, sizeof(err)), CORE_ESTATE,
+                 "another cap is refused: %s", err);
+    o.cap.eps = 5.0;
+    cr_assert_eq(core_dp_ledger_import(&o, p.store, &rows, err, sizeof(err)), CORE_OK, "%s",
+                 err);
+    cr_assert_eq(rows, rs.releases);
+    cr_assert_eq(core_dp_ledger_import(&o, p.store, &rows, err, sizeof(err)), CORE_EEXIST);
+    l = sopen_ok(&p, 5.0, 0);
+    struct core_dp_ledger_stats ss;
+    core_dp_ledger_stats(l, &ss);
+    cr_assert_eq(ss.releases, rs.releases);
+    cr_assert_eq(ss.units, rs.units);
+    /* totals and replays equal the JSONL ledger's (reopened read-only afterwards) */
+    struct core_dp_cost st[7][11], so[3];
+    for (int d = 0; d < 7; d++)
+        for (int t = 0; t < 11; t++) {
+            snprintf(u0, sizeof(u0), "d%d|%d", d, t);
+            cr_assert_eq(core_dp_ledger_spent(l, u0, &st[d][t]), CORE_OK);
+        }
+    for (int k = 0; k < 3; k++) {
+        snprintf(u1, sizeof(u1), "odd-unit-%d", k);
+        cr_assert_eq(core_dp_ledger_spent(l, u1, &so[k]), CORE_OK);
+    }
+    release(l, "after-import", "d0|0", &costs[0], "x", 1);
+    core_dp_ledger_free(l);
+    r = ropen_ok(p.audit, 5.0); /* the audit log, with the new row, is still a JSONL ledger */
+    uint8_t *got = NULL;
+    size_t got_len = 0;
+    cr_assert_eq(core_dp_ledger_lookup(r, "after-import", &got, &got_len), CORE_OK);
+    cr_assert(got_len == 1 && got[0] == 'x');
+    free(got);
+    struct core_dp_cost c;
+    for (int d = 0; d < 7; d++)
+        for (int t = 0; t < 11; t++) {
+            snprintf(u0, sizeof(u0), "d%d|%d", d, t);
+            cr_assert_eq(core_dp_ledger_spent(r, u0, &c), CORE_OK);
+            if (d == 0 && t == 0)
+                continue; /* charged once more after the import */
+            cr_assert(memcmp(&c, &st[d][t], sizeof(c)) == 0, "unit %s", u0);
+        }
+    for (int k = 0; k < 3; k++) {
+        snprintf(u1, sizeof(u1), "odd-unit-%d", k);
+        cr_assert_eq(core_dp_ledger_spent(r, u1, &c), CORE_OK);
+        cr_assert(memcmp(&c, &so[k], sizeof(c)) == 0, "unit %s", u1);
+    }
+    core_dp_ledger_free(r);
+    paths_free(&p);
+}
+
+/* A full cache drops units without pending charges (their totals are in the store): the
+ * cache stays within max_tracked without any advance, and every cap still holds. */
+Test(dp_ledger_store, a_full_cache_evicts_and_the_cap_still_holds)
+{
+    struct paths p;
+    paths_new(&p);
+    struct core_dp_ledger_opts o = {.path = p.audit, .cap = {1.0, 100.0, 1e-3},
+                                    .scheme = SCHEME, .max_tracked = 8};
+    struct core_dp_store_opts so = {.path = p.store, .replay_horizon_ms = 0};
+    struct core_dp_ledger *l = NULL;
+    struct core_dp_ledger_stats st;
+    char id[32], u[32];
+    cr_assert_eq(core_dp_ledger_open_store(&o, &so, &l, NULL, 0), CORE_OK);
+    for (int i = 0; i < 200; i++) {
+        snprintf(id, sizeof(id), "r%d", i);
+        snprintf(u, sizeof(u), "d%d|%d", i % 17, i % 5); /* 85 units, each charged 2-3 times */
+        core_err rc = core_dp_ledger_charge(l, id, "lap", (const char *[]){u}, 1, &C04, NULL);
+        int nth = i / 85; /* this unit's earlier charges: 0.4 each, cap 1.0 */
+        cr_assert_eq(rc, nth < 2 ? CORE_OK : CORE_EBUDGET, "release %d: %s", i,
+                     core_errname(rc));
+        if (rc == CORE_OK)
+            cr_assert_eq(core_dp_ledger_commit_output(l, id, "o", 1), CORE_OK);
+        core_dp_ledger_stats(l, &st);
+        cr_assert_leq(st.cached_units + st.pending, 8);
+    }
+    core_dp_ledger_free(l);
+    paths_free(&p);
+}
