@@ -15,6 +15,7 @@
 #include "app.h"
 #include "cal/theta.h"
 #include "core/broker.h"
+#include "core/dp_ledger.h"
 #include "core/kafka.h"
 #include "core/kconf.h"
 #include "core/log.h"
@@ -133,6 +134,8 @@ static void on_poll(uv_timer_t *t)
 static int run_service(struct core_config *cfg, size_t windows, const char *theta_path,
                        const char *ledger, size_t n, double *wps, double *cps)
 {
+    struct core_dp_ledger_opts lo = {ledger, {1e6, 0.0, 0.0}, 0, {60000, 0, 1000}};
+    struct core_dp_ledger *l = NULL;
     struct svc_bench b;
     struct rel_service_opts so;
     struct rel_service_stats st;
@@ -144,8 +147,13 @@ static int run_service(struct core_config *cfg, size_t windows, const char *thet
     b.windows = windows;
     so.group = "gcdp-bench-release";
     so.theta_path = theta_path;
-    so.ledger_path = ledger;
-    so.scheme = (struct core_dp_scheme){60000, 0, 1000};
+    so.scheme = lo.scheme;
+    so.ledger_lateness_ms = 3600000;
+    if (core_dp_ledger_open(&lo, &l, eb, sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp bench release: ledger: %s\n", eb);
+        return APP_EXIT_FAILURE;
+    }
+    so.ledger = l;
     so.commit_interval_ms = 500;
     so.on_done = on_done;
     so.arg = &b;
@@ -155,6 +163,7 @@ static int run_service(struct core_config *cfg, size_t windows, const char *thet
         fprintf(stderr, "gcdp bench release: service: %s\n", eb);
         uv_run(&b.loop, UV_RUN_DEFAULT);
         uv_loop_close(&b.loop);
+        core_dp_ledger_free(l);
         return APP_EXIT_FAILURE;
     }
     uv_timer_init(&b.loop, &b.poll);
@@ -165,6 +174,7 @@ static int run_service(struct core_config *cfg, size_t windows, const char *thet
     rel_service_free(b.svc);
     uv_run(&b.loop, UV_RUN_DEFAULT);
     uv_loop_close(&b.loop);
+    core_dp_ledger_free(l);
     if (b.status != CORE_OK || st.released != windows || b.t_last <= b.t_first) {
         fprintf(stderr, "gcdp bench release: service phase: %s, %" PRIu64 " of %zu released, "
                 "%" PRIu64 " refused\n", core_strerror(b.status), st.released, windows,

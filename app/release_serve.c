@@ -12,6 +12,7 @@
 #include "core/dp_ledger.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "rel/plan.h"
 #include "rel/service.h"
 
 struct serve_ctx {
@@ -75,8 +76,29 @@ int release_serve(struct core_config *cfg, const struct release_serve_args *a)
     memset(&c, 0, sizeof(c));
     if (app_require_bootstrap(cfg, "release") != 0)
         return APP_EXIT_USAGE;
+    struct rel_opts ro;
+    struct core_dp_ledger_opts lo;
+    struct core_dp_ledger *ledger = NULL;
+    if (rel_opts_from_config(cfg, &ro, eb, sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp release: configuration error: %s\n", eb);
+        return APP_EXIT_USAGE;
+    }
+    memset(&lo, 0, sizeof(lo));
+    lo.path = a->ledger_path;
+    lo.cap = ro.cap;
+    app_ledger_scheme(cfg, &lo.scheme);
+    err = app_ledger_open(cfg, &lo, &ledger, eb, sizeof(eb));
+    if (err != CORE_OK) {
+        fprintf(stderr, "gcdp release: ledger '%s': %s (%s)\n", lo.path,
+                err == CORE_EAGAIN ? "held by another process (one release instance per ledger)"
+                : eb[0]            ? eb
+                                   : "cannot open",
+                core_errname(err));
+        return err == CORE_ESTATE || err == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
+    }
     if (app_metrics_start(cfg, "release", &metrics) != 0) {
         core_metrics_free(metrics);
+        core_dp_ledger_free(ledger);
         return APP_EXIT_FAILURE;
     }
     uv_loop_init(&c.loop);
@@ -84,8 +106,9 @@ int release_serve(struct core_config *cfg, const struct release_serve_args *a)
     memset(&so, 0, sizeof(so));
     so.group = a->group;
     so.theta_path = a->theta;
-    so.ledger_path = a->ledger_path;
-    app_ledger_scheme(cfg, &so.scheme);
+    so.ledger = ledger;
+    so.scheme = lo.scheme;
+    so.ledger_lateness_ms = core_config_int(cfg, "release.service.ledger_lateness_ms");
     so.commit_interval_ms = 500;
     so.exit_idle_ms = (int64_t)(a->exit_idle_s * 1000);
     so.on_done = on_done;
@@ -96,6 +119,7 @@ int release_serve(struct core_config *cfg, const struct release_serve_args *a)
         uv_run(&c.loop, UV_RUN_DEFAULT);
         uv_loop_close(&c.loop);
         core_metrics_free(metrics);
+        core_dp_ledger_free(ledger);
         return err == CORE_ECONFIG || err == CORE_ESTATE ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
     }
     uv_signal_init(&c.loop, &c.sigint);
@@ -111,5 +135,6 @@ int release_serve(struct core_config *cfg, const struct release_serve_args *a)
         CORE_WARN("event loop closed with handles still open");
     rc = c.status == CORE_OK ? APP_EXIT_OK : APP_EXIT_FAILURE;
     core_metrics_free(metrics);
+    core_dp_ledger_free(ledger);
     return rc;
 }

@@ -28,7 +28,7 @@
  *
  * Failing closed: a ledger I/O error, a noise failure or a delivery failure (retries
  * exhausted) stops the service (status = the error) without committing past the failed
- * record. The ledger file is locked: a second instance on the same ledger refuses to start.
+ * record. The ledger file is locked: a second instance on the same ledger cannot open it.
  *
  * Thread-safety: every call on the loop thread, except rel_service_stats (any thread).
  */
@@ -66,8 +66,13 @@ struct rel_service;
 struct rel_service_opts {
     const char *group;        /* consumer group of topics.windows; borrowed */
     const char *theta_path;   /* NULL: θ from topics.calibration; else a θ file (fixed) */
-    const char *ledger_path;  /* ledger file (resolved by the caller); borrowed */
+    struct core_dp_ledger *ledger; /* opened by the caller (JSONL or store back end, with
+                                      release.ledger.cap_*): borrowed, must outlive the
+                                      service */
     struct core_dp_scheme scheme; /* the ledger's unit scheme (bound in its header) */
+    int64_t ledger_lateness_ms; /* store back end: units of slots that ended more than this
+                                   before the newest window end seen are evicted from memory
+                                   (core_dp_ledger_advance, every 10 s); > 0 */
     int64_t commit_interval_ms; /* > 0 */
     int64_t exit_idle_ms;     /* > 0: stop after this long with nothing consumed, counted
                                  while windows can be read (θ known, partitions assigned):
@@ -90,12 +95,11 @@ struct rel_service_stats {
     uint64_t first_read_ns;  /* uv_hrtime() when the first window was read; 0 none yet */
 };
 
-/* Start the service on loop (the ledger is opened here: a locked or foreign ledger fails).
+/* Start the service on loop.
  *   cfg      borrowed, must outlive the service (broker.*, topics.*, kafka.*, release.*,
  *            ingest.period_ms for the ledger scheme).
  *   metrics  borrowed, may be NULL.
- * Returns CORE_OK, CORE_ECONFIG / CORE_ESTATE (errbuf names the key, file or field),
- * CORE_EAGAIN (ledger held by another process), CORE_EIO, CORE_EKAFKA. */
+ * Returns CORE_OK, CORE_ECONFIG (errbuf names the key or file), CORE_EIO, CORE_EKAFKA. */
 CORE_MUST_CHECK core_err rel_service_new(uv_loop_t *loop, const struct core_config *cfg,
                                          const struct rel_service_opts *opts,
                                          struct core_metrics *metrics,

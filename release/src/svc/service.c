@@ -110,6 +110,8 @@ struct rel_service {
     core_err status;
     bool intake, paused, commit_in_flight, consumed_any, group_joined, done_called;
     bool plan_warned;
+    int64_t newest_end;           /* newest window end seen (ms): the ledger's watermark */
+    uint64_t last_advance;        /* loop ms of the last core_dp_ledger_advance */
     uint64_t last_consume, drain_started, close_started, last_theta_msg;
     _Atomic uint64_t a_consumed, a_released, a_replayed, a_excluded, a_dlq, a_theta_version;
     _Atomic uint64_t a_by_reason[REL_DLQ_COUNT], a_produce_errors, a_commits, a_commit_errors;
@@ -614,6 +616,8 @@ static void on_message(void *arg, const rd_kafka_message_t *m)
         dead_letter(s, m, REL_DLQ_MALFORMED, m->payload ? eb : "empty record", s->w.id);
         return;
     }
+    if (s->w.end > s->newest_end)
+        s->newest_end = s->w.end;
     if (s->w.excluded) {
         bump(&s->a_excluded);
         core_metric_add(s->m.excluded, 1);
@@ -961,6 +965,12 @@ static void on_tick(uv_timer_t *t)
 
     if (s->state == S_RUNNING && s->dr.pending && now - s->dr.report_at >= s->dr.retry_ms)
         drift_report(s); /* no newer θ yet: the calibrate service may not have seen it */
+    if (s->state == S_RUNNING && s->newest_end > 0 && now - s->last_advance >= 10000) {
+        s->last_advance = now; /* bounded ledger memory (store back end; JSONL: no-op) */
+        if (core_dp_ledger_advance(s->ledger, s->newest_end, s->opts.ledger_lateness_ms) !=
+            CORE_OK)
+            CORE_WARN("ledger advance failed (memory is bounded by the cache cap instead)");
+    }
     if (s->state == S_RUNNING) {
         intake_check(s, now);
         if (!s->intake || core_kconsumer_assigned(s->cons) == 0)
@@ -1098,7 +1108,6 @@ static core_err make_control(struct rel_service *s, char *eb, size_t ebn)
 
 static core_err open_state(struct rel_service *s, char *eb, size_t ebn)
 {
-    struct core_dp_ledger_opts lo = {s->opts.ledger_path, s->ropts.cap, 0, s->opts.scheme};
     struct cal_theta *t = NULL;
     char e2[512] = "";
     core_err rc;
@@ -1109,14 +1118,7 @@ static core_err open_state(struct rel_service *s, char *eb, size_t ebn)
     s->dr.retry_ms = (uint64_t)core_config_int(s->cfg, "release.drift.report_retry_s") * 1000;
     if (rc != CORE_OK)
         return rc;
-    lo.cap = s->ropts.cap;
-    rc = core_dp_ledger_open(&lo, &s->ledger, e2, sizeof(e2));
-    if (rc != CORE_OK) {
-        snprintf(eb, ebn, "ledger '%s': %s (%s)", lo.path,
-                 rc == CORE_EAGAIN ? "held by another process (one release instance per "
-                                     "ledger)" : e2[0] ? e2 : "cannot open", core_errname(rc));
-        return rc;
-    }
+    s->ledger = s->opts.ledger;
     if (!s->opts.theta_path)
         return CORE_OK;
     rc = cal_theta_load_file(s->opts.theta_path, &t, e2, sizeof(e2));
@@ -1145,9 +1147,10 @@ core_err rel_service_new(uv_loop_t *loop, const struct core_config *cfg,
     core_err rc;
 
     *out = NULL;
-    if (!opts->group || !opts->group[0] || !opts->ledger_path || opts->commit_interval_ms <= 0) {
-        snprintf(eb, ebn, "release: a group id, a ledger path and a positive commit interval "
-                          "are required");
+    if (!opts->group || !opts->group[0] || !opts->ledger || opts->commit_interval_ms <= 0 ||
+        opts->ledger_lateness_ms <= 0) {
+        snprintf(eb, ebn, "release: a group id, an open ledger, a positive commit interval "
+                          "and ledger lateness are required");
         return CORE_ECONFIG;
     }
     s = core_xcalloc(1, sizeof(*s));
@@ -1236,6 +1239,5 @@ void rel_service_free(struct rel_service *s)
     if (s->w_init)
         rel_window_cleanup(&s->w);
     cal_theta_free(s->theta);
-    core_dp_ledger_free(s->ledger);
-    free(s);
+    free(s); /* the ledger is the caller's */
 }
