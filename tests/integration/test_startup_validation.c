@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -142,4 +143,59 @@ Test(startup_validation, release_input_on_a_terminal_is_refused)
              "| grep -q 'standard input, which is a terminal'", GCDP_BIN,
              GCDP_SOURCE_DIR "/tests/fuzz/corpus-theta/occupancy-public.json");
     cr_assert_eq(system(cmd), 0, "no clear refusal on a terminal stdin");
+}
+
+/* The services refuse what they cannot do, with exit 2 and the reason, before serving. */
+Test(startup_validation, services_refuse_bad_modes_and_flags)
+{
+    char *dir = ts_tmpdir(), *err = NULL, args[2048];
+
+    cr_assert_eq(run(dir, "release --serve --input x.jsonl --set broker.bootstrap=127.0.0.1:1",
+                     &err), 2);
+    cr_assert(strstr(err, "--serve reads topics.windows"), "%s", err);
+    free(err);
+    cr_assert_eq(run(dir, "calibrate --serve -i x.csv --output t.json "
+                          "--set broker.bootstrap=127.0.0.1:1", &err), 2);
+    cr_assert(strstr(err, "--serve publishes"), "%s", err);
+    free(err);
+    cr_assert_eq(run(dir, "calibrate --serve -i x.csv --mode private "
+                          "--set broker.bootstrap=127.0.0.1:1", &err), 2);
+    cr_assert(strstr(err, "calibrate.mode"), "%s", err);
+    free(err);
+    snprintf(args, sizeof(args), "release --serve --ledger %s/l.jsonl --set "
+             "broker.bootstrap=127.0.0.1:1 --set control.key_file=%s/missing.key", dir, dir);
+    cr_assert_eq(run(dir, args, &err), 2);
+    cr_assert(strstr(err, "control.key_file"), "%s", err);
+    free(err);
+    ts_rmtree(dir);
+    free(dir);
+}
+
+/* One release instance per ledger: a second one on the same ledger says so and exits. */
+Test(startup_validation, second_release_instance_on_one_ledger_is_refused, .timeout = 120)
+{
+    struct ts_broker b;
+    char led[600], err2[600], theta[600];
+
+    ts_broker_start(&b, NULL);
+    snprintf(led, sizeof(led), "%s/ledger.jsonl", b.dir);
+    snprintf(err2, sizeof(err2), "%s/err2.txt", b.dir);
+    snprintf(theta, sizeof(theta), "%s/theta.json", b.dir);
+    const char *cal[] = {"calibrate", "-i", GCDP_DATA_DIR "/occupancy/datatest.txt", "-f",
+                         "occupancy", "-o", theta, "--log-level", "warn", NULL};
+    cr_assert_eq(ts_wait(ts_spawn(cal, NULL, NULL), 60000), 0);
+    const char *rel[] = {"release", "--serve", "--theta", theta, "--ledger", led, "--set",
+                         b.set_bootstrap, "--log-level", "warn", NULL};
+    pid_t first = ts_spawn(rel, NULL, NULL);
+    int64_t t0 = ts_now_ms();
+    while (access(led, F_OK) != 0 && ts_now_ms() - t0 < 20000)
+        ts_sleep_ms(50);
+    ts_sleep_ms(300);
+    cr_assert_eq(ts_wait(ts_spawn(rel, NULL, err2), 30000), 1);
+    char *e = ts_read_file(err2, NULL);
+    cr_assert(e && strstr(e, "held by another process"), "%s", e ? e : "");
+    free(e);
+    kill(first, SIGTERM);
+    cr_assert_eq(ts_wait(first, 60000), 0);
+    ts_broker_stop(&b);
 }

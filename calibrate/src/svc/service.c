@@ -436,14 +436,14 @@ core_err cal_service_new(uv_loop_t *loop, const struct core_config *cfg,
     s->metrics = metrics;
     s->t_cal = core_config_str(cfg, "topics.calibration");
     rc = cal_opts_from_config(cfg, &s->copts, eb, ebn);
-    if (rc == CORE_OK)
-        rc = cal_opts_check(&s->copts, eb, ebn);
     if (rc == CORE_OK && s->copts.mode != CAL_MODE_PUBLIC) {
         snprintf(eb, ebn, "calibrate.mode: the calibrate service builds public theta only; a "
                           "private theta is published with the offline `gcdp calibrate --mode "
                           "private --publish` (charged to the ledger)");
         rc = CORE_ECONFIG;
     }
+    if (rc == CORE_OK)
+        rc = cal_opts_check(&s->copts, eb, ebn);
     metrics_register(s);
     if (rc == CORE_OK)
         rc = make_clients(s, eb, ebn);
