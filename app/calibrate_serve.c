@@ -44,12 +44,12 @@ static void print_summary(const struct cal_service *svc, core_err status)
 
     cal_service_stats(svc, &st);
     printf("{\"status\":\"%s\",\"theta_version\":%llu,\"made\":%llu,\"published\":%llu,"
-           "\"by_reason\":{\"initial\":%llu,\"drift\":%llu,\"command\":%llu,\"periodic\":%llu},"
-           "\"rate_limited\":%llu,\"failures\":%llu}\n",
-           core_errname(status), (unsigned long long)st.version, (unsigned long long)st.made,
-           (unsigned long long)st.published, (unsigned long long)st.by_reason[0],
-           (unsigned long long)st.by_reason[1], (unsigned long long)st.by_reason[2],
-           (unsigned long long)st.by_reason[3], (unsigned long long)st.rate_limited,
+           "\"by_reason\":{", core_errname(status), (unsigned long long)st.version,
+           (unsigned long long)st.made, (unsigned long long)st.published);
+    for (int i = 0; i < CAL_N_REASONS; i++)
+        printf("%s\"%s\":%llu", i ? "," : "", cal_reason_name(i),
+               (unsigned long long)st.by_reason[i]);
+    printf("},\"rate_limited\":%llu,\"failures\":%llu}\n", (unsigned long long)st.rate_limited,
            (unsigned long long)st.failures);
     fflush(stdout);
 }

@@ -30,6 +30,7 @@
 
 #include <uv.h>
 
+#include "cal/theta.h"
 #include "core/config.h"
 #include "core/err.h"
 #include "core/metrics.h"
@@ -48,7 +49,7 @@ struct cal_service_opts {
 struct cal_service_stats {
     uint64_t version;           /* newest version known (made or read); 0 none */
     uint64_t made, published;   /* versions made / acknowledged by the broker */
-    uint64_t by_reason[4];      /* made: initial, drift, command, periodic */
+    uint64_t by_reason[CAL_N_REASONS]; /* made, by cal_reason_name index */
     uint64_t rate_limited;      /* requests refused by the rate limit */
     uint64_t failures;          /* calibrations that failed (source unreadable, invalid θ) */
     char last_reason[16];

@@ -195,8 +195,12 @@ CORE_MUST_CHECK core_err cal_theta_save_file(const struct cal_theta *t, const ch
 
 /* Names for enums ("public", "universal", "classify", ...); never NULL. */
 const char *cal_mode_name(enum cal_mode m);
-/* Whether r is one of θ's reason codes (initial, drift, command, periodic). */
-bool cal_reason_known(const char *r);
+/* θ's reason codes (why a version was made): index 0..CAL_N_REASONS-1 <-> name
+ * (initial, drift, command, periodic). cal_reason_name: "?" out of range;
+ * cal_reason_index: -1 for an unknown name. */
+#define CAL_N_REASONS 4
+const char *cal_reason_name(int i);
+int cal_reason_index(const char *r);
 const char *cal_sens_name(enum cal_sens s);
 const char *cal_task_name(enum cal_task t);
 

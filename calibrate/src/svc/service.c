@@ -25,7 +25,6 @@
 #define SETTLE_MS 1500 /* topics.calibration quiet this long (or lag 0): read to its end */
 #define CLOSE_MS 10000
 
-static const char *const reasons[4] = {"initial", "drift", "command", "periodic"};
 
 enum svc_state { S_READING, S_RUNNING, S_CLOSING, S_DONE };
 
@@ -39,7 +38,7 @@ struct cal_service {
     struct core_ctl_listener *ctl; /* signed commands (disabled without control.key_file) */
     bool ctl_closed, paused;
     struct core_metrics *metrics;
-    struct core_metric *m_version, *m_made[4], *m_limited, *m_failures;
+    struct core_metric *m_version, *m_made[CAL_N_REASONS], *m_limited, *m_failures;
     const char *t_cal;
     uv_timer_t tick;
     enum svc_state state;
@@ -48,7 +47,7 @@ struct cal_service {
     uint64_t started, last_theta_msg, close_started, last_made_at; /* loop ms */
     uint64_t newest;        /* newest version seen or made */
     uint64_t periodic_from; /* loop ms the periodic fallback counts from */
-    _Atomic uint64_t a_version, a_made, a_published, a_by_reason[4], a_limited, a_failures;
+    _Atomic uint64_t a_version, a_made, a_published, a_by_reason[CAL_N_REASONS], a_limited, a_failures;
     char last_reason[16];
 };
 
@@ -57,14 +56,6 @@ static int64_t wall_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int reason_index(const char *r)
-{
-    for (int i = 0; i < 4; i++)
-        if (strcmp(r, reasons[i]) == 0)
-            return i;
-    return -1;
 }
 
 static void on_delivery(void *arg, void *opaque, rd_kafka_resp_err_t err)
@@ -87,7 +78,7 @@ static void on_delivery(void *arg, void *opaque, rd_kafka_resp_err_t err)
     CORE_INFO("theta version %" PRIu64 " published to %s", version, s->t_cal);
 }
 
-/* Calibrate from the source and produce the new version (reason: one of reasons[]). */
+/* Calibrate from the source and produce the new version (reason: a θ reason code). */
 static core_err make_version(struct cal_service *s, const char *reason, char *eb, size_t ebn)
 {
     struct cal_matrix *mx = NULL;
@@ -121,7 +112,7 @@ static core_err make_version(struct cal_service *s, const char *reason, char *eb
                      core_strerror(rc));
     }
     if (rc == CORE_OK) {
-        int ri = reason_index(reason);
+        int ri = cal_reason_index(reason);
         s->newest = t->version;
         s->last_made_at = uv_now(s->loop);
         snprintf(s->last_reason, sizeof(s->last_reason), "%s", reason);
@@ -147,7 +138,7 @@ core_err cal_service_request(struct cal_service *s, const char *reason, char *eb
 {
     uint64_t now = uv_now(s->loop), next;
 
-    if (reason_index(reason) < 0) {
+    if (cal_reason_index(reason) < 0) {
         snprintf(eb, ebn, "unknown reason '%s'", reason);
         return CORE_EINVAL;
     }
@@ -206,17 +197,16 @@ static void on_theta_message(void *arg, const rd_kafka_message_t *m)
 static json_t *status_body(struct cal_service *s)
 {
     struct cal_service_stats st;
-    json_t *o;
+    json_t *o, *by = json_object();
 
     cal_service_stats(s, &st);
-    o = json_pack("{s:I, s:s, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:b, s:s}",
-                  "theta_version", (json_int_t)st.version, "last_reason", st.last_reason,
-                  "made", (json_int_t)st.made, "published", (json_int_t)st.published,
-                  "by_reason", "initial", (json_int_t)st.by_reason[0], "drift",
-                  (json_int_t)st.by_reason[1], "command", (json_int_t)st.by_reason[2],
-                  "periodic", (json_int_t)st.by_reason[3], "rate_limited",
-                  (json_int_t)st.rate_limited, "failures", (json_int_t)st.failures, "paused",
-                  s->paused, "mode", "public");
+    for (int i = 0; i < CAL_N_REASONS; i++)
+        json_object_set_new(by, cal_reason_name(i), json_integer((json_int_t)st.by_reason[i]));
+    o = json_pack("{s:I, s:s, s:I, s:I, s:o, s:I, s:I, s:b, s:s}", "theta_version",
+                  (json_int_t)st.version, "last_reason", st.last_reason, "made",
+                  (json_int_t)st.made, "published", (json_int_t)st.published, "by_reason", by,
+                  "rate_limited", (json_int_t)st.rate_limited, "failures",
+                  (json_int_t)st.failures, "paused", s->paused, "mode", "public");
     json_object_set_new(o, "min_interval_s", json_integer(s->opts.min_interval_ms / 1000));
     json_object_set_new(o, "refresh_s", json_integer(s->opts.refresh_ms / 1000));
     json_object_set_new(o, "control", core_ctl_listener_counts_json(s->ctl));
@@ -371,8 +361,8 @@ static void metrics_register(struct cal_service *s)
         return;
     s->m_version = core_metrics_get(s->metrics, CORE_METRIC_GAUGE, "gcdp_calibrate_theta_version",
                                     NULL, "newest theta version (0: none)");
-    for (int i = 0; i < 4; i++) {
-        snprintf(lab, sizeof(lab), "reason=\"%s\"", reasons[i]);
+    for (int i = 0; i < CAL_N_REASONS; i++) {
+        snprintf(lab, sizeof(lab), "reason=\"%s\"", cal_reason_name(i));
         s->m_made[i] = core_metrics_get(s->metrics, CORE_METRIC_COUNTER,
                                         "gcdp_calibrate_versions_total", lab,
                                         "theta versions made, by reason");
@@ -467,7 +457,7 @@ void cal_service_stats(const struct cal_service *s, struct cal_service_stats *ou
     out->version = atomic_load(&w->a_version);
     out->made = atomic_load(&w->a_made);
     out->published = atomic_load(&w->a_published);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < CAL_N_REASONS; i++)
         out->by_reason[i] = atomic_load(&w->a_by_reason[i]);
     out->rate_limited = atomic_load(&w->a_limited);
     out->failures = atomic_load(&w->a_failures);

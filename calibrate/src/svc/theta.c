@@ -255,13 +255,20 @@ core_err cal_theta_node_index(const struct cal_theta *t, const char *name, size_
     return CORE_ENOTFOUND;
 }
 
-bool cal_reason_known(const char *r)
+static const char *const reason_names[CAL_N_REASONS] = {"initial", "drift", "command",
+                                                        "periodic"};
+
+const char *cal_reason_name(int i)
 {
-    static const char *const known[] = {"initial", "drift", "command", "periodic"};
-    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-        if (strcmp(r, known[i]) == 0)
-            return true;
-    return false;
+    return i >= 0 && i < CAL_N_REASONS ? reason_names[i] : "?";
+}
+
+int cal_reason_index(const char *r)
+{
+    for (int i = 0; i < CAL_N_REASONS; i++)
+        if (strcmp(r, reason_names[i]) == 0)
+            return i;
+    return -1;
 }
 
 const char *cal_mode_name(enum cal_mode m)
@@ -301,7 +308,7 @@ static core_err validate_params(const struct cal_theta *t, char *eb, size_t ebn)
 
     if (t->version < 1)
         FAIL("version: must be >= 1");
-    if (t->reason[0] && !cal_reason_known(t->reason))
+    if (t->reason[0] && cal_reason_index(t->reason) < 0)
         FAIL("reason: \"%.15s\" is not initial, drift, command or periodic", t->reason);
     if (t->L < 0 || t->L > CAL_MAX_LAG)
         FAIL("L: %d not in [0,%d]", t->L, CAL_MAX_LAG);
@@ -700,7 +707,7 @@ static core_err parse_header(const json_t *j, struct cal_theta *t, char *eb, siz
         (rc = get_str(j, "source", false, t->source, sizeof(t->source), eb, ebn)) ||
         (rc = get_str(j, "reason", false, t->reason, sizeof(t->reason), eb, ebn)))
         return rc;
-    if (t->reason[0] && !cal_reason_known(t->reason))
+    if (t->reason[0] && cal_reason_index(t->reason) < 0)
         PFAIL(CORE_EPARSE, "reason: \"%s\", expected initial, drift, command or periodic",
               t->reason);
     if ((rc = get_int(j, "n_cal", 0, INT64_MAX, &iv, eb, ebn)) != CORE_OK)
