@@ -133,25 +133,13 @@ static core_err make_consumer(uv_loop_t *loop, const struct core_config *cfg,
     struct core_kconsumer_ops ops = {.on_message = on_message, .on_gap = on_gap,
                                      .on_error = on_error, .on_closed = on_cons_closed,
                                      .arg = l};
-    const char *topics[1] = {l->topic};
-    char group[512];
-    rd_kafka_conf_t *conf = NULL;
-    core_err rc;
+    char prefix[256];
 
-    /* one group per instance: every instance is assigned every partition */
-    snprintf(group, sizeof(group), "gcdp.ctl.%s.%s", l->service, l->instance);
-    for (char *p = group; *p; p++)
-        if (*p == ':')
-            *p = '.';
-    rc = core_kafka_conf_new(cfg, CORE_KAFKA_CONSUMER, group, &conf, eb, ebn);
-    if (rc == CORE_OK) /* after kafka.* overrides: never replay old commands */
-        rc = core_kafka_conf_set(conf, "auto.offset.reset", "latest", eb, ebn);
-    if (rc != CORE_OK) {
-        if (conf)
-            rd_kafka_conf_destroy(conf);
-        return rc;
-    }
-    return core_kconsumer_new(loop, conf, topics, 1, &ops, &l->cons, eb, ebn); /* takes conf */
+    /* one group per instance: every instance is assigned every partition; "latest": never
+     * replay old commands */
+    snprintf(prefix, sizeof(prefix), "gcdp.ctl.%s", l->service);
+    return core_kconsumer_new_own(loop, cfg, prefix, l->topic, "latest", &ops, &l->cons, eb,
+                                  ebn);
 }
 
 static void register_metrics(struct core_ctl_listener *l)

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/kconf.h"
 #include "core/log.h"
 #include "core/mem.h"
 
@@ -803,4 +804,29 @@ void core_kproducer_free(struct core_kproducer *p)
         p->rk = NULL;
     }
     bridge_release(&p->br, producer_release);
+}
+
+core_err core_kconsumer_new_own(uv_loop_t *loop, const struct core_config *cfg,
+                                const char *prefix, const char *topic, const char *offset_reset,
+                                const struct core_kconsumer_ops *ops,
+                                struct core_kconsumer **out, char *eb, size_t ebn)
+{
+    const char *topics[1] = {topic};
+    char group[512], host[256] = "unknown";
+    rd_kafka_conf_t *conf = NULL;
+    core_err rc;
+
+    if (gethostname(host, sizeof(host)) != 0)
+        snprintf(host, sizeof(host), "unknown");
+    host[sizeof(host) - 1] = '\0';
+    snprintf(group, sizeof(group), "%s.%s.%ld", prefix, host, (long)getpid());
+    rc = core_kafka_conf_new(cfg, CORE_KAFKA_CONSUMER, group, &conf, eb, ebn);
+    if (rc == CORE_OK)
+        rc = core_kafka_conf_set(conf, "auto.offset.reset", offset_reset, eb, ebn);
+    if (rc != CORE_OK) {
+        if (conf)
+            rd_kafka_conf_destroy(conf);
+        return rc;
+    }
+    return core_kconsumer_new(loop, conf, topics, 1, ops, out, eb, ebn); /* takes conf */
 }

@@ -378,11 +378,9 @@ static void metrics_register(struct cal_service *s)
 static core_err make_clients(struct cal_service *s, char *eb, size_t ebn)
 {
     rd_kafka_conf_t *c = NULL;
-    const char *topics[1] = {s->t_cal};
     struct core_kconsumer_ops ops = {.on_message = on_theta_message,
                                      .on_assign = on_theta_assign, .on_closed = on_closed,
                                      .arg = s};
-    char group[256], host[64] = "host";
     core_err rc = core_kafka_conf_new(s->cfg, CORE_KAFKA_PRODUCER, NULL, &c, eb, ebn);
 
     if (rc != CORE_OK)
@@ -390,14 +388,8 @@ static core_err make_clients(struct cal_service *s, char *eb, size_t ebn)
     rc = core_kproducer_new(s->loop, c, on_delivery, s, &s->prod, eb, ebn);
     if (rc != CORE_OK)
         return rc;
-    (void)gethostname(host, sizeof(host) - 1);
-    snprintf(group, sizeof(group), "gcdp-calibrate-%s-%ld", host, (long)getpid());
-    rc = core_kafka_conf_new(s->cfg, CORE_KAFKA_CONSUMER, group, &c, eb, ebn);
-    if (rc == CORE_OK && (rc = core_kafka_conf_set(c, "auto.offset.reset", "earliest", eb,
-                                                   ebn)) != CORE_OK)
-        rd_kafka_conf_destroy(c);
-    if (rc == CORE_OK)
-        rc = core_kconsumer_new(s->loop, c, topics, 1, &ops, &s->tcons, eb, ebn);
+    rc = core_kconsumer_new_own(s->loop, s->cfg, "gcdp-calibrate", s->t_cal, "earliest", &ops,
+                                &s->tcons, eb, ebn); /* every θ version, from the start */
     if (rc == CORE_OK) {
         struct core_ctl_listener_opts co = {"calibrate", on_command, on_ctl_closed, s,
                                             s->metrics};

@@ -79,6 +79,23 @@ CORE_MUST_CHECK core_err core_kconsumer_new(uv_loop_t *loop, rd_kafka_conf_t *co
                                             struct core_kconsumer **out, char *errbuf,
                                             size_t errbuf_size);
 
+/* A consumer in a consumer group of this process's own, "<prefix>.<host>.<pid>": it is
+ * assigned every partition of topic (no other member shares them), for what every instance
+ * must see (θ versions, control commands).
+ *   cfg           borrowed: broker.*, kafka.* (core_kafka_conf_new, consumer role).
+ *   offset_reset  where a group without committed offsets starts: "earliest" (the topic
+ *                 from its start) or "latest" (only what is produced from now on); set
+ *                 after the kafka.* overrides, so it always holds.
+ *   ops, out      as core_kconsumer_new.
+ * Returns as core_kconsumer_new, or CORE_ECONFIG (errbuf: librdkafka's message). */
+struct core_config;
+CORE_MUST_CHECK core_err core_kconsumer_new_own(uv_loop_t *loop, const struct core_config *cfg,
+                                                const char *prefix, const char *topic,
+                                                const char *offset_reset,
+                                                const struct core_kconsumer_ops *ops,
+                                                struct core_kconsumer **out, char *errbuf,
+                                                size_t errbuf_size);
+
 /* Stop fetching (pause every assigned partition) or resume; polling goes on (§6.2.7). */
 void core_kconsumer_pause(struct core_kconsumer *c, bool paused);
 

@@ -1054,7 +1054,7 @@ static void metrics_register(struct rel_service *s)
 static core_err make_consumers(struct rel_service *s, char *eb, size_t ebn)
 {
     rd_kafka_conf_t *cc = NULL;
-    const char *wt[1] = {s->t_windows}, *ct[1] = {s->t_cal};
+    const char *wt[1] = {s->t_windows};
     struct core_kconsumer_ops ops = {
         .on_message = on_message, .on_assign = on_assign, .on_revoke = on_revoke,
         .on_gap = on_gap,         .on_error = on_error,   .on_commit = on_commit,
@@ -1063,7 +1063,7 @@ static core_err make_consumers(struct rel_service *s, char *eb, size_t ebn)
     struct core_kconsumer_ops tops = {.on_message = on_theta_message,
                                       .on_assign = on_theta_assign, .on_error = on_error,
                                       .on_closed = on_closed, .arg = s};
-    char group[256], host[64] = "host";
+    char prefix[256];
     core_err rc;
 
     rc = core_kafka_conf_new(s->cfg, CORE_KAFKA_CONSUMER, s->opts.group, &cc, eb, ebn);
@@ -1078,15 +1078,9 @@ static core_err make_consumers(struct rel_service *s, char *eb, size_t ebn)
         return CORE_OK;
     /* Every instance reads every θ version: a group of its own, from the beginning, never
      * committed (the topic is compacted and small). */
-    (void)gethostname(host, sizeof(host) - 1);
-    snprintf(group, sizeof(group), "%s-theta-%s-%ld", s->opts.group, host, (long)getpid());
-    rc = core_kafka_conf_new(s->cfg, CORE_KAFKA_CONSUMER, group, &cc, eb, ebn);
-    if (rc == CORE_OK && (rc = core_kafka_conf_set(cc, "auto.offset.reset", "earliest", eb,
-                                                   ebn)) != CORE_OK)
-        rd_kafka_conf_destroy(cc);
-    if (rc != CORE_OK)
-        return rc;
-    rc = core_kconsumer_new(s->loop, cc, ct, 1, &tops, &s->tcons, eb, ebn);
+    snprintf(prefix, sizeof(prefix), "%s-theta", s->opts.group);
+    rc = core_kconsumer_new_own(s->loop, s->cfg, prefix, s->t_cal, "earliest", &tops,
+                                &s->tcons, eb, ebn);
     if (rc == CORE_OK)
         s->n_consumers = 2;
     return rc;
