@@ -32,6 +32,35 @@ int cmd_eval(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_ctl(int argc, char **argv);
 
+/* The process skeleton of a long-running service command (app/serve.c): app_serve_init
+ * makes the loop; the command starts its service on s->loop with app_serve_on_done (arg s)
+ * as its on_done and hands the result to app_serve_run, which (on success) stops the service
+ * gracefully on the first SIGINT/SIGTERM (app_shutdown_begin: a second signal or the
+ * watchdog ends the process), prints its summary when it is done, frees it and closes the
+ * loop. A failed start prints "gcdp <cmd>: <why>" and returns 2 for CORE_ECONFIG /
+ * CORE_ESTATE, else 1. Returns the exit status: 0 when the service ended with CORE_OK. */
+#include <uv.h>
+struct app_service_ops {
+    const char *cmd;           /* "ingest", ... (messages, watchdog) */
+    const char *waiting_for;   /* what a graceful shutdown waits for (watchdog text) */
+    void (*stop)(void *svc);   /* begin the graceful shutdown */
+    void (*summary)(const void *svc, core_err status); /* one line on stdout */
+    void (*free)(void *svc);
+};
+struct app_serve {
+    uv_loop_t loop;
+    uv_signal_t sigint, sigterm;
+    const struct core_config *cfg;
+    const struct app_service_ops *ops;
+    void *svc;
+    core_err status;
+    bool signals;
+};
+void app_serve_init(struct app_serve *s, const struct core_config *cfg,
+                    const struct app_service_ops *ops);
+void app_serve_on_done(void *arg, core_err status);
+int app_serve_run(struct app_serve *s, void *svc, core_err started, const char *why);
+
 /* `gcdp release --serve` (app/release_serve.c): the release service until a signal, an
  * error or exit_idle_s of silence. theta NULL: θ from topics.calibration. */
 struct release_serve_args {

@@ -24,15 +24,6 @@ struct ingest_opts {
     bool flush_on_idle;
 };
 
-struct ingest_ctx {
-    uv_loop_t loop;
-    const struct core_config *cfg;
-    uv_signal_t sigint, sigterm;
-    struct ing_service *svc;
-    core_err status;
-    bool done;
-};
-
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -115,28 +106,7 @@ static int parse_opts(int argc, char **argv, struct ingest_opts *o)
     return -1;
 }
 
-static void on_done(void *arg, core_err status)
-{
-    struct ingest_ctx *c = arg;
-    c->status = status;
-    c->done = true;
-    uv_close((uv_handle_t *)&c->sigint, NULL);
-    uv_close((uv_handle_t *)&c->sigterm, NULL);
-}
-
-static void on_signal(uv_signal_t *h, int sig)
-{
-    struct ingest_ctx *c = h->data;
-    CORE_INFO("signal %d: graceful shutdown", sig);
-    app_shutdown_begin(c->cfg, "ingest",
-                       "waiting for produced records to be acknowledged, the last offsets to "
-                       "be committed and the consumer to leave its group",
-                       &c->sigint, &c->sigterm);
-    if (c->svc)
-        ing_service_stop(c->svc);
-}
-
-static void print_summary(const struct ing_service *svc, core_err status)
+static void print_summary(const void *svc, core_err status)
 {
     struct ing_service_stats st;
     ing_service_stats(svc, &st);
@@ -151,18 +121,34 @@ static void print_summary(const struct ing_service *svc, core_err status)
     fflush(stdout);
 }
 
+static void stop_svc(void *svc)
+{
+    ing_service_stop(svc);
+}
+
+static void free_svc(void *svc)
+{
+    ing_service_free(svc);
+}
+
+static const struct app_service_ops ingest_ops = {
+    "ingest",
+    "waiting for produced records to be acknowledged, the last offsets to be committed and "
+    "the consumer to leave its group",
+    stop_svc, print_summary, free_svc};
+
 int cmd_ingest(int argc, char **argv)
 {
     struct core_config *cfg = NULL;
     struct core_metrics *metrics = NULL;
     struct ingest_opts o = {"gcdp-ingest", 500, 0, false};
-    struct ingest_ctx c;
+    struct app_serve srv;
+    struct ing_service *svc = NULL;
     struct ing_service_opts so;
     char eb[1024] = "";
     int rc = APP_EXIT_USAGE, ret;
     core_err err;
 
-    memset(&c, 0, sizeof(c));
     if (app_help_requested(argc, argv)) {
         usage(stdout);
         return APP_EXIT_OK;
@@ -180,30 +166,11 @@ int cmd_ingest(int argc, char **argv)
         rc = APP_EXIT_FAILURE;
         goto out;
     }
-    uv_loop_init(&c.loop);
-    c.cfg = cfg;
+    app_serve_init(&srv, cfg, &ingest_ops);
     so = (struct ing_service_opts){o.group, o.commit_ms, (int64_t)(o.exit_idle_s * 1000),
-                                   o.flush_on_idle, on_done, &c};
-    err = ing_service_new(&c.loop, cfg, &so, metrics, &c.svc, eb, sizeof(eb));
-    if (err != CORE_OK) {
-        fprintf(stderr, "gcdp ingest: %s\n", eb);
-        uv_run(&c.loop, UV_RUN_DEFAULT);
-        uv_loop_close(&c.loop);
-        rc = err == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE; /* bad setting: 2 */
-        goto out;
-    }
-    uv_signal_init(&c.loop, &c.sigint);
-    uv_signal_init(&c.loop, &c.sigterm);
-    c.sigint.data = c.sigterm.data = &c;
-    uv_signal_start(&c.sigint, on_signal, SIGINT);
-    uv_signal_start(&c.sigterm, on_signal, SIGTERM);
-    uv_run(&c.loop, UV_RUN_DEFAULT);
-    print_summary(c.svc, c.status);
-    ing_service_free(c.svc);
-    uv_run(&c.loop, UV_RUN_DEFAULT); /* release the handles closed by _free */
-    if (uv_loop_close(&c.loop) != 0)
-        CORE_WARN("event loop closed with handles still open");
-    rc = c.status == CORE_OK ? APP_EXIT_OK : APP_EXIT_FAILURE;
+                                   o.flush_on_idle, app_serve_on_done, &srv};
+    err = ing_service_new(&srv.loop, cfg, &so, metrics, &svc, eb, sizeof(eb));
+    rc = app_serve_run(&srv, svc, err, eb); /* a bad setting: 2 */
 out:
     core_metrics_free(metrics);
     core_config_free(cfg);

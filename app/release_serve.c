@@ -2,7 +2,6 @@
  * (rel/service.h). SIGINT/SIGTERM: graceful shutdown (commit the pending group, wait for
  * acknowledgements, commit offsets, leave the group). A one-line JSON summary goes to
  * stdout at exit. */
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,35 +14,7 @@
 #include "rel/plan.h"
 #include "rel/service.h"
 
-struct serve_ctx {
-    uv_loop_t loop;
-    const struct core_config *cfg;
-    struct rel_service *svc;
-    uv_signal_t sigint, sigterm;
-    core_err status;
-};
-
-static void on_done(void *arg, core_err status)
-{
-    struct serve_ctx *c = arg;
-    c->status = status;
-    uv_close((uv_handle_t *)&c->sigint, NULL);
-    uv_close((uv_handle_t *)&c->sigterm, NULL);
-}
-
-static void on_signal(uv_signal_t *h, int sig)
-{
-    struct serve_ctx *c = h->data;
-    CORE_INFO("signal %d: graceful shutdown", sig);
-    app_shutdown_begin(c->cfg, "release",
-                       "waiting for released records to be acknowledged, the last offsets to "
-                       "be committed and the consumers to leave their groups",
-                       &c->sigint, &c->sigterm);
-    if (c->svc)
-        rel_service_stop(c->svc);
-}
-
-static void print_summary(const struct rel_service *svc, core_err status)
+static void print_summary(const void *svc, core_err status)
 {
     struct rel_service_stats st;
 
@@ -64,45 +35,71 @@ static void print_summary(const struct rel_service *svc, core_err status)
     fflush(stdout);
 }
 
-int release_serve(struct core_config *cfg, const struct release_serve_args *a)
+static void stop_svc(void *svc)
 {
-    struct core_metrics *metrics = NULL;
-    struct serve_ctx c;
-    struct rel_service_opts so;
+    rel_service_stop(svc);
+}
+
+static void free_svc(void *svc)
+{
+    rel_service_free(svc);
+}
+
+static const struct app_service_ops release_ops = {
+    "release",
+    "waiting for released records to be acknowledged, the last offsets to be committed and "
+    "the consumers to leave their groups",
+    stop_svc, print_summary, free_svc};
+
+/* The ledger the service charges (JSONL or store, release.ledger.cap_*). Returns the exit
+ * status of a failure after printing it, or APP_EXIT_OK. */
+static int open_ledger(const struct core_config *cfg, const char *path,
+                       struct core_dp_ledger_opts *lo, struct core_dp_ledger **out)
+{
+    struct rel_opts ro;
     char eb[1024] = "";
-    int rc = APP_EXIT_USAGE;
     core_err err;
 
-    memset(&c, 0, sizeof(c));
-    if (app_require_bootstrap(cfg, "release") != 0)
-        return APP_EXIT_USAGE;
-    struct rel_opts ro;
-    struct core_dp_ledger_opts lo;
-    struct core_dp_ledger *ledger = NULL;
     if (rel_opts_from_config(cfg, &ro, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp release: configuration error: %s\n", eb);
         return APP_EXIT_USAGE;
     }
-    memset(&lo, 0, sizeof(lo));
-    lo.path = a->ledger_path;
-    lo.cap = ro.cap;
-    app_ledger_scheme(cfg, &lo.scheme);
-    err = app_ledger_open(cfg, &lo, &ledger, eb, sizeof(eb));
-    if (err != CORE_OK) {
-        fprintf(stderr, "gcdp release: ledger '%s': %s (%s)\n", lo.path,
-                err == CORE_EAGAIN ? "held by another process (one release instance per ledger)"
-                : eb[0]            ? eb
-                                   : "cannot open",
-                core_errname(err));
-        return err == CORE_ESTATE || err == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
-    }
+    memset(lo, 0, sizeof(*lo));
+    lo->path = path;
+    lo->cap = ro.cap;
+    app_ledger_scheme(cfg, &lo->scheme);
+    err = app_ledger_open(cfg, lo, out, eb, sizeof(eb));
+    if (err == CORE_OK)
+        return APP_EXIT_OK;
+    fprintf(stderr, "gcdp release: ledger '%s': %s (%s)\n", path,
+            err == CORE_EAGAIN ? "held by another process (one release instance per ledger)"
+            : eb[0]            ? eb
+                               : "cannot open",
+            core_errname(err));
+    return err == CORE_ESTATE || err == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
+}
+
+int release_serve(struct core_config *cfg, const struct release_serve_args *a)
+{
+    struct core_metrics *metrics = NULL;
+    struct core_dp_ledger_opts lo;
+    struct core_dp_ledger *ledger = NULL;
+    struct rel_service *svc = NULL;
+    struct rel_service_opts so;
+    struct app_serve srv;
+    char eb[1024] = "";
+    core_err err;
+    int rc;
+
+    if (app_require_bootstrap(cfg, "release") != 0)
+        return APP_EXIT_USAGE;
+    if ((rc = open_ledger(cfg, a->ledger_path, &lo, &ledger)) != APP_EXIT_OK)
+        return rc;
     if (app_metrics_start(cfg, "release", &metrics) != 0) {
-        core_metrics_free(metrics);
-        core_dp_ledger_free(ledger);
-        return APP_EXIT_FAILURE;
+        rc = APP_EXIT_FAILURE;
+        goto out;
     }
-    uv_loop_init(&c.loop);
-    c.cfg = cfg;
+    app_serve_init(&srv, cfg, &release_ops);
     memset(&so, 0, sizeof(so));
     so.group = a->group;
     so.theta_path = a->theta;
@@ -111,29 +108,11 @@ int release_serve(struct core_config *cfg, const struct release_serve_args *a)
     so.ledger_lateness_ms = core_config_int(cfg, "release.service.ledger_lateness_ms");
     so.commit_interval_ms = 500;
     so.exit_idle_ms = (int64_t)(a->exit_idle_s * 1000);
-    so.on_done = on_done;
-    so.arg = &c;
-    err = rel_service_new(&c.loop, cfg, &so, metrics, &c.svc, eb, sizeof(eb));
-    if (err != CORE_OK) {
-        fprintf(stderr, "gcdp release: %s\n", eb);
-        uv_run(&c.loop, UV_RUN_DEFAULT);
-        uv_loop_close(&c.loop);
-        core_metrics_free(metrics);
-        core_dp_ledger_free(ledger);
-        return err == CORE_ECONFIG || err == CORE_ESTATE ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
-    }
-    uv_signal_init(&c.loop, &c.sigint);
-    uv_signal_init(&c.loop, &c.sigterm);
-    c.sigint.data = c.sigterm.data = &c;
-    uv_signal_start(&c.sigint, on_signal, SIGINT);
-    uv_signal_start(&c.sigterm, on_signal, SIGTERM);
-    uv_run(&c.loop, UV_RUN_DEFAULT);
-    print_summary(c.svc, c.status);
-    rel_service_free(c.svc);
-    uv_run(&c.loop, UV_RUN_DEFAULT);
-    if (uv_loop_close(&c.loop) != 0)
-        CORE_WARN("event loop closed with handles still open");
-    rc = c.status == CORE_OK ? APP_EXIT_OK : APP_EXIT_FAILURE;
+    so.on_done = app_serve_on_done;
+    so.arg = &srv;
+    err = rel_service_new(&srv.loop, cfg, &so, metrics, &svc, eb, sizeof(eb));
+    rc = app_serve_run(&srv, svc, err, eb);
+out:
     core_metrics_free(metrics);
     core_dp_ledger_free(ledger);
     return rc;
