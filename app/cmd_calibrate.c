@@ -423,6 +423,12 @@ int cmd_calibrate(int argc, char **argv)
             return APP_EXIT_USAGE;
         }
     }
+    if (serve && !input && optind == argc) {
+        fprintf(stderr, "gcdp calibrate: --serve needs -i/--input FILE, the public calibration "
+                        "source each theta version is made from\n");
+        core_config_free(cfg);
+        return APP_EXIT_USAGE;
+    }
     if (optind < argc || (!input && !check)) {
         fprintf(stderr, "gcdp calibrate: %s%s (see gcdp calibrate --help)\n",
                 optind < argc ? "unexpected argument " : "missing -i/--input (or --check)",

@@ -270,21 +270,11 @@ struct run {
 
 static core_err build_plan(struct run *r, const struct rel_window *w, char *eb, size_t ebn)
 {
-    struct core_dp_scheme sc;
-    core_err rc;
+    core_err rc = rel_plan_for_window(r->theta, &r->opts, w,
+                                      r->ledger ? r->scheme.period_ms : 0, &r->plan, eb, ebn);
 
-    r->opts.profile = &w->prof;
-    rc = rel_plan_new(r->theta, &r->opts, &r->plan, eb, ebn);
-    r->opts.profile = NULL;
     if (rc != CORE_OK)
         return rc;
-    rel_plan_scheme(r->plan, &sc);
-    if (r->ledger && sc.period_ms != r->scheme.period_ms) {
-        snprintf(eb, ebn, "window %s: prov.period_ms %lld differs from the ledger scheme's "
-                 "period %lld (ingest.period_ms): the units would not be the ledger's; refused",
-                 w->id, (long long)sc.period_ms, (long long)r->scheme.period_ms);
-        return CORE_ESTATE;
-    }
     if (r->a->theta_out) {
         rel_plan_fill_theta(r->plan, r->theta);
         if (cal_theta_save_file(r->theta, r->a->theta_out, eb, ebn) != CORE_OK)

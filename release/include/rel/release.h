@@ -63,6 +63,17 @@ CORE_MUST_CHECK core_err rel_window_from_json(const char *text, size_t len,
                                               struct rel_window *w, char *errbuf,
                                               size_t errbuf_size);
 
+/* The plan for θ and w's provenance (Algorithm 2-3 via rel_plan_new with o->profile set to
+ * w's for the call), checked against the ledger's unit scheme: a window whose sampling
+ * period is not the ledger's would charge units the ledger does not name.
+ *   ledger_period_ms  the ledger scheme's period; 0 = no ledger (no check, e.g. --plan).
+ * Returns as rel_plan_new (*out NULL on error), or CORE_ESTATE (periods differ; errbuf names
+ * the window and both periods). */
+CORE_MUST_CHECK core_err rel_plan_for_window(const struct cal_theta *theta, struct rel_opts *o,
+                                             const struct rel_window *w,
+                                             int64_t ledger_period_ms, struct rel_plan **out,
+                                             char *errbuf, size_t errbuf_size);
+
 /* Output callback: one released record (JSON, no newline), durable in the ledger.
  *   replayed  true when the bytes came from the ledger (an earlier identical release). */
 typedef core_err rel_emit_fn(void *arg, const char *bytes, size_t len, bool replayed);

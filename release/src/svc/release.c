@@ -752,3 +752,27 @@ core_err rel_releaser_push(struct rel_releaser *r, const struct rel_window *w, r
     r->stats.coords_exact += p->d - p->n_noisy;
     return queue(r, rid, bytes, len, false, emit, arg, eb, ebn);
 }
+
+core_err rel_plan_for_window(const struct cal_theta *theta, struct rel_opts *o,
+                             const struct rel_window *w, int64_t ledger_period_ms,
+                             struct rel_plan **out, char *eb, size_t ebn)
+{
+    struct core_dp_scheme sc;
+    core_err rc;
+
+    o->profile = &w->prof;
+    rc = rel_plan_new(theta, o, out, eb, ebn);
+    o->profile = NULL;
+    if (rc != CORE_OK)
+        return rc;
+    rel_plan_scheme(*out, &sc);
+    if (ledger_period_ms > 0 && sc.period_ms != ledger_period_ms) {
+        snprintf(eb, ebn, "window %s: prov.period_ms %lld differs from the ledger scheme's "
+                 "period %lld (ingest.period_ms): the units would not be the ledger's; refused",
+                 w->id, (long long)sc.period_ms, (long long)ledger_period_ms);
+        rel_plan_free(*out);
+        *out = NULL;
+        return CORE_ESTATE;
+    }
+    return CORE_OK;
+}

@@ -497,22 +497,10 @@ static void on_theta_message(void *arg, const rd_kafka_message_t *m)
 static core_err build_plan(struct rel_service *s, const struct rel_window *w, char *eb,
                            size_t ebn)
 {
-    struct core_dp_scheme sc;
-    core_err rc;
-
-    s->ropts.profile = &w->prof;
-    rc = rel_plan_new(s->theta, &s->ropts, &s->plan, eb, ebn);
-    s->ropts.profile = NULL;
+    core_err rc = rel_plan_for_window(s->theta, &s->ropts, w, s->opts.scheme.period_ms,
+                                      &s->plan, eb, ebn);
     if (rc != CORE_OK)
         return rc;
-    rel_plan_scheme(s->plan, &sc);
-    if (sc.period_ms != s->opts.scheme.period_ms) {
-        snprintf(eb, ebn, "prov.period_ms %lld differs from the ledger scheme's period %lld "
-                 "(ingest.period_ms): the units would not be the ledger's",
-                 (long long)sc.period_ms, (long long)s->opts.scheme.period_ms);
-        drop_plan(s);
-        return CORE_ESTATE;
-    }
     rc = rel_releaser_new(s->plan, s->ledger, core_rng_os(),
                           (size_t)core_config_int(s->cfg, "release.ledger.batch"),
                           (unsigned)core_config_int(s->cfg, "release.threads"), &s->rr);
