@@ -61,6 +61,16 @@ void app_serve_init(struct app_serve *s, const struct core_config *cfg,
 void app_serve_on_done(void *arg, core_err status);
 int app_serve_run(struct app_serve *s, void *svc, core_err started, const char *why);
 
+struct core_dp_ledger;
+struct core_dp_ledger_opts;
+/* The ledger `gcdp release --serve` (and `gcdp run`) charges, at path: the JSONL or store
+ * back end (release.ledger.store) with release.ledger.cap_* and the unit scheme of the
+ * configuration (app_ledger_scheme), lo filled. Returns APP_EXIT_OK, or the exit status of
+ * the failure with eb saying why (the path, the field, "held by another process"). */
+int release_ledger_open(const struct core_config *cfg, const char *path,
+                        struct core_dp_ledger_opts *lo, struct core_dp_ledger **out, char *eb,
+                        size_t ebn);
+
 /* `gcdp release --serve` (app/release_serve.c): the release service until a signal, an
  * error or exit_idle_s of silence. theta NULL: θ from topics.calibration. */
 struct release_serve_args {
@@ -120,8 +130,6 @@ int app_ledger_store_path(const struct core_config *cfg, char *buf, size_t n);
  * configuration names: release.ledger.store empty -> the JSONL ledger (core_dp_ledger_open);
  * set -> the store (core_dp_ledger_open_store; a relative path lives under state.dir) with
  * release.ledger.replay_horizon_ms, opts->path being its audit log. Returns as those. */
-struct core_dp_ledger;
-struct core_dp_ledger_opts;
 CORE_MUST_CHECK core_err app_ledger_open(const struct core_config *cfg,
                                          const struct core_dp_ledger_opts *opts,
                                          struct core_dp_ledger **out, char *eb, size_t ebn);

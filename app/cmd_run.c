@@ -26,53 +26,11 @@
 #include <uv.h>
 
 #include "app.h"
+#include "run.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "ing/service.h"
 #include "sim/sim.h"
-
-#define BROKER_START_MS 30000
-#define CATCH_UP_MS     10000
-#define FORCE_MS        5000
-
-struct run_opts {
-    double duration_s;
-    const char *bootstrap_file;
-    size_t devices;
-    double rate;
-    unsigned long long seed;
-    bool no_sim;
-};
-
-struct run_ctx {
-    uv_loop_t loop;
-    uv_signal_t sigint, sigterm;
-    uv_timer_t progress, duration, poll, force;
-    bool forced; /* the second-signal deadline passed: skip the orderly cleanup */
-    struct core_config *cfg;
-    struct core_metrics *metrics;
-    struct run_opts o;
-    pid_t broker_pid;
-    uint64_t t0;
-    bool stopping, tty;
-    int signals;
-    size_t stopping_stage; /* index of the stage being stopped */
-    int exit_code;
-    /* simulator */
-    uv_thread_t sim_thread;
-    bool sim_started;
-    struct sim_progress sim;
-    struct sim_options sim_opts;
-    atomic_bool sim_done;
-    core_err sim_status;
-    char sim_err[512];
-    /* ingest */
-    struct ing_service *ingest;
-    bool ingest_done, ingest_stop_requested, ingest_stop_sent;
-    uint64_t ingest_stop_deadline;
-    core_err ingest_status;
-    uint64_t last_in;
-};
 
 /* ------------------------------------------------------------------------------------ */
 /* Stage table: start, stop (begin), done (fully stopped), progress text. */
@@ -171,6 +129,8 @@ static bool ingest_is_done(struct run_ctx *c)
 static const struct run_stage stages[] = {
     {"simulator", sim_start, sim_stop, sim_is_done},
     {"ingest", ingest_start, ingest_stop, ingest_is_done},
+    {"release", run_rel_start, run_rel_stop, run_rel_done},
+    {"calibrate", run_cal_start, run_cal_stop, run_cal_done},
 };
 #define NSTAGES (sizeof(stages) / sizeof(stages[0]))
 
@@ -254,16 +214,18 @@ static void progress_line(struct run_ctx *c, bool final)
     double el = (double)(uv_now(&c->loop) - c->t0) / 1000.0;
     uint64_t sent = atomic_load(&c->sim.acked);
 
+    char live[256];
+
     if (c->ingest)
         ing_service_stats(c->ingest, &st);
     if (final)
         return;
+    run_live_progress(c, live, sizeof(live));
     fprintf(stderr, "%s[%6.1fs] sim sent %llu | readings in %llu (%.0f/s) | windows out %llu "
-                    "| rejected %llu | lag %lld | gaps %llu%s",
+                    "| rejected %llu | lag %lld%s%s",
             c->tty ? "\r" : "", el, (unsigned long long)sent, (unsigned long long)st.consumed,
             el > 0 ? (double)st.consumed / el : 0.0, (unsigned long long)st.windows_out,
-            (unsigned long long)st.rejected, (long long)st.lag,
-            (unsigned long long)st.offset_gaps, c->tty ? "   " : "\n");
+            (unsigned long long)st.rejected, (long long)st.lag, live, c->tty ? "   " : "\n");
     fflush(stderr);
 }
 
@@ -288,7 +250,7 @@ static void on_poll(uv_timer_t *t)
     struct run_ctx *c = t->data;
 
     if (!c->stopping) {
-        if (c->ingest_done) { /* unexpected: begin the shutdown of the rest */
+        if (c->ingest_done || c->rel_done || c->cal_done) { /* unexpected: stop the rest */
             c->stopping = true;
             c->stopping_stage = 0;
             stages[0].stop(c);
@@ -355,9 +317,14 @@ static void usage(FILE *f)
             "usage: gcdp run [options]\n\n"
             "Run the pipeline in one command: the embedded in-memory broker (a `gcdp broker`\n"
             "child process; skipped when broker.bootstrap is set), the sensor simulator\n"
-            "feeding topics.raw, and the ingest stage writing topics.windows and\n"
-            "topics.rejected. A progress line (readings in / windows out / rejected, rate)\n"
-            "goes to stderr every second and a JSON summary to stdout at the end.\n\n"
+            "feeding topics.raw, ingest (topics.windows, dead letters on topics.rejected),\n"
+            "the calibrate service (public theta versions on topics.calibration, made from\n"
+            "public calibration rows), and the release service (topics.windows ->\n"
+            "topics.released, every release charged to a privacy ledger first, with the\n"
+            "drift monitor). A progress line goes to stderr every second (readings in,\n"
+            "windows out, released, refused, theta version, eps spent: the largest total of\n"
+            "any protected unit, drift score) and a summary at the end: a readable one on\n"
+            "stderr and one JSON line on stdout.\n\n"
             "options:\n"
             "  --duration S        stop after S seconds (default 0 = until Ctrl-C/SIGTERM)\n"
             "  --devices N         simulated devices (default 100)\n"
@@ -366,16 +333,34 @@ static void usage(FILE *f)
             "                      (other simulator settings: the sim.* keys, e.g.\n"
             "                      --set sim.faults=all=0.001; see gcdp config keys)\n"
             "  --no-simulator      do not start the simulator (feed topics.raw yourself,\n"
-            "                      e.g. `gcdp replay`)\n"
+            "                      e.g. `gcdp replay`; then also give --calibration)\n"
+            "  --dir DIR           this run's files (default run): the broker address, the\n"
+            "                      control key control.key (made once, mode 0600, unless\n"
+            "                      control.key_file is set), calibration.csv, the ledger,\n"
+            "                      state/ (state.dir unless set)\n"
+            "  --ledger FILE       the privacy ledger to charge (default: a NEW ledger\n"
+            "                      DIR/ledger-<UTC time>.jsonl for every run, since the\n"
+            "                      simulator's devices and times repeat from run to run;\n"
+            "                      an existing FILE is reopened and its spending counts)\n"
+            "  --calibration FILE  public calibration rows for the calibrate service (CSV,\n"
+            "                      calibrate.input.*; default: DIR/calibration.csv, made from\n"
+            "                      a pilot run of the simulator's model with noise of its own)\n"
             "  --bootstrap-file F  where the embedded broker writes its address\n"
-            "                      (default run/kafka.bootstrap; other commands can join with\n"
+            "                      (default DIR/kafka.bootstrap; other commands can join with\n"
             "                      --set broker.bootstrap=@F while it runs); its log: F.log\n"
             "  --help              this text\n\n"
-            "metrics: --set metrics.port=P serves /metrics and /healthz for the ingest stage.\n"
+            "Defaults of this command (each applies unless you set the key): a simulator\n"
+            "whose SEM signal dominates (sim.channel_params without diurnal terms, sim.ar\n"
+            "0.9), complete windows only (ingest.max_interp_gap 0, ingest.min_coverage 1),\n"
+            "release.eps_rel 8 per window with release.eps_min 1.9 per coordinate: see\n"
+            "docs/operations.md \"gcdp run\" for why and what it costs in privacy.\n\n"
+            "metrics: --set metrics.port=P serves /metrics and /healthz for every stage.\n"
             "Ctrl-C (or SIGTERM) stops gracefully: the simulator flushes, ingest drains and\n"
-            "commits, the broker stops last; a second Ctrl-C skips the waiting (and if the\n"
-            "stages still have not stopped 5 s later, gcdp run gives up and exits 1).\n"
-            "Exit status: 0 ok, 1 a stage failed or an offset gap was detected, 2 usage.\n\n%s",
+            "commits, release releases what ingest emitted, calibrate stops, the broker stops\n"
+            "last; a second Ctrl-C skips the waiting (and if the stages still have not\n"
+            "stopped 5 s later, gcdp run gives up and exits 1).\n"
+            "Exit status: 0 ok, 1 a stage failed, an offset gap was detected or no window\n"
+            "was released, 2 usage.\n\n%s",
             app_common_help);
 }
 
@@ -386,6 +371,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
         {"rate", required_argument, NULL, 'r'},     {"seed", required_argument, NULL, 's'},
         {"no-simulator", no_argument, NULL, 'N'},
         {"bootstrap-file", required_argument, NULL, 'f'},
+        {"dir", required_argument, NULL, 'D'},      {"ledger", required_argument, NULL, 'L'},
+        {"calibration", required_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     int ch;
@@ -421,6 +408,15 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
         case 'f':
             o->bootstrap_file = optarg;
             break;
+        case 'D':
+            o->dir = optarg;
+            break;
+        case 'L':
+            o->ledger = optarg;
+            break;
+        case 'C':
+            o->calibration = optarg;
+            break;
         case 'h':
             usage(stdout);
             return APP_EXIT_OK;
@@ -447,19 +443,20 @@ static void print_summary(struct run_ctx *c)
     if (c->ingest)
         ing_service_stats(c->ingest, &st);
     fprintf(stderr,
-            "gcdp run: %.1f s; simulator sent %llu (acked %llu, failed %llu); ingest consumed "
-            "%llu = accepted %llu + rejected %llu; windows out %llu; dead letters out %llu; "
-            "offset gaps %llu (lost %llu)\n",
+            "gcdp run: %.1f s\n"
+            "readings: simulator sent %llu (acked %llu, failed %llu); ingest consumed %llu = "
+            "accepted %llu + rejected %llu (dead letters out %llu); windows out %llu; offset "
+            "gaps %llu (lost %llu)\n",
             el, (unsigned long long)atomic_load(&c->sim.sent),
             (unsigned long long)atomic_load(&c->sim.acked),
             (unsigned long long)atomic_load(&c->sim.failed), (unsigned long long)st.consumed,
             (unsigned long long)st.accepted, (unsigned long long)st.rejected,
-            (unsigned long long)st.windows_out, (unsigned long long)st.rejected_out,
+            (unsigned long long)st.rejected_out, (unsigned long long)st.windows_out,
             (unsigned long long)st.offset_gaps, (unsigned long long)st.offsets_lost);
     printf("{\"seconds\":%.3f,\"sim_sent\":%llu,\"sim_acked\":%llu,\"sim_failed\":%llu,"
            "\"consumed\":%llu,\"accepted\":%llu,\"rejected\":%llu,\"windows_out\":%llu,"
            "\"dead_letters_out\":%llu,\"offset_gaps\":%llu,\"offsets_lost\":%llu,"
-           "\"ingest_status\":\"%s\"}\n",
+           "\"ingest_status\":\"%s\"",
            el, (unsigned long long)atomic_load(&c->sim.sent),
            (unsigned long long)atomic_load(&c->sim.acked),
            (unsigned long long)atomic_load(&c->sim.failed), (unsigned long long)st.consumed,
@@ -467,8 +464,10 @@ static void print_summary(struct run_ctx *c)
            (unsigned long long)st.windows_out, (unsigned long long)st.rejected_out,
            (unsigned long long)st.offset_gaps, (unsigned long long)st.offsets_lost,
            core_errname(c->ingest_status));
+    run_live_summary(c, stderr, stdout);
+    printf("}\n");
     fflush(stdout);
-    if (st.offset_gaps > 0 || c->ingest_status != CORE_OK ||
+    if (st.offset_gaps > 0 || c->ingest_status != CORE_OK || run_live_failed(c) ||
         (c->sim_started && c->sim_status != CORE_OK))
         c->exit_code = APP_EXIT_FAILURE;
     if (c->sim_started && c->sim_status != CORE_OK)
@@ -492,6 +491,8 @@ static core_err start_everything(struct run_ctx *c, char *eb, size_t ebn)
         fprintf(stderr, "gcdp run: embedded broker (in-memory, dev/test only) at @%s\n",
                 c->o.bootstrap_file);
     }
+    if ((rc = run_files_prepare(c, eb, ebn)) != CORE_OK)
+        return rc;
     if (port > 0) {
         rc = core_metrics_serve(c->metrics, core_config_str(c->cfg, "metrics.bind"), port, NULL);
         if (rc != CORE_OK) {
@@ -516,7 +517,7 @@ int cmd_run(int argc, char **argv)
 
     if (!c)
         return APP_EXIT_FAILURE;
-    c->o = (struct run_opts){0, "run/kafka.bootstrap", 100, 2000, 1, false};
+    c->o = (struct run_opts){0, NULL, 100, 2000, 1, false, "run", NULL, NULL};
     c->exit_code = APP_EXIT_OK;
     c->sim_status = CORE_OK;
     sim_progress_init(&c->sim);
@@ -534,6 +535,10 @@ int cmd_run(int argc, char **argv)
         core_config_free(c->cfg);
         free(c);
         return ret;
+    }
+    if (!c->o.bootstrap_file) {
+        snprintf(c->bootstrap_buf, sizeof(c->bootstrap_buf), "%s/kafka.bootstrap", c->o.dir);
+        c->o.bootstrap_file = c->bootstrap_buf;
     }
     c->tty = isatty(2);
     if (c->tty)
@@ -572,7 +577,9 @@ int cmd_run(int argc, char **argv)
         uv_thread_join(&c->sim_thread);
     print_summary(c);
     ing_service_free(c->ingest);
+    run_live_free(c);
     uv_run(&c->loop, UV_RUN_DEFAULT);
+    core_dp_ledger_free(c->ledger);
     uv_loop_close(&c->loop);
     broker_stop(c);
     ret = c->exit_code;

@@ -268,9 +268,13 @@ static struct unit_ent *unit_ent_new(struct core_dp_ledger *l, const char *unit)
 static core_err unit_add(struct core_dp_ledger *l, const char *unit, const struct core_dp_cost *c)
 {
     struct unit_ent *e = smap_get(&l->units, unit);
+    core_err rc;
     if (!e)
         e = unit_ent_new(l, unit);
-    return core_dp_cost_add(&e->total, c);
+    rc = core_dp_cost_add(&e->total, c);
+    if (rc == CORE_OK && e->total.eps > l->st.max_eps)
+        l->st.max_eps = e->total.eps;
+    return rc;
 }
 
 /* Total of unit: the cache, else (store back end) the store's committed total, else zeros.
@@ -1119,6 +1123,8 @@ static core_err store_load_units(struct core_dp_ledger *l, const char *const *u,
         if (found) {
             e->total = e->committed = c;
             e->in_store = 1;
+            if (c.eps > l->st.max_eps)
+                l->st.max_eps = c.eps;
             l->st.units--; /* not a new unit: counted in the store's meta */
         }
     }

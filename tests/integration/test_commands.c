@@ -75,8 +75,8 @@ Test(commands, run_for_a_duration_prints_a_consistent_summary_and_cleans_up)
 {
     char *dir = ts_tmpdir(), file[600], out[600], err[600], *text;
     const char *args[] = {"run", "--duration", "8", "--devices", "20", "--rate", "1000",
-                          "--bootstrap-file", file, "--log-level", "warn", NULL};
-    json_t *j;
+                          "--bootstrap-file", file, "--dir", dir, "--log-level", "warn", NULL};
+    json_t *j, *rel, *priv;
 
     snprintf(file, sizeof(file), "%s/kafka.bootstrap", dir);
     snprintf(out, sizeof(out), "%s/run.out", dir);
@@ -93,6 +93,18 @@ Test(commands, run_for_a_duration_prints_a_consistent_summary_and_cleans_up)
     cr_assert_eq(I("consumed"), I("sim_acked"), "ingest drained what the simulator sent");
     cr_assert_gt(I("windows_out"), 0);
     cr_assert_eq(I("offset_gaps"), 0);
+    /* the live privacy path: every window released once under a theta the calibrate
+     * service made, charged to a new ledger of this run within its cap */
+    rel = json_object_get(j, "release");
+    priv = json_object_get(j, "privacy");
+    cr_assert_not_null(rel);
+    cr_assert_eq(json_integer_value(json_object_get(rel, "released")), I("windows_out"));
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(j, "theta"), "made")), 1);
+    cr_assert(json_is_true(json_object_get(priv, "ledger_new")));
+    cr_assert_gt(json_number_value(json_object_get(priv, "max_eps")), 0.0);
+    cr_assert_leq(json_number_value(json_object_get(priv, "max_eps")),
+                  json_number_value(json_object_get(priv, "cap_eps")));
+    cr_assert_eq(access(json_string_value(json_object_get(priv, "ledger")), R_OK), 0);
 #undef I
     /* The broker child stopped last and removed its bootstrap file. */
     cr_assert_eq(access(file, F_OK), -1, "embedded broker still running or file left");
@@ -109,7 +121,7 @@ Test(commands, run_stops_gracefully_on_sigint)
 {
     char *dir = ts_tmpdir(), file[600], out[600], *text;
     const char *args[] = {"run", "--devices", "10", "--rate", "500", "--bootstrap-file", file,
-                          "--log-level", "warn", NULL};
+                          "--dir", dir, "--log-level", "warn", NULL};
     pid_t pid;
     json_t *j;
 

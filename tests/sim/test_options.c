@@ -177,3 +177,74 @@ Test(sim_truth, unwritable_path_is_an_io_error)
     cr_assert_not_null(strstr(eb, "/nonexistent-dir/truth.json"));
     sim_gen_free(g);
 }
+
+/* sim.channel_params overrides the named fields of the named channels only; a channel the
+ * simulator does not have, an unknown field or a negative scale stops with the key named. */
+Test(sim_options, channel_params_override_fields_and_refuse_nonsense)
+{
+    struct core_config *cfg = core_config_new(tables, 3);
+    struct sim_options o;
+    char eb[512];
+    const struct sim_channel_info *light = sim_gen_channel_info(SIM_CH_LIGHT);
+    static const char *const bad[] = {
+        "sim.channel_params={\"co2\":{\"scale\":1}}",
+        "sim.channel_params={\"light\":{\"colour\":1}}",
+        "sim.channel_params={\"light\":{\"scale\":-1}}",
+        "sim.channel_params={\"light\":3}",
+        "sim.channel_params=[1]",
+    };
+
+    cr_assert_eq(core_config_set_arg(cfg,
+                                     "sim.channel_params={\"light\":{\"base\":1000,\"amp\":0},"
+                                     "\"voltage\":{\"scale\":0.2}}",
+                                     eb, sizeof(eb)),
+                 CORE_OK, "%s", eb);
+    cr_assert_eq(sim_options_from_config(cfg, &o, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(o.channel[SIM_CH_LIGHT].base, 1000.0);
+    cr_assert_eq(o.channel[SIM_CH_LIGHT].amp, 0.0);
+    cr_assert_eq(o.channel[SIM_CH_LIGHT].scale, light->scale);
+    cr_assert_eq(o.channel[SIM_CH_VOLTAGE].scale, 0.2);
+    cr_assert_eq(o.channel[SIM_CH_TEMPERATURE].base, sim_gen_channel_info(0)->base);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        cr_assert_eq(core_config_set_arg(cfg, bad[i], eb, sizeof(eb)), CORE_OK, "%s", eb);
+        cr_assert_eq(sim_options_from_config(cfg, &o, eb, sizeof(eb)), CORE_ECONFIG, "%s",
+                     bad[i]);
+        cr_assert_not_null(strstr(eb, "sim.channel_params"), "%s", eb);
+    }
+    core_config_free(cfg);
+}
+
+/* Public calibration rows: header, shape, rows in [0, 1], window starts on the grid, and
+ * readings independent of the protected run (another noise seed, same model). */
+Test(sim_options, calibration_csv_has_window_means_in_unit_range)
+{
+    struct sim_options o;
+    double lo[SIM_NCH] = {10, 0, 0, 2}, hi[SIM_NCH] = {40, 100, 2000, 3};
+    char *dir = ts_tmpdir(), path[600], eb[256], *text, *save = NULL, *line;
+    size_t rows = 0;
+
+    sim_options_default(&o);
+    o.devices = 3;
+    snprintf(path, sizeof(path), "%s/cal.csv", dir);
+    cr_assert_eq(sim_calibration_csv(&o, 77, lo, hi, 20, 15, path, eb, sizeof(eb)), CORE_OK,
+                 "%s", eb);
+    text = ts_read_file(path, NULL);
+    cr_assert_not_null(text);
+    line = strtok_r(text, "\n", &save);
+    cr_assert_str_eq(line, "ts,temperature.mean,humidity.mean,light.mean,voltage.mean");
+    while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+        long long ts;
+        double v[4];
+        cr_assert_eq(sscanf(line, "%lld,%lf,%lf,%lf,%lf", &ts, &v[0], &v[1], &v[2], &v[3]), 5);
+        cr_assert_eq((ts - o.start_ms) % (15 * 60000), 0);
+        for (int c = 0; c < 4; c++)
+            cr_assert(v[c] >= 0.0 && v[c] <= 1.0, "row %zu: %g", rows, v[c]);
+        rows++;
+    }
+    cr_assert_eq(rows, 3 * 20);
+    lo[1] = hi[1];
+    cr_assert_eq(sim_calibration_csv(&o, 77, lo, hi, 20, 15, path, eb, sizeof(eb)), CORE_EINVAL);
+    free(text);
+    ts_rmtree(dir);
+    free(dir);
+}

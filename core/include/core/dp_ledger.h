@@ -154,6 +154,9 @@ struct core_dp_ledger_stats {
     uint64_t torn_dropped;  /* torn last lines cut off at open */
     uint64_t cached_units;  /* store: units held in memory (JSONL: = units) */
     uint64_t compacted;     /* store: releases deleted by compaction since open */
+    double max_eps;         /* high-water mark of a unit's eps total (committed + pending)
+                             * over the units this object has totalled: every unit of a JSONL
+                             * ledger; store: the units charged or loaded since open */
 };
 
 /* Open (or create, when the path does not exist) the ledger and rebuild the totals.

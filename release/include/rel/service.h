@@ -93,6 +93,7 @@ struct rel_service_stats {
     uint64_t theta_swaps;    /* θ versions adopted after the first */
     int64_t lag;             /* -1 unknown */
     uint64_t first_read_ns;  /* uv_hrtime() when the first window was read; 0 none yet */
+    int64_t drift_ppm;       /* last valid drift score (rel/drift.h) in ppm; -1: none yet */
 };
 
 /* Start the service on loop.

@@ -116,6 +116,7 @@ struct rel_service {
     _Atomic uint64_t a_consumed, a_released, a_replayed, a_excluded, a_dlq, a_theta_version;
     _Atomic uint64_t a_by_reason[REL_DLQ_COUNT], a_produce_errors, a_commits, a_commit_errors;
     _Atomic uint64_t a_gaps, a_theta_swaps, a_first_read_ns;
+    _Atomic int64_t a_drift_ppm; /* the last evaluated drift score, ppm; -1: none yet */
     _Atomic int64_t a_lag;
 };
 
@@ -304,6 +305,7 @@ static void drift_feed(struct rel_service *s, const char *bytes, size_t len)
         d->horizons++;
         core_metric_add(s->m.drift_horizons, 1);
         core_metric_set(s->m.drift_score, (int64_t)(res.score * 1e6));
+        atomic_store(&s->a_drift_ppm, res.valid ? (int64_t)(res.score * 1e6) : -1);
         publish_status(s, NULL, json_pack("{s:o}", "drift", drift_json(s)));
         if (res.fire)
             drift_report(s);
@@ -1147,6 +1149,7 @@ core_err rel_service_new(uv_loop_t *loop, const struct core_config *cfg,
     for (int i = 0; i < REL_SERVICE_MAX_PARTITIONS; i++)
         s->parts[i].next = s->parts[i].committed = -1;
     atomic_init(&s->a_lag, -1);
+    atomic_init(&s->a_drift_ppm, -1);
     metrics_register(s);
     rc = open_state(s, eb, ebn);
     if (rc == CORE_OK)
@@ -1195,6 +1198,7 @@ void rel_service_stats(const struct rel_service *s, struct rel_service_stats *ou
     out->theta_swaps = atomic_load(&w->a_theta_swaps);
     out->lag = atomic_load(&w->a_lag);
     out->first_read_ns = atomic_load(&w->a_first_read_ns);
+    out->drift_ppm = atomic_load(&w->a_drift_ppm);
 }
 
 void rel_service_free(struct rel_service *s)

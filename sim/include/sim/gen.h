@@ -42,8 +42,10 @@ struct sim_channel_info {
     double scale;     /* multiplies the SEM latent */
     double lo, hi;    /* clamp range */
 };
-/* Info for channel c < SIM_NCH; NULL otherwise. Static storage. */
+/* The built-in info for channel c < SIM_NCH; NULL otherwise. Static storage. */
 const struct sim_channel_info *sim_gen_channel_info(size_t c);
+/* Index of the channel named name, or -1. */
+int sim_gen_channel_index(const char *name);
 
 struct sim_gen_params {
     size_t devices; /* >= 1 */
@@ -53,6 +55,13 @@ struct sim_gen_params {
     double spatial_coupling; /* a in [0, 1) */
     unsigned spatial_lag;    /* 0..SIM_GEN_MAX_LAG ticks */
     double ar;               /* phi in [0, 1) */
+    uint64_t noise_seed;     /* 0: the noise stream follows seed; else it is seeded from this,
+                              * so the same model (DAG, device weights and offsets) yields
+                              * independent readings (public pilot data) */
+    /* Per-channel physical mapping; sim_gen_params_default() copies the built-in table
+     * (sim_gen_channel_info()). base, amp finite; offset_sd, scale >= 0; lo < hi; the
+     * name is not read (channels keep their built-in names and order). */
+    struct sim_channel_info ch[SIM_NCH];
 };
 #define SIM_GEN_MAX_LAG 64
 void sim_gen_params_default(struct sim_gen_params *p);
@@ -76,6 +85,8 @@ void sim_gen_tick(struct sim_gen *g, int64_t ts_ms, double days, unsigned regime
 const double *sim_gen_latent(const struct sim_gen *g);
 
 size_t sim_gen_devices(const struct sim_gen *g);
+/* The channel mapping g uses (SIM_NCH entries, sim_gen_params.ch); borrowed from g. */
+const struct sim_channel_info *sim_gen_channels(const struct sim_gen *g);
 
 /* Weights of regime r: device == SIZE_MAX gives the shared W^r, else W_device^r.
  *   w  out: SIM_NCH x SIM_NCH row-major, w[i*SIM_NCH+j] = weight of edge i -> j. */

@@ -32,6 +32,7 @@
 
 #include "core/config.h"
 #include "core/err.h"
+#include "sim/gen.h"
 
 /* Kinds of injected fault. "missing" and "gap" send nothing (the reading is skipped);
  * every other kind produces exactly one recognizable bad (or displaced) message, which
@@ -111,6 +112,8 @@ struct sim_options {
     double spatial_coupling;   /* coupling of a mote's innovations to its neighbour's, [0, 1) */
     unsigned spatial_lag;      /* lag in ticks of that coupling, 0..SIM_MAX_LAG */
     double ar;                 /* temporal AR(1) coefficient of the innovations, [0, 1) */
+    struct sim_channel_info channel[SIM_NCH]; /* physical mapping (sim.channel_params over the
+                                                 built-in table; sim/gen.h) */
     double fault_rate[SIM_FAULT_COUNT]; /* per-reading probability of each kind; sum <= 1 */
     unsigned gap_ticks;                 /* length of a "gap" fault in readings */
     double late_s;                      /* how far into the past a "late" reading goes */
@@ -138,6 +141,20 @@ CORE_MUST_CHECK core_err sim_options_from_config(const struct core_config *cfg,
  * rates[]; kinds not named keep their value. CORE_ECONFIG names the bad item. */
 CORE_MUST_CHECK core_err sim_faults_parse(const char *spec, double rates[SIM_FAULT_COUNT],
                                           char *errbuf, size_t errbuf_size);
+
+/* Public calibration rows (sim/src/svc/calib.c): another run of the model with o's seed (the
+ * same DAG and device parameters) and devices, its readings drawn from noise_seed (nonzero,
+ * not the protected run's: sim_gen_params.noise_seed), windows windows of
+ * window_ticks readings per device; each row is one device's window mean per channel after
+ * clipping every reading to [clip_lo, clip_hi] and mapping it to [0, 1] (ingest's
+ * clip_minmax), columns ts (window start, epoch ms) and <channel>.mean, device-major.
+ * Written atomically to path (core_outfile). Returns CORE_OK, CORE_EINVAL (bad sizes,
+ * intervals or model parameters), CORE_EIO (errbuf names the path). */
+CORE_MUST_CHECK core_err sim_calibration_csv(const struct sim_options *o, uint64_t noise_seed,
+                                             const double clip_lo[SIM_NCH],
+                                             const double clip_hi[SIM_NCH], size_t windows,
+                                             size_t window_ticks, const char *path, char *eb,
+                                             size_t ebn);
 
 /* Run the simulator until ticks/duration are reached or progress->stop is set.
  *   cfg       borrowed: broker.* / topics.* / kafka.* keys (core_kafka_conf_new).

@@ -31,11 +31,25 @@ struct sim_gen {
     double *x;                                 /* n x SIM_NCH latent of the last tick */
     uint64_t tick;
     struct core_prng noise;
+    struct sim_channel_info ch[SIM_NCH]; /* the physical mapping in use */
 };
 
 const struct sim_channel_info *sim_gen_channel_info(size_t c)
 {
     return c < SIM_NCH ? &channels[c] : NULL;
+}
+
+int sim_gen_channel_index(const char *name)
+{
+    for (int c = 0; c < SIM_NCH; c++)
+        if (name && strcmp(channels[c].name, name) == 0)
+            return c;
+    return -1;
+}
+
+const struct sim_channel_info *sim_gen_channels(const struct sim_gen *g)
+{
+    return g->ch;
 }
 
 void sim_gen_params_default(struct sim_gen_params *p)
@@ -47,6 +61,8 @@ void sim_gen_params_default(struct sim_gen_params *p)
     p->spatial_coupling = 0.5;
     p->spatial_lag = 2;
     p->ar = 0.8;
+    p->noise_seed = 0;
+    memcpy(p->ch, channels, sizeof(p->ch));
 }
 
 /* One random DAG: random order (Fisher-Yates), Bernoulli(edge_prob) edges along it,
@@ -87,6 +103,13 @@ static core_err check_params(const struct sim_gen_params *p)
         !(p->spatial_coupling >= 0.0 && p->spatial_coupling < 1.0) ||
         !(p->ar >= 0.0 && p->ar < 1.0) || p->spatial_lag > SIM_GEN_MAX_LAG)
         return CORE_EINVAL;
+    for (size_t c = 0; c < SIM_NCH; c++) {
+        const struct sim_channel_info *ci = &p->ch[c];
+        if (!isfinite(ci->base) || !isfinite(ci->amp) || !(ci->offset_sd >= 0.0) ||
+            !isfinite(ci->offset_sd) || !(ci->scale >= 0.0) || !isfinite(ci->scale) ||
+            !isfinite(ci->lo) || !isfinite(ci->hi) || !(ci->lo < ci->hi))
+            return CORE_EINVAL;
+    }
     return CORE_OK;
 }
 
@@ -104,7 +127,7 @@ static void init_device(struct sim_gen *g, const struct sim_gen_params *p, size_
             wd[k] = g->w[reg][k] != 0.0 ? g->w[reg][k] + p->hetero_sd * core_prng_normal(&r) : 0.0;
     }
     for (size_t c = 0; c < SIM_NCH; c++)
-        g->offset[m * SIM_NCH + c] = channels[c].offset_sd * core_prng_normal(&r);
+        g->offset[m * SIM_NCH + c] = g->ch[c].offset_sd * core_prng_normal(&r);
 }
 
 core_err sim_gen_new(const struct sim_gen_params *p, struct sim_gen **out)
@@ -118,6 +141,9 @@ core_err sim_gen_new(const struct sim_gen_params *p, struct sim_gen **out)
         return CORE_EINVAL;
     g = core_xcalloc(1, sizeof(*g));
     g->n = p->devices;
+    memcpy(g->ch, p->ch, sizeof(g->ch));
+    for (size_t c = 0; c < SIM_NCH; c++)
+        g->ch[c].name = channels[c].name;
     g->a = p->spatial_coupling;
     g->a_c = sqrt(1.0 - g->a * g->a);
     g->phi = p->ar;
@@ -127,6 +153,10 @@ core_err sim_gen_new(const struct sim_gen_params *p, struct sim_gen **out)
     for (unsigned reg = 0; reg < SIM_NREGIMES; reg++)
         draw_dag(&sr, p->edge_prob, g->order[reg], g->w[reg]);
     core_prng_seed(&g->noise, core_splitmix64(&st));
+    if (p->noise_seed != 0) {
+        uint64_t ns = p->noise_seed;
+        core_prng_seed(&g->noise, core_splitmix64(&ns));
+    }
     hist = (size_t)g->lag + 1;
     g->wdev = core_xcalloc(g->n * SIM_NREGIMES * SIM_NCH * SIM_NCH, sizeof(double));
     g->offset = core_xcalloc(g->n * SIM_NCH, sizeof(double));
@@ -215,7 +245,7 @@ void sim_gen_tick(struct sim_gen *g, int64_t ts_ms, double days, unsigned regime
             x[j] = s;
         }
         for (size_t c = 0; c < SIM_NCH; c++) {
-            const struct sim_channel_info *ci = &channels[c];
+            const struct sim_channel_info *ci = &g->ch[c];
             double v =
                 ci->base + g->offset[m * SIM_NCH + c] + ci->amp * shape[c] + ci->scale * x[c];
             if (c == SIM_CH_VOLTAGE)

@@ -28,6 +28,9 @@ const struct core_cfg_key sim_config_keys[] = {
     K("sim.spatial_coupling", CORE_CFG_DOUBLE, "0.5", 0, 0.99, "coupling to the neighbour mote"),
     K("sim.spatial_lag", CORE_CFG_INT, "2", 0, 64, "spatial lag in ticks"),
     K("sim.ar", CORE_CFG_DOUBLE, "0.8", 0, 0.99, "temporal AR(1) coefficient of the innovations"),
+    K("sim.channel_params", CORE_CFG_JSON, "null", 1, 0,
+      "{channel: {base, scale, amp, offset_sd}} over the built-in physical mapping "
+      "(docs/simulator.md); null: built-in"),
     K("sim.faults", CORE_CFG_STRING, "\"\"", 1, 0,
       "fault spec kind=rate,... (see gcdp simulate --help); empty: none"),
     K("sim.gap_ticks", CORE_CFG_INT, "20", 0, 1000000, "readings skipped by one gap fault"),

@@ -56,6 +56,8 @@ void sim_options_default(struct sim_options *o)
     o->spatial_coupling = 0.5;
     o->spatial_lag = 2;
     o->ar = 0.8;
+    for (size_t c = 0; c < SIM_NCH; c++)
+        o->channel[c] = *sim_gen_channel_info(c);
     o->gap_ticks = 20;
     o->late_s = 3600.0;
     o->oversize_bytes = 65536; /* = ingest.max_message_bytes default */
@@ -153,6 +155,49 @@ void sim_progress_print(const struct sim_progress *p, void *file)
     fflush(f);
 }
 
+/* sim.channel_params: {channel: {base?, scale?, amp?, offset_sd?}} over the built-in table. */
+static core_err channel_params(const struct core_config *cfg, struct sim_options *o, char *eb,
+                               size_t ebn)
+{
+    static const char *const fields[] = {"base", "scale", "amp", "offset_sd"};
+    const json_t *all = core_config_json(cfg, "sim.channel_params");
+    const char *name;
+    json_t *v;
+
+    if (!all || json_is_null(all))
+        return CORE_OK;
+    if (!json_is_object(all))
+        goto bad;
+    json_object_foreach((json_t *)all, name, v) {
+        int c = sim_gen_channel_index(name);
+        const char *f;
+        json_t *x;
+        if (c < 0 || !json_is_object(v)) {
+            snprintf(eb, ebn, "config key 'sim.channel_params': '%s' is not a simulated channel "
+                     "(temperature, humidity, light, voltage) with an object of parameters", name);
+            return CORE_ECONFIG;
+        }
+        json_object_foreach(v, f, x) {
+            double *dst[] = {&o->channel[c].base, &o->channel[c].scale, &o->channel[c].amp,
+                             &o->channel[c].offset_sd};
+            size_t k = 0;
+            while (k < 4 && strcmp(fields[k], f) != 0)
+                k++;
+            if (k == 4 || !json_is_number(x) || !isfinite(json_number_value(x)) ||
+                (k != 0 && k != 2 && json_number_value(x) < 0)) {
+                snprintf(eb, ebn, "config key 'sim.channel_params': %s.%s: expected base, amp "
+                         "(numbers) or scale, offset_sd (numbers >= 0)", name, f);
+                return CORE_ECONFIG;
+            }
+            *dst[k] = json_number_value(x);
+        }
+    }
+    return CORE_OK;
+bad:
+    snprintf(eb, ebn, "config key 'sim.channel_params': expected an object or null");
+    return CORE_ECONFIG;
+}
+
 core_err sim_options_from_config(const struct core_config *cfg, struct sim_options *o, char *eb,
                                  size_t ebn)
 {
@@ -184,6 +229,8 @@ core_err sim_options_from_config(const struct core_config *cfg, struct sim_optio
     else if (core_config_is_set(cfg, "ingest.max_message_bytes"))
         o->oversize_bytes = (size_t)core_config_int(cfg, "ingest.max_message_bytes");
     o->truth_path = core_config_str(cfg, "sim.truth_path");
+    if (channel_params(cfg, o, eb, ebn) != CORE_OK)
+        return CORE_ECONFIG;
     o->prod.max_inflight = (size_t)core_config_int(cfg, "sim.max_inflight");
     o->prod.lag_group = core_config_str(cfg, "sim.lag_group");
     o->prod.max_lag_bytes = (size_t)core_config_int(cfg, "sim.max_lag_bytes");

@@ -189,6 +189,7 @@ static core_err setup(struct run *r, const struct core_config *cfg, char *eb, si
     gp.spatial_coupling = o->spatial_coupling;
     gp.spatial_lag = o->spatial_lag;
     gp.ar = o->ar;
+    memcpy(gp.ch, o->channel, sizeof(gp.ch));
     if ((rc = sim_gen_new(&gp, &r->gen)) != CORE_OK) {
         snprintf(eb, ebn, "invalid generator parameters");
         return rc;

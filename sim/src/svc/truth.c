@@ -81,7 +81,7 @@ json_t *sim_truth_json(const struct sim_gen *g, const struct sim_options *o)
 {
     json_t *chans = json_array();
     for (size_t c = 0; c < SIM_NCH; c++) {
-        const struct sim_channel_info *ci = sim_gen_channel_info(c);
+        const struct sim_channel_info *ci = &sim_gen_channels(g)[c];
         json_array_append_new(chans,
                               json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f}", "name", ci->name,
                                         "base", ci->base, "offset_sd", ci->offset_sd, "diurnal_amp",

@@ -1,0 +1,103 @@
+/* run.h - `gcdp run`'s shared state (app/cmd_run.c drives; app/run_live.c holds the live
+ * privacy path's stages: calibrate, release, and the learner). Internal to app/. */
+#ifndef APP_RUN_H
+#define APP_RUN_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <uv.h>
+
+#include "core/config.h"
+#include "core/dp_ledger.h"
+#include "core/metrics.h"
+#include "ing/service.h"
+#include "sim/sim.h"
+
+struct cal_service;
+struct rel_service;
+
+#define RUN_PATH_MAX 4096
+
+#define BROKER_START_MS 30000
+#define CATCH_UP_MS     10000
+#define FORCE_MS        5000
+
+struct run_opts {
+    double duration_s;
+    const char *bootstrap_file;
+    size_t devices;
+    double rate;
+    unsigned long long seed;
+    bool no_sim;
+    const char *dir;         /* --dir: this run's files (default "run") */
+    const char *ledger;      /* --ledger FILE; NULL: <dir>/ledger-<UTC stamp>.jsonl (new) */
+    const char *calibration; /* --calibration FILE (public CSV); NULL: generated */
+};
+
+struct run_ctx {
+    uv_loop_t loop;
+    uv_signal_t sigint, sigterm;
+    uv_timer_t progress, duration, poll, force;
+    bool forced; /* the second-signal deadline passed: skip the orderly cleanup */
+    struct core_config *cfg;
+    struct core_metrics *metrics;
+    struct run_opts o;
+    pid_t broker_pid;
+    uint64_t t0;
+    bool stopping, tty;
+    int signals;
+    size_t stopping_stage; /* index of the stage being stopped */
+    int exit_code;
+    /* simulator */
+    uv_thread_t sim_thread;
+    bool sim_started;
+    struct sim_progress sim;
+    struct sim_options sim_opts;
+    atomic_bool sim_done;
+    core_err sim_status;
+    char sim_err[512];
+    /* ingest */
+    struct ing_service *ingest;
+    bool ingest_done, ingest_stop_requested, ingest_stop_sent;
+    uint64_t ingest_stop_deadline;
+    core_err ingest_status;
+    uint64_t last_in;
+    /* files of this run (under --dir) */
+    char bootstrap_buf[RUN_PATH_MAX];
+    char dir[RUN_PATH_MAX], ledger_path[RUN_PATH_MAX], calib_path[RUN_PATH_MAX];
+    bool ledger_new; /* the ledger did not exist before this run */
+    /* calibrate service */
+    struct cal_service *cal;
+    bool cal_done;
+    core_err cal_status;
+    /* release service and the ledger it charges (opened here, one per run by default) */
+    struct core_dp_ledger *ledger;
+    struct core_dp_ledger_opts lo;
+    struct rel_service *rel;
+    bool rel_done, rel_stop_requested, rel_stop_sent;
+    uint64_t rel_stop_deadline;
+    core_err rel_status;
+};
+
+/* The live stages (app/run_live.c), each: start (CORE_OK or an error in eb), stop (begin),
+ * done (fully stopped). A stage that stops by itself while the run is not stopping makes the
+ * run fail. */
+core_err run_files_prepare(struct run_ctx *c, char *eb, size_t ebn);
+core_err run_cal_start(struct run_ctx *c, char *eb, size_t ebn);
+void run_cal_stop(struct run_ctx *c);
+bool run_cal_done(struct run_ctx *c);
+core_err run_rel_start(struct run_ctx *c, char *eb, size_t ebn);
+void run_rel_stop(struct run_ctx *c);
+bool run_rel_done(struct run_ctx *c);
+/* Progress text of the live stages (appended to the progress line) and the summary. */
+void run_live_progress(struct run_ctx *c, char *buf, size_t n);
+void run_live_summary(struct run_ctx *c, FILE *human, FILE *json);
+bool run_live_failed(const struct run_ctx *c);
+void run_live_free(struct run_ctx *c);
+
+#endif /* APP_RUN_H */
+
+
