@@ -15,6 +15,23 @@ if [ -n "$files" ]; then
     echo "layering: side effect in pure algorithm code (inject it instead)" >&2; status=1
   fi
 fi
+# The architecture's "never" rules (DESIGN.md): core includes no stage; ingest, sim,
+# calibrate and learner include no other stage; release reads only calibrate's theta header.
+# (eval, the evaluation harness, and app, the wiring, may use every stage.)
+never() { # <dir> <allowed include prefixes, as an ERE alternation>
+  hits=$(grep -rHnE '#include "(core|ing|sim|cal|rel|lrn|eval)/' "$1/src" "$1/include" 2>/dev/null |
+         grep -vE "#include \"($2)" || true)
+  if [ -n "$hits" ]; then
+    echo "$hits"
+    echo "layering: $1 includes a header of a stage it must never depend on" >&2; status=1
+  fi
+}
+never core 'core/'
+never ingest 'core/|ing/'
+never sim 'core/|sim/'
+never calibrate 'core/|cal/'
+never learner 'core/|lrn/'
+never release 'core/|rel/|cal/theta\.h"'
 prod=$(find core ingest sim calibrate release learner eval app -name '*.c' 2>/dev/null || true)
 if [ -n "$prod" ] && grep -HnE '(^|[^_a-z])(s?rand|random|drand48)\s*\(' $prod; then
   echo "layering: rand()/random()/drand48() in product code: noise must come from the CSPRNG" >&2
