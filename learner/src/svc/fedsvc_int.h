@@ -82,6 +82,9 @@ CORE_MUST_CHECK core_err fs_link_open(struct fs_link *l, const struct core_confi
                                       const char *prefix, const char *const *topics,
                                       const char *const *reset, size_t n, fs_msg_fn *on_msg,
                                       void *arg, char *eb, size_t ebn);
+/* Every consumer has its partitions (a consumer reading from "latest" sees nothing before:
+ * wait for this before asking for answers). */
+bool fs_link_ready(struct fs_link *l);
 /* Serve the loop for up to ms milliseconds (returns earlier after an event). */
 void fs_link_pump(struct fs_link *l, int ms);
 /* Enqueue one record (key = participant id or NULL); retries a full queue. */

@@ -321,6 +321,14 @@ core_err fs_link_open(struct fs_link *l, const struct core_config *cfg, const ch
     return rc;
 }
 
+bool fs_link_ready(struct fs_link *l)
+{
+    for (size_t k = 0; k < l->ncons; k++)
+        if (core_kconsumer_assigned(l->cons[k]) == 0)
+            return false;
+    return true;
+}
+
 void fs_link_pump(struct fs_link *l, int ms)
 {
     uv_timer_start(&l->timer, on_timer, (uint64_t)(ms > 0 ? ms : 1), 0);

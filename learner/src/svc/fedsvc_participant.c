@@ -440,7 +440,8 @@ core_err lrn_fedsvc_participant_run(const struct lrn_fedsvc_participant_opts *o,
     }
     while (rc == CORE_OK && !atomic_load(stop) && !s.link.fatal) {
         fs_link_pump(&s.link, 100);
-        if (s.d > 0 && fs_now_ms() - s.last_announce >= s.announce_ms) {
+        if (s.d > 0 && fs_now_ms() - s.last_announce >= s.announce_ms &&
+            fs_link_ready(&s.link)) {
             announce(&s);
             s.last_announce = fs_now_ms();
         }

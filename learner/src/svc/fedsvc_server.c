@@ -718,6 +718,10 @@ static core_err serve(struct srv *s)
             idle(s, 100);
             continue;
         }
+        if (!fs_link_ready(&s->link)) { /* a resumed session: replies need the consumer */
+            idle(s, 100);
+            continue;
+        }
         if (s->replay_rounds == 0 && ckpt_begin(s) != CORE_OK)
             return CORE_EIO;
         rc = run_session(s, &done);
