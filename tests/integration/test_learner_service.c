@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "broker.h"
 #include "core/config.h"
@@ -42,6 +43,34 @@ static struct lrn_sem_problem *make_problem(void)
     o.seed = 7;
     cr_assert_eq(lrn_sem_problem_new(&o, &pb), CORE_OK);
     return pb;
+}
+
+static char first_record[2048];
+
+/* python3-jsonschema (Draft 2020-12) on one JSON text. */
+static void schema_valid(const char *json, const char *schema)
+{
+    char path[512], cmd[2048];
+    snprintf(path, sizeof(path), "/tmp/gcdp-lsvc-schema-%d.json", (int)getpid());
+    ts_write_file(path, json);
+    snprintf(cmd, sizeof(cmd),
+             "/usr/bin/python3 -c 'import json,sys,jsonschema; "
+             "jsonschema.Draft202012Validator(json.load(open(sys.argv[1]))).validate("
+             "json.load(open(sys.argv[2])))' %s/%s %s",
+             GCDP_SCHEMA_DIR, schema, path);
+    cr_assert_eq(system(cmd), 0, "not valid against %s: %s", schema, json);
+    unlink(path);
+}
+
+/* Every record on learner.dag is schema-valid; returns how many there are. */
+static size_t dag_records_valid(const char *bootstrap)
+{
+    struct ts_record *rec;
+    size_t n = ts_topic_read(bootstrap, "learner.dag", &rec);
+    for (size_t i = 0; i < n; i++)
+        schema_valid(rec[i].value, "learner_dag.schema.json");
+    ts_records_free(rec, n);
+    return n;
 }
 
 /* Every sample as one schema-valid gcdp.released/1 record, site p on partition p. */
@@ -72,6 +101,8 @@ static void produce_released(const char *bootstrap, const struct lrn_sem_problem
             for (size_t i = 0; i < D; i++)
                 w += sprintf(w, "%s\"x%zu\":0.1", i ? "," : "", i);
             sprintf(w, "}}");
+            if (!first_record[0])
+                memcpy(first_record, rec, sizeof(first_record));
             while (rd_kafka_produce(rkt, (int32_t)p,
                                     RD_KAFKA_MSG_F_COPY, rec, strlen(rec), dev, strlen(dev),
                                     NULL) != 0)
@@ -299,6 +330,7 @@ Test(learner_service, learns_the_sem_dag_and_resumes_after_a_server_restart, .ti
 
     ts_broker_start(&b, NULL);
     produce_released(b.bootstrap, pb);
+    schema_valid(first_record, "released.schema.json");
 
     /* uninterrupted run */
     full_run(&b, dir, "a", &a);
@@ -340,6 +372,7 @@ Test(learner_service, learns_the_sem_dag_and_resumes_after_a_server_restart, .ti
     cr_assert_geq(atomic_load(&st.pr.resumed_from_round), done_rounds);
     cr_assert_eq(r.n, 1);
     cr_assert_eq(r.rounds, a.rounds);
+    cr_assert_eq(dag_records_valid(b.bootstrap), 2); /* run a's and run b's */
     cr_assert_eq(edges_of(r.w), edges_of(a.w));
     for (size_t x = 0; x < D * D; x++) {
         cr_assert_eq(r.w[x] != 0.0, a.w[x] != 0.0, "support differs at %zu", x);
@@ -391,6 +424,7 @@ Test(learner_service, a_stopped_participant_is_missing_and_the_session_goes_on, 
     cr_assert_str_eq(r.missing[0], "c2");
     cr_assert_geq(r.missing_from[0], 3);
     cr_assert_not_null(strstr(r.json, "\"missing\":[\"c2\"]"), "%s", r.json);
+    cr_assert_eq(dag_records_valid(b.bootstrap), 1);
     cr_log_info("c2 missing from round %" PRIu64 "; %zu rounds, %zu edges", r.missing_from[0],
                 r.rounds, edges_of(r.w));
     core_config_free(cfg);
