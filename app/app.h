@@ -83,6 +83,11 @@ int release_serve(struct core_config *cfg, const struct release_serve_args *a);
  * topics.calibration until a signal (or exit_after_s > 0 seconds). */
 int calibrate_serve(struct core_config *cfg, const char *input, double exit_after_s);
 
+/* `gcdp learn --server` / `gcdp learn --participant ID` (app/learn_serve.c): the learner
+ * services of lrn/fedsvc.h; cmd_learn hands over when either flag is present. */
+int learn_serve(int argc, char **argv);
+bool learn_serve_wanted(int argc, char **argv);
+
 int bench_ingest(int argc, char **argv);
 int bench_calibrate(int argc, char **argv);
 int bench_release(int argc, char **argv);

@@ -29,6 +29,7 @@
 
 static const char learn_help[] =
     "usage: gcdp learn [options] P1.csv P2.csv ...\n"
+    "       gcdp learn --server | --participant ID  (services: --server --help)\n"
     "Learn one DAG from participant CSV files (one sample per row, same columns in every\n"
     "file, optional header line; see `gcdp sem-gen`).\n"
     "options:\n"
@@ -667,6 +668,8 @@ int cmd_learn(int argc, char **argv)
     size_t d, dt = 0;
     int ret = APP_EXIT_USAGE, pr;
 
+    if (learn_serve_wanted(argc, argv))
+        return learn_serve(argc, argv);
     if (app_config_load(&argc, argv, &cfg) != CORE_OK)
         goto out;
     pr = parse_args(argc, argv, &a, &ov, &m);

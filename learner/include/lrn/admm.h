@@ -53,7 +53,12 @@ struct lrn_local_ops {
      *   rho2    current ρ₂.
      *   B_p     in/out, d×d: previous B_p in (zeros before round 0, usable as a warm
      *           start), new B_p out. Diagonal must come out 0 (the driver zeroes it).
-     * Return non-OK to abort the run (the driver returns that code). */
+     * Return non-OK to abort the run (the driver returns that code), except
+     * CORE_ENOTFOUND: participant p is ABSENT this round (a remote participant that timed
+     * out, lrn/fedsvc.h). The round then goes on with those present: p's B_p, β_p and W_p
+     * are left as they were, p is left out of the server's sums (its P counts only the
+     * present) and of the dual update and the sending of W; a round with nobody present
+     * ends the run with CORE_ENOTFOUND. The in-process solvers never return it. */
     core_err (*solve)(void *self, size_t p, size_t t, const double *W, const double *beta_p,
                       double rho2, double *B_p);
     void *self;

@@ -346,6 +346,8 @@ struct run {
     double *xprev;
     uint64_t bytes_model, bytes_wire, bytes_up_model;
     size_t nnz_up, nnz_down;
+    uint8_t *absent;         /* P: participant absent this round (solve returned ENOTFOUND) */
+    size_t present;          /* participants present this round */
 };
 
 static void run_free(struct run *r)
@@ -360,6 +362,7 @@ static void run_free(struct run *r)
     free(r->supp);
     free(r->buf);
     free(r->xprev);
+    free(r->absent);
     if (r->x)
         lbfgs_free(r->x);
     lrn_acyclic_ws_free(r->ws);
@@ -391,6 +394,8 @@ static core_err run_init(struct run *r, size_t d, size_t P, const struct lrn_adm
     r->buf = core_xmalloc(r->bufcap);
     r->x = lbfgs_malloc((int)r->d2);
     r->xprev = core_xcalloc(r->d2, sizeof(double));
+    r->absent = core_xcalloc(P, 1);
+    r->present = P;
     if (!r->x)
         return CORE_ENOMEM;
     r->rho1 = o->rho1;
@@ -423,12 +428,17 @@ static core_err local_round(struct run *r, const struct lrn_local_ops *ops, size
     core_err rc;
 
     r->nnz_up = 0;
+    r->present = 0;
     for (size_t p = 0; p < r->P; p++) {
         double *Bp = r->B + p * r->d2;
         uint64_t before = r->bytes_model;
         rc = ops->solve(ops->self, p, t, r->Wp + p * r->d2, r->beta + p * r->d2, r->rho2, Bp);
+        r->absent[p] = rc == CORE_ENOTFOUND; /* absent this round: B_p, β_p, W_p kept */
+        if (r->absent[p])
+            continue;
         if (rc != CORE_OK)
             return rc;
+        r->present++;
         for (size_t i = 0; i < r->d; i++)
             Bp[i * r->d + i] = 0.0;
         /* Upload sparsification (our choice, docs/learner.md): entries below b_sparsify
@@ -446,7 +456,7 @@ static core_err local_round(struct run *r, const struct lrn_local_ops *ops, size
         r->bytes_up_model += r->bytes_model - before;
         r->nnz_up += nnz;
     }
-    return CORE_OK;
+    return r->present == 0 ? CORE_ENOTFOUND : CORE_OK;
 }
 
 /* Sums over participants and the union support (DESIGN §6 step 2). */
@@ -458,6 +468,8 @@ static void server_prepare(struct run *r)
     r->const_b = 0.0;
     for (size_t p = 0; p < r->P; p++) {
         const double *Bp = r->B + p * r->d2, *bp = r->beta + p * r->d2;
+        if (r->absent[p])
+            continue;
         for (size_t x = 0; x < r->d2; x++) {
             r->sumB[x] += Bp[x];
             r->sumBeta[x] += bp[x];
@@ -473,7 +485,7 @@ static void server_prepare(struct run *r)
         }
         in = r->W[x] != 0.0 || r->sumB[x] != 0.0 || r->sumBeta[x] != 0.0;
         for (size_t p = 0; p < r->P && !in; p++)
-            in = r->B[p * r->d2 + x] != 0.0 || r->beta[p * r->d2 + x] != 0.0;
+            in = !r->absent[p] && (r->B[p * r->d2 + x] != 0.0 || r->beta[p * r->d2 + x] != 0.0);
         if (in)
             r->supp[r->nsupp++] = x;
         else
@@ -486,7 +498,7 @@ static lbfgsfloatval_t server_eval(void *inst, const lbfgsfloatval_t *x, lbfgsfl
                                    const int n, const lbfgsfloatval_t step)
 {
     struct run *r = inst;
-    double h = 0.0, f, c, P = (double)r->P;
+    double h = 0.0, f, c, P = (double)r->present;
     (void)step;
 
     r->evals++;
@@ -572,6 +584,8 @@ static double dual_update(struct run *r)
     for (size_t p = 0; p < r->P; p++) {
         const double *Bp = r->B + p * r->d2;
         double *bp = r->beta + p * r->d2;
+        if (r->absent[p])
+            continue;
         for (size_t x = 0; x < r->d2; x++) {
             double diff = Bp[x] - r->Wp[p * r->d2 + x];
             bp[x] += r->rho2 * diff;
@@ -657,7 +671,7 @@ static void round_stats(struct run *r, struct lrn_admm_progress *pr)
             dres = fmax(dres, fabs((r->sent[x] ? r->W[x] : 0.0) - r->Wprev[x]));
         r->Wprev[x] = r->sent[x] ? r->W[x] : 0.0;
         for (size_t p = 0; p < r->P; p++)
-            if (r->Wp[p * r->d2 + x] == 0.0)
+            if (!r->absent[p] && r->Wp[p * r->d2 + x] == 0.0)
                 bdrop = fmax(bdrop, fabs(r->beta[p * r->d2 + x]));
     }
     pr->support_changes = changes;
@@ -678,17 +692,20 @@ static core_err send_down(struct run *r)
     memset(r->sent, 0, r->d2);
     r->nnz_down = 0;
     if (!r->o->down_own_support) {
-        rc = transmit(r, r->Ws, r->P, &nnz);
+        rc = transmit(r, r->Ws, r->present, &nnz);
         for (size_t p = 0; rc == CORE_OK && p < r->P; p++)
-            memcpy(r->Wp + p * r->d2, r->Ws, r->d2 * sizeof(double));
+            if (!r->absent[p])
+                memcpy(r->Wp + p * r->d2, r->Ws, r->d2 * sizeof(double));
         for (size_t x = 0; x < r->d2; x++)
             r->sent[x] = r->Ws[x] != 0.0;
-        r->nnz_down = nnz * r->P;
+        r->nnz_down = nnz * r->present;
         return rc;
     }
     for (size_t p = 0; rc == CORE_OK && p < r->P; p++) {
         double *Wp = r->Wp + p * r->d2;
         const double *Bp = r->B + p * r->d2;
+        if (r->absent[p])
+            continue;
         for (size_t x = 0; x < r->d2; x++) {
             Wp[x] = r->Ws[x] != 0.0 || Bp[x] != 0.0 ? r->W[x] : 0.0;
             r->sent[x] |= Wp[x] != 0.0;

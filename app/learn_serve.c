@@ -1,0 +1,203 @@
+/* learn_serve.c - `gcdp learn --server` and `gcdp learn --participant ID`: wiring of the
+ * learner services (lrn/fedsvc.h) to flags, signals and the metrics endpoint. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "app.h"
+#include "core/metrics.h"
+#include "lrn/config.h"
+#include "lrn/fedsvc.h"
+
+static const char usage[] =
+    "usage: gcdp learn --server [--check] [--sessions N] [--exit-after S] [--set k=v]...\n"
+    "       gcdp learn --participant ID [--devices GLOBS] [--check] [--exit-after S]\n"
+    "\n"
+    "The federated learner as Kafka services (docs/learner.md, \"Learner services\"):\n"
+    "Fed-Sparse-BNSL between one server and participants (sites) over\n"
+    "topics.learner_updates / topics.learner_global; the DAG goes to topics.learner_dag\n"
+    "and to learner.service.out_dir/dag-s<session>.{json,dot,png}.\n"
+    "\n"
+    "  --server          run the server: a session starts once learner.service.participants\n"
+    "                    sites announced >= learner.service.min_samples rows; checkpoints\n"
+    "                    every round in learner.service.state_dir and resumes after a restart\n"
+    "  --participant ID  run one site ([A-Za-z0-9._-], <= 64): it reads ONLY topics.released\n"
+    "                    (gcdp.released/1), keeps its devices' rows (<= learner.service.horizon)\n"
+    "  --devices GLOBS   the site's devices, comma-separated shell globs (default:\n"
+    "                    learner.service.devices, \"*\")\n"
+    "  --check           validate flags and configuration (no network), print\n"
+    "                    'gcdp learn: configuration ok' and exit 0 (2 on an error)\n"
+    "  --sessions N      server: exit after N published DAGs (default: run until a signal)\n"
+    "  --exit-after S    stop after S seconds (bounded runs, tests)\n"
+    "  -h, --help        this text\n"
+    "\n"
+    "Configuration: learner.* (the ADMM/PGCD options of `gcdp learn`), learner.service.*,\n"
+    "topics.*, broker.* and kafka.* keys via --config FILE, GCDP_* or --set key=value\n"
+    "(`gcdp config keys`). metrics.port serves /metrics and /healthz.\n"
+    "Exit: 0 stopped/done, 1 runtime failure, 2 usage or configuration error.\n";
+
+struct serve_args {
+    int server;
+    const char *participant, *devices;
+    int check;
+    double sessions, exit_after;
+};
+
+static atomic_bool g_stop;
+static double g_exit_after;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    atomic_store(&g_stop, true);
+}
+
+static int num(const char *flag, const char *s, double *v)
+{
+    char *end = NULL;
+    *v = strtod(s, &end);
+    if (!end || *end || !isfinite(*v) || *v < 0) {
+        fprintf(stderr, "gcdp learn: %s wants a number >= 0, got '%s'\n", flag, s);
+        return -1;
+    }
+    return 0;
+}
+
+/* Returns 0 ok, 1 help printed, -1 usage error. */
+static int parse(int argc, char **argv, struct serve_args *a)
+{
+    static const struct option opts[] = {
+        {"server", no_argument, NULL, 'S'},       {"participant", required_argument, NULL, 'P'},
+        {"devices", required_argument, NULL, 'D'}, {"check", no_argument, NULL, 'C'},
+        {"sessions", required_argument, NULL, 'N'}, {"exit-after", required_argument, NULL, 'E'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+    int c;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(usage, stdout);
+            return 1;
+        }
+        if (c == 'S')
+            a->server = 1;
+        else if (c == 'P')
+            a->participant = optarg;
+        else if (c == 'D')
+            a->devices = optarg;
+        else if (c == 'C')
+            a->check = 1;
+        else if ((c == 'N' && num("--sessions", optarg, &a->sessions) != 0) ||
+                 (c == 'E' && num("--exit-after", optarg, &a->exit_after) != 0) || c == '?')
+            return -1;
+    }
+    if (optind < argc || a->server == (a->participant != NULL) ||
+        (a->server && a->devices)) {
+        fprintf(stderr, "gcdp learn: give --server or --participant ID (--devices with a "
+                        "participant only; see --help)\n");
+        return -1;
+    }
+    return 0;
+}
+
+static void *stopper(void *arg)
+{
+    double s = g_exit_after;
+    (void)arg;
+    struct timespec ts = {0, 100 * 1000000};
+    for (double t = 0; t < s && !atomic_load(&g_stop); t += 0.1)
+        nanosleep(&ts, NULL);
+    atomic_store(&g_stop, true);
+    return NULL;
+}
+
+static core_err run_service(struct core_config *cfg, const struct serve_args *a,
+                            struct core_metrics *m, char *eb, size_t ebn)
+{
+    if (a->server) {
+        struct lrn_fedsvc_server_opts o = {.cfg = cfg, .metrics = m,
+                                           .max_sessions = (uint64_t)a->sessions};
+        struct lrn_fedsvc_server_progress pr;
+        core_err rc = lrn_fedsvc_server_run(&o, &g_stop, &pr, eb, ebn);
+        printf("gcdp learn --server: %" PRIu64 " sessions completed, last session %" PRIu64
+               " at round %" PRIu64 " (%s)\n", atomic_load(&pr.sessions_completed),
+               atomic_load(&pr.session), atomic_load(&pr.round), core_strerror(rc));
+        return rc;
+    }
+    struct lrn_fedsvc_participant_opts o = {.cfg = cfg, .id = a->participant,
+                                            .devices = a->devices, .metrics = m};
+    struct lrn_fedsvc_participant_progress pr;
+    core_err rc = lrn_fedsvc_participant_run(&o, &g_stop, &pr, eb, ebn);
+    printf("gcdp learn --participant %s: %" PRIu64 " rows held, %" PRIu64 " skipped, %" PRIu64
+           " replies (%s)\n", a->participant, atomic_load(&pr.samples),
+           atomic_load(&pr.skipped), atomic_load(&pr.replies), core_strerror(rc));
+    return rc;
+}
+
+int learn_serve(int argc, char **argv)
+{
+    struct core_config *cfg = NULL;
+    struct serve_args a = {0};
+    struct core_metrics *m = NULL;
+    char eb[1024] = "";
+    pthread_t th;
+    int pr, ret = APP_EXIT_USAGE, port;
+    core_err rc;
+
+    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
+        return APP_EXIT_USAGE;
+    pr = parse(argc, argv, &a);
+    if (pr != 0) {
+        core_config_free(cfg);
+        return pr > 0 ? APP_EXIT_OK : APP_EXIT_USAGE;
+    }
+    if (lrn_fedsvc_check(cfg, a.participant, a.devices, eb, sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp learn: configuration error: %s\n", eb);
+        core_config_free(cfg);
+        return APP_EXIT_USAGE;
+    }
+    if (a.check) {
+        printf("gcdp learn: configuration ok\n");
+        core_config_free(cfg);
+        return APP_EXIT_OK;
+    }
+    lrn_config_apply_blas(cfg);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    port = (int)core_config_int(cfg, "metrics.port");
+    m = core_metrics_new();
+    if (port > 0 && core_metrics_serve(m, core_config_str(cfg, "metrics.bind"), port, NULL) !=
+                        CORE_OK) {
+        fprintf(stderr, "gcdp learn: cannot serve metrics on port %d\n", port);
+        ret = APP_EXIT_FAILURE;
+        goto out;
+    }
+    core_metrics_set_health(m, true, NULL);
+    g_exit_after = a.exit_after;
+    if (a.exit_after > 0 && pthread_create(&th, NULL, stopper, NULL) == 0)
+        pthread_detach(th);
+    rc = run_service(cfg, &a, m, eb, sizeof(eb));
+    if (rc != CORE_OK)
+        fprintf(stderr, "gcdp learn: %s\n", eb[0] ? eb : core_strerror(rc));
+    ret = rc == CORE_OK ? APP_EXIT_OK : rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
+out:
+    core_metrics_free(m);
+    core_config_free(cfg);
+    return ret;
+}
+
+bool learn_serve_wanted(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--server") == 0 || strcmp(argv[i], "--participant") == 0 ||
+            strncmp(argv[i], "--participant=", 14) == 0)
+            return true;
+    return false;
+}
