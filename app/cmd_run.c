@@ -131,6 +131,7 @@ static const struct run_stage stages[] = {
     {"ingest", ingest_start, ingest_stop, ingest_is_done},
     {"release", run_rel_start, run_rel_stop, run_rel_done},
     {"calibrate", run_cal_start, run_cal_stop, run_cal_done},
+    {"learner", run_lrn_start, run_lrn_stop, run_lrn_done},
 };
 #define NSTAGES (sizeof(stages) / sizeof(stages[0]))
 
@@ -214,18 +215,20 @@ static void progress_line(struct run_ctx *c, bool final)
     double el = (double)(uv_now(&c->loop) - c->t0) / 1000.0;
     uint64_t sent = atomic_load(&c->sim.acked);
 
-    char live[256];
+    char live[256], lrn[192];
 
     if (c->ingest)
         ing_service_stats(c->ingest, &st);
     if (final)
         return;
     run_live_progress(c, live, sizeof(live));
+    run_lrn_progress(c, lrn, sizeof(lrn));
     fprintf(stderr, "%s[%6.1fs] sim sent %llu | readings in %llu (%.0f/s) | windows out %llu "
-                    "| rejected %llu | lag %lld%s%s",
+                    "| rejected %llu | lag %lld%s%s%s",
             c->tty ? "\r" : "", el, (unsigned long long)sent, (unsigned long long)st.consumed,
             el > 0 ? (double)st.consumed / el : 0.0, (unsigned long long)st.windows_out,
-            (unsigned long long)st.rejected, (long long)st.lag, live, c->tty ? "   " : "\n");
+            (unsigned long long)st.rejected, (long long)st.lag, live, lrn,
+            c->tty ? "   " : "\n");
     fflush(stderr);
 }
 
@@ -250,7 +253,8 @@ static void on_poll(uv_timer_t *t)
     struct run_ctx *c = t->data;
 
     if (!c->stopping) {
-        if (c->ingest_done || c->rel_done || c->cal_done) { /* unexpected: stop the rest */
+        if (c->ingest_done || c->rel_done || c->cal_done || run_lrn_failed_early(c)) {
+            /* a stage ended by itself (a failure): stop the rest */
             c->stopping = true;
             c->stopping_stage = 0;
             stages[0].stop(c);
@@ -372,7 +376,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
         {"no-simulator", no_argument, NULL, 'N'},
         {"bootstrap-file", required_argument, NULL, 'f'},
         {"dir", required_argument, NULL, 'D'},      {"ledger", required_argument, NULL, 'L'},
-        {"calibration", required_argument, NULL, 'C'},
+        {"calibration", required_argument, NULL, 'C'}, {"sites", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     int ch;
@@ -416,6 +420,11 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
             break;
         case 'C':
             o->calibration = optarg;
+            break;
+        case 'S':
+            o->sites = (size_t)strtoul(optarg, &end, 10);
+            if (errno || *end || o->sites < 1 || o->sites > 64)
+                goto bad;
             break;
         case 'h':
             usage(stdout);
@@ -465,9 +474,11 @@ static void print_summary(struct run_ctx *c)
            (unsigned long long)st.offset_gaps, (unsigned long long)st.offsets_lost,
            core_errname(c->ingest_status));
     run_live_summary(c, stderr, stdout);
+    run_lrn_summary(c, stderr, stdout);
     printf("}\n");
     fflush(stdout);
     if (st.offset_gaps > 0 || c->ingest_status != CORE_OK || run_live_failed(c) ||
+        run_lrn_failed(c) ||
         (c->sim_started && c->sim_status != CORE_OK))
         c->exit_code = APP_EXIT_FAILURE;
     if (c->sim_started && c->sim_status != CORE_OK)
@@ -517,7 +528,7 @@ int cmd_run(int argc, char **argv)
 
     if (!c)
         return APP_EXIT_FAILURE;
-    c->o = (struct run_opts){0, NULL, 100, 2000, 1, false, "run", NULL, NULL};
+    c->o = (struct run_opts){0, NULL, 100, 2000, 1, false, "run", NULL, NULL, 4};
     c->exit_code = APP_EXIT_OK;
     c->sim_status = CORE_OK;
     sim_progress_init(&c->sim);
@@ -578,6 +589,7 @@ int cmd_run(int argc, char **argv)
     print_summary(c);
     ing_service_free(c->ingest);
     run_live_free(c);
+    run_lrn_free(c);
     uv_run(&c->loop, UV_RUN_DEFAULT);
     core_dp_ledger_free(c->ledger);
     uv_loop_close(&c->loop);

@@ -18,6 +18,7 @@
 
 struct cal_service;
 struct rel_service;
+struct run_learner;
 
 #define RUN_PATH_MAX 4096
 
@@ -35,6 +36,7 @@ struct run_opts {
     const char *dir;         /* --dir: this run's files (default "run") */
     const char *ledger;      /* --ledger FILE; NULL: <dir>/ledger-<UTC stamp>.jsonl (new) */
     const char *calibration; /* --calibration FILE (public CSV); NULL: generated */
+    size_t sites;            /* --sites: learner participants (device blocks) */
 };
 
 struct run_ctx {
@@ -69,6 +71,9 @@ struct run_ctx {
     char bootstrap_buf[RUN_PATH_MAX];
     char dir[RUN_PATH_MAX], ledger_path[RUN_PATH_MAX], calib_path[RUN_PATH_MAX];
     bool ledger_new; /* the ledger did not exist before this run */
+    char truth_path[RUN_PATH_MAX]; /* the simulator's true DAG ("" when none) */
+    char stamp[32];                /* UTC time of the run's start, names its files */
+    struct run_learner *lrn;       /* app/run_learn.c */
     /* calibrate service */
     struct cal_service *cal;
     bool cal_done;
@@ -97,6 +102,15 @@ void run_live_progress(struct run_ctx *c, char *buf, size_t n);
 void run_live_summary(struct run_ctx *c, FILE *human, FILE *json);
 bool run_live_failed(const struct run_ctx *c);
 void run_live_free(struct run_ctx *c);
+/* The learner stage (app/run_learn.c): a server and --sites participants on threads. */
+core_err run_lrn_start(struct run_ctx *c, char *eb, size_t ebn);
+void run_lrn_stop(struct run_ctx *c);
+bool run_lrn_done(struct run_ctx *c);
+bool run_lrn_failed_early(const struct run_ctx *c); /* a learner thread ended by itself */
+void run_lrn_progress(struct run_ctx *c, char *buf, size_t n);
+void run_lrn_summary(struct run_ctx *c, FILE *human, FILE *json);
+bool run_lrn_failed(const struct run_ctx *c);
+void run_lrn_free(struct run_ctx *c); /* joins the threads */
 
 #endif /* APP_RUN_H */
 

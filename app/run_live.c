@@ -46,6 +46,11 @@ static const struct {
     {"ingest.min_coverage", "1"},
     {"release.eps_rel", "8"},
     {"release.eps_min", "1.9"},
+    {"learner.service.min_samples", "500"},
+    {"learner.service.session_interval_s", "15"},
+    {"learner.standardize", "true"},
+    {"learner.lambda", "0.03"},
+    {"learner.w_threshold", "0.2"},
 };
 
 #define PILOT_DEVICES 8
@@ -113,6 +118,35 @@ static core_err make_calibration(struct run_ctx *c, char *eb, size_t ebn)
                                PILOT_WINDOWS, ticks, c->calib_path, eb, ebn);
 }
 
+/* The learner's run-scoped settings: as many participants as sites, its checkpoints and
+ * pictures in a directory of this run (a checkpoint of an earlier run's session must never
+ * be resumed: the embedded broker starts empty), and the simulator's true DAG beside them. */
+static core_err learner_files(struct run_ctx *c, char *eb, size_t ebn)
+{
+    char v[RUN_PATH_MAX + 64];
+    core_err rc = CORE_OK;
+
+    snprintf(v, sizeof(v), "%zu", c->o.no_sim ? (size_t)1 : c->o.sites);
+    if (!core_config_is_explicit(c->cfg, "learner.service.participants"))
+        rc = core_config_set(c->cfg, "learner.service.participants", v, "gcdp run", eb, ebn);
+    snprintf(v, sizeof(v), "%s/learner-%s/state", c->o.dir, c->stamp);
+    if (rc == CORE_OK && !core_config_is_explicit(c->cfg, "learner.service.state_dir"))
+        rc = set_str(c, "learner.service.state_dir", v, eb, ebn);
+    snprintf(v, sizeof(v), "%s/learner-%s", c->o.dir, c->stamp);
+    if (rc == CORE_OK && !core_config_is_explicit(c->cfg, "learner.service.out_dir"))
+        rc = set_str(c, "learner.service.out_dir", v, eb, ebn);
+    if (rc == CORE_OK && !c->o.no_sim) {
+        if (core_config_is_explicit(c->cfg, "sim.truth_path")) {
+            snprintf(c->truth_path, sizeof(c->truth_path), "%s",
+                     core_config_str(c->cfg, "sim.truth_path"));
+        } else {
+            snprintf(c->truth_path, sizeof(c->truth_path), "%s/truth.json", c->o.dir);
+            rc = set_str(c, "sim.truth_path", c->truth_path, eb, ebn);
+        }
+    }
+    return rc;
+}
+
 /* The control key the services verify (and the release signs drift reports with):
  * control.key_file when set, else <dir>/control.key, made once (0600) and reused. */
 static core_err control_key(struct run_ctx *c, char *eb, size_t ebn)
@@ -140,11 +174,18 @@ core_err run_files_prepare(struct run_ctx *c, char *eb, size_t ebn)
     char state[RUN_PATH_MAX];
     core_err rc;
 
+    time_t now = time(NULL);
+    struct tm tm;
+
+    gmtime_r(&now, &tm);
+    strftime(c->stamp, sizeof(c->stamp), "%Y%m%dT%H%M%SZ", &tm);
     for (size_t i = 0; i < sizeof(run_defaults) / sizeof(run_defaults[0]); i++)
         if (!core_config_is_explicit(c->cfg, run_defaults[i].key) &&
             (rc = core_config_set(c->cfg, run_defaults[i].key, run_defaults[i].json,
                                   "gcdp run default", eb, ebn)) != CORE_OK)
             return rc;
+    if ((rc = learner_files(c, eb, ebn)) != CORE_OK)
+        return rc;
     if (app_mkdir_p(c->o.dir, 0) != 0) {
         snprintf(eb, ebn, "cannot create %s: %s", c->o.dir, strerror(errno));
         return CORE_EIO;
@@ -156,16 +197,11 @@ core_err run_files_prepare(struct run_ctx *c, char *eb, size_t ebn)
     }
     if ((rc = control_key(c, eb, ebn)) != CORE_OK)
         return rc;
-    if (c->o.ledger) {
+    if (c->o.ledger) /* else a new ledger per run: the simulated devices and times repeat */
         snprintf(c->ledger_path, sizeof(c->ledger_path), "%s", c->o.ledger);
-    } else { /* a new ledger per run: this run's simulated devices and times repeat */
-        time_t now = time(NULL);
-        struct tm tm;
-        char stamp[32];
-        gmtime_r(&now, &tm);
-        strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-        snprintf(c->ledger_path, sizeof(c->ledger_path), "%s/ledger-%s.jsonl", c->o.dir, stamp);
-    }
+    else
+        snprintf(c->ledger_path, sizeof(c->ledger_path), "%s/ledger-%s.jsonl", c->o.dir,
+                 c->stamp);
     c->ledger_new = access(c->ledger_path, F_OK) != 0;
     if (c->o.calibration) {
         snprintf(c->calib_path, sizeof(c->calib_path), "%s", c->o.calibration);
