@@ -36,7 +36,7 @@ struct fs_msg {
     uint64_t nodes_hash;
     double rho2, lambda, gamma, tol;
     uint64_t max_steps;
-    uint8_t wire, center;
+    uint8_t wire, center;      /* center: LRN_COV_CENTER | LRN_COV_STANDARDIZE bits (lrn/admm.h) */
     /* SOLVE: W_p, β_p, B_p(prev); REPLY: B_p in blob[0]. Borrowed from the decoded bytes. */
     const uint8_t *blob[3];
     uint32_t blen[3];

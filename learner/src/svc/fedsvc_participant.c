@@ -149,12 +149,13 @@ static void snap_drop(struct part *s)
         s->cache[k].used = false;
 }
 
-static core_err snap_sigma(struct part *s, bool center)
+/* flags: the server's learner.center / learner.standardize as LRN_COV_* bits. */
+static core_err snap_sigma(struct part *s, unsigned flags)
 {
     s->sigma = core_xcalloc(s->d * s->d, sizeof(double));
-    s->snap_centered = center;
-    return lrn_covariance_ex(s->snap_n, s->d, s->snap_x, 1.0, center ? LRN_COV_CENTER : 0,
-                             s->sigma);
+    s->snap_centered = flags != 0;
+    return lrn_covariance_ex(s->snap_n, s->d, s->snap_x, 1.0,
+                             flags & (LRN_COV_CENTER | LRN_COV_STANDARDIZE), s->sigma);
 }
 
 static void snap_persist(struct part *s)
@@ -191,7 +192,7 @@ static core_err snap_freeze(struct part *s, const struct fs_msg *m)
     s->snap_hash = m->nodes_hash;
     snap_persist(s);
     CORE_INFO("participant %s: session %" PRIu64 " on %zu rows", s->o->id, m->session, s->n);
-    return snap_sigma(s, m->center != 0);
+    return snap_sigma(s, m->center);
 }
 
 /* A later round of a session this process did not start (it was restarted). */
@@ -223,7 +224,7 @@ static core_err snap_load(struct part *s, const struct fs_msg *m)
     s->snap_hash = m->nodes_hash;
     CORE_INFO("participant %s: session %" PRIu64 " resumed from its persisted snapshot",
               s->o->id, m->session);
-    return snap_sigma(s, m->center != 0);
+    return snap_sigma(s, m->center);
 }
 
 /* ---- solving ---- */

@@ -51,7 +51,7 @@ struct srv {
     const char *t_up, *t_glob, *t_dag;
     struct lrn_admm_opts admm;
     struct lrn_pgcd_opts pgcd;
-    bool center;
+    unsigned center; /* LRN_COV_CENTER | LRN_COV_STANDARDIZE (learner.center, .standardize) */
     size_t need, min_samples;
     uint64_t timeout_ms, resend_ms;
     char ckpt_path[4200];
@@ -312,7 +312,7 @@ static core_err send_solve(struct srv *s, size_t p, size_t t, const double *W,
                        .d = s->d, .nodes_hash = s->hash, .rho2 = rho2,
                        .lambda = s->pgcd.lambda, .gamma = s->pgcd.gamma, .tol = s->pgcd.tol,
                        .max_steps = s->pgcd.max_steps, .wire = wire(s) == LRN_WIRE_DENSE,
-                       .center = s->center};
+                       .center = (uint8_t)s->center};
     const double *M[3] = {W, beta, B};
     core_err rc = CORE_OK;
 
@@ -674,7 +674,8 @@ static core_err srv_open(struct srv *s, char *eb, size_t ebn)
 
     if (rc != CORE_OK)
         return rc;
-    s->center = core_config_bool(cfg, "learner.center");
+    s->center = (core_config_bool(cfg, "learner.center") ? LRN_COV_CENTER : 0u) |
+                (core_config_bool(cfg, "learner.standardize") ? LRN_COV_STANDARDIZE : 0u);
     s->need = (size_t)core_config_int(cfg, "learner.service.participants");
     s->min_samples = (size_t)core_config_int(cfg, "learner.service.min_samples");
     s->timeout_ms = (uint64_t)core_config_int(cfg, "learner.service.round_timeout_ms");
