@@ -31,6 +31,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_ctl(int argc, char **argv);
+int cmd_healthcheck(int argc, char **argv);
 
 /* The process skeleton of a long-running service command (app/serve.c): app_serve_init
  * makes the loop; the command starts its service on s->loop with app_serve_on_done (arg s)
