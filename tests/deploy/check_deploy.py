@@ -139,45 +139,48 @@ def check_runtime_libs(final, gcdp):
     if rc != 0:
         fail("ldd %s: %s" % (gcdp, err))
         return
-    missing = []
+    libs = {}  # soname -> candidate paths (usrmerge: /lib and /usr/lib name the same file)
     for m in re.finditer(r"^\s*(\S+) => (/\S+)", out, re.M):
         soname, path = m.group(1), m.group(2)
         if re.match(r"lib(asan|ubsan|lsan|tsan)\b", soname):
             continue  # sanitizer runtimes of the debug build; the image is the release build
-        owner = None
-        for cand in (path, os.path.realpath(path), "/usr" + path if path.startswith("/lib")
-                     else path.replace("/usr", "", 1)):
-            rc, o, _ = run(["dpkg", "-S", cand])
-            if rc == 0:
-                owner = o.split(":")[0]
-                break
-        if owner is None:
-            fail("ldd: %s (%s) belongs to no Debian package" % (soname, path))
-        elif owner not in pkgs | base and not transitively_installed(owner, pkgs):
-            missing.append("%s (%s)" % (owner, soname))
+        alt = "/usr" + path if path.startswith("/lib") else path.replace("/usr", "", 1)
+        libs[soname] = {path, os.path.realpath(path), alt}
+    _, o, _ = run(["dpkg", "-S"] + sorted(set().union(*libs.values())))  # one call: slow
+    owner_of = {}
+    for line in o.splitlines():
+        pkg, _, path = line.partition(": ")
+        owner_of[path.strip()] = pkg.split(":")[0].split(",")[0].strip()
+    closure = dependency_closure(pkgs)
+    missing = []
+    for soname, paths in sorted(libs.items()):
+        owners = {owner_of[p] for p in paths if p in owner_of}
+        if not owners:
+            fail("ldd: %s (%s) belongs to no Debian package" % (soname, sorted(paths)[0]))
+        elif not owners & (closure | base):
+            missing.append("%s (%s)" % (sorted(owners)[0], soname))
     if missing:
         fail("Dockerfile runtime stage lacks packages of linked libraries: %s" % ", ".join(missing))
     else:
-        ok("Dockerfile runtime stage installs the package of every library gcdp links")
+        ok("Dockerfile runtime stage installs the package of all %d libraries gcdp links"
+           % len(libs))
 
 
-_deps_cache = {}
-
-
-def transitively_installed(owner, pkgs):
-    """True when owner is a (recursive) Depends of a package the runtime stage installs."""
+def dependency_closure(pkgs):
+    """pkgs and their recursive Depends/Pre-Depends, from this machine's dpkg database."""
+    _, o, _ = run(["dpkg-query", "-W", "-f=${Package}\t${Depends},${Pre-Depends}\n"])
+    deps = {}
+    for line in o.splitlines():
+        name, _, d = line.partition("\t")
+        deps[name] = [x.strip().split(" ")[0].split(":")[0]
+                      for alt in d.split(",") for x in alt.split("|") if x.strip()]
     seen, todo = set(), list(pkgs)
     while todo:
         p = todo.pop()
-        if p in seen:
-            continue
-        seen.add(p)
-        if p not in _deps_cache:
-            rc, o, _ = run(["dpkg-query", "-W", "-f=${Depends},${Pre-Depends}", p])
-            _deps_cache[p] = [d.strip().split(" ")[0].split(":")[0]
-                              for alt in o.split(",") for d in alt.split("|") if d.strip()]
-        todo.extend(_deps_cache[p])
-    return owner in seen
+        if p not in seen:
+            seen.add(p)
+            todo.extend(deps.get(p, []))
+    return seen
 
 
 class Sandbox:
