@@ -301,6 +301,43 @@ def check_topics(src, topics):
     ok("gcdp.calibration compacted; sensors.rejected, gcdp.windows.rejected protected, <= 1 day")
 
 
+def check_refusals(gcdp, scratch):
+    """--check exits 2 naming the key or flag, and creates nothing."""
+    key, afile = os.path.join(scratch, "open.key"), os.path.join(scratch, "a-file")
+    state = os.path.join(scratch, "state-not-created")
+    run([gcdp, "ctl", "keygen", "--out", key])
+    os.chmod(key, 0o644)
+    open(afile, "w").close()
+    base = {"PATH": "/usr/bin:/bin", "GCDP_BROKER__BOOTSTRAP": "kafka:9092",
+            "GCDP_STATE__DIR": state}
+    rel, ing = ["release", "--serve", "--check"], ["ingest", "--check"]
+    cases = [
+        (rel, {"GCDP_CONTROL__KEY_FILE": key}, "control.key_file"),
+        (["calibrate", "--serve", "--check", "-i", afile], {}, "--input"),
+        (rel + ["--theta", afile], {}, "--theta"),
+        (rel, {"GCDP_STATE__DIR": os.path.join(afile, "state")}, "release.ledger.path"),
+        (ing, {"GCDP_KAFKA__SECURITY__PROTOCOL": "bogus"}, "security.protocol"),
+        (ing, {"GCDP_METRICS__PORT": "9464", "GCDP_METRICS__BIND": "localhost"}, "metrics.bind"),
+        (ing, {"GCDP_INGEST__WINDOW__SIZE_MS": "0"}, "ingest.window.size_ms"),
+        (["ingest", "--check"], {"GCDP_BROKER__BOOTSTRAP": "kafka"}, "broker.bootstrap"),
+    ]
+    bad = 0
+    for argv, extra, name in cases:
+        rc, out, err = run([gcdp] + argv, env=dict(base, **extra), cwd=scratch)
+        if rc != 2 or name not in err or "configuration ok" in out:
+            fail("`gcdp %s` with %s: exit %d, stderr %r; want 2 naming %s" %
+                 (" ".join(argv), extra, rc, err.strip(), name))
+            bad += 1
+    rc, out, err = run([gcdp] + rel, env=base, cwd=scratch)
+    if rc != 0 or os.path.exists(state):
+        fail("`gcdp release --serve --check` with a state.dir to be created: exit %d %r, "
+             "created: %s" % (rc, err.strip(), os.path.exists(state)))
+        bad += 1
+    if not bad:
+        ok("--check refuses %d bad settings with exit 2 naming them; creates no state.dir"
+           % len(cases))
+
+
 class Health(http.server.BaseHTTPRequestHandler):
     code = 200
 
@@ -347,6 +384,7 @@ def main():
     if cfg:
         with tempfile.TemporaryDirectory(prefix="gcdp-deploy-") as scratch:
             topics = check_services(cfg, stages, a.gcdp, a.data, scratch)
+            check_refusals(a.gcdp, scratch)
         check_topics(a.source, topics)
     check_healthcheck(a.gcdp)
     print("%d failure(s)" % len(FAIL))
