@@ -36,7 +36,8 @@ static int probe(const char *host, int port, double timeout_s, int *code, char *
                  size_t rn)
 {
     static const char req[] = "GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n";
-    struct timeval tv = {(time_t)timeout_s, (suseconds_t)((timeout_s - (time_t)timeout_s) * 1e6)};
+    long ms = (long)(timeout_s * 1000);
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000)};
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     char buf[2048];
     size_t got = 0;
