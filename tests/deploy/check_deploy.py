@@ -44,7 +44,13 @@ def ok(msg):
     print("ok:   " + msg)
 
 
+SANITIZER_ENV = {k: v for k, v in os.environ.items()
+                 if k.startswith(("ASAN_", "LSAN_", "UBSAN_"))}  # the debug preset's settings
+
+
 def run(argv, env=None, cwd=None, timeout=60):
+    if env is not None:
+        env = dict(SANITIZER_ENV, **env)
     p = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     return p.returncode, p.stdout, p.stderr
 
