@@ -181,7 +181,9 @@ struct app_check_opts {
     const char *theta;       /* a θ file the service loads (--theta), strictly validated */
     const char *cal_input;   /* a calibration source (--input), parsed with calibrate.input.* */
     const char *ledger_path; /* the ledger path (app_ledger_path_resolve): it and
-                                release.ledger.store exist writable or can be created */
+                                release.ledger.store exist writable or can be created; an
+                                existing ledger's header (read only) binds the configured
+                                unit scheme and caps */
 };
 int app_service_check(struct core_config *cfg, const struct app_check_opts *o);
 

@@ -15,6 +15,7 @@
 #include "cal/service.h"
 #include "cal/theta.h"
 #include "core/ctl.h"
+#include "core/dp_ledger.h"
 #include "core/kconf.h"
 #include "ing/engine.h"
 #include "rel/drift.h"
@@ -146,12 +147,50 @@ static core_err writable_target(const char *key, const char *path, char *eb, siz
     return CORE_ECONFIG;
 }
 
+/* An existing ledger's header (read only, no lock) binds a unit scheme and caps; the
+ * service refuses to open it with other values, so --check does too. */
+static core_err ledger_binding(const struct core_config *cfg, const char *path, char *eb,
+                               size_t ebn)
+{
+    struct core_dp_scheme want, have;
+    struct core_dp_cost cap;
+    struct rel_opts ro;
+    char why[512] = "";
+
+    if (access(path, F_OK) != 0)
+        return CORE_OK; /* created with this configuration's values at the first start */
+    if (rel_opts_from_config(cfg, &ro, eb, ebn) != CORE_OK)
+        return CORE_ECONFIG;
+    app_ledger_scheme(cfg, &want);
+    if (core_dp_ledger_read_header(path, &have, &cap, why, sizeof(why)) != CORE_OK) {
+        snprintf(eb, ebn, "release.ledger.path: %s", why);
+        return CORE_ECONFIG;
+    }
+    if (have.slot_ms != want.slot_ms || have.time_radius != want.time_radius ||
+        have.period_ms != want.period_ms || cap.eps != ro.cap.eps || cap.rho != ro.cap.rho ||
+        cap.delta != ro.cap.delta) {
+        snprintf(eb, ebn, "release.ledger.path: the ledger '%.400s' is bound to slot_ms %lld, "
+                 "time_radius %lld, period_ms %lld, cap eps %.17g delta %.17g; this "
+                 "configuration has %lld, %lld, %lld, %.17g, %.17g (release.ledger.slot_ms, "
+                 "release.policy.time_radius, ingest.period_ms, release.ledger.cap_*): the "
+                 "service would refuse it (`gcdp ledger --carry-to`, docs/release.md)", path,
+                 (long long)have.slot_ms, (long long)have.time_radius,
+                 (long long)have.period_ms, cap.eps, cap.delta, (long long)want.slot_ms,
+                 (long long)want.time_radius, (long long)want.period_ms, ro.cap.eps,
+                 ro.cap.delta);
+        return CORE_ECONFIG;
+    }
+    return CORE_OK;
+}
+
 static core_err ledger_paths(const struct core_config *cfg, const char *ledger, char *eb,
                              size_t ebn)
 {
     char store[4096];
     core_err rc = writable_target("release.ledger.path", ledger, eb, ebn);
 
+    if (rc == CORE_OK)
+        rc = ledger_binding(cfg, ledger, eb, ebn);
     if (rc != CORE_OK)
         return rc;
     if (app_ledger_store_path(cfg, store, sizeof(store)) != 0) {

@@ -307,7 +307,7 @@ def check_topics(src, topics):
     ok("gcdp.calibration compacted; sensors.rejected, gcdp.windows.rejected protected, <= 1 day")
 
 
-def check_refusals(gcdp, scratch):
+def check_refusals(gcdp, scratch, data_file):
     """--check exits 2 naming the key or flag, and creates nothing."""
     key, afile = os.path.join(scratch, "open.key"), os.path.join(scratch, "a-file")
     state = os.path.join(scratch, "state-not-created")
@@ -334,14 +334,29 @@ def check_refusals(gcdp, scratch):
             fail("`gcdp %s` with %s: exit %d, stderr %r; want 2 naming %s" %
                  (" ".join(argv), extra, rc, err.strip(), name))
             bad += 1
+    # An existing ledger binds its unit scheme and caps (an empty offline release makes one).
+    ledger, empty = os.path.join(scratch, "bound.jsonl"), os.path.join(scratch, "empty.jsonl")
+    theta = os.path.join(scratch, "theta.json")
+    open(empty, "w").close()
+    env = dict(base, GCDP_RELEASE__LEDGER__PATH=ledger)
+    made = run([gcdp, "calibrate", "-i", data_file, "-f", "occupancy", "-o", theta], env=env)[0]
+    made = made or run([gcdp, "release", "--theta", theta, "--input", empty, "--output",
+                        os.path.join(scratch, "out.jsonl")], env=env)[0]
+    for extra, want in (({}, 0), ({"GCDP_RELEASE__LEDGER__SLOT_MS": "120000"}, 2),
+                        ({"GCDP_RELEASE__LEDGER__CAP_EPS": "5"}, 2)):
+        rc, out, err = run([gcdp] + rel, env=dict(env, **extra), cwd=scratch)
+        if made or rc != want or (want and "release.ledger.path" not in err):
+            fail("`gcdp release --serve --check` on a ledger bound to the defaults with %s: "
+                 "exit %d %r, want %d" % (extra, rc, err.strip(), want))
+            bad += 1
     rc, out, err = run([gcdp] + rel, env=base, cwd=scratch)
     if rc != 0 or os.path.exists(state):
         fail("`gcdp release --serve --check` with a state.dir to be created: exit %d %r, "
              "created: %s" % (rc, err.strip(), os.path.exists(state)))
         bad += 1
     if not bad:
-        ok("--check refuses %d bad settings with exit 2 naming them; creates no state.dir"
-           % len(cases))
+        ok("--check refuses %d bad settings with exit 2 naming them, and a ledger bound to "
+           "another slot_ms or cap; accepts the ledger's own; creates no state.dir" % len(cases))
 
 
 class Health(http.server.BaseHTTPRequestHandler):
@@ -390,7 +405,7 @@ def main():
     if cfg:
         with tempfile.TemporaryDirectory(prefix="gcdp-deploy-") as scratch:
             topics = check_services(cfg, stages, a.gcdp, a.data, scratch)
-            check_refusals(a.gcdp, scratch)
+            check_refusals(a.gcdp, scratch, os.path.join(a.data, "occupancy", "datatest.txt"))
         check_topics(a.source, topics)
     check_healthcheck(a.gcdp)
     print("%d failure(s)" % len(FAIL))
