@@ -69,6 +69,35 @@ def compose_config(src):
     return resolved
 
 
+def check_kafka(cfg):
+    """The KRaft node formats its storage with CLUSTER_ID: a UUID in base64url (22 chars)."""
+    import base64
+    env = cfg["services"]["kafka"].get("environment") or {}
+    cid = str(env.get("CLUSTER_ID", ""))
+    try:
+        good = len(cid) == 22 and len(base64.urlsafe_b64decode(cid + "==")) == 16
+    except ValueError:
+        good = False
+    if not good:
+        fail("kafka: CLUSTER_ID %r is not a UUID in base64url (kafka-storage.sh random-uuid)"
+             % cid)
+    roles = str(env.get("KAFKA_PROCESS_ROLES", ""))
+    if set(roles.split(",")) != {"broker", "controller"}:
+        fail("kafka: KAFKA_PROCESS_ROLES %r is not a one-node KRaft broker,controller" % roles)
+    if not str(cfg["services"]["kafka"].get("image", "")).startswith("apache/kafka:"):
+        fail("kafka: not the official apache/kafka image")
+    init = cfg["services"].get("kafka-init", {})
+    for name, svc in cfg["services"].items():
+        if "build" in svc and \
+                (svc.get("depends_on") or {}).get("kafka-init", {}).get("condition") != \
+                "service_completed_successfully":
+            fail("%s does not wait for kafka-init to complete successfully" % name)
+    if (init.get("depends_on") or {}).get("kafka", {}).get("condition") != "service_healthy":
+        fail("kafka-init does not wait for a healthy kafka")
+    ok("kafka: apache/kafka, KRaft broker+controller, valid CLUSTER_ID; services wait for "
+       "kafka-init, kafka-init for a healthy kafka")
+
+
 def dockerfile_stages(src):
     stages, cur = [], None
     text = open(os.path.join(src, "docker", "Dockerfile")).read()
@@ -403,6 +432,7 @@ def main():
     stages = dockerfile_stages(a.source)
     check_dockerfile(a.source, stages, a.gcdp)
     if cfg:
+        check_kafka(cfg)
         with tempfile.TemporaryDirectory(prefix="gcdp-deploy-") as scratch:
             topics = check_services(cfg, stages, a.gcdp, a.data, scratch)
             check_refusals(a.gcdp, scratch, os.path.join(a.data, "occupancy", "datatest.txt"))
