@@ -31,6 +31,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_ctl(int argc, char **argv);
+int cmd_healthcheck(int argc, char **argv);
 
 /* The process skeleton of a long-running service command (app/serve.c): app_serve_init
  * makes the loop; the command starts its service on s->loop with app_serve_on_done (arg s)
@@ -127,6 +128,10 @@ int app_mkdir_p(const char *dir, int parent_only);
  * Writes into buf. Returns 0, or -1 after printing why (naming the key) to stderr. */
 int app_ledger_path(const struct core_config *cfg, const char *flag, char *buf, size_t n);
 
+/* As app_ledger_path; create false: state.dir is not created (--check). */
+int app_ledger_path_resolve(const struct core_config *cfg, const char *flag, char *buf,
+                            size_t n, bool create);
+
 /* release.ledger.store resolved as app_ledger_open does (relative: under state.dir) into buf;
  * "" when no store is configured. Returns 0, or -1 when it does not fit. */
 int app_ledger_store_path(const struct core_config *cfg, char *buf, size_t n);
@@ -172,6 +177,28 @@ int app_require_bootstrap(struct core_config *cfg, const char *cmd);
  * endpoint could not be served. */
 struct core_metrics;
 int app_metrics_start(const struct core_config *cfg, const char *cmd, struct core_metrics **out);
+
+/* `--check` of a service command (app/check.c): validate, without the network and without
+ * opening anything for writing, what the service would refuse at start: broker.bootstrap
+ * (required; an @FILE is read), the stage's own keys parsed as its service parses them
+ * (cmd "ingest": ing_params_from_config; "calibrate": cal_service_opts_from_config;
+ * "release": rel_opts_from_config + rel_drift_opts_from_config; any other cmd: none),
+ * both librdkafka client profiles with every kafka.* property, metrics.bind, then the
+ * inputs o names. Prints "gcdp <cmd>: configuration ok" on stdout and returns 0, or prints
+ * "gcdp <cmd>: configuration error: <key or flag>: <why>" on stderr and returns 2. cfg may
+ * gain broker.bootstrap=@run/kafka.bootstrap as in app_require_bootstrap. */
+struct app_check_opts {
+    const char *cmd;         /* "ingest", "calibrate", "release", "learn", ... */
+    bool control;            /* the service listens to topics.control: control.key_file and
+                                control.prev_key_file load (64 hex, mode 0600) */
+    const char *theta;       /* a θ file the service loads (--theta), strictly validated */
+    const char *cal_input;   /* a calibration source (--input), parsed with calibrate.input.* */
+    const char *ledger_path; /* the ledger path (app_ledger_path_resolve): it and
+                                release.ledger.store exist writable or can be created; an
+                                existing ledger's header (read only) binds the configured
+                                unit scheme and caps */
+};
+int app_service_check(struct core_config *cfg, const struct app_check_opts *o);
 
 /* Help text for the common options, for each subcommand's --help. */
 extern const char app_common_help[];

@@ -26,7 +26,8 @@ static void usage(FILE *f)
             "usage: gcdp calibrate -i FILE [-f csv|occupancy] [-o FILE] [--mode public|private]\n"
             "                      [--device ID]... [--ledger FILE] [--publish]\n"
             "       gcdp calibrate --check THETA.json\n"
-            "       gcdp calibrate --serve -i FILE [-f csv|occupancy] [--exit-after S]\n\n"
+            "       gcdp calibrate --serve -i FILE [-f csv|occupancy] [--exit-after S]\n"
+            "                      [--check]\n\n"
             "Build the GC-DP parameter object theta (paper Sec. 4.1-4.4: Algorithm 1 graph,\n"
             "exposure, utility mu, empirical influence xi_hat) from a calibration matrix.\n"
             "public mode: eps_cal = 0, the input must be public data independent of the\n"
@@ -73,6 +74,10 @@ static void usage(FILE *f)
             "                      Public mode only. Until SIGINT/SIGTERM; one-line JSON\n"
             "                      summary on stdout at exit\n"
             "      --exit-after S  with --serve: stop after S seconds\n"
+            "      --check         with --serve: validate the configuration (file, env,\n"
+            "                      --set), --input (parsed) and the control key file, print\n"
+            "                      \"gcdp calibrate: configuration ok\" and exit 0 (2 naming\n"
+            "                      the key otherwise); opens nothing for writing, no network\n"
             "  -h, --help          this help\n\n"
             "Parameters are configuration keys (defaults = paper Table 5): calibrate.L,\n"
             "lambda, tau, tau_select, tau_grid, K, alpha, gamma, tau_c, kappa, g_max,\n"
@@ -352,6 +357,27 @@ out:
     return ret;
 }
 
+/* `--serve --check` validates the service's configuration; the offline `--check FILE`
+ * takes a θ file. With --serve in argv, a bare --check is taken out before getopt sees it.
+ * Returns whether it was there. */
+static bool take_serve_check(int *argc, char **argv)
+{
+    bool serve = false, found = false;
+
+    for (int i = 1; i < *argc && strcmp(argv[i], "--") != 0; i++)
+        serve = serve || strcmp(argv[i], "--serve") == 0;
+    for (int i = 1; serve && i < *argc && strcmp(argv[i], "--") != 0;) {
+        if (strcmp(argv[i], "--check") != 0) {
+            i++;
+            continue;
+        }
+        memmove(argv + i, argv + i + 1, (size_t)(*argc - i) * sizeof(*argv));
+        (*argc)--;
+        found = true;
+    }
+    return found;
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -369,6 +395,7 @@ int cmd_calibrate(int argc, char **argv)
     size_t n_dev = 0;
     char eb[512] = "";
     int c, ret, publish = 0, serve = 0;
+    bool serve_check;
     double exit_after = 0;
     char *end;
 
@@ -379,6 +406,7 @@ int cmd_calibrate(int argc, char **argv)
     if (app_config_load(&argc, argv, &cfg) != CORE_OK)
         return APP_EXIT_USAGE;
     core_log_set_component("calibrate");
+    serve_check = take_serve_check(&argc, argv);
     optind = 1;
     while ((c = getopt_long(argc, argv, "i:f:o:h", opts, NULL)) != -1) {
         core_err rc = CORE_OK;
@@ -450,7 +478,12 @@ int cmd_calibrate(int argc, char **argv)
             core_config_free(cfg);
             return APP_EXIT_USAGE;
         }
-        ret = calibrate_serve(cfg, input, exit_after);
+        if (serve_check) {
+            struct app_check_opts co = {"calibrate", true, NULL, input, NULL};
+            ret = app_service_check(cfg, &co);
+        } else {
+            ret = calibrate_serve(cfg, input, exit_after);
+        }
         core_config_free(cfg);
         return ret;
     }

@@ -22,6 +22,7 @@ struct ingest_opts {
     long commit_ms;
     double exit_idle_s;
     bool flush_on_idle;
+    bool check;
 };
 
 static void usage(FILE *f)
@@ -43,6 +44,9 @@ static void usage(FILE *f)
             "                       assigned does not count (an outage is not the end)\n"
             "  --flush-on-idle      with --exit-idle: close and emit every open window first\n"
             "                       (for bounded replays; never use it for a live stream)\n"
+            "  --check              validate the configuration (file, env, --set) and the\n"
+            "                       flags, print \"gcdp ingest: configuration ok\" and exit\n"
+            "                       0 (2 naming the key otherwise); no network\n"
             "  --help               this text\n\n"
             "broker: --set broker.bootstrap=HOST:PORT or =@FILE; when unset and %s\n"
             "exists (written by `gcdp broker`), that file is used.\n"
@@ -61,6 +65,7 @@ static int parse_opts(int argc, char **argv, struct ingest_opts *o)
         {"commit-interval", required_argument, NULL, 'c'},
         {"exit-idle", required_argument, NULL, 'x'},
         {"flush-on-idle", no_argument, NULL, 'F'},
+        {"check", no_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -90,6 +95,9 @@ static int parse_opts(int argc, char **argv, struct ingest_opts *o)
             break;
         case 'F':
             o->flush_on_idle = true;
+            break;
+        case 'C':
+            o->check = true;
             break;
         case 'h':
             usage(stdout);
@@ -141,7 +149,7 @@ int cmd_ingest(int argc, char **argv)
 {
     struct core_config *cfg = NULL;
     struct core_metrics *metrics = NULL;
-    struct ingest_opts o = {"gcdp-ingest", 500, 0, false};
+    struct ingest_opts o = {"gcdp-ingest", 500, 0, false, false};
     struct app_serve srv;
     struct ing_service *svc = NULL;
     struct ing_service_opts so;
@@ -158,6 +166,11 @@ int cmd_ingest(int argc, char **argv)
     core_log_set_component("ingest");
     if ((ret = parse_opts(argc, argv, &o)) >= 0) {
         rc = ret;
+        goto out;
+    }
+    if (o.check) {
+        struct app_check_opts co = {"ingest", false, NULL, NULL, NULL};
+        rc = app_service_check(cfg, &co);
         goto out;
     }
     if (app_require_bootstrap(cfg, "ingest") != 0)

@@ -21,7 +21,8 @@
 
 static const char release_help[] =
     "usage: gcdp release --theta FILE [options] [common options]\n"
-    "       gcdp release --serve [--theta FILE] [--group ID] [--exit-idle S] [common options]\n"
+    "       gcdp release --serve [--theta FILE] [--group ID] [--exit-idle S] [--check]\n"
+    "                    [common options]\n"
     "\n"
     "Privatize window records (gcdp.window/2 JSON lines from ingest) with the GC-DP parameter\n"
     "object theta. Each record states its provenance (per node the statistic, real and\n"
@@ -72,6 +73,10 @@ static const char release_serve_help[] =
     "                    goes to stdout at exit); needs broker.bootstrap (or\n"
     "                    run/kafka.bootstrap); metrics.port serves /metrics and /healthz\n"
     "  --group ID        consumer group of topics.windows (default gcdp-release)\n"
+    "  --check           validate the configuration (file, env, --set), --theta, the\n"
+    "                    ledger's location and the control key file, print \"gcdp release:\n"
+    "                    configuration ok\" and exit 0 (2 naming the key otherwise); opens\n"
+    "                    nothing for writing, no network\n"
     "  --exit-idle S     stop after S seconds with nothing consumed, counted while windows\n"
     "                    can be read (theta known, partitions assigned); default 0: until a\n"
     "                    signal\n"
@@ -89,7 +94,7 @@ static const char release_serve_help[] =
 
 struct args {
     const char *theta, *input, *format, *output, *ledger, *mech, *eps, *theta_out, *group;
-    int plan_only, skip, serve, n_offline; /* n_offline: offline-only options given */
+    int plan_only, skip, serve, check, n_offline; /* n_offline: offline-only options given */
     double exit_idle_s;
     char ledger_path[4096];
 };
@@ -104,7 +109,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"theta-out", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
         {"skip-refused", no_argument, NULL, 's'}, {"serve", no_argument, NULL, 'S'},
         {"group", required_argument, NULL, 'g'},  {"exit-idle", required_argument, NULL, 'x'},
-        {NULL, 0, NULL, 0}};
+        {"check", no_argument, NULL, 'C'}, {NULL, 0, NULL, 0}};
     char *end;
     int ch;
 
@@ -126,6 +131,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         case 's': a->skip = 1; a->n_offline++; break;
         case 'T': a->theta_out = optarg; a->n_offline++; break;
         case 'S': a->serve = 1; break;
+        case 'C': a->check = 1; break;
         case 'g': a->group = optarg; break;
         case 'x':
             a->exit_idle_s = strtod(optarg, &end);
@@ -142,6 +148,11 @@ static int parse_args(int argc, char **argv, struct args *a)
     if (optind != argc || (!a->theta && !a->serve)) {
         fprintf(stderr, "gcdp release: %s\n", optind != argc ? "unexpected argument"
                                                             : "--theta FILE is required");
+        return APP_EXIT_USAGE;
+    }
+    if (a->check && !a->serve) {
+        fprintf(stderr, "gcdp release: --check validates the service's configuration: use it "
+                        "with --serve\n");
         return APP_EXIT_USAGE;
     }
     if (a->serve && a->n_offline) {
@@ -491,9 +502,15 @@ int cmd_release(int argc, char **argv)
         goto out;
     }
     ex = APP_EXIT_USAGE;
-    if (app_ledger_path(cfg, a.ledger, a.ledger_path, sizeof(a.ledger_path)) != 0 ||
+    if (app_ledger_path_resolve(cfg, a.ledger, a.ledger_path, sizeof(a.ledger_path),
+                                !a.check) != 0 ||
         check_paths(cfg, &a) != 0)
         goto out;
+    if (a.check) {
+        struct app_check_opts co = {"release", true, a.theta, NULL, a.ledger_path};
+        ex = app_service_check(cfg, &co);
+        goto out;
+    }
     if (a.serve) {
         struct release_serve_args sa = {a.theta, a.ledger_path, a.group, a.exit_idle_s};
         ex = release_serve(cfg, &sa);

@@ -169,6 +169,12 @@ int app_mkdir_p(const char *dir, int parent_only)
 
 int app_ledger_path(const struct core_config *cfg, const char *flag, char *buf, size_t n)
 {
+    return app_ledger_path_resolve(cfg, flag, buf, n, true);
+}
+
+int app_ledger_path_resolve(const struct core_config *cfg, const char *flag, char *buf,
+                            size_t n, bool create)
+{
     const char *p = flag ? flag : core_config_str(cfg, "release.ledger.path");
     const char *dir = core_config_str(cfg, "state.dir");
 
@@ -185,7 +191,7 @@ int app_ledger_path(const struct core_config *cfg, const char *flag, char *buf, 
                         "explicit state directory)\n");
         return -1;
     }
-    if (app_mkdir_p(dir, 0) != 0) {
+    if (create && app_mkdir_p(dir, 0) != 0) {
         fprintf(stderr, "gcdp: state.dir '%s': cannot create: %s\n", dir, strerror(errno));
         return -1;
     }

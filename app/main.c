@@ -27,6 +27,8 @@ static const struct command commands[] = {
     {"eval", cmd_eval, "evaluation protocol of the GC-DP paper (tables, figures) on a dataset"},
     {"bench", cmd_bench, "benchmarks: ingest | calibrate | release | learner"},
     {"ctl", cmd_ctl, "signed operator commands: recalibrate | pause | resume | status, keygen"},
+    {"healthcheck", cmd_healthcheck,
+     "probe a running service's /healthz (the container image's HEALTHCHECK)"},
     {"config", cmd_config, "configuration: `config keys` lists every key, `config show`"},
     {NULL, NULL, NULL},
 };
@@ -38,7 +40,7 @@ static void usage(FILE *f)
                "Graph-Calibrated Differential Privacy; a federated structure learner consumes\n"
                "only the privatized output.\n\ncommands:\n");
     for (const struct command *c = commands; c->name; c++)
-        fprintf(f, "  %-10s %s\n", c->name, c->summary);
+        fprintf(f, "  %-11s %s\n", c->name, c->summary);
     fprintf(f, "\n%s", app_common_help);
 }
 

@@ -11,6 +11,7 @@ PKGS=(
   libcriterion-dev libsqlite3-dev  # libsqlite3-dev: the ledger store (core/src/dp_ledger_db.c)
   kcat graphviz gnuplot-nox curl procps
   python3 python3-jsonschema python3-kafka  # python3-kafka: docs/consumers.md, a non-librdkafka client
+  docker-compose python3-yaml  # tests/deploy: `docker-compose config` of docker/docker-compose.yml
 )
 
 missing=()

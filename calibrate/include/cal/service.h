@@ -55,6 +55,15 @@ struct cal_service_stats {
     char last_reason[16];
 };
 
+/* The service's calibration options from cfg: cal_opts_from_config, public mode only,
+ * cal_opts_check. What cal_service_new validates before it opens anything (also used by
+ * `gcdp calibrate --serve --check`). JSON members of o stay borrowed from cfg.
+ * Returns CORE_OK or CORE_ECONFIG (errbuf names the key). */
+struct cal_opts;
+CORE_MUST_CHECK core_err cal_service_opts_from_config(const struct core_config *cfg,
+                                                      struct cal_opts *o, char *errbuf,
+                                                      size_t errbuf_size);
+
 /* Start on loop. cfg borrowed (must outlive the service): calibrate.*, topics.*, broker.*.
  * Returns CORE_OK, CORE_ECONFIG (errbuf names the key: private mode, no input),
  * CORE_EKAFKA. */

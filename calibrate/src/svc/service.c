@@ -398,6 +398,20 @@ static core_err make_clients(struct cal_service *s, char *eb, size_t ebn)
     return rc;
 }
 
+core_err cal_service_opts_from_config(const struct core_config *cfg, struct cal_opts *o,
+                                      char *eb, size_t ebn)
+{
+    core_err rc = cal_opts_from_config(cfg, o, eb, ebn);
+
+    if (rc == CORE_OK && o->mode != CAL_MODE_PUBLIC) {
+        snprintf(eb, ebn, "calibrate.mode: the calibrate service builds public theta only; a "
+                          "private theta is published with the offline `gcdp calibrate --mode "
+                          "private --publish` (charged to the ledger)");
+        rc = CORE_ECONFIG;
+    }
+    return rc == CORE_OK ? cal_opts_check(o, eb, ebn) : rc;
+}
+
 core_err cal_service_new(uv_loop_t *loop, const struct core_config *cfg,
                          const struct cal_service_opts *opts, struct core_metrics *metrics,
                          struct cal_service **out, char *eb, size_t ebn)
@@ -417,15 +431,7 @@ core_err cal_service_new(uv_loop_t *loop, const struct core_config *cfg,
     s->opts = *opts;
     s->metrics = metrics;
     s->t_cal = core_config_str(cfg, "topics.calibration");
-    rc = cal_opts_from_config(cfg, &s->copts, eb, ebn);
-    if (rc == CORE_OK && s->copts.mode != CAL_MODE_PUBLIC) {
-        snprintf(eb, ebn, "calibrate.mode: the calibrate service builds public theta only; a "
-                          "private theta is published with the offline `gcdp calibrate --mode "
-                          "private --publish` (charged to the ledger)");
-        rc = CORE_ECONFIG;
-    }
-    if (rc == CORE_OK)
-        rc = cal_opts_check(&s->copts, eb, ebn);
+    rc = cal_service_opts_from_config(cfg, &s->copts, eb, ebn);
     metrics_register(s);
     if (rc == CORE_OK)
         rc = make_clients(s, eb, ebn);

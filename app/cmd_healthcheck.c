@@ -1,0 +1,146 @@
+/* cmd_healthcheck.c - `gcdp healthcheck`: probe a running service's /healthz (the container
+ * image's HEALTHCHECK; no curl in the image). Plain HTTP/1.0 over loopback TCP. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "app.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: gcdp healthcheck [--port N] [--host A] [--timeout S] [common options]\n\n"
+            "GET /healthz from a running gcdp service on this host and exit 0 when it answers\n"
+            "200, 1 otherwise (503 with its reason, refused, timed out). The container\n"
+            "image's HEALTHCHECK: it reads the same configuration as the service (GCDP_*\n"
+            "environment), so the port is the service's metrics.port.\n\n"
+            "options:\n"
+            "  --port N     port to probe (default: metrics.port; 0 there is an error)\n"
+            "  --host A     IPv4 address (default: metrics.bind, 127.0.0.1 when it is 0.0.0.0)\n"
+            "  --timeout S  seconds for connect + answer, 0.1..60 (default 3)\n"
+            "  --help       this text\n\n"
+            "exit status: 0 healthy, 1 unhealthy or unreachable, 2 usage/config.\n\n%s",
+            app_common_help);
+}
+
+/* One GET /healthz; the status line's code into *code (0: no HTTP answer), the first body
+ * line into reason. Returns 0, or -1 with errno (connect/send/receive failed). */
+static int probe(const char *host, int port, double timeout_s, int *code, char *reason,
+                 size_t rn)
+{
+    static const char req[] = "GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    long ms = (long)(timeout_s * 1000);
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000)};
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    char buf[2048];
+    size_t got = 0;
+    ssize_t n;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const char *body;
+
+    *code = 0;
+    reason[0] = '\0';
+    if (fd < 0 || inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+        if (fd >= 0)
+            close(fd);
+        errno = fd < 0 ? errno : EINVAL;
+        return -1;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof(req) - 1)) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    while (got + 1 < sizeof(buf) && (n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0)) > 0)
+        got += (size_t)n;
+    close(fd);
+    buf[got] = '\0';
+    if (sscanf(buf, "HTTP/1.%*d %d", code) != 1)
+        *code = 0;
+    body = strstr(buf, "\r\n\r\n");
+    if (body)
+        snprintf(reason, rn, "%.*s", (int)strcspn(body + 4, "\r\n"), body + 4);
+    return 0;
+}
+
+static int parse_opts(int argc, char **argv, long *port, const char **host, double *timeout)
+{
+    static const struct option lo[] = {
+        {"port", required_argument, NULL, 'p'}, {"host", required_argument, NULL, 'H'},
+        {"timeout", required_argument, NULL, 't'}, {NULL, 0, NULL, 0}};
+    char *end;
+    int ch;
+
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        errno = 0;
+        if (ch == 'p' && ((*port = strtol(optarg, &end, 10)), !errno && !*end) && *port >= 1 &&
+            *port <= 65535)
+            continue;
+        if (ch == 'H') {
+            *host = optarg;
+            continue;
+        }
+        if (ch == 't' && ((*timeout = strtod(optarg, &end)), !*end) && *timeout >= 0.1 &&
+            *timeout <= 60)
+            continue;
+        fprintf(stderr, "gcdp healthcheck: bad option (see gcdp healthcheck --help)\n");
+        return -1;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "gcdp healthcheck: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_healthcheck(int argc, char **argv)
+{
+    struct core_config *cfg = NULL;
+    const char *host = NULL;
+    char addr[64], reason[256];
+    double timeout = 3;
+    long port = 0;
+    int code, rc = APP_EXIT_USAGE;
+
+    if (app_help_requested(argc, argv)) {
+        usage(stdout);
+        return APP_EXIT_OK;
+    }
+    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
+        return APP_EXIT_USAGE;
+    if (parse_opts(argc, argv, &port, &host, &timeout) != 0)
+        goto out;
+    if (!port && !(port = (long)core_config_int(cfg, "metrics.port"))) {
+        fprintf(stderr, "gcdp healthcheck: metrics.port is 0 (no /healthz served); give "
+                        "--port or set metrics.port\n");
+        goto out;
+    }
+    if (!host)
+        host = core_config_str(cfg, "metrics.bind");
+    snprintf(addr, sizeof(addr), "%s", strcmp(host, "0.0.0.0") == 0 ? "127.0.0.1" : host);
+    rc = APP_EXIT_FAILURE;
+    if (probe(addr, (int)port, timeout, &code, reason, sizeof(reason)) != 0)
+        fprintf(stderr, "gcdp healthcheck: %s:%ld: %s\n", addr, port, strerror(errno));
+    else if (code != 200)
+        fprintf(stderr, "gcdp healthcheck: %s:%ld/healthz: %d %s\n", addr, port, code,
+                code ? reason : "(no HTTP answer)");
+    else
+        rc = APP_EXIT_OK;
+    if (code == 200)
+        printf("gcdp healthcheck: %s:%ld/healthz: 200 %s\n", addr, port, reason);
+out:
+    core_config_free(cfg);
+    return rc;
+}
