@@ -8,7 +8,6 @@
    Container paths (volumes, bind mounts, secrets, the image's WORKDIR) are mapped into a
    scratch directory holding what the deployment provides there: a control key made by
    `gcdp ctl keygen`, the public calibration file (UCI Occupancy datatest.txt), empty volumes.
-   The learner services are skipped, saying so, while `gcdp learn` has no --server.
 3. Every topic in any service's effective configuration (`gcdp config show`, topics.*) is
    created by docker/init-topics.sh (its --dry-run commands); gcdp.calibration compacted; the
    dead-letter topics marked protected with a retention of at most one day.
@@ -263,17 +262,11 @@ def service_argv(svc):
     return [a.replace("$$", "$") for a in ep + cmd]  # compose's escape of a literal $
 
 
-def learner_has_services(gcdp):
-    rc, out, _ = run([gcdp, "learn", "--help"])
-    return "--server" in out and "--participant" in out and "--check" in out
-
-
 def check_services(cfg, stages, gcdp, data, scratch):
     final = stages[-1]
     workdir = [r for w, r in final["ins"] if w == "WORKDIR"][-1]
     base_env = image_env(final)
     bindir = os.path.dirname(gcdp)
-    learner_ok = learner_has_services(gcdp)
     topics = {}
     for name, svc in sorted(cfg["services"].items()):
         if "build" not in svc:
@@ -292,11 +285,6 @@ def check_services(cfg, stages, gcdp, data, scratch):
                     topics.setdefault(v, []).append("%s (%s)" % (name, k))
         if name == "simulator":
             continue  # a producer without --check; its configuration is checked above
-        if re.search(r"\bgcdp learn\b|^learn$", " ".join(argv[:3])) and not learner_ok:
-            print("SKIP: %s: `gcdp learn` has no --server/--participant/--check on this "
-                  "branch yet (the learner services' helper adds them; the lead removes this "
-                  "skip after the merge)" % name)
-            continue
         rc, out, err = run(argv + ["--check"], env=env, cwd=sb.map(workdir))
         if rc != 0 or "configuration ok" not in out:
             fail("%s: `%s --check`: exit %d, stdout %r, stderr %r" %
