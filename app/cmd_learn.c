@@ -569,6 +569,8 @@ static int apply_config_keys(const struct core_config *cfg, size_t d, struct lrn
         o->center = core_config_bool(cfg, "learner.center");
     if (core_config_is_explicit(cfg, "learner.standardize"))
         o->standardize = core_config_bool(cfg, "learner.standardize");
+    if (core_config_is_explicit(cfg, "learner.rescale"))
+        o->rescale = core_config_bool(cfg, "learner.rescale");
     if (core_config_is_explicit(cfg, "learner.blas_threads"))
         lrn_config_apply_blas(cfg);
     return 0;

@@ -31,8 +31,9 @@
  * innovations (the signal survives the window mean); complete windows only (no
  * interpolation), which makes the certified mean sensitivity 1/n instead of (1+2G)/n_min;
  * eps_rel 8 per window with at least 1.9 per coordinate (GC-DP would otherwise give almost
- * all of it to one node); the learner standardizes each site's columns (released values
- * are in [0, 1] units) with a smaller l1 weight and pruning threshold. */
+ * all of it to one node); the learner rescales each site's columns by one common factor
+ * (released values are in [0, 1] units; one factor keeps the relative variances that orient
+ * edges) with a smaller l1 weight and pruning threshold. */
 static const struct {
     const char *key, *json;
 } run_defaults[] = {
@@ -48,9 +49,9 @@ static const struct {
     {"release.eps_min", "1.9"},
     {"learner.service.min_samples", "500"},
     {"learner.service.session_interval_s", "15"},
-    {"learner.standardize", "true"},
-    {"learner.lambda", "0.03"},
-    {"learner.w_threshold", "0.2"},
+    {"learner.rescale", "true"},
+    {"learner.lambda", "0.01"},
+    {"learner.w_threshold", "0.1"},
 };
 
 #define PILOT_DEVICES 8

@@ -55,6 +55,17 @@ Test(runner, centred_covariance_ignores_offsets_and_standardize_gives_unit_diago
     for (size_t j = 0; j < D; j++)
         cr_assert_float_eq(R[j * D + j], 1.0, 1e-12);
     cr_assert_float_eq(R[1], S0[1] / sqrt(S0[0] * S0[5]), 1e-9);
+    /* rescale: one factor for every column, mean variance 1, relative variances kept */
+    cr_assert_eq(lrn_covariance_ex(N, D, xo[1], 1.0, LRN_COV_RESCALE, R), CORE_OK);
+    double m = 0.0, mr = 0.0;
+    for (size_t j = 0; j < D; j++) {
+        m += S0[j * D + j] / (double)D;
+        mr += R[j * D + j] / (double)D;
+    }
+    cr_assert_float_eq(mr, 1.0, 1e-12);
+    for (size_t x = 0; x < D * D; x++)
+        cr_assert_float_eq(R[x], S0[x] / m, 1e-9 * (1.0 + fabs(S0[x] / m)), "entry %zu", x);
+    cr_assert_neq(R[0], R[D + 1], "the variances still differ between columns");
     free(X0);
     free(X1);
 }

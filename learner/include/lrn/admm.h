@@ -231,11 +231,17 @@ CORE_MUST_CHECK core_err lrn_covariance(size_t n, size_t d, const double *X, dou
 /* Each participant's local statistic with its own centring (issue 9): X̃ = X − 1μᵀ with μ
  * the column means of X (two-pass, on a copy, so large offsets do not cancel), and with
  * standardize each column of X̃ also divided by its standard deviation (1/n), so Σ is the
- * correlation matrix. Σ = X̃ᵀX̃ / (n·scale).
- *   flags  LRN_COV_CENTER, LRN_COV_STANDARDIZE (implies centring), or 0 (= lrn_covariance).
- * Returns as lrn_covariance(); CORE_EINVAL also for a constant column with standardize. */
+ * correlation matrix, or with rescale every column divided by ONE common factor, the root
+ * of the mean column variance, so the columns' relative variances (which orient edges when
+ * the noises have equal variances) are kept while the penalties see unit-scale data.
+ * Σ = X̃ᵀX̃ / (n·scale).
+ *   flags  LRN_COV_CENTER, LRN_COV_STANDARDIZE or LRN_COV_RESCALE (each implies centring;
+ *          standardize wins over rescale), or 0 (= lrn_covariance).
+ * Returns as lrn_covariance(); CORE_EINVAL also for a constant column with standardize, or
+ * every column constant with rescale. */
 #define LRN_COV_CENTER 1u
 #define LRN_COV_STANDARDIZE 2u
+#define LRN_COV_RESCALE 4u
 CORE_MUST_CHECK core_err lrn_covariance_ex(size_t n, size_t d, const double *X, double scale,
                                            unsigned flags, double *sigma);
 

@@ -55,6 +55,7 @@ struct lrn_runner_opts {
     bool center;                    /* each participant centres its columns (default true);
                                      * non-private methods only: see lrn_runner_run() */
     bool standardize;               /* ... and scales them to unit variance (default false) */
+    bool rescale;                   /* ... or all by one factor to unit mean variance (false) */
 };
 
 /* The paper's tuned defaults (Appendix B.3) for method m at dimension d:

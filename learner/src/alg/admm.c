@@ -271,7 +271,7 @@ core_err lrn_covariance_ex(size_t n, size_t d, const double *X, double scale, un
     double *Xc, *mu;
     core_err rc;
 
-    if (!(flags & (LRN_COV_CENTER | LRN_COV_STANDARDIZE)))
+    if (!(flags & (LRN_COV_CENTER | LRN_COV_STANDARDIZE | LRN_COV_RESCALE)))
         return lrn_covariance(n, d, X, scale, sigma);
     if (n == 0 || d == 0)
         return CORE_EINVAL;
@@ -314,6 +314,15 @@ core_err lrn_covariance_ex(size_t n, size_t d, const double *X, double scale, un
     }
     if (rc == CORE_OK)
         rc = lrn_covariance(n, d, Xc, scale, sigma);
+    if (rc == CORE_OK && (flags & LRN_COV_RESCALE) && !(flags & LRN_COV_STANDARDIZE)) {
+        double m = 0.0; /* mean diagonal of Σ = mean column variance (/scale) */
+        for (size_t j = 0; j < d; j++)
+            m += sigma[j * d + j] / (double)d;
+        if (!(m > 0.0) || !isfinite(m))
+            rc = CORE_EINVAL;
+        for (size_t x = 0; rc == CORE_OK && x < d * d; x++)
+            sigma[x] /= m;
+    }
     free(Xc);
     free(mu);
     return rc;

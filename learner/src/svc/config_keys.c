@@ -44,6 +44,9 @@ const struct core_cfg_key lrn_config_keys[] = {
     K_BOOL("learner.center", "true",
            "each participant centres its columns (non-private methods; docs/learner.md)"),
     K_BOOL("learner.standardize", "false", "each participant also scales columns to unit variance"),
+    K_BOOL("learner.rescale", "false",
+           "each participant divides all its centred columns by one common factor (unit mean "
+           "variance; keeps relative variances); learner.standardize wins"),
     K_DBL("learner.w_threshold", "0.3", 0, 1e6, "final |w| < threshold -> 0 (paper: 0.3)"),
     K_DBL("learner.w_sparsify", "0.1", 0, 1e6,
           "server zeroes |W_ij| < w_sparsify each round before sending W (0: off)"),

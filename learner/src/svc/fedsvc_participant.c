@@ -149,13 +149,14 @@ static void snap_drop(struct part *s)
         s->cache[k].used = false;
 }
 
-/* flags: the server's learner.center / learner.standardize as LRN_COV_* bits. */
+/* flags: the server's learner.center / .standardize / .rescale as LRN_COV_* bits. */
 static core_err snap_sigma(struct part *s, unsigned flags)
 {
     s->sigma = core_xcalloc(s->d * s->d, sizeof(double));
     s->snap_centered = flags != 0;
     return lrn_covariance_ex(s->snap_n, s->d, s->snap_x, 1.0,
-                             flags & (LRN_COV_CENTER | LRN_COV_STANDARDIZE), s->sigma);
+                             flags & (LRN_COV_CENTER | LRN_COV_STANDARDIZE | LRN_COV_RESCALE),
+                             s->sigma);
 }
 
 static void snap_persist(struct part *s)

@@ -51,7 +51,7 @@ struct srv {
     const char *t_up, *t_glob, *t_dag;
     struct lrn_admm_opts admm;
     struct lrn_pgcd_opts pgcd;
-    unsigned center; /* LRN_COV_CENTER | LRN_COV_STANDARDIZE (learner.center, .standardize) */
+    unsigned center; /* LRN_COV_CENTER | _STANDARDIZE | _RESCALE (learner.center, ...) */
     size_t need, min_samples;
     uint64_t timeout_ms, resend_ms;
     char ckpt_path[4200];
@@ -675,7 +675,8 @@ static core_err srv_open(struct srv *s, char *eb, size_t ebn)
     if (rc != CORE_OK)
         return rc;
     s->center = (core_config_bool(cfg, "learner.center") ? LRN_COV_CENTER : 0u) |
-                (core_config_bool(cfg, "learner.standardize") ? LRN_COV_STANDARDIZE : 0u);
+                (core_config_bool(cfg, "learner.standardize") ? LRN_COV_STANDARDIZE : 0u) |
+                (core_config_bool(cfg, "learner.rescale") ? LRN_COV_RESCALE : 0u);
     s->need = (size_t)core_config_int(cfg, "learner.service.participants");
     s->min_samples = (size_t)core_config_int(cfg, "learner.service.min_samples");
     s->timeout_ms = (uint64_t)core_config_int(cfg, "learner.service.round_timeout_ms");

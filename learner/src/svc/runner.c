@@ -93,6 +93,7 @@ struct lrn_runner_opts lrn_runner_opts_default(enum lrn_method m, size_t d)
     o.dppgcd.m_bound = LRN_DPPGCD_M_BOUND_DEFAULT;
     o.center = true;
     o.standardize = false;
+    o.rescale = false;
     o.cov_eps = 10.0;
     o.cov_delta = 0.0;
     o.cov_bound = table7[r].b;
@@ -130,7 +131,8 @@ void lrn_runner_opts_table5(struct lrn_runner_opts *o, double eps)
 /* lrn_covariance_ex() flags of a non-private method. */
 static unsigned cov_flags(const struct lrn_runner_opts *o)
 {
-    return (o->center ? LRN_COV_CENTER : 0u) | (o->standardize ? LRN_COV_STANDARDIZE : 0u);
+    return (o->center ? LRN_COV_CENTER : 0u) | (o->standardize ? LRN_COV_STANDARDIZE : 0u) |
+           (o->rescale ? LRN_COV_RESCALE : 0u);
 }
 
 static core_err run_fed_sparse(const struct lrn_runner_opts *o, size_t d, size_t P,
@@ -300,7 +302,7 @@ core_err lrn_runner_run(const struct lrn_runner_opts *o, size_t d, size_t P,
         return CORE_EINVAL;
     }
     if (!lrn_method_is_dppgcd(o->method) && o->method != LRN_METHOD_DP_FED_BNSL) {
-        res->centered = o->center || o->standardize;
+        res->centered = o->center || o->standardize || o->rescale;
         res->standardized = o->standardize;
     }
     switch (o->method) {
