@@ -29,7 +29,8 @@
  * reported on others): a simulator whose SEM signal dominates its per-device offsets, without
  * the diurnal terms (they add one shared trend to three channels) and with slowly varying
  * innovations (the signal survives the window mean); complete windows only (no
- * interpolation), which makes the certified mean sensitivity 1/n instead of (1+2G)/n_min;
+ * interpolation, n_min = the 15 readings of a window), which makes the certified mean
+ * sensitivity 1/15 instead of (1+2G)/n_min = 0.5;
  * eps_rel 8 per window with at least 1.9 per coordinate (GC-DP would otherwise give almost
  * all of it to one node); the learner rescales each site's columns by one common factor
  * (released values are in [0, 1] units; one factor keeps the relative variances that orient
@@ -45,6 +46,7 @@ static const struct {
     {"sim.ar", "0.9"},
     {"ingest.max_interp_gap", "0"},
     {"ingest.min_coverage", "1"},
+    {"release.query.min_samples", "15"},
     {"release.eps_rel", "8"},
     {"release.eps_min", "1.9"},
     {"learner.service.min_samples", "500"},
