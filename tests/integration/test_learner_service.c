@@ -320,7 +320,8 @@ static void full_run(const struct ts_broker *b, const char *dir, const char *pfx
     core_config_free(cfg);
 }
 
-Test(learner_service, learns_the_sem_dag_and_resumes_after_a_server_restart, .timeout = 240)
+Test(learner_service, learns_the_sem_dag_and_resumes_after_server_and_participant_restarts,
+     .timeout = 300)
 {
     struct ts_broker b;
     struct lrn_sem_problem *pb = make_problem();
@@ -379,8 +380,42 @@ Test(learner_service, learns_the_sem_dag_and_resumes_after_a_server_restart, .ti
         cr_assert_float_eq(r.w[x], a.w[x], 1e-6, "weight %zu: %g vs %g", x, r.w[x], a.w[x]);
     }
     core_config_free(cfg);
+
+    /* a participant stopped after round 4 and restarted (same id and state dir) answers the
+     * later rounds from its persisted snapshot: nobody missing, the same DAG */
+    struct result_copy q = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    snprintf(state, sizeof(state), "%s/state-d", dir);
+    snprintf(out, sizeof(out), "%s/out-d", dir);
+    cfg = make_cfg(&b, state, out);
+    set(cfg, "learner.service.round_timeout_ms", "15000"); /* the restart rejoins the group */
+    start_parts(pt, cfg, "d");
+    start_server(&st, cfg, &q);
+    rw.round = 4;
+    cr_assert(wait_for(server_at_round, &rw, 60000), "server D never reached round 4");
+    atomic_store(&pt[1].stop, true);
+    pthread_join(pt[1].th, NULL);
+    cr_assert_eq(pt[1].rc, CORE_OK, "%s", pt[1].eb);
+    uint64_t asked = atomic_load(&pt[1].pr.last_round);
+    atomic_store(&pt[1].stop, false);
+    cr_assert_eq(pthread_create(&pt[1].th, NULL, part_main, &pt[1]), 0);
+    cr_assert(wait_for(server_done, &st, 90000), "no DAG after the participant restart");
+    join_server(&st);
+    uint64_t first = atomic_load(&pt[1].pr.first_round);
+    stop_parts(pt);
+    cr_log_info("participant d1 restarted after answering round %" PRIu64
+                ", answered again from round %" PRIu64, asked, first);
+    cr_assert_gt(first, 0, "the restarted participant was asked round 0 again");
+    cr_assert_eq(q.n, 1);
+    cr_assert_eq(q.nmissing, 0);
+    cr_assert_eq(q.rounds, a.rounds);
+    for (size_t x = 0; x < D * D; x++) {
+        cr_assert_eq(q.w[x] != 0.0, a.w[x] != 0.0, "support differs at %zu", x);
+        cr_assert_float_eq(q.w[x], a.w[x], 1e-6, "weight %zu: %g vs %g", x, q.w[x], a.w[x]);
+    }
+    core_config_free(cfg);
     free(a.json);
     free(r.json);
+    free(q.json);
     lrn_sem_problem_free(pb);
     ts_broker_stop(&b);
     ts_rmtree(dir);

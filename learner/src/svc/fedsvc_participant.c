@@ -287,9 +287,9 @@ static void handle_solve(struct part *s, const struct fs_msg *m)
         send_reply(s, m, FS_REPLY_OK, &c->b);
         return;
     }
-    if (m->session < s->snap_session)
-        return; /* stale */
-    if (s->d == 0 || m->d != s->d || m->nodes_hash != fs_nodes_hash((const char *const *)s->names, s->d)) {
+    if (m->session < s->snap_session || s->d == 0)
+        return; /* stale; or no record read yet (a restart): the server re-sends */
+    if (m->d != s->d || m->nodes_hash != fs_nodes_hash((const char *const *)s->names, s->d)) {
         send_reply(s, m, FS_REPLY_NODES, NULL);
         return;
     }

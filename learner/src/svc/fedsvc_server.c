@@ -117,7 +117,8 @@ static long unhex(const char *s, struct fs_wbuf *b)
 
 /* ---- messages in ---- */
 
-static void take_announce(struct srv *s, const struct fs_msg *m)
+/* Record an announcement; takes m->names (and clears them in m) when it is kept. */
+static void take_announce(struct srv *s, struct fs_msg *m)
 {
     struct ann *a = NULL;
 
@@ -135,7 +136,9 @@ static void take_announce(struct srv *s, const struct fs_msg *m)
     free(a->names);
     a->names = m->names; /* taken */
     a->d = m->d;
-    a->hash = fs_nodes_hash((const char *const *)m->names, m->d);
+    m->names = NULL;
+    m->d = 0;
+    a->hash = fs_nodes_hash((const char *const *)a->names, a->d);
     a->samples = m->samples;
     a->seen_ms = fs_now_ms();
 }
@@ -149,8 +152,6 @@ static void on_msg(void *arg, const rd_kafka_message_t *km)
         return;
     if (m.type == FS_ANNOUNCE) {
         take_announce(s, &m);
-        m.names = NULL;
-        m.d = 0;
     } else if (m.type == FS_REPLY && s->session && m.session == s->session &&
                m.round == s->want_round && s->want_p < s->P && !s->got &&
                strcmp(m.id, s->ids[s->want_p]) == 0) {
