@@ -13,6 +13,7 @@
 #include <librdkafka/rdkafka.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -503,6 +504,63 @@ Test(learner_service, refuses_protected_topics, .timeout = 60)
         cr_assert_eq(ts_wait(ts_spawn(args, NULL, NULL), 20000), 2);
         cr_assert_eq(ts_wait(ts_spawn(ok, NULL, NULL), 20000), 0);
     }
+    ts_rmtree(dir);
+    free(dir);
+}
+
+/* The CLI: `gcdp learn --participant` ×3 and `gcdp learn --server --sessions 1` as
+ * processes; the server exits 0 after publishing, the participants exit 0 on SIGTERM. */
+Test(learner_service, cli_server_and_participants_publish_a_dag, .timeout = 120)
+{
+    struct ts_broker b;
+    struct lrn_sem_problem *pb = make_problem();
+    char *dir = ts_tmpdir(), sets[8][700], err[4][600], id[3][8], dev[3][16];
+    pid_t parts[3], srv;
+
+    ts_broker_start(&b, NULL);
+    produce_released(b.bootstrap, pb);
+    snprintf(sets[0], sizeof(sets[0]), "broker.bootstrap=%s", b.bootstrap);
+    snprintf(sets[1], sizeof(sets[1]), "learner.service.state_dir=%s/state", dir);
+    snprintf(sets[2], sizeof(sets[2]), "learner.service.out_dir=%s/out", dir);
+    snprintf(sets[3], sizeof(sets[3]), "learner.service.participants=3");
+    snprintf(sets[4], sizeof(sets[4]), "learner.service.min_samples=300");
+    snprintf(sets[5], sizeof(sets[5]), "learner.service.horizon=300");
+    snprintf(sets[6], sizeof(sets[6]), "learner.service.png=false");
+    snprintf(sets[7], sizeof(sets[7]), "learner.service.announce_ms=200");
+    for (int p = 0; p < 3; p++) {
+        snprintf(id[p], sizeof(id[p]), "e%d", p);
+        snprintf(dev[p], sizeof(dev[p]), "site%d-*", p);
+        snprintf(err[p], sizeof(err[p]), "%s/p%d.err", dir, p);
+        const char *args[] = {"learn", "--participant", id[p], "--devices", dev[p],
+                              "--exit-after", "100", "--set", sets[0], "--set", sets[1],
+                              "--set", sets[5], "--set", sets[7], NULL};
+        parts[p] = ts_spawn(args, NULL, err[p]);
+    }
+    snprintf(err[3], sizeof(err[3]), "%s/server.err", dir);
+    const char *sargs[] = {"learn", "--server", "--sessions", "1", "--exit-after", "90",
+                           "--set", sets[0], "--set", sets[1], "--set", sets[2],
+                           "--set", sets[3], "--set", sets[4], "--set", sets[5],
+                           "--set", sets[6], NULL};
+    srv = ts_spawn(sargs, NULL, err[3]);
+    cr_assert_eq(ts_wait(srv, 95000), 0, "server: %s", ts_read_file(err[3], NULL));
+    for (int p = 0; p < 3; p++) {
+        kill(parts[p], SIGTERM);
+        cr_assert_eq(ts_wait(parts[p], 10000), 0, "participant %d: %s", p,
+                     ts_read_file(err[p], NULL));
+    }
+    cr_assert_eq(dag_records_valid(b.bootstrap), 1);
+    char path[700], *txt;
+    snprintf(path, sizeof(path), "%s/out/dag-s1.dot", dir);
+    txt = ts_read_file(path, NULL);
+    cr_assert_not_null(txt, "no %s", path);
+    free(txt);
+    snprintf(path, sizeof(path), "%s/out/dag-s1.json", dir);
+    txt = ts_read_file(path, NULL);
+    cr_assert_not_null(txt, "no %s", path);
+    cr_assert_not_null(strstr(txt, "\"x0\""), "%s", txt);
+    free(txt);
+    lrn_sem_problem_free(pb);
+    ts_broker_stop(&b);
     ts_rmtree(dir);
     free(dir);
 }
