@@ -59,6 +59,7 @@ struct lrn_fedsvc_participant_progress {
     _Atomic uint64_t samples;      /* rows held (≤ horizon) */
     _Atomic uint64_t skipped;      /* records of its devices skipped (missing node, bad) */
     _Atomic uint64_t other;        /* records of other devices (not taken) */
+    _Atomic uint64_t duplicates;   /* republished records (release_id already held) */
     _Atomic uint64_t replies;      /* SOLVE replies sent (resends included) */
     _Atomic uint64_t first_round;  /* first round asked in the current session */
     _Atomic uint64_t last_round;   /* last round answered in the current session */

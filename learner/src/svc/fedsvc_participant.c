@@ -37,6 +37,60 @@ struct reply_cache {
     struct fs_wbuf b;
 };
 
+/* release_ids of the rows in the ring (FNV-1a 64; 0 marks an empty slot): a republished
+ * record (byte-identical after a release crash or rebalance, docs/consumers.md) is not a new
+ * sample. Open addressing, linear probing, backward-shift deletion. */
+struct idset {
+    uint64_t *slot;
+    size_t mask;
+};
+
+static uint64_t id_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+    return h ? h : 1;
+}
+
+static bool idset_has(const struct idset *t, uint64_t h)
+{
+    for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
+        if (t->slot[i] == h)
+            return true;
+        if (t->slot[i] == 0)
+            return false;
+    }
+}
+
+static void idset_add(struct idset *t, uint64_t h)
+{
+    size_t i = h & t->mask;
+    while (t->slot[i] != 0 && t->slot[i] != h)
+        i = (i + 1) & t->mask;
+    t->slot[i] = h;
+}
+
+static void idset_del(struct idset *t, uint64_t h)
+{
+    size_t i = h & t->mask, j;
+    while (t->slot[i] != h) {
+        if (t->slot[i] == 0)
+            return;
+        i = (i + 1) & t->mask;
+    }
+    t->slot[i] = 0;
+    for (j = (i + 1) & t->mask; t->slot[j] != 0; j = (j + 1) & t->mask) {
+        size_t home = t->slot[j] & t->mask;
+        /* move slot j back to the hole at i when its home is not in (i, j] (cyclically) */
+        if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+            t->slot[i] = t->slot[j];
+            t->slot[j] = 0;
+            i = j;
+        }
+    }
+}
+
 struct part {
     const struct lrn_fedsvc_participant_opts *o;
     struct lrn_fedsvc_participant_progress *prog;
@@ -48,6 +102,8 @@ struct part {
     char **names;
     double *ring, *row;
     size_t n, head;
+    uint64_t *ring_ids, duplicates;
+    struct idset ids;
     uint64_t snap_session, snap_hash;
     size_t snap_n;
     double *snap_x, *sigma;
@@ -93,6 +149,11 @@ static bool adopt_nodes(struct part *s, json_t *values)
     s->d = d;
     s->ring = core_xcalloc(s->horizon * d, sizeof(double));
     s->row = core_xcalloc(d, sizeof(double));
+    s->ring_ids = core_xcalloc(s->horizon, sizeof(uint64_t));
+    s->ids.mask = 1;
+    while (s->ids.mask + 1 < 2 * s->horizon)
+        s->ids.mask = s->ids.mask * 2 + 1;
+    s->ids.slot = core_xcalloc(s->ids.mask + 1, sizeof(uint64_t));
     CORE_INFO("participant %s: %zu nodes from the first record", s->o->id, d);
     return true;
 }
@@ -102,9 +163,12 @@ static void take_record(struct part *s, const char *bytes, size_t len)
     json_t *j = json_loadb(bytes, len, 0, NULL), *values;
     const char *schema = json_string_value(json_object_get(j, "schema"));
     const char *dev = json_string_value(json_object_get(j, "device"));
+    const char *rid = json_string_value(json_object_get(j, "release_id"));
+    uint64_t h;
 
     values = json_object_get(j, "values");
-    if (!schema || strcmp(schema, "gcdp.released/1") != 0 || !dev || !json_is_object(values)) {
+    if (!schema || strcmp(schema, "gcdp.released/1") != 0 || !dev || !rid ||
+        !json_is_object(values)) {
         s->skipped++;
         json_decref(j);
         return;
@@ -128,6 +192,16 @@ static void take_record(struct part *s, const char *bytes, size_t len)
             return;
         }
     }
+    h = id_hash(rid);
+    if (idset_has(&s->ids, h)) {
+        s->duplicates++;
+        json_decref(j);
+        return;
+    }
+    if (s->n == s->horizon)
+        idset_del(&s->ids, s->ring_ids[s->head]);
+    idset_add(&s->ids, h);
+    s->ring_ids[s->head] = h;
     memcpy(s->ring + s->head * s->d, s->row, s->d * sizeof(double));
     s->head = (s->head + 1) % s->horizon;
     if (s->n < s->horizon)
@@ -361,6 +435,7 @@ static void publish_progress(struct part *s)
     atomic_store(&p->samples, s->n);
     atomic_store(&p->skipped, s->skipped);
     atomic_store(&p->other, s->other);
+    atomic_store(&p->duplicates, s->duplicates);
     if (!s->o->metrics)
         return;
     snprintf(lbl, sizeof(lbl), "participant=\"%s\"", s->o->id);
@@ -405,6 +480,8 @@ static void part_free(struct part *s)
     free(s->names);
     free(s->ring);
     free(s->row);
+    free(s->ring_ids);
+    free(s->ids.slot);
     free(s->globs);
     snap_drop(s);
     for (int k = 0; k < 2; k++)
