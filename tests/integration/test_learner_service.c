@@ -238,12 +238,19 @@ static void start_parts(struct part_th *t, const struct core_config *cfg, const 
     }
 }
 
+/* The services return within ~1 s of *stop (plus leaving the consumer group); asserted with
+ * a margin for this loaded 2-core machine. */
+#define STOP_MS_MAX 3000
+
 static void stop_parts(struct part_th *t)
 {
+    int64_t t0 = ts_now_ms();
     for (int p = 0; p < SITES; p++)
         atomic_store(&t[p].stop, true);
     for (int p = 0; p < SITES; p++) {
         pthread_join(t[p].th, NULL);
+        cr_assert_leq(ts_now_ms() - t0, STOP_MS_MAX, "participants took %" PRId64 " ms to stop",
+                      ts_now_ms() - t0);
         cr_assert_eq(t[p].rc, CORE_OK, "participant %s: %s", t[p].id, t[p].eb);
     }
 }
@@ -281,8 +288,11 @@ static bool server_at_round(void *arg)
 
 static void join_server(struct srv_th *t)
 {
+    int64_t t0 = ts_now_ms();
     atomic_store(&t->stop, true);
     pthread_join(t->th, NULL);
+    cr_assert_leq(ts_now_ms() - t0, STOP_MS_MAX, "the server took %" PRId64 " ms to stop",
+                  ts_now_ms() - t0);
     cr_assert_eq(t->rc, CORE_OK, "server: %s", t->eb);
 }
 
