@@ -26,6 +26,7 @@
 #include "core/kconf.h"
 #include "lrn/config.h"
 #include "lrn/fedsvc.h"
+#include "lrn/graphout.h"
 #include "lrn/metrics.h"
 #include "lrn/sem.h"
 #include "test_support.h"
@@ -505,12 +506,13 @@ Test(learner_service, refuses_protected_topics, .timeout = 60)
 }
 
 /* The CLI: `gcdp learn --participant` ×3 and `gcdp learn --server --sessions 1` as
- * processes; the server exits 0 after publishing, the participants exit 0 on SIGTERM. */
+ * processes, with learner.service.method = fed-bnsl (the closed-form local step, dense
+ * wire); the server exits 0 after publishing, the participants exit 0 on SIGTERM. */
 Test(learner_service, cli_server_and_participants_publish_a_dag, .timeout = 120)
 {
     struct ts_broker b;
     struct lrn_sem_problem *pb = make_problem();
-    char *dir = ts_tmpdir(), sets[8][700], err[4][600], id[3][8], dev[3][16];
+    char *dir = ts_tmpdir(), sets[10][700], err[4][600], id[3][8], dev[3][16];
     pid_t parts[3], srv;
 
     ts_broker_start(&b, NULL);
@@ -523,6 +525,9 @@ Test(learner_service, cli_server_and_participants_publish_a_dag, .timeout = 120)
     snprintf(sets[5], sizeof(sets[5]), "learner.service.horizon=300");
     snprintf(sets[6], sizeof(sets[6]), "learner.service.png=false");
     snprintf(sets[7], sizeof(sets[7]), "learner.service.announce_ms=200");
+    snprintf(sets[8], sizeof(sets[8]), "learner.service.method=fed-bnsl");
+    /* 60 of notears-admm's 100 rounds (test time): ρ₁ = 1e-3·1.75⁶⁰ ≈ 4e11 by then */
+    snprintf(sets[9], sizeof(sets[9]), "learner.rounds=60");
     for (int p = 0; p < 3; p++) {
         snprintf(id[p], sizeof(id[p]), "e%d", p);
         snprintf(dev[p], sizeof(dev[p]), "site%d-*", p);
@@ -536,7 +541,7 @@ Test(learner_service, cli_server_and_participants_publish_a_dag, .timeout = 120)
     const char *sargs[] = {"learn", "--server", "--sessions", "1", "--exit-after", "90",
                            "--set", sets[0], "--set", sets[1], "--set", sets[2],
                            "--set", sets[3], "--set", sets[4], "--set", sets[5],
-                           "--set", sets[6], NULL};
+                           "--set", sets[6], "--set", sets[8], "--set", sets[9], NULL};
     srv = ts_spawn(sargs, NULL, err[3]);
     cr_assert_eq(ts_wait(srv, 95000), 0, "server: %s", ts_read_file(err[3], NULL));
     for (int p = 0; p < 3; p++) {
@@ -555,6 +560,22 @@ Test(learner_service, cli_server_and_participants_publish_a_dag, .timeout = 120)
     cr_assert_not_null(txt, "no %s", path);
     cr_assert_not_null(strstr(txt, "\"x0\""), "%s", txt);
     free(txt);
+    double *w = NULL;
+    size_t d = 0;
+    char eb[512];
+    struct lrn_metrics m;
+    cr_assert_eq(lrn_graph_read(path, D, &w, &d, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(lrn_metrics_compute(pb->w, w, D, 0.0, &m), CORE_OK);
+    cr_log_info("fed-bnsl services (CLI): SHD %zu, TPR %.2f, FDR %.2f, %zu learned", m.shd,
+                m.tpr, m.fdr, m.pred_edges);
+    cr_assert_leq(m.shd, 1, "SHD %zu", m.shd);
+    free(w);
+    struct ts_record *rec;
+    size_t n = ts_topic_read(b.bootstrap, "learner.dag", &rec);
+    cr_assert_eq(n, 1);
+    cr_assert_not_null(strstr(rec[0].value, "\"method\":\"fed-bnsl\""), "%s", rec[0].value);
+    cr_assert_not_null(strstr(rec[0].value, "\"rounds\":60"), "%s", rec[0].value);
+    ts_records_free(rec, n);
     lrn_sem_problem_free(pb);
     ts_broker_stop(&b);
     ts_rmtree(dir);

@@ -3,6 +3,10 @@
  * (docs/learner.md, "Learner services").
  * SPDX-License-Identifier: Apache-2.0
  *
+ * Method: learner.service.method = fed-sparse (PGCD local step, the learner.* options) or
+ * fed-bnsl (the closed-form local step of lrn/baselines.h with notears-admm's driver options;
+ * learner.rounds applies). The DP methods are not offered (learner.dp.enabled is refused).
+ *
  * A PARTICIPANT is a site: a declared group of devices (comma-separated fnmatch globs). It
  * consumes ONLY topics.released (gcdp.released/1 records), keeps one sample row per record
  * of its devices (nodes = the released coordinate names, sorted; a record missing a node

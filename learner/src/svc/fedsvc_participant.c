@@ -26,6 +26,7 @@
 #include "core/metrics.h"
 #include "fedsvc_int.h"
 #include "lrn/admm.h"
+#include "lrn/baselines.h"
 #include "lrn/pgcd.h"
 
 #define SNAP_MAGIC "LFSNAP1\n"
@@ -223,12 +224,12 @@ static void snap_drop(struct part *s)
         s->cache[k].used = false;
 }
 
-static core_err snap_sigma(struct part *s, bool center)
+static core_err snap_sigma(struct part *s, const struct fs_msg *m)
 {
     s->sigma = core_xcalloc(s->d * s->d, sizeof(double));
-    s->snap_centered = center;
-    return lrn_covariance_ex(s->snap_n, s->d, s->snap_x, 1.0, center ? LRN_COV_CENTER : 0,
-                             s->sigma);
+    s->snap_centered = m->center != 0;
+    return lrn_covariance_ex(s->snap_n, s->d, s->snap_x, m->cov_scale,
+                             m->center ? LRN_COV_CENTER : 0, s->sigma);
 }
 
 static void snap_persist(struct part *s)
@@ -265,7 +266,7 @@ static core_err snap_freeze(struct part *s, const struct fs_msg *m)
     s->snap_hash = m->nodes_hash;
     snap_persist(s);
     CORE_INFO("participant %s: session %" PRIu64 " on %zu rows", s->o->id, m->session, s->n);
-    return snap_sigma(s, m->center != 0);
+    return snap_sigma(s, m);
 }
 
 /* A later round of a session this process did not start (it was restarted). */
@@ -297,7 +298,7 @@ static core_err snap_load(struct part *s, const struct fs_msg *m)
     s->snap_hash = m->nodes_hash;
     CORE_INFO("participant %s: session %" PRIu64 " resumed from its persisted snapshot",
               s->o->id, m->session);
-    return snap_sigma(s, m->center != 0);
+    return snap_sigma(s, m);
 }
 
 /* ---- solving ---- */
@@ -317,7 +318,24 @@ static void send_reply(struct part *s, const struct fs_msg *req, uint8_t status,
         atomic_store(&s->prog->replies, atomic_load(&s->prog->replies) + 1);
 }
 
-/* B ← PGCD(Σ_p; W_p, β_p, ρ₂) from the warm start B_p(prev), encoded into blob. */
+/* fed-bnsl: the library's closed form B_p = (Σ_p + ρ₂I)⁻¹(ρ₂W − β_p + Σ_p), one solver
+ * built per request as for PGCD. */
+static core_err closed_form(struct part *s, const struct fs_msg *m, const double *W,
+                            const double *beta, double *B)
+{
+    const double *sig[1] = {s->sigma};
+    struct lrn_fedbnsl_local *fb = NULL;
+    core_err rc = lrn_fedbnsl_local_new(s->d, 1, sig, &fb);
+    if (rc == CORE_OK) {
+        struct lrn_local_ops ops = lrn_fedbnsl_local_ops(fb);
+        rc = ops.solve(ops.self, 0, m->round, W, beta, m->rho2, B);
+    }
+    lrn_fedbnsl_local_free(fb);
+    return rc;
+}
+
+/* B ← PGCD(Σ_p; W_p, β_p, ρ₂) from the warm start B_p(prev) (fed-sparse) or the closed form
+ * (fed-bnsl), encoded into blob. */
 static core_err local_step(struct part *s, const struct fs_msg *m, struct fs_wbuf *blob)
 {
     size_t d = s->d, d2 = d * d, len = 0;
@@ -329,9 +347,11 @@ static core_err local_step(struct part *s, const struct fs_msg *m, struct fs_wbu
 
     for (int k = 0; k < 3 && rc == CORE_OK; k++)
         rc = lrn_wire_decode(d, m->blob[k], m->blen[k], wire, buf + k * d2);
-    if (rc == CORE_OK)
+    if (rc == CORE_OK && m->method == FS_METHOD_FED_BNSL)
+        rc = closed_form(s, m, buf, buf + d2, buf + 2 * d2);
+    else if (rc == CORE_OK)
         rc = lrn_pgcd_new(d, s->sigma, &pg);
-    if (rc == CORE_OK)
+    if (rc == CORE_OK && pg)
         rc = lrn_pgcd_solve(pg, &po, buf, buf + d2, m->rho2, buf + 2 * d2, NULL);
     if (rc == CORE_OK) {
         blob->cap = blob->cap < lrn_wire_max_len(d, wire) ? lrn_wire_max_len(d, wire) : blob->cap;

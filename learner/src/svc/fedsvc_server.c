@@ -28,6 +28,7 @@
 #include "core/metrics.h"
 #include "fedsvc_int.h"
 #include "lrn/admm.h"
+#include "lrn/baselines.h"
 #include "lrn/config.h"
 #include "lrn/dppgcd.h"
 #include "lrn/graphout.h"
@@ -51,7 +52,7 @@ struct srv {
     const char *t_up, *t_glob, *t_dag;
     struct lrn_admm_opts admm;
     struct lrn_pgcd_opts pgcd;
-    bool center;
+    bool center, fedbnsl, cov_by_p;
     size_t need, min_samples;
     uint64_t timeout_ms, resend_ms;
     char ckpt_path[4200];
@@ -313,7 +314,9 @@ static core_err send_solve(struct srv *s, size_t p, size_t t, const double *W,
                        .d = s->d, .nodes_hash = s->hash, .rho2 = rho2,
                        .lambda = s->pgcd.lambda, .gamma = s->pgcd.gamma, .tol = s->pgcd.tol,
                        .max_steps = s->pgcd.max_steps, .wire = wire(s) == LRN_WIRE_DENSE,
-                       .center = s->center};
+                       .center = s->center,
+                       .method = s->fedbnsl ? FS_METHOD_FED_BNSL : FS_METHOD_FED_SPARSE,
+                       .cov_scale = s->fedbnsl || s->cov_by_p ? (double)s->P : 1.0};
     const double *M[3] = {W, beta, B};
     core_err rc = CORE_OK;
 
@@ -494,7 +497,7 @@ static json_t *result_json(struct srv *s, const double *W, const struct lrn_admm
             json_array_append_new(miss, json_string(s->ids[p]));
     json_object_set_new(j, "schema", json_string("gcdp.learner-dag/1"));
     json_object_set_new(j, "session", json_integer((json_int_t)s->session));
-    json_object_set_new(j, "method", json_string("fed-sparse"));
+    json_object_set_new(j, "method", json_string(s->fedbnsl ? "fed-bnsl" : "fed-sparse"));
     json_object_set_new(j, "rounds", json_integer((json_int_t)r->rounds));
     json_object_set_new(j, "max_rounds", json_integer((json_int_t)s->admm.max_rounds));
     json_object_set_new(j, "converged", json_boolean(r->status == LRN_ADMM_CONVERGED));
@@ -670,11 +673,18 @@ static core_err srv_open(struct srv *s, char *eb, size_t ebn)
     const char *dir = core_config_str(cfg, "learner.service.state_dir");
     const char *topics[1] = {s->t_up}, *reset[1] = {"latest"};
     struct lrn_dppgcd_opts dp;
-    bool dp_on, by_p;
-    core_err rc = lrn_config_opts(cfg, 2, &s->admm, &s->pgcd, &dp, NULL, &dp_on, &by_p, eb, ebn);
+    bool dp_on;
+    core_err rc = lrn_config_opts(cfg, 2, &s->admm, &s->pgcd, &dp, NULL, &dp_on, &s->cov_by_p,
+                                  eb, ebn);
 
     if (rc != CORE_OK)
         return rc;
+    s->fedbnsl = strcmp(core_config_str(cfg, "learner.service.method"), "fed-bnsl") == 0;
+    if (s->fedbnsl) { /* notears-admm's driver options (lrn/baselines.h); learner.rounds applies */
+        s->admm = lrn_fedbnsl_admm_opts_default();
+        if (core_config_is_explicit(cfg, "learner.rounds"))
+            s->admm.max_rounds = (size_t)core_config_int(cfg, "learner.rounds");
+    }
     s->center = core_config_bool(cfg, "learner.center");
     s->need = (size_t)core_config_int(cfg, "learner.service.participants");
     s->min_samples = (size_t)core_config_int(cfg, "learner.service.min_samples");
