@@ -5,7 +5,8 @@
  * learner service pointed at a protected topic is refused.
  *
  * Data: lrn_sem_problem_new (d = 6, 6 expected edges, weights ±[0.5, 2], noise sd 1,
- * seed 7), 3 sites × 300 samples; site p's records (devices site<p>-a / site<p>-b, one
+ * seed 7), 3 sites × 300 samples (the first 10 of each published twice, as a republish
+ * after a release crash: byte-identical, same release_id); site p's records (devices site<p>-a / site<p>-b, one
  * record per sample, values x0..x5) all go to partition p of gcdp.released so every run
  * reads each site's rows in the same order.
  */
@@ -13,6 +14,7 @@
 #include <librdkafka/rdkafka.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,7 @@
 #include "core/kconf.h"
 #include "lrn/config.h"
 #include "lrn/fedsvc.h"
+#include "lrn/graphout.h"
 #include "lrn/metrics.h"
 #include "lrn/sem.h"
 #include "test_support.h"
@@ -31,6 +34,7 @@
 #define D 6
 #define SITES 3
 #define NPER 300
+#define DUP 10 /* the first DUP records of each site are published twice (a republish) */
 
 static struct lrn_sem_problem *make_problem(void)
 {
@@ -86,7 +90,8 @@ static void produce_released(const char *bootstrap, const struct lrn_sem_problem
     cr_assert_not_null(rk, "%s", eb);
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, "gcdp.released", NULL);
     for (size_t p = 0; p < SITES; p++)
-        for (size_t k = 0; k < NPER; k++) {
+        for (size_t kk = 0; kk < NPER + DUP; kk++) {
+            size_t k = kk < NPER ? kk : kk - NPER;
             const double *x = pb->x + (p * NPER + k) * D;
             char dev[32];
             snprintf(dev, sizeof(dev), "site%zu-%c", p, k % 2 ? 'b' : 'a');
@@ -234,12 +239,19 @@ static void start_parts(struct part_th *t, const struct core_config *cfg, const 
     }
 }
 
+/* The services return within ~1 s of *stop (plus leaving the consumer group); asserted with
+ * a margin for this loaded 2-core machine. */
+#define STOP_MS_MAX 3000
+
 static void stop_parts(struct part_th *t)
 {
+    int64_t t0 = ts_now_ms();
     for (int p = 0; p < SITES; p++)
         atomic_store(&t[p].stop, true);
     for (int p = 0; p < SITES; p++) {
         pthread_join(t[p].th, NULL);
+        cr_assert_leq(ts_now_ms() - t0, STOP_MS_MAX, "participants took %" PRId64 " ms to stop",
+                      ts_now_ms() - t0);
         cr_assert_eq(t[p].rc, CORE_OK, "participant %s: %s", t[p].id, t[p].eb);
     }
 }
@@ -277,8 +289,11 @@ static bool server_at_round(void *arg)
 
 static void join_server(struct srv_th *t)
 {
+    int64_t t0 = ts_now_ms();
     atomic_store(&t->stop, true);
     pthread_join(t->th, NULL);
+    cr_assert_leq(ts_now_ms() - t0, STOP_MS_MAX, "the server took %" PRId64 " ms to stop",
+                  ts_now_ms() - t0);
     cr_assert_eq(t->rc, CORE_OK, "server: %s", t->eb);
 }
 
@@ -311,7 +326,8 @@ static void full_run(const struct ts_broker *b, const char *dir, const char *pfx
     for (int p = 0; p < SITES; p++) {
         cr_assert_eq(atomic_load(&pt[p].pr.samples), NPER);
         cr_assert_eq(atomic_load(&pt[p].pr.skipped), 0);
-        cr_assert_eq(atomic_load(&pt[p].pr.other), (SITES - 1) * NPER);
+        cr_assert_eq(atomic_load(&pt[p].pr.other), (SITES - 1) * (NPER + DUP));
+        cr_assert_eq(atomic_load(&pt[p].pr.duplicates), DUP);
         /* the privacy boundary: the data consumer reads the released topic only */
         cr_assert_str_eq(pt[p].pr.subscribed[0], "gcdp.released");
         cr_assert_str_eq(pt[p].pr.subscribed[1], "learner.global");
@@ -320,7 +336,8 @@ static void full_run(const struct ts_broker *b, const char *dir, const char *pfx
     core_config_free(cfg);
 }
 
-Test(learner_service, learns_the_sem_dag_and_resumes_after_a_server_restart, .timeout = 240)
+Test(learner_service, learns_the_sem_dag_and_resumes_after_server_and_participant_restarts,
+     .timeout = 300)
 {
     struct ts_broker b;
     struct lrn_sem_problem *pb = make_problem();
@@ -348,10 +365,13 @@ Test(learner_service, learns_the_sem_dag_and_resumes_after_a_server_restart, .ti
     cr_assert_not_null(strstr(a.json, "\"schema\":\"gcdp.learner-dag/1\""));
     cr_assert_not_null(strstr(a.json, "\"private\":false"));
 
-    /* the same data, a server stopped after round 4 and restarted on its checkpoint */
+    /* the same data, a server stopped after round 4 and restarted on its checkpoint, then a
+     * participant stopped after round 8 and restarted (same id and state dir): it answers
+     * the later rounds from its persisted snapshot; nobody missing, the same DAG */
     snprintf(state, sizeof(state), "%s/state-b", dir);
     snprintf(out, sizeof(out), "%s/out-b", dir);
     struct core_config *cfg = make_cfg(&b, state, out);
+    set(cfg, "learner.service.round_timeout_ms", "15000"); /* the restart rejoins the group */
     struct part_th pt[SITES];
     struct srv_th st;
     start_parts(pt, cfg, "b");
@@ -362,15 +382,28 @@ Test(learner_service, learns_the_sem_dag_and_resumes_after_a_server_restart, .ti
     cr_assert_eq(atomic_load(&st.pr.sessions_completed), 0);
     uint64_t done_rounds = atomic_load(&st.pr.round);
     start_server(&st, cfg, &r);
-    cr_assert(wait_for(server_done, &st, 60000), "restarted server: no DAG within 60 s");
-    join_server(&st);
-    stop_parts(pt);
-    cr_log_info("restart after %" PRIu64 " rounds: resumed from round %" PRIu64
-                ", %zu rounds in all (uninterrupted: %zu)",
-                done_rounds, atomic_load(&st.pr.resumed_from_round), r.rounds, a.rounds);
+    rw.round = 8;
+    cr_assert(wait_for(server_at_round, &rw, 60000), "restarted server never reached round 8");
     cr_assert_geq(atomic_load(&st.pr.resumed_from_round), 4, "did not resume from round >= 4");
     cr_assert_geq(atomic_load(&st.pr.resumed_from_round), done_rounds);
+    atomic_store(&pt[1].stop, true);
+    pthread_join(pt[1].th, NULL);
+    cr_assert_eq(pt[1].rc, CORE_OK, "%s", pt[1].eb);
+    uint64_t asked = atomic_load(&pt[1].pr.last_round);
+    atomic_store(&pt[1].stop, false);
+    cr_assert_eq(pthread_create(&pt[1].th, NULL, part_main, &pt[1]), 0);
+    cr_assert(wait_for(server_done, &st, 90000), "restarted server: no DAG within 90 s");
+    join_server(&st);
+    uint64_t first = atomic_load(&pt[1].pr.first_round);
+    stop_parts(pt);
+    cr_log_info("server restart after %" PRIu64 " rounds: resumed from round %" PRIu64
+                "; participant b1 restarted after answering round %" PRIu64
+                ", answered again from round %" PRIu64 "; %zu rounds (uninterrupted: %zu)",
+                done_rounds, atomic_load(&st.pr.resumed_from_round), asked, first, r.rounds,
+                a.rounds);
+    cr_assert_gt(first, 0, "the restarted participant was asked round 0 again");
     cr_assert_eq(r.n, 1);
+    cr_assert_eq(r.nmissing, 0);
     cr_assert_eq(r.rounds, a.rounds);
     cr_assert_eq(dag_records_valid(b.bootstrap), 2); /* run a's and run b's */
     cr_assert_eq(edges_of(r.w), edges_of(a.w));
@@ -468,6 +501,83 @@ Test(learner_service, refuses_protected_topics, .timeout = 60)
         cr_assert_eq(ts_wait(ts_spawn(args, NULL, NULL), 20000), 2);
         cr_assert_eq(ts_wait(ts_spawn(ok, NULL, NULL), 20000), 0);
     }
+    ts_rmtree(dir);
+    free(dir);
+}
+
+/* The CLI: `gcdp learn --participant` ×3 and `gcdp learn --server --sessions 1` as
+ * processes, with learner.service.method = fed-bnsl (the closed-form local step, dense
+ * wire); the server exits 0 after publishing, the participants exit 0 on SIGTERM. */
+Test(learner_service, cli_server_and_participants_publish_a_dag, .timeout = 120)
+{
+    struct ts_broker b;
+    struct lrn_sem_problem *pb = make_problem();
+    char *dir = ts_tmpdir(), sets[10][700], err[4][600], id[3][8], dev[3][16];
+    pid_t parts[3], srv;
+
+    ts_broker_start(&b, NULL);
+    produce_released(b.bootstrap, pb);
+    snprintf(sets[0], sizeof(sets[0]), "broker.bootstrap=%s", b.bootstrap);
+    snprintf(sets[1], sizeof(sets[1]), "learner.service.state_dir=%s/state", dir);
+    snprintf(sets[2], sizeof(sets[2]), "learner.service.out_dir=%s/out", dir);
+    snprintf(sets[3], sizeof(sets[3]), "learner.service.participants=3");
+    snprintf(sets[4], sizeof(sets[4]), "learner.service.min_samples=300");
+    snprintf(sets[5], sizeof(sets[5]), "learner.service.horizon=300");
+    snprintf(sets[6], sizeof(sets[6]), "learner.service.png=false");
+    snprintf(sets[7], sizeof(sets[7]), "learner.service.announce_ms=200");
+    snprintf(sets[8], sizeof(sets[8]), "learner.service.method=fed-bnsl");
+    /* 60 of notears-admm's 100 rounds (test time): ρ₁ = 1e-3·1.75⁶⁰ ≈ 4e11 by then */
+    snprintf(sets[9], sizeof(sets[9]), "learner.rounds=60");
+    for (int p = 0; p < 3; p++) {
+        snprintf(id[p], sizeof(id[p]), "e%d", p);
+        snprintf(dev[p], sizeof(dev[p]), "site%d-*", p);
+        snprintf(err[p], sizeof(err[p]), "%s/p%d.err", dir, p);
+        const char *args[] = {"learn", "--participant", id[p], "--devices", dev[p],
+                              "--exit-after", "100", "--set", sets[0], "--set", sets[1],
+                              "--set", sets[5], "--set", sets[7], NULL};
+        parts[p] = ts_spawn(args, NULL, err[p]);
+    }
+    snprintf(err[3], sizeof(err[3]), "%s/server.err", dir);
+    const char *sargs[] = {"learn", "--server", "--sessions", "1", "--exit-after", "90",
+                           "--set", sets[0], "--set", sets[1], "--set", sets[2],
+                           "--set", sets[3], "--set", sets[4], "--set", sets[5],
+                           "--set", sets[6], "--set", sets[8], "--set", sets[9], NULL};
+    srv = ts_spawn(sargs, NULL, err[3]);
+    cr_assert_eq(ts_wait(srv, 95000), 0, "server: %s", ts_read_file(err[3], NULL));
+    for (int p = 0; p < 3; p++) {
+        kill(parts[p], SIGTERM);
+        cr_assert_eq(ts_wait(parts[p], 10000), 0, "participant %d: %s", p,
+                     ts_read_file(err[p], NULL));
+    }
+    cr_assert_eq(dag_records_valid(b.bootstrap), 1);
+    char path[700], *txt;
+    snprintf(path, sizeof(path), "%s/out/dag-s1.dot", dir);
+    txt = ts_read_file(path, NULL);
+    cr_assert_not_null(txt, "no %s", path);
+    free(txt);
+    snprintf(path, sizeof(path), "%s/out/dag-s1.json", dir);
+    txt = ts_read_file(path, NULL);
+    cr_assert_not_null(txt, "no %s", path);
+    cr_assert_not_null(strstr(txt, "\"x0\""), "%s", txt);
+    free(txt);
+    double *w = NULL;
+    size_t d = 0;
+    char eb[512];
+    struct lrn_metrics m;
+    cr_assert_eq(lrn_graph_read(path, D, &w, &d, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(lrn_metrics_compute(pb->w, w, D, 0.0, &m), CORE_OK);
+    cr_log_info("fed-bnsl services (CLI): SHD %zu, TPR %.2f, FDR %.2f, %zu learned", m.shd,
+                m.tpr, m.fdr, m.pred_edges);
+    cr_assert_leq(m.shd, 1, "SHD %zu", m.shd);
+    free(w);
+    struct ts_record *rec;
+    size_t n = ts_topic_read(b.bootstrap, "learner.dag", &rec);
+    cr_assert_eq(n, 1);
+    cr_assert_not_null(strstr(rec[0].value, "\"method\":\"fed-bnsl\""), "%s", rec[0].value);
+    cr_assert_not_null(strstr(rec[0].value, "\"rounds\":60"), "%s", rec[0].value);
+    ts_records_free(rec, n);
+    lrn_sem_problem_free(pb);
+    ts_broker_stop(&b);
     ts_rmtree(dir);
     free(dir);
 }

@@ -3,6 +3,10 @@
  * (docs/learner.md, "Learner services").
  * SPDX-License-Identifier: Apache-2.0
  *
+ * Method: learner.service.method = fed-sparse (PGCD local step, the learner.* options) or
+ * fed-bnsl (the closed-form local step of lrn/baselines.h with notears-admm's driver options;
+ * learner.rounds applies). The DP methods are not offered (learner.dp.enabled is refused).
+ *
  * A PARTICIPANT is a site: a declared group of devices (comma-separated fnmatch globs). It
  * consumes ONLY topics.released (gcdp.released/1 records), keeps one sample row per record
  * of its devices (nodes = the released coordinate names, sorted; a record missing a node
@@ -59,6 +63,7 @@ struct lrn_fedsvc_participant_progress {
     _Atomic uint64_t samples;      /* rows held (≤ horizon) */
     _Atomic uint64_t skipped;      /* records of its devices skipped (missing node, bad) */
     _Atomic uint64_t other;        /* records of other devices (not taken) */
+    _Atomic uint64_t duplicates;   /* republished records (release_id already held) */
     _Atomic uint64_t replies;      /* SOLVE replies sent (resends included) */
     _Atomic uint64_t first_round;  /* first round asked in the current session */
     _Atomic uint64_t last_round;   /* last round answered in the current session */

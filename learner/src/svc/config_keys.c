@@ -108,5 +108,8 @@ const struct core_cfg_key lrn_config_keys[] = {
     {"learner.service.devices", CORE_CFG_STRING, "\"*\"", 1, 0, NULL,
      "participant: its devices, comma-separated globs (--devices overrides)", NULL},
     K_BOOL("learner.service.png", "true", "server: render the result's PNG with graphviz"),
+    K_ENUM("learner.service.method", "\"fed-sparse\"", "fed-sparse|fed-bnsl",
+           "server: Fed-Sparse-BNSL (PGCD, sparse wire, learner.* options) or Fed-BNSL "
+           "(closed form, dense wire, notears-admm options; learner.rounds applies)"),
     {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},
 };

@@ -19,6 +19,7 @@
 /* ---- messages (docs/learner.md "Learner services", "Wire") ---- */
 
 enum fs_type { FS_ANNOUNCE = 1, FS_SOLVE = 2, FS_REPLY = 3, FS_END = 4 };
+enum { FS_METHOD_FED_SPARSE = 0, FS_METHOD_FED_BNSL = 1 };
 
 /* REPLY status */
 enum { FS_REPLY_OK = 0, FS_REPLY_NO_SNAPSHOT = 1, FS_REPLY_NODES = 2 };
@@ -36,7 +37,9 @@ struct fs_msg {
     uint64_t nodes_hash;
     double rho2, lambda, gamma, tol;
     uint64_t max_steps;
-    uint8_t wire, center;      /* center: LRN_COV_CENTER | LRN_COV_STANDARDIZE bits (lrn/admm.h) */
+    uint8_t wire, center;      /* center: LRN_COV_CENTER | _STANDARDIZE | _RESCALE bits (lrn/admm.h) */
+    uint8_t method;            /* SOLVE: 0 fed-sparse (PGCD), 1 fed-bnsl (closed form) */
+    double cov_scale;          /* SOLVE: Σ_p = X̃ᵀX̃ / (n_p · cov_scale) */
     /* SOLVE: W_p, β_p, B_p(prev); REPLY: B_p in blob[0]. Borrowed from the decoded bytes. */
     const uint8_t *blob[3];
     uint32_t blen[3];

@@ -145,6 +145,8 @@ void fs_msg_encode(const struct fs_msg *m, struct fs_wbuf *b)
         put_u(b, m->max_steps, 8);
         put_u(b, m->wire, 1);
         put_u(b, m->center, 1);
+        put_u(b, m->method, 1);
+        put_d(b, m->cov_scale);
         for (int k = 0; k < 3; k++)
             put_blob(b, m->blob[k], m->blen[k]);
     } else if (m->type == FS_REPLY) {
@@ -199,7 +201,10 @@ static core_err decode_body(struct rbuf *r, struct fs_msg *m)
         m->max_steps = get_u(r, 8);
         m->wire = (uint8_t)get_u(r, 1);
         m->center = (uint8_t)get_u(r, 1);
-        if (r->bad || m->d < 2 || m->d > LRN_FEDSVC_MAX_NODES || m->wire > 1)
+        m->method = (uint8_t)get_u(r, 1);
+        m->cov_scale = get_d(r);
+        if (r->bad || m->d < 2 || m->d > LRN_FEDSVC_MAX_NODES || m->wire > 1 ||
+            m->method > FS_METHOD_FED_BNSL || !(m->cov_scale >= 1.0) || !isfinite(m->cov_scale))
             return CORE_EPARSE;
         return decode_blobs(r, m, 3);
     }

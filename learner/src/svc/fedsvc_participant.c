@@ -26,6 +26,7 @@
 #include "core/metrics.h"
 #include "fedsvc_int.h"
 #include "lrn/admm.h"
+#include "lrn/baselines.h"
 #include "lrn/pgcd.h"
 
 #define SNAP_MAGIC "LFSNAP1\n"
@@ -36,6 +37,60 @@ struct reply_cache {
     bool used;
     struct fs_wbuf b;
 };
+
+/* release_ids of the rows in the ring (FNV-1a 64; 0 marks an empty slot): a republished
+ * record (byte-identical after a release crash or rebalance, docs/consumers.md) is not a new
+ * sample. Open addressing, linear probing, backward-shift deletion. */
+struct idset {
+    uint64_t *slot;
+    size_t mask;
+};
+
+static uint64_t id_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+    return h ? h : 1;
+}
+
+static bool idset_has(const struct idset *t, uint64_t h)
+{
+    for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
+        if (t->slot[i] == h)
+            return true;
+        if (t->slot[i] == 0)
+            return false;
+    }
+}
+
+static void idset_add(struct idset *t, uint64_t h)
+{
+    size_t i = h & t->mask;
+    while (t->slot[i] != 0 && t->slot[i] != h)
+        i = (i + 1) & t->mask;
+    t->slot[i] = h;
+}
+
+static void idset_del(struct idset *t, uint64_t h)
+{
+    size_t i = h & t->mask, j;
+    while (t->slot[i] != h) {
+        if (t->slot[i] == 0)
+            return;
+        i = (i + 1) & t->mask;
+    }
+    t->slot[i] = 0;
+    for (j = (i + 1) & t->mask; t->slot[j] != 0; j = (j + 1) & t->mask) {
+        size_t home = t->slot[j] & t->mask;
+        /* move slot j back to the hole at i when its home is not in (i, j] (cyclically) */
+        if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+            t->slot[i] = t->slot[j];
+            t->slot[j] = 0;
+            i = j;
+        }
+    }
+}
 
 struct part {
     const struct lrn_fedsvc_participant_opts *o;
@@ -48,6 +103,8 @@ struct part {
     char **names;
     double *ring, *row;
     size_t n, head;
+    uint64_t *ring_ids, duplicates;
+    struct idset ids;
     uint64_t snap_session, snap_hash;
     size_t snap_n;
     double *snap_x, *sigma;
@@ -93,6 +150,11 @@ static bool adopt_nodes(struct part *s, json_t *values)
     s->d = d;
     s->ring = core_xcalloc(s->horizon * d, sizeof(double));
     s->row = core_xcalloc(d, sizeof(double));
+    s->ring_ids = core_xcalloc(s->horizon, sizeof(uint64_t));
+    s->ids.mask = 1;
+    while (s->ids.mask + 1 < 2 * s->horizon)
+        s->ids.mask = s->ids.mask * 2 + 1;
+    s->ids.slot = core_xcalloc(s->ids.mask + 1, sizeof(uint64_t));
     CORE_INFO("participant %s: %zu nodes from the first record", s->o->id, d);
     return true;
 }
@@ -102,9 +164,12 @@ static void take_record(struct part *s, const char *bytes, size_t len)
     json_t *j = json_loadb(bytes, len, 0, NULL), *values;
     const char *schema = json_string_value(json_object_get(j, "schema"));
     const char *dev = json_string_value(json_object_get(j, "device"));
+    const char *rid = json_string_value(json_object_get(j, "release_id"));
+    uint64_t h;
 
     values = json_object_get(j, "values");
-    if (!schema || strcmp(schema, "gcdp.released/1") != 0 || !dev || !json_is_object(values)) {
+    if (!schema || strcmp(schema, "gcdp.released/1") != 0 || !dev || !rid ||
+        !json_is_object(values)) {
         s->skipped++;
         json_decref(j);
         return;
@@ -128,6 +193,16 @@ static void take_record(struct part *s, const char *bytes, size_t len)
             return;
         }
     }
+    h = id_hash(rid);
+    if (idset_has(&s->ids, h)) {
+        s->duplicates++;
+        json_decref(j);
+        return;
+    }
+    if (s->n == s->horizon)
+        idset_del(&s->ids, s->ring_ids[s->head]);
+    idset_add(&s->ids, h);
+    s->ring_ids[s->head] = h;
     memcpy(s->ring + s->head * s->d, s->row, s->d * sizeof(double));
     s->head = (s->head + 1) % s->horizon;
     if (s->n < s->horizon)
@@ -149,13 +224,13 @@ static void snap_drop(struct part *s)
         s->cache[k].used = false;
 }
 
-/* flags: the server's learner.center / .standardize / .rescale as LRN_COV_* bits. */
-static core_err snap_sigma(struct part *s, unsigned flags)
+/* m->center: the server's learner.center / .standardize / .rescale as LRN_COV_* bits. */
+static core_err snap_sigma(struct part *s, const struct fs_msg *m)
 {
     s->sigma = core_xcalloc(s->d * s->d, sizeof(double));
-    s->snap_centered = flags != 0;
-    return lrn_covariance_ex(s->snap_n, s->d, s->snap_x, 1.0,
-                             flags & (LRN_COV_CENTER | LRN_COV_STANDARDIZE | LRN_COV_RESCALE),
+    s->snap_centered = m->center != 0;
+    return lrn_covariance_ex(s->snap_n, s->d, s->snap_x, m->cov_scale,
+                             m->center & (LRN_COV_CENTER | LRN_COV_STANDARDIZE | LRN_COV_RESCALE),
                              s->sigma);
 }
 
@@ -193,7 +268,7 @@ static core_err snap_freeze(struct part *s, const struct fs_msg *m)
     s->snap_hash = m->nodes_hash;
     snap_persist(s);
     CORE_INFO("participant %s: session %" PRIu64 " on %zu rows", s->o->id, m->session, s->n);
-    return snap_sigma(s, m->center);
+    return snap_sigma(s, m);
 }
 
 /* A later round of a session this process did not start (it was restarted). */
@@ -225,7 +300,7 @@ static core_err snap_load(struct part *s, const struct fs_msg *m)
     s->snap_hash = m->nodes_hash;
     CORE_INFO("participant %s: session %" PRIu64 " resumed from its persisted snapshot",
               s->o->id, m->session);
-    return snap_sigma(s, m->center);
+    return snap_sigma(s, m);
 }
 
 /* ---- solving ---- */
@@ -245,7 +320,24 @@ static void send_reply(struct part *s, const struct fs_msg *req, uint8_t status,
         atomic_store(&s->prog->replies, atomic_load(&s->prog->replies) + 1);
 }
 
-/* B ← PGCD(Σ_p; W_p, β_p, ρ₂) from the warm start B_p(prev), encoded into blob. */
+/* fed-bnsl: the library's closed form B_p = (Σ_p + ρ₂I)⁻¹(ρ₂W − β_p + Σ_p), one solver
+ * built per request as for PGCD. */
+static core_err closed_form(struct part *s, const struct fs_msg *m, const double *W,
+                            const double *beta, double *B)
+{
+    const double *sig[1] = {s->sigma};
+    struct lrn_fedbnsl_local *fb = NULL;
+    core_err rc = lrn_fedbnsl_local_new(s->d, 1, sig, &fb);
+    if (rc == CORE_OK) {
+        struct lrn_local_ops ops = lrn_fedbnsl_local_ops(fb);
+        rc = ops.solve(ops.self, 0, m->round, W, beta, m->rho2, B);
+    }
+    lrn_fedbnsl_local_free(fb);
+    return rc;
+}
+
+/* B ← PGCD(Σ_p; W_p, β_p, ρ₂) from the warm start B_p(prev) (fed-sparse) or the closed form
+ * (fed-bnsl), encoded into blob. */
 static core_err local_step(struct part *s, const struct fs_msg *m, struct fs_wbuf *blob)
 {
     size_t d = s->d, d2 = d * d, len = 0;
@@ -257,9 +349,11 @@ static core_err local_step(struct part *s, const struct fs_msg *m, struct fs_wbu
 
     for (int k = 0; k < 3 && rc == CORE_OK; k++)
         rc = lrn_wire_decode(d, m->blob[k], m->blen[k], wire, buf + k * d2);
-    if (rc == CORE_OK)
+    if (rc == CORE_OK && m->method == FS_METHOD_FED_BNSL)
+        rc = closed_form(s, m, buf, buf + d2, buf + 2 * d2);
+    else if (rc == CORE_OK)
         rc = lrn_pgcd_new(d, s->sigma, &pg);
-    if (rc == CORE_OK)
+    if (rc == CORE_OK && pg)
         rc = lrn_pgcd_solve(pg, &po, buf, buf + d2, m->rho2, buf + 2 * d2, NULL);
     if (rc == CORE_OK) {
         blob->cap = blob->cap < lrn_wire_max_len(d, wire) ? lrn_wire_max_len(d, wire) : blob->cap;
@@ -289,9 +383,9 @@ static void handle_solve(struct part *s, const struct fs_msg *m)
         send_reply(s, m, FS_REPLY_OK, &c->b);
         return;
     }
-    if (m->session < s->snap_session)
-        return; /* stale */
-    if (s->d == 0 || m->d != s->d || m->nodes_hash != fs_nodes_hash((const char *const *)s->names, s->d)) {
+    if (m->session < s->snap_session || s->d == 0)
+        return; /* stale; or no record read yet (a restart): the server re-sends */
+    if (m->d != s->d || m->nodes_hash != fs_nodes_hash((const char *const *)s->names, s->d)) {
         send_reply(s, m, FS_REPLY_NODES, NULL);
         return;
     }
@@ -363,6 +457,7 @@ static void publish_progress(struct part *s)
     atomic_store(&p->samples, s->n);
     atomic_store(&p->skipped, s->skipped);
     atomic_store(&p->other, s->other);
+    atomic_store(&p->duplicates, s->duplicates);
     if (!s->o->metrics)
         return;
     snprintf(lbl, sizeof(lbl), "participant=\"%s\"", s->o->id);
@@ -407,6 +502,8 @@ static void part_free(struct part *s)
     free(s->names);
     free(s->ring);
     free(s->row);
+    free(s->ring_ids);
+    free(s->ids.slot);
     free(s->globs);
     snap_drop(s);
     for (int k = 0; k < 2; k++)

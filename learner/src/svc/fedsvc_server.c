@@ -28,6 +28,7 @@
 #include "core/metrics.h"
 #include "fedsvc_int.h"
 #include "lrn/admm.h"
+#include "lrn/baselines.h"
 #include "lrn/config.h"
 #include "lrn/dppgcd.h"
 #include "lrn/graphout.h"
@@ -52,6 +53,7 @@ struct srv {
     struct lrn_admm_opts admm;
     struct lrn_pgcd_opts pgcd;
     unsigned center; /* LRN_COV_CENTER | _STANDARDIZE | _RESCALE (learner.center, ...) */
+    bool fedbnsl, cov_by_p;
     size_t need, min_samples;
     uint64_t timeout_ms, resend_ms;
     char ckpt_path[4200];
@@ -117,7 +119,8 @@ static long unhex(const char *s, struct fs_wbuf *b)
 
 /* ---- messages in ---- */
 
-static void take_announce(struct srv *s, const struct fs_msg *m)
+/* Record an announcement; takes m->names (and clears them in m) when it is kept. */
+static void take_announce(struct srv *s, struct fs_msg *m)
 {
     struct ann *a = NULL;
 
@@ -135,7 +138,9 @@ static void take_announce(struct srv *s, const struct fs_msg *m)
     free(a->names);
     a->names = m->names; /* taken */
     a->d = m->d;
-    a->hash = fs_nodes_hash((const char *const *)m->names, m->d);
+    m->names = NULL;
+    m->d = 0;
+    a->hash = fs_nodes_hash((const char *const *)a->names, a->d);
     a->samples = m->samples;
     a->seen_ms = fs_now_ms();
 }
@@ -149,8 +154,6 @@ static void on_msg(void *arg, const rd_kafka_message_t *km)
         return;
     if (m.type == FS_ANNOUNCE) {
         take_announce(s, &m);
-        m.names = NULL;
-        m.d = 0;
     } else if (m.type == FS_REPLY && s->session && m.session == s->session &&
                m.round == s->want_round && s->want_p < s->P && !s->got &&
                strcmp(m.id, s->ids[s->want_p]) == 0) {
@@ -312,7 +315,9 @@ static core_err send_solve(struct srv *s, size_t p, size_t t, const double *W,
                        .d = s->d, .nodes_hash = s->hash, .rho2 = rho2,
                        .lambda = s->pgcd.lambda, .gamma = s->pgcd.gamma, .tol = s->pgcd.tol,
                        .max_steps = s->pgcd.max_steps, .wire = wire(s) == LRN_WIRE_DENSE,
-                       .center = (uint8_t)s->center};
+                       .center = (uint8_t)s->center,
+                       .method = s->fedbnsl ? FS_METHOD_FED_BNSL : FS_METHOD_FED_SPARSE,
+                       .cov_scale = s->fedbnsl || s->cov_by_p ? (double)s->P : 1.0};
     const double *M[3] = {W, beta, B};
     core_err rc = CORE_OK;
 
@@ -493,7 +498,7 @@ static json_t *result_json(struct srv *s, const double *W, const struct lrn_admm
             json_array_append_new(miss, json_string(s->ids[p]));
     json_object_set_new(j, "schema", json_string("gcdp.learner-dag/1"));
     json_object_set_new(j, "session", json_integer((json_int_t)s->session));
-    json_object_set_new(j, "method", json_string("fed-sparse"));
+    json_object_set_new(j, "method", json_string(s->fedbnsl ? "fed-bnsl" : "fed-sparse"));
     json_object_set_new(j, "rounds", json_integer((json_int_t)r->rounds));
     json_object_set_new(j, "max_rounds", json_integer((json_int_t)s->admm.max_rounds));
     json_object_set_new(j, "converged", json_boolean(r->status == LRN_ADMM_CONVERGED));
@@ -669,11 +674,18 @@ static core_err srv_open(struct srv *s, char *eb, size_t ebn)
     const char *dir = core_config_str(cfg, "learner.service.state_dir");
     const char *topics[1] = {s->t_up}, *reset[1] = {"latest"};
     struct lrn_dppgcd_opts dp;
-    bool dp_on, by_p;
-    core_err rc = lrn_config_opts(cfg, 2, &s->admm, &s->pgcd, &dp, NULL, &dp_on, &by_p, eb, ebn);
+    bool dp_on;
+    core_err rc = lrn_config_opts(cfg, 2, &s->admm, &s->pgcd, &dp, NULL, &dp_on, &s->cov_by_p,
+                                  eb, ebn);
 
     if (rc != CORE_OK)
         return rc;
+    s->fedbnsl = strcmp(core_config_str(cfg, "learner.service.method"), "fed-bnsl") == 0;
+    if (s->fedbnsl) { /* notears-admm's driver options (lrn/baselines.h); learner.rounds applies */
+        s->admm = lrn_fedbnsl_admm_opts_default();
+        if (core_config_is_explicit(cfg, "learner.rounds"))
+            s->admm.max_rounds = (size_t)core_config_int(cfg, "learner.rounds");
+    }
     s->center = (core_config_bool(cfg, "learner.center") ? LRN_COV_CENTER : 0u) |
                 (core_config_bool(cfg, "learner.standardize") ? LRN_COV_STANDARDIZE : 0u) |
                 (core_config_bool(cfg, "learner.rescale") ? LRN_COV_RESCALE : 0u);
