@@ -73,6 +73,7 @@ struct run_ctx {
     bool ledger_new; /* the ledger did not exist before this run */
     char truth_path[RUN_PATH_MAX]; /* the simulator's true DAG ("" when none) */
     char stamp[32];                /* UTC time of the run's start, names its files */
+    char absdir[RUN_PATH_MAX];     /* realpath of --dir */
     struct run_learner *lrn;       /* app/run_learn.c */
     /* calibrate service */
     struct cal_service *cal;

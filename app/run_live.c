@@ -5,6 +5,7 @@
  * (cal/service.h, rel/service.h), the same ones `gcdp calibrate --serve` and
  * `gcdp release --serve` run. */
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,10 +133,11 @@ static core_err learner_files(struct run_ctx *c, char *eb, size_t ebn)
     snprintf(v, sizeof(v), "%zu", c->o.no_sim ? (size_t)1 : c->o.sites);
     if (!core_config_is_explicit(c->cfg, "learner.service.participants"))
         rc = core_config_set(c->cfg, "learner.service.participants", v, "gcdp run", eb, ebn);
-    snprintf(v, sizeof(v), "%s/learner-%s/state", c->o.dir, c->stamp);
+    /* absolute: relative learner directories would live under state.dir */
+    snprintf(v, sizeof(v), "%s/learner-%s/state", c->absdir, c->stamp);
     if (rc == CORE_OK && !core_config_is_explicit(c->cfg, "learner.service.state_dir"))
         rc = set_str(c, "learner.service.state_dir", v, eb, ebn);
-    snprintf(v, sizeof(v), "%s/learner-%s", c->o.dir, c->stamp);
+    snprintf(v, sizeof(v), "%s/learner-%s", c->absdir, c->stamp);
     if (rc == CORE_OK && !core_config_is_explicit(c->cfg, "learner.service.out_dir"))
         rc = set_str(c, "learner.service.out_dir", v, eb, ebn);
     if (rc == CORE_OK && !c->o.no_sim) {
@@ -187,12 +189,12 @@ core_err run_files_prepare(struct run_ctx *c, char *eb, size_t ebn)
             (rc = core_config_set(c->cfg, run_defaults[i].key, run_defaults[i].json,
                                   "gcdp run default", eb, ebn)) != CORE_OK)
             return rc;
-    if ((rc = learner_files(c, eb, ebn)) != CORE_OK)
-        return rc;
-    if (app_mkdir_p(c->o.dir, 0) != 0) {
+    if (app_mkdir_p(c->o.dir, 0) != 0 || !realpath(c->o.dir, c->absdir)) {
         snprintf(eb, ebn, "cannot create %s: %s", c->o.dir, strerror(errno));
         return CORE_EIO;
     }
+    if ((rc = learner_files(c, eb, ebn)) != CORE_OK)
+        return rc;
     if (!core_config_is_explicit(c->cfg, "state.dir")) {
         snprintf(state, sizeof(state), "%s/state", c->o.dir);
         if ((rc = set_str(c, "state.dir", state, eb, ebn)) != CORE_OK)

@@ -512,14 +512,16 @@ Test(learner_service, cli_server_and_participants_publish_a_dag, .timeout = 120)
 {
     struct ts_broker b;
     struct lrn_sem_problem *pb = make_problem();
-    char *dir = ts_tmpdir(), sets[10][700], err[4][600], id[3][8], dev[3][16];
+    char *dir = ts_tmpdir(), sets[11][700], err[4][600], id[3][8], dev[3][16];
     pid_t parts[3], srv;
 
     ts_broker_start(&b, NULL);
     produce_released(b.bootstrap, pb);
     snprintf(sets[0], sizeof(sets[0]), "broker.bootstrap=%s", b.bootstrap);
-    snprintf(sets[1], sizeof(sets[1]), "learner.service.state_dir=%s/state", dir);
-    snprintf(sets[2], sizeof(sets[2]), "learner.service.out_dir=%s/out", dir);
+    /* relative learner directories live under state.dir (checked below: dir/out/...) */
+    snprintf(sets[1], sizeof(sets[1]), "learner.service.state_dir=state");
+    snprintf(sets[2], sizeof(sets[2]), "learner.service.out_dir=out");
+    snprintf(sets[10], sizeof(sets[10]), "state.dir=%s", dir);
     snprintf(sets[3], sizeof(sets[3]), "learner.service.participants=3");
     snprintf(sets[4], sizeof(sets[4]), "learner.service.min_samples=300");
     snprintf(sets[5], sizeof(sets[5]), "learner.service.horizon=300");
@@ -534,14 +536,15 @@ Test(learner_service, cli_server_and_participants_publish_a_dag, .timeout = 120)
         snprintf(err[p], sizeof(err[p]), "%s/p%d.err", dir, p);
         const char *args[] = {"learn", "--participant", id[p], "--devices", dev[p],
                               "--exit-after", "100", "--set", sets[0], "--set", sets[1],
-                              "--set", sets[5], "--set", sets[7], NULL};
+                              "--set", sets[5], "--set", sets[7], "--set", sets[10], NULL};
         parts[p] = ts_spawn(args, NULL, err[p]);
     }
     snprintf(err[3], sizeof(err[3]), "%s/server.err", dir);
     const char *sargs[] = {"learn", "--server", "--sessions", "1", "--exit-after", "90",
                            "--set", sets[0], "--set", sets[1], "--set", sets[2],
                            "--set", sets[3], "--set", sets[4], "--set", sets[5],
-                           "--set", sets[6], "--set", sets[8], "--set", sets[9], NULL};
+                           "--set", sets[6], "--set", sets[8], "--set", sets[9],
+                           "--set", sets[10], NULL};
     srv = ts_spawn(sargs, NULL, err[3]);
     cr_assert_eq(ts_wait(srv, 95000), 0, "server: %s", ts_read_file(err[3], NULL));
     for (int p = 0; p < 3; p++) {

@@ -102,9 +102,10 @@ const struct core_cfg_key lrn_config_keys[] = {
     K_DBL("learner.service.session_interval_s", "60", 0, 1e7,
           "server: pause between the end of a session and the next one"),
     {"learner.service.state_dir", CORE_CFG_STRING, "\"learner-state\"", 1, 0, NULL,
-     "server checkpoints and participant snapshots (one directory per deployment)", NULL},
+     "server checkpoints and participant snapshots (one directory per deployment); "
+     "relative: under state.dir", NULL},
     {"learner.service.out_dir", CORE_CFG_STRING, "\"learner-out\"", 1, 0, NULL,
-     "server: dag-s<session>.{json,dot,png} of each result", NULL},
+     "server: dag-s<session>.{json,dot,png} of each result; relative: under state.dir", NULL},
     {"learner.service.devices", CORE_CFG_STRING, "\"*\"", 1, 0, NULL,
      "participant: its devices, comma-separated globs (--devices overrides)", NULL},
     K_BOOL("learner.service.png", "true", "server: render the result's PNG with graphviz"),

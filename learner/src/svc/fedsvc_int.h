@@ -101,6 +101,11 @@ uint64_t fs_now_ms(void);
 bool fs_id_valid(const char *id);
 /* mkdir -p dir (mode 0755). Returns CORE_OK or CORE_EIO. */
 CORE_MUST_CHECK core_err fs_mkdir_p(const char *dir);
+/* The directory of key (learner.service.state_dir / out_dir) into buf: as given when
+ * absolute, else under state.dir (as a relative ledger path is; never the working
+ * directory). Returns the directory, created if missing, or NULL (eb names key and path). */
+const char *fs_dir(const struct core_config *cfg, const char *key, char *buf, size_t n,
+                   char *eb, size_t ebn);
 /* Write len bytes to path atomically (core_outfile: temp + fsync + rename). */
 CORE_MUST_CHECK core_err fs_write_atomic(const char *path, const void *buf, size_t len, char *eb,
                                          size_t ebn);

@@ -408,6 +408,19 @@ bool fs_id_valid(const char *id)
     return true;
 }
 
+const char *fs_dir(const struct core_config *cfg, const char *key, char *buf, size_t n,
+                   char *eb, size_t ebn)
+{
+    const char *v = core_config_str(cfg, key), *base = core_config_str(cfg, "state.dir");
+    int len = v && v[0] == '/' ? snprintf(buf, n, "%s", v)
+                               : snprintf(buf, n, "%s/%s", base ? base : ".", v ? v : "");
+    if (len < 0 || (size_t)len >= n || fs_mkdir_p(buf) != CORE_OK) {
+        snprintf(eb, ebn, "%s %s: cannot create it", key, len >= 0 && (size_t)len < n ? buf : v);
+        return NULL;
+    }
+    return buf;
+}
+
 core_err fs_mkdir_p(const char *dir)
 {
     char buf[4096];

@@ -479,14 +479,13 @@ static core_err part_open(struct part *s, char *eb, size_t ebn)
     const struct core_config *cfg = s->o->cfg;
     const char *topics[2] = {core_config_str(cfg, "topics.released"), s->t_glob};
     const char *reset[2] = {"earliest", "latest"};
-    const char *dir = core_config_str(cfg, "learner.service.state_dir");
+    char dbuf[4096];
+    const char *dir = fs_dir(cfg, "learner.service.state_dir", dbuf, sizeof(dbuf), eb, ebn);
     static atomic_uint seq;
     char prefix[200];
 
-    if (fs_mkdir_p(dir) != CORE_OK) {
-        snprintf(eb, ebn, "learner.service.state_dir %s: cannot create it", dir);
+    if (!dir)
         return CORE_EIO;
-    }
     snprintf(s->snap_path, sizeof(s->snap_path), "%s/participant-%s.snap", dir, s->o->id);
     snprintf(prefix, sizeof(prefix), "gcdp-learner-participant-%s-%u", s->o->id,
              atomic_fetch_add(&seq, 1));

@@ -521,12 +521,13 @@ static json_t *result_json(struct srv *s, const double *W, const struct lrn_admm
 
 static void write_files(struct srv *s, const double *W, char *dot, size_t dotn)
 {
-    const char *dir = core_config_str(s->o->cfg, "learner.service.out_dir");
-    char path[4200], eb[512];
+    char path[4200], eb[512], dbuf[4096];
+    const char *dir = fs_dir(s->o->cfg, "learner.service.out_dir", dbuf, sizeof(dbuf), eb,
+                             sizeof(eb));
 
     dot[0] = 0;
-    if (fs_mkdir_p(dir) != CORE_OK) {
-        CORE_WARN("learner server: cannot create learner.service.out_dir %s", dir);
+    if (!dir) {
+        CORE_WARN("learner server: %s", eb);
         return;
     }
     snprintf(path, sizeof(path), "%s/dag-s%" PRIu64 ".json", dir, s->session);
@@ -671,7 +672,8 @@ static void idle(struct srv *s, uint64_t ms)
 static core_err srv_open(struct srv *s, char *eb, size_t ebn)
 {
     const struct core_config *cfg = s->o->cfg;
-    const char *dir = core_config_str(cfg, "learner.service.state_dir");
+    char dbuf[4096];
+    const char *dir;
     const char *topics[1] = {s->t_up}, *reset[1] = {"latest"};
     struct lrn_dppgcd_opts dp;
     bool dp_on;
@@ -693,10 +695,8 @@ static core_err srv_open(struct srv *s, char *eb, size_t ebn)
     s->min_samples = (size_t)core_config_int(cfg, "learner.service.min_samples");
     s->timeout_ms = (uint64_t)core_config_int(cfg, "learner.service.round_timeout_ms");
     s->resend_ms = (uint64_t)core_config_int(cfg, "learner.service.resend_ms");
-    if (fs_mkdir_p(dir) != CORE_OK) {
-        snprintf(eb, ebn, "learner.service.state_dir %s: cannot create it", dir);
+    if (!(dir = fs_dir(cfg, "learner.service.state_dir", dbuf, sizeof(dbuf), eb, ebn)))
         return CORE_EIO;
-    }
     snprintf(s->ckpt_path, sizeof(s->ckpt_path), "%s/server.ckpt", dir);
     rc = ckpt_load(s, eb, ebn);
     if (rc == CORE_OK)
