@@ -444,6 +444,26 @@ bad:
     return APP_EXIT_USAGE;
 }
 
+/* Ingest's rejections by reason (ing_reason_code), the non-zero ones in the human line. */
+static void ingest_reasons(const struct ing_service_stats *st, FILE *human, FILE *json)
+{
+    const char *sep = "";
+
+    fprintf(json, ",\"rejected_by_reason\":{");
+    for (int i = 1; i < ING_REASON_COUNT; i++) {
+        fprintf(json, "%s\"%s\":%llu", i > 1 ? "," : "", ing_reason_code((enum ing_reason)i),
+                (unsigned long long)st->rejected_by_reason[i]);
+        if (st->rejected_by_reason[i] == 0)
+            continue;
+        fprintf(human, "%s%s %llu", *sep ? ", " : "ingest rejected by reason: ",
+                ing_reason_code((enum ing_reason)i), (unsigned long long)st->rejected_by_reason[i]);
+        sep = ",";
+    }
+    fprintf(json, "}");
+    if (*sep)
+        fputc('\n', human);
+}
+
 static void print_summary(struct run_ctx *c)
 {
     struct ing_service_stats st = {0};
@@ -473,6 +493,7 @@ static void print_summary(struct run_ctx *c)
            (unsigned long long)st.windows_out, (unsigned long long)st.rejected_out,
            (unsigned long long)st.offset_gaps, (unsigned long long)st.offsets_lost,
            core_errname(c->ingest_status));
+    ingest_reasons(&st, stderr, stdout);
     run_live_summary(c, stderr, stdout);
     run_lrn_summary(c, stderr, stdout);
     printf("}\n");

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <uv.h>
@@ -235,8 +236,10 @@ void run_lrn_progress(struct run_ctx *c, char *buf, size_t n)
     for (size_t k = 0; k < l->sites; k++)
         samples += atomic_load(&l->pprog[k].samples);
     snprintf(buf, n, " | learner samples %" PRIu64 " session %" PRIu64 " round %" PRIu64
-             " edges %" PRIu64 " done %" PRIu64, samples, atomic_load(&l->sprog.session),
-             atomic_load(&l->sprog.round), atomic_load(&l->sprog.edges),
+             " h %.1e edges %" PRIu64 " %.2f MB done %" PRIu64, samples,
+             atomic_load(&l->sprog.session), atomic_load(&l->sprog.round),
+             atomic_load(&l->sprog.h), atomic_load(&l->sprog.edges),
+             (double)atomic_load(&l->sprog.bytes) / 1e6,
              atomic_load(&l->sprog.sessions_completed));
 }
 
@@ -416,8 +419,12 @@ void run_lrn_summary(struct run_ctx *c, FILE *human, FILE *json)
     json_t *t = truth_out(c, l, c->truth_path[0] ? c->truth_path : NULL, human);
     if (t)
         json_object_set_new(o, "truth", t);
-    if (l->dot[0])
-        fprintf(human, "picture: %s (and .png beside it when graphviz is installed)\n", l->dot);
+    if (l->dot[0]) {
+        char png[RUN_PATH_MAX];
+        size_t len = strlen(l->dot);
+        snprintf(png, sizeof(png), "%.*s.png", (int)(len > 4 ? len - 4 : len), l->dot);
+        fprintf(human, "picture: %s\n", access(png, R_OK) == 0 ? png : l->dot);
+    }
     uv_mutex_unlock(&l->mu);
     text = json_dumps(o, JSON_COMPACT);
     fprintf(json, ",\"learner\":%s", text ? text : "null");

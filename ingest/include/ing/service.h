@@ -37,6 +37,7 @@
 #include "core/config.h"
 #include "core/err.h"
 #include "core/metrics.h"
+#include "ing/engine.h"
 
 /* Upper bound on the time spent waiting for acknowledgements at shutdown. */
 #define ING_SERVICE_DRAIN_MS 15000
@@ -74,6 +75,7 @@ struct ing_service_stats {
     int64_t lag;            /* -1 unknown */
     uint64_t open_devices;
     bool assigned;
+    uint64_t rejected_by_reason[ING_REASON_COUNT]; /* ing_reason_code() names them */
 };
 
 /* Start the service on loop.

@@ -82,6 +82,7 @@ struct ing_service {
     uint32_t since_clock;
     /* Stats readable from any thread. */
     _Atomic uint64_t a_consumed, a_accepted, a_rejected, a_windows_out, a_rejected_out;
+    _Atomic uint64_t a_rejected_by[ING_REASON_COUNT];
     _Atomic uint64_t a_produce_errors, a_commits, a_commit_errors, a_gaps, a_lost;
     _Atomic uint64_t a_open_devices, a_produced;
     _Atomic int64_t a_lag;
@@ -296,8 +297,10 @@ static void metrics_refresh(struct ing_service *s)
     atomic_store(&s->a_open_devices, c.open_devices);
     core_metric_set(s->m.consumed, (int64_t)c.consumed);
     core_metric_set(s->m.accepted, (int64_t)c.accepted);
-    for (int i = 1; i < ING_REASON_COUNT; i++)
+    for (int i = 1; i < ING_REASON_COUNT; i++) {
         core_metric_set(s->m.rejected[i], (int64_t)c.rejected_by_reason[i]);
+        atomic_store(&s->a_rejected_by[i], c.rejected_by_reason[i]);
+    }
     core_metric_set(s->m.windows_emitted, (int64_t)c.windows_emitted);
     core_metric_set(s->m.windows_excluded, (int64_t)c.windows_excluded);
     core_metric_set(s->m.interpolated, (int64_t)c.interpolated);
@@ -810,6 +813,8 @@ void ing_service_stats(const struct ing_service *s, struct ing_service_stats *ou
     out->lag = atomic_load(&w->a_lag);
     out->open_devices = atomic_load(&w->a_open_devices);
     out->assigned = atomic_load(&w->a_assigned);
+    for (int i = 0; i < ING_REASON_COUNT; i++)
+        out->rejected_by_reason[i] = atomic_load(&w->a_rejected_by[i]);
 }
 
 void ing_service_free(struct ing_service *s)
