@@ -13,6 +13,8 @@
 #include <criterion/criterion.h>
 #include <librdkafka/rdkafka.h>
 #include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -505,9 +507,61 @@ Test(learner_service, refuses_protected_topics, .timeout = 60)
     free(dir);
 }
 
+/* Rounds completed in the active session of the server checkpoint at path (-1: none). */
+static long ckpt_rounds(const char *path)
+{
+    json_t *j = json_load_file(path, 0, NULL);
+    json_t *r = json_object_get(json_object_get(j, "active"), "rounds");
+    long n = json_is_array(r) ? (long)json_array_size(r) : -1;
+    json_decref(j);
+    return n;
+}
+
+/* A second server process over the same participants, with a state and output directory of
+ * its own, is killed with SIGKILL once its checkpoint holds 5 completed rounds, then started
+ * again: it resumes from the checkpoint and publishes the same DAG (weights within 1e-9 of
+ * the uninterrupted first server's: same data, same deterministic steps). */
+static void kill9_server_resumes(const char *dir, const char *const *sargs, const char *errf)
+{
+    char st[700], out[700], ck[760], a[760], b[760], *args[64];
+    size_t n = 0;
+    pid_t srv;
+    int64_t end;
+
+    snprintf(st, sizeof(st), "learner.service.state_dir=state2");
+    snprintf(out, sizeof(out), "learner.service.out_dir=out2");
+    for (; sargs[n]; n++)
+        args[n] = strstr(sargs[n], "learner.service.state_dir=") ? st
+                  : strstr(sargs[n], "learner.service.out_dir=") ? out
+                                                                 : (char *)sargs[n];
+    args[n] = NULL;
+    snprintf(ck, sizeof(ck), "%s/state2/server.ckpt", dir);
+    srv = ts_spawn((const char *const *)args, NULL, errf);
+    end = ts_now_ms() + 60000;
+    while (ckpt_rounds(ck) < 5 && ts_now_ms() < end)
+        ts_sleep_ms(20);
+    cr_assert_geq(ckpt_rounds(ck), 5, "no checkpoint with 5 rounds: %s", ts_read_file(errf, NULL));
+    kill(srv, SIGKILL);
+    cr_assert_eq(ts_wait(srv, 10000), 128 + SIGKILL);
+    srv = ts_spawn((const char *const *)args, NULL, errf);
+    cr_assert_eq(ts_wait(srv, 95000), 0, "restarted server: %s", ts_read_file(errf, NULL));
+    snprintf(a, sizeof(a), "%s/out/dag-s1.json", dir);
+    snprintf(b, sizeof(b), "%s/out2/dag-s1.json", dir);
+    double *wa = NULL, *wb = NULL;
+    size_t da = 0, db = 0;
+    char eb[512];
+    cr_assert_eq(lrn_graph_read(a, D, &wa, &da, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(lrn_graph_read(b, D, &wb, &db, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    for (size_t x = 0; x < da * da; x++)
+        cr_assert_float_eq(wa[x], wb[x], 1e-9 * (1.0 + fabs(wa[x])), "entry %zu", x);
+    free(wa);
+    free(wb);
+}
+
 /* The CLI: `gcdp learn --participant` ×3 and `gcdp learn --server --sessions 1` as
  * processes, with learner.service.method = fed-bnsl (the closed-form local step, dense
- * wire); the server exits 0 after publishing, the participants exit 0 on SIGTERM. */
+ * wire); the server exits 0 after publishing, the participants exit 0 on SIGTERM; a second
+ * server killed with SIGKILL mid-session resumes and publishes the same DAG. */
 Test(learner_service, cli_server_and_participants_publish_a_dag, .timeout = 120)
 {
     struct ts_broker b;
@@ -547,12 +601,13 @@ Test(learner_service, cli_server_and_participants_publish_a_dag, .timeout = 120)
                            "--set", sets[10], NULL};
     srv = ts_spawn(sargs, NULL, err[3]);
     cr_assert_eq(ts_wait(srv, 95000), 0, "server: %s", ts_read_file(err[3], NULL));
+    kill9_server_resumes(dir, sargs, err[3]);
     for (int p = 0; p < 3; p++) {
         kill(parts[p], SIGTERM);
         cr_assert_eq(ts_wait(parts[p], 10000), 0, "participant %d: %s", p,
                      ts_read_file(err[p], NULL));
     }
-    cr_assert_eq(dag_records_valid(b.bootstrap), 1);
+    cr_assert_eq(dag_records_valid(b.bootstrap), 2); /* both servers' results */
     char path[700], *txt;
     snprintf(path, sizeof(path), "%s/out/dag-s1.dot", dir);
     txt = ts_read_file(path, NULL);
@@ -575,9 +630,14 @@ Test(learner_service, cli_server_and_participants_publish_a_dag, .timeout = 120)
     free(w);
     struct ts_record *rec;
     size_t n = ts_topic_read(b.bootstrap, "learner.dag", &rec);
-    cr_assert_eq(n, 1);
+    cr_assert_eq(n, 2);
     cr_assert_not_null(strstr(rec[0].value, "\"method\":\"fed-bnsl\""), "%s", rec[0].value);
     cr_assert_not_null(strstr(rec[0].value, "\"rounds\":60"), "%s", rec[0].value);
+    cr_assert_not_null(strstr(rec[1].value, "\"rounds\":60"), "%s", rec[1].value);
+    json_t *second = json_loads(rec[1].value, 0, NULL);
+    cr_assert_geq(json_integer_value(json_object_get(second, "resumed_from_round")), 5,
+                  "the killed server did not resume from its checkpoint: %s", rec[1].value);
+    json_decref(second);
     ts_records_free(rec, n);
     lrn_sem_problem_free(pb);
     ts_broker_stop(&b);
