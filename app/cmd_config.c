@@ -6,6 +6,27 @@
 
 #include "app.h"
 
+/* librdkafka properties that hold credentials: shown as "<redacted>" by `config show` (the
+ * effective configuration is printed to terminals, logs and bug reports). */
+static void redact_secrets(json_t *dump)
+{
+    static const char *const secret[] = {"password", "secret", "sasl.jaas.config",
+                                         "ssl.key.pem"};
+    const char *name;
+    json_t *v;
+    void *tmp;
+
+    json_object_foreach_safe(dump, tmp, name, v) {
+        if (strncmp(name, "kafka.", 6) != 0)
+            continue;
+        for (size_t i = 0; i < sizeof(secret) / sizeof(secret[0]); i++)
+            if (strstr(name, secret[i])) {
+                json_object_set_new(dump, name, json_string("<redacted>"));
+                break;
+            }
+    }
+}
+
 int cmd_config(int argc, char **argv)
 {
     struct core_config *cfg = NULL;
@@ -29,6 +50,7 @@ int cmd_config(int argc, char **argv)
         core_config_print_keys(cfg, stdout);
     } else if (argc >= 2 && strcmp(argv[1], "show") == 0) {
         dump = core_config_dump(cfg);
+        redact_secrets(dump);
         json_dumpf(dump, stdout, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
         putchar('\n');
         json_decref(dump);

@@ -135,6 +135,27 @@ Test(startup_validation, help_environment_example_is_a_real_key)
     free(dir);
 }
 
+/* `gcdp config show` prints the effective configuration but never a credential passed to
+ * librdkafka (kafka.sasl.password and the like): those are shown as "<redacted>". */
+Test(startup_validation, config_show_redacts_credentials)
+{
+    char *dir = ts_tmpdir(), *out = NULL, cmd[4096], path[600];
+    snprintf(path, sizeof(path), "%s/show.txt", dir);
+    snprintf(cmd, sizeof(cmd),
+             "GCDP_KAFKA__SSL__KEY__PASSWORD=s3cr3t-env %s config show --set "
+             "kafka.sasl.password=hunter2 --set kafka.sasl.username=alice >%s 2>&1",
+             GCDP_BIN, path);
+    cr_assert_eq(system(cmd), 0);
+    out = ts_read_file(path, NULL);
+    cr_assert_null(strstr(out, "hunter2"), "%s", out);
+    cr_assert_null(strstr(out, "s3cr3t-env"), "%s", out);
+    cr_assert_not_null(strstr(out, "\"kafka.sasl.password\": \"<redacted>\""), "%s", out);
+    cr_assert_not_null(strstr(out, "\"kafka.sasl.username\": \"alice\""), "%s", out);
+    free(out);
+    ts_rmtree(dir);
+    free(dir);
+}
+
 /* `gcdp release` with its input on a terminal says so at once instead of waiting silently. */
 Test(startup_validation, release_input_on_a_terminal_is_refused)
 {
