@@ -30,16 +30,6 @@ CORE_MUST_CHECK core_err ing__params_set_features(struct ing_params *p, const js
 CORE_MUST_CHECK core_err ing__params_set_nodes(struct ing_params *p, const json_t *arr,
                                                char *errbuf, size_t errbuf_size);
 
-/* Parse a timestamp string: "YYYY-MM-DDTHH:MM:SS[.fff...](Z|z|+HH:MM|-HH:MM)" or the naive
- * "YYYY-MM-DD HH:MM:SS[.fff...]" (taken as UTC; 'T' and ' ' are interchangeable, and a
- * zone is optional in both). Fractions beyond milliseconds are truncated.
- * Returns true and *out_ms (epoch ms, UTC) on success. */
-bool ing__ts_parse(const char *s, size_t len, int64_t *out_ms);
-
-/* Format epoch ms as "YYYY-MM-DDTHH:MM:SS.mmmZ" (ms omitted when 0) into out (>= 32 bytes).
- * Returns the length written. */
-size_t ing__ts_format(int64_t ms, char *out, size_t out_size);
-
 /* True when s[0..len) is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF). */
 bool ing__utf8_valid(const char *s, size_t len);
 

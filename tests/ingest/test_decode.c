@@ -276,32 +276,6 @@ Test(decode, binary_key_is_base64_in_dead_letter)
     ing_engine_free(e);
 }
 
-Test(decode, timestamp_formats)
-{
-    int64_t ms;
-    const int64_t base = 1423072260000LL; /* 2015-02-04T17:51:00Z */
-    char out[40];
-
-    cr_assert(ing__ts_parse("2015-02-04T17:51:00Z", 20, &ms));
-    cr_assert_eq(ms, base);
-    cr_assert(ing__ts_parse("2015-02-04 17:51:00", 19, &ms));
-    cr_assert_eq(ms, base);
-    cr_assert(ing__ts_parse("2015-02-04T18:51:00.250+01:00", 29, &ms));
-    cr_assert_eq(ms, base + 250);
-    cr_assert(ing__ts_parse("2015-02-04t17:51:00.123456789z", 30, &ms));
-    cr_assert_eq(ms, base + 123);
-    cr_assert(ing__ts_parse("2016-02-29T00:00:00Z", 20, &ms), "leap day");
-    cr_assert_not(ing__ts_parse("2015-02-29T00:00:00Z", 20, &ms));
-    cr_assert_not(ing__ts_parse("2015-02-04T17:51:60Z", 20, &ms));
-    cr_assert_not(ing__ts_parse("2015-02-04T17:51:00+1:00", 24, &ms));
-    cr_assert_not(ing__ts_parse("2015-02-04T17:51:00.Z", 21, &ms));
-    cr_assert_not(ing__ts_parse("2015-2-04T17:51:00Z", 19, &ms));
-    cr_assert_eq(ing__ts_format(base + 5, out, sizeof(out)), 24);
-    cr_assert_str_eq(out, "2015-02-04T17:51:00.005Z");
-    ing__ts_format(0, out, sizeof(out));
-    cr_assert_str_eq(out, "1970-01-01T00:00:00Z");
-}
-
 Test(decode, accepted_forms_of_a_reading)
 {
     struct ing_params p;

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "core/mem.h"
+#include "core/timefmt.h"
 
 enum { F_MEAN, F_COUNT, F_MIN, F_MAX, F_STD };
 
@@ -316,7 +317,7 @@ static void put_header(struct ing_engine *e, const struct ing__dev *d, int64_t s
                        size_t n)
 {
     struct ing_buf *b = &e->out;
-    char ts[40];
+    char ts[CORE_TIME_TEXT_MAX];
 
     b->len = 0;
     ing__buf_puts(b, "{\"schema\":\"" ING_SCHEMA_WINDOW "\",\"id\":\"");
@@ -332,9 +333,9 @@ static void put_header(struct ing_engine *e, const struct ing__dev *d, int64_t s
     ing__buf_puts(b, ",\"window_end\":");
     ing__buf_int(b, end);
     ing__buf_puts(b, ",\"window_start_utc\":\"");
-    ing__buf_put(b, ts, ing__ts_format(start, ts, sizeof(ts)));
+    ing__buf_put(b, ts, core_time_format(start, CORE_TIME_AUTO, ts, sizeof(ts)));
     ing__buf_puts(b, "\",\"window_end_utc\":\"");
-    ing__buf_put(b, ts, ing__ts_format(end, ts, sizeof(ts)));
+    ing__buf_put(b, ts, core_time_format(end, CORE_TIME_AUTO, ts, sizeof(ts)));
     ing__buf_puts(b, "\",\"config_version\":\"");
     ing__buf_puts(b, e->p.config_version);
     ing__buf_puts(b, "\",\"n\":");

@@ -22,6 +22,7 @@
 
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/timefmt.h"
 #include "lines.h"
 #include "producer.h"
 #include "replay_int.h"
@@ -55,9 +56,9 @@ static void pace(struct pacer *pc, struct sim_producer *p, int have_ts, int64_t 
 
 size_t sim_occ_row_json(const struct sim_occ_row *row, const char *device, char *buf, size_t cap)
 {
-    char ts[32];
+    char ts[CORE_TIME_TEXT_MAX];
     int n;
-    sim_format_rfc3339(row->ts_ms, 0, ts);
+    core_time_format(row->ts_ms, CORE_TIME_SEC, ts, sizeof(ts));
     n = snprintf(buf, cap,
                  "{\"schema\":\"gcdp.reading/1\",\"device\":\"%s\",\"ts\":\"%s\","
                  "\"readings\":{\"%s\":%s,\"%s\":%s,\"%s\":%s,\"%s\":%s,\"%s\":%s},"
@@ -106,7 +107,7 @@ static int json_ts(const json_t *doc, int64_t *out)
         return 1;
     }
     if (json_is_string(ts))
-        return sim_parse_datetime(json_string_value(ts), json_string_length(ts), out) == CORE_OK;
+        return core_time_parse(json_string_value(ts), json_string_length(ts), out) == CORE_OK;
     return 0;
 }
 
