@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "cal/theta.h"
+#include "core/lines.h"
 #include "core/mem.h"
 #include "core/timefmt.h"
 
@@ -286,29 +287,28 @@ core_err cal_matrix_load_ts(const char *path, enum cal_format fmt, const char *l
                             char *eb, size_t ebn)
 {
     struct loader L = {0};
-    char *line = NULL, **f = core_xmalloc((MAX_FIELDS + 1) * sizeof(char *));
-    size_t cap = 0, lineno = 0;
-    ssize_t len;
-    FILE *fp = NULL;
+    char *line, **f = core_xmalloc((MAX_FIELDS + 1) * sizeof(char *));
+    size_t len, lineno = 0;
+    struct core_lines *ln = NULL;
     core_err rc = CORE_OK;
 
     *out = NULL;
     L.max_rows = max_rows < CAL_MAX_ROWS ? max_rows : CAL_MAX_ROWS;
+    /* caps count the "\n": CAL_MAX_LINE bytes with it */
     if (strcmp(path, "-") == 0) {
-        fp = stdin; /* a stream: e.g. `... | gcdp calibrate -i -` */
-    } else if (!(fp = fopen(path, "r"))) {
+        ln = core_lines_wrap(stdin, "-", CAL_MAX_LINE - 1); /* e.g. `... | gcdp calibrate -i -` */
+    } else if (core_lines_open(path, CAL_MAX_LINE - 1, &ln, eb, ebn) != CORE_OK) {
         snprintf(eb, ebn, "%s: %s", path, strerror(errno));
         rc = CORE_EIO;
         goto out;
     }
-    while ((len = getline(&line, &cap, fp)) >= 0) {
+    while ((rc = core_lines_next(ln, &line, &len, eb, ebn)) != CORE_ENOTFOUND) {
         size_t nf;
-        lineno++;
-        if ((size_t)len > CAL_MAX_LINE) {
+        lineno = (size_t)core_lines_lineno(ln);
+        if (rc == CORE_ETOOBIG)
             snprintf(eb, ebn, "%s line %zu: longer than %u bytes", path, lineno, CAL_MAX_LINE);
-            rc = CORE_ETOOBIG;
-            goto out;
-        }
+        if (rc != CORE_OK)
+            goto out; /* also a NUL byte (CORE_EPARSE) and read errors (CORE_EIO) */
         if (line[strspn(line, " \t\r\n")] == '\0')
             continue; /* blank line */
         nf = split_fields(line, f, MAX_FIELDS);
@@ -330,6 +330,7 @@ core_err cal_matrix_load_ts(const char *path, enum cal_format fmt, const char *l
         if (rc != CORE_OK)
             goto out;
     }
+    rc = CORE_OK;
     if (L.m > CAL_MAX_NODES) {
         snprintf(eb, ebn, "%s: more than %u nodes", path, CAL_MAX_NODES);
         rc = CORE_ETOOBIG;
@@ -343,9 +344,7 @@ core_err cal_matrix_load_ts(const char *path, enum cal_format fmt, const char *l
     if (rc == CORE_OK)
         *out = loader_take(&L);
 out:
-    if (fp && fp != stdin)
-        fclose(fp);
-    free(line);
+    core_lines_free(ln);
     free(f);
     loader_cleanup(&L);
     return rc;
