@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/buf.h"
 #include "core/lines.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -1031,53 +1032,10 @@ static char *row_head(struct core_dp_ledger *l, const char *id, const char *mech
     return head;
 }
 
-/* Standard base64 (RFC 4648 §4, with padding: the same text as libsodium's
- * sodium_base64_VARIANT_ORIGINAL, which lookup() decodes). Table-driven, 3 bytes -> 4
- * characters; the output is a public released record, so libsodium's constant-time
- * encoder (its cost was a third of the whole release path) buys nothing here.
- * Writes exactly b64_len(len) characters, no NUL. */
-static size_t b64_len(size_t len)
-{
-    return (len + 2) / 3 * 4;
-}
-
-static const char b64_tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/* b64_pairs[v] = the two characters of the 12-bit value v: two lookups per 3 bytes. */
-static char b64_pairs[4096][2];
-static pthread_once_t b64_once = PTHREAD_ONCE_INIT;
-
-static void b64_init(void)
-{
-    for (unsigned v = 0; v < 4096; v++) {
-        b64_pairs[v][0] = b64_tab[v >> 6];
-        b64_pairs[v][1] = b64_tab[v & 63];
-    }
-}
-
-static void b64_encode(char *dst, const uint8_t *src, size_t len)
-{
-    size_t i = 0;
-
-    (void)pthread_once(&b64_once, b64_init);
-    for (; i + 3 <= len; i += 3, dst += 4) {
-        uint32_t v = (uint32_t)src[i] << 16 | (uint32_t)src[i + 1] << 8 | src[i + 2];
-        memcpy(dst, b64_pairs[v >> 12], 2);
-        memcpy(dst + 2, b64_pairs[v & 4095], 2);
-    }
-    if (i < len) {
-        uint32_t v = (uint32_t)src[i] << 16 | (i + 1 < len ? (uint32_t)src[i + 1] << 8 : 0);
-        dst[0] = b64_tab[v >> 18];
-        dst[1] = b64_tab[(v >> 12) & 63];
-        dst[2] = i + 1 < len ? b64_tab[(v >> 6) & 63] : '=';
-        dst[3] = '=';
-    }
-}
-
 /* Length of the committed line head + base64(bytes) + "}\n". */
 static size_t row_len(const struct rel *r, size_t len)
 {
-    return r->head_len + b64_len(len) + 3;
+    return r->head_len + core_base64_len(len) + 3;
 }
 
 /* Write head + base64(bytes) + "}\n" at dst (exactly row_len() bytes, no NUL). */
@@ -1085,8 +1043,8 @@ static void row_format(const struct rel *r, const void *bytes, size_t len, char 
 {
     memcpy(dst, r->head, r->head_len);
     dst += r->head_len;
-    b64_encode(dst, bytes, len);
-    dst += b64_len(len);
+    core_base64_encode(dst, bytes, len);
+    dst += core_base64_len(len);
     memcpy(dst, "\"}\n", 3);
 }
 

@@ -69,45 +69,6 @@ void ing__utf8_sanitize(char *s)
     }
 }
 
-void ing__buf_reserve(struct ing_buf *b, size_t extra)
-{
-    size_t need = b->len + extra + 1;
-    if (need <= b->cap)
-        return;
-    while (b->cap < need)
-        b->cap = b->cap ? b->cap * 2 : 1024;
-    b->p = core_xrealloc(b->p, b->cap);
-}
-
-void ing__buf_put(struct ing_buf *b, const char *s, size_t n)
-{
-    ing__buf_reserve(b, n);
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-void ing__buf_puts(struct ing_buf *b, const char *s)
-{
-    ing__buf_put(b, s, strlen(s));
-}
-
-/* Hand-written (no snprintf): several per window record and dead letter. */
-void ing__buf_int(struct ing_buf *b, int64_t v)
-{
-    char tmp[24];
-    size_t i = sizeof(tmp);
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v; /* INT64_MIN safe */
-
-    do {
-        tmp[--i] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        tmp[--i] = '-';
-    ing__buf_put(b, tmp + i, sizeof(tmp) - i);
-}
-
 __extension__ typedef unsigned __int128 ing__u128;
 
 /* Exactly the text of the C conversion "%.17g" of x, for 1e-4 <= x <= 1 (the range of
@@ -180,72 +141,16 @@ size_t ing__fmt_unit_double(double x, char *out)
     return n;
 }
 
-void ing__buf_double(struct ing_buf *b, double v)
+void ing__buf_double(struct core_buf *b, double v)
 {
     char tmp[40];
     size_t n = ing__fmt_unit_double(v, tmp);
     int k;
 
     if (n) {
-        ing__buf_put(b, tmp, n);
+        core_buf_put(b, tmp, n);
         return;
     }
     k = snprintf(tmp, sizeof(tmp), "%.17g", v);
-    ing__buf_put(b, tmp, (size_t)k);
-}
-
-void ing__buf_json_str(struct ing_buf *b, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-
-    ing__buf_reserve(b, n * 6 + 2);
-    b->p[b->len++] = '"';
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char *o = b->p + b->len;
-        if (c == '"' || c == '\\') {
-            o[0] = '\\', o[1] = (char)c, b->len += 2;
-        } else if (c == '\n') {
-            o[0] = '\\', o[1] = 'n', b->len += 2;
-        } else if (c == '\r') {
-            o[0] = '\\', o[1] = 'r', b->len += 2;
-        } else if (c == '\t') {
-            o[0] = '\\', o[1] = 't', b->len += 2;
-        } else if (c < 0x20 || c == 0x7f) {
-            o[0] = '\\', o[1] = 'u', o[2] = '0', o[3] = '0';
-            o[4] = hex[c >> 4], o[5] = hex[c & 15];
-            b->len += 6;
-        } else {
-            o[0] = (char)c, b->len += 1;
-        }
-    }
-    b->p[b->len++] = '"';
-    b->p[b->len] = '\0';
-}
-
-void ing__buf_base64(struct ing_buf *b, const unsigned char *s, size_t n)
-{
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t i = 0;
-
-    ing__buf_reserve(b, (n + 2) / 3 * 4 + 2);
-    b->p[b->len++] = '"';
-    for (; i + 2 < n; i += 3) {
-        unsigned v = (unsigned)s[i] << 16 | (unsigned)s[i + 1] << 8 | s[i + 2];
-        b->p[b->len++] = tab[v >> 18];
-        b->p[b->len++] = tab[(v >> 12) & 63];
-        b->p[b->len++] = tab[(v >> 6) & 63];
-        b->p[b->len++] = tab[v & 63];
-    }
-    if (i < n) {
-        unsigned v = (unsigned)s[i] << 16 | (i + 1 < n ? (unsigned)s[i + 1] << 8 : 0u);
-        b->p[b->len++] = tab[v >> 18];
-        b->p[b->len++] = tab[(v >> 12) & 63];
-        b->p[b->len++] = '=';
-        b->p[b->len++] = '=';
-        if (i + 1 < n)
-            b->p[b->len - 2] = tab[(v >> 6) & 63];
-    }
-    b->p[b->len++] = '"';
-    b->p[b->len] = '\0';
+    core_buf_put(b, tmp, (size_t)k);
 }

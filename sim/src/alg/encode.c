@@ -1,35 +1,11 @@
 /* encode.c - reading JSON encoding, fault transforms (see sim/encode.h). */
 #include "sim/encode.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/timefmt.h"
-
-/* Bounded appender: remembers overflow instead of failing at every call. */
-struct sbuf {
-    char *p;
-    size_t cap, len;
-    int overflow;
-};
-
-static void CORE_PRINTF(2, 3) put(struct sbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-    if (b->overflow)
-        return;
-    va_start(ap, fmt);
-    /* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is right above */
-    n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= b->cap - b->len) {
-        b->overflow = 1;
-        return;
-    }
-    b->len += (size_t)n;
-}
 
 /* Physically impossible values, one per channel and direction (below, above). Chosen far
  * outside any sensor's range so they fail every reasonable domain check. */
@@ -40,26 +16,26 @@ static const double impossible[SIM_NCH][2] = {
     {-1.0, 100.0},    /* voltage */
 };
 
-static void put_value(struct sbuf *b, const struct sim_reading *r, size_t c, enum sim_fault f,
+static void put_value(struct core_buf *b, const struct sim_reading *r, size_t c, enum sim_fault f,
                       size_t target, int dir)
 {
     double v = r->values[c];
     if (c != target) {
-        put(b, "%.6g", v);
+        core_buf_printf(b, "%.6g", v);
         return;
     }
     switch (f) {
     case SIM_FAULT_OUT_OF_DOMAIN:
-        put(b, "%.6g", c < SIM_NCH ? impossible[c][dir] : -1e9);
+        core_buf_printf(b, "%.6g", c < SIM_NCH ? impossible[c][dir] : -1e9);
         break;
     case SIM_FAULT_NONFINITE:
-        put(b, "1e999"); /* overflows to infinity in any double parser */
+        core_buf_puts(b, "1e999"); /* overflows to infinity in any double parser */
         break;
     case SIM_FAULT_WRONG_TYPE:
-        put(b, "\"%.6g\"", v);
+        core_buf_printf(b, "\"%.6g\"", v);
         break;
     default:
-        put(b, "%.6g", v);
+        core_buf_printf(b, "%.6g", v);
     }
 }
 
@@ -106,44 +82,45 @@ static size_t cut_point(const char *buf, size_t len, struct core_prng *rng)
 core_err sim_encode_reading(const struct sim_reading *r, enum sim_fault f, struct core_prng *rng,
                             size_t oversize_bytes, char *buf, size_t cap, size_t *len)
 {
-    struct sbuf b = {buf, cap, 0, 0};
+    struct core_buf b; /* over the caller's buf: never grown */
     char ts[CORE_TIME_TEXT_MAX];
     size_t target = SIZE_MAX;
     int dir = 0;
 
     if (cap == 0)
         return CORE_ETOOBIG;
+    core_buf_init_fixed(&b, buf, cap);
     if ((f == SIM_FAULT_OUT_OF_DOMAIN || f == SIM_FAULT_NONFINITE || f == SIM_FAULT_WRONG_TYPE) &&
         r->n > 0) {
         target = (size_t)core_prng_below(rng, r->n);
         dir = (int)core_prng_below(rng, 2);
     }
     core_time_format(r->ts_ms, CORE_TIME_MS, ts, sizeof(ts));
-    put(&b, "{\"schema\":\"gcdp.reading/1\",\"device\":\"%s\",\"ts\":\"%s\",\"readings\":{",
+    core_buf_printf(&b, "{\"schema\":\"gcdp.reading/1\",\"device\":\"%s\",\"ts\":\"%s\",\"readings\":{",
         r->device, ts);
     for (size_t c = 0; c < r->n; c++) {
-        put(&b, "%s\"%s\":", c ? "," : "", r->names[c]);
+        core_buf_printf(&b, "%s\"%s\":", c ? "," : "", r->names[c]);
         put_value(&b, r, c, f, target, dir);
     }
     if (f == SIM_FAULT_UNKNOWN_CHANNEL)
-        put(&b, "%s\"pressure\":1013.25", r->n ? "," : "");
-    put(&b, "},\"seq\":%llu", (unsigned long long)r->seq);
+        core_buf_printf(&b, "%s\"pressure\":1013.25", r->n ? "," : "");
+    core_buf_printf(&b, "},\"seq\":%llu", (unsigned long long)r->seq);
     if (f == SIM_FAULT_OVERSIZE && !b.overflow) {
         /* ,"pad":"xxx..."} reaching oversize_bytes + 1 bytes in total */
         size_t need = oversize_bytes + 1, fixed = b.len + 10;
         size_t pad = need > fixed ? need - fixed : 1;
         if (b.len + pad + 12 >= cap) {
-            b.overflow = 1;
+            b.overflow = true;
         } else {
-            put(&b, ",\"pad\":\"");
+            core_buf_puts(&b, ",\"pad\":\"");
             memset(buf + b.len, 'x', pad);
             b.len += pad;
             buf[b.len] = '\0';
-            put(&b, "\"");
+            core_buf_putc(&b, '"');
         }
     }
-    put(&b, "}");
-    if (b.overflow)
+    core_buf_putc(&b, '}');
+    if (core_buf_status(&b) != CORE_OK)
         return CORE_ETOOBIG;
     if (f == SIM_FAULT_MALFORMED_JSON)
         drop_readings_colon(buf, &b.len);
