@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/kafka.h"
 #include "core/mem.h"
 
 struct core_ksync {
@@ -110,10 +111,7 @@ static rd_kafka_resp_err_t produce_once(struct core_ksync *p, const void *key, s
                                         const char *const *values, size_t nhdr)
 {
     rd_kafka_headers_t *h = NULL;
-    rd_kafka_error_t *error;
     rd_kafka_resp_err_t err;
-    rd_kafka_vu_t vu[5];
-    size_t nv = 0;
 
     if (nhdr > 0) {
         h = rd_kafka_headers_new(nhdr);
@@ -121,30 +119,10 @@ static rd_kafka_resp_err_t produce_once(struct core_ksync *p, const void *key, s
             if (values[i])
                 rd_kafka_header_add(h, names[i], -1, values[i], -1);
     }
-    /* produceva, not producev: the RD_KAFKA_V_* macros are GNU statement expressions */
-    memset(vu, 0, sizeof(vu));
-    vu[nv].vtype = RD_KAFKA_VTYPE_TOPIC;
-    vu[nv++].u.cstr = p->topic;
-    vu[nv].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
-    vu[nv++].u.i = RD_KAFKA_MSG_F_COPY; /* librdkafka copies key and value */
-    if (key) {
-        vu[nv].vtype = RD_KAFKA_VTYPE_KEY;
-        vu[nv].u.mem.ptr = (void *)key; /* read only (F_COPY) */
-        vu[nv++].u.mem.size = key_len;
-    }
-    vu[nv].vtype = RD_KAFKA_VTYPE_VALUE;
-    vu[nv].u.mem.ptr = (void *)value;
-    vu[nv++].u.mem.size = len;
-    if (h) {
-        vu[nv].vtype = RD_KAFKA_VTYPE_HEADERS;
-        vu[nv++].u.headers = h;
-    }
-    error = rd_kafka_produceva(p->rk, vu, nv);
-    err = error ? rd_kafka_error_code(error) : RD_KAFKA_RESP_ERR_NO_ERROR;
-    if (error)
-        rd_kafka_error_destroy(error);
+    err = core_kafka_produce_copy_hdrs(p->rk, p->topic, RD_KAFKA_PARTITION_UA, key, key_len,
+                                       value, len, h, NULL);
     if (err && h)
-        rd_kafka_headers_destroy(h); /* produceva takes the headers on success only */
+        rd_kafka_headers_destroy(h);
     return err;
 }
 
