@@ -282,6 +282,25 @@ core_err cal_matrix_load(const char *path, enum cal_format fmt, const char *labe
     return cal_matrix_load_ts(path, fmt, label_column, NULL, max_rows, out, eb, ebn);
 }
 
+/* What a whole file must give: nodes within the cap, 2 rows, 2 Occupancy classes. */
+static core_err check_loaded(const struct loader *L, const char *path, enum cal_format fmt,
+                             char *eb, size_t ebn)
+{
+    if (L->m > CAL_MAX_NODES) {
+        snprintf(eb, ebn, "%s: more than %u nodes", path, CAL_MAX_NODES);
+        return CORE_ETOOBIG;
+    }
+    if (L->n < 2) {
+        snprintf(eb, ebn, "%s: fewer than 2 data rows", path);
+        return CORE_EINVAL;
+    }
+    if (L->label_col >= 0 && L->n_classes < 2 && fmt == CAL_FORMAT_OCCUPANCY) {
+        snprintf(eb, ebn, "%s: Occupancy column has fewer than 2 classes", path);
+        return CORE_EINVAL;
+    }
+    return CORE_OK;
+}
+
 core_err cal_matrix_load_ts(const char *path, enum cal_format fmt, const char *label_column,
                             const char *ts_column, size_t max_rows, struct cal_matrix **out,
                             char *eb, size_t ebn)
@@ -330,17 +349,7 @@ core_err cal_matrix_load_ts(const char *path, enum cal_format fmt, const char *l
         if (rc != CORE_OK)
             goto out;
     }
-    rc = CORE_OK;
-    if (L.m > CAL_MAX_NODES) {
-        snprintf(eb, ebn, "%s: more than %u nodes", path, CAL_MAX_NODES);
-        rc = CORE_ETOOBIG;
-    } else if (L.n < 2) {
-        snprintf(eb, ebn, "%s: fewer than 2 data rows", path);
-        rc = CORE_EINVAL;
-    } else if (L.label_col >= 0 && L.n_classes < 2 && fmt == CAL_FORMAT_OCCUPANCY) {
-        snprintf(eb, ebn, "%s: Occupancy column has fewer than 2 classes", path);
-        rc = CORE_EINVAL;
-    }
+    rc = check_loaded(&L, path, fmt, eb, ebn);
     if (rc == CORE_OK)
         *out = loader_take(&L);
 out:
