@@ -47,6 +47,7 @@
 #include "app.h"
 #include "core/kafka.h"
 #include "core/kconf.h"
+#include "core/ksync.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "ing/engine.h"
@@ -140,40 +141,35 @@ static int reading_json(const struct bench_opts *o, long long i, char *key, size
 static int preload(const struct core_config *cfg, const struct bench_opts *o, const char *topic,
                    struct phase_result *r)
 {
-    rd_kafka_conf_t *conf = NULL;
+    static const char *const extra[] = {"compression.type", "zstd", "linger.ms", "20",
+                                        "queue.buffering.max.messages", "1000000", NULL};
+    struct core_ksync_opts ko = {.topic = topic, .extra = extra};
+    struct core_ksync *ks = NULL;
     rd_kafka_t *rk;
+    uint64_t left = 0;
     char eb[512], key[32], val[320];
 
-    if (core_kafka_conf_new(cfg, CORE_KAFKA_PRODUCER, NULL, &conf, eb, sizeof(eb)) != CORE_OK ||
-        core_kafka_conf_set(conf, "compression.type", "zstd", eb, sizeof(eb)) != CORE_OK ||
-        core_kafka_conf_set(conf, "linger.ms", "20", eb, sizeof(eb)) != CORE_OK ||
-        core_kafka_conf_set(conf, "queue.buffering.max.messages", "1000000", eb, sizeof(eb)) !=
-            CORE_OK) {
+    if (core_ksync_new(cfg, &ko, &ks, eb, sizeof(eb)) != CORE_OK) {
         snprintf(r->err, sizeof(r->err), "%.200s", eb);
         return -1;
     }
-    rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, eb, sizeof(eb));
-    if (!rk) {
-        rd_kafka_conf_destroy(conf);
-        snprintf(r->err, sizeof(r->err), "%.200s", eb);
-        return -1;
-    }
+    rk = core_ksync_handle(ks);
     double t = now_s();
+    r->ok = 1;
     for (long long i = 0; i < o->readings; i++) {
         int kl = reading_json(o, i, key, sizeof(key), val, sizeof(val));
-        int vl = (int)strlen(val);
-        while (core_kafka_produce_copy(rk, topic, RD_KAFKA_PARTITION_UA, key, (size_t)kl, val,
-                                       (size_t)vl, NULL) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
-            rd_kafka_poll(rk, 10);
-        rd_kafka_poll(rk, 0);
+        if (core_ksync_send(ks, key, (size_t)kl, val, strlen(val), NULL, NULL, 0, eb,
+                            sizeof(eb)) != CORE_OK) {
+            r->ok = 0;
+            break;
+        }
     }
-    rd_kafka_flush(rk, 60000);
+    if (r->ok)
+        r->ok = core_ksync_flush(ks, 60000, &left, eb, sizeof(eb)) == CORE_OK;
     r->seconds = now_s() - t;
     r->messages = o->readings;
-    r->ok = rd_kafka_outq_len(rk) == 0;
     if (!r->ok)
-        snprintf(r->err, sizeof(r->err), "preload: %d messages not delivered",
-                 rd_kafka_outq_len(rk));
+        snprintf(r->err, sizeof(r->err), "preload: %.200s", eb);
     /* Retention check: nothing may have been evicted. */
     for (int p = 0; r->ok && p < o->partitions; p++) {
         int64_t lo = -1, hi = -1;
@@ -184,7 +180,7 @@ static int preload(const struct core_config *cfg, const struct bench_opts *o, co
                      "%" PRId64 "); use more --partitions or fewer --readings", p, lo);
         }
     }
-    rd_kafka_destroy(rk);
+    core_ksync_free(ks);
     return r->ok ? 0 : -1;
 }
 
@@ -194,7 +190,6 @@ static int preload(const struct core_config *cfg, const struct bench_opts *o, co
 static int bare_consume(const struct core_config *cfg, const struct bench_opts *o,
                         const char *topic, const char *group, struct phase_result *r)
 {
-    rd_kafka_conf_t *conf = NULL;
     rd_kafka_t *rk;
     rd_kafka_topic_partition_list_t *sub;
     char eb[512];
@@ -202,13 +197,8 @@ static int bare_consume(const struct core_config *cfg, const struct bench_opts *
     double first = 0, last = 0, deadline = now_s() + 120;
     struct cpu_mark c0 = {0}, c1 = {0}; /* taken at the first and the last message */
 
-    if (core_kafka_conf_new(cfg, CORE_KAFKA_CONSUMER, group, &conf, eb, sizeof(eb)) != CORE_OK) {
-        snprintf(r->err, sizeof(r->err), "%.200s", eb);
-        return -1;
-    }
-    rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, eb, sizeof(eb));
-    if (!rk) {
-        rd_kafka_conf_destroy(conf);
+    if (core_kafka_client_new(cfg, CORE_KAFKA_CONSUMER, group, NULL, NULL, NULL, &rk, eb,
+                              sizeof(eb)) != CORE_OK) {
         snprintf(r->err, sizeof(r->err), "%.200s", eb);
         return -1;
     }

@@ -18,6 +18,7 @@
 #include "core/dp_ledger.h"
 #include "core/kafka.h"
 #include "core/kconf.h"
+#include "core/ksync.h"
 #include "core/log.h"
 #include "core/dp_rng.h"
 #include "rel/plan.h"
@@ -80,36 +81,19 @@ static char *window_json(size_t n, size_t i)
 static core_err produce_windows(const struct core_config *cfg, size_t n, size_t windows,
                                 char *eb, size_t ebn)
 {
-    rd_kafka_conf_t *pc = NULL;
-    rd_kafka_t *rk;
-    core_err rc = core_kafka_conf_new(cfg, CORE_KAFKA_PRODUCER, NULL, &pc, eb, ebn);
+    struct core_ksync_opts ko = {.topic = core_config_str(cfg, "topics.windows")};
+    struct core_ksync *ks = NULL;
+    core_err rc = core_ksync_new(cfg, &ko, &ks, eb, ebn);
 
-    if (rc != CORE_OK)
-        return rc;
-    if (!(rk = rd_kafka_new(RD_KAFKA_PRODUCER, pc, eb, ebn))) {
-        rd_kafka_conf_destroy(pc);
-        return CORE_EKAFKA;
-    }
     for (size_t i = 0; rc == CORE_OK && i < windows; i++) {
         char *txt = window_json(n, i), dev[32];
-        rd_kafka_resp_err_t err;
         snprintf(dev, sizeof(dev), "bench-%zu", i % SVC_DEVICES);
-        while ((err = core_kafka_produce_copy(rk, core_config_str(cfg, "topics.windows"),
-                                              RD_KAFKA_PARTITION_UA, dev, strlen(dev), txt,
-                                              strlen(txt), NULL)) ==
-               RD_KAFKA_RESP_ERR__QUEUE_FULL)
-            rd_kafka_poll(rk, 10);
-        if (err) {
-            snprintf(eb, ebn, "produce: %s", rd_kafka_err2str(err));
-            rc = CORE_EKAFKA;
-        }
+        rc = core_ksync_send(ks, dev, strlen(dev), txt, strlen(txt), NULL, NULL, 0, eb, ebn);
         free(txt);
     }
-    if (rc == CORE_OK && rd_kafka_flush(rk, 60000) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        snprintf(eb, ebn, "window records not acknowledged within 60 s");
-        rc = CORE_EKAFKA;
-    }
-    rd_kafka_destroy(rk);
+    if (rc == CORE_OK)
+        rc = core_ksync_flush(ks, 60000, NULL, eb, ebn); /* acknowledged within 60 s */
+    core_ksync_free(ks);
     return rc;
 }
 

@@ -17,6 +17,7 @@
 #include "core/ctl_listen.h"
 #include "core/kafka.h"
 #include "core/kconf.h"
+#include "core/ksync.h"
 #include "core/log.h"
 #include "producer_flags.h"
 
@@ -168,35 +169,23 @@ static void on_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 static rd_kafka_t *client(const struct core_config *cfg, enum core_kafka_role role,
                           struct dr_state *dr)
 {
-    rd_kafka_conf_t *conf = NULL;
+    static const char *const producer_extra[] = {"message.timeout.ms", DELIVERY_TIMEOUT_MS,
+                                                 NULL};
     rd_kafka_t *rk;
     char eb[512], group[400], inst[300];
 
     /* consumer_poll needs a group id; the reader only assigns (never joins, never commits) */
     core_ctl_instance_id(inst, sizeof(inst));
     snprintf(group, sizeof(group), "gcdp.ctl.cli.%s", inst);
-    if (core_kafka_conf_new(cfg, role, role == CORE_KAFKA_CONSUMER ? group : NULL, &conf, eb,
-                            sizeof(eb)) != CORE_OK ||
-        (role == CORE_KAFKA_PRODUCER &&
-         core_kafka_conf_set(conf, "message.timeout.ms", DELIVERY_TIMEOUT_MS, eb,
-                             sizeof(eb)) != CORE_OK)) {
+    if (core_kafka_client_new(cfg, role, role == CORE_KAFKA_CONSUMER ? group : NULL,
+                              role == CORE_KAFKA_PRODUCER ? producer_extra : NULL,
+                              role == CORE_KAFKA_PRODUCER ? on_dr : NULL, dr, &rk, eb,
+                              sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp ctl: %s\n", eb);
-        if (conf)
-            rd_kafka_conf_destroy(conf);
         return NULL;
     }
-    if (role == CORE_KAFKA_PRODUCER) {
-        rd_kafka_conf_set_dr_msg_cb(conf, on_dr);
-        rd_kafka_conf_set_opaque(conf, dr);
-    }
-    rk = rd_kafka_new(role == CORE_KAFKA_PRODUCER ? RD_KAFKA_PRODUCER : RD_KAFKA_CONSUMER, conf,
-                      eb, sizeof(eb));
-    if (!rk) {
-        rd_kafka_conf_destroy(conf); /* rd_kafka_new takes conf on success only */
-        fprintf(stderr, "gcdp ctl: %s\n", eb);
-    } else if (role == CORE_KAFKA_CONSUMER) {
+    if (role == CORE_KAFKA_CONSUMER)
         rd_kafka_poll_set_consumer(rk); /* client logs (log.queue) are served by the polls */
-    }
     return rk;
 }
 

@@ -14,6 +14,7 @@
 #include "core/dp_ledger.h"
 #include "core/dp_rng.h"
 #include "core/fsutil.h"
+#include "core/lines.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "rel/plan.h"
@@ -231,33 +232,6 @@ static core_err emit_line(void *arg, const char *bytes, size_t len, bool replaye
     return CORE_OK;
 }
 
-/* Read one line (with its newline) into *buf, never holding more than max bytes (STYLE P8:
- * getline would grow without bound on a hostile input). Returns the length, 0 at EOF,
- * -1 when the line is longer than max (the rest of it is not read). */
-static ssize_t read_line(FILE *in, char **buf, size_t *cap, size_t max)
-{
-    size_t len = 0;
-    int c;
-
-    while ((c = getc(in)) != EOF) {
-        if (len + 2 > *cap) {
-            size_t ncap = *cap ? 2 * *cap : 4096;
-            if (ncap > max + 2)
-                ncap = max + 2;
-            if (len + 2 > ncap)
-                return -1;
-            *buf = core_xrealloc(*buf, ncap);
-            *cap = ncap;
-        }
-        (*buf)[len++] = (char)c;
-        if (c == '\n')
-            break;
-    }
-    if (len > 0)
-        (*buf)[len] = '\0';
-    return (ssize_t)len;
-}
-
 /* A refusal that concerns one record only (nothing charged, nothing drawn). */
 static int record_refusal(core_err rc)
 {
@@ -323,42 +297,48 @@ static core_err one_record(struct run *r, struct rel_window *w, const char *line
 }
 
 /* Read records one line at a time and release them; stops at the first refusal after
- * committing and writing everything before it (or, with --skip-refused, goes on). */
-static int run_stream(struct run *r, FILE *in, FILE *out)
+ * committing and writing everything before it (or, with --skip-refused, goes on).
+ * *lineno: the line of the last record read. */
+static core_err read_records(struct run *r, struct core_lines *ln, struct rel_window *w,
+                             FILE *out, char *eb, size_t ebn, size_t *lineno, size_t *skipped)
 {
-    struct rel_window w;
-    char *line = NULL, eb[1024] = "";
-    size_t cap = 0, lineno = 0, skipped = 0;
-    ssize_t n;
-    int c;
     core_err rc = CORE_OK;
+    char *line;
+    size_t n;
 
-    rel_window_init(&w, r->theta);
-    while (rc == CORE_OK && (n = read_line(in, &line, &cap, REL_MAX_LINE)) != 0) {
-        lineno++;
-        if (n > 0 && (line[0] == '\n' || (line[0] == '\r' && line[1] == '\n')))
+    while (rc == CORE_OK) {
+        rc = core_lines_next(ln, &line, &n, eb, ebn); /* a refused line is skipped whole */
+        if (rc == CORE_ENOTFOUND)
+            return CORE_OK;
+        *lineno = (size_t)core_lines_lineno(ln);
+        if (rc == CORE_ETOOBIG)
+            snprintf(eb, ebn, "record longer than %u bytes", REL_MAX_LINE);
+        if (rc == CORE_OK && n == 0)
             continue;
-        if (n < 0) {
-            snprintf(eb, sizeof(eb), "record longer than %u bytes", REL_MAX_LINE);
-            rc = CORE_ETOOBIG;
-        } else {
-            rc = one_record(r, &w, line, (size_t)n, out, eb, sizeof(eb));
-        }
+        if (rc == CORE_OK)
+            rc = one_record(r, w, line, n, out, eb, ebn);
         if (r->a->skip && record_refusal(rc)) {
-            fprintf(stderr, "gcdp release: input line %zu: %s (%s); skipped\n", lineno, eb,
+            fprintf(stderr, "gcdp release: input line %zu: %s (%s); skipped\n", *lineno, eb,
                     core_errname(rc));
-            while (n < 0 && (c = getc(in)) != EOF && c != '\n')
-                ; /* drop the rest of an over-long line */
-            skipped++;
+            (*skipped)++;
             rc = CORE_OK;
         }
         if (rc == CORE_OK && r->plan && !r->rr)
             break; /* --plan */
     }
-    if (rc == CORE_OK && ferror(in)) {
-        snprintf(eb, sizeof(eb), "read error: %s", strerror(errno));
-        rc = CORE_EIO;
-    }
+    return rc;
+}
+
+static int run_stream(struct run *r, FILE *in, FILE *out)
+{
+    struct rel_window w;
+    struct core_lines *ln = core_lines_wrap(in, "input", REL_MAX_LINE);
+    char eb[1024] = "";
+    size_t lineno = 0, skipped = 0;
+    core_err rc;
+
+    rel_window_init(&w, r->theta);
+    rc = read_records(r, ln, &w, out, eb, sizeof(eb), &lineno, &skipped);
     if (r->rr) {
         char eb2[512] = "";
         core_err fr = rel_releaser_flush(r->rr, emit_line, out, eb2, sizeof(eb2));
@@ -382,7 +362,7 @@ static int run_stream(struct run *r, FILE *in, FILE *out)
                 core_errname(rc));
     if (skipped)
         fprintf(stderr, "gcdp release: %zu record(s) refused and skipped\n", skipped);
-    free(line);
+    core_lines_free(ln);
     rel_window_cleanup(&w);
     if (rc != CORE_OK && r->plan_failed && rc != CORE_EIO)
         return APP_EXIT_USAGE;

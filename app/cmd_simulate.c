@@ -7,6 +7,7 @@
 
 #include "app.h"
 #include "core/log.h"
+#include "core/timefmt.h"
 #include "producer_flags.h"
 #include "sim/encode.h"
 #include "sim/sim.h"
@@ -99,7 +100,7 @@ static int parse_start(const char *s, int64_t *out)
         *out = (int64_t)v;
         return 0;
     }
-    return sim_parse_datetime(s, strlen(s), out) == CORE_OK ? 0 : -1;
+    return core_time_parse(s, strlen(s), out) == CORE_OK ? 0 : -1;
 }
 
 enum {

@@ -1,7 +1,6 @@
 /* config.c - declared keys, layered sources, validation that names the key. */
 #include "core/config.h"
 
-#include <assert.h>
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -224,17 +223,21 @@ core_err core_config_set(struct core_config *cfg, const char *key, const char *t
     core_err rc;
 
     /* Strings may be written bare (--set ingest.feature=mean); everything else is JSON. */
-    if (k && (k->type == CORE_CFG_STRING || k->type == CORE_CFG_ENUM) && text[0] != '"')
-        v = json_string(text);
-    else if (!k && strncmp(key, KAFKA_PREFIX, strlen(KAFKA_PREFIX)) == 0)
-        v = json_string(text);
-    else
-        v = json_loads(text, JSON_DECODE_ANY, &jerr);
-    if (!v) {
+    bool bare = (k && (k->type == CORE_CFG_STRING || k->type == CORE_CFG_ENUM) &&
+                 text[0] != '"') ||
+                (!k && strncmp(key, KAFKA_PREFIX, strlen(KAFKA_PREFIX)) == 0);
+    json_t *probe = json_string(text); /* NULL: not UTF-8, and then never echoed */
+
+    v = bare ? json_incref(probe) : json_loads(text, JSON_DECODE_ANY, &jerr);
+    if (!v && !probe)
+        snprintf(eb, ebn, "config key '%s' (from %s): the value is not valid UTF-8", key,
+                 source);
+    else if (!v)
         snprintf(eb, ebn, "config key '%s' (from %s): cannot parse '%s': %s", key, source, text,
                  jerr.text);
+    json_decref(probe);
+    if (!v)
         return CORE_ECONFIG;
-    }
     rc = core_config_set_json(cfg, key, v, source, eb, ebn);
     json_decref(v);
     return rc;
@@ -335,15 +338,33 @@ core_err core_config_load_env(struct core_config *cfg, char *const *envp, char *
     return CORE_OK;
 }
 
+/* Reading an undeclared key (a getter, is_set, is_explicit), or a key with the wrong type,
+ * is a programmer error that is fatal in EVERY build (not an assert, which NDEBUG removes): a
+ * misspelt key must never read as 0, false, NULL or "not set". The log line names the key;
+ * then abort() (STYLE P6 tier 2, kept in release builds on purpose). */
+static const struct core_cfg_key *declared(const struct core_config *cfg, const char *key,
+                                           const char *fn)
+{
+    const struct core_cfg_key *k = find_key(cfg, key);
+
+    if (!k) {
+        core_log_emit(CORE_LOG_FATAL, fn, __LINE__,
+                      "config key '%s' is not declared by any key table (a bug)", key);
+        abort();
+    }
+    return k;
+}
+
 static const json_t *get_typed(const struct core_config *cfg, const char *key,
                                enum core_cfg_type type)
 {
-    const struct core_cfg_key *k = find_key(cfg, key);
-    assert(k && "undeclared config key");
-    assert((k->type == type || (type == CORE_CFG_STRING && k->type == CORE_CFG_ENUM)) &&
-           "config key read with the wrong type");
-    (void)k;
-    (void)type;
+    const struct core_cfg_key *k = declared(cfg, key, __func__);
+
+    if (!(k->type == type || (type == CORE_CFG_STRING && k->type == CORE_CFG_ENUM))) {
+        core_log_emit(CORE_LOG_FATAL, __func__, __LINE__,
+                      "config key '%s' read with the wrong type (a bug)", key);
+        abort();
+    }
     return json_object_get(cfg->values, key);
 }
 
@@ -374,11 +395,13 @@ const json_t *core_config_json(const struct core_config *cfg, const char *key)
 
 bool core_config_is_set(const struct core_config *cfg, const char *key)
 {
+    (void)declared(cfg, key, __func__);
     return json_object_get(cfg->values, key) != NULL;
 }
 
 bool core_config_is_explicit(const struct core_config *cfg, const char *key)
 {
+    (void)declared(cfg, key, __func__);
     return json_object_get(cfg->explicit_keys, key) != NULL;
 }
 

@@ -22,6 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/buf.h"
+#include "core/lines.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "dp_ledger_db.h"
@@ -433,46 +435,43 @@ static core_err truncate_to(struct core_dp_ledger *l, uint64_t size)
  * or unterminated LAST line is a torn append and is cut off. */
 static core_err scan_file(struct core_dp_ledger *l, char *errbuf, size_t errbuf_size)
 {
-    FILE *f = NULL;
-    char *line = NULL;
-    size_t cap = 0, lineno = 0;
+    struct core_lines *ln = NULL;
+    char *line, why[256];
+    size_t len;
     uint64_t off = 0, bad_off = UINT64_MAX;
-    ssize_t got;
-    core_err rc = CORE_OK;
+    core_err rc, got;
 
-    f = fopen(l->path, "r");
-    if (!f) {
+    /* the cap counts the line without its "\n" */
+    if (core_lines_open(l->path, CORE_DP_LEDGER_MAX_LINE - 1, &ln, why, sizeof(why)) != CORE_OK) {
         set_err(errbuf, errbuf_size, "ledger: cannot read %s: %s", l->path, strerror(errno));
         return CORE_EIO;
     }
-    while ((got = getline(&line, &cap, f)) > 0) {
-        size_t len = (size_t)got;
-        lineno++;
-        if (bad_off != UINT64_MAX || (size_t)got > CORE_DP_LEDGER_MAX_LINE) {
-            rc = bad_off != UINT64_MAX ? CORE_EPARSE : CORE_ETOOBIG;
-            set_err(errbuf, errbuf_size, "ledger %s: bad line %zu is not the last one",
-                    l->path, lineno - 1);
+    while ((got = core_lines_next(ln, &line, &len, why, sizeof(why))) != CORE_ENOTFOUND) {
+        int unparsable = 1;
+        if (got == CORE_EIO) {
+            rc = CORE_EIO;
             goto out;
         }
-        int unparsable = 1;
-        if (line[len - 1] == '\n')
-            rc = scan_line(l, line, len - 1, off, &unparsable);
-        else
-            rc = CORE_EPARSE;
+        if (bad_off != UINT64_MAX || got == CORE_ETOOBIG) {
+            rc = bad_off != UINT64_MAX ? CORE_EPARSE : CORE_ETOOBIG;
+            set_err(errbuf, errbuf_size, "ledger %s: bad line %llu is not the last one",
+                    l->path, (unsigned long long)core_lines_lineno(ln) - 1);
+            goto out;
+        }
+        /* a NUL byte or no "\n" (cut by end of file): unparsable, a torn append if last */
+        rc = got == CORE_OK && core_lines_terminated(ln) ? scan_line(l, line, len, off, &unparsable)
+                                                        : CORE_EPARSE;
         if (rc != CORE_OK && !unparsable) {
-            set_err(errbuf, errbuf_size, "ledger %s: line %zu: %s", l->path, lineno,
+            set_err(errbuf, errbuf_size, "ledger %s: line %llu: %s", l->path,
+                    (unsigned long long)core_lines_lineno(ln),
                     rc == CORE_ETOOBIG ? "more than max_tracked ids+units" : "invalid row");
             goto out;
         }
         if (rc != CORE_OK)
             bad_off = off;
-        rc = CORE_OK;
-        off += len;
+        off = core_lines_offset(ln);
     }
-    if (ferror(f)) {
-        rc = CORE_EIO;
-        goto out;
-    }
+    rc = CORE_OK;
     l->size = off;
     if (bad_off != UINT64_MAX) {
         CORE_WARN("ledger %s: torn last line at byte %llu cut off (its commit never returned)",
@@ -481,8 +480,7 @@ static core_err scan_file(struct core_dp_ledger *l, char *errbuf, size_t errbuf_
         rc = truncate_to(l, bad_off);
     }
 out:
-    free(line);
-    fclose(f);
+    core_lines_free(ln);
     return rc;
 }
 
@@ -678,38 +676,55 @@ core_err core_dp_ledger_read_header(const char *path, struct core_dp_scheme *s,
     return rc;
 }
 
+/* Parse one line of core_dp_ledger_scan into row (*j: its JSON, or NULL when it is not JSON;
+ * caller decrefs). Returns CORE_OK or the reason's code, why the reason. */
+static core_err read_row(char *line, size_t n, core_err got, bool terminated,
+                         struct core_dp_row *row, json_t **j, char *why, size_t whyn)
+{
+    json_error_t jerr;
+
+    snprintf(why, whyn, "%s", "unterminated or too long");
+    *j = NULL;
+    if (got != CORE_OK || !terminated)
+        return CORE_EPARSE;
+    *j = json_loadb(line, n, JSON_REJECT_DUPLICATES, &jerr);
+    if (!*j) {
+        snprintf(why, whyn, "not JSON");
+        return CORE_EPARSE;
+    }
+    return core_dp_ledger_parse_row(*j, row, why, whyn);
+}
+
 core_err core_dp_ledger_scan(const char *path, struct core_dp_scheme *scheme,
                              struct core_dp_cost *cap, core_dp_row_fn *fn, void *arg,
                              uint64_t *torn, char *eb, size_t ebn)
 {
-    core_err rc = core_dp_ledger_read_header(path, scheme, cap, eb, ebn);
+    core_err rc = core_dp_ledger_read_header(path, scheme, cap, eb, ebn), got;
+    struct core_lines *ln = NULL;
     char *line = NULL, why[256] = "";
-    size_t n_cap = 0, lineno = 0;
-    ssize_t n;
-    FILE *f;
+    size_t n = 0;
 
     *torn = 0;
     if (rc != CORE_OK)
         return rc;
-    if (!(f = fopen(path, "r"))) {
+    if (core_lines_open(path, CORE_DP_LEDGER_MAX_LINE - 1, &ln, why, sizeof(why)) != CORE_OK) {
         set_err(eb, ebn, "ledger %s: %s", path, strerror(errno));
         return CORE_EIO;
     }
-    while (rc == CORE_OK && (n = getline(&line, &n_cap, f)) >= 0) {
+    while (rc == CORE_OK &&
+           (got = core_lines_next(ln, &line, &n, why, sizeof(why))) != CORE_ENOTFOUND) {
         struct core_dp_row row;
-        json_error_t jerr;
-        json_t *j = NULL;
-        core_err pr = CORE_EPARSE;
-        lineno++;
-        if (lineno == 1)
-            continue; /* the header */
-        snprintf(why, sizeof(why), "%s", "unterminated or too long");
-        if (n > 0 && line[n - 1] == '\n' && (size_t)n <= CORE_DP_LEDGER_MAX_LINE) {
-            j = json_loadb(line, (size_t)n - 1, JSON_REJECT_DUPLICATES, &jerr);
-            pr = j ? core_dp_ledger_parse_row(j, &row, why, sizeof(why)) : CORE_EPARSE;
-            if (!j)
-                snprintf(why, sizeof(why), "not JSON");
+        char peek[64];
+        json_t *j;
+        core_err pr;
+        if (got == CORE_EIO) {
+            set_err(eb, ebn, "ledger %s: read error", path);
+            rc = CORE_EIO;
+            break;
         }
+        if (core_lines_lineno(ln) == 1)
+            continue; /* the header */
+        pr = read_row(line, n, got, core_lines_terminated(ln), &row, &j, why, sizeof(why));
         if (pr == CORE_OK && fn(arg, &row) != 0)
             rc = CORE_ESTATE;
         json_decref(j);
@@ -717,20 +732,15 @@ core_err core_dp_ledger_scan(const char *path, struct core_dp_scheme *scheme,
             continue;
         /* as the open scan (scan_line): a JSON line that is not a valid row is corruption
          * wherever it stands; only an unparsable or unterminated last line is a torn append */
-        if (j || getc(f) != EOF) {
-            set_err(eb, ebn, "ledger %s: line %zu is not a valid ledger row (%s)", path, lineno,
-                    why);
+        if (j || core_lines_next(ln, &line, &n, peek, sizeof(peek)) != CORE_ENOTFOUND) {
+            set_err(eb, ebn, "ledger %s: line %llu is not a valid ledger row (%s)", path,
+                    (unsigned long long)core_lines_lineno(ln) - !j, why);
             rc = CORE_EPARSE;
         } else {
             (*torn)++;
         }
     }
-    if (rc == CORE_OK && ferror(f)) {
-        set_err(eb, ebn, "ledger %s: read error", path);
-        rc = CORE_EIO;
-    }
-    free(line);
-    fclose(f);
+    core_lines_free(ln);
     return rc;
 }
 
@@ -1026,53 +1036,10 @@ static char *row_head(struct core_dp_ledger *l, const char *id, const char *mech
     return head;
 }
 
-/* Standard base64 (RFC 4648 §4, with padding: the same text as libsodium's
- * sodium_base64_VARIANT_ORIGINAL, which lookup() decodes). Table-driven, 3 bytes -> 4
- * characters; the output is a public released record, so libsodium's constant-time
- * encoder (its cost was a third of the whole release path) buys nothing here.
- * Writes exactly b64_len(len) characters, no NUL. */
-static size_t b64_len(size_t len)
-{
-    return (len + 2) / 3 * 4;
-}
-
-static const char b64_tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/* b64_pairs[v] = the two characters of the 12-bit value v: two lookups per 3 bytes. */
-static char b64_pairs[4096][2];
-static pthread_once_t b64_once = PTHREAD_ONCE_INIT;
-
-static void b64_init(void)
-{
-    for (unsigned v = 0; v < 4096; v++) {
-        b64_pairs[v][0] = b64_tab[v >> 6];
-        b64_pairs[v][1] = b64_tab[v & 63];
-    }
-}
-
-static void b64_encode(char *dst, const uint8_t *src, size_t len)
-{
-    size_t i = 0;
-
-    (void)pthread_once(&b64_once, b64_init);
-    for (; i + 3 <= len; i += 3, dst += 4) {
-        uint32_t v = (uint32_t)src[i] << 16 | (uint32_t)src[i + 1] << 8 | src[i + 2];
-        memcpy(dst, b64_pairs[v >> 12], 2);
-        memcpy(dst + 2, b64_pairs[v & 4095], 2);
-    }
-    if (i < len) {
-        uint32_t v = (uint32_t)src[i] << 16 | (i + 1 < len ? (uint32_t)src[i + 1] << 8 : 0);
-        dst[0] = b64_tab[v >> 18];
-        dst[1] = b64_tab[(v >> 12) & 63];
-        dst[2] = i + 1 < len ? b64_tab[(v >> 6) & 63] : '=';
-        dst[3] = '=';
-    }
-}
-
 /* Length of the committed line head + base64(bytes) + "}\n". */
 static size_t row_len(const struct rel *r, size_t len)
 {
-    return r->head_len + b64_len(len) + 3;
+    return r->head_len + core_base64_len(len) + 3;
 }
 
 /* Write head + base64(bytes) + "}\n" at dst (exactly row_len() bytes, no NUL). */
@@ -1080,8 +1047,8 @@ static void row_format(const struct rel *r, const void *bytes, size_t len, char 
 {
     memcpy(dst, r->head, r->head_len);
     dst += r->head_len;
-    b64_encode(dst, bytes, len);
-    dst += b64_len(len);
+    core_base64_encode(dst, bytes, len);
+    dst += core_base64_len(len);
     memcpy(dst, "\"}\n", 3);
 }
 

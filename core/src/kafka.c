@@ -712,11 +712,13 @@ core_err core_kproducer_new(uv_loop_t *loop, rd_kafka_conf_t *conf,
     return CORE_OK;
 }
 
-rd_kafka_resp_err_t core_kafka_produce_copy(rd_kafka_t *rk, const char *topic, int32_t partition,
-                                            const void *key, size_t key_len, const void *value,
-                                            size_t value_len, void *opaque)
+rd_kafka_resp_err_t core_kafka_produce_copy_hdrs(rd_kafka_t *rk, const char *topic,
+                                                 int32_t partition, const void *key,
+                                                 size_t key_len, const void *value,
+                                                 size_t value_len, rd_kafka_headers_t *hdrs,
+                                                 void *opaque)
 {
-    rd_kafka_vu_t vu[6];
+    rd_kafka_vu_t vu[7];
     rd_kafka_error_t *e;
     rd_kafka_resp_err_t err;
     size_t n = 0;
@@ -738,12 +740,24 @@ rd_kafka_resp_err_t core_kafka_produce_copy(rd_kafka_t *rk, const char *topic, i
     vu[n++].u.mem.size = value_len;
     vu[n].vtype = RD_KAFKA_VTYPE_OPAQUE;
     vu[n++].u.ptr = opaque;
+    if (hdrs) {
+        vu[n].vtype = RD_KAFKA_VTYPE_HEADERS;
+        vu[n++].u.headers = hdrs; /* taken by librdkafka on success only */
+    }
     e = rd_kafka_produceva(rk, vu, n);
     if (!e)
         return RD_KAFKA_RESP_ERR_NO_ERROR;
     err = rd_kafka_error_code(e);
     rd_kafka_error_destroy(e);
     return err;
+}
+
+rd_kafka_resp_err_t core_kafka_produce_copy(rd_kafka_t *rk, const char *topic, int32_t partition,
+                                            const void *key, size_t key_len, const void *value,
+                                            size_t value_len, void *opaque)
+{
+    return core_kafka_produce_copy_hdrs(rk, topic, partition, key, key_len, value, value_len,
+                                        NULL, opaque);
 }
 
 core_err core_kproducer_send(struct core_kproducer *p, const char *topic, int32_t partition,

@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define K_STR(name, def, help)  {name, CORE_CFG_STRING, def, 1, 0, NULL, help, NULL}
-#define K_TOPIC(name, def, help) {name, CORE_CFG_STRING, def, 1, 0, NULL, help, check_topic}
+#include "core/cfg_keys.h"
+
+#define K_TOPIC(name, def, help) CORE_KEY_STR_CHECK(name, def, help, check_topic)
 
 /* Kafka's topic-name rules: 1..249 of [A-Za-z0-9._-], not "." or "..". A pattern
  * subscription (a name starting with '^') is not supported. Empty is never valid. */
@@ -61,7 +62,6 @@ static core_err check_bootstrap(const json_t *v, char *eb, size_t ebn)
     }
     return CORE_OK;
 }
-#define K_INT(name, def, lo, hi, help) {name, CORE_CFG_INT, def, lo, hi, NULL, help, NULL}
 
 const struct core_cfg_key core_config_keys[] = {
     {"log.level", CORE_CFG_ENUM, "\"info\"", 1, 0, "debug|info|warn|error|off",

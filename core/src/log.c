@@ -7,6 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/timefmt.h"
+
 int core_log_level = CORE_LOG_INFO;
 static const char *log_component = "gcdp";
 
@@ -60,9 +62,8 @@ void core_log_set_line_prefix(const char *prefix)
 
 void core_log_emit(int lvl, const char *fn, int line, const char *fmt, ...)
 {
-    char msg[1024], out[2048], ts[40];
+    char msg[1024], out[2048], ts[CORE_TIME_TEXT_MAX];
     struct timespec now;
-    struct tm tm;
     size_t len = 0;
     va_list ap;
     int n;
@@ -73,10 +74,10 @@ void core_log_emit(int lvl, const char *fn, int line, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     clock_gettime(CLOCK_REALTIME, &now);
-    gmtime_r(&now.tv_sec, &tm);
-    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
-    n = snprintf(out, sizeof(out), "%s{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"component\":\"",
-                 log_prefix, ts, now.tv_nsec / 1000000L, level_names[lvl]);
+    core_time_format((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000, CORE_TIME_MS, ts,
+                     sizeof(ts));
+    n = snprintf(out, sizeof(out), "%s{\"ts\":\"%s\",\"level\":\"%s\",\"component\":\"",
+                 log_prefix, ts, level_names[lvl]);
     len = (size_t)n;
     append_escaped(out, &len, sizeof(out) - 64, log_component);
     n = snprintf(out + len, sizeof(out) - len, "\",\"fn\":\"%s\",\"line\":%d,\"msg\":\"", fn,

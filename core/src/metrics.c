@@ -4,7 +4,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 
 #include <microhttpd.h>
 
+#include "core/buf.h"
 #include "core/log.h"
 #include "core/mem.h"
 
@@ -128,36 +128,11 @@ void core_metrics_set_health(struct core_metrics *m, bool healthy, const char *r
     pthread_mutex_unlock(&m->lock);
 }
 
-/* Growable text buffer for the exposition. */
-struct tbuf {
-    char *p;
-    size_t len, cap;
-};
-
-static void tb_printf(struct tbuf *b, const char *fmt, ...) CORE_PRINTF(2, 3);
-static void tb_printf(struct tbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    for (;;) {
-        va_start(ap, fmt);
-        n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        if (n >= 0 && (size_t)n < b->cap - b->len) {
-            b->len += (size_t)n;
-            return;
-        }
-        b->cap *= 2;
-        b->p = core_xrealloc(b->p, b->cap);
-    }
-}
-
 core_err core_metrics_render(struct core_metrics *m, char **out)
 {
-    struct tbuf b = {core_xmalloc(4096), 0, 4096};
+    struct core_buf b;
 
-    b.p[0] = '\0';
+    core_buf_init(&b, CORE_BUF_NO_CAP); /* at most CORE_METRICS_MAX_SERIES short lines */
     pthread_mutex_lock(&m->lock);
     for (size_t i = 0; i < m->nseries; i++) {
         const struct core_metric *s = m->series[i];
@@ -165,21 +140,21 @@ core_err core_metrics_render(struct core_metrics *m, char **out)
          * together by scanning forward (n is small: at most CORE_METRICS_MAX_SERIES). */
         if (!s->help)
             continue;
-        tb_printf(&b, "# HELP %s %s\n# TYPE %s %s\n", s->name, s->help, s->name,
-                  s->type == CORE_METRIC_COUNTER ? "counter" : "gauge");
+        core_buf_printf(&b, "# HELP %s %s\n# TYPE %s %s\n", s->name, s->help, s->name,
+                        s->type == CORE_METRIC_COUNTER ? "counter" : "gauge");
         for (size_t j = i; j < m->nseries; j++) {
             const struct core_metric *t = m->series[j];
             if (strcmp(t->name, s->name) != 0)
                 continue;
             if (t->labels)
-                tb_printf(&b, "%s{%s} %lld\n", t->name, t->labels,
-                          (long long)core_metric_value(t));
+                core_buf_printf(&b, "%s{%s} %lld\n", t->name, t->labels,
+                                (long long)core_metric_value(t));
             else
-                tb_printf(&b, "%s %lld\n", t->name, (long long)core_metric_value(t));
+                core_buf_printf(&b, "%s %lld\n", t->name, (long long)core_metric_value(t));
         }
     }
     pthread_mutex_unlock(&m->lock);
-    *out = b.p;
+    *out = core_buf_take(&b, NULL);
     return CORE_OK;
 }
 

@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "core/buf.h"
 #include "core/err.h"
 #include "ing/engine.h"
 
@@ -30,16 +31,6 @@ CORE_MUST_CHECK core_err ing__params_set_features(struct ing_params *p, const js
 CORE_MUST_CHECK core_err ing__params_set_nodes(struct ing_params *p, const json_t *arr,
                                                char *errbuf, size_t errbuf_size);
 
-/* Parse a timestamp string: "YYYY-MM-DDTHH:MM:SS[.fff...](Z|z|+HH:MM|-HH:MM)" or the naive
- * "YYYY-MM-DD HH:MM:SS[.fff...]" (taken as UTC; 'T' and ' ' are interchangeable, and a
- * zone is optional in both). Fractions beyond milliseconds are truncated.
- * Returns true and *out_ms (epoch ms, UTC) on success. */
-bool ing__ts_parse(const char *s, size_t len, int64_t *out_ms);
-
-/* Format epoch ms as "YYYY-MM-DDTHH:MM:SS.mmmZ" (ms omitted when 0) into out (>= 32 bytes).
- * Returns the length written. */
-size_t ing__ts_format(int64_t ms, char *out, size_t out_size);
-
 /* True when s[0..len) is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF). */
 bool ing__utf8_valid(const char *s, size_t len);
 
@@ -47,21 +38,12 @@ bool ing__utf8_valid(const char *s, size_t len);
  * sequence by '?', so s becomes valid UTF-8. */
 void ing__utf8_sanitize(char *s);
 
-/* Growable output buffer (engine-owned, reused; no per-record malloc once grown). */
-struct ing_buf {
-    char *p;
-    size_t len, cap;
-};
-void ing__buf_reserve(struct ing_buf *b, size_t extra);
-void ing__buf_put(struct ing_buf *b, const char *s, size_t n);
-void ing__buf_puts(struct ing_buf *b, const char *s);
-void ing__buf_int(struct ing_buf *b, int64_t v);
-void ing__buf_double(struct ing_buf *b, double v);                  /* %.17g; finite values only */
+/* The engine's output buffer is a core_buf (core/buf.h; engine-owned, reused: no
+ * per-record malloc once grown). */
+void ing__buf_double(struct core_buf *b, double v); /* %.17g; finite values only */
 /* printf("%.17g", x) for 1e-4 <= x <= 1 into out (>= 24 bytes) without printf; returns the
  * length, or 0 (nothing written) for x outside that range. */
 size_t ing__fmt_unit_double(double x, char *out);
-void ing__buf_json_str(struct ing_buf *b, const char *s, size_t n); /* quoted, escaped */
-void ing__buf_base64(struct ing_buf *b, const unsigned char *s, size_t n); /* quoted */
 
 /* floor division / modulo for possibly negative numerators (b > 0). */
 static inline int64_t ing__floor_div(int64_t a, int64_t b)

@@ -76,26 +76,6 @@ static double spent(const struct core_dp_ledger *l, const char *unit)
     return c.eps;
 }
 
-Test(cal_ledger, timestamps_parse_as_utc_milliseconds)
-{
-    int64_t ms = 0;
-    cr_assert_eq(cal_ts_parse("2015-02-04 17:51:00", &ms), CORE_OK);
-    cr_assert_eq(ms, 1423072260000, "python: datetime(2015,2,4,17,51,tz=utc)");
-    cr_assert_eq(cal_ts_parse("2000-02-29T23:59:59.1234Z", &ms), CORE_OK);
-    cr_assert_eq(ms, 951868799123, "leap day, sub-ms digits truncated");
-    cr_assert_eq(cal_ts_parse("1970-01-01 01:00:00+02:00", &ms), CORE_OK);
-    cr_assert_eq(ms, -3600000, "offsets move to UTC");
-    cr_assert_eq(cal_ts_parse("-42", &ms), CORE_OK);
-    cr_assert_eq(ms, -42);
-    cr_assert_eq(cal_ts_parse("1700000000000", &ms), CORE_OK);
-    cr_assert_eq(ms, 1700000000000);
-    static const char *bad[] = {"", "1.5", "2015-02-30 00:00:00", "2015-02-04 24:00:00",
-                                "2015-02-04", "2015-02-04 17:51:00 ", "2015-02-04 17:51:00+2",
-                                "1900-02-29 00:00:00", "12345678901234567", "2015-02-04 17:51:00."};
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        cr_assert_eq(cal_ts_parse(bad[i], &ms), CORE_EPARSE, "'%s' must not parse", bad[i]);
-}
-
 Test(cal_ledger, loaders_read_row_timestamps)
 {
     char *dir = ts_tmpdir(), p[512], eb[512] = "";

@@ -276,32 +276,6 @@ Test(decode, binary_key_is_base64_in_dead_letter)
     ing_engine_free(e);
 }
 
-Test(decode, timestamp_formats)
-{
-    int64_t ms;
-    const int64_t base = 1423072260000LL; /* 2015-02-04T17:51:00Z */
-    char out[40];
-
-    cr_assert(ing__ts_parse("2015-02-04T17:51:00Z", 20, &ms));
-    cr_assert_eq(ms, base);
-    cr_assert(ing__ts_parse("2015-02-04 17:51:00", 19, &ms));
-    cr_assert_eq(ms, base);
-    cr_assert(ing__ts_parse("2015-02-04T18:51:00.250+01:00", 29, &ms));
-    cr_assert_eq(ms, base + 250);
-    cr_assert(ing__ts_parse("2015-02-04t17:51:00.123456789z", 30, &ms));
-    cr_assert_eq(ms, base + 123);
-    cr_assert(ing__ts_parse("2016-02-29T00:00:00Z", 20, &ms), "leap day");
-    cr_assert_not(ing__ts_parse("2015-02-29T00:00:00Z", 20, &ms));
-    cr_assert_not(ing__ts_parse("2015-02-04T17:51:60Z", 20, &ms));
-    cr_assert_not(ing__ts_parse("2015-02-04T17:51:00+1:00", 24, &ms));
-    cr_assert_not(ing__ts_parse("2015-02-04T17:51:00.Z", 21, &ms));
-    cr_assert_not(ing__ts_parse("2015-2-04T17:51:00Z", 19, &ms));
-    cr_assert_eq(ing__ts_format(base + 5, out, sizeof(out)), 24);
-    cr_assert_str_eq(out, "2015-02-04T17:51:00.005Z");
-    ing__ts_format(0, out, sizeof(out));
-    cr_assert_str_eq(out, "1970-01-01T00:00:00Z");
-}
-
 Test(decode, accepted_forms_of_a_reading)
 {
     struct ing_params p;
@@ -331,18 +305,6 @@ Test(decode, accepted_forms_of_a_reading)
     ing_engine_free(e);
 }
 
-Test(decode, base64_rfc4648_vectors)
-{
-    const char *want[] = {"\"\"",         "\"Zg==\"",     "\"Zm8=\"",    "\"Zm9v\"",
-                          "\"Zm9vYg==\"", "\"Zm9vYmE=\"", "\"Zm9vYmFy\""};
-    for (size_t n = 0; n <= 6; n++) {
-        struct ing_buf b = {NULL, 0, 0};
-        ing__buf_base64(&b, (const unsigned char *)"foobar", n);
-        cr_assert_str_eq(b.p, want[n], "length %zu", n);
-        free(b.p);
-    }
-}
-
 Test(decode, utf8_validator_edge_cases)
 {
     cr_assert(ing__utf8_valid("a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 10), "2/3/4-byte forms");
@@ -352,20 +314,6 @@ Test(decode, utf8_validator_edge_cases)
     cr_assert_not(ing__utf8_valid("\xe2\x82", 2), "truncated sequence");
     cr_assert_not(ing__utf8_valid("\x80", 1), "lone continuation byte");
     cr_assert(ing__utf8_valid("", 0));
-}
-
-Test(decode, json_string_escaping)
-{
-    struct ing_buf b = {NULL, 0, 0};
-    json_t *v;
-
-    ing__buf_json_str(&b, "a\"b\\c\n\x01\x7f\xc3\xa9", 10);
-    v = json_loads(b.p, JSON_DECODE_ANY, NULL);
-    cr_assert_not_null(v, "escaped text must parse back: %s", b.p);
-    cr_assert_eq(json_string_length(v), 10);
-    cr_assert_eq(memcmp(json_string_value(v), "a\"b\\c\n\x01\x7f\xc3\xa9", 10), 0);
-    json_decref(v);
-    free(b.p);
 }
 
 Test(decode, detail_stays_utf8_when_a_name_is_cut)

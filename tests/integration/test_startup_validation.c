@@ -220,3 +220,22 @@ Test(startup_validation, second_release_instance_on_one_ledger_is_refused, .time
     cr_assert_eq(ts_wait(first, 60000), 0);
     ts_broker_stop(&b);
 }
+
+/* issue 10: `--set "topics.raw=$(printf 'a\xffb')"` printed an uninitialized jansson error
+ * text (garbage); now a message naming the key, all of it valid text, exit 2. */
+Test(startup_validation, set_value_not_utf8_exits_2_with_a_clean_message)
+{
+    char *dir = ts_tmpdir(), *err = NULL;
+    int ex = run(dir, "config show --set \"topics.raw=$(printf 'a\\377b')\"", &err);
+
+    cr_assert_eq(ex, 2, "exit %d: %s", ex, err ? err : "");
+    cr_assert(err && strstr(err, "'topics.raw'") && strstr(err, "not valid UTF-8"), "%s",
+              err ? err : "");
+    cr_assert_null(strchr(err, '\xff'), "the raw byte is not echoed");
+    for (const char *p = err; *p; p++)
+        cr_assert((unsigned char)*p >= 0x20 || *p == '\n', "control byte %02x in '%s'",
+                  (unsigned char)*p, err);
+    free(err);
+    ts_rmtree(dir);
+    free(dir);
+}

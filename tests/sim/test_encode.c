@@ -154,29 +154,6 @@ Test(sim_faults, spec_parsing_names_the_bad_item)
     cr_assert_float_eq(rates[SIM_FAULT_MISSING], 0.05, 1e-15);
 }
 
-Test(sim_time, datetime_parse_and_format_round_trip)
-{
-    int64_t ms;
-    char out[32];
-    cr_assert_eq(sim_parse_datetime("2015-02-04 17:51:00", 19, &ms), CORE_OK);
-    cr_assert_eq(ms, 1423072260000LL);
-    sim_format_rfc3339(ms, 0, out);
-    cr_assert_str_eq(out, "2015-02-04T17:51:00Z");
-    cr_assert_eq(sim_parse_datetime("2026-11-29T18:00:00.125Z", 24, &ms), CORE_OK);
-    sim_format_rfc3339(ms, 1, out);
-    cr_assert_str_eq(out, "2026-11-29T18:00:00.125Z");
-    cr_assert_eq(sim_parse_datetime("2026-11-29T20:00:00+02:00", 25, &ms), CORE_OK);
-    sim_format_rfc3339(ms, 0, out);
-    cr_assert_str_eq(out, "2026-11-29T18:00:00Z");
-    cr_assert_eq(sim_parse_datetime("2016-02-29 00:00:00", 19, &ms), CORE_OK);
-    cr_assert_eq(sim_parse_datetime("2015-02-29 00:00:00", 19, &ms), CORE_EPARSE);
-    cr_assert_eq(sim_parse_datetime("2015-02-04 24:00:00", 19, &ms), CORE_EPARSE);
-    cr_assert_eq(sim_parse_datetime("2015-02-04", 10, &ms), CORE_EPARSE);
-    cr_assert_eq(sim_parse_datetime("2015-02-04 17:51:00x", 20, &ms), CORE_EPARSE);
-    sim_format_rfc3339(-1, 1, out); /* before the epoch */
-    cr_assert_str_eq(out, "1969-12-31T23:59:59.999Z");
-}
-
 Test(sim_bucket, paces_to_the_configured_rate)
 {
     struct sim_bucket b;

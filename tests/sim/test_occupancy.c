@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 
+#include "core/timefmt.h"
 #include "sim/encode.h"
 #include "sim/occupancy.h"
 #include "svc/replay_int.h"
@@ -58,9 +59,9 @@ static void check_file(const struct expect *x)
     cr_assert_eq(n, x->rows, "%s: %lu rows", x->file, n);
     cr_assert_eq(first.id, x->first_id);
     cr_assert_eq(row.id, x->last_id);
-    sim_format_rfc3339(first.ts_ms, 0, ts);
+    core_time_format(first.ts_ms, CORE_TIME_SEC, ts, sizeof(ts));
     cr_assert_str_eq(ts, x->first_date);
-    sim_format_rfc3339(row.ts_ms, 0, ts);
+    core_time_format(row.ts_ms, CORE_TIME_SEC, ts, sizeof(ts));
     cr_assert_str_eq(ts, x->last_date);
     cr_assert_float_eq(first.value[0], x->first_temp, 1e-12);
     cr_assert_float_eq(row.value[0], x->last_temp, 1e-12);

@@ -12,8 +12,8 @@
  * Row timestamps (needed to charge a private calibration to the privacy ledger, cal/ledger.h):
  * the Occupancy format always reads its "date" column (UTC, as `gcdp replay` does); a CSV
  * gives them in an optional column named by ts_column (not a node), each cell an integer
- * of milliseconds since the epoch or a date "YYYY-MM-DD[ T]HH:MM:SS[.fff][Z|+hh:mm]" (no
- * zone = UTC). A row without a parseable timestamp is a parse error naming line and column.
+ * of milliseconds since the epoch or an RFC 3339 date (core_time_parse_text, core/timefmt.h;
+ * no zone = UTC). A row without a parseable timestamp is a parse error naming line and column.
  *
  * Thread-safety: a cal_matrix is a plain value; share read-only.
  */
@@ -61,11 +61,6 @@ CORE_MUST_CHECK core_err cal_matrix_load_ts(const char *path, enum cal_format fm
                                             const char *label_column, const char *ts_column,
                                             size_t max_rows, struct cal_matrix **out,
                                             char *errbuf, size_t errbuf_size);
-
-/* Parse one timestamp cell: an optionally signed integer of milliseconds since the epoch
- * (at most 16 digits), or "YYYY-MM-DD[ T]HH:MM:SS[.f...][Z|z|+hh:mm|-hh:mm]" (no zone = UTC;
- * digits below the millisecond are truncated). Returns CORE_OK or CORE_EPARSE. */
-CORE_MUST_CHECK core_err cal_ts_parse(const char *s, int64_t *ms);
 
 /* Copy arrays into a new matrix (x: n x m row-major; labels may be NULL). */
 CORE_MUST_CHECK core_err cal_matrix_from_arrays(size_t n, size_t m, const double *x,

@@ -13,6 +13,7 @@
 #include "cal/influence.h"
 #include "core/dp_mech.h"
 #include "core/mem.h"
+#include "core/timefmt.h"
 
 /* ------------------------------------------------------------------ options */
 
@@ -501,10 +502,8 @@ static core_err compute_xi(struct run *r, const struct cal_matrix *mx, const str
 static void stamp(struct cal_theta *t, const struct cal_opts *o, const struct cal_matrix *mx)
 {
     struct timespec ts;
-    struct tm tmv;
     clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tmv);
-    strftime(t->created_at, sizeof(t->created_at), "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    core_time_format((int64_t)ts.tv_sec * 1000, CORE_TIME_SEC, t->created_at, sizeof(t->created_at));
     t->version = o->version ? o->version
                             : (uint64_t)ts.tv_sec * 1000u + (uint64_t)(ts.tv_nsec / 1000000);
     t->mode = o->mode;

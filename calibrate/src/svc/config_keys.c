@@ -5,11 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#define K_INT(name, def, lo, hi, help)  {name, CORE_CFG_INT, def, lo, hi, NULL, help, NULL}
-#define K_DBL(name, def, lo, hi, help)  {name, CORE_CFG_DOUBLE, def, lo, hi, NULL, help, NULL}
-#define K_STR(name, def, help)          {name, CORE_CFG_STRING, def, 1, 0, NULL, help, NULL}
-#define K_ENUM(name, def, choices, help) {name, CORE_CFG_ENUM, def, 1, 0, choices, help, NULL}
-#define K_JSON(name, def, help, check)  {name, CORE_CFG_JSON, def, 1, 0, NULL, help, check}
+#include "core/cfg_keys.h"
 
 /* [lo, hi] with finite lo < hi. */
 static core_err check_pair(const json_t *v, char *eb, size_t ebn)

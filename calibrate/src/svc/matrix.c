@@ -9,7 +9,9 @@
 #include <strings.h>
 
 #include "cal/theta.h"
+#include "core/lines.h"
 #include "core/mem.h"
+#include "core/timefmt.h"
 
 #define MAX_FIELDS (CAL_MAX_NODES + 8)
 
@@ -34,77 +36,6 @@ void cal_matrix_set_ts(struct cal_matrix *mx, const int64_t *ts)
     free(mx->ts);
     mx->ts = core_xmalloc(mx->n * sizeof(int64_t));
     memcpy(mx->ts, ts, mx->n * sizeof(int64_t));
-}
-
-/* Days since 1970-01-01 of the proleptic Gregorian date y-m-d (H. Hinnant,
- * "chrono-Compatible Low-Level Date Algorithms", days_from_civil). */
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-    int64_t era, yoe, doy, doe;
-    y -= m <= 2;
-    era = (y >= 0 ? y : y - 399) / 400;
-    yoe = y - era * 400;
-    doy = (153 * (int64_t)(m > 2 ? m - 3 : m + 9) + 2) / 5 + (int64_t)d - 1;
-    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static int digits(const char *s, int n, unsigned *out)
-{
-    unsigned v = 0;
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10u + (unsigned)(s[i] - '0');
-    }
-    *out = v;
-    return 0;
-}
-
-core_err cal_ts_parse(const char *s, int64_t *ms)
-{
-    static const unsigned mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    unsigned y, mo, d, h, mi, sec, oh = 0, om = 0;
-    size_t n = strlen(s), i, nd;
-    int64_t frac = 0, off = 0;
-
-    nd = strspn(s + (s[0] == '-'), "0123456789");
-    if (nd > 0 && nd <= 16 && s[(s[0] == '-') + nd] == '\0') { /* integer milliseconds */
-        *ms = strtoll(s, NULL, 10);
-        return CORE_OK;
-    }
-    if (n < 19 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') ||
-        s[13] != ':' || s[16] != ':' || digits(s, 4, &y) || digits(s + 5, 2, &mo) ||
-        digits(s + 8, 2, &d) || digits(s + 11, 2, &h) || digits(s + 14, 2, &mi) ||
-        digits(s + 17, 2, &sec))
-        return CORE_EPARSE;
-    if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || sec > 59 ||
-        (mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)))
-        return CORE_EPARSE;
-    i = 19;
-    if (s[i] == '.') {
-        size_t k = 0;
-        for (i++; s[i] >= '0' && s[i] <= '9'; i++, k++)
-            if (k < 3)
-                frac = frac * 10 + (s[i] - '0');
-        if (k == 0)
-            return CORE_EPARSE;
-        for (; k < 3; k++)
-            frac *= 10;
-    }
-    if ((s[i] == 'Z' || s[i] == 'z') && s[i + 1] == '\0') {
-        i++;
-    } else if ((s[i] == '+' || s[i] == '-') && n - i == 6 && s[i + 3] == ':' &&
-               digits(s + i + 1, 2, &oh) == 0 && digits(s + i + 4, 2, &om) == 0 && oh < 24 &&
-               om < 60) {
-        off = (s[i] == '-' ? -1 : 1) * (int64_t)(oh * 60 + om);
-        i += 6;
-    }
-    if (s[i] != '\0')
-        return CORE_EPARSE;
-    *ms = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi - off) * 60000 + (int64_t)sec * 1000 +
-          frac;
-    return CORE_OK;
 }
 
 core_err cal_matrix_from_arrays(size_t n, size_t m, const double *x, const char *const *names,
@@ -257,10 +188,12 @@ static core_err add_row(struct loader *L, char **f, size_t nf, size_t line, char
                         size_t ebn)
 {
     size_t off = (size_t)L->skip_lead;
+    const char *tcell;
     if (nf != L->n_header + off) {
         snprintf(eb, ebn, "line %zu: %zu fields, expected %zu", line, nf, L->n_header + off);
         return CORE_EPARSE;
     }
+    tcell = L->ts_col >= 0 ? f[(size_t)L->ts_col + off] : NULL;
     if (L->n == L->max_rows || (L->n + 1) * L->m > CAL_MAX_CELLS) {
         snprintf(eb, ebn, "line %zu: more than %zu rows (cap)", line, L->max_rows);
         return CORE_ETOOBIG;
@@ -272,10 +205,10 @@ static core_err add_row(struct loader *L, char **f, size_t nf, size_t line, char
         if (L->ts_col >= 0)
             L->ts = core_xrealloc(L->ts, L->cap_rows * sizeof(int64_t));
     }
-    if (L->ts_col >= 0 && cal_ts_parse(f[(size_t)L->ts_col + off], &L->ts[L->n]) != CORE_OK) {
+    if (tcell && core_time_parse_text(tcell, strlen(tcell), &L->ts[L->n]) != CORE_OK) {
         snprintf(eb, ebn,
                  "line %zu column \"%s\": not a timestamp (integer ms since the epoch or "
-                 "YYYY-MM-DD HH:MM:SS[.fff][Z|+hh:mm])",
+                 "RFC 3339, see core/timefmt.h)",
                  line, L->ts_name);
         return CORE_EPARSE;
     }
@@ -349,34 +282,52 @@ core_err cal_matrix_load(const char *path, enum cal_format fmt, const char *labe
     return cal_matrix_load_ts(path, fmt, label_column, NULL, max_rows, out, eb, ebn);
 }
 
+/* What a whole file must give: nodes within the cap, 2 rows, 2 Occupancy classes. */
+static core_err check_loaded(const struct loader *L, const char *path, enum cal_format fmt,
+                             char *eb, size_t ebn)
+{
+    if (L->m > CAL_MAX_NODES) {
+        snprintf(eb, ebn, "%s: more than %u nodes", path, CAL_MAX_NODES);
+        return CORE_ETOOBIG;
+    }
+    if (L->n < 2) {
+        snprintf(eb, ebn, "%s: fewer than 2 data rows", path);
+        return CORE_EINVAL;
+    }
+    if (L->label_col >= 0 && L->n_classes < 2 && fmt == CAL_FORMAT_OCCUPANCY) {
+        snprintf(eb, ebn, "%s: Occupancy column has fewer than 2 classes", path);
+        return CORE_EINVAL;
+    }
+    return CORE_OK;
+}
+
 core_err cal_matrix_load_ts(const char *path, enum cal_format fmt, const char *label_column,
                             const char *ts_column, size_t max_rows, struct cal_matrix **out,
                             char *eb, size_t ebn)
 {
     struct loader L = {0};
-    char *line = NULL, **f = core_xmalloc((MAX_FIELDS + 1) * sizeof(char *));
-    size_t cap = 0, lineno = 0;
-    ssize_t len;
-    FILE *fp = NULL;
+    char *line, **f = core_xmalloc((MAX_FIELDS + 1) * sizeof(char *));
+    size_t len, lineno = 0;
+    struct core_lines *ln = NULL;
     core_err rc = CORE_OK;
 
     *out = NULL;
     L.max_rows = max_rows < CAL_MAX_ROWS ? max_rows : CAL_MAX_ROWS;
+    /* caps count the "\n": CAL_MAX_LINE bytes with it */
     if (strcmp(path, "-") == 0) {
-        fp = stdin; /* a stream: e.g. `... | gcdp calibrate -i -` */
-    } else if (!(fp = fopen(path, "r"))) {
+        ln = core_lines_wrap(stdin, "-", CAL_MAX_LINE - 1); /* e.g. `... | gcdp calibrate -i -` */
+    } else if (core_lines_open(path, CAL_MAX_LINE - 1, &ln, eb, ebn) != CORE_OK) {
         snprintf(eb, ebn, "%s: %s", path, strerror(errno));
         rc = CORE_EIO;
         goto out;
     }
-    while ((len = getline(&line, &cap, fp)) >= 0) {
+    while ((rc = core_lines_next(ln, &line, &len, eb, ebn)) != CORE_ENOTFOUND) {
         size_t nf;
-        lineno++;
-        if ((size_t)len > CAL_MAX_LINE) {
+        lineno = (size_t)core_lines_lineno(ln);
+        if (rc == CORE_ETOOBIG)
             snprintf(eb, ebn, "%s line %zu: longer than %u bytes", path, lineno, CAL_MAX_LINE);
-            rc = CORE_ETOOBIG;
-            goto out;
-        }
+        if (rc != CORE_OK)
+            goto out; /* also a NUL byte (CORE_EPARSE) and read errors (CORE_EIO) */
         if (line[strspn(line, " \t\r\n")] == '\0')
             continue; /* blank line */
         nf = split_fields(line, f, MAX_FIELDS);
@@ -398,22 +349,11 @@ core_err cal_matrix_load_ts(const char *path, enum cal_format fmt, const char *l
         if (rc != CORE_OK)
             goto out;
     }
-    if (L.m > CAL_MAX_NODES) {
-        snprintf(eb, ebn, "%s: more than %u nodes", path, CAL_MAX_NODES);
-        rc = CORE_ETOOBIG;
-    } else if (L.n < 2) {
-        snprintf(eb, ebn, "%s: fewer than 2 data rows", path);
-        rc = CORE_EINVAL;
-    } else if (L.label_col >= 0 && L.n_classes < 2 && fmt == CAL_FORMAT_OCCUPANCY) {
-        snprintf(eb, ebn, "%s: Occupancy column has fewer than 2 classes", path);
-        rc = CORE_EINVAL;
-    }
+    rc = check_loaded(&L, path, fmt, eb, ebn);
     if (rc == CORE_OK)
         *out = loader_take(&L);
 out:
-    if (fp && fp != stdin)
-        fclose(fp);
-    free(line);
+    core_lines_free(ln);
     free(f);
     loader_cleanup(&L);
     return rc;

@@ -1,4 +1,4 @@
-/* publish.c - θ to topics.calibration with a synchronous idempotent producer. */
+/* publish.c - θ to topics.calibration with core's synchronous producer (core/ksync.h). */
 #include "cal/publish.h"
 
 #include <inttypes.h>
@@ -6,34 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <librdkafka/rdkafka.h>
-
-#include "core/kconf.h"
-
-/* Delivery result of the one record (set by the delivery-report callback). */
-struct dr_state {
-    int done;
-    rd_kafka_resp_err_t err;
-};
-
-static void on_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
-{
-    struct dr_state *st = rd_kafka_opaque(rk);
-    (void)opaque;
-    st->done = 1;
-    st->err = m->err;
-}
+#include "core/ksync.h"
 
 core_err cal_theta_publish(const struct core_config *cfg, const struct cal_theta *t,
                            int timeout_ms, char *eb, size_t ebn)
 {
-    struct dr_state st = {0, RD_KAFKA_RESP_ERR_NO_ERROR};
-    rd_kafka_conf_t *conf = NULL;
-    rd_kafka_t *rk = NULL;
-    rd_kafka_topic_t *rkt = NULL;
+    struct core_ksync_opts po = {.topic = core_config_str(cfg, "topics.calibration")};
+    struct core_ksync *p = NULL;
     json_t *j = NULL;
-    char *val = NULL, key[32], why[512];
-    const char *topic = core_config_str(cfg, "topics.calibration");
+    char *val = NULL, key[32];
     core_err rc;
 
     if (!core_config_str(cfg, "broker.bootstrap")) {
@@ -50,38 +31,13 @@ core_err cal_theta_publish(const struct core_config *cfg, const struct cal_theta
         return CORE_ENOMEM;
     }
     snprintf(key, sizeof(key), "%" PRIu64, t->version);
-    if ((rc = core_kafka_conf_new(cfg, CORE_KAFKA_PRODUCER, NULL, &conf, eb, ebn)) != CORE_OK)
-        goto out;
-    rd_kafka_conf_set_dr_msg_cb(conf, on_dr);
-    rd_kafka_conf_set_opaque(conf, &st);
-    if (!(rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof(why)))) {
-        snprintf(eb, ebn, "kafka producer: %s", why);
-        rc = CORE_EKAFKA;
-        goto out;
-    }
-    conf = NULL; /* rd_kafka_new took ownership on success */
-    /* rd_kafka_produce, not producev: its varargs macros are GNU statement expressions */
-    if (!(rkt = rd_kafka_topic_new(rk, topic, NULL)) ||
-        rd_kafka_produce(rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY, val, strlen(val), key,
-                         strlen(key), NULL) != 0) {
-        snprintf(eb, ebn, "%s: produce failed: %s", topic, rd_kafka_err2str(rd_kafka_last_error()));
-        rc = CORE_EKAFKA;
-        goto out;
-    }
-    rd_kafka_flush(rk, timeout_ms);
-    rd_kafka_poll(rk, 0);
-    if (!st.done || st.err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        snprintf(eb, ebn, "%s: theta not acknowledged within %d ms (%s)", topic, timeout_ms,
-                 st.done ? rd_kafka_err2str(st.err) : "timed out");
-        rc = CORE_EKAFKA;
-    }
-out:
-    if (rkt)
-        rd_kafka_topic_destroy(rkt);
-    if (rk)
-        rd_kafka_destroy(rk);
-    if (conf)
-        rd_kafka_conf_destroy(conf);
+    po.max_message_bytes = strlen(val);
+    rc = core_ksync_new(cfg, &po, &p, eb, ebn);
+    if (rc == CORE_OK)
+        rc = core_ksync_send(p, key, strlen(key), val, strlen(val), NULL, NULL, 0, eb, ebn);
+    if (rc == CORE_OK)
+        rc = core_ksync_flush(p, timeout_ms, NULL, eb, ebn); /* theta acknowledged, or not */
+    core_ksync_free(p);
     free(val);
     return rc;
 }

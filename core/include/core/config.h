@@ -46,6 +46,21 @@ struct core_cfg_key {
     core_cfg_check_fn *check; /* optional */
 };
 
+/* Rows of a key table, defined once for every stage's table (use these, not positional
+ * initializers): CORE_KEY_INT("ingest.period_ms", "60000", 1, 86400000, "help"). */
+#define CORE_KEY_INT(name, def, lo, hi, help)                                              \
+    {(name), CORE_CFG_INT, (def), (lo), (hi), NULL, (help), NULL}
+#define CORE_KEY_DBL(name, def, lo, hi, help)                                              \
+    {(name), CORE_CFG_DOUBLE, (def), (lo), (hi), NULL, (help), NULL}
+#define CORE_KEY_BOOL(name, def, help) {(name), CORE_CFG_BOOL, (def), 1, 0, NULL, (help), NULL}
+#define CORE_KEY_STR(name, def, help)  {(name), CORE_CFG_STRING, (def), 1, 0, NULL, (help), NULL}
+#define CORE_KEY_STR_CHECK(name, def, help, check)                                         \
+    {(name), CORE_CFG_STRING, (def), 1, 0, NULL, (help), (check)}
+#define CORE_KEY_ENUM(name, def, choices, help)                                            \
+    {(name), CORE_CFG_ENUM, (def), 1, 0, (choices), (help), NULL}
+#define CORE_KEY_JSON(name, def, help, check)                                              \
+    {(name), CORE_CFG_JSON, (def), 1, 0, NULL, (help), (check)}
+
 struct core_config;
 
 /* New configuration holding the defaults of every key in tables[0..ntables).
@@ -78,7 +93,10 @@ CORE_MUST_CHECK core_err core_config_set_json(struct core_config *cfg, const cha
 CORE_MUST_CHECK core_err core_config_set_arg(struct core_config *cfg, const char *arg,
                                              char *errbuf, size_t errbuf_size);
 
-/* Getters. The key must be declared with the matching type (asserted: a programmer error).
+/* Getters. The key must be declared with the matching type (ENUM reads as a string). An
+ * undeclared key or a wrong type is a programmer error, fatal in every build (release
+ * included): a FATAL log line naming the key, then abort(); a misspelt key never reads as 0.
+ * The same holds for core_config_is_set and core_config_is_explicit.
  * String/JSON results are borrowed and valid until the key is set again or cfg is freed. */
 bool core_config_bool(const struct core_config *cfg, const char *key);
 int64_t core_config_int(const struct core_config *cfg, const char *key);

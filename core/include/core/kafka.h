@@ -138,6 +138,14 @@ rd_kafka_resp_err_t core_kafka_produce_copy(rd_kafka_t *rk, const char *topic, i
                                             const void *key, size_t key_len, const void *value,
                                             size_t value_len, void *opaque);
 
+/* As core_kafka_produce_copy, with headers hdrs (may be NULL): librdkafka takes them on
+ * success only; after an error the caller still owns (and destroys) them. */
+rd_kafka_resp_err_t core_kafka_produce_copy_hdrs(rd_kafka_t *rk, const char *topic,
+                                                 int32_t partition, const void *key,
+                                                 size_t key_len, const void *value,
+                                                 size_t value_len, rd_kafka_headers_t *hdrs,
+                                                 void *opaque);
+
 /* Delivery report for one produced record: err 0 = acknowledged by the broker.
  *   opaque  the value passed to core_kproducer_send. */
 typedef void core_kdelivery_fn(void *arg, void *opaque, rd_kafka_resp_err_t err);

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/timefmt.h"
+
 #define R(reason, ...) (snprintf(detail, detail_size, __VA_ARGS__), (reason))
 
 static enum ing_reason map_json_error(const json_error_t *err, char *detail, size_t detail_size)
@@ -152,7 +154,7 @@ static enum ing_reason check_ts(const struct ing_params *p, const json_t *t, int
     if (json_is_integer(t)) {
         ms = (int64_t)json_integer_value(t);
     } else if (json_is_string(t)) {
-        if (!ing__ts_parse(json_string_value(t), json_string_length(t), &ms))
+        if (core_time_parse(json_string_value(t), json_string_length(t), &ms) != CORE_OK)
             return R(ING_R_TS_UNPARSEABLE, "\"ts\" is not RFC 3339 or 'YYYY-MM-DD HH:MM:SS'");
     } else {
         return R(ING_R_TS_WRONG_TYPE, "\"ts\" must be an RFC 3339 string or integer epoch ms");
@@ -346,7 +348,7 @@ static bool fast_accept(const struct ing_params *p, const struct ing__fj_doc *d,
         return false;
     if (d->ts_is_int)
         ms = d->ts_int;
-    else if (!ing__ts_parse(d->ts_str.p, d->ts_str.n, &ms))
+    else if (core_time_parse(d->ts_str.p, d->ts_str.n, &ms) != CORE_OK)
         return false;
     if (ts_reason(p, ms, now_ms) != ING_R_NONE || ((d->seen & ING__FJ_SEQ) && d->seq < 0) ||
         d->n_values == 0)

@@ -163,6 +163,7 @@ struct ing_engine *ing_engine_new(const struct ing_params *p, char *errbuf, size
     if (!p || ing_params_validate(p, errbuf, errbuf_size) != CORE_OK)
         return NULL;
     eng = core_xcalloc(1, sizeof(*eng));
+    core_buf_init(&eng->out, CORE_BUF_NO_CAP); /* records are bounded by the params' caps */
     eng->p = *p;
     eng->n_slots = p->window_ms / p->period_ms;
     eng->half = p->period_ms / 2;
@@ -195,7 +196,7 @@ void ing_engine_free(struct ing_engine *eng)
     ing__window_scratch_cleanup(&eng->ws);
     ing__jalloc_free(eng->ja);
     ing__fj_free(eng->fj);
-    free(eng->out.p);
+    core_buf_cleanup(&eng->out);
     free(eng);
 }
 
@@ -544,42 +545,50 @@ static enum ing_reason admit(struct ing_engine *e, const struct ing__reading *r,
 
 /* ---- dead letters ---- */
 
-static void put_key(struct ing_buf *b, const char *key, size_t key_len)
+/* base64 of s[0..n) as a JSON string */
+static void put_base64(struct core_buf *b, const char *s, size_t n)
+{
+    core_buf_putc(b, '"');
+    core_buf_base64(b, s, n);
+    core_buf_putc(b, '"');
+}
+
+static void put_key(struct core_buf *b, const char *key, size_t key_len)
 {
     size_t n = key_len > KEY_MAX ? KEY_MAX : key_len;
 
-    ing__buf_puts(b, ",\"key\":");
+    core_buf_puts(b, ",\"key\":");
     if (!key) {
-        ing__buf_puts(b, "null");
+        core_buf_puts(b, "null");
         return;
     }
     if (ing__utf8_valid(key, n) && !memchr(key, '\0', n)) { /* as the payload */
-        ing__buf_json_str(b, key, n);
+        core_buf_json_str(b, key, n);
     } else {
-        ing__buf_base64(b, (const unsigned char *)key, n);
-        ing__buf_puts(b, ",\"key_encoding\":\"base64\"");
+        put_base64(b, key, n);
+        core_buf_puts(b, ",\"key_encoding\":\"base64\"");
     }
     if (n < key_len)
-        ing__buf_puts(b, ",\"key_truncated\":true");
+        core_buf_puts(b, ",\"key_truncated\":true");
 }
 
-static void put_payload(struct ing_buf *b, const char *payload, size_t len, size_t cap)
+static void put_payload(struct core_buf *b, const char *payload, size_t len, size_t cap)
 {
     size_t n = len > cap ? cap : len;
     /* A NUL byte is valid UTF-8 but becomes "\u0000", which many JSON readers (jansson by
      * default) refuse: such payloads go out as base64 too. */
     bool utf8 = ing__utf8_valid(payload, n) && !memchr(payload, '\0', n);
 
-    ing__buf_puts(b, ",\"payload_encoding\":");
-    ing__buf_puts(b, utf8 ? "\"utf8\"" : "\"base64\"");
-    ing__buf_puts(b, ",\"payload_bytes\":");
-    ing__buf_int(b, (int64_t)len);
-    ing__buf_puts(b, n < len ? ",\"payload_truncated\":true" : ",\"payload_truncated\":false");
-    ing__buf_puts(b, ",\"payload\":");
+    core_buf_puts(b, ",\"payload_encoding\":");
+    core_buf_puts(b, utf8 ? "\"utf8\"" : "\"base64\"");
+    core_buf_puts(b, ",\"payload_bytes\":");
+    core_buf_int(b, (int64_t)len);
+    core_buf_puts(b, n < len ? ",\"payload_truncated\":true" : ",\"payload_truncated\":false");
+    core_buf_puts(b, ",\"payload\":");
     if (utf8)
-        ing__buf_json_str(b, payload, n);
+        core_buf_json_str(b, payload, n);
     else
-        ing__buf_base64(b, (const unsigned char *)payload, n);
+        put_base64(b, payload, n);
 }
 
 static void reject(struct ing_engine *e, enum ing_reason reason, const char *detail,
@@ -587,7 +596,7 @@ static void reject(struct ing_engine *e, enum ing_reason reason, const char *det
                    const struct ing__reading *r, const struct ing_source *src, int64_t now_ms,
                    const struct ing_sink *sink)
 {
-    struct ing_buf *b = &e->out;
+    struct core_buf *b = &e->out;
     struct ing_reject_info info = {reason, src};
 
     e->c.rejected++;
@@ -598,26 +607,26 @@ static void reject(struct ing_engine *e, enum ing_reason reason, const char *det
         e->c.late++;
     if (!sink || !sink->on_reject)
         return;
-    b->len = 0;
-    ing__buf_puts(b, "{\"schema\":\"" ING_SCHEMA_REJECTED "\",\"reason\":\"");
-    ing__buf_puts(b, ing_reason_code(reason));
-    ing__buf_puts(b, "\",\"detail\":");
-    ing__buf_json_str(b, detail, strlen(detail));
-    ing__buf_puts(b, ",\"source\":{\"topic\":");
-    ing__buf_json_str(b, src->topic ? src->topic : "", src->topic ? strlen(src->topic) : 0);
-    ing__buf_puts(b, ",\"partition\":");
-    ing__buf_int(b, src->partition);
-    ing__buf_puts(b, ",\"offset\":");
-    ing__buf_int(b, src->offset);
-    ing__buf_puts(b, "},\"received_at_ms\":");
-    ing__buf_int(b, now_ms);
+    core_buf_reset(b);
+    core_buf_puts(b, "{\"schema\":\"" ING_SCHEMA_REJECTED "\",\"reason\":\"");
+    core_buf_puts(b, ing_reason_code(reason));
+    core_buf_puts(b, "\",\"detail\":");
+    core_buf_json_str(b, detail, strlen(detail));
+    core_buf_puts(b, ",\"source\":{\"topic\":");
+    core_buf_json_str(b, src->topic ? src->topic : "", src->topic ? strlen(src->topic) : 0);
+    core_buf_puts(b, ",\"partition\":");
+    core_buf_int(b, src->partition);
+    core_buf_puts(b, ",\"offset\":");
+    core_buf_int(b, src->offset);
+    core_buf_puts(b, "},\"received_at_ms\":");
+    core_buf_int(b, now_ms);
     if (r->device) {
-        ing__buf_puts(b, ",\"device\":");
-        ing__buf_json_str(b, r->device, r->device_len);
+        core_buf_puts(b, ",\"device\":");
+        core_buf_json_str(b, r->device, r->device_len);
     }
     put_key(b, key, key_len);
     put_payload(b, payload, len, e->p.max_message_bytes);
-    ing__buf_puts(b, "}");
+    core_buf_puts(b, "}");
     sink->on_reject(sink->arg, key, key_len, b->p, b->len, &info);
 }
 

@@ -1,169 +1,9 @@
-/* util.c - timestamps, UTF-8 check, JSON output buffer (ing_int.h). */
+/* util.c - UTF-8 check, JSON output buffer (ing_int.h). */
 #include <stdio.h>
 #include <string.h>
 
 #include "core/mem.h"
 #include "ing_int.h"
-
-/* Days since 1970-01-01 of a proleptic Gregorian civil date (H. Hinnant's algorithm). */
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-    int64_t era, yoe, doy, doe;
-
-    y -= m <= 2;
-    era = (y >= 0 ? y : y - 399) / 400;
-    yoe = y - era * 400;
-    doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static void civil_from_days(int64_t z, int64_t *y, int64_t *m, int64_t *d)
-{
-    int64_t era, doe, yoe, doy, mp;
-
-    z += 719468;
-    era = (z >= 0 ? z : z - 146096) / 146097;
-    doe = z - era * 146097;
-    yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    mp = (5 * doy + 2) / 153;
-    *d = doy - (153 * mp + 2) / 5 + 1;
-    *m = mp < 10 ? mp + 3 : mp - 9;
-    *y = yoe + era * 400 + (*m <= 2);
-}
-
-static bool leap(int64_t y)
-{
-    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-static int days_in_month(int64_t y, int64_t m)
-{
-    static const int dm[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    return m == 2 && leap(y) ? 29 : dm[m - 1];
-}
-
-/* Read exactly n digits at s; false if any is not a digit. */
-static bool digits(const char *s, int n, int64_t *out)
-{
-    int64_t v = 0;
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
-    return true;
-}
-
-/* Parse ".fff..." at s[*i]; adds milliseconds (truncated) to *ms. */
-static bool parse_fraction(const char *s, size_t len, size_t *i, int64_t *ms)
-{
-    int nd = 0;
-    int64_t frac = 0;
-
-    if (*i >= len || s[*i] != '.')
-        return true;
-    (*i)++;
-    while (*i < len && s[*i] >= '0' && s[*i] <= '9') {
-        if (nd < 3)
-            frac = frac * 10 + (s[*i] - '0');
-        nd++;
-        (*i)++;
-    }
-    if (nd == 0 || nd > 9)
-        return false;
-    for (int k = nd; k < 3; k++)
-        frac *= 10;
-    *ms += frac;
-    return true;
-}
-
-/* Parse the zone suffix at s[i..len): nothing, Z/z, or +HH:MM / -HH:MM. */
-static bool parse_zone(const char *s, size_t len, size_t i, int64_t *offset_ms)
-{
-    int64_t hh, mm;
-
-    *offset_ms = 0;
-    if (i == len)
-        return true;
-    if ((s[i] == 'Z' || s[i] == 'z') && i + 1 == len)
-        return true;
-    if ((s[i] != '+' && s[i] != '-') || len - i != 6 || s[i + 3] != ':' ||
-        !digits(s + i + 1, 2, &hh) || !digits(s + i + 4, 2, &mm) || hh > 23 || mm > 59)
-        return false;
-    *offset_ms = (hh * 60 + mm) * 60000 * (s[i] == '-' ? -1 : 1);
-    return true;
-}
-
-bool ing__ts_parse(const char *s, size_t len, int64_t *out_ms)
-{
-    int64_t y, mo, d, h, mi, se, ms = 0, off;
-    size_t i = 19;
-
-    if (len < 19 || len > 40 || s[4] != '-' || s[7] != '-' ||
-        (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' || s[16] != ':')
-        return false;
-    if (!digits(s, 4, &y) || !digits(s + 5, 2, &mo) || !digits(s + 8, 2, &d) ||
-        !digits(s + 11, 2, &h) || !digits(s + 14, 2, &mi) || !digits(s + 17, 2, &se))
-        return false;
-    if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || se > 59)
-        return false;
-    if (!parse_fraction(s, len, &i, &ms) || !parse_zone(s, len, i, &off))
-        return false;
-    *out_ms = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60000 + se * 1000 + ms - off;
-    return true;
-}
-
-/* Write v (0 <= v < 10^w) as exactly w decimal digits at o. */
-static void put_digits(char *o, int64_t v, int w)
-{
-    for (int i = w - 1; i >= 0; i--) {
-        o[i] = (char)('0' + v % 10);
-        v /= 10;
-    }
-}
-
-/* Hand-written (no snprintf: this runs twice per emitted window). Years outside 0..9999
- * cannot occur (ts is capped to [1970, 10000) by ING_TS_FLOOR/CEIL) but fall back. */
-size_t ing__ts_format(int64_t ms, char *out, size_t out_size)
-{
-    int64_t days = ing__floor_div(ms, 86400000), rem = ms - days * 86400000;
-    int64_t y, m, d;
-    size_t n = rem % 1000 == 0 ? 20 : 24;
-    char tmp[24];
-
-    civil_from_days(days, &y, &m, &d);
-    if (y < 0 || y > 9999) {
-        int k = snprintf(out, out_size, "%lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03lldZ",
-                         (long long)y, (long long)m, (long long)d, (long long)(rem / 3600000),
-                         (long long)(rem / 60000 % 60), (long long)(rem / 1000 % 60),
-                         (long long)(rem % 1000));
-        return k < 0 ? 0 : (size_t)k;
-    }
-    put_digits(tmp, y, 4);
-    tmp[4] = '-';
-    put_digits(tmp + 5, m, 2);
-    tmp[7] = '-';
-    put_digits(tmp + 8, d, 2);
-    tmp[10] = 'T';
-    put_digits(tmp + 11, rem / 3600000, 2);
-    tmp[13] = ':';
-    put_digits(tmp + 14, rem / 60000 % 60, 2);
-    tmp[16] = ':';
-    put_digits(tmp + 17, rem / 1000 % 60, 2);
-    if (n == 24) {
-        tmp[19] = '.';
-        put_digits(tmp + 20, rem % 1000, 3);
-    }
-    tmp[n - 1] = 'Z';
-    if (out_size == 0)
-        return n;
-    memcpy(out, tmp, n < out_size ? n : out_size - 1);
-    out[n < out_size ? n : out_size - 1] = '\0';
-    return n;
-}
 
 /* Length of the UTF-8 sequence at s (n bytes left), or 0 if malformed. */
 static size_t utf8_seq(const unsigned char *s, size_t n)
@@ -227,45 +67,6 @@ void ing__utf8_sanitize(char *s)
         }
         i += k;
     }
-}
-
-void ing__buf_reserve(struct ing_buf *b, size_t extra)
-{
-    size_t need = b->len + extra + 1;
-    if (need <= b->cap)
-        return;
-    while (b->cap < need)
-        b->cap = b->cap ? b->cap * 2 : 1024;
-    b->p = core_xrealloc(b->p, b->cap);
-}
-
-void ing__buf_put(struct ing_buf *b, const char *s, size_t n)
-{
-    ing__buf_reserve(b, n);
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-void ing__buf_puts(struct ing_buf *b, const char *s)
-{
-    ing__buf_put(b, s, strlen(s));
-}
-
-/* Hand-written (no snprintf): several per window record and dead letter. */
-void ing__buf_int(struct ing_buf *b, int64_t v)
-{
-    char tmp[24];
-    size_t i = sizeof(tmp);
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v; /* INT64_MIN safe */
-
-    do {
-        tmp[--i] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        tmp[--i] = '-';
-    ing__buf_put(b, tmp + i, sizeof(tmp) - i);
 }
 
 __extension__ typedef unsigned __int128 ing__u128;
@@ -340,72 +141,16 @@ size_t ing__fmt_unit_double(double x, char *out)
     return n;
 }
 
-void ing__buf_double(struct ing_buf *b, double v)
+void ing__buf_double(struct core_buf *b, double v)
 {
     char tmp[40];
     size_t n = ing__fmt_unit_double(v, tmp);
     int k;
 
     if (n) {
-        ing__buf_put(b, tmp, n);
+        core_buf_put(b, tmp, n);
         return;
     }
     k = snprintf(tmp, sizeof(tmp), "%.17g", v);
-    ing__buf_put(b, tmp, (size_t)k);
-}
-
-void ing__buf_json_str(struct ing_buf *b, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-
-    ing__buf_reserve(b, n * 6 + 2);
-    b->p[b->len++] = '"';
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char *o = b->p + b->len;
-        if (c == '"' || c == '\\') {
-            o[0] = '\\', o[1] = (char)c, b->len += 2;
-        } else if (c == '\n') {
-            o[0] = '\\', o[1] = 'n', b->len += 2;
-        } else if (c == '\r') {
-            o[0] = '\\', o[1] = 'r', b->len += 2;
-        } else if (c == '\t') {
-            o[0] = '\\', o[1] = 't', b->len += 2;
-        } else if (c < 0x20 || c == 0x7f) {
-            o[0] = '\\', o[1] = 'u', o[2] = '0', o[3] = '0';
-            o[4] = hex[c >> 4], o[5] = hex[c & 15];
-            b->len += 6;
-        } else {
-            o[0] = (char)c, b->len += 1;
-        }
-    }
-    b->p[b->len++] = '"';
-    b->p[b->len] = '\0';
-}
-
-void ing__buf_base64(struct ing_buf *b, const unsigned char *s, size_t n)
-{
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t i = 0;
-
-    ing__buf_reserve(b, (n + 2) / 3 * 4 + 2);
-    b->p[b->len++] = '"';
-    for (; i + 2 < n; i += 3) {
-        unsigned v = (unsigned)s[i] << 16 | (unsigned)s[i + 1] << 8 | s[i + 2];
-        b->p[b->len++] = tab[v >> 18];
-        b->p[b->len++] = tab[(v >> 12) & 63];
-        b->p[b->len++] = tab[(v >> 6) & 63];
-        b->p[b->len++] = tab[v & 63];
-    }
-    if (i < n) {
-        unsigned v = (unsigned)s[i] << 16 | (i + 1 < n ? (unsigned)s[i + 1] << 8 : 0u);
-        b->p[b->len++] = tab[v >> 18];
-        b->p[b->len++] = tab[(v >> 12) & 63];
-        b->p[b->len++] = '=';
-        b->p[b->len++] = '=';
-        if (i + 1 < n)
-            b->p[b->len - 2] = tab[(v >> 6) & 63];
-    }
-    b->p[b->len++] = '"';
-    b->p[b->len] = '\0';
+    core_buf_put(b, tmp, (size_t)k);
 }

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "core/mem.h"
+#include "core/timefmt.h"
 
 enum { F_MEAN, F_COUNT, F_MIN, F_MAX, F_STD };
 
@@ -246,42 +247,42 @@ static void collect_src(struct ing__wscratch *ws, const struct ing__dev *d, size
     *n_src = n;
 }
 
-static void put_node_name(struct ing_buf *b, const struct ing_engine *e, size_t c, unsigned bit)
+static void put_node_name(struct core_buf *b, const struct ing_engine *e, size_t c, unsigned bit)
 {
-    ing__buf_puts(b, "\"");
-    ing__buf_puts(b, e->p.channels[c].name);
-    ing__buf_puts(b, ".");
-    ing__buf_puts(b, ing__feature_name(bit));
-    ing__buf_puts(b, "\":");
+    core_buf_puts(b, "\"");
+    core_buf_puts(b, e->p.channels[c].name);
+    core_buf_puts(b, ".");
+    core_buf_puts(b, ing__feature_name(bit));
+    core_buf_puts(b, "\":");
 }
 
 /* One node's provenance: {"stat":..,"channel":..,"clip":[L,U],"n_imputed":k,"max_run":r}. */
-static void put_node_prov(struct ing_buf *b, const struct ing_engine *e, size_t c, unsigned bit)
+static void put_node_prov(struct core_buf *b, const struct ing_engine *e, size_t c, unsigned bit)
 {
     const struct ing_channel *ch = &e->p.channels[c];
 
-    ing__buf_puts(b, "{\"stat\":\"");
-    ing__buf_puts(b, ing__feature_name(bit));
-    ing__buf_puts(b, "\",\"channel\":\"");
-    ing__buf_puts(b, ch->name);
-    ing__buf_puts(b, "\",\"clip\":[");
+    core_buf_puts(b, "{\"stat\":\"");
+    core_buf_puts(b, ing__feature_name(bit));
+    core_buf_puts(b, "\",\"channel\":\"");
+    core_buf_puts(b, ch->name);
+    core_buf_puts(b, "\",\"clip\":[");
     ing__buf_double(b, ch->clip_lo);
-    ing__buf_puts(b, ",");
+    core_buf_puts(b, ",");
     ing__buf_double(b, ch->clip_hi);
-    ing__buf_puts(b, "],\"n_imputed\":");
-    ing__buf_int(b, (int64_t)e->ws.imp_n[c]);
-    ing__buf_puts(b, ",\"max_run\":");
-    ing__buf_int(b, (int64_t)e->ws.imp_run[c]);
-    ing__buf_puts(b, "}");
+    core_buf_puts(b, "],\"n_imputed\":");
+    core_buf_int(b, (int64_t)e->ws.imp_n[c]);
+    core_buf_puts(b, ",\"max_run\":");
+    core_buf_int(b, (int64_t)e->ws.imp_run[c]);
+    core_buf_puts(b, "}");
 }
 
 /* Calls f(b, e, c, bit, feature index) for every node (channel x feature) in order. */
-static void put_nodes(struct ing_buf *b, const struct ing_engine *e, int what)
+static void put_nodes(struct core_buf *b, const struct ing_engine *e, int what)
 {
     const struct ing__wscratch *ws = &e->ws;
     bool first = true;
 
-    ing__buf_puts(b, "{");
+    core_buf_puts(b, "{");
     for (size_t k = 0; k < ws->n_nodes; k++) {
         size_t c = ws->nodes[k];
         for (int f = 0; f < 5; f++) {
@@ -289,62 +290,62 @@ static void put_nodes(struct ing_buf *b, const struct ing_engine *e, int what)
             if (!(e->p.features & bit))
                 continue;
             if (!first)
-                ing__buf_puts(b, ",");
+                core_buf_puts(b, ",");
             first = false;
             put_node_name(b, e, c, bit);
             if (what == 0) {
                 ing__buf_double(b, ws->feat[c][f]);
             } else if (what == 1) {
-                ing__buf_int(b, (int64_t)ws->n_real[c]);
+                core_buf_int(b, (int64_t)ws->n_real[c]);
             } else if (what == 3) {
                 put_node_prov(b, e, c, bit);
             } else {
-                ing__buf_puts(b, "[");
+                core_buf_puts(b, "[");
                 for (size_t i = 0; i < ws->imp_n[c]; i++) {
                     if (i)
-                        ing__buf_puts(b, ",");
-                    ing__buf_int(b, ws->imp_ts[c * (size_t)ws->n_slots + i]);
+                        core_buf_puts(b, ",");
+                    core_buf_int(b, ws->imp_ts[c * (size_t)ws->n_slots + i]);
                 }
-                ing__buf_puts(b, "]");
+                core_buf_puts(b, "]");
             }
         }
     }
-    ing__buf_puts(b, "}");
+    core_buf_puts(b, "}");
 }
 
 static void put_header(struct ing_engine *e, const struct ing__dev *d, int64_t start, int64_t end,
                        size_t n)
 {
-    struct ing_buf *b = &e->out;
-    char ts[40];
+    struct core_buf *b = &e->out;
+    char ts[CORE_TIME_TEXT_MAX];
 
-    b->len = 0;
-    ing__buf_puts(b, "{\"schema\":\"" ING_SCHEMA_WINDOW "\",\"id\":\"");
-    ing__buf_put(b, d->id, d->id_len); /* device charset needs no escaping */
-    ing__buf_puts(b, "|");
-    ing__buf_int(b, start);
-    ing__buf_puts(b, "|");
-    ing__buf_puts(b, e->p.config_version);
-    ing__buf_puts(b, "\",\"device\":\"");
-    ing__buf_put(b, d->id, d->id_len);
-    ing__buf_puts(b, "\",\"window_start\":");
-    ing__buf_int(b, start);
-    ing__buf_puts(b, ",\"window_end\":");
-    ing__buf_int(b, end);
-    ing__buf_puts(b, ",\"window_start_utc\":\"");
-    ing__buf_put(b, ts, ing__ts_format(start, ts, sizeof(ts)));
-    ing__buf_puts(b, "\",\"window_end_utc\":\"");
-    ing__buf_put(b, ts, ing__ts_format(end, ts, sizeof(ts)));
-    ing__buf_puts(b, "\",\"config_version\":\"");
-    ing__buf_puts(b, e->p.config_version);
-    ing__buf_puts(b, "\",\"n\":");
-    ing__buf_int(b, (int64_t)n);
-    ing__buf_puts(b, ",\"n_slots\":");
-    ing__buf_int(b, e->n_slots);
+    core_buf_reset(b);
+    core_buf_puts(b, "{\"schema\":\"" ING_SCHEMA_WINDOW "\",\"id\":\"");
+    core_buf_put(b, d->id, d->id_len); /* device charset needs no escaping */
+    core_buf_puts(b, "|");
+    core_buf_int(b, start);
+    core_buf_puts(b, "|");
+    core_buf_puts(b, e->p.config_version);
+    core_buf_puts(b, "\",\"device\":\"");
+    core_buf_put(b, d->id, d->id_len);
+    core_buf_puts(b, "\",\"window_start\":");
+    core_buf_int(b, start);
+    core_buf_puts(b, ",\"window_end\":");
+    core_buf_int(b, end);
+    core_buf_puts(b, ",\"window_start_utc\":\"");
+    core_buf_put(b, ts, core_time_format(start, CORE_TIME_AUTO, ts, sizeof(ts)));
+    core_buf_puts(b, "\",\"window_end_utc\":\"");
+    core_buf_put(b, ts, core_time_format(end, CORE_TIME_AUTO, ts, sizeof(ts)));
+    core_buf_puts(b, "\",\"config_version\":\"");
+    core_buf_puts(b, e->p.config_version);
+    core_buf_puts(b, "\",\"n\":");
+    core_buf_int(b, (int64_t)n);
+    core_buf_puts(b, ",\"n_slots\":");
+    core_buf_int(b, e->n_slots);
     if (e->closed_early) { /* closed before its watermark: readings may be missing */
-        ing__buf_puts(b, ",\"closed_early\":\"");
-        ing__buf_puts(b, e->closed_early);
-        ing__buf_puts(b, "\"");
+        core_buf_puts(b, ",\"closed_early\":\"");
+        core_buf_puts(b, e->closed_early);
+        core_buf_puts(b, "\"");
     }
 }
 
@@ -352,7 +353,7 @@ void ing__window_emit(struct ing_engine *e, const struct ing__dev *d, int64_t st
                       size_t i1, const struct ing_sink *sink)
 {
     struct ing__wscratch *ws = &e->ws;
-    struct ing_buf *b = &e->out;
+    struct core_buf *b = &e->out;
     enum ing_excl x = ING_X_NONE;
     char why[160] = "";
     struct ing_window_info info;
@@ -377,26 +378,26 @@ void ing__window_emit(struct ing_engine *e, const struct ing__dev *d, int64_t st
         return;
     put_header(e, d, start, start + e->p.window_ms, i1 - i0);
     if (x != ING_X_NONE) {
-        ing__buf_puts(b, ",\"excluded\":true,\"exclude_reason\":\"");
-        ing__buf_puts(b, ing_excl_code(x));
-        ing__buf_puts(b, "\",\"exclude_detail\":");
-        ing__buf_json_str(b, why, strlen(why));
+        core_buf_puts(b, ",\"excluded\":true,\"exclude_reason\":\"");
+        core_buf_puts(b, ing_excl_code(x));
+        core_buf_puts(b, "\",\"exclude_detail\":");
+        core_buf_json_str(b, why, strlen(why));
     } else {
-        ing__buf_puts(b, ",\"excluded\":false,\"nodes\":");
+        core_buf_puts(b, ",\"excluded\":false,\"nodes\":");
         put_nodes(b, e, 0);
-        ing__buf_puts(b, ",\"n_node\":");
+        core_buf_puts(b, ",\"n_node\":");
         put_nodes(b, e, 1);
-        ing__buf_puts(b, ",\"imputed\":");
+        core_buf_puts(b, ",\"imputed\":");
         put_nodes(b, e, 2);
-        ing__buf_puts(b, ",\"prov\":{\"interp_gap\":");
-        ing__buf_int(b, e->p.max_interp_gap);
-        ing__buf_puts(b, ",\"period_ms\":");
-        ing__buf_int(b, e->p.period_ms);
-        ing__buf_puts(b, ",\"norm\":\"" ING_NORM_NAME "\",\"nodes\":");
+        core_buf_puts(b, ",\"prov\":{\"interp_gap\":");
+        core_buf_int(b, e->p.max_interp_gap);
+        core_buf_puts(b, ",\"period_ms\":");
+        core_buf_int(b, e->p.period_ms);
+        core_buf_puts(b, ",\"norm\":\"" ING_NORM_NAME "\",\"nodes\":");
         put_nodes(b, e, 3);
-        ing__buf_puts(b, "}");
+        core_buf_puts(b, "}");
     }
-    ing__buf_puts(b, "}");
+    core_buf_puts(b, "}");
     info = (struct ing_window_info){d->id, start,  start + e->p.window_ms, x != ING_X_NONE, x,
                                     n_src, ws->src};
     sink->on_window(sink->arg, d->id, d->id_len, b->p, b->len, &info);

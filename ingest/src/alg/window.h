@@ -65,7 +65,7 @@ struct ing_engine {
     struct ing__dlist open; /* devices holding buffered readings */
     struct ing__dlist idle; /* device entries without readings (closed-window memory) */
     struct ing_counters c;
-    struct ing_buf out;
+    struct core_buf out;
     struct ing__wscratch ws;
     struct ing__jalloc *ja; /* parse arena (alg/jalloc.h) */
     struct ing__fj *fj;     /* simdjson scanner (alg/fastjson.h); NULL: ingest.decoder=jansson */

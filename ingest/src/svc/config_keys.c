@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "core/cfg_keys.h"
 #include "ing/engine.h"
 #include "ing_int.h"
 
@@ -46,10 +47,6 @@ bad:
 }
 
 #define DAY_MS 86400000.0
-#define K_INT(name, def, lo, hi, help)                                                             \
-    {                                                                                              \
-        name, CORE_CFG_INT, def, lo, hi, NULL, help, NULL                                          \
-    }
 
 const struct core_cfg_key ing_config_keys[] = {
     K_INT("ingest.window.size_ms", "900000", 1, 7 * DAY_MS,

@@ -8,10 +8,8 @@
 #include "lrn/config.h"
 #include "lrn/dppgcd.h"
 
-#define K_DBL(name, def, lo, hi, help) {name, CORE_CFG_DOUBLE, def, lo, hi, NULL, help, NULL}
-#define K_INT(name, def, lo, hi, help) {name, CORE_CFG_INT, def, lo, hi, NULL, help, NULL}
-#define K_BOOL(name, def, help)        {name, CORE_CFG_BOOL, def, 1, 0, NULL, help, NULL}
-#define K_ENUM(name, def, choices, help) {name, CORE_CFG_ENUM, def, 1, 0, choices, help, NULL}
+#include "core/cfg_keys.h"
+
 
 const struct core_cfg_key lrn_config_keys[] = {
     /* ADMM (paper Algorithm 1) */

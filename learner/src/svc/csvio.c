@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/lines.h"
 #include "core/mem.h"
 
 void lrn_csv_free(struct lrn_csv *csv)
@@ -136,17 +137,36 @@ static core_err check_width(const char *path, size_t lineno, size_t k, size_t d,
     return CORE_EPARSE;
 }
 
-static core_err read_first(FILE *f, const char *path, size_t expect_d, struct lrn_csv *c,
-                           char **line, size_t *cap, size_t *lineno, char *eb, size_t ebn)
+/* Next line of ln (chomped) into *line; CORE_ENOTFOUND at the end. Errors name path:line. */
+static core_err next_line(struct core_lines *ln, char **line, char *eb, size_t ebn)
 {
-    ssize_t len = getline(line, cap, f);
-    (*lineno)++;
-    if (len < 0) {
+    char why[256];
+    size_t n;
+    core_err rc = core_lines_next(ln, line, &n, why, sizeof(why));
+
+    if (rc == CORE_OK)
+        chomp(*line);
+    else if (rc == CORE_ETOOBIG && eb)
+        snprintf(eb, ebn, "%s:%llu: input exceeds the reader's caps", core_lines_path(ln),
+                 (unsigned long long)core_lines_lineno(ln));
+    else if (rc != CORE_ENOTFOUND && eb)
+        snprintf(eb, ebn, "%s", why);
+    return rc;
+}
+
+static core_err read_first(struct core_lines *ln, size_t expect_d, struct lrn_csv *c,
+                           char **line, char *eb, size_t ebn)
+{
+    const char *path = core_lines_path(ln);
+    core_err rc = next_line(ln, line, eb, ebn);
+
+    if (rc == CORE_ENOTFOUND) {
         if (eb)
             snprintf(eb, ebn, "%s: empty file (no header and no data)", path);
         return CORE_EPARSE;
     }
-    chomp(*line);
+    if (rc != CORE_OK)
+        return rc;
     c->d = count_fields(*line);
     if (c->d > LRN_CSV_MAX_D) {
         if (eb)
@@ -165,83 +185,67 @@ static core_err read_first(FILE *f, const char *path, size_t expect_d, struct lr
     return CORE_OK;
 }
 
-static core_err read_rows(FILE *f, const char *path, struct lrn_csv *c, char **line,
-                          size_t *cap, size_t *lineno, char *eb, size_t ebn)
+static core_err read_rows(struct core_lines *ln, struct lrn_csv *c, char **line, char *eb,
+                          size_t ebn)
 {
-    size_t xcap = 0;
+    const char *path = core_lines_path(ln);
+    size_t xcap = 0, lineno;
     core_err rc = CORE_OK;
     int pending = !c->has_header; /* the first line is data already in *line */
 
     for (;;) {
-        ssize_t len = 0;
-        if (!pending) {
-            len = getline(line, cap, f);
-            if (len < 0)
-                break;
-            (*lineno)++;
-            chomp(*line);
-        }
+        if (!pending && (rc = next_line(ln, line, eb, ebn)) != CORE_OK)
+            return rc == CORE_ENOTFOUND ? CORE_OK : rc;
         pending = 0;
-        if (len > LRN_CSV_MAX_LINE || c->n >= LRN_CSV_MAX_ROWS ||
-            (c->n + 1) * c->d > LRN_CSV_MAX_CELLS) {
+        lineno = (size_t)core_lines_lineno(ln);
+        if (c->n >= LRN_CSV_MAX_ROWS || (c->n + 1) * c->d > LRN_CSV_MAX_CELLS) {
             if (eb)
-                snprintf(eb, ebn, "%s:%zu: input exceeds the reader's caps", path, *lineno);
+                snprintf(eb, ebn, "%s:%zu: input exceeds the reader's caps", path, lineno);
             return CORE_ETOOBIG;
         }
-        rc = check_width(path, *lineno, count_fields(*line), c->d, eb, ebn);
+        rc = check_width(path, lineno, count_fields(*line), c->d, eb, ebn);
         if (rc != CORE_OK)
             return rc;
         reserve(c, &xcap, (c->n + 1) * c->d);
-        rc = parse_row(*line, c->d, c->x + c->n * c->d, path, *lineno, eb, ebn);
+        rc = parse_row(*line, c->d, c->x + c->n * c->d, path, lineno, eb, ebn);
         if (rc != CORE_OK)
             return rc;
         c->n++;
     }
-    if (ferror(f)) {
-        if (eb)
-            snprintf(eb, ebn, "%s:%zu: read error", path, *lineno);
-        return CORE_EIO;
-    }
-    return CORE_OK;
 }
 
 core_err lrn_csv_read(const char *path, size_t expect_d, size_t min_rows, struct lrn_csv **out,
                       char *eb, size_t ebn)
 {
-    FILE *f = NULL;
-    char *line = NULL;
-    size_t cap = 0, lineno = 0;
+    struct core_lines *ln = NULL;
+    char *line, why[256];
     struct lrn_csv *c = NULL;
     core_err rc;
 
     *out = NULL;
-    f = fopen(path, "r");
-    if (!f) {
+    if (core_lines_open(path, LRN_CSV_MAX_LINE - 1, &ln, why, sizeof(why)) != CORE_OK) {
         if (eb)
             snprintf(eb, ebn, "%s: cannot open: %s", path, strerror(errno));
-        rc = CORE_EIO;
-        goto out;
+        return CORE_EIO;
     }
     c = core_xcalloc(1, sizeof(*c));
-    rc = read_first(f, path, expect_d, c, &line, &cap, &lineno, eb, ebn);
+    rc = read_first(ln, expect_d, c, &line, eb, ebn);
     if (rc != CORE_OK)
         goto out;
-    rc = read_rows(f, path, c, &line, &cap, &lineno, eb, ebn);
+    rc = read_rows(ln, c, &line, eb, ebn);
     if (rc != CORE_OK)
         goto out;
     if (c->n < min_rows || c->n == 0) {
         if (eb)
-            snprintf(eb, ebn, "%s:%zu: too few rows: %zu data rows, need at least %zu", path,
-                     lineno, c->n, min_rows ? min_rows : 1);
+            snprintf(eb, ebn, "%s:%llu: too few rows: %zu data rows, need at least %zu", path,
+                     (unsigned long long)core_lines_lineno(ln), c->n, min_rows ? min_rows : 1);
         rc = CORE_EINVAL;
         goto out;
     }
     *out = c;
     c = NULL;
 out:
-    free(line);
-    if (f)
-        fclose(f);
+    core_lines_free(ln);
     lrn_csv_free(c);
     return rc;
 }

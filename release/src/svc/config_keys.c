@@ -4,10 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/cfg_keys.h"
 #include "rel/mech.h"
 
-#define K_DBL(name, def, lo, hi, help) {name, CORE_CFG_DOUBLE, def, lo, hi, NULL, help, NULL}
-#define K_INT(name, def, lo, hi, help) {name, CORE_CFG_INT, def, lo, hi, NULL, help, NULL}
 
 /* release.policy.edges: [[chanA, chanB], ...] with non-empty channel names. Whether the
  * names exist is checked against θ when a plan is built. */

@@ -5,12 +5,12 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/buf.h"
 #include "core/log.h"
 #include "core/mem.h"
 
@@ -23,11 +23,6 @@ struct pending {
     bool replayed;
 };
 
-struct sbuf {
-    char *p;
-    size_t len, cap;
-};
-
 /* One worker's share of Algorithm 4 steps 2-5: coordinates [k0, k1). */
 struct noise_job {
     const struct rel_plan *p;
@@ -37,7 +32,7 @@ struct noise_job {
     size_t k0, k1;
     char *const *names; /* optional: JSON-quoted coordinate names, to format the values */
     const size_t *name_len; /* with names: strlen of each */
-    struct sbuf *txt;   /* with names: receives ',"name":value' for k in [k0, k1) */
+    struct core_buf *txt;   /* with names: receives ',"name":value' for k in [k0, k1) */
     core_err rc;
 };
 
@@ -76,8 +71,8 @@ struct rel_releaser {
     char **coord_json;     /* d JSON-escaped coordinate names, with quotes */
     size_t *coord_len;     /* their lengths */
     struct pool *pool;     /* NULL with one thread */
-    struct sbuf scale_json; /* '},"scale":{...}}': the plan's scales, encoded once */
-    struct sbuf txt[REL_MAX_THREADS]; /* per-worker formatted values of the current window */
+    struct core_buf scale_json; /* '},"scale":{...}}': the plan's scales, encoded once */
+    struct core_buf txt[REL_MAX_THREADS]; /* per-worker formatted values of the current window */
     double *y, *z, *out;   /* d work arrays */
     double *bw;            /* d: the current window's own certificates (Algorithm 2) */
     struct rel_term *terms; /* scratch for one coordinate's terms */
@@ -90,42 +85,6 @@ struct rel_releaser {
 
 /* ------------------------------------------------------------------ small helpers */
 
-static void sb_reserve(struct sbuf *b, size_t extra)
-{
-    if (b->len + extra + 1 <= b->cap)
-        return;
-    while (b->len + extra + 1 > b->cap)
-        b->cap = b->cap ? 2 * b->cap : 1024;
-    b->p = core_xrealloc(b->p, b->cap);
-}
-
-static void sb_put(struct sbuf *b, const char *s, size_t n)
-{
-    sb_reserve(b, n);
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...) CORE_PRINTF(2, 3);
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-    sb_reserve(b, 64);
-    va_start(ap, fmt);
-    n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    if (n >= 0 && (size_t)n >= b->cap - b->len) {
-        sb_reserve(b, (size_t)n);
-        va_start(ap, fmt);
-        n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-    }
-    if (n > 0)
-        b->len += (size_t)n;
-}
-
 /* JSON string literal of s (quotes included); new string. */
 static char *json_quote(const char *s)
 {
@@ -137,11 +96,11 @@ static char *json_quote(const char *s)
 
 /* Exact doubles (%.17g, round-trip), with -0 canonicalized to 0 (NOISE.md §4.11). Used for
  * the public parameters (eps_rel, delta, scales). */
-static void sb_double(struct sbuf *b, double v)
+static void sb_double(struct core_buf *b, double v)
 {
     if (v == 0.0)
         v = 0.0;
-    sb_printf(b, "%.17g", v);
+    core_buf_printf(b, "%.17g", v);
 }
 
 /* Released values: fixed point, rounded to 12 decimals, trailing zeros trimmed. Rounding a
@@ -156,7 +115,7 @@ static const char digit_pairs[201] = "000102030405060708091011121314151617181920
                                      "50515253545556575859606162636465666768697071727374"
                                      "75767778798081828384858687888990919293949596979899";
 
-static void sb_value(struct sbuf *b, double v)
+static void sb_value(struct core_buf *b, double v)
 {
     char tmp[VALUE_MAX], *e = tmp + sizeof(tmp), *q = e;
     long long m;
@@ -191,7 +150,7 @@ static void sb_value(struct sbuf *b, double v)
     } while (ip);
     if (neg && u)
         *--q = '-';
-    sb_put(b, q, (size_t)(e - q));
+    core_buf_put(b, q, (size_t)(e - q));
 }
 
 /* ------------------------------------------------------------------ lifecycle */
@@ -215,20 +174,23 @@ core_err rel_releaser_new(const struct rel_plan *plan, struct core_dp_ledger *le
     r->pending = core_xcalloc(batch, sizeof(*r->pending));
     r->coord_json = core_xcalloc(plan->d, sizeof(*r->coord_json));
     r->coord_len = core_xcalloc(plan->d, sizeof(*r->coord_len));
+    core_buf_init(&r->scale_json, CORE_BUF_NO_CAP); /* bounded by d */
+    for (unsigned t = 0; t < REL_MAX_THREADS; t++)
+        core_buf_init(&r->txt[t], CORE_BUF_NO_CAP);
     for (size_t k = 0; k < plan->d; k++) {
         r->coord_json[k] = json_quote(plan->theta->coords[k].name ? plan->theta->coords[k].name
                                                                   : plan->theta->nodes[k]);
         r->coord_len[k] = strlen(r->coord_json[k]);
     }
-    sb_put(&r->scale_json, "},\"scale\":{", 11);
+    core_buf_put(&r->scale_json, "},\"scale\":{", 11);
     for (size_t k = 0; k < plan->d; k++) {
         if (k)
-            sb_put(&r->scale_json, ",", 1);
-        sb_put(&r->scale_json, r->coord_json[k], strlen(r->coord_json[k]));
-        sb_put(&r->scale_json, ":", 1);
+            core_buf_put(&r->scale_json, ",", 1);
+        core_buf_put(&r->scale_json, r->coord_json[k], strlen(r->coord_json[k]));
+        core_buf_put(&r->scale_json, ":", 1);
         sb_double(&r->scale_json, plan->scale[k]);
     }
-    sb_put(&r->scale_json, "}}", 2);
+    core_buf_put(&r->scale_json, "}}", 2);
     r->y = core_xcalloc(plan->d, sizeof(double));
     r->z = core_xcalloc(plan->d, sizeof(double));
     r->out = core_xcalloc(plan->d, sizeof(double));
@@ -267,9 +229,9 @@ void rel_releaser_free(struct rel_releaser *r)
         free(r->coord_json[k]);
     free(r->coord_json);
     free(r->coord_len);
-    free(r->scale_json.p);
+    core_buf_cleanup(&r->scale_json);
     for (unsigned t = 0; t < REL_MAX_THREADS; t++)
-        free(r->txt[t].p);
+        core_buf_cleanup(&r->txt[t]);
     free(r->y);
     free(r->z);
     free(r->out);
@@ -380,10 +342,11 @@ static void *noise_run(void *arg)
         }
     }
     if (rc == CORE_OK && j->names) { /* encoding in the worker: printf is the next cost */
-        j->txt->len = 0;
+        core_buf_reset(j->txt);
         for (size_t k = j->k0; k < j->k1; k++) {
             size_t nl = j->name_len[k];
-            sb_reserve(j->txt, nl + 2 + VALUE_MAX);
+            if (!core_buf_reserve(j->txt, nl + 2 + VALUE_MAX))
+                break; /* never: the buffer has no cap of its own */
             char *d = j->txt->p + j->txt->len;
             if (k)
                 *d++ = ',';
@@ -486,7 +449,7 @@ static void *pool_worker(void *arg)
 static core_err noise_apply(const struct rel_plan *p, const struct core_rng *rng,
                             unsigned nthreads, struct pool *pl, const double *y, double *out,
                             double *work, char *const *names, const size_t *name_len,
-                            struct sbuf *txt, unsigned *used)
+                            struct core_buf *txt, unsigned *used)
 {
     struct noise_job local[REL_MAX_THREADS], *jobs = pl ? pl->jobs : local;
     pthread_t tid[REL_MAX_THREADS];
@@ -551,28 +514,28 @@ static char *encode(struct rel_releaser *r, const struct rel_window *w, const ch
                     unsigned parts, size_t *len)
 {
     const struct rel_plan *p = r->plan;
-    struct sbuf b = {0};
+    struct core_buf b;
     char *q;
 
-    sb_reserve(&b, 256 + p->d * 64);
-    sb_printf(&b, "{\"schema\":\"%s\",\"release_id\":", REL_SCHEMA_RELEASED);
+    core_buf_init(&b, CORE_BUF_NO_CAP); /* bounded by d */
+    (void)core_buf_reserve(&b, 256 + p->d * 64);
+    core_buf_printf(&b, "{\"schema\":\"%s\",\"release_id\":", REL_SCHEMA_RELEASED);
     q = json_quote(rid);
-    sb_put(&b, q, strlen(q));
+    core_buf_put(&b, q, strlen(q));
     free(q);
-    sb_printf(&b, ",\"device\":\"%s\",\"window_start\":%" PRId64 ",\"window_end\":%" PRId64
+    core_buf_printf(&b, ",\"device\":\"%s\",\"window_start\":%" PRId64 ",\"window_end\":%" PRId64
               ",\"theta_version\":%" PRIu64 ",\"mechanism\":\"%s\",\"eps_rel\":",
               w->device, w->start, w->end, p->theta->version, p->opts.mech->name);
     sb_double(&b, p->opts.eps_rel);
     if (p->opts.mech->gaussian) {
-        sb_put(&b, ",\"delta\":", 9);
+        core_buf_put(&b, ",\"delta\":", 9);
         sb_double(&b, p->opts.delta);
     }
-    sb_put(&b, ",\"values\":{", 11);
+    core_buf_put(&b, ",\"values\":{", 11);
     for (unsigned t = 0; t < parts; t++) /* formatted by the noise workers, in order */
-        sb_put(&b, r->txt[t].p, r->txt[t].len);
-    sb_put(&b, r->scale_json.p, r->scale_json.len); /* public, fixed per plan */
-    *len = b.len;
-    return b.p;
+        core_buf_put(&b, r->txt[t].p, r->txt[t].len);
+    core_buf_put(&b, r->scale_json.p, r->scale_json.len); /* public, fixed per plan */
+    return core_buf_take(&b, len);
 }
 
 core_err rel_releaser_flush(struct rel_releaser *r, rel_emit_fn *emit, void *arg, char *eb,
@@ -664,15 +627,16 @@ static core_err charge(struct rel_releaser *r, const struct rel_window *w, const
 static bool replay_matches(const struct rel_plan *p, const uint8_t *bytes, size_t len)
 {
     char want[128];
-    struct sbuf b = {0};
+    struct core_buf b;
     bool ok;
+    core_buf_init(&b, CORE_BUF_NO_CAP);
     snprintf(want, sizeof(want), "\"mechanism\":\"%s\",\"eps_rel\":", p->opts.mech->name);
-    sb_put(&b, want, strlen(want));
+    core_buf_put(&b, want, strlen(want));
     sb_double(&b, p->opts.eps_rel);
     ok = false;
     for (size_t i = 0; !ok && len >= b.len && i <= len - b.len; i++)
         ok = bytes[i] == (uint8_t)b.p[0] && memcmp(bytes + i, b.p, b.len) == 0;
-    free(b.p);
+    core_buf_cleanup(&b);
     return ok;
 }
 

@@ -1,5 +1,4 @@
-/* sim/encode.h - pure text helpers: gcdp.reading/1 JSON encoding (with fault transforms),
- * UTC calendar conversion, RFC 3339 formatting. No I/O, no clock.
+/* sim/encode.h - pure text helpers: gcdp.reading/1 JSON encoding with fault transforms. No I/O, no clock (times: core/timefmt.h).
  * SPDX-License-Identifier: Apache-2.0
  *
  * Thread-safety: reentrant.
@@ -17,19 +16,6 @@
 
 /* Longest device id we generate or accept from a replay flag. */
 #define SIM_MAX_DEVICE_ID 128
-
-/* Days since 1970-01-01 of the proleptic Gregorian date y-m-d (Hinnant's algorithm). */
-int64_t sim_days_from_civil(int64_t y, unsigned m, unsigned d);
-
-/* Write ts (epoch ms, UTC) as "YYYY-MM-DDTHH:MM:SS.mmmZ" (with_ms) or "...:SSZ".
- *   out  at least 32 bytes. Returns the length. Years 0..9999 only (else clamps to "0000"). */
-size_t sim_format_rfc3339(int64_t ts_ms, int with_ms, char *out);
-
-/* Parse "YYYY-MM-DD HH:MM:SS" or "YYYY-MM-DDTHH:MM:SS", then an optional fraction
- * ".fff" (ms kept) and zone "Z" | "+HH:MM" | "-HH:MM"; no zone means UTC.
- *   s, n  the text (not necessarily NUL-terminated). out: epoch ms.
- * Returns CORE_OK or CORE_EPARSE (bad shape or out-of-range field). */
-CORE_MUST_CHECK core_err sim_parse_datetime(const char *s, size_t n, int64_t *out);
 
 /* What a reading looks like before encoding. */
 struct sim_reading {

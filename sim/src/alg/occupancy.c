@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/timefmt.h"
 #include "sim/encode.h"
 
 const char *const sim_occ_channels[SIM_OCC_NVALUES] = {"temperature", "humidity", "light", "co2",
@@ -149,7 +150,7 @@ core_err sim_occ_parse_row(const char *line, size_t n, struct sim_occ_row *row, 
         return CORE_EPARSE;
     }
     row->id = strtoull(f[0].p, NULL, 10);
-    if (sim_parse_datetime(f[1].p, f[1].n, &row->ts_ms) != CORE_OK || f[1].n != 19) {
+    if (core_time_parse(f[1].p, f[1].n, &row->ts_ms) != CORE_OK || f[1].n != 19) {
         snprintf(eb, ebn, "date '%.*s' is not YYYY-MM-DD HH:MM:SS",
                  (int)(f[1].n > 30 ? 30 : f[1].n), f[1].p);
         return CORE_EPARSE;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/kconf.h"
+#include "core/ksync.h"
 #include "core/mem.h"
 
 /* Kafka record-batch overhead per small record is ~20-70 bytes; count 70 (conservative). */
@@ -48,26 +48,18 @@ core_err sim_lagguard_new(const struct core_config *cfg, rd_kafka_t *producer, c
                           const char *group, size_t max_bytes, struct sim_lagguard **out, char *eb,
                           size_t ebn)
 {
-    rd_kafka_conf_t *conf = NULL;
-    struct sim_lagguard *g;
-    char why[512];
-    core_err rc = core_kafka_conf_new(cfg, CORE_KAFKA_CONSUMER, group, &conf, eb, ebn);
+    struct sim_lagguard *g = core_xcalloc(1, sizeof(*g));
+    core_err rc;
 
-    if (rc != CORE_OK)
-        return rc;
-    g = core_xcalloc(1, sizeof(*g));
     g->producer = producer;
     g->topic = core_xstrdup(topic);
     g->max_bytes = max_bytes;
-    g->group = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof(why));
-    if (!g->group) {
-        rd_kafka_conf_destroy(conf); /* rd_kafka_new takes conf on success only */
-        snprintf(eb, ebn, "lag guard: cannot create the group handle: %s", why);
-        rc = CORE_EKAFKA;
-    } else {
-        rd_kafka_set_log_queue(g->group, NULL);
+    /* a consumer handle with group.id that never subscribes: it only reads the group's
+     * committed offsets */
+    rc = core_kafka_client_new(cfg, CORE_KAFKA_CONSUMER, group, NULL, NULL, NULL, &g->group, eb,
+                               ebn);
+    if (rc == CORE_OK)
         rc = partitions(g, eb, ebn);
-    }
     if (rc != CORE_OK) {
         sim_lagguard_free(g);
         return rc;

@@ -5,16 +5,13 @@
 #include <string.h>
 #include <time.h>
 
-#include <librdkafka/rdkafka.h>
-
-#include "core/kconf.h"
+#include "core/ksync.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "lagguard.h"
 
 struct sim_producer {
-    rd_kafka_t *rk;
-    char *topic;
+    struct core_ksync *ks;
     struct sim_bucket bucket;
     size_t max_inflight;
     uint64_t produce_errors; /* counted in progress->failed but never in ->sent */
@@ -35,13 +32,12 @@ int64_t sim_now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+static void on_delivery(void *arg, rd_kafka_resp_err_t err)
 {
-    struct sim_progress *pr = opaque;
-    (void)rk;
-    if (m->err) {
+    struct sim_progress *pr = arg;
+    if (err) {
         atomic_fetch_add(&pr->failed, 1);
-        CORE_WARN("delivery failed: %s", rd_kafka_err2str(m->err));
+        CORE_WARN("delivery failed: %s", rd_kafka_err2str(err));
     } else {
         atomic_fetch_add(&pr->acked, 1);
     }
@@ -51,41 +47,27 @@ core_err sim_producer_new(const struct core_config *cfg, const struct sim_produc
                           double rate, size_t max_bytes, struct sim_progress *progress,
                           struct sim_producer **out, char *eb, size_t ebn)
 {
-    rd_kafka_conf_t *conf = NULL;
-    struct sim_producer *p = NULL;
-    char why[512], num[32];
-    core_err rc;
+    struct core_ksync_opts ko = {
+        .topic = po->topic ? po->topic : core_config_str(cfg, "topics.raw"),
+        .max_message_bytes = max_bytes,
+        .on_delivery = on_delivery,
+        .arg = progress,
+        .stop = &progress->stop,
+        .retries = &progress->retries,
+    };
+    struct sim_producer *p = core_xcalloc(1, sizeof(*p));
+    core_err rc = core_ksync_new(cfg, &ko, &p->ks, eb, ebn);
 
-    rc = core_kafka_conf_new(cfg, CORE_KAFKA_PRODUCER, NULL, &conf, eb, ebn);
-    if (rc != CORE_OK)
-        return rc;
-    if (max_bytes + 1024 > 1000000) { /* librdkafka's default message.max.bytes */
-        snprintf(num, sizeof(num), "%zu", max_bytes + 65536);
-        rc = core_kafka_conf_set(conf, "message.max.bytes", num, eb, ebn);
-        if (rc != CORE_OK) {
-            rd_kafka_conf_destroy(conf);
-            return rc;
-        }
-    }
-    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
-    rd_kafka_conf_set_opaque(conf, progress);
-    p = core_xcalloc(1, sizeof(*p));
-    p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof(why));
-    if (!p->rk) {
-        rd_kafka_conf_destroy(conf); /* rd_kafka_new takes conf on success only */
-        snprintf(eb, ebn, "cannot create producer: %s", why);
+    if (rc != CORE_OK) {
         free(p);
-        return CORE_EKAFKA;
+        return rc;
     }
-    /* log.queue=true in the profile: route client logs to the main queue we poll */
-    rd_kafka_set_log_queue(p->rk, NULL);
-    p->topic = core_xstrdup(po->topic ? po->topic : core_config_str(cfg, "topics.raw"));
     p->max_inflight = po->max_inflight ? po->max_inflight : 1;
     p->progress = progress;
     sim_bucket_init(&p->bucket, rate, rate > 0.0 ? rate / 100.0 + 1.0 : 1.0, sim_now_ns());
     if (po->lag_group) {
-        rc = sim_lagguard_new(cfg, p->rk, p->topic, po->lag_group, po->max_lag_bytes, &p->guard, eb,
-                              ebn);
+        rc = sim_lagguard_new(cfg, core_ksync_handle(p->ks), ko.topic, po->lag_group,
+                              po->max_lag_bytes, &p->guard, eb, ebn);
         if (rc != CORE_OK) {
             sim_producer_free(p);
             return rc;
@@ -105,10 +87,10 @@ void sim_producer_sleep_until(struct sim_producer *p, int64_t deadline_ns)
         ms = (int)((deadline_ns - now) / 1000000);
         /* poll serves delivery reports; sub-millisecond waits sleep instead */
         if (ms >= 1) {
-            rd_kafka_poll(p->rk, ms > 100 ? 100 : ms);
+            core_ksync_poll(p->ks, ms > 100 ? 100 : ms);
         } else {
             struct timespec ts = {0, (long)(deadline_ns - now)};
-            rd_kafka_poll(p->rk, 0);
+            core_ksync_poll(p->ks, 0);
             nanosleep(&ts, NULL);
         }
     }
@@ -128,7 +110,7 @@ static core_err wait_for_consumer(struct sim_producer *p)
         if (atomic_load(&p->progress->stop))
             return CORE_ESTATE;
         atomic_fetch_add(&p->progress->lag_waits, 1);
-        rd_kafka_poll(p->rk, 100);
+        core_ksync_poll(p->ks, 100);
     }
     p->bytes_at_check = p->bytes_sent;
     p->next_check_ns = sim_now_ns() + LAG_CHECK_NS;
@@ -145,77 +127,33 @@ static core_err wait_turn(struct sim_producer *p)
         sim_producer_sleep_until(p, sim_now_ns() + wait);
     }
     /* Bound unacknowledged messages: the producer cannot run ahead of the broker. */
-    while ((size_t)rd_kafka_outq_len(p->rk) >= p->max_inflight) {
+    while (core_ksync_inflight(p->ks) >= p->max_inflight) {
         if (atomic_load(&p->progress->stop))
             return CORE_ESTATE;
         atomic_fetch_add(&p->progress->retries, 1);
-        rd_kafka_poll(p->rk, 5);
+        core_ksync_poll(p->ks, 5);
     }
-    rd_kafka_poll(p->rk, 0);
+    core_ksync_poll(p->ks, 0);
     return p->guard ? wait_for_consumer(p) : CORE_OK;
-}
-
-/* One produce attempt; the headers (built here) are freed unless librdkafka took them. */
-static rd_kafka_resp_err_t produce_once(struct sim_producer *p, const char *key, size_t key_len,
-                                        const char *payload, size_t len, const char *const *names,
-                                        const char *const *values, size_t nhdr)
-{
-    rd_kafka_headers_t *h = NULL;
-    rd_kafka_resp_err_t err;
-    rd_kafka_error_t *error;
-    rd_kafka_vu_t vu[5];
-
-    if (nhdr > 0) {
-        h = rd_kafka_headers_new(nhdr);
-        for (size_t i = 0; i < nhdr; i++)
-            if (values[i])
-                rd_kafka_header_add(h, names[i], -1, values[i], -1);
-    }
-    /* produceva, not producev: the RD_KAFKA_V_* macros are GNU statement expressions */
-    vu[0].vtype = RD_KAFKA_VTYPE_TOPIC;
-    vu[0].u.cstr = p->topic;
-    vu[1].vtype = RD_KAFKA_VTYPE_KEY;
-    vu[1].u.mem.ptr = (void *)key;
-    vu[1].u.mem.size = key ? key_len : 0;
-    vu[2].vtype = RD_KAFKA_VTYPE_VALUE;
-    vu[2].u.mem.ptr = (void *)payload;
-    vu[2].u.mem.size = len;
-    vu[3].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
-    vu[3].u.i = RD_KAFKA_MSG_F_COPY;
-    vu[4].vtype = RD_KAFKA_VTYPE_HEADERS;
-    vu[4].u.headers = h;
-    error = rd_kafka_produceva(p->rk, vu, h ? 5 : 4);
-    err = error ? rd_kafka_error_code(error) : RD_KAFKA_RESP_ERR_NO_ERROR;
-    if (error)
-        rd_kafka_error_destroy(error);
-    if (err && h)
-        rd_kafka_headers_destroy(h); /* producev takes the headers on success only */
-    return err;
 }
 
 core_err sim_producer_send_hdrs(struct sim_producer *p, const char *key, size_t key_len,
                                 const char *payload, size_t len, const char *const *names,
                                 const char *const *values, size_t nhdr)
 {
-    rd_kafka_resp_err_t err;
+    char why[512];
     core_err rc = wait_turn(p);
 
-    if (rc != CORE_OK)
-        return rc;
-    while ((err = produce_once(p, key, key_len, payload, len, names, values, nhdr)) ==
-           RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-        if (atomic_load(&p->progress->stop))
-            return CORE_ESTATE; /* not produced: nothing is lost, the run just ends here */
-        /* never drop: serve delivery reports until the local queue has room */
-        atomic_fetch_add(&p->progress->retries, 1);
-        rd_kafka_poll(p->rk, 50);
-    }
-    if (err) {
+    if (rc == CORE_OK)
+        rc = core_ksync_send(p->ks, key, key ? key_len : 0, payload, len, names, values, nhdr,
+                             why, sizeof(why));
+    if (rc == CORE_EKAFKA) {
         p->produce_errors++;
         atomic_fetch_add(&p->progress->failed, 1);
-        CORE_ERROR("produce to %s failed: %s", p->topic, rd_kafka_err2str(err));
-        return CORE_EKAFKA;
+        CORE_ERROR("%s", why);
     }
+    if (rc != CORE_OK)
+        return rc; /* CORE_ESTATE: not produced; nothing is lost, the run just ends here */
     atomic_fetch_add(&p->progress->sent, 1);
     p->bytes_sent += len + (key ? key_len : 0);
     return CORE_OK;
@@ -231,20 +169,13 @@ core_err sim_producer_send(struct sim_producer *p, const char *key, size_t key_l
 
 core_err sim_producer_finish(struct sim_producer *p, int timeout_ms)
 {
-    int left;
-    rd_kafka_resp_err_t err = rd_kafka_flush(p->rk, timeout_ms);
-    rd_kafka_poll(p->rk, 0);
-    left = rd_kafka_outq_len(p->rk);
-    if (err || left > 0) {
-        /* outq also counts internal requests; count only messages still unacknowledged */
-        uint_fast64_t sent = atomic_load(&p->progress->sent);
-        uint_fast64_t done = atomic_load(&p->progress->acked) + atomic_load(&p->progress->failed) -
-                             p->produce_errors;
-        if (sent > done) {
-            CORE_ERROR("flush timed out after %d ms: %llu messages not acknowledged", timeout_ms,
-                       (unsigned long long)(sent - done));
-            atomic_fetch_add(&p->progress->failed, sent - done);
-        }
+    uint64_t left = 0;
+    char why[512];
+
+    if (core_ksync_flush(p->ks, timeout_ms, &left, why, sizeof(why)) != CORE_OK && left > 0) {
+        CORE_ERROR("flush timed out after %d ms: %llu messages not acknowledged", timeout_ms,
+                   (unsigned long long)left);
+        atomic_fetch_add(&p->progress->failed, left);
     }
     return atomic_load(&p->progress->failed) == 0 ? CORE_OK : CORE_EKAFKA;
 }
@@ -254,7 +185,6 @@ void sim_producer_free(struct sim_producer *p)
     if (!p)
         return;
     sim_lagguard_free(p->guard); /* before the producer it borrows */
-    rd_kafka_destroy(p->rk);
-    free(p->topic);
+    core_ksync_free(p->ks);
     free(p);
 }

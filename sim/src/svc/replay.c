@@ -20,9 +20,10 @@
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>
 
+#include "core/lines.h"
 #include "core/log.h"
 #include "core/mem.h"
-#include "lines.h"
+#include "core/timefmt.h"
 #include "producer.h"
 #include "replay_int.h"
 #include "sim/encode.h"
@@ -55,9 +56,9 @@ static void pace(struct pacer *pc, struct sim_producer *p, int have_ts, int64_t 
 
 size_t sim_occ_row_json(const struct sim_occ_row *row, const char *device, char *buf, size_t cap)
 {
-    char ts[32];
+    char ts[CORE_TIME_TEXT_MAX];
     int n;
-    sim_format_rfc3339(row->ts_ms, 0, ts);
+    core_time_format(row->ts_ms, CORE_TIME_SEC, ts, sizeof(ts));
     n = snprintf(buf, cap,
                  "{\"schema\":\"gcdp.reading/1\",\"device\":\"%s\",\"ts\":\"%s\","
                  "\"readings\":{\"%s\":%s,\"%s\":%s,\"%s\":%s,\"%s\":%s,\"%s\":%s},"
@@ -106,32 +107,33 @@ static int json_ts(const json_t *doc, int64_t *out)
         return 1;
     }
     if (json_is_string(ts))
-        return sim_parse_datetime(json_string_value(ts), json_string_length(ts), out) == CORE_OK;
+        return core_time_parse(json_string_value(ts), json_string_length(ts), out) == CORE_OK;
     return 0;
 }
 
-static core_err replay_jsonl(const struct sim_replay_options *o, struct sim_lines *ln,
+static core_err replay_jsonl(const struct sim_replay_options *o, struct core_lines *ln,
                              struct sim_producer *p, struct sim_progress *pr, char *eb, size_t ebn)
 {
     struct pacer pc = {o->speed, 0, 0, 0};
     core_err rc = CORE_OK;
 
     while (rc == CORE_OK && !atomic_load(&pr->stop)) {
-        const char *line, *dev;
+        const char *dev;
+        char *line;
         size_t n;
         json_error_t jerr;
         json_t *doc;
         int64_t ts = 0;
         int have_ts;
 
-        if ((rc = sim_lines_next(ln, &line, &n, eb, ebn)) != CORE_OK)
+        if ((rc = core_lines_next(ln, &line, &n, eb, ebn)) != CORE_OK)
             break;
         if (n == 0)
             continue;
         doc = json_loadb(line, n, JSON_REJECT_DUPLICATES, &jerr);
         dev = json_string_value(json_object_get(doc, "device"));
         if (!dev) {
-            snprintf(eb, ebn, "%s:%llu: %s", o->path, (unsigned long long)sim_lines_lineno(ln),
+            snprintf(eb, ebn, "%s:%llu: %s", o->path, (unsigned long long)core_lines_lineno(ln),
                      doc ? "no string \"device\" member (needed for the key)" : jerr.text);
             json_decref(doc);
             rc = CORE_EPARSE;
@@ -146,23 +148,23 @@ static core_err replay_jsonl(const struct sim_replay_options *o, struct sim_line
     return rc == CORE_ENOTFOUND || rc == CORE_ESTATE ? CORE_OK : rc;
 }
 
-static core_err replay_corpus(const struct sim_replay_options *o, struct sim_lines *ln,
+static core_err replay_corpus(const struct sim_replay_options *o, struct core_lines *ln,
                               struct sim_producer *p, struct sim_progress *pr, char *eb, size_t ebn)
 {
     core_err rc = CORE_OK;
     struct sim_corpus_entry e;
 
     while (rc == CORE_OK && !atomic_load(&pr->stop)) {
-        const char *line;
+        char *line;
         size_t n;
         char why[256];
 
-        if ((rc = sim_lines_next(ln, &line, &n, eb, ebn)) != CORE_OK)
+        if ((rc = core_lines_next(ln, &line, &n, eb, ebn)) != CORE_OK)
             break;
         if (n == 0)
             continue;
         if ((rc = sim_corpus_entry_parse(line, n, &e, why, sizeof(why))) != CORE_OK) {
-            snprintf(eb, ebn, "%s:%llu: %s", o->path, (unsigned long long)sim_lines_lineno(ln),
+            snprintf(eb, ebn, "%s:%llu: %s", o->path, (unsigned long long)core_lines_lineno(ln),
                      why);
             break;
         }
@@ -177,7 +179,7 @@ core_err sim_replay_run(const struct core_config *cfg, const struct sim_replay_o
                         struct sim_progress *pr, char *eb, size_t ebn)
 {
     struct sim_producer *p = NULL;
-    struct sim_lines *ln = NULL;
+    struct core_lines *ln = NULL;
     core_err rc, frc;
 
     if (ebn > 0)
@@ -191,7 +193,7 @@ core_err sim_replay_run(const struct core_config *cfg, const struct sim_replay_o
         return CORE_EINVAL;
     }
     if (o->format != SIM_REPLAY_OCCUPANCY &&
-        (rc = sim_lines_open(o->path, SIM_REPLAY_MAX_LINE, &ln, eb, ebn)) != CORE_OK)
+        (rc = core_lines_open(o->path, SIM_REPLAY_MAX_LINE, &ln, eb, ebn)) != CORE_OK)
         return rc;
     rc = sim_producer_new(cfg, &o->prod, o->rate, SIM_REPLAY_MAX_LINE, pr, &p, eb, ebn);
     if (rc != CORE_OK)
@@ -211,6 +213,6 @@ core_err sim_replay_run(const struct core_config *cfg, const struct sim_replay_o
     }
 out:
     sim_producer_free(p);
-    sim_lines_free(ln);
+    core_lines_free(ln);
     return rc;
 }
