@@ -52,10 +52,7 @@ int calibrate_serve(struct core_config *cfg, const char *input, double exit_afte
         return APP_EXIT_USAGE;
     if (app_metrics_start(cfg, "calibrate", &metrics) == 0) {
         app_serve_init(&srv, cfg, &calibrate_ops);
-        memset(&so, 0, sizeof(so));
-        so.input = input;
-        so.min_interval_ms = core_config_int(cfg, "calibrate.service.min_interval_s") * 1000;
-        so.refresh_ms = core_config_int(cfg, "calibrate.service.refresh_s") * 1000;
+        cal_service_opts_init(cfg, input, &so);
         so.exit_after_ms = (int64_t)(exit_after_s * 1000);
         so.on_done = app_serve_on_done;
         so.arg = &srv;

@@ -83,12 +83,7 @@ static bool sim_is_done(struct run_ctx *c)
 static void ingest_on_done(void *arg, core_err status)
 {
     struct run_ctx *c = arg;
-    c->ingest_done = true;
-    c->ingest_status = status;
-    if (!c->stopping) { /* it stopped by itself (failure): stop everything */
-        CORE_ERROR("ingest stopped unexpectedly: %s", core_strerror(status));
-        c->exit_code = APP_EXIT_FAILURE;
-    }
+    run_service_done(c, "ingest", &c->ingest_done, &c->ingest_status, status);
 }
 
 static core_err ingest_start(struct run_ctx *c, char *eb, size_t ebn)

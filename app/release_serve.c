@@ -102,13 +102,8 @@ int release_serve(struct core_config *cfg, const struct release_serve_args *a)
         goto out;
     }
     app_serve_init(&srv, cfg, &release_ops);
-    memset(&so, 0, sizeof(so));
-    so.group = a->group;
+    rel_service_opts_init(cfg, a->group, ledger, &lo.scheme, &so);
     so.theta_path = a->theta;
-    so.ledger = ledger;
-    so.scheme = lo.scheme;
-    so.ledger_lateness_ms = core_config_int(cfg, "release.service.ledger_lateness_ms");
-    so.commit_interval_ms = 500;
     so.exit_idle_ms = (int64_t)(a->exit_idle_s * 1000);
     so.on_done = app_serve_on_done;
     so.arg = &srv;

@@ -92,6 +92,10 @@ struct run_ctx {
  * done (fully stopped). A stage that stops by itself while the run is not stopping makes the
  * run fail. */
 core_err run_files_prepare(struct run_ctx *c, char *eb, size_t ebn);
+/* A service stage ended (its on_done): *done, *st = status; outside the shutdown that is a
+ * failure of the run (logged, exit status 1). */
+void run_service_done(struct run_ctx *c, const char *name, bool *done, core_err *st,
+                      core_err status);
 core_err run_cal_start(struct run_ctx *c, char *eb, size_t ebn);
 void run_cal_stop(struct run_ctx *c);
 bool run_cal_done(struct run_ctx *c);

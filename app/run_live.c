@@ -217,25 +217,28 @@ core_err run_files_prepare(struct run_ctx *c, char *eb, size_t ebn)
 
 /* ---- calibrate ---- */
 
+void run_service_done(struct run_ctx *c, const char *name, bool *done, core_err *st,
+                      core_err status)
+{
+    *done = true;
+    *st = status;
+    if (!c->stopping) {
+        CORE_ERROR("%s stopped unexpectedly: %s", name, core_strerror(status));
+        c->exit_code = APP_EXIT_FAILURE;
+    }
+}
+
 static void cal_on_done(void *arg, core_err status)
 {
     struct run_ctx *c = arg;
-    c->cal_done = true;
-    c->cal_status = status;
-    if (!c->stopping) {
-        CORE_ERROR("calibrate stopped unexpectedly: %s", core_strerror(status));
-        c->exit_code = APP_EXIT_FAILURE;
-    }
+    run_service_done(c, "calibrate", &c->cal_done, &c->cal_status, status);
 }
 
 core_err run_cal_start(struct run_ctx *c, char *eb, size_t ebn)
 {
     struct cal_service_opts so;
 
-    memset(&so, 0, sizeof(so));
-    so.input = c->calib_path;
-    so.min_interval_ms = core_config_int(c->cfg, "calibrate.service.min_interval_s") * 1000;
-    so.refresh_ms = core_config_int(c->cfg, "calibrate.service.refresh_s") * 1000;
+    cal_service_opts_init(c->cfg, c->calib_path, &so);
     so.on_done = cal_on_done;
     so.arg = c;
     return cal_service_new(&c->loop, c->cfg, &so, c->metrics, &c->cal, eb, ebn);
@@ -257,12 +260,7 @@ bool run_cal_done(struct run_ctx *c)
 static void rel_on_done(void *arg, core_err status)
 {
     struct run_ctx *c = arg;
-    c->rel_done = true;
-    c->rel_status = status;
-    if (!c->stopping) {
-        CORE_ERROR("release stopped unexpectedly: %s", core_strerror(status));
-        c->exit_code = APP_EXIT_FAILURE;
-    }
+    run_service_done(c, "release", &c->rel_done, &c->rel_status, status);
 }
 
 core_err run_rel_start(struct run_ctx *c, char *eb, size_t ebn)
@@ -271,12 +269,7 @@ core_err run_rel_start(struct run_ctx *c, char *eb, size_t ebn)
 
     if (release_ledger_open(c->cfg, c->ledger_path, &c->lo, &c->ledger, eb, ebn) != APP_EXIT_OK)
         return CORE_ESTATE;
-    memset(&so, 0, sizeof(so));
-    so.group = "gcdp-release";
-    so.ledger = c->ledger;
-    so.scheme = c->lo.scheme;
-    so.ledger_lateness_ms = core_config_int(c->cfg, "release.service.ledger_lateness_ms");
-    so.commit_interval_ms = 500;
+    rel_service_opts_init(c->cfg, "gcdp-release", c->ledger, &c->lo.scheme, &so);
     so.on_done = rel_on_done;
     so.arg = c;
     return rel_service_new(&c->loop, c->cfg, &so, c->metrics, &c->rel, eb, ebn);

@@ -64,6 +64,11 @@ CORE_MUST_CHECK core_err cal_service_opts_from_config(const struct core_config *
                                                       struct cal_opts *o, char *errbuf,
                                                       size_t errbuf_size);
 
+/* o zeroed, then from cfg (borrowed): input (borrowed), min_interval_ms and refresh_ms
+ * (calibrate.service.min_interval_s, .refresh_s). The caller adds exit_after_ms, on_done. */
+void cal_service_opts_init(const struct core_config *cfg, const char *input,
+                           struct cal_service_opts *o);
+
 /* Start on loop. cfg borrowed (must outlive the service): calibrate.*, topics.*, broker.*.
  * Returns CORE_OK, CORE_ECONFIG (errbuf names the key: private mode, no input),
  * CORE_EKAFKA. */

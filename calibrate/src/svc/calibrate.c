@@ -3,6 +3,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,36 +106,51 @@ core_err cal_opts_from_config(const struct core_config *cfg, struct cal_opts *o,
     return CORE_OK;
 }
 
-#define CFAIL(...)                                                                     \
-    do {                                                                               \
-        snprintf(eb, ebn, __VA_ARGS__);                                                \
-        return CORE_ECONFIG;                                                           \
-    } while (0)
+/* Write the reason (printf-style) and return CORE_ECONFIG. */
+static core_err opts_invalid(char *eb, size_t ebn, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static core_err opts_invalid(char *eb, size_t ebn, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(eb, ebn, fmt, ap);
+    va_end(ap);
+    return CORE_ECONFIG;
+}
 
 /* Mode / budget consistency (Sec. 4.2): which parts of ε_cal must be positive or zero. */
 static core_err check_opts(const struct cal_opts *o, char *eb, size_t ebn)
 {
     const struct cal_eps_cal *e = &o->eps;
     if (o->n_tau_grid == 0 || o->n_tau_grid > CAL_MAX_TAU_GRID)
-        CFAIL("calibrate.tau_grid: needs 1..%d thresholds", CAL_MAX_TAU_GRID);
+        return opts_invalid(eb, ebn,
+                            "calibrate.tau_grid: needs 1..%d thresholds", CAL_MAX_TAU_GRID);
     if (o->mode == CAL_MODE_PUBLIC) {
         if (e->G != 0.0 || e->tau != 0.0 || e->mu != 0.0 || e->xi != 0.0)
-            CFAIL("calibrate.eps_G/eps_tau/eps_mu/eps_xi: must be 0 in public mode "
+            return opts_invalid(eb, ebn,
+                                "calibrate.eps_G/eps_tau/eps_mu/eps_xi: must be 0 in public mode "
                   "(set calibrate.mode=private to spend a calibration budget)");
         return CORE_OK;
     }
     if (!(e->G >= CORE_DP_EPS_MIN))
-        CFAIL("calibrate.eps_G: private mode needs eps_G > 0 (the score vector S)");
+        return opts_invalid(eb, ebn,
+                            "calibrate.eps_G: private mode needs eps_G > 0 (the score vector S)");
     if (!(e->xi >= CORE_DP_EPS_MIN))
-        CFAIL("calibrate.eps_xi: private mode needs eps_xi > 0 (xi_hat)");
+        return opts_invalid(eb, ebn, "calibrate.eps_xi: private mode needs eps_xi > 0 (xi_hat)");
     if (o->tau_from_grid && !(e->tau >= CORE_DP_EPS_MIN))
-        CFAIL("calibrate.eps_tau: tau_select=grid in private mode needs eps_tau > 0");
+        return opts_invalid(eb, ebn,
+                            "calibrate.eps_tau: tau_select=grid in private mode needs eps_tau > 0");
     if (!o->tau_from_grid && e->tau != 0.0)
-        CFAIL("calibrate.eps_tau: must be 0 when tau_select=fixed (tau is public config)");
+        return opts_invalid(eb, ebn,
+                            "calibrate.eps_tau: must be 0 when tau_select=fixed (tau is public "
+                            "config)");
     if (o->task == CAL_TASK_CLASSIFY && !(e->mu >= CORE_DP_EPS_MIN))
-        CFAIL("calibrate.eps_mu: the classify task in private mode needs eps_mu > 0");
+        return opts_invalid(eb, ebn,
+                            "calibrate.eps_mu: the classify task in private mode needs eps_mu > 0");
     if (o->task == CAL_TASK_AGGREGATE && e->mu != 0.0)
-        CFAIL("calibrate.eps_mu: must be 0 for the aggregate task (mu uses public weights)");
+        return opts_invalid(eb, ebn,
+                            "calibrate.eps_mu: must be 0 for the aggregate task (mu uses public "
+                            "weights)");
     return CORE_OK;
 }
 
@@ -183,7 +199,9 @@ static core_err resolve_norm(const struct cal_matrix *mx, const struct cal_opts 
         while (j < mx->m && strcmp(mx->names[j], key) != 0)
             j++;
         if (j == mx->m)
-            CFAIL("calibrate.norm: node \"%s\" is not a column of the calibration matrix", key);
+            return opts_invalid(eb, ebn,
+                                "calibrate.norm: node \"%s\" is not a column of the calibration "
+                                "matrix", key);
         lo[j] = json_number_value(json_array_get(v, 0));
         hi[j] = json_number_value(json_array_get(v, 1));
     }

@@ -412,6 +412,15 @@ core_err cal_service_opts_from_config(const struct core_config *cfg, struct cal_
     return rc == CORE_OK ? cal_opts_check(o, eb, ebn) : rc;
 }
 
+void cal_service_opts_init(const struct core_config *cfg, const char *input,
+                           struct cal_service_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->input = input;
+    o->min_interval_ms = core_config_int(cfg, "calibrate.service.min_interval_s") * 1000;
+    o->refresh_ms = core_config_int(cfg, "calibrate.service.refresh_s") * 1000;
+}
+
 core_err cal_service_new(uv_loop_t *loop, const struct core_config *cfg,
                          const struct cal_service_opts *opts, struct core_metrics *metrics,
                          struct cal_service **out, char *eb, size_t ebn)

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,12 +289,19 @@ const char *cal_task_name(enum cal_task t)
 
 /* ------------------------------------------------------------------ validation */
 
-#define FAIL(...)                                                                      \
-    do {                                                                               \
-        if (eb && ebn)                                                                 \
-            snprintf(eb, ebn, __VA_ARGS__);                                            \
-        return CORE_EINVAL;                                                            \
-    } while (0)
+/* Write the reason (printf-style; eb may be NULL) and return CORE_EINVAL. */
+static core_err theta_invalid(char *eb, size_t ebn, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static core_err theta_invalid(char *eb, size_t ebn, const char *fmt, ...)
+{
+    va_list ap;
+    if (eb && ebn) {
+        va_start(ap, fmt);
+        vsnprintf(eb, ebn, fmt, ap);
+        va_end(ap);
+    }
+    return CORE_EINVAL;
+}
 
 /* x ∈ [lo, hi], written so NaN fails. */
 static bool in_range(double x, double lo, double hi)
@@ -307,41 +315,44 @@ static core_err validate_params(const struct cal_theta *t, char *eb, size_t ebn)
     const char *pn[] = {"eps_cal.G", "eps_cal.tau", "eps_cal.mu", "eps_cal.xi"};
 
     if (t->version < 1)
-        FAIL("version: must be >= 1");
+        return theta_invalid(eb, ebn, "version: must be >= 1");
     if (t->reason[0] && cal_reason_index(t->reason) < 0)
-        FAIL("reason: \"%.15s\" is not initial, drift, command or periodic", t->reason);
+        return theta_invalid(eb, ebn,
+                             "reason: \"%.15s\" is not initial, drift, command or "
+                             "periodic", t->reason);
     if (t->L < 0 || t->L > CAL_MAX_LAG)
-        FAIL("L: %d not in [0,%d]", t->L, CAL_MAX_LAG);
+        return theta_invalid(eb, ebn, "L: %d not in [0,%d]", t->L, CAL_MAX_LAG);
     if (!in_range(t->lambda, 0.0, 1.0))
-        FAIL("lambda: not in [0,1]");
+        return theta_invalid(eb, ebn, "lambda: not in [0,1]");
     if (!in_range(t->tau, 0.0, 1.0))
-        FAIL("tau: not in [0,1]");
+        return theta_invalid(eb, ebn, "tau: not in [0,1]");
     if (t->K < 1 || (size_t)t->K > CAL_MAX_NODES)
-        FAIL("K: %d not in [1,%u]", t->K, CAL_MAX_NODES);
+        return theta_invalid(eb, ebn, "K: %d not in [1,%u]", t->K, CAL_MAX_NODES);
     if (!in_range(t->alpha, 0.0, 1.0))
-        FAIL("alpha: not in [0,1]");
+        return theta_invalid(eb, ebn, "alpha: not in [0,1]");
     if (!in_range(t->gamma, 0.0, 1e6))
-        FAIL("gamma: not in [0,1e6]");
+        return theta_invalid(eb, ebn, "gamma: not in [0,1e6]");
     if (!in_range(t->tau_c, 0.0, 1.0))
-        FAIL("tau_c: not in [0,1]");
+        return theta_invalid(eb, ebn, "tau_c: not in [0,1]");
     if (!in_range(t->kappa, 1.0, 1e6))
-        FAIL("kappa: not in [1,1e6] (Sec. 4.3 requires kappa >= 1)");
+        return theta_invalid(eb, ebn, "kappa: not in [1,1e6] (Sec. 4.3 requires kappa >= 1)");
     if (!in_range(t->g_max, 0.0, 1e12) || !(t->g_max > 0.0))
-        FAIL("g_max: not in (0,1e12]");
+        return theta_invalid(eb, ebn, "g_max: not in (0,1e12]");
     for (size_t a = 0; a < 4; a++) {
         if (!in_range(*p[a], 0.0, 1024.0))
-            FAIL("%s: not in [0,1024]", pn[a]);
+            return theta_invalid(eb, ebn, "%s: not in [0,1024]", pn[a]);
         if (t->mode == CAL_MODE_PUBLIC && *p[a] != 0.0)
-            FAIL("%s: must be 0 in public mode", pn[a]);
+            return theta_invalid(eb, ebn, "%s: must be 0 in public mode", pn[a]);
     }
     if (t->mode == CAL_MODE_PRIVATE && !(cal_theta_eps_cal_total(t) > 0.0))
-        FAIL("eps_cal: private mode needs eps_cal > 0");
+        return theta_invalid(eb, ebn, "eps_cal: private mode needs eps_cal > 0");
     for (size_t a = 0; a < t->n_tau_grid; a++)
         if (!in_range(t->tau_grid[a], 0.0, 1.0))
-            FAIL("tau_grid[%zu]: not in [0,1]", a);
+            return theta_invalid(eb, ebn, "tau_grid[%zu]: not in [0,1]", a);
     if (!in_range(t->delta_S, 0.0, 1e12) || !in_range(t->delta_mu, 0.0, 1e12) ||
         !in_range(t->delta_xi, 0.0, 1e12) || !in_range(t->delta_U, 0.0, 1.0))
-        FAIL("sensitivity: delta_S/mu/xi must be in [0,1e12], delta_U in [0,1]");
+        return theta_invalid(eb, ebn,
+                             "sensitivity: delta_S/mu/xi must be in [0,1e12], delta_U in [0,1]");
     return CORE_OK;
 }
 
@@ -349,15 +360,15 @@ static core_err validate_nodes(const struct cal_theta *t, char *eb, size_t ebn)
 {
     for (size_t m = 0; m < t->n_nodes; m++) {
         if (!t->nodes[m] || !t->nodes[m][0])
-            FAIL("nodes[%zu]: missing name", m);
+            return theta_invalid(eb, ebn, "nodes[%zu]: missing name", m);
         for (size_t o = 0; o < m; o++)
             if (strcmp(t->nodes[o], t->nodes[m]) == 0)
-                FAIL("nodes[%zu]: duplicate name \"%s\"", m, t->nodes[m]);
+                return theta_invalid(eb, ebn, "nodes[%zu]: duplicate name \"%s\"", m, t->nodes[m]);
         if (!isfinite(t->norm_lo[m]) || !isfinite(t->norm_hi[m]) ||
             !(t->norm_lo[m] < t->norm_hi[m]))
-            FAIL("norm[%zu]: need finite lo < hi", m);
+            return theta_invalid(eb, ebn, "norm[%zu]: need finite lo < hi", m);
         if (!in_range(t->exposure[m], 0.0, 1.0))
-            FAIL("exposure[%zu]: not in [0,1]", m);
+            return theta_invalid(eb, ebn, "exposure[%zu]: not in [0,1]", m);
     }
     return CORE_OK;
 }
@@ -399,17 +410,19 @@ static core_err validate_coords(const struct cal_theta *t, char *eb, size_t ebn)
     for (size_t k = 0; k < t->d; k++) {
         const struct cal_coord *c = &t->coords[k];
         if (!c->name || c->n == 0)
-            FAIL("coords[%zu]: missing name or empty node map a(k)", k);
+            return theta_invalid(eb, ebn, "coords[%zu]: missing name or empty node map a(k)", k);
         for (size_t a = 0; a < c->n; a++) {
             if (c->nodes[a] >= t->n_nodes || (a > 0 && c->nodes[a] <= c->nodes[a - 1]))
-                FAIL("coords[%zu].nodes[%zu]: out of range, duplicate or unsorted", k, a);
+                return theta_invalid(eb, ebn,
+                                     "coords[%zu].nodes[%zu]: out of range, duplicate or "
+                                     "unsorted", k, a);
             if (!isfinite(c->coef[a]))
-                FAIL("coords[%zu].coef[%zu]: not finite", k, a);
+                return theta_invalid(eb, ebn, "coords[%zu].coef[%zu]: not finite", k, a);
         }
         if (!in_range(t->mu[k], 0.0, 1.0))
-            FAIL("mu[%zu]: not in [0,1]", k);
+            return theta_invalid(eb, ebn, "mu[%zu]: not in [0,1]", k);
         if (!in_range(t->xi_hat[k], 0.0, t->g_max))
-            FAIL("xi_hat[%zu]: not in [0,g_max]", k);
+            return theta_invalid(eb, ebn, "xi_hat[%zu]: not in [0,g_max]", k);
     }
     return CORE_OK;
 }
@@ -421,22 +434,22 @@ static core_err validate_release(const struct cal_theta *t, char *eb, size_t ebn
     if (!t->B && !t->s && !t->eps)
         return CORE_OK;
     if (!t->B || !t->s || !t->eps)
-        FAIL("release: B, s and eps must be present together");
+        return theta_invalid(eb, ebn, "release: B, s and eps must be present together");
     if (!(t->eps_rel > 0.0) || !isfinite(t->eps_rel))
-        FAIL("eps_rel: must be finite and > 0");
+        return theta_invalid(eb, ebn, "eps_rel: must be finite and > 0");
     for (size_t k = 0; k < t->d; k++) {
         if (!(t->B[k] >= 0.0) || !isfinite(t->B[k]))
-            FAIL("B[%zu]: must be finite and >= 0", k);
+            return theta_invalid(eb, ebn, "B[%zu]: must be finite and >= 0", k);
         if (!(t->s[k] >= t->B[k]) || !isfinite(t->s[k]))
-            FAIL("s[%zu]: must be finite and >= B[%zu]", k, k);
+            return theta_invalid(eb, ebn, "s[%zu]: must be finite and >= B[%zu]", k, k);
         if (!(t->eps[k] > 0.0) || !isfinite(t->eps[k]))
-            FAIL("eps[%zu]: must be finite and > 0", k);
+            return theta_invalid(eb, ebn, "eps[%zu]: must be finite and > 0", k);
         sum += t->eps[k];
     }
     if (!(sum <= t->eps_rel))
-        FAIL("eps: sum %.17g exceeds eps_rel %.17g", sum, t->eps_rel);
+        return theta_invalid(eb, ebn, "eps: sum %.17g exceeds eps_rel %.17g", sum, t->eps_rel);
     if (!t->mechanism[0])
-        FAIL("mechanism: missing");
+        return theta_invalid(eb, ebn, "mechanism: missing");
     return CORE_OK;
 }
 
@@ -450,7 +463,7 @@ core_err cal_theta_validate(const struct cal_theta *t, char *eb, size_t ebn)
     }
     eb[0] = '\0';
     if (!t)
-        FAIL("theta: NULL");
+        return theta_invalid(eb, ebn, "theta: NULL");
     if ((rc = validate_params(t, eb, ebn)) != CORE_OK)
         return rc;
     if ((rc = validate_nodes(t, eb, ebn)) != CORE_OK)

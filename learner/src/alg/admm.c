@@ -75,57 +75,58 @@ struct lrn_admm_opts lrn_admm_opts_default(void)
     return o;
 }
 
-#define BAD(field)                                                                         \
-    do {                                                                                   \
-        if (errbuf && errbuf_size)                                                         \
-            snprintf(errbuf, errbuf_size, "admm option %s out of range", field);           \
-        return CORE_EINVAL;                                                                \
-    } while (0)
+/* Name the option out of range and return CORE_EINVAL. */
+static core_err bad_option(char *errbuf, size_t errbuf_size, const char *field)
+{
+    if (errbuf && errbuf_size)
+        snprintf(errbuf, errbuf_size, "admm option %s out of range", field);
+    return CORE_EINVAL;
+}
 
 core_err lrn_admm_opts_check(const struct lrn_admm_opts *o, char *errbuf, size_t errbuf_size)
 {
     if (o->max_rounds == 0 || o->max_rounds > LRN_ADMM_MAX_ROUNDS)
-        BAD("max_rounds");
+        return bad_option(errbuf, errbuf_size, "max_rounds");
     if (!(o->rho1 > 0.0) || !isfinite(o->rho1))
-        BAD("rho1");
+        return bad_option(errbuf, errbuf_size, "rho1");
     if (!(o->rho2 > 0.0) || !isfinite(o->rho2))
-        BAD("rho2");
+        return bad_option(errbuf, errbuf_size, "rho2");
     if (!(o->rho1_growth >= 1.0) || !isfinite(o->rho1_growth))
-        BAD("rho1_growth");
+        return bad_option(errbuf, errbuf_size, "rho1_growth");
     if (!(o->rho2_growth >= 1.0) || !isfinite(o->rho2_growth))
-        BAD("rho2_growth");
+        return bad_option(errbuf, errbuf_size, "rho2_growth");
     if (!(o->rho_max >= o->rho1) || !(o->rho_max >= o->rho2) || !isfinite(o->rho_max))
-        BAD("rho_max");
+        return bad_option(errbuf, errbuf_size, "rho_max");
     if (o->schedule != LRN_RHO_ON_STALL && o->schedule != LRN_RHO_EVERY_ROUND)
-        BAD("schedule");
+        return bad_option(errbuf, errbuf_size, "schedule");
     if (!(o->rho1_h_floor >= 0.0) || !isfinite(o->rho1_h_floor))
-        BAD("rho1_h_floor");
+        return bad_option(errbuf, errbuf_size, "rho1_h_floor");
     if (!(o->h_stall > 0.0) || !(o->h_stall <= 1.0))
-        BAD("h_stall");
+        return bad_option(errbuf, errbuf_size, "h_stall");
     if (!(o->h_tol >= 0.0) || !isfinite(o->h_tol))
-        BAD("h_tol");
+        return bad_option(errbuf, errbuf_size, "h_tol");
     if (isnan(o->primal_tol) || isinf(o->primal_tol))
-        BAD("primal_tol");
+        return bad_option(errbuf, errbuf_size, "primal_tol");
     if (!(o->w_keep > 0.0) || !(o->w_keep <= 1.0))
-        BAD("w_keep");
+        return bad_option(errbuf, errbuf_size, "w_keep");
     if (!(o->dual_tol >= 0.0) || !isfinite(o->dual_tol))
-        BAD("dual_tol");
+        return bad_option(errbuf, errbuf_size, "dual_tol");
     if (o->stable_rounds > LRN_ADMM_MAX_ROUNDS)
-        BAD("stable_rounds");
+        return bad_option(errbuf, errbuf_size, "stable_rounds");
     if (!(o->w_threshold >= 0.0) || !isfinite(o->w_threshold))
-        BAD("w_threshold");
+        return bad_option(errbuf, errbuf_size, "w_threshold");
     if (!(o->w_sparsify >= 0.0) || !(o->w_sparsify <= o->w_threshold))
-        BAD("w_sparsify");
+        return bad_option(errbuf, errbuf_size, "w_sparsify");
     if (!(o->b_sparsify >= 0.0) || !(o->b_sparsify <= o->w_threshold))
-        BAD("b_sparsify");
+        return bad_option(errbuf, errbuf_size, "b_sparsify");
     if (o->wire != LRN_WIRE_SPARSE && o->wire != LRN_WIRE_DENSE)
-        BAD("wire");
+        return bad_option(errbuf, errbuf_size, "wire");
     if (o->lbfgs_max_iter == 0 || o->lbfgs_max_iter > 100000)
-        BAD("lbfgs_max_iter");
+        return bad_option(errbuf, errbuf_size, "lbfgs_max_iter");
     if (!(o->lbfgs_epsilon > 0.0) || !(o->lbfgs_epsilon < 1.0))
-        BAD("lbfgs_epsilon");
+        return bad_option(errbuf, errbuf_size, "lbfgs_epsilon");
     if (!(o->lbfgs_wtol >= 0.0) || !isfinite(o->lbfgs_wtol))
-        BAD("lbfgs_wtol");
+        return bad_option(errbuf, errbuf_size, "lbfgs_wtol");
     return CORE_OK;
 }
 

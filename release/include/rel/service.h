@@ -96,6 +96,14 @@ struct rel_service_stats {
     int64_t drift_ppm;       /* last valid drift score (rel/drift.h) in ppm; -1: none yet */
 };
 
+/* o zeroed, then from cfg (borrowed) and the opened ledger (borrowed, lo its options): group,
+ * ledger, scheme, ledger_lateness_ms (release.service.ledger_lateness_ms), commit_interval_ms
+ * (500). θ from topics.calibration unless the caller sets theta_path; the caller adds
+ * exit_idle_ms and on_done. */
+void rel_service_opts_init(const struct core_config *cfg, const char *group,
+                           struct core_dp_ledger *ledger, const struct core_dp_scheme *scheme,
+                           struct rel_service_opts *o);
+
 /* Start the service on loop.
  *   cfg      borrowed, must outlive the service (broker.*, topics.*, kafka.*, release.*,
  *            ingest.period_ms for the ledger scheme).

@@ -1123,6 +1123,18 @@ static core_err make_producer(struct rel_service *s, char *eb, size_t ebn)
     return core_kproducer_new(s->loop, pc, on_delivery, s, &s->prod, eb, ebn); /* takes pc */
 }
 
+void rel_service_opts_init(const struct core_config *cfg, const char *group,
+                           struct core_dp_ledger *ledger, const struct core_dp_scheme *scheme,
+                           struct rel_service_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->group = group;
+    o->ledger = ledger;
+    o->scheme = *scheme;
+    o->ledger_lateness_ms = core_config_int(cfg, "release.service.ledger_lateness_ms");
+    o->commit_interval_ms = 500;
+}
+
 core_err rel_service_new(uv_loop_t *loop, const struct core_config *cfg,
                          const struct rel_service_opts *opts, struct core_metrics *metrics,
                          struct rel_service **out, char *eb, size_t ebn)
