@@ -209,7 +209,6 @@ static void progress_line(struct run_ctx *c, bool final)
     struct ing_service_stats st = {0};
     double el = (double)(uv_now(&c->loop) - c->t0) / 1000.0;
     uint64_t sent = atomic_load(&c->sim.acked);
-
     char live[256], lrn[192];
 
     if (c->ingest)
@@ -219,10 +218,11 @@ static void progress_line(struct run_ctx *c, bool final)
     run_live_progress(c, live, sizeof(live));
     run_lrn_progress(c, lrn, sizeof(lrn));
     fprintf(stderr, "%s[%6.1fs] sim sent %llu | readings in %llu (%.0f/s) | windows out %llu "
-                    "| rejected %llu | lag %lld%s%s%s",
+                    "| rejected %llu | lag %lld | gaps %llu%s%s%s",
             c->tty ? "\r" : "", el, (unsigned long long)sent, (unsigned long long)st.consumed,
             el > 0 ? (double)st.consumed / el : 0.0, (unsigned long long)st.windows_out,
-            (unsigned long long)st.rejected, (long long)st.lag, live, lrn,
+            (unsigned long long)st.rejected, (long long)st.lag,
+            (unsigned long long)st.offset_gaps, live, lrn,
             c->tty ? "   " : "\n");
     fflush(stderr);
 }
@@ -320,10 +320,14 @@ static void usage(FILE *f)
             "the calibrate service (public theta versions on topics.calibration, made from\n"
             "public calibration rows), and the release service (topics.windows ->\n"
             "topics.released, every release charged to a privacy ledger first, with the\n"
-            "drift monitor). A progress line goes to stderr every second (readings in,\n"
-            "windows out, released, refused, theta version, eps spent: the largest total of\n"
-            "any protected unit, drift score) and a summary at the end: a readable one on\n"
-            "stderr and one JSON line on stdout.\n\n"
+            "drift monitor), and the federated learner: a server and one participant per\n"
+            "site, reading only topics.released (gcdp learn --server/--participant). A\n"
+            "progress line goes to stderr every second (readings in, windows out, released,\n"
+            "refused, theta version, eps spent: the largest total of any protected unit,\n"
+            "drift score, learner session/round/h/edges/MB) and a summary at the end: a\n"
+            "readable one on stderr and one JSON line on stdout, with the DAG learned from\n"
+            "the privatized stream beside the simulator's true DAG (SHD, TPR, FDR, chance)\n"
+            "and a picture of both.\n\n"
             "options:\n"
             "  --duration S        stop after S seconds (default 0 = until Ctrl-C/SIGTERM)\n"
             "  --devices N         simulated devices (default 100)\n"
@@ -336,7 +340,8 @@ static void usage(FILE *f)
             "  --dir DIR           this run's files (default run): the broker address, the\n"
             "                      control key control.key (made once, mode 0600, unless\n"
             "                      control.key_file is set), calibration.csv, the ledger,\n"
-            "                      state/ (state.dir unless set)\n"
+            "                      truth.json, learner-<UTC time>/ (DAGs, pictures,\n"
+            "                      checkpoints), state/ (state.dir unless set)\n"
             "  --ledger FILE       the privacy ledger to charge (default: a NEW ledger\n"
             "                      DIR/ledger-<UTC time>.jsonl for every run, since the\n"
             "                      simulator's devices and times repeat from run to run;\n"
@@ -344,6 +349,8 @@ static void usage(FILE *f)
             "  --calibration FILE  public calibration rows for the calibrate service (CSV,\n"
             "                      calibrate.input.*; default: DIR/calibration.csv, made from\n"
             "                      a pilot run of the simulator's model with noise of its own)\n"
+            "  --sites K           learner participants (default 4): site k holds the motes\n"
+            "                      mote-i, i in [k*N/K, (k+1)*N/K) (1 with --no-simulator)\n"
             "  --bootstrap-file F  where the embedded broker writes its address\n"
             "                      (default DIR/kafka.bootstrap; other commands can join with\n"
             "                      --set broker.bootstrap=@F while it runs); its log: F.log\n"
@@ -351,13 +358,16 @@ static void usage(FILE *f)
             "Defaults of this command (each applies unless you set the key): a simulator\n"
             "whose SEM signal dominates (sim.channel_params without diurnal terms, sim.ar\n"
             "0.9), complete windows only (ingest.max_interp_gap 0, ingest.min_coverage 1),\n"
-            "release.eps_rel 8 per window with release.eps_min 1.9 per coordinate: see\n"
+            "release.query.min_samples 15, release.eps_rel 8 per window with\n"
+            "release.eps_min 1.9 per coordinate, sites rescaled (learner.rescale, lambda\n"
+            "0.01, threshold 0.1; a session every 15 s from 500 samples per site): see\n"
             "docs/operations.md \"gcdp run\" for why and what it costs in privacy.\n\n"
             "metrics: --set metrics.port=P serves /metrics and /healthz for every stage.\n"
             "Ctrl-C (or SIGTERM) stops gracefully: the simulator flushes, ingest drains and\n"
-            "commits, release releases what ingest emitted, calibrate stops, the broker stops\n"
-            "last; a second Ctrl-C skips the waiting (and if the stages still have not\n"
-            "stopped 5 s later, gcdp run gives up and exits 1).\n"
+            "commits, release releases what ingest emitted, calibrate stops, the learner\n"
+            "finishes a session in progress (at most 30 s), the broker stops last; a second\n"
+            "Ctrl-C skips the waiting (and if the stages still have not stopped 5 s later,\n"
+            "gcdp run gives up and exits 1).\n"
             "Exit status: 0 ok, 1 a stage failed, an offset gap was detected or no window\n"
             "was released, 2 usage.\n\n%s",
             app_common_help);
