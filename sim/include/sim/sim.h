@@ -142,6 +142,10 @@ CORE_MUST_CHECK core_err sim_options_from_config(const struct core_config *cfg,
 CORE_MUST_CHECK core_err sim_faults_parse(const char *spec, double rates[SIM_FAULT_COUNT],
                                           char *errbuf, size_t errbuf_size);
 
+/* The generator parameters of o (sim/gen.h): devices, seed, heterogeneity, coupling, lag,
+ * AR coefficient and channel mapping; noise_seed 0 (the noise stream follows the seed). */
+void sim_gen_params_from_options(const struct sim_options *o, struct sim_gen_params *p);
+
 /* Public calibration rows (sim/src/svc/calib.c): another run of the model with o's seed (the
  * same DAG and device parameters) and devices, its readings drawn from noise_seed (nonzero,
  * not the protected run's: sim_gen_params.noise_seed), windows windows of

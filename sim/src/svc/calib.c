@@ -28,15 +28,8 @@ static core_err generate(const struct sim_options *o, uint64_t noise_seed, size_
     double *val = core_xcalloc(n * SIM_NCH, sizeof(double));
     int64_t period_ms = (int64_t)(o->period_s * 1000.0);
 
-    sim_gen_params_default(&gp);
-    gp.devices = n;
-    gp.seed = o->seed;
-    gp.hetero_sd = o->hetero_sd;
-    gp.spatial_coupling = o->spatial_coupling;
-    gp.spatial_lag = o->spatial_lag;
-    gp.ar = o->ar;
+    sim_gen_params_from_options(o, &gp);
     gp.noise_seed = noise_seed;
-    memcpy(gp.ch, o->channel, sizeof(gp.ch));
     if (sim_gen_new(&gp, &g) != CORE_OK) {
         free(val);
         return CORE_EINVAL;

@@ -40,6 +40,18 @@ void sim_producer_opts_default(struct sim_producer_opts *p)
     p->max_lag_bytes = SIM_DEFAULT_MAX_LAG_BYTES; /* = sim.max_lag_bytes default */
 }
 
+void sim_gen_params_from_options(const struct sim_options *o, struct sim_gen_params *p)
+{
+    sim_gen_params_default(p);
+    p->devices = o->devices;
+    p->seed = o->seed;
+    p->hetero_sd = o->hetero_sd;
+    p->spatial_coupling = o->spatial_coupling;
+    p->spatial_lag = o->spatial_lag;
+    p->ar = o->ar;
+    memcpy(p->ch, o->channel, sizeof(p->ch));
+}
+
 void sim_options_default(struct sim_options *o)
 {
     memset(o, 0, sizeof(*o));

@@ -182,14 +182,7 @@ static core_err setup(struct run *r, const struct core_config *cfg, char *eb, si
     const struct sim_options *o = r->o;
     core_err rc;
 
-    sim_gen_params_default(&gp);
-    gp.devices = o->devices;
-    gp.seed = o->seed;
-    gp.hetero_sd = o->hetero_sd;
-    gp.spatial_coupling = o->spatial_coupling;
-    gp.spatial_lag = o->spatial_lag;
-    gp.ar = o->ar;
-    memcpy(gp.ch, o->channel, sizeof(gp.ch));
+    sim_gen_params_from_options(o, &gp);
     if ((rc = sim_gen_new(&gp, &r->gen)) != CORE_OK) {
         snprintf(eb, ebn, "invalid generator parameters");
         return rc;
