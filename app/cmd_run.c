@@ -521,8 +521,8 @@ static core_err start_everything(struct run_ctx *c, char *eb, size_t ebn)
         rc = broker_spawn(c, eb, ebn);
         if (rc != CORE_OK)
             return rc;
-        snprintf(set, sizeof(set), "\"@%s\"", c->o.bootstrap_file);
-        rc = core_config_set(c->cfg, "broker.bootstrap", set, "flag", eb, ebn);
+        snprintf(set, sizeof(set), "@%s", c->o.bootstrap_file);
+        rc = run_config_set_str(c, "broker.bootstrap", set, eb, ebn);
         if (rc != CORE_OK)
             return rc;
         fprintf(stderr, "gcdp run: embedded broker (in-memory, dev/test only) at @%s\n",

@@ -92,6 +92,9 @@ struct run_ctx {
  * done (fully stopped). A stage that stops by itself while the run is not stopping makes the
  * run fail. */
 core_err run_files_prepare(struct run_ctx *c, char *eb, size_t ebn);
+/* Set a string key to value as it is (a JSON string, never re-parsed text), source "gcdp run". */
+core_err run_config_set_str(struct run_ctx *c, const char *key, const char *value, char *eb,
+                            size_t ebn);
 /* A service stage ended (its on_done): *done, *st = status; outside the shutdown that is a
  * failure of the run (logged, exit status 1). */
 void run_service_done(struct run_ctx *c, const char *name, bool *done, core_err *st,

@@ -61,19 +61,18 @@ static const struct {
 #define PILOT_WINDOWS 250
 #define PILOT_NOISE_SALT 0x9e3779b97f4a7c15ULL
 
-static core_err set_str(struct run_ctx *c, const char *key, const char *value, char *eb,
-                        size_t ebn)
+core_err run_config_set_str(struct run_ctx *c, const char *key, const char *value, char *eb,
+                            size_t ebn)
 {
-    char *q = NULL;
-    size_t n = strlen(value) + 3;
+    json_t *v = json_string(value);
     core_err rc;
 
-    q = malloc(n);
-    if (!q)
-        return CORE_ENOMEM;
-    snprintf(q, n, "\"%s\"", value);
-    rc = core_config_set(c->cfg, key, q, "gcdp run", eb, ebn);
-    free(q);
+    if (!v) {
+        snprintf(eb, ebn, "%s: the path is not valid UTF-8", key);
+        return CORE_ECONFIG;
+    }
+    rc = core_config_set_json(c->cfg, key, v, "gcdp run", eb, ebn);
+    json_decref(v);
     return rc;
 }
 
@@ -136,17 +135,17 @@ static core_err learner_files(struct run_ctx *c, char *eb, size_t ebn)
     /* absolute: relative learner directories would live under state.dir */
     snprintf(v, sizeof(v), "%s/learner-%s/state", c->absdir, c->stamp);
     if (rc == CORE_OK && !core_config_is_explicit(c->cfg, "learner.service.state_dir"))
-        rc = set_str(c, "learner.service.state_dir", v, eb, ebn);
+        rc = run_config_set_str(c, "learner.service.state_dir", v, eb, ebn);
     snprintf(v, sizeof(v), "%s/learner-%s", c->absdir, c->stamp);
     if (rc == CORE_OK && !core_config_is_explicit(c->cfg, "learner.service.out_dir"))
-        rc = set_str(c, "learner.service.out_dir", v, eb, ebn);
+        rc = run_config_set_str(c, "learner.service.out_dir", v, eb, ebn);
     if (rc == CORE_OK && !c->o.no_sim) {
         if (core_config_is_explicit(c->cfg, "sim.truth_path")) {
             snprintf(c->truth_path, sizeof(c->truth_path), "%s",
                      core_config_str(c->cfg, "sim.truth_path"));
         } else {
             snprintf(c->truth_path, sizeof(c->truth_path), "%s/truth.json", c->o.dir);
-            rc = set_str(c, "sim.truth_path", c->truth_path, eb, ebn);
+            rc = run_config_set_str(c, "sim.truth_path", c->truth_path, eb, ebn);
         }
     }
     return rc;
@@ -170,7 +169,7 @@ static core_err control_key(struct run_ctx *c, char *eb, size_t ebn)
             return CORE_EIO;
         }
     }
-    rc = set_str(c, "control.key_file", path, eb, ebn);
+    rc = run_config_set_str(c, "control.key_file", path, eb, ebn);
     return rc;
 }
 
@@ -197,7 +196,7 @@ core_err run_files_prepare(struct run_ctx *c, char *eb, size_t ebn)
         return rc;
     if (!core_config_is_explicit(c->cfg, "state.dir")) {
         snprintf(state, sizeof(state), "%s/state", c->o.dir);
-        if ((rc = set_str(c, "state.dir", state, eb, ebn)) != CORE_OK)
+        if ((rc = run_config_set_str(c, "state.dir", state, eb, ebn)) != CORE_OK)
             return rc;
     }
     if ((rc = control_key(c, eb, ebn)) != CORE_OK)
