@@ -369,7 +369,8 @@ static void usage(FILE *f)
             "Ctrl-C skips the waiting (and if the stages still have not stopped 5 s later,\n"
             "gcdp run gives up and exits 1).\n"
             "Exit status: 0 ok, 1 a stage failed, an offset gap was detected or no window\n"
-            "was released, 2 usage.\n\n%s",
+            "was released, 2 usage or configuration (also a setting a stage refuses at\n"
+            "start, e.g. a ledger made with other caps).\n\n%s",
             app_common_help);
 }
 
@@ -550,6 +551,7 @@ int cmd_run(int argc, char **argv)
 {
     struct run_ctx *c = calloc(1, sizeof(*c));
     char eb[1024] = "";
+    core_err rc;
     int ret;
 
     if (!c)
@@ -593,9 +595,10 @@ int cmd_run(int argc, char **argv)
     c->force.data = c;
     uv_signal_start(&c->sigint, on_signal, SIGINT);
     uv_signal_start(&c->sigterm, on_signal, SIGTERM);
-    if (start_everything(c, eb, sizeof(eb)) != CORE_OK) {
+    if ((rc = start_everything(c, eb, sizeof(eb))) != CORE_OK) {
         fprintf(stderr, "gcdp run: %s\n", eb);
-        c->exit_code = APP_EXIT_FAILURE;
+        /* a configuration a stage refuses is a usage error, like any bad key */
+        c->exit_code = rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
         begin_shutdown(c, "start failed");
     }
     uv_update_time(&c->loop); /* starting the broker took seconds: time runs from here */

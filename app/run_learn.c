@@ -104,6 +104,8 @@ static void server_main(void *arg)
     struct run_learner *l = arg;
     l->server_status = lrn_fedsvc_server_run(&l->so, &l->stop, &l->sprog, l->server_err,
                                              sizeof(l->server_err));
+    if (l->server_status != CORE_OK)
+        CORE_ERROR("learner server stopped: %s", l->server_err);
     atomic_store(&l->server_done, true);
 }
 
@@ -114,6 +116,8 @@ static void part_main(void *arg)
     l->part_status[a->k] = lrn_fedsvc_participant_run(&l->po[a->k], &l->stop, &l->pprog[a->k],
                                                       l->part_err[a->k],
                                                       sizeof(l->part_err[a->k]));
+    if (l->part_status[a->k] != CORE_OK)
+        CORE_ERROR("learner %s stopped: %s", l->ids[a->k], l->part_err[a->k]);
     atomic_fetch_add(&l->parts_done, 1);
 }
 
@@ -207,14 +211,7 @@ bool run_lrn_done(struct run_ctx *c)
     if (atomic_load(&l->parts_done) < started ||
         (l->server_started && !atomic_load(&l->server_done)))
         return false;
-    if (!l->stop_set && !c->stopping) { /* a learner thread ended by itself: a failure */
-        CORE_ERROR("learner stopped unexpectedly: %s",
-                   l->server_err[0] ? l->server_err : l->part_err[0]);
-        c->exit_code = APP_EXIT_FAILURE;
-        atomic_store(&l->stop, true);
-        l->stop_set = true;
-    }
-    return true;
+    return true; /* a thread that ended by itself is reported by run_lrn_failed() */
 }
 
 bool run_lrn_failed_early(const struct run_ctx *c)

@@ -266,8 +266,10 @@ core_err run_rel_start(struct run_ctx *c, char *eb, size_t ebn)
 {
     struct rel_service_opts so;
 
-    if (release_ledger_open(c->cfg, c->ledger_path, &c->lo, &c->ledger, eb, ebn) != APP_EXIT_OK)
-        return CORE_ESTATE;
+    int st = release_ledger_open(c->cfg, c->ledger_path, &c->lo, &c->ledger, eb, ebn);
+
+    if (st != APP_EXIT_OK) /* another scheme or caps than the ledger's: a usage error */
+        return st == APP_EXIT_USAGE ? CORE_ECONFIG : CORE_EIO;
     rel_service_opts_init(c->cfg, "gcdp-release", c->ledger, &c->lo.scheme, &so);
     so.on_done = rel_on_done;
     so.arg = c;
@@ -365,15 +367,18 @@ static void rel_summary(struct run_ctx *c, FILE *human, FILE *json)
         fprintf(json, "%s\"%s\":%" PRIu64, i ? "," : "", r, rs.by_reason[i]);
     }
     fprintf(human, "); theta swaps %" PRIu64 "\n", rs.theta_swaps);
-    fprintf(human, "privacy: %" PRIu64 " units charged, max eps per unit %.6g of the cap %.6g; "
-            "ledger %s (%s)\n", ls.units, ls.max_eps, c->lo.cap.eps, c->ledger_path,
-            c->ledger_new ? "new, made by this run" : "existing, reopened");
+    if (c->ledger)
+        fprintf(human, "privacy: %" PRIu64 " units charged, max eps per unit %.6g of the cap "
+                "%.6g; ledger %s (%s)\n", ls.units, ls.max_eps, c->lo.cap.eps, c->ledger_path,
+                c->ledger_new ? "new, made by this run" : "existing, reopened");
+    else
+        fprintf(human, "privacy: nothing charged; the ledger was not opened\n");
     json_t *path = json_string(c->ledger_path);
     char *quoted = path ? json_dumps(path, JSON_ENCODE_ANY) : NULL;
     fprintf(json, "},\"theta_swaps\":%" PRIu64 ",\"status\":\"%s\"},\"privacy\":{\"units\":%"
             PRIu64 ",\"max_eps\":%.17g,\"cap_eps\":%.17g,\"ledger\":%s,\"ledger_new\":%s}",
             rs.theta_swaps, core_errname(c->rel_status), ls.units, ls.max_eps, c->lo.cap.eps,
-            quoted ? quoted : "null", c->ledger_new ? "true" : "false");
+            c->ledger && quoted ? quoted : "null", c->ledger_new ? "true" : "false");
     free(quoted);
     json_decref(path);
 }

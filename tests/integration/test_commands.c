@@ -238,3 +238,22 @@ Test(commands, run_end_to_end_learns_the_dag_better_than_chance, .timeout = 400,
     ts_rmtree(dir);
     free(dir);
 }
+
+/* A setting a stage refuses at start (here the learner pointed at the protected windows) is
+ * a configuration error: exit 2 naming the key, nothing charged, no ledger claimed. */
+Test(commands, run_refusing_a_setting_at_start_exits_2_naming_it, .timeout = 120)
+{
+    char *dir = ts_tmpdir(), out[600], err[600], *text;
+    const char *args[] = {"run", "--duration", "5", "--devices", "5", "--dir", dir, "--set",
+                          "topics.released=gcdp.windows", "--log-level", "warn", NULL};
+
+    snprintf(out, sizeof(out), "%s/run.out", dir);
+    snprintf(err, sizeof(err), "%s/run.err", dir);
+    cr_assert_eq(ts_wait(ts_spawn(args, out, err), 60000), 2);
+    text = ts_read_file(err, NULL);
+    cr_assert_not_null(strstr(text, "topics.released"), "%s", text);
+    cr_assert_not_null(strstr(text, "the ledger was not opened"), "%s", text);
+    free(text);
+    ts_rmtree(dir);
+    free(dir);
+}
