@@ -370,6 +370,8 @@ core_err core_dp_ledger_parse_row(const json_t *row, struct core_dp_row *out, ch
     return CORE_OK;
 }
 
+static core_err tail_row(struct core_dp_ledger *l, const json_t *row, uint64_t off, size_t len);
+
 static core_err scan_row(struct core_dp_ledger *l, const json_t *row, uint64_t off, size_t len)
 {
     const char *ubuf[CORE_DP_LEDGER_MAX_UNITS];
@@ -416,6 +418,8 @@ static core_err scan_line(struct core_dp_ledger *l, const char *line, size_t len
         rc = CORE_EPARSE;
     else if (off == 0)
         rc = CORE_OK; /* the header, checked before the scan (check_header) */
+    else if (l->db)
+        rc = tail_row(l, row, off, len + 1); /* store: a row beyond its last transaction */
     else
         rc = scan_row(l, row, off, len + 1);
     json_decref(row);
@@ -431,22 +435,28 @@ static core_err truncate_to(struct core_dp_ledger *l, uint64_t size)
     return CORE_OK;
 }
 
-/* Scan the whole file; a bad line followed by more data is corruption (CORE_EPARSE), a bad
- * or unterminated LAST line is a torn append and is cut off. */
-static core_err scan_file(struct core_dp_ledger *l, char *errbuf, size_t errbuf_size)
+/* Scan the file from byte start (0: the whole file; the store back end: the rows beyond its
+ * last transaction); a bad line followed by more data is corruption (CORE_EPARSE), a bad or
+ * unterminated LAST line is a torn append and is cut off. */
+static core_err scan_file(struct core_dp_ledger *l, uint64_t start, char *errbuf,
+                          size_t errbuf_size)
 {
     struct core_lines *ln = NULL;
-    char *line, why[256];
+    char *line;
     size_t len;
-    uint64_t off = 0, bad_off = UINT64_MAX;
+    uint64_t off = start, bad_off = UINT64_MAX;
     core_err rc, got;
+    FILE *f = fopen(l->path, "rb");
 
-    /* the cap counts the line without its "\n" */
-    if (core_lines_open(l->path, CORE_DP_LEDGER_MAX_LINE - 1, &ln, why, sizeof(why)) != CORE_OK) {
+    if (!f || fseeko(f, (off_t)start, SEEK_SET) != 0) {
         set_err(errbuf, errbuf_size, "ledger: cannot read %s: %s", l->path, strerror(errno));
+        if (f)
+            fclose(f);
         return CORE_EIO;
     }
-    while ((got = core_lines_next(ln, &line, &len, why, sizeof(why))) != CORE_ENOTFOUND) {
+    /* the cap counts the line without its "\n" */
+    ln = core_lines_wrap(f, l->path, CORE_DP_LEDGER_MAX_LINE - 1);
+    while ((got = core_lines_next(ln, &line, &len, NULL, 0)) != CORE_ENOTFOUND) {
         int unparsable = 1;
         if (got == CORE_EIO) {
             rc = CORE_EIO;
@@ -454,22 +464,24 @@ static core_err scan_file(struct core_dp_ledger *l, char *errbuf, size_t errbuf_
         }
         if (bad_off != UINT64_MAX || got == CORE_ETOOBIG) {
             rc = bad_off != UINT64_MAX ? CORE_EPARSE : CORE_ETOOBIG;
-            set_err(errbuf, errbuf_size, "ledger %s: bad line %llu is not the last one",
-                    l->path, (unsigned long long)core_lines_lineno(ln) - 1);
+            set_err(errbuf, errbuf_size, "ledger %s: bad line at byte %llu is not the last one",
+                    l->path, (unsigned long long)bad_off);
             goto out;
         }
         /* a NUL byte or no "\n" (cut by end of file): unparsable, a torn append if last */
         rc = got == CORE_OK && core_lines_terminated(ln) ? scan_line(l, line, len, off, &unparsable)
                                                         : CORE_EPARSE;
         if (rc != CORE_OK && !unparsable) {
-            set_err(errbuf, errbuf_size, "ledger %s: line %llu: %s", l->path,
-                    (unsigned long long)core_lines_lineno(ln),
-                    rc == CORE_ETOOBIG ? "more than max_tracked ids+units" : "invalid row");
+            set_err(errbuf, errbuf_size, "ledger %s: row at byte %llu: %s", l->path,
+                    (unsigned long long)off,
+                    rc == CORE_ETOOBIG ? "more than max_tracked ids+units"
+                    : rc == CORE_EIO   ? "the store cannot be written"
+                                       : "invalid row");
             goto out;
         }
         if (rc != CORE_OK)
             bad_off = off;
-        off = core_lines_offset(ln);
+        off = start + core_lines_offset(ln);
     }
     rc = CORE_OK;
     l->size = off;
@@ -481,6 +493,7 @@ static core_err scan_file(struct core_dp_ledger *l, char *errbuf, size_t errbuf_
     }
 out:
     core_lines_free(ln);
+    fclose(f);
     return rc;
 }
 
@@ -918,7 +931,7 @@ core_err core_dp_ledger_open_store(const struct core_dp_ledger_opts *opts,
     } else {
         rc = open_fd(l, errbuf, errbuf_size);
         if (rc == CORE_OK)
-            rc = scan_file(l, errbuf, errbuf_size);
+            rc = scan_file(l, 0, errbuf, errbuf_size);
     }
     /* the directory entry of a newly created file must be durable too */
     if (rc == CORE_OK && sync_file(l) != CORE_OK) {
@@ -937,8 +950,6 @@ void core_dp_ledger_free(struct core_dp_ledger *l)
 {
     if (!l)
         return;
-    if (l->fd >= 0 && l->db)
-        (void)fdatasync(l->fd); /* the audit log's tail (re-derivable from the store) */
     if (l->fd >= 0)
         close(l->fd); /* releases the flock */
     if (l->dfd >= 0)
@@ -1062,7 +1073,9 @@ static core_err store_precheck(struct core_dp_ledger *l, const char *id,
     int64_t end;
     if (!l->db)
         return CORE_OK;
-    /* lookup just found it absent and nothing but this process writes the store */
+    /* lookup just found it absent and nothing but this process writes the store. (An id's
+     * time cannot replace the probe: the ledger does not know that an id names one set of
+     * units, and must refuse a second release of it whatever units it names.) */
     int ex = l->absent_id && strcmp(l->absent_id, id) == 0 ? 0 : ldb_rel_exists(l->db, id);
     if (ex != 0)
         return ex > 0 ? CORE_EEXIST : CORE_EIO;
@@ -1127,20 +1140,18 @@ static core_err batch_units(struct core_dp_ledger *l, size_t n, struct rel *cons
     return rc;
 }
 
-/* The batch's rows, already written (not fsync'd) to the audit log at offset start, go into
- * the store in ONE transaction (group commit) whose COMMIT is the one durability point
- * (WAL fsync'd, synchronous=FULL). Each stored row keeps its audit offset and its text up to
- * the output, so the audit log is re-derivable from the store: a crash after the write but
- * before the COMMIT leaves audit rows the store does not have (their commit never returned,
- * their outputs were never published): the next open cuts them off (the store records the
- * audit size it matches). A power loss that takes the audit log's unsynced tail after the
- * COMMIT: the next open rewrites the missing rows from the store. So the totals (in the
- * store) never undercount a published output, and the audit log always ends up holding
- * every committed row. On failure the audit log is cut back and the cache restored: the
- * reservations stay pending. */
+/* The batch's rows, already written AND fsync'd to the audit log at offset start (the one
+ * durability point: the audit log is the write-ahead log), go into the store in ONE
+ * transaction (group commit; synchronous=NORMAL, no fsync of its own). Each stored row says
+ * where its audit row is (offset, length); the output bytes exist once, in the audit log. A
+ * crash after the audit fsync but before this COMMIT, or a power loss that takes the store's
+ * last transactions, leaves audit rows the store does not have: the next open applies them
+ * (store_replay_tail), because their outputs may have been published. So the totals in the
+ * store never undercount a published output. On failure the store is rolled back, the
+ * audit log cut back and the cache restored: the reservations stay pending (a crash before
+ * the cut only over-counts, on the next open). */
 static core_err store_commit(struct core_dp_ledger *l, size_t n, const char *const *ids,
-                             struct rel *const *rs, const void *const *bytes,
-                             const size_t *lens, uint64_t start)
+                             struct rel *const *rs, const size_t *lens, uint64_t start)
 {
     size_t tot = 0, nu = 0;
     struct ldb_meta m = l->meta;
@@ -1151,10 +1162,10 @@ static core_err store_commit(struct core_dp_ledger *l, size_t n, const char *con
     struct ent_undo *undo = core_xcalloc(tot, sizeof(*undo));
     rc = ldb_begin(l->db);
     for (size_t i = 0; rc == CORE_OK && i < n; i++) {
-        struct ldb_rel row = {ids[i], (int64_t)start, rs[i]->t, rs[i]->has_t, rs[i]->head,
-                              rs[i]->head_len, bytes[i], lens[i]};
+        size_t len = row_len(rs[i], lens[i]);
+        struct ldb_rel row = {ids[i], (int64_t)start, rs[i]->t, rs[i]->has_t, len};
         rc = ldb_put_rel(l->db, &row);
-        start += row_len(rs[i], lens[i]);
+        start += len;
     }
     start = (uint64_t)l->meta.audit_size;
     if (rc == CORE_OK)
@@ -1164,10 +1175,9 @@ static core_err store_commit(struct core_dp_ledger *l, size_t n, const char *con
     if (rc == CORE_OK)
         rc = ldb_put_meta(l->db, &m);
     if (rc == CORE_OK)
-        rc = ldb_commit(l->db); /* WAL fsync'd (synchronous=FULL) before it returns */
+        rc = ldb_commit(l->db); /* atomic; durable through the audit log's fsync */
     if (rc == CORE_OK) {
         l->meta = m;
-        l->st.fsyncs++;
         for (size_t i = 0; i < nu; i++)
             undo[i].e->pending--;
     } else {
@@ -1185,62 +1195,92 @@ static core_err store_commit(struct core_dp_ledger *l, size_t n, const char *con
     return rc;
 }
 
-struct rewrite {
-    struct core_dp_ledger *l;
-    uint64_t rows;
-};
-
-/* Append one stored row to the audit log again, at exactly the offset the store recorded. */
-static core_err rewrite_row(void *arg, const struct ldb_rel *r)
+/* The earliest slot end of units (the release's time); 0 when no unit has a slot. */
+static int units_time(const struct core_dp_ledger *l, const char *const *u, size_t n,
+                      int64_t *t)
 {
-    struct rewrite *w = arg;
-    struct rel tmp = {.head = (char *)r->head, .head_len = r->head_len};
-    size_t n = row_len(&tmp, r->len);
+    int has = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t end;
+        if (unit_slot_end(l, u[i], &end) && (!has || end < *t)) {
+            *t = end;
+            has = 1;
+        }
+    }
+    return has;
+}
+
+/* One audit row beyond the store's last transaction (store_replay_tail): into the store as
+ * its commit would have put it (inside the caller's transaction; counts in l->meta). */
+static core_err tail_row(struct core_dp_ledger *l, const json_t *row, uint64_t off, size_t len)
+{
+    const char *u[CORE_DP_LEDGER_MAX_UNITS];
+    struct core_dp_row pr;
     core_err rc;
-    if (!r->head || (uint64_t)r->off != w->l->size)
-        return CORE_ESTATE; /* an imported row (held by the old file) or a gap */
-    char *buf = core_xmalloc(n);
-    row_format(&tmp, r->bytes, r->len, buf);
-    rc = append_all(w->l, buf, n);
-    free(buf);
-    w->rows += rc == CORE_OK;
+
+    if (core_dp_ledger_parse_row(row, &pr, NULL, 0) != CORE_OK)
+        return CORE_EPARSE;
+    int ex = ldb_rel_exists(l->db, pr.id);
+    if (ex != 0)
+        return ex > 0 ? CORE_EPARSE : CORE_EIO; /* an id is committed once */
+    size_t n = json_array_size(pr.units);
+    for (size_t i = 0; i < n; i++)
+        u[i] = json_string_value(json_array_get(pr.units, i));
+    n = units_unique(u, n, u);
+    struct ldb_rel r = {pr.id, (int64_t)off, 0, 0, len};
+    r.has_t = units_time(l, u, n, &r.t);
+    rc = store_load_units(l, u, n);
+    if (rc == CORE_OK)
+        rc = ldb_put_rel(l->db, &r);
+    for (size_t i = 0; rc == CORE_OK && i < n; i++) {
+        struct unit_ent *e = smap_get(&l->units, u[i]);
+        l->meta.units += !e->in_store;
+        e->in_store = 1;
+        rc = core_dp_cost_add(&e->committed, &pr.cost) == CORE_OK ? CORE_OK : CORE_EPARSE;
+        e->total = e->committed;
+        if (e->has_slot && e->slot_end > l->max_end)
+            l->max_end = e->slot_end;
+        if (rc == CORE_OK)
+            rc = ldb_put_unit(l->db, u[i], &e->committed,
+                              e->has_slot ? e->slot_end : LDB_NO_SLOT);
+    }
+    l->meta.releases++;
     return rc;
 }
 
-/* The audit log is shorter than the store recorded (a power loss took its unsynced tail):
- * cut it at the start of the last row it (partly) holds and write the rows again from the
- * store. */
-static core_err audit_rewrite(struct core_dp_ledger *l, uint64_t size, size_t hdr_len,
-                              char *eb, size_t ebn)
+/* The audit log holds rows beyond the store's last transaction: fsync'd by a commit whose
+ * store transaction never ran (a crash between the two) or was lost (a power loss takes the
+ * last synchronous=NORMAL transactions). Their outputs may have been published, so they go
+ * into the store in one transaction, as their commit would have put them; a torn last line
+ * (its fsync never returned: never published) is cut off. */
+static core_err store_replay_tail(struct core_dp_ledger *l, char *eb, size_t ebn)
 {
-    struct rewrite w = {l, 0};
-    int64_t off = (int64_t)hdr_len;
-    int found = 0;
-    core_err rc = size < hdr_len ? CORE_ESTATE : ldb_last_row_before(l->db, (int64_t)size,
-                                                                       &off, &found);
+    struct ldb_meta m0 = l->meta;
+    core_err rc;
+
+    if (ldb_max_slot_end(l->db, &l->max_end) != CORE_OK || ldb_begin(l->db) != CORE_OK)
+        return CORE_EIO;
+    rc = scan_file(l, (uint64_t)m0.audit_size, eb, ebn); /* tail_row per row; sets l->size */
+    l->meta.audit_size = (int64_t)l->size;
     if (rc == CORE_OK)
-        rc = truncate_to(l, (uint64_t)(found ? off : (int64_t)hdr_len));
+        rc = ldb_put_meta(l->db, &l->meta);
     if (rc == CORE_OK)
-        rc = ldb_rows_from(l->db, (int64_t)l->size, rewrite_row, &w);
-    if (rc == CORE_OK && l->size != (uint64_t)l->meta.audit_size)
-        rc = CORE_ESTATE;
-    if (rc == CORE_OK && fsync(l->fd) != 0)
-        rc = CORE_EIO;
+        rc = ldb_commit(l->db);
     if (rc != CORE_OK) {
-        set_err(eb, ebn, "ledger audit log %s has %llu bytes, the store %s recorded %lld, and "
-                "the missing rows cannot be written again from the store (%s); refusing "
-                "(inspect both)", l->path, (unsigned long long)size, l->store,
-                (long long)l->meta.audit_size, core_errname(rc));
+        ldb_rollback(l->db);
+        l->meta = m0;
         return rc == CORE_EIO ? CORE_EIO : CORE_ESTATE;
     }
-    CORE_WARN("ledger %s: %llu audit rows lost after their commit written again from the "
-              "store %s", l->path, (unsigned long long)w.rows, l->store);
+    if (l->meta.releases > m0.releases)
+        CORE_WARN("ledger %s: %lld rows of the audit log beyond the store's last transaction "
+                  "applied to the store %s (a crash or power loss between the two)", l->path,
+                  (long long)(l->meta.releases - m0.releases), l->store);
     return CORE_OK;
 }
 
-/* The audit log must end up exactly what the store recorded: a longer file holds rows of a
- * transaction that never committed (cut off), a shorter one lost committed rows after their
- * commit (written again from the store). */
+/* The audit log must hold at least what the store recorded (it is written and fsync'd
+ * first): a longer one holds rows the store must take (store_replay_tail); a shorter one
+ * lost committed rows, which nothing can give back: refused. */
 static core_err store_audit_size(struct core_dp_ledger *l, size_t hdr_len, char *eb, size_t ebn)
 {
     struct stat st;
@@ -1261,14 +1301,15 @@ static core_err store_audit_size(struct core_dp_ledger *l, size_t hdr_len, char 
         }
     }
     l->size = (uint64_t)st.st_size;
-    if (st.st_size < l->meta.audit_size)
-        return audit_rewrite(l, (uint64_t)st.st_size, hdr_len, eb, ebn);
-    if (st.st_size > l->meta.audit_size) {
-        CORE_WARN("ledger %s: %lld audit bytes beyond the store's commit cut off (their commit "
-                  "never returned)", l->path, (long long)(st.st_size - l->meta.audit_size));
-        l->st.torn_dropped++;
-        return truncate_to(l, (uint64_t)l->meta.audit_size);
+    if (st.st_size < l->meta.audit_size) {
+        set_err(eb, ebn, "ledger audit log %s has %lld bytes but its store %s recorded %lld: "
+                "rows the store committed are missing from the audit log (it is written and "
+                "fsync'd before the store); refusing (restore the audit log, inspect both)",
+                l->path, (long long)st.st_size, l->store, (long long)l->meta.audit_size);
+        return CORE_ESTATE;
     }
+    if (st.st_size > l->meta.audit_size)
+        return store_replay_tail(l, eb, ebn);
     return CORE_OK;
 }
 
@@ -1383,8 +1424,6 @@ core_err core_dp_ledger_advance(struct core_dp_ledger *l, int64_t watermark_ms,
         return CORE_EINVAL;
     if (!l->db)
         return CORE_OK;
-    if (fdatasync(l->fd) != 0) /* bounds what an open may have to write again */
-        return CORE_EIO;
     cut = sat_sub(sat_sub(watermark_ms, lateness_ms), l->scheme.time_radius * l->scheme.period_ms);
     if (l->horizon_ms > 0 && sat_sub(watermark_ms, l->horizon_ms) > l->meta.floor_ms) {
         floor = sat_sub(watermark_ms, l->horizon_ms);
@@ -1419,24 +1458,19 @@ static int row_time(const struct core_dp_ledger *old, const struct rel *r, int64
     return has;
 }
 
-/* Copy every committed release (id, time, output bytes) of old into d, 4096 per transaction. */
+/* Copy every committed release (id, time, where its row is: the JSONL file becomes the
+ * store's audit log) of old into d, 4096 per transaction. */
 static core_err import_rels(struct core_dp_ledger *old, struct ldb *d, uint64_t *rows)
 {
     core_err rc = ldb_begin(d);
     for (size_t i = 0; rc == CORE_OK && i < old->rels.cap; i++) {
         const struct rel *r = old->rels.slots[i].val;
-        uint8_t *b = NULL;
-        size_t len = 0;
         int64_t t = 0;
         if (!old->rels.slots[i].key || r->state != REL_COMMITTED)
             continue;
         int has_t = row_time(old, r, &t);
-        rc = core_dp_ledger_lookup(old, old->rels.slots[i].key, &b, &len);
-        struct ldb_rel row = {old->rels.slots[i].key, (int64_t)r->off, t, has_t, NULL, 0, b,
-                              len};
-        if (rc == CORE_OK)
-            rc = ldb_put_rel(d, &row);
-        free(b);
+        struct ldb_rel row = {old->rels.slots[i].key, (int64_t)r->off, t, has_t, r->len};
+        rc = ldb_put_rel(d, &row);
         if (rc == CORE_OK && ++*rows % 4096 == 0) {
             rc = ldb_commit(d);
             if (rc == CORE_OK)
@@ -1464,7 +1498,8 @@ static core_err import_units(struct core_dp_ledger *old, struct ldb *d)
     return rc == CORE_OK ? ldb_commit(d) : rc;
 }
 
-/* Every unit's committed total bit for bit, every release's bytes, and the counts. */
+/* Every unit's committed total bit for bit, every release's row (readable, its id, at the
+ * place the store records), and the counts. */
 static core_err import_verify(struct core_dp_ledger *old, struct ldb *d, uint64_t rows)
 {
     core_err rc = CORE_OK;
@@ -1481,17 +1516,17 @@ static core_err import_verify(struct core_dp_ledger *old, struct ldb *d, uint64_
     }
     for (size_t i = 0; rc == CORE_OK && i < old->rels.cap; i++) {
         const struct rel *r = old->rels.slots[i].val;
-        uint8_t *a = NULL, *b = NULL;
+        uint8_t *a = NULL;
         size_t la = 0, lb = 0;
+        int64_t ob = 0;
         if (!old->rels.slots[i].key || r->state != REL_COMMITTED)
             continue;
         rc = core_dp_ledger_lookup(old, old->rels.slots[i].key, &a, &la);
         if (rc == CORE_OK)
-            rc = ldb_rel_get(d, old->rels.slots[i].key, &b, &lb);
-        if (rc == CORE_OK && (la != lb || (la && memcmp(a, b, la) != 0)))
+            rc = ldb_rel_get(d, old->rels.slots[i].key, &ob, &lb);
+        if (rc == CORE_OK && (ob != (int64_t)r->off || lb != r->len))
             rc = CORE_EINVARIANT;
         free(a);
-        free(b);
     }
     return rc == CORE_OK && rows != old->st.releases ? CORE_EINVARIANT : rc;
 }
@@ -1816,10 +1851,10 @@ core_err core_dp_ledger_commit_batch(struct core_dp_ledger *l, size_t n, const c
         row_format(rs[i], bytes[i], lens[i], buf + off);
     start = l->size;
     rc = append_all(l, buf, total); /* one write(2): at most one torn line on a crash */
-    if (rc == CORE_OK && !l->db)
-        rc = sync_file(l); /* durable before anyone may publish */
-    if (rc == CORE_OK && l->db) /* the store's COMMIT is the durability point: store_commit */
-        rc = store_commit(l, n, ids, rs, bytes, lens, start);
+    if (rc == CORE_OK)
+        rc = sync_file(l); /* durable before anyone may publish (store: its write-ahead log) */
+    if (rc == CORE_OK && l->db)
+        rc = store_commit(l, n, ids, rs, lens, start);
     if (rc == CORE_OK)
         batch_committed(l, n, ids, rs, lens, start);
 out:
@@ -1839,8 +1874,10 @@ core_err core_dp_ledger_commit_output(struct core_dp_ledger *l, const char *rele
 
 /* ---- lookup / spent / stats ---- */
 
-core_err core_dp_ledger_lookup(struct core_dp_ledger *l, const char *release_id,
-                               uint8_t **bytes, size_t *len)
+/* The output bytes of release_id's row, the len bytes at off of the ledger file (JSONL) or
+ * audit log (store). CORE_EPARSE when the row there is not release_id's. */
+static core_err read_output(const struct core_dp_ledger *l, const char *release_id,
+                            uint64_t off, size_t n, uint8_t **bytes, size_t *len)
 {
     char *line = NULL;
     json_t *row = NULL;
@@ -1849,23 +1886,14 @@ core_err core_dp_ledger_lookup(struct core_dp_ledger *l, const char *release_id,
     size_t b64len, binlen = 0;
     core_err rc = CORE_EPARSE;
 
-    if (!l || !release_id || !bytes || !len)
-        return CORE_EINVAL;
-    if (l->db) {
-        rc = ldb_rel_get(l->db, release_id, bytes, len);
-        free(l->absent_id);
-        l->absent_id = rc == CORE_ENOTFOUND ? core_xstrdup(release_id) : NULL;
-        return rc;
-    }
-    struct rel *r = smap_get(&l->rels, release_id);
-    if (!r || r->state != REL_COMMITTED)
-        return CORE_ENOTFOUND;
-    line = core_xmalloc(r->len);
-    if (pread(l->fd, line, r->len, (off_t)r->off) != (ssize_t)r->len) {
+    if (n < 2 || n > CORE_DP_LEDGER_MAX_LINE)
+        return CORE_EPARSE;
+    line = core_xmalloc(n);
+    if (pread(l->fd, line, n, (off_t)off) != (ssize_t)n) {
         rc = CORE_EIO;
         goto out;
     }
-    row = json_loadb(line, r->len - 1, 0, NULL);
+    row = json_loadb(line, n - 1, 0, NULL);
     id = json_string_value(json_object_get(row, "id"));
     b64 = json_string_value(json_object_get(row, "out"));
     if (!id || !b64 || strcmp(id, release_id) != 0)
@@ -1884,6 +1912,25 @@ out:
     json_decref(row);
     free(line);
     return rc;
+}
+
+core_err core_dp_ledger_lookup(struct core_dp_ledger *l, const char *release_id,
+                               uint8_t **bytes, size_t *len)
+{
+    if (!l || !release_id || !bytes || !len)
+        return CORE_EINVAL;
+    if (l->db) {
+        int64_t off = 0;
+        size_t n = 0;
+        core_err rc = ldb_rel_get(l->db, release_id, &off, &n);
+        free(l->absent_id);
+        l->absent_id = rc == CORE_ENOTFOUND ? core_xstrdup(release_id) : NULL;
+        return rc == CORE_OK ? read_output(l, release_id, (uint64_t)off, n, bytes, len) : rc;
+    }
+    struct rel *r = smap_get(&l->rels, release_id);
+    if (!r || r->state != REL_COMMITTED)
+        return CORE_ENOTFOUND;
+    return read_output(l, release_id, r->off, r->len, bytes, len);
 }
 
 core_err core_dp_ledger_spent(const struct core_dp_ledger *l, const char *unit,

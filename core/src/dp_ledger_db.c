@@ -3,8 +3,11 @@
  *
  * Why SQLite: measured against LMDB (docs/operations.md, "Ledger store"): both durable and
  * crash-safe under SIGKILL; SQLite's memory is a bounded page cache while LMDB's resident
- * set grows with the mapped file; SQLite's WAL with synchronous=FULL makes every COMMIT
- * durable (fsync of the WAL) before it returns.
+ * set grows with the mapped file.
+ * Durability: the audit log is the write-ahead log (fsync'd before the store's transaction,
+ * dp_ledger.c store_commit); the store runs WAL with synchronous=NORMAL: a COMMIT is atomic
+ * and survives a process crash, and a power loss can only take its last transactions,
+ * which the next open re-applies from the audit log (store_replay_tail).
  */
 #include "dp_ledger_db.h"
 
@@ -20,20 +23,18 @@
 #include "core/mem.h"
 
 enum { S_UNIT_GET, S_REL_EXISTS, S_REL_GET, S_PUT_REL, S_PUT_UNIT, S_PUT_META, S_DEL_REL,
-       S_DEL_UNIT, S_LAST_BEFORE, S_ROWS_FROM, S_N };
+       S_DEL_UNIT, S_N };
 
 static const char *const sql_text[S_N] = {
     "SELECT eps, rho, delta FROM unit WHERE slot_end = ?2 AND name = ?1",
     "SELECT 1 FROM rel WHERE id = ?1",
-    "SELECT out FROM rel WHERE id = ?1",
-    "INSERT INTO rel(off, id, t, head, out) VALUES(?1, ?2, ?3, ?4, ?5)",
+    "SELECT off, len FROM rel WHERE id = ?1",
+    "INSERT INTO rel(off, id, t, len) VALUES(?1, ?2, ?3, ?4)",
     ("INSERT INTO unit(name, eps, rho, delta, slot_end) VALUES(?1, ?2, ?3, ?4, ?5) "
      "ON CONFLICT(slot_end, name) DO UPDATE SET eps = ?2, rho = ?3, delta = ?4"),
     "INSERT OR REPLACE INTO meta(k, v) VALUES(?1, ?2)",
     "DELETE FROM rel WHERE t <= ?1",
     "DELETE FROM unit WHERE slot_end <= ?1",
-    "SELECT off FROM rel WHERE off < ?1 ORDER BY off DESC LIMIT 1",
-    "SELECT off, head, out FROM rel WHERE off >= ?1 ORDER BY off",
 };
 
 static const char schema[] =
@@ -42,8 +43,10 @@ static const char schema[] =
      * group commit dirties few pages and compaction deletes a range at its start */
     "CREATE TABLE unit(slot_end INTEGER NOT NULL, name TEXT NOT NULL, eps REAL NOT NULL,"
     " rho REAL NOT NULL, delta REAL NOT NULL, PRIMARY KEY(slot_end, name)) WITHOUT ROWID;"
-    "CREATE TABLE rel(off INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, t INTEGER,"
-    " head TEXT, out BLOB NOT NULL);"
+    /* the output bytes stay in the audit log (one copy): rel says where its row is; keyed
+     * by id alone (one tree for the row and its lookup), t indexed for compaction */
+    "CREATE TABLE rel(id TEXT PRIMARY KEY, off INTEGER NOT NULL, len INTEGER NOT NULL,"
+    " t INTEGER) WITHOUT ROWID;"
     "CREATE INDEX rel_t ON rel(t);";
 
 struct ldb {
@@ -77,7 +80,8 @@ const char *ldb_errmsg(const struct ldb *d)
     return d && d->db ? sqlite3_errmsg(d->db) : "no store";
 }
 
-/* WAL + synchronous=FULL: a COMMIT returns after the WAL is fsync'd. Bounded page cache. */
+/* WAL + synchronous=NORMAL (durability comes from the audit log's fsync). Bounded page
+ * cache. */
 static int pragmas(sqlite3 *db)
 {
     /* EXCLUSIVE: the ledger is single-process (flock on the audit log) and `gcdp ledger`
@@ -85,7 +89,7 @@ static int pragmas(sqlite3 *db)
      * secure_delete OFF (Debian builds it on): the store holds public outputs and public
      * accounting only, so compaction need not overwrite what it frees. */
     return sqlite3_exec(db, "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL;"
-                            "PRAGMA synchronous=FULL; PRAGMA cache_size=-16384;"
+                            "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384;"
                             "PRAGMA wal_autocheckpoint=8192; PRAGMA secure_delete=OFF;",
                         NULL, NULL, NULL);
 }
@@ -95,7 +99,8 @@ static int meta_text(sqlite3 *db, const char *header)
     sqlite3_stmt *s = NULL;
     int rc = sqlite3_prepare_v2(db, "INSERT INTO meta(k, v) VALUES('header', ?1),"
                                     "('audit_size', 0), ('floor_ms', NULL),"
-                                    "('releases', 0), ('units', 0)", -1, &s, NULL);
+                                    "('releases', 0), ('units', 0), ('format', " LDB_FORMAT_TEXT ")",
+                            -1, &s, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_text(s, 1, header, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK)
@@ -186,6 +191,13 @@ static core_err load_meta(struct ldb *d, char **header, struct ldb_meta *m, cons
                 "no ledger header in it (not a gcdp ledger store)");
         return CORE_ESTATE;
     }
+    if (meta_int(d->db, "format", &ok) != LDB_FORMAT || !ok) {
+        set_err(eb, ebn, "refusing to open this ledger store", path,
+                "it is not in store format " LDB_FORMAT_TEXT " (a store made by an earlier "
+                "gcdp kept the output bytes in the store); build a new store from its audit "
+                "log: gcdp ledger --import AUDIT_LOG --to NEW_STORE");
+        return CORE_ESTATE;
+    }
     m->audit_size = meta_int(d->db, "audit_size", &ok);
     m->floor_ms = meta_int(d->db, "floor_ms", &ok);
     m->releases = meta_int(d->db, "releases", &ok);
@@ -231,7 +243,7 @@ core_err ldb_open(const char *path, struct ldb **out, char **header, struct ldb_
         return CORE_ESTATE;
     }
     if (pragmas(d->db) != SQLITE_OK) {
-        set_err(eb, ebn, "cannot set WAL / synchronous=FULL", path, sqlite3_errmsg(d->db));
+        set_err(eb, ebn, "cannot set WAL / synchronous=NORMAL", path, sqlite3_errmsg(d->db));
         ldb_close(d);
         return CORE_EIO;
     }
@@ -296,7 +308,7 @@ int ldb_rel_exists(struct ldb *d, const char *id)
     return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
-core_err ldb_rel_get(struct ldb *d, const char *id, uint8_t **bytes, size_t *len)
+core_err ldb_rel_get(struct ldb *d, const char *id, int64_t *off, size_t *len)
 {
     sqlite3_stmt *s = stmt(d, S_REL_GET);
     core_err ret = CORE_EIO;
@@ -308,12 +320,8 @@ core_err ldb_rel_get(struct ldb *d, const char *id, uint8_t **bytes, size_t *len
     if (rc == SQLITE_DONE) {
         ret = CORE_ENOTFOUND;
     } else if (rc == SQLITE_ROW) {
-        int n = sqlite3_column_bytes(s, 0);
-        const void *b = sqlite3_column_blob(s, 0);
-        *len = (size_t)n;
-        *bytes = core_xmalloc(n > 0 ? (size_t)n : 1);
-        if (n > 0)
-            memcpy(*bytes, b, (size_t)n);
+        *off = sqlite3_column_int64(s, 0);
+        *len = (size_t)sqlite3_column_int64(s, 1);
         ret = CORE_OK;
     }
     sqlite3_reset(s);
@@ -351,48 +359,14 @@ static core_err step_done(sqlite3_stmt *s)
 core_err ldb_put_rel(struct ldb *d, const struct ldb_rel *r)
 {
     sqlite3_stmt *s = stmt(d, S_PUT_REL);
-    static const char empty[1] = {0};
     int rc = sqlite3_bind_int64(s, 1, r->off);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_text(s, 2, r->id, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK)
         rc = r->has_t ? sqlite3_bind_int64(s, 3, r->t) : sqlite3_bind_null(s, 3);
     if (rc == SQLITE_OK)
-        rc = r->head ? sqlite3_bind_text(s, 4, r->head, (int)r->head_len, SQLITE_STATIC)
-                     : sqlite3_bind_null(s, 4);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_blob(s, 5, r->len ? r->bytes : empty, (int)r->len, SQLITE_STATIC);
+        rc = sqlite3_bind_int64(s, 4, (int64_t)r->len);
     return rc == SQLITE_OK ? step_done(s) : CORE_EIO;
-}
-
-core_err ldb_last_row_before(struct ldb *d, int64_t size, int64_t *off, int *found)
-{
-    sqlite3_stmt *s = stmt(d, S_LAST_BEFORE);
-    int rc = sqlite3_bind_int64(s, 1, size);
-    *found = 0;
-    if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        *off = sqlite3_column_int64(s, 0);
-        *found = 1;
-    }
-    sqlite3_reset(s);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? CORE_OK : CORE_EIO;
-}
-
-core_err ldb_rows_from(struct ldb *d, int64_t off, ldb_row_fn *fn, void *arg)
-{
-    sqlite3_stmt *s = stmt(d, S_ROWS_FROM);
-    core_err ret = CORE_OK;
-    int rc = sqlite3_bind_int64(s, 1, off);
-    while (rc == SQLITE_OK && ret == CORE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        struct ldb_rel r = {NULL, sqlite3_column_int64(s, 0), 0, 0,
-                            (const char *)sqlite3_column_text(s, 1),
-                            (size_t)sqlite3_column_bytes(s, 1), sqlite3_column_blob(s, 2),
-                            (size_t)sqlite3_column_bytes(s, 2)};
-        ret = fn(arg, &r);
-        rc = SQLITE_OK;
-    }
-    sqlite3_reset(s);
-    return ret != CORE_OK ? ret : rc == SQLITE_DONE || rc == SQLITE_OK ? CORE_OK : CORE_EIO;
 }
 
 core_err ldb_put_unit(struct ldb *d, const char *name, const struct core_dp_cost *c,

@@ -1,16 +1,17 @@
 /* dp_ledger_db.h - core-internal: the ledger's embedded store (SQLite, WAL,
- * synchronous=FULL) behind core/dp_ledger.h (docs/operations.md, "Ledger store").
+ * synchronous=NORMAL; the audit log is the write-ahead log) behind core/dp_ledger.h
+ * (docs/operations.md, "Ledger store").
  * SPDX-License-Identifier: Apache-2.0
  *
  * Tables:
  *   meta(k TEXT PRIMARY KEY, v)          header (the JSONL header text: scheme, caps,
- *                                        accounting), audit_size, floor_ms, releases, units
+ *                                        accounting), audit_size, floor_ms, releases, units,
+ *                                        format (LDB_FORMAT)
  *   unit(slot_end, name, eps, rho, delta; PRIMARY KEY(slot_end, name))  committed totals
  *        per unit; slot_end LDB_NO_SLOT for a unit that is not "<device>|<slot>"
- *   rel(off INTEGER PRIMARY KEY, id TEXT UNIQUE, t INTEGER, head TEXT, out BLOB)
- *        the replay store; off: the row's offset in the audit log; head: the row's text up
- *        to the output (audit row = head + base64(out) + "\"}\n"), so the audit log can be
- *        rewritten from the store (NULL for imported rows, which the audit log holds) 
+ *   rel(id TEXT PRIMARY KEY, off INTEGER, len INTEGER, t INTEGER) WITHOUT ROWID, index on t
+ *        the replay index: the release's row is the len bytes at offset off of the audit
+ *        log, which holds its output bytes (one copy, written and fsync'd first)
  * The committed totals are the upward-rounded sums of the committed charges in commit order:
  * bit for bit what the JSONL ledger rebuilds by its scan on open.
  * Ownership: struct ldb owns the sqlite3 handle and its prepared statements.
@@ -27,6 +28,10 @@
 #include "core/err.h"
 
 struct ldb;
+
+/* Store format: 2 = output bytes in the audit log only (format 1 kept them in rel). */
+#define LDB_FORMAT 2
+#define LDB_FORMAT_TEXT "2"
 
 /* Numeric meta keys (kept in the same transaction as the rows they describe). */
 struct ldb_meta {
@@ -57,30 +62,20 @@ CORE_MUST_CHECK core_err ldb_unit_get(struct ldb *d, const char *name, int64_t s
 /* 1 when id is in the replay store, 0 when not, -1 on error. */
 int ldb_rel_exists(struct ldb *d, const char *id);
 
-/* Stored output of id (new buffer, caller frees). CORE_OK, CORE_ENOTFOUND, CORE_EIO. */
-CORE_MUST_CHECK core_err ldb_rel_get(struct ldb *d, const char *id, uint8_t **bytes,
+/* Where id's row is in the audit log. CORE_OK, CORE_ENOTFOUND, CORE_EIO. */
+CORE_MUST_CHECK core_err ldb_rel_get(struct ldb *d, const char *id, int64_t *off,
                                      size_t *len);
 
 /* One transaction (group commit): begin, then rows and units, then meta, then commit. */
 CORE_MUST_CHECK core_err ldb_begin(struct ldb *d);
 struct ldb_rel {
     const char *id;
-    int64_t off, t;
+    int64_t off, t; /* off: the row's offset in the audit log */
     int has_t;
-    const char *head; /* may be NULL */
-    size_t head_len;
-    const void *bytes;
-    size_t len;
+    size_t len;     /* the row's length in the audit log (with its newline) */
 };
 CORE_MUST_CHECK core_err ldb_put_rel(struct ldb *d, const struct ldb_rel *r);
 
-/* The offset of the last row starting before size (*found 0: none). */
-CORE_MUST_CHECK core_err ldb_last_row_before(struct ldb *d, int64_t size, int64_t *off,
-                                             int *found);
-
-/* fn for every row at or after off, in audit order (id not filled). Stops at fn's error. */
-typedef core_err ldb_row_fn(void *arg, const struct ldb_rel *r);
-CORE_MUST_CHECK core_err ldb_rows_from(struct ldb *d, int64_t off, ldb_row_fn *fn, void *arg);
 CORE_MUST_CHECK core_err ldb_put_unit(struct ldb *d, const char *name,
                                       const struct core_dp_cost *c, int64_t slot_end);
 CORE_MUST_CHECK core_err ldb_put_meta(struct ldb *d, const struct ldb_meta *m);

@@ -48,15 +48,16 @@
  *   - core_dp_ledger_open: the JSONL file above is the ledger; every id and unit is kept in
  *     memory and the file is read whole at open. Kept as the reference implementation
  *     (the differential test drives both) and for existing files until they are imported.
- *   - core_dp_ledger_open_store: a SQLite file (WAL, synchronous=FULL) holds the unit
- *     totals, the replay store (release id -> exact output bytes, its time, its audit offset
- *     and row text) and the header; the JSONL file at opts.path is the audit log (same
- *     header, same rows). A group commit write(2)s its rows to the audit log, then commits
- *     ONE store transaction: that COMMIT is the durability point. The audit log is never read
- *     at open, only its size checked: a tail beyond what the store recorded belongs to a
- *     transaction that never committed (outputs never published) and is cut off
- *     (stats.torn_dropped); a tail lost after the COMMIT (power loss; the audit log is
- *     fdatasync'd at advance and close) is written again from the store.
+ *   - core_dp_ledger_open_store: a SQLite file (WAL, synchronous=NORMAL) holds the unit
+ *     totals, the replay index (release id -> its time and where its row is in the audit
+ *     log) and the header; the JSONL file at opts.path is the audit log (same header, same
+ *     rows, the output bytes' one copy) and the write-ahead log: a group commit write(2)s its
+ *     rows to it and fsyncs it (the durability point), then commits ONE store transaction.
+ *     Open reads only the audit log's tail beyond what the store recorded: whole rows there
+ *     (a crash between the fsync and the store's COMMIT, or a power loss that took the
+ *     store's last transactions) are applied to the store, since their outputs may have been
+ *     published; a torn last line (its fsync never returned) is cut off (stats.torn_dropped);
+ *     an audit log shorter than the store recorded is refused (CORE_ESTATE).
  *     Memory holds only pending releases and the units that can still be charged
  *     (core_dp_ledger_advance evicts the others; a charge to an evicted unit reads its total
  *     back from the store, so no decision depends on the cache). Open reads the header,
@@ -210,8 +211,8 @@ CORE_MUST_CHECK core_err core_dp_ledger_charge(struct core_dp_ledger *l, const c
 CORE_MUST_CHECK core_err core_dp_ledger_cancel(struct core_dp_ledger *l, const char *release_id);
 
 /* Append the row for a pending release with its output bytes, write(2) + fsync (file and
- * directory) before returning; store back end: write(2) to the audit log, then the store's
- * transaction commits (WAL fsync'd) before returning. After CORE_OK the caller may publish
+ * directory) before returning; store back end: write(2) + fsync of the audit log, then the
+ * store's transaction commits, before returning. After CORE_OK the caller may publish
  * `bytes`; after an error it must not (the reservation stays pending: retry or cancel).
  *   bytes borrowed, len in [0, MAX_OUTPUT].
  * Returns CORE_OK, CORE_ENOTFOUND (not pending), CORE_EIO, CORE_ETOOBIG, CORE_EINVAL. */
