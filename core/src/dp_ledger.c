@@ -942,6 +942,7 @@ core_err core_dp_ledger_open_store(const struct core_dp_ledger_opts *opts,
         core_dp_ledger_free(l);
         return rc;
     }
+    l->st.audit_bytes = l->size;
     *out = l;
     return CORE_OK;
 }
@@ -1855,8 +1856,10 @@ core_err core_dp_ledger_commit_batch(struct core_dp_ledger *l, size_t n, const c
         rc = sync_file(l); /* durable before anyone may publish (store: its write-ahead log) */
     if (rc == CORE_OK && l->db)
         rc = store_commit(l, n, ids, rs, lens, start);
-    if (rc == CORE_OK)
+    if (rc == CORE_OK) {
         batch_committed(l, n, ids, rs, lens, start);
+        l->st.audit_bytes = l->size;
+    }
 out:
     for (size_t i = 0; i < n; i++)
         if (rs[i])

@@ -289,6 +289,30 @@ static size_t python_consumer_count(const char *bootstrap, const char *dir)
     return n;
 }
 
+/* The ledger's audit log is on gcdp.audit: its header and every row, in order, once (a clean
+ * stop), keyed by release id; the summary counts them. */
+static void check_audit_mirror(const char *bootstrap, const char *ledger, json_t *sum)
+{
+    struct ts_record *rec = NULL;
+    size_t n = ts_topic_read(bootstrap, "gcdp.audit", &rec), i = 0;
+    char *text = ts_read_file(ledger, NULL), *line, *save = NULL;
+    cr_assert_not_null(text);
+    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save), i++) {
+        cr_assert_lt(i, n, "gcdp.audit has %zu records, the audit log more lines", n);
+        cr_assert_str_eq(rec[i].value, line, "record %zu is not the audit log's line:\n%.300s\n%.300s", i, rec[i].value, line);
+        json_t *row = json_loads(line, 0, NULL);
+        cr_assert_str_eq(rec[i].key, i == 0 ? "header" : jstr(row, "id"));
+        json_decref(row);
+    }
+    cr_assert_eq(i, n, "gcdp.audit has %zu records for %zu audit lines", n, i);
+    json_t *m = json_object_get(sum, "audit_mirror");
+    cr_assert(json_is_true(json_object_get(m, "on")));
+    cr_assert_eq(json_integer_value(json_object_get(m, "rows")), (json_int_t)n);
+    cr_assert_eq(json_integer_value(json_object_get(m, "lag_bytes")), 0);
+    ts_records_free(rec, n);
+    free(text);
+}
+
 Test(release_service, occupancy_end_to_end_theta_from_the_calibrate_service, .timeout = 300)
 {
     struct ts_broker b;
@@ -345,6 +369,7 @@ Test(release_service, occupancy_end_to_end_theta_from_the_calibrate_service, .ti
     cr_assert_eq(ts_prom_value(metrics, "gcdp_release_released_total"),
                  (int64_t)json_object_size(o.released));
     cr_assert_eq(python_consumer_count(b.bootstrap, b.dir), o.copies);
+    check_audit_mirror(b.bootstrap, led, sum);
 
     /* leakage canary: nothing protected on a public topic, in a log line or in /metrics */
     json_t *c = canaries(b.bootstrap);
@@ -354,6 +379,8 @@ Test(release_service, occupancy_end_to_end_theta_from_the_calibrate_service, .ti
     no_leak(c, t = topic_text(b.bootstrap, "gcdp.calibration"), "gcdp.calibration");
     free(t);
     no_leak(c, t = topic_text(b.bootstrap, "gcdp.status"), "gcdp.status");
+    free(t);
+    no_leak(c, t = topic_text(b.bootstrap, "gcdp.audit"), "gcdp.audit");
     free(t);
     no_leak(c, t = ts_read_file(err, NULL), "the release log (debug level)");
     free(t);

@@ -155,6 +155,8 @@ struct core_dp_ledger_stats {
     uint64_t torn_dropped;  /* torn last lines cut off at open */
     uint64_t cached_units;  /* store: units held in memory (JSONL: = units) */
     uint64_t compacted;     /* store: releases deleted by compaction since open */
+    uint64_t audit_bytes;   /* bytes of the ledger file (store: audit log) whose rows are
+                             * committed: what a mirror may publish (core/audit_mirror.h) */
     double max_eps;         /* high-water mark of a unit's eps total (committed + pending)
                              * over the units this object has totalled: every unit of a JSONL
                              * ledger; store: the units charged or loaded since open */

@@ -84,6 +84,10 @@ const struct core_cfg_key rel_config_keys[] = {
     K_INT("release.service.linger_ms", "20", 0, 10000,
           "--serve: a release waits at most this long for a full group commit "
           "(release.ledger.batch) before its fsync; latency vs fsyncs per window"),
+    {"release.audit.mirror", CORE_CFG_BOOL, "true", 1, 0, NULL,
+     "--serve: mirror the ledger's audit log to topics.audit, at least once, from the offset "
+     "kept in <ledger>.mirror (core/audit_mirror.h)",
+     NULL},
     {"release.drift.enabled", CORE_CFG_BOOL, "true", 1, 0, NULL,
      "run the GC-DP-Cache drift monitor on the released stream (post-processing, no budget)",
      NULL},
