@@ -177,7 +177,10 @@ struct core_dp_ledger {
     struct smap units; /* unit -> struct unit_ent (store back end: the cache) */
     struct ldb *db;    /* NULL: JSONL back end */
     char *store;       /* the store's path (store back end) */
-    int64_t max_end;   /* store: no unit with a later slot end is in the store */
+    int64_t max_end;   /* store: a unit with a later slot end that is not in the cache is not
+                        * in the store either (at open: the largest stored slot end; then
+                        * raised by every eviction, so a unit committed since and still
+                        * cached needs no store query) */
     char *absent_id;   /* store: the last id lookup found absent (charge need not ask again) */
     struct ldb_meta meta;
     int64_t horizon_ms;
@@ -1132,8 +1135,6 @@ static core_err batch_units(struct core_dp_ledger *l, size_t n, struct rel *cons
             m->units += !e->in_store;
             e->in_store = 1;
             rc = core_dp_cost_add(&e->committed, &rs[i]->cost);
-            if (e->has_slot && e->slot_end > l->max_end)
-                l->max_end = e->slot_end; /* kept even on a rollback: only costs a lookup */
             if (rc == CORE_OK) /* a unit named twice in the batch is written twice */
                 rc = ldb_put_unit(l->db, rs[i]->units[k], &e->committed,
                                   e->has_slot ? e->slot_end : LDB_NO_SLOT);
@@ -1239,8 +1240,6 @@ static core_err tail_row(struct core_dp_ledger *l, const json_t *row, uint64_t o
         e->in_store = 1;
         rc = core_dp_cost_add(&e->committed, &pr.cost) == CORE_OK ? CORE_OK : CORE_EPARSE;
         e->total = e->committed;
-        if (e->has_slot && e->slot_end > l->max_end)
-            l->max_end = e->slot_end;
         if (rc == CORE_OK)
             rc = ldb_put_unit(l->db, u[i], &e->committed,
                               e->has_slot ? e->slot_end : LDB_NO_SLOT);
@@ -1379,8 +1378,11 @@ static void cache_trim(struct core_dp_ledger *l, int64_t cut, int64_t floor)
         if (e->pending > 0)
             continue;
         e->total = e->committed;
-        if (e->has_slot && (e->slot_end <= cut || e->slot_end <= floor))
+        if (e->has_slot && (e->slot_end <= cut || e->slot_end <= floor)) {
             gone[n++] = l->units.slots[i].key;
+            if (e->slot_end > l->max_end)
+                l->max_end = e->slot_end; /* it may be in the store, no longer cached */
+        }
     }
     for (size_t i = 0; i < n; i++) {
         char *key = core_xstrdup(gone[i]); /* smap_del frees the map's copy */
