@@ -903,6 +903,10 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
     size_t one[BL_MAX_LIST], k;
     double dl[BL_MAX_LIST];
 
+    if (app_help_requested(argc, argv)) { /* help wins over any other argument */
+        fputs(bench_help, stdout);
+        return 1;
+    }
     while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
         switch (c) {
         case '1': a->table1 = 1; break;

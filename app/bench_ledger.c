@@ -257,6 +257,10 @@ static int parse(int argc, char **argv, struct lbench *b)
                                        {"dir", required_argument, NULL, 'd'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
+    if (app_help_requested(argc, argv)) { /* help wins over any other argument */
+        fputs(bench_ledger_help, stdout);
+        return 100;
+    }
     int ch;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {

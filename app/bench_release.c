@@ -201,6 +201,10 @@ static int parse(int argc, char **argv, struct bench *b)
     long v;
     char *end;
 
+    if (app_help_requested(argc, argv)) { /* help wins over any other argument */
+        fputs(bench_help, stdout);
+        return 100;
+    }
     optind = 1;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         if (ch == 'h') {

@@ -20,7 +20,8 @@ static const struct {
 
 int cmd_bench(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        (argv[1][0] == '-' && app_help_requested(argc, argv))) {
         FILE *f = argc < 2 ? stderr : stdout;
         fprintf(f, "usage: gcdp bench <what> [options]   (gcdp bench <what> --help)\n");
         for (int i = 0; benches[i].name; i++)

@@ -32,7 +32,7 @@ int cmd_config(int argc, char **argv)
     struct core_config *cfg = NULL;
     json_t *dump;
 
-    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    if (app_help_requested(argc, argv)) {
         printf("usage: gcdp config keys | show [common options]\n"
                "  keys  list every configuration key with type, default, range and meaning\n"
                "  show  print the effective configuration (defaults < file < env < --set)\n\n%s",

@@ -672,6 +672,12 @@ int cmd_learn(int argc, char **argv)
 
     if (learn_serve_wanted(argc, argv))
         return learn_serve(argc, argv);
+    if (app_help_requested(argc, argv)) { /* also as a flag's value: help, never a run */
+        fputs(learn_help, stdout);
+        fputs(learn_help_exit, stdout);
+        fputs(app_common_help, stdout);
+        return APP_EXIT_OK;
+    }
     if (app_config_load(&argc, argv, &cfg) != CORE_OK)
         goto out;
     pr = parse_args(argc, argv, &a, &ov, &m);

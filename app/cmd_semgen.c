@@ -167,6 +167,11 @@ int cmd_semgen(int argc, char **argv)
     int ret = APP_EXIT_USAGE, pr;
     core_err rc;
 
+    if (app_help_requested(argc, argv)) { /* also as a flag's value: help, never a run */
+        fputs(semgen_help, stdout);
+        fputs(app_common_help, stdout);
+        return APP_EXIT_OK;
+    }
     if (app_config_load(&argc, argv, &cfg) != CORE_OK)
         goto out;
     pr = parse_opts(argc, argv, &o, &dir);

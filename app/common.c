@@ -61,10 +61,15 @@ static const char *opt_value(int argc, char **argv, int i, const char *opt, int 
     return NULL;
 }
 
+/* With --help anywhere, the common options are taken off argv but not applied: a broken
+ * configuration must not hide the help that explains it. Every command treats --help
+ * anywhere (even as a flag's value) as a request for help and runs nothing, so nothing ever
+ * runs on this defaults-only configuration (tests/integration/test_commands.c). */
 core_err app_config_load(int *argc, char **argv, struct core_config **out)
 {
     struct core_config *cfg = core_config_new(all_tables, sizeof(all_tables) / sizeof(*all_tables));
     const char *file = getenv("GCDP_CONFIG"), *level = getenv("GCDP_LOG_LEVEL");
+    const bool help = app_help_requested(*argc, argv);
     char eb[1024] = "";
     core_err rc = cfg ? CORE_OK : CORE_ECONFIG;
     int lvl, used = 0;
@@ -87,9 +92,9 @@ core_err app_config_load(int *argc, char **argv, struct core_config **out)
         }
         drop_args(argc, argv, i, used);
     }
-    if (rc == CORE_OK && file && file[0])
+    if (rc == CORE_OK && file && file[0] && !help)
         rc = core_config_load_file(cfg, file, eb, sizeof(eb));
-    if (rc == CORE_OK)
+    if (rc == CORE_OK && !help)
         rc = core_config_load_env(cfg, environ, eb, sizeof(eb));
     for (int i = 1; rc == CORE_OK && i < *argc;) {
         const char *v = opt_value(*argc, argv, i, "--set", &used);
@@ -99,10 +104,11 @@ core_err app_config_load(int *argc, char **argv, struct core_config **out)
             i++;
             continue;
         }
-        rc = core_config_set_arg(cfg, v, eb, sizeof(eb));
+        if (!help)
+            rc = core_config_set_arg(cfg, v, eb, sizeof(eb));
         drop_args(argc, argv, i, used);
     }
-    if (rc == CORE_OK) {
+    if (rc == CORE_OK && !help) {
         if (!level)
             level = core_config_str(cfg, "log.level");
         if (core_log_level_parse(level, &lvl) != CORE_OK) {

@@ -80,6 +80,10 @@ static int parse(int argc, char **argv, struct serve_args *a)
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
     int c;
 
+    if (app_help_requested(argc, argv)) { /* also as a flag's value: help, never a run */
+        fputs(usage, stdout);
+        return 1;
+    }
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (c == 'h') {

@@ -257,3 +257,95 @@ Test(commands, run_refusing_a_setting_at_start_exits_2_naming_it, .timeout = 120
     ts_rmtree(dir);
     free(dir);
 }
+
+/* The commands a help text lists ("  name  summary" lines after a line starting with head). */
+static size_t listed_commands(const char *text, const char *head, char names[][32], size_t max)
+{
+    const char *p = strstr(text, head);
+    size_t n = 0;
+    if (!p)
+        return 0;
+    p = strchr(p, '\n');
+    while (p && p[1] == ' ' && p[2] == ' ' && p[3] != ' ' && n < max) {
+        if (sscanf(p + 1, " %31s", names[n]) == 1)
+            n++;
+        p = strchr(p + 1, '\n');
+    }
+    return n;
+}
+
+static void help_ok_with_broken_config(const char *dir, const char *const *cmd, size_t ncmd)
+{
+    char out[600], err[600], broken[600], first[64];
+    const char *args[16];
+    size_t k = 0;
+    snprintf(broken, sizeof(broken), "%s/broken.json", dir);
+    snprintf(out, sizeof(out), "%s/out.txt", dir);
+    snprintf(err, sizeof(err), "%s/err.txt", dir);
+    for (size_t i = 0; i < ncmd; i++)
+        args[k++] = cmd[i];
+    args[k++] = "--config";
+    args[k++] = broken;
+    args[k++] = "--set";
+    args[k++] = "no.such.key=1";
+    args[k++] = "--help";
+    args[k] = NULL;
+    int rc = ts_wait(ts_spawn(args, out, err), 20000);
+    char *text = ts_read_file(out, NULL);
+    snprintf(first, sizeof(first), "usage: gcdp %s", cmd[0]);
+    cr_assert_eq(rc, 0, "gcdp %s %s %s --help with a broken configuration: exit %d", cmd[0],
+                 ncmd > 1 ? cmd[1] : "", ncmd > 2 ? cmd[2] : "", rc);
+    cr_assert(text && strncmp(text, first, strlen(first)) == 0, "gcdp %s --help printed: %.80s",
+              cmd[0], text ? text : "(nothing)");
+    free(text);
+}
+
+/* Every command listed by `gcdp --help` (and every benchmark, service mode and ctl verb)
+ * prints its help and exits 0 although the configuration file is not JSON, the
+ * environment names it and --set names an undeclared key. */
+Test(commands, every_command_answers_help_whatever_the_configuration)
+{
+    char *dir = ts_tmpdir(), path[600], names[64][32], benches[16][32];
+    const char *top[] = {"--help", NULL};
+    snprintf(path, sizeof(path), "%s/broken.json", dir);
+    ts_write_file(path, "{\"broken\": ");
+    snprintf(path, sizeof(path), "%s/top.txt", dir);
+    cr_assert_eq(ts_wait(ts_spawn(top, path, NULL), 10000), 0);
+    char *text = ts_read_file(path, NULL);
+    size_t n = listed_commands(text, "commands:", names, 64);
+    free(text);
+    cr_assert_geq(n, 15u, "gcdp --help lists %zu commands", n);
+    snprintf(path, sizeof(path), "%s/broken.json", dir);
+    setenv("GCDP_CONFIG", path, 1); /* the environment names the broken file too */
+    for (size_t i = 0; i < n; i++) {
+        const char *cmd[1] = {names[i]};
+        help_ok_with_broken_config(dir, cmd, 1);
+    }
+    const char *bench[] = {"bench", "--help", NULL};
+    snprintf(path, sizeof(path), "%s/bench.txt", dir);
+    cr_assert_eq(ts_wait(ts_spawn(bench, path, NULL), 10000), 0);
+    text = ts_read_file(path, NULL);
+    size_t nb = listed_commands(text, "usage: gcdp bench", benches, 16);
+    free(text);
+    cr_assert_geq(nb, 5u);
+    for (size_t i = 0; i < nb; i++) {
+        const char *cmd[2] = {"bench", benches[i]};
+        help_ok_with_broken_config(dir, cmd, 2);
+    }
+    /* service modes, verbs, and --help given where a flag expects its value (help, never a
+     * run with some other configuration) */
+    const char *const modes[][3] = {{"learn", "--server", NULL},
+                                    {"learn", "--participant", "site-1"},
+                                    {"learn", "--participant", NULL},
+                                    {"calibrate", "--serve", NULL},
+                                    {"release", "--serve", "--ledger"},
+                                    {"ctl", "status", NULL},
+                                    {"ctl", "keygen", NULL},
+                                    {"config", "show", NULL},
+                                    {"ledger", "--import", NULL},
+                                    {"sem-gen", "--out", NULL}};
+    for (size_t i = 0; i < sizeof(modes) / sizeof(*modes); i++)
+        help_ok_with_broken_config(dir, modes[i], modes[i][2] ? 3 : 2);
+    ts_rmtree(dir);
+    free(dir);
+}
