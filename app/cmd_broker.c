@@ -6,91 +6,26 @@
  * the file). SIGINT/SIGTERM are blocked before any librdkafka thread exists and taken
  * with sigwait(), so no thread can swallow them (KAFKA.md §8.1).
  *
- * --port uses a bind() interposer: librdkafka 2.0.2's mock binds 127.0.0.1:0 with no API
- * to choose the port, so while the cluster is being created this executable's bind()
- * rewrites that address to 127.0.0.1:PORT+n for broker n and calls the real bind via
- * dlsym(RTLD_NEXT). The ports are checked free first, because a failed bind aborts the
- * process inside librdkafka (rd_assert, rdkafka_mock.c:2405). */
-#include <dlfcn.h>
+ * --port uses the bind() interposer of broker_bind.c (inactive except while this command
+ * creates the cluster). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "app.h"
+#include "broker_bind.h"
 #include "core/broker.h"
 #include "core/log.h"
 
 #define MAX_EXTRA_TOPICS 32
-
-/* glibc exposes RTLD_NEXT only under _GNU_SOURCE, which would also turn bind()'s
- * prototype into a transparent union that an ISO C definition cannot match. */
-#ifndef RTLD_NEXT
-#define RTLD_NEXT ((void *)-1L)
-#endif
-
-/* 0: pass through; otherwise the next port to hand to a 127.0.0.1:0 bind. */
-static atomic_int fixed_port_next;
-
-typedef int bind_fn(int, const struct sockaddr *, socklen_t);
-
-/* Interposed bind(): see the file comment. Only active during core_broker_new(). */
-int bind(int fd, const struct sockaddr *addr, socklen_t len)
-{
-    static bind_fn *real_bind;
-    struct sockaddr_in sin;
-    int port;
-
-    if (!real_bind) {
-        void *sym = dlsym(RTLD_NEXT, "bind");
-        memcpy(&real_bind, &sym, sizeof(real_bind));
-        if (!real_bind) {
-            errno = ENOSYS;
-            return -1;
-        }
-    }
-    port = atomic_load(&fixed_port_next);
-    if (port > 0 && addr && addr->sa_family == AF_INET && len >= sizeof(sin)) {
-        memcpy(&sin, addr, sizeof(sin));
-        if (sin.sin_port == 0 && sin.sin_addr.s_addr == htonl(INADDR_LOOPBACK)) {
-            int one = 1;
-            sin.sin_port = htons((uint16_t)port);
-            atomic_store(&fixed_port_next, port + 1);
-            /* a restart on the same --port must not wait for the old connections' TIME_WAIT
-             * (~60 s); a port another process listens on is still refused */
-            (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-            return real_bind(fd, (const struct sockaddr *)&sin, sizeof(sin));
-        }
-    }
-    return real_bind(fd, addr, len);
-}
-
-/* True when 127.0.0.1:port can be bound right now, with SO_REUSEADDR as the broker's own
- * bind uses it (TIME_WAIT leftovers of an earlier run do not count; a listener does). */
-static bool port_is_free(int port)
-{
-    struct sockaddr_in sin = {.sin_family = AF_INET};
-    int fd = socket(AF_INET, SOCK_STREAM, 0), ok, one = 1;
-
-    if (fd < 0)
-        return false;
-    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sin.sin_port = htons((uint16_t)port);
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ok = bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
-    close(fd);
-    return ok;
-}
 
 /* Write "BOOTSTRAP addr\n" atomically (tmp + rename) so readers never see half a line. */
 static core_err write_bootstrap(const char *path, const char *addr)
@@ -317,19 +252,19 @@ int cmd_broker(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     if (o.port) {
         for (long i = 0; i < o.brokers; i++)
-            if (o.port + i > 65535 || !port_is_free((int)(o.port + i))) {
+            if (o.port + i > 65535 || !broker_bind_port_free((int)(o.port + i))) {
                 fprintf(stderr, "gcdp broker: port %ld on 127.0.0.1 is in use\n", o.port + i);
                 goto out;
             }
-        atomic_store(&fixed_port_next, (int)o.port);
+        broker_bind_fix_ports((int)o.port);
     }
     if (core_broker_new((int)o.brokers, topics, NTOPIC_KEYS, (int)o.partitions, &b, eb,
                         sizeof(eb)) != CORE_OK) {
-        atomic_store(&fixed_port_next, 0);
+        broker_bind_fix_ports(0);
         fprintf(stderr, "gcdp broker: %s\n", eb);
         goto out;
     }
-    atomic_store(&fixed_port_next, 0);
+    broker_bind_fix_ports(0);
     if (create_extra(b, &o) != CORE_OK)
         goto out;
     if (o.control) {
