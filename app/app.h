@@ -95,7 +95,7 @@ int bench_release(int argc, char **argv);
 int bench_ledger(int argc, char **argv);
 int bench_learner(int argc, char **argv);
 
-/* Service phase of `gcdp bench release` (app/bench_release_service.c): windows records of
+/* Service phase of `gcdp bench release` (bench/bench_release_service.c): windows records of
  * theta's nodes through the release service on an in-process embedded broker, compared with
  * offline_cps (the offline path's coords/s from the same run). dir: scratch. */
 struct cal_theta;

@@ -1,7 +1,7 @@
 /* synth.c - synthetic window data of any width M for the runtime-scaling measurement
  * (gc-dp Figure 7; `gcdp eval --figure7`). Benchmark input, not privacy noise.
  *
- * Model (the kind of factor model `gcdp bench calibrate` uses, app/bench_calibrate.c, so
+ * Model (the kind of factor model `gcdp bench calibrate` uses, bench/bench_calibrate.c, so
  * the two scaling measurements run on data of the same kind): 8 AR(1) factors
  * f_q(t) = 0.9 f_q(t-1) + 0.44 e; node j loads on factor (j mod 8) with a lag drawn in 0..3
  * and a loading in [0.2, 1); x_j(t) = clip(0.5 + (load_j f(t - lag_j) + 0.6 e') / 8, 0, 1).
