@@ -1901,3 +1901,41 @@ void core_dp_ledger_stats(const struct core_dp_ledger *l, struct core_dp_ledger_
         out->cached_units = l->units.n;
     }
 }
+
+/* ---- ε spent per unit: max and quantiles ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest rank: the ceil(q n)-th smallest of the n sorted values (n >= 1). */
+static double nearest_rank(const double *v, size_t n, unsigned q_per_mille)
+{
+    size_t rank = (n * q_per_mille + 999) / 1000;
+    return v[rank ? rank - 1 : 0];
+}
+
+void core_dp_ledger_eps_summary(const struct core_dp_ledger *l, struct core_dp_eps_summary *out)
+{
+    double *v;
+    size_t n = 0;
+
+    if (!l || !out)
+        return;
+    memset(out, 0, sizeof(*out));
+    if (l->units.n == 0)
+        return;
+    v = core_xcalloc(l->units.n, sizeof(*v));
+    for (size_t i = 0; i < l->units.cap && n < l->units.n; i++)
+        if (l->units.slots[i].key)
+            v[n++] = ((const struct unit_ent *)l->units.slots[i].val)->total.eps;
+    qsort(v, n, sizeof(*v), cmp_double);
+    out->units = n;
+    out->max = v[n - 1];
+    out->p50 = nearest_rank(v, n, 500);
+    out->p90 = nearest_rank(v, n, 900);
+    out->p99 = nearest_rank(v, n, 990);
+    free(v);
+}
