@@ -104,11 +104,18 @@ static void pilot_csv(uint64_t seed, const char *path)
     struct sim_options so;
     struct ing_params ip;
     double lo[SIM_NCH], hi[SIM_NCH];
+    size_t windows = 144;
     char eb[256] = "";
 
     sim_options_default(&so);
     so.seed = seed;
     so.devices = DEVICES;
+    if (getenv("LIVEDRIFT_TUNE") && getenv("LIVEDRIFT_PILOT_DEV")) /* experiments only */
+        so.devices = strtoull(getenv("LIVEDRIFT_PILOT_DEV"), NULL, 10);
+    if (getenv("LIVEDRIFT_TUNE") && getenv("LIVEDRIFT_HETERO"))
+        so.hetero_sd = strtod(getenv("LIVEDRIFT_HETERO"), NULL);
+    if (getenv("LIVEDRIFT_TUNE") && getenv("LIVEDRIFT_PILOT_WIN"))
+        windows = strtoull(getenv("LIVEDRIFT_PILOT_WIN"), NULL, 10);
     ing_params_default(&ip);
     for (size_t c = 0; c < SIM_NCH; c++) {
         const char *nm = sim_gen_channel_info(c)->name;
@@ -119,7 +126,7 @@ static void pilot_csv(uint64_t seed, const char *path)
         lo[c] = ip.channels[i].clip_lo;
         hi[c] = ip.channels[i].clip_hi;
     }
-    cr_assert_eq(sim_calibration_csv(&so, (seed * 7919u) | 1u, lo, hi, 144, WIN_TICKS, path, eb,
+    cr_assert_eq(sim_calibration_csv(&so, (seed * 7919u) | 1u, lo, hi, windows, WIN_TICKS, path, eb,
                                      sizeof(eb)),
                  CORE_OK, "%s", eb);
 }
@@ -172,9 +179,15 @@ static json_t *release_status(struct ts_broker *b, const char *key)
     snprintf(err, sizeof(err), "%s/status.err", b->dir);
     cr_assert_eq(run_gcdp(st, out, err, 60000), 0, "gcdp ctl status: %s",
                  ts_read_file(err, NULL));
-    char *text = ts_read_file(out, NULL);
+    char *text = ts_read_file(out, NULL), cmd[2048];
     json_t *r = json_loads(text, 0, NULL);
     cr_assert_not_null(r, "status reply: %s", text);
+    snprintf(cmd, sizeof(cmd),
+             "/usr/bin/python3 -c 'import json,sys,jsonschema; "
+             "jsonschema.Draft202012Validator(json.load(open(sys.argv[1]))).validate("
+             "json.load(open(sys.argv[2])))' %s/status.schema.json %s",
+             GCDP_SCHEMA_DIR, out);
+    cr_assert_eq(system(cmd), 0, "the status reply does not validate: %s", text);
     json_t *s = json_incref(json_object_get(r, "status"));
     cr_assert_not_null(s, "status reply: %s", text);
     json_decref(r);
@@ -276,7 +289,19 @@ static void run_pipeline(struct drift_run *r)
     const char *sim_none[] = {"simulate", "--devices", devices, "--seed", seed, "--ticks", ticks,
                               "--rate", "0", "--lag-group", "gcdp-ingest", "--set",
                               b.set_bootstrap, "--log-level", "warn", NULL};
-    cr_assert_eq(run_gcdp(r->change ? sim_change : sim_none, NULL, NULL, 240000), 0,
+    const char **sim = (const char **)(r->change ? sim_change : sim_none);
+    size_t na = 0;
+    const char *sim_x[32];
+    while (sim[na] && na < 28) {
+        sim_x[na] = sim[na];
+        na++;
+    }
+    if (getenv("LIVEDRIFT_TUNE") && getenv("LIVEDRIFT_HETERO")) { /* experiments only */
+        sim_x[na++] = "--hetero-sd";
+        sim_x[na++] = getenv("LIVEDRIFT_HETERO");
+    }
+    sim_x[na] = NULL;
+    cr_assert_eq(run_gcdp(sim_x, NULL, NULL, 240000), 0,
                  "simulate failed");
     cr_assert_eq(ts_wait(ing_pid, 240000), 0, "ingest: %s", ts_read_file(err_ing, NULL));
     wait_caught_up(&b, port, 120000, &r->windows);
@@ -327,6 +352,8 @@ static void check_eps(const struct drift_run *r)
 Test(live_drift, regime_change_recalibrates_within_bound, .timeout = 400)
 {
     struct drift_run r = {.seed = 21, .change = true};
+    if (getenv("LIVEDRIFT_TUNE") && getenv("LIVEDRIFT_SEED")) /* experiments only */
+        r.seed = strtoull(getenv("LIVEDRIFT_SEED"), NULL, 10);
     int64_t change_ms = START_MS + (int64_t)CHANGE_TICK * PERIOD_MS;
     json_t *v, *known = json_object(), *last = json_object();
     size_t i, n_old_post = 0, n_new = 0;
@@ -380,6 +407,8 @@ Test(live_drift, regime_change_recalibrates_within_bound, .timeout = 400)
 Test(live_drift, no_regime_change_no_drift_recalibration, .timeout = 400)
 {
     struct drift_run r = {.seed = 21, .change = false};
+    if (getenv("LIVEDRIFT_TUNE") && getenv("LIVEDRIFT_SEED")) /* experiments only */
+        r.seed = strtoull(getenv("LIVEDRIFT_SEED"), NULL, 10);
     json_t *v;
     size_t i;
 
