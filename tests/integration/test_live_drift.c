@@ -243,12 +243,36 @@ static void collect(struct ts_broker *b, struct drift_run *r)
     json_decref(st);
 }
 
+/* gcdp simulate: 64 motes, 5 days as fast as ingest keeps up (its group's lag guard). */
+static void run_simulate(struct ts_broker *b, const struct drift_run *r)
+{
+    char seed[32], ticks[32], devices[32], change[32];
+    const char *sim[32] = {"simulate", "--devices", devices, "--seed", seed, "--ticks", ticks,
+                           "--rate", "0", "--lag-group", "gcdp-ingest", "--set",
+                           b->set_bootstrap, "--log-level", "warn"};
+    size_t na = 15;
+
+    snprintf(seed, sizeof(seed), "%llu", (unsigned long long)r->seed);
+    snprintf(ticks, sizeof(ticks), "%d", TICKS);
+    snprintf(devices, sizeof(devices), "%d", DEVICES);
+    snprintf(change, sizeof(change), "%lld", (long long)CHANGE_TICK * (PERIOD_MS / 1000));
+    if (r->change) {
+        sim[na++] = "--regime-change-at";
+        sim[na++] = change;
+    }
+    if (getenv("LIVEDRIFT_TUNE") && getenv("LIVEDRIFT_HETERO")) { /* experiments only */
+        sim[na++] = "--hetero-sd";
+        sim[na++] = getenv("LIVEDRIFT_HETERO");
+    }
+    sim[na] = NULL;
+    cr_assert_eq(run_gcdp(sim, NULL, NULL, 240000), 0, "simulate failed");
+}
+
 static void run_pipeline(struct drift_run *r)
 {
     const char *const bargs[] = {"--partitions", "16", NULL};
     struct ts_broker b;
     char key[600], setkey[700], led[600], mport[64], csv[600], err_rel[600], err_ing[600];
-    char seed[32], ticks[32], devices[32], change[32];
     int port = ts_free_port();
     int64_t t0 = ts_now_ms();
 
@@ -260,10 +284,6 @@ static void run_pipeline(struct drift_run *r)
     snprintf(err_rel, sizeof(err_rel), "%s/release.err", b.dir);
     snprintf(err_ing, sizeof(err_ing), "%s/ingest.err", b.dir);
     snprintf(mport, sizeof(mport), "metrics.port=%d", port);
-    snprintf(seed, sizeof(seed), "%llu", (unsigned long long)r->seed);
-    snprintf(ticks, sizeof(ticks), "%d", TICKS);
-    snprintf(devices, sizeof(devices), "%d", DEVICES);
-    snprintf(change, sizeof(change), "%lld", (long long)CHANGE_TICK * (PERIOD_MS / 1000));
     const char *kg[] = {"ctl", "keygen", "--out", key, NULL};
     cr_assert_eq(run_gcdp(kg, NULL, NULL, 20000), 0, "gcdp ctl keygen failed");
     pilot_csv(r->seed, csv);
@@ -282,27 +302,7 @@ static void run_pipeline(struct drift_run *r)
                          "ingest.max_interp_gap=0", "--set", "ingest.idle_timeout_ms=0",
                          "--log-level", "warn", NULL};
     pid_t ing_pid = ts_spawn(ing, NULL, err_ing);
-    const char *sim_change[] = {"simulate", "--devices", devices, "--seed", seed, "--ticks",
-                                ticks, "--rate", "0", "--lag-group", "gcdp-ingest",
-                                "--regime-change-at", change, "--set", b.set_bootstrap,
-                                "--log-level", "warn", NULL};
-    const char *sim_none[] = {"simulate", "--devices", devices, "--seed", seed, "--ticks", ticks,
-                              "--rate", "0", "--lag-group", "gcdp-ingest", "--set",
-                              b.set_bootstrap, "--log-level", "warn", NULL};
-    const char **sim = (const char **)(r->change ? sim_change : sim_none);
-    size_t na = 0;
-    const char *sim_x[32];
-    while (sim[na] && na < 28) {
-        sim_x[na] = sim[na];
-        na++;
-    }
-    if (getenv("LIVEDRIFT_TUNE") && getenv("LIVEDRIFT_HETERO")) { /* experiments only */
-        sim_x[na++] = "--hetero-sd";
-        sim_x[na++] = getenv("LIVEDRIFT_HETERO");
-    }
-    sim_x[na] = NULL;
-    cr_assert_eq(run_gcdp(sim_x, NULL, NULL, 240000), 0,
-                 "simulate failed");
+    run_simulate(&b, r);
     cr_assert_eq(ts_wait(ing_pid, 240000), 0, "ingest: %s", ts_read_file(err_ing, NULL));
     wait_caught_up(&b, port, 120000, &r->windows);
     r->status = release_status(&b, key);
@@ -369,7 +369,8 @@ Test(live_drift, regime_change_recalibrates_within_bound, .timeout = 400)
     cr_assert_str_eq(jstr(t2, "reason"), "drift");
     cr_assert_gt(v2, v1);
     json_array_foreach(r.thetas, i, v) {
-        snprintf(vk, sizeof(vk), "%lld", (long long)json_integer_value(json_object_get(v, "version")));
+        snprintf(vk, sizeof(vk), "%lld",
+                 (long long)json_integer_value(json_object_get(v, "version")));
         json_object_set_new(known, vk, json_true());
     }
     cr_assert_eq(json_array_size(r.released), r.windows, "every window released once");
