@@ -111,3 +111,57 @@ Test(dp_ledger_eps, store_back_end_summarizes_its_cached_units)
     ts_rmtree(dir);
     free(dir);
 }
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The selection against a full sort in the test, on 5000 units whose totals come from a
+ * fixed LCG: few distinct values (many ties) and many; multiples of 1/64 (below the cap
+ * 100), so exact. */
+Test(dp_ledger_eps, selection_matches_a_sort_with_ties_and_without)
+{
+    enum { N = 5000, BATCH = 500 };
+    static double want[N];
+    static char ids[BATCH][32], units[N][32];
+    const char *idp[BATCH], *u[1];
+    const void *bytes[BATCH];
+    size_t lens[BATCH];
+
+    for (int distinct = 3; distinct <= 5000; distinct *= 40) /* 3, 120, 4800 */ {
+        char *dir = ts_tmpdir(), path[512];
+        struct core_dp_ledger *l;
+        struct core_dp_eps_summary s;
+        uint64_t x = 12345u + (uint64_t)distinct;
+        size_t k = 0;
+
+        snprintf(path, sizeof(path), "%s/ledger.jsonl", dir);
+        l = open_jsonl(path);
+        for (int i = 0; i < N; i++) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            struct core_dp_cost c = {(double)((x >> 33) % (uint64_t)distinct + 1) / 64.0, 0, 0};
+            snprintf(units[i], sizeof(units[i]), "dev|%d", i);
+            snprintf(ids[k], sizeof(ids[k]), "w%d", i);
+            u[0] = units[i];
+            cr_assert_eq(core_dp_ledger_charge(l, ids[k], "lap", u, 1, &c, NULL), CORE_OK);
+            want[i] = c.eps;
+            idp[k] = ids[k], bytes[k] = "x", lens[k] = 1;
+            if (++k == BATCH) {
+                cr_assert_eq(core_dp_ledger_commit_batch(l, k, idp, bytes, lens), CORE_OK);
+                k = 0;
+            }
+        }
+        core_dp_ledger_eps_summary(l, &s);
+        qsort(want, N, sizeof(want[0]), cmp_dbl);
+        cr_assert_eq(s.units, N);
+        cr_assert_eq(s.p50, want[2499], "distinct %d: p50 %g vs %g", distinct, s.p50, want[2499]);
+        cr_assert_eq(s.p90, want[4499], "distinct %d: p90", distinct);
+        cr_assert_eq(s.p99, want[4949], "distinct %d: p99", distinct);
+        cr_assert_eq(s.max, want[N - 1], "distinct %d: max", distinct);
+        core_dp_ledger_free(l);
+        ts_rmtree(dir);
+        free(dir);
+    }
+}

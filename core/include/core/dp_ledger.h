@@ -318,8 +318,8 @@ struct core_dp_eps_summary {
                                   least q of the units have a total <= t */
 };
 
-/* Fill out (one allocation of `units` doubles and a sort: O(n log n); meant for a status
- * answer or a periodic gauge, not per window). l or out NULL: out untouched.
+/* Fill out (one allocation of `units` doubles and three selections: expected O(n); meant
+ * for a status answer or a periodic gauge, not per window). l or out NULL: out untouched.
  * Thread-safety: as every function of the ledger (the caller's thread). */
 void core_dp_ledger_eps_summary(const struct core_dp_ledger *l, struct core_dp_eps_summary *out);
 
