@@ -19,7 +19,15 @@
  * Also (issue 12 status): gcdp.status answers a status command with ε spent per unit
  * (max, p50, p90, p99, cap) equal to /metrics' gcdp_release_eps_* gauges.
  *
- * Seeds 21 and 22: not the drift tuning seeds (101-108) nor the library test's (11-13).
+ * Seed 21: not a drift tuning seed (101-108) nor the library test's (11-13). The release
+ * noise is the service's own (not seeded): scores vary from run to run (docs/release.md,
+ * "Drift through the services", lists the measured ones). The horizons are one simulated
+ * day of every mote only while release keeps up with ingest (simulate waits for ingest's
+ * group): a release far behind would read a backlog partition by partition (see
+ * docs/release.md, "Backlogs make false alarms").
+ * Experiments only (not asserted): LIVEDRIFT_TUNE=1 with LIVEDRIFT_SEED, LIVEDRIFT_PILOT_DEV,
+ * LIVEDRIFT_PILOT_WIN (the pilot's motes and windows per mote), LIVEDRIFT_HETERO (--hetero-sd
+ * of pilot and stream); not GCDP_* names: those are configuration keys of the children.
  */
 #include <math.h>
 #include <signal.h>
