@@ -102,6 +102,13 @@ struct cal_theta;
 int bench_release_service(const struct cal_theta *theta, size_t windows, size_t batch,
                           double offline_cps, const char *dir);
 
+/* Drift phase of `gcdp bench release --drift S` (app/bench_release_drift.c): for S seeds, the
+ * simulator's regime change through the calibrate and release services on an in-process
+ * embedded broker; prints the detection delay (windows from the change to the first record
+ * under a new θ, seconds from the drift report to the swap) and the false alarms of the
+ * no-change twin. dir: scratch. Returns an exit status. */
+int bench_release_drift(size_t seeds, const char *dir);
+
 /* Sampler and ledger group-commit throughput (part of `gcdp bench release`); dir: scratch. */
 int bench_release_primitives(const char *dir);
 

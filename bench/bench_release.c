@@ -35,7 +35,13 @@ static const char bench_help[] =
     "         gcdp.released; windows/s and coords/s from the first read to the last\n"
     "         acknowledgement, and the ratio to the offline full path above (the records\n"
     "         must fit the embedded broker's 5 MiB per partition, 8 partitions: about\n"
-    "         W x N <= 200000, e.g. --coords 100 --service 1500)\n";
+    "         W x N <= 200000, e.g. --coords 100 --service 1500),\n"
+    "         --drift S: also the drift phase: for S simulator seeds (31, 32, ...), a regime\n"
+    "         change at day 1.5 of 5 simulated days (64 motes, 10-minute windows) through\n"
+    "         the calibrate and release services (release.drift.* defaults) on an\n"
+    "         in-process embedded broker: windows and seconds from the change to the\n"
+    "         first record under a new theta, and the no-change twin's false alarms\n"
+    "         (about 30-60 s per seed and twin)\n";
 
 static double now_s(void)
 {
@@ -112,6 +118,7 @@ struct bench {
     unsigned threads;
     const char *dir;
     struct rel_plan *plan;
+    size_t drift_seeds; /* --drift S: the drift phase (app/bench_release_drift.c) */
 };
 
 static struct timing run_plain(struct bench *b, struct rel_window *w, double *y, double *sink)
@@ -195,6 +202,7 @@ static int parse(int argc, char **argv, struct bench *b)
                                        {"dir", required_argument, NULL, 'd'},
                                        {"threads", required_argument, NULL, 't'},
                                        {"service", required_argument, NULL, 's'},
+                                       {"drift", required_argument, NULL, 'D'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
     int ch;
@@ -215,7 +223,7 @@ static int parse(int argc, char **argv, struct bench *b)
             b->dir = optarg;
             continue;
         }
-        if (ch != 'n' && ch != 'w' && ch != 'b' && ch != 't' && ch != 's')
+        if (ch != 'n' && ch != 'w' && ch != 'b' && ch != 't' && ch != 's' && ch != 'D')
             return APP_EXIT_USAGE;
         v = strtol(optarg, &end, 10);
         if (*end || v < 1 || v > 4000000) {
@@ -230,6 +238,8 @@ static int parse(int argc, char **argv, struct bench *b)
             b->threads = (unsigned)(v > 16 ? 16 : v);
         else if (ch == 's')
             b->service_windows = (size_t)v;
+        else if (ch == 'D')
+            b->drift_seeds = (size_t)(v > 20 ? 20 : v);
         else
             b->batch = (size_t)v;
     }
@@ -264,7 +274,7 @@ static void report(const struct bench *b, struct timing tp, struct timing tn, st
 
 int bench_release(int argc, char **argv)
 {
-    struct bench b = {1000, 2000, 64, 0, 2, NULL, NULL};
+    struct bench b = {1000, 2000, 64, 0, 2, NULL, NULL, 0};
     struct cal_theta *theta = NULL;
     struct rel_opts o;
     struct rel_window w;
@@ -318,6 +328,8 @@ int bench_release(int argc, char **argv)
                                    (double)b.n * (double)b.windows / tf.wall, b.dir);
     if (ex == APP_EXIT_OK)
         ex = bench_release_primitives(b.dir);
+    if (ex == APP_EXIT_OK && b.drift_seeds > 0)
+        ex = bench_release_drift(b.drift_seeds, b.dir);
     if (sink == -1.0)
         puts(""); /* keep the plain loop's result alive */
     core_rng_os_wipe();

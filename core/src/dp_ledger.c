@@ -1953,3 +1953,79 @@ void core_dp_ledger_stats(const struct core_dp_ledger *l, struct core_dp_ledger_
         out->cached_units = l->units.n;
     }
 }
+
+/* ---- ε spent per unit: max and quantiles ---- */
+
+static void swap_d(double *a, double *b)
+{
+    double t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Rearrange v[lo..hi] so that v[k] holds the value it would hold sorted, everything before
+ * it is <= and everything after it >= (quickselect, median-of-three pivot, expected O(n)). */
+static void select_kth(double *v, ptrdiff_t lo, ptrdiff_t hi, ptrdiff_t k)
+{
+    while (lo < hi) {
+        ptrdiff_t mid = lo + (hi - lo) / 2, i = lo, j = hi;
+        if (v[mid] < v[lo])
+            swap_d(&v[mid], &v[lo]);
+        if (v[hi] < v[lo])
+            swap_d(&v[hi], &v[lo]);
+        if (v[hi] < v[mid])
+            swap_d(&v[hi], &v[mid]);
+        double pivot = v[mid];
+        while (i <= j) { /* Hoare partition: [lo, j] <= pivot <= [i, hi] */
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i <= j)
+                swap_d(&v[i++], &v[j--]);
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return; /* j < k < i: v[k] == pivot, in place */
+    }
+}
+
+/* Nearest rank: the index of the ceil(q n)-th smallest of n values (n >= 1). */
+static size_t nearest_rank(size_t n, unsigned q_per_mille)
+{
+    size_t rank = (n * q_per_mille + 999) / 1000;
+    return rank ? rank - 1 : 0;
+}
+
+void core_dp_ledger_eps_summary(const struct core_dp_ledger *l, struct core_dp_eps_summary *out)
+{
+    static const unsigned q[3] = {500, 900, 990};
+    double *v, *dst[3];
+    size_t n = 0, from = 0;
+
+    if (!l || !out)
+        return;
+    memset(out, 0, sizeof(*out));
+    if (l->units.n == 0)
+        return;
+    v = core_xcalloc(l->units.n, sizeof(*v));
+    for (size_t i = 0; i < l->units.cap && n < l->units.n; i++)
+        if (l->units.slots[i].key)
+            v[n++] = ((const struct unit_ent *)l->units.slots[i].val)->total.eps;
+    out->units = n;
+    dst[0] = &out->p50, dst[1] = &out->p90, dst[2] = &out->p99;
+    for (int i = 0; i < 3; i++) { /* ascending ranks: each selection leaves the next one's
+                                     candidates at or after the previous index */
+        size_t k = nearest_rank(n, q[i]);
+        select_kth(v, (ptrdiff_t)from, (ptrdiff_t)n - 1, (ptrdiff_t)k);
+        *dst[i] = v[k];
+        from = k;
+    }
+    out->max = v[from];
+    for (size_t i = from; i < n; i++)
+        out->max = v[i] > out->max ? v[i] : out->max;
+    free(v);
+}

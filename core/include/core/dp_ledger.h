@@ -308,4 +308,22 @@ CORE_MUST_CHECK core_err core_dp_ledger_import(const struct core_dp_ledger_opts 
 /* Counters (no protected values). Always succeeds. */
 void core_dp_ledger_stats(const struct core_dp_ledger *l, struct core_dp_ledger_stats *out);
 
+/* ---- ε spent per unit: max and quantiles (status and /metrics) ---- */
+
+/* The distribution of ε totals (committed + pending, upward-rounded, as the cap compares)
+ * over the units this object holds in memory: every unit of a JSONL ledger; store back end:
+ * the cached units (those that can still be charged; evicted units are not read back).
+ * Accounting numbers only (public), never protected values. */
+struct core_dp_eps_summary {
+    uint64_t units;            /* units summarized; 0: every field below is 0 */
+    double max;                /* largest unit total */
+    double p50, p90, p99;      /* nearest-rank quantiles: the smallest total t such that at
+                                  least q of the units have a total <= t */
+};
+
+/* Fill out (one allocation of `units` doubles and three selections: expected O(n); meant
+ * for a status answer or a periodic gauge, not per window). l or out NULL: out untouched.
+ * Thread-safety: as every function of the ledger (the caller's thread). */
+void core_dp_ledger_eps_summary(const struct core_dp_ledger *l, struct core_dp_eps_summary *out);
+
 #endif /* CORE_DP_LEDGER_H */

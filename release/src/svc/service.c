@@ -31,6 +31,7 @@
 #define OUTQ_HIGH 20000 /* pause intake above this many unacknowledged records */
 #define OUTQ_LOW  5000
 #define THETA_SETTLE_MS 1500 /* θ topic quiet this long (or lag 0): read to its end */
+#define EPS_GAUGE_MS 5000  /* the ε spent gauges (a sort of the cached units) */
 
 static const char *const dlq_codes[REL_DLQ_COUNT] = {"malformed", "not_covered", "budget_cap",
                                                      "no_plan"};
@@ -64,6 +65,7 @@ struct svc_metrics {
     struct core_metric *consumed, *released, *replayed, *excluded, *dlq[REL_DLQ_COUNT];
     struct core_metric *theta_version, *theta_swaps, *lag, *commits, *produce_errors, *gaps;
     struct core_metric *drift_score, *drift_horizons, *drift_reports;
+    struct core_metric *eps_q[4], *eps_cap, *eps_units; /* ε spent per unit: max, p50/90/99 */
 };
 
 /* The drift monitor over the released stream (rel/drift.h) and what it reports. */
@@ -112,6 +114,7 @@ struct rel_service {
     bool plan_warned;
     int64_t newest_end;           /* newest window end seen (ms): the ledger's watermark */
     uint64_t last_advance;        /* loop ms of the last core_dp_ledger_advance */
+    uint64_t last_eps;            /* loop ms of the last ε gauges update (0: never) */
     uint64_t last_consume, drain_started, close_started, last_theta_msg;
     _Atomic uint64_t a_consumed, a_released, a_replayed, a_excluded, a_dlq, a_theta_version;
     _Atomic uint64_t a_by_reason[REL_DLQ_COUNT], a_produce_errors, a_commits, a_commit_errors;
@@ -619,6 +622,35 @@ static void on_message(void *arg, const rd_kafka_message_t *m)
 /* ------------------------------------------------------------------------------------ */
 /* Control commands and status (public values only: counts, versions, budgets, scores) */
 
+/* The ε gauges, in millionths (gauges are integers): spent per unit (q = max, 0.5, 0.9,
+ * 0.99), the cap, the units summarized. */
+static void eps_gauges(struct rel_service *s, const struct core_dp_eps_summary *e)
+{
+    const double v[4] = {e->max, e->p50, e->p90, e->p99};
+
+    if (!s->metrics)
+        return;
+    for (int i = 0; i < 4; i++)
+        core_metric_set(s->m.eps_q[i], (int64_t)(v[i] * 1e6 + 0.5));
+    core_metric_set(s->m.eps_cap, (int64_t)(s->ropts.cap.eps * 1e6 + 0.5));
+    core_metric_set(s->m.eps_units, (int64_t)e->units);
+}
+
+/* ε spent per unit over the ledger's units in memory (core_dp_ledger_eps_summary): max and
+ * quantiles, the cap and the least remaining; public accounting numbers. Also sets the
+ * gcdp_release_eps_* gauges. */
+static json_t *eps_json(struct rel_service *s)
+{
+    struct core_dp_eps_summary e;
+    double cap = s->ropts.cap.eps;
+
+    core_dp_ledger_eps_summary(s->ledger, &e);
+    eps_gauges(s, &e);
+    return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f}", "units", (json_int_t)e.units,
+                     "max", e.max, "p50", e.p50, "p90", e.p90, "p99", e.p99, "cap", cap,
+                     "remaining_min", cap > e.max ? cap - e.max : 0.0);
+}
+
 static json_t *status_body(struct rel_service *s)
 {
     struct rel_service_stats st;
@@ -636,10 +668,11 @@ static json_t *status_body(struct rel_service *s)
                   (json_int_t)st.replayed, "excluded", (json_int_t)st.excluded, "dead_letters",
                   (json_int_t)st.dead_letters, "refused", refused, "lag", (json_int_t)st.lag,
                   "paused", s->ctl_paused, "intake", s->intake);
-    json_object_set_new(o, "ledger", json_pack("{s:I, s:I, s:f, s:f}", "releases",
+    json_object_set_new(o, "ledger", json_pack("{s:I, s:I, s:f, s:f, s:o}", "releases",
                                                (json_int_t)ls.releases, "units",
                                                (json_int_t)ls.units, "eps_per_window",
-                                               s->ropts.eps_rel, "cap_eps", s->ropts.cap.eps));
+                                               s->ropts.eps_rel, "cap_eps", s->ropts.cap.eps,
+                                               "eps_spent", eps_json(s)));
     json_object_set_new(o, "drift", drift_json(s));
     json_object_set_new(o, "control", core_ctl_listener_counts_json(s->ctl));
     return o;
@@ -948,6 +981,18 @@ static void intake_check(struct rel_service *s, uint64_t now)
     }
 }
 
+/* The ε gauges every EPS_GAUGE_MS (a sort of the cached units: not on every tick). */
+static void eps_refresh(struct rel_service *s, uint64_t now)
+{
+    struct core_dp_eps_summary e;
+
+    s->last_eps = now ? now : 1;
+    if (!s->metrics)
+        return;
+    core_dp_ledger_eps_summary(s->ledger, &e);
+    eps_gauges(s, &e);
+}
+
 static void on_tick(uv_timer_t *t)
 {
     struct rel_service *s = t->data;
@@ -955,6 +1000,8 @@ static void on_tick(uv_timer_t *t)
 
     if (s->state == S_RUNNING && s->dr.pending && now - s->dr.report_at >= s->dr.retry_ms)
         drift_report(s); /* no newer θ yet: the calibrate service may not have seen it */
+    if (s->state == S_RUNNING && (!s->last_eps || now - s->last_eps >= EPS_GAUGE_MS))
+        eps_refresh(s, now);
     if (s->state == S_RUNNING && s->newest_end > 0 && now - s->last_advance >= 10000) {
         s->last_advance = now; /* bounded ledger memory (store back end; JSONL: no-op) */
         if (core_dp_ledger_advance(s->ledger, s->newest_end, s->opts.ledger_lateness_ms) !=
@@ -1037,6 +1084,15 @@ static void metrics_register(struct rel_service *s)
     m->drift_horizons = C("gcdp_release_drift_horizons_total", "drift horizons evaluated");
     m->drift_reports = C("gcdp_release_drift_reports_total",
                          "drift reports (recalibration requests) sent");
+    for (int i = 0; i < 4; i++) {
+        static const char *const q[4] = {"q=\"max\"", "q=\"0.5\"", "q=\"0.9\"",
+                                         "q=\"0.99\""};
+        m->eps_q[i] = core_metrics_get(r, CORE_METRIC_GAUGE, "gcdp_release_eps_spent_ppm", q[i],
+                                       "epsilon spent per unit over the ledger's units in "
+                                       "memory, max and quantiles, in millionths");
+    }
+    m->eps_cap = G("gcdp_release_eps_cap_ppm", "lifetime epsilon cap per unit, in millionths");
+    m->eps_units = G("gcdp_release_eps_units", "units the epsilon quantiles are taken over");
 #undef C
 #undef G
 }
