@@ -102,7 +102,7 @@ struct cal_theta;
 int bench_release_service(const struct cal_theta *theta, size_t windows, size_t batch,
                           double offline_cps, const char *dir);
 
-/* Drift phase of `gcdp bench release --drift S` (app/bench_release_drift.c): for S seeds, the
+/* Drift phase of `gcdp bench release --drift S` (bench/bench_release_drift.c): for S seeds, the
  * simulator's regime change through the calibrate and release services on an in-process
  * embedded broker; prints the detection delay (windows from the change to the first record
  * under a new θ, seconds from the drift report to the swap) and the false alarms of the
