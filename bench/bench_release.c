@@ -118,7 +118,7 @@ struct bench {
     unsigned threads;
     const char *dir;
     struct rel_plan *plan;
-    size_t drift_seeds; /* --drift S: the drift phase (app/bench_release_drift.c) */
+    size_t drift_seeds; /* --drift S: the drift phase (bench/bench_release_drift.c) */
 };
 
 static struct timing run_plain(struct bench *b, struct rel_window *w, double *y, double *sink)
