@@ -21,7 +21,7 @@ GCDP=${GCDP:-$ROOT/build/release/app/gcdp}
 DEVICES=${1:-200}
 TICKS=${2:-900}
 RATE=${3:-4000}
-PARTITIONS=32 # the mock keeps 5 MiB per partition: 32 keep 300,000 readings (~55 MB) whole
+PARTITIONS=${PARTITIONS:-32} # the mock keeps 5 MiB per partition: 32 keep 300,000 readings (~55 MB) whole
 DIR=$(mktemp -d /tmp/gcdp-capacity.XXXXXX)
 CLK=$(getconf CLK_TCK)
 declare -A PID=()
@@ -72,7 +72,7 @@ for _ in $(seq 100); do [ -s "$DIR/kafka.bootstrap" ] && break; sleep 0.1; done
 BOOT=$(cut -d' ' -f2 "$DIR/kafka.bootstrap")
 export GCDP_BROKER__BOOTSTRAP=$BOOT GCDP_STATE__DIR=$DIR/state
 mkdir -p "$DIR/state"
-"$GCDP" ctl keygen --out "$DIR/control.key" >/dev/null
+"$GCDP" ctl keygen --out "$DIR/control.key" >/dev/null 2>&1
 export GCDP_CONTROL__KEY_FILE=$DIR/control.key
 
 declare -A PORT=()
@@ -96,10 +96,7 @@ done
 [ "$(metric "${PORT[release]}" gcdp_release_theta_version)" != 0 ] ||
     { echo "release has no theta after 30 s (see $DIR/*.log; KEEP=1)" >&2; exit 1; }
 
-# Idle cost (CPU per wall second with no data: polls, heartbeats, announcements), 10 s.
-declare -A CPU0=() CPUI=()
-for n in "${!PID[@]}"; do CPUI[$n]=$(cpu_s "${PID[$n]}"); done
-sleep 10
+declare -A CPU0=()
 for n in "${!PID[@]}"; do CPU0[$n]=$(cpu_s "${PID[$n]}"); done
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 T0=$(date +%s.%N)
@@ -134,6 +131,11 @@ for n in "${!PID[@]}"; do
     CPU1[$n]=$(cpu_s "${PID[$n]}")
     HWM[$n]=$(hwm_kb "${PID[$n]}")
 done
+# Idle cost after the work (CPU per wall second with no data: polls, heartbeats, the
+# learner's sessions every 15 s on the rows it holds), 10 s.
+sleep 10
+declare -A CPUI=()
+for n in "${!PID[@]}"; do CPUI[$n]=$(cpu_s "${PID[$n]}"); done
 
 # --- stop the services in data-flow order (each prints its JSON summary) ------------------
 for n in ingest release calibrate learner_site learner_server; do
@@ -149,7 +151,8 @@ from kafka import KafkaConsumer, TopicPartition
 topics = ["sensors.raw", "sensors.rejected", "gcdp.windows", "gcdp.windows.rejected",
           "gcdp.calibration", "gcdp.released", "gcdp.audit", "gcdp.status", "gcdp.control",
           "learner.updates", "learner.global", "learner.dag"]
-c = KafkaConsumer(bootstrap_servers=sys.argv[1], enable_auto_commit=False)
+c = KafkaConsumer(bootstrap_servers=sys.argv[1], enable_auto_commit=False, fetch_max_wait_ms=50,
+                  max_partition_fetch_bytes=4 << 20, fetch_max_bytes=64 << 20)
 for t in topics:
     parts = c.partitions_for_topic(t) or set()
     tps = [TopicPartition(t, p) for p in sorted(parts)]
@@ -190,10 +193,10 @@ led_bytes() { stat -c %s "$DIR/state/$1" 2>/dev/null || echo 0; }
     echo "wall_s=$(echo "$T1 - $T0" | bc) load_before=\"$LOAD0\" load_after=\"$LOAD1\""
     echo "sim_acked=$ACKED sim_cpu_s=$(echo "$SIM_U + $SIM_S" | bc) sim_hwm_kb=$SIM_KB"
     echo "ingest_consumed=$(jq -r '.consumed // empty' "$DIR/ingest.json" 2>/dev/null | tail -1)"
-    for n in ingest calibrate release learner_server learner_site; do
-        echo "proc $n cpu_s=$(echo "${CPU1[$n]} - ${CPU0[$n]}" | bc) idle_cpu_per_s=$(echo "scale=4; (${CPU0[$n]} - ${CPUI[$n]}) / 10" | bc) cpu_total_s=${CPU1[$n]} hwm_kb=${HWM[$n]}"
+    for n in ingest calibrate release learner_server learner_site broker; do
+        echo "proc $n cpu_s=$(echo "${CPU1[$n]} - ${CPU0[$n]}" | bc) idle_cpu_per_s=$(echo "scale=4; (${CPUI[$n]} - ${CPU1[$n]}) / 10" | bc) cpu_total_s=${CPU1[$n]} hwm_kb=${HWM[$n]}"
     done
-    echo "proc broker cpu_total_s=$BROKER_CPU hwm_kb=$BROKER_HWM (embedded mock, not Kafka)"
+    echo "broker (embedded mock, not Kafka) after the read-back: cpu_total_s=$BROKER_CPU hwm_kb=$BROKER_HWM"
     for f in ledger.jsonl ledger.db ledger.db-wal; do echo "ledger_file $f $(led_bytes $f)"; done
     sed 's/^/topic /' "$DIR/topics.txt"
     for n in ingest release calibrate learner_server learner_site; do
