@@ -147,6 +147,7 @@ done
 # --- topics read back (count + key/value/header bytes; nothing printed but sizes) ---------
 /usr/bin/python3 - "$BOOT" >"$DIR/topics.txt" <<'EOF'
 import sys
+import zlib
 from kafka import KafkaConsumer, TopicPartition
 topics = ["sensors.raw", "sensors.rejected", "gcdp.windows", "gcdp.windows.rejected",
           "gcdp.calibration", "gcdp.released", "gcdp.audit", "gcdp.status", "gcdp.control",
@@ -157,6 +158,7 @@ for t in topics:
     parts = c.partitions_for_topic(t) or set()
     tps = [TopicPartition(t, p) for p in sorted(parts)]
     n = kb = vb = hb = 0
+    buf, zin, zout = {}, 0, 0  # gzip (zlib level 6) of 500-record batches per partition
     if tps:
         c.assign(tps)
         c.seek_to_beginning(*tps)
@@ -170,12 +172,22 @@ for t in topics:
                     kb += len(m.key or b"")
                     vb += len(m.value or b"")
                     hb += sum(len(k) + len(v or b"") for k, v in (m.headers or []))
+                    b = buf.setdefault(tp, [])
+                    b.append((m.key or b"") + (m.value or b""))
+                    if len(b) == 500:
+                        raw = b"".join(b)
+                        zin, zout = zin + len(raw), zout + len(zlib.compress(raw, 6))
+                        b.clear()
                     if m.offset + 1 >= end[tp]:
                         left.pop(tp, None)
         lost = sum(begin[tp] for tp in tps)
     else:
         lost = 0
-    print(t, n, kb, vb, hb, lost)
+    for b in buf.values():
+        if b:
+            raw = b"".join(b)
+            zin, zout = zin + len(raw), zout + len(zlib.compress(raw, 6))
+    print(t, n, kb, vb, hb, lost, zin, zout)
 c.close()
 EOF
 
@@ -211,6 +223,8 @@ kv = dict(re.findall(r'(\w+)=("[^"]*"|\S+)', " ".join(lines[:3])))
 dev, ticks = int(kv["devices"]), int(kv["ticks"])
 days = dev * ticks / 86400.0  # device-days of simulated time (1 reading/s)
 topics = {l.split()[1]: list(map(int, l.split()[2:])) for l in lines if l.startswith("topic ")}
+print("gzip (zlib 6) of 500-record batches, key+value: compressed/raw per topic: " + ", ".join(
+    f"{t} {v[6] / v[5]:.3f}" for t, v in topics.items() if v[5] > 0))
 procs = {l.split()[1]: dict(re.findall(r'(\w+)=(\S+)', l)) for l in lines if l.startswith("proc ")}
 led = {l.split()[1]: int(l.split()[2]) for l in lines if l.startswith("ledger_file ")}
 rd = topics["sensors.raw"][0]; win = topics["gcdp.windows"][0]; rel = topics["gcdp.released"][0]
@@ -218,7 +232,7 @@ print(f"\nsimulated device-days {days:.4f} (readings on sensors.raw {rd}, window
 print("per device-day (x 86,400 readings, 1,440 windows; measured per-unit figures):")
 print(f"  {'topic':24s} {'records/dev-day':>16s} {'bytes/record':>13s} {'MB/dev-day':>11s}")
 unit = {"sensors.raw": rd, "gcdp.windows": win, "gcdp.released": rel}
-for t, (n, kb, vb, hb, lost) in topics.items():
+for t, (n, kb, vb, hb, lost, _, _) in topics.items():
     if n == 0:
         continue
     b = (kb + vb + hb) / n
@@ -231,7 +245,7 @@ if rel:
 wall = float(kv.get("wall_s", "0") or 0)
 print(f"wall seconds of the measured phase: {wall:.1f} (simulator start to drained)")
 print("  cpu_s/dev-day and per unit: the run's CPU minus idle_cpu_per_s x wall, over the units")
-print(f"  {'process':16s} {'cpu_s (run)':>11s} {'idle cpu/s':>10s} {'cpu_s/dev-day':>13s} {'per unit':>22s} {'peak RSS MB':>11s}")
+print(f"  {'process':16s} {'cpu_s (run)':>11s} {'idle cpu/s':>10s} {'cpu_s/dev-day':>13s} {'per unit':>22s} {'peak RSS MiB':>12s}")
 for n, p in procs.items():
     if "cpu_s" not in p:
         continue
@@ -239,7 +253,7 @@ for n, p in procs.items():
     idle = float(p["idle_cpu_per_s"]); c = max(0.0, c0 - idle * wall)
     per = (f"{1e6 * c / rd:.1f} us/reading" if n == "ingest" else
            f"{1e6 * c / rel:.0f} us/release" if rel and n in ("release", "learner_site") else "")
-    print(f"  {n:16s} {c0:11.2f} {idle:10.4f} {c / days:13.3f} {per:>22s} {h:11.1f}")
+    print(f"  {n:16s} {c0:11.2f} {idle:10.4f} {c / days:13.3f} {per:>22s} {h:12.1f}")
 c = float(kv["sim_cpu_s"])
-print(f"  {'simulator':16s} {c:11.2f} {'-':>10s} {c / days:13.3f} {1e6 * c / rd:15.1f} us/msg {int(kv['sim_hwm_kb']) / 1024:11.1f}")
+print(f"  {'simulator':16s} {c:11.2f} {'-':>10s} {c / days:13.3f} {1e6 * c / rd:15.1f} us/msg {int(kv['sim_hwm_kb']) / 1024:12.1f}")
 EOF
