@@ -12,7 +12,8 @@
 #   RATE     simulator messages/s, all devices (default 4000); simulated time runs at
 #            RATE/DEVICES simulated seconds per wall second
 # env: GCDP (binary, default build/release/app/gcdp), KEEP=1 keeps the run directory.
-# Needs: a release build (bash ops/build.sh release), /usr/bin/python3 with python3-kafka.
+# Needs: a release build (bash ops/build.sh release), /usr/bin/python3 with python3-kafka,
+# curl (all in ops/install-deps.sh).
 # SPDX-License-Identifier: Apache-2.0
 set -euo pipefail
 
@@ -46,6 +47,7 @@ cpu_s() { # utime+stime of a live process, seconds
     awk -v k="$CLK" '{sub(/^.*\) /,""); printf "%.2f\n", ($12+$13)/k}' "/proc/$1/stat"
 }
 hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
+calc() { awk "BEGIN { printf \"%.4f\", $1 }"; }
 
 # --- the settings (gcdp run's defaults where they matter, one window a minute) ---------
 export GCDP_INGEST__PERIOD_MS=1000 GCDP_INGEST__WINDOW__SIZE_MS=60000
@@ -101,10 +103,15 @@ for n in "${!PID[@]}"; do CPU0[$n]=$(cpu_s "${PID[$n]}"); done
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 T0=$(date +%s.%N)
 
-# --- the simulator (its own CPU and peak RSS from /usr/bin/time) -------------------------
-/usr/bin/time -f "%U %S %M" -o "$DIR/sim.time" "$GCDP" simulate --devices "$DEVICES" \
-    --ticks "$TICKS" --rate "$RATE" --set metrics.port=0 >"$DIR/sim.json" 2>"$DIR/sim.log"
-ACKED=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["acked"])' "$DIR/sim.json")
+# --- the simulator (its own CPU and peak RSS: getrusage of the child) ---------------------
+/usr/bin/python3 -c 'import resource, subprocess, sys
+rc = subprocess.call(sys.argv[2:], stdout=open(sys.argv[1] + ".json", "w"),
+                     stderr=open(sys.argv[1] + ".log", "w"))
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(sys.argv[1] + ".time", "w").write(f"{u.ru_utime:.2f} {u.ru_stime:.2f} {u.ru_maxrss}\n")
+sys.exit(rc)' "$DIR/sim" "$GCDP" simulate --devices "$DEVICES" --ticks "$TICKS" \
+    --rate "$RATE" --set metrics.port=0
+ACKED=$(/usr/bin/python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])["acked"])' "$DIR/sim.json")
 
 # --- drain: ingest read everything and emitted every window (ACKED/60), release read and
 # released all of them (or nothing moved for 30 s: then the figures say what was done) ----
@@ -202,11 +209,10 @@ read -r SIM_U SIM_S SIM_KB <"$DIR/sim.time"
 led_bytes() { stat -c %s "$DIR/state/$1" 2>/dev/null || echo 0; }
 {
     echo "devices=$DEVICES ticks=$TICKS rate=$RATE partitions=$PARTITIONS"
-    echo "wall_s=$(echo "$T1 - $T0" | bc) load_before=\"$LOAD0\" load_after=\"$LOAD1\""
-    echo "sim_acked=$ACKED sim_cpu_s=$(echo "$SIM_U + $SIM_S" | bc) sim_hwm_kb=$SIM_KB"
-    echo "ingest_consumed=$(jq -r '.consumed // empty' "$DIR/ingest.json" 2>/dev/null | tail -1)"
+    echo "wall_s=$(calc "$T1 - $T0") load_before=\"$LOAD0\" load_after=\"$LOAD1\""
+    echo "sim_acked=$ACKED sim_cpu_s=$(calc "$SIM_U + $SIM_S") sim_hwm_kb=$SIM_KB"
     for n in ingest calibrate release learner_server learner_site broker; do
-        echo "proc $n cpu_s=$(echo "${CPU1[$n]} - ${CPU0[$n]}" | bc) idle_cpu_per_s=$(echo "scale=4; (${CPUI[$n]} - ${CPU1[$n]}) / 10" | bc) cpu_total_s=${CPU1[$n]} hwm_kb=${HWM[$n]}"
+        echo "proc $n cpu_s=$(calc "${CPU1[$n]} - ${CPU0[$n]}") idle_cpu_per_s=$(calc "(${CPUI[$n]} - ${CPU1[$n]}) / 10") cpu_total_s=${CPU1[$n]} hwm_kb=${HWM[$n]}"
     done
     echo "broker (embedded mock, not Kafka) after the read-back: cpu_total_s=$BROKER_CPU hwm_kb=$BROKER_HWM"
     for f in ledger.jsonl ledger.db ledger.db-wal; do echo "ledger_file $f $(led_bytes $f)"; done
