@@ -59,6 +59,7 @@ struct bench_opts {
     long partitions;
     int repeat;
     bool core_only; /* --core-only: preload, bare consumer and ingest only */
+    long long period_ms; /* ingest.period_ms: the readings' spacing per device */
 };
 
 /* What a phase child reports to the parent through a pipe. */
@@ -119,8 +120,9 @@ static double now_s(void)
 /* ------------------------------------------------------------------------------------ */
 /* Phase 1: preload */
 
-/* Reading i: device i % D, tick i / D (one reading per device per 60 s of simulated time
- * from 2026-11-01T00:00:00Z, on the window grid); deterministic in-domain values.
+/* Reading i: device i % D, tick i / D (one reading per device per ingest.period_ms of
+ * simulated time from 2026-11-01T00:00:00Z, on the window grid); deterministic in-domain
+ * values.
  * Returns the key length. */
 static int reading_json(const struct bench_opts *o, long long i, char *key, size_t kn,
                         char *val, size_t vn)
@@ -132,7 +134,7 @@ static int reading_json(const struct bench_opts *o, long long i, char *key, size
              "{\"schema\":\"gcdp.reading/1\",\"device\":\"%s\",\"ts\":%lld,\"seq\":%lld,"
              "\"readings\":{\"temperature\":%.2f,\"humidity\":%.2f,\"light\":%.1f,"
              "\"voltage\":%.3f}}",
-             key, 1793491200000LL + tick * 60000, tick, 18.0 + (double)((i * 7) % 100) * 0.1,
+             key, 1793491200000LL + tick * o->period_ms, tick, 18.0 + (double)((i * 7) % 100) * 0.1,
              30.0 + (double)(dev % 40), (double)((tick * 13) % 1500),
              2.4 + (double)(dev % 50) * 0.01);
     return kl;
@@ -848,7 +850,7 @@ static void print_result(const struct bench_opts *o, struct bench_figs *f)
 int bench_ingest(int argc, char **argv)
 {
     struct core_config *cfg = NULL;
-    struct bench_opts o = {1000000, 10000, 8, 1, false};
+    struct bench_opts o = {1000000, 10000, 8, 1, false, 60000};
     struct bench_figs figs;
     char dir[] = "/tmp/gcdp-bench-XXXXXX", file[600], at_file[601];
     pid_t broker = -1;
@@ -868,6 +870,7 @@ int bench_ingest(int argc, char **argv)
         core_config_free(cfg);
         return ret >= 0 ? ret : APP_EXIT_USAGE;
     }
+    o.period_ms = (long long)core_config_int(cfg, "ingest.period_ms");
     if (!mkdtemp(dir)) {
         core_config_free(cfg);
         return APP_EXIT_FAILURE;
