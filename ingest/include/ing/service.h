@@ -75,6 +75,7 @@ struct ing_service_stats {
     int64_t lag;            /* -1 unknown */
     uint64_t open_devices;
     bool assigned;
+    uint64_t refill_nudges; /* prefetch refill nudges (core_kconsumer_set_refill) */
     uint64_t rejected_by_reason[ING_REASON_COUNT]; /* ing_reason_code() names them */
 };
 
