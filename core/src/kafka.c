@@ -491,8 +491,9 @@ static void nudge_start(struct core_kconsumer *c)
     atomic_fetch_add_explicit(&c->refill.nudges, 1, memory_order_relaxed);
 }
 
-/* Called once per drain turn (every <= CORE_KAFKA_BUDGET messages): arm when the queue
- * holds half of a bound, nudge once when it has drained below a quarter of both. */
+/* Called at the start of every drain turn (every <= CORE_KAFKA_BUDGET messages) and when a
+ * turn finds the queue empty: arm when the queue holds half of a bound, nudge once when it
+ * has drained below a quarter of both. */
 static void refill_check(struct core_kconsumer *c)
 {
     struct refill *r = &c->refill;
@@ -600,6 +601,7 @@ static bool consumer_drain(void *owner)
     }
     return true;
 done:
+    refill_check(c); /* the queue is empty now: the turn's first check may have missed it */
     if (c->closing && !c->closed_notified && rd_kafka_consumer_closed(c->rk)) {
         c->closed = c->closed_notified = true;
         CORE_INFO("consumer %s left its group", rd_kafka_name(c->rk));

@@ -707,9 +707,19 @@ static core_err size_prefetch(const struct core_config *cfg, rd_kafka_conf_t *cc
 
     memset(&f, 0, sizeof(f));
     core_config_each_kafka(cfg, find_key, &f);
-    for (size_t i = 0; rc == CORE_OK && i < N_PREFETCH_KEYS; i++)
-        if (!f.given[i])
-            rc = core_kafka_conf_set(cc, prefetch_keys[i][0], prefetch_keys[i][1], eb, ebn);
+    for (size_t i = 0; rc == CORE_OK && i < N_PREFETCH_KEYS; i++) {
+        const char *v = prefetch_keys[i][1];
+        char mmb[32];
+        size_t n = sizeof(mmb);
+        if (f.given[i])
+            continue;
+        /* librdkafka refuses fetch.max.bytes < message.max.bytes: follow a larger one. */
+        if (strcmp(prefetch_keys[i][0], "fetch.max.bytes") == 0 &&
+            rd_kafka_conf_get(cc, "message.max.bytes", mmb, &n) == RD_KAFKA_CONF_OK &&
+            atoll(mmb) > atoll(v))
+            v = mmb;
+        rc = core_kafka_conf_set(cc, prefetch_keys[i][0], v, eb, ebn);
+    }
     return rc;
 }
 
