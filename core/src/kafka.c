@@ -492,8 +492,9 @@ static void nudge_start(struct core_kconsumer *c)
 }
 
 /* Called at the start of every drain turn (every <= CORE_KAFKA_BUDGET messages) and when a
- * turn finds the queue empty: arm when the queue holds half of a bound, nudge once when it
- * has drained below a quarter of both. */
+ * turn finds the queue empty: arm when the queue holds 3/4 of a bound, nudge once when it
+ * has drained below half of both (below the bound, so the fetcher will fetch; half leaves
+ * the nudge and the fetch it causes time to complete before the queue runs dry). */
 static void refill_check(struct core_kconsumer *c)
 {
     struct refill *r = &c->refill;
@@ -504,10 +505,10 @@ static void refill_check(struct core_kconsumer *c)
         return;
     q = (double)rd_kafka_queue_length(c->br.q);
     bytes = q * r->avg_len;
-    if (bytes >= 0.5 * r->bound_bytes || q >= 0.5 * r->bound_msgs)
+    if (bytes >= 0.75 * r->bound_bytes || q >= 0.75 * r->bound_msgs)
         r->armed = true;
-    else if (r->armed && !r->inflight && bytes < 0.25 * r->bound_bytes &&
-             q < 0.25 * r->bound_msgs) {
+    else if (r->armed && !r->inflight && bytes < 0.5 * r->bound_bytes &&
+             q < 0.5 * r->bound_msgs) {
         r->armed = false;
         nudge_start(c);
     }

@@ -103,8 +103,8 @@ void core_kconsumer_pause(struct core_kconsumer *c, bool paused);
  * while the consumer queue holds queued.min.messages messages or queued.max.messages.kbytes
  * of payload, and looks again only when the partition leader's broker thread wakes up: on
  * its 1 s idle timeout or when it has a request to send. With on, once the queue has held
- * half of either bound (estimated from the consumed messages' mean size) and then drains
- * below a quarter of both, one watermark query (rd_kafka_query_watermark_offsets: two
+ * 3/4 of either bound (estimated from the consumed messages' mean size) and then drains
+ * below half of both, one watermark query (rd_kafka_query_watermark_offsets: two
  * ListOffsets requests to the leader) for one assigned partition, in rotation, runs on
  * libuv's thread pool; the request wakes that leader's broker thread, which then fetches
  * again. It reads and moves no position: no record is lost, repeated or reordered. At most
