@@ -5,8 +5,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,7 +185,7 @@ struct refill {
     double bound_bytes;  /* queued.max.messages.kbytes in bytes; 0: nudging off */
     double bound_msgs;   /* queued.min.messages */
     double avg_len;      /* running mean of key + payload bytes per message */
-    bool armed;          /* the queue was over half a bound since the last nudge */
+    bool armed;          /* the queue held 3/4 of a bound since the last nudge */
     struct nudge *inflight;
     size_t next;         /* rotation over the assigned partitions */
     _Atomic uint64_t nudges; /* read from any thread */
