@@ -74,6 +74,8 @@ struct phase_result {
     long long both_consumed; /* group phase: consumed when both members were consuming */
     double both_at;
     long vcsw, ivcsw;    /* voluntary (waited) / involuntary (preempted) context switches */
+    long long nudges;    /* ingest: prefetch refill nudges (core_kconsumer_set_refill) */
+    double loop_idle;    /* ingest: seconds the loop waited in the kernel for events */
     char err[256];
 };
 
@@ -260,6 +262,7 @@ struct ing_bench {
     double first, last, deadline;
     bool stopped;
     struct cpu_mark c0, c1;
+    uint64_t idle0, idle1; /* uv_metrics_idle_time at c0 / c1 */
     struct phase_result *r;
     struct group_shared *g; /* group phase: NULL otherwise */
     int member;             /* 0 or 1 in the group phase */
@@ -286,6 +289,7 @@ static void ib_watch(uv_timer_t *t)
     if (b->first == 0 && st.consumed > 0) {
         b->first = now;
         cpu_mark_take(&b->c0); /* the watch runs on the service's loop thread */
+        b->idle0 = uv_metrics_idle_time(&b->loop);
     }
     if (b->stopped)
         return;
@@ -322,6 +326,7 @@ static void ib_watch(uv_timer_t *t)
         b->last = now;
         b->stopped = true;
         cpu_mark_take(&b->c1);
+        b->idle1 = uv_metrics_idle_time(&b->loop);
         ing_service_stop(b->svc);
     } else if (now > b->deadline) {
         b->last = now;
@@ -346,6 +351,7 @@ static int ingest_run(struct core_config *cfg, const struct bench_opts *o, const
     b.member = member;
     b.deadline = now_s() + 300;
     uv_loop_init(&b.loop);
+    uv_loop_configure(&b.loop, UV_METRICS_IDLE_TIME); /* time spent waiting for events */
     if (ing_service_new(&b.loop, cfg, &so, NULL, &b.svc, eb, sizeof(eb)) != CORE_OK) {
         snprintf(r->err, sizeof(r->err), "%.200s", eb);
         uv_run(&b.loop, UV_RUN_DEFAULT);
@@ -358,10 +364,12 @@ static int ingest_run(struct core_config *cfg, const struct bench_opts *o, const
     ing_service_stats(b.svc, &st);
     r->messages = (long long)st.consumed;
     r->windows = (long long)st.windows_out;
+    r->nudges = (long long)st.refill_nudges;
     r->seconds = b.last - b.first;
     r->t_first = b.first;
     r->t_last = b.last;
     cpu_mark_diff(&b.c0, &b.c1, r);
+    r->loop_idle = b.idle1 > b.idle0 ? (double)(b.idle1 - b.idle0) * 1e-9 : 0;
     r->ok = (g ? st.consumed > 0 : st.consumed == (uint64_t)o->readings) &&
             st.offset_gaps == 0 && !r->err[0];
     if (!r->err[0] && !r->ok)
@@ -752,8 +760,10 @@ static int run_repeat(struct core_config *cfg, const struct bench_opts *o, int k
     f->ing[k] = (double)r.messages / r.seconds;
     f->rss_ing = rss > f->rss_ing ? rss : f->rss_ing;
     printf("  [%d] ingest    %lld readings in %.3f s = %.0f readings/s, %lld windows acked, "
-           "peak RSS %.1f MiB; ratio to bare %.3f\n", k, r.messages, r.seconds, f->ing[k],
-           r.windows, (double)rss / 1024.0, f->ing[k] / f->bare[k]);
+           "peak RSS %.1f MiB; ratio to bare %.3f; loop waited for events %.3f s (%.0f%% of "
+           "wall); %lld refill nudges\n", k, r.messages, r.seconds, f->ing[k], r.windows,
+           (double)rss / 1024.0, f->ing[k] / f->bare[k], r.loop_idle,
+           100.0 * r.loop_idle / r.seconds, r.nudges);
     f->ing_cpu[k] = (double)r.messages / r.cpu;
     print_cpu(k, &r);
     if (o->core_only)

@@ -6,9 +6,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/kconf.h"
@@ -167,6 +169,28 @@ struct part_state {
     int64_t reset_from; /* offset of a reported reset not yet resolved; -1 none */
 };
 
+/* Refill nudge (core_kconsumer_set_refill): one watermark query in flight at most. The
+ * query runs on libuv's thread pool; the struct is freed by its after-callback on the loop,
+ * which finds c == NULL when the consumer was freed first. */
+struct nudge {
+    uv_work_t req;
+    rd_kafka_t *rk;
+    char topic[128];
+    int32_t partition;
+    struct core_kconsumer *c;
+    atomic_bool done; /* the worker no longer uses rk */
+};
+
+struct refill {
+    double bound_bytes;  /* queued.max.messages.kbytes in bytes; 0: nudging off */
+    double bound_msgs;   /* queued.min.messages */
+    double avg_len;      /* running mean of key + payload bytes per message */
+    bool armed;          /* the queue held 3/4 of a bound since the last nudge */
+    struct nudge *inflight;
+    size_t next;         /* rotation over the assigned partitions */
+    _Atomic uint64_t nudges; /* read from any thread */
+};
+
 struct core_kconsumer {
     bool cluster_replaced; /* a CLUSTERID change was reported (once) */
     struct bridge br;
@@ -182,6 +206,7 @@ struct core_kconsumer {
     int32_t hit_part;
     size_t hit_idx;
     bool paused, closing, closed, closed_notified, fatal;
+    struct refill refill;
 };
 
 static struct part_state *part_find(struct core_kconsumer *c, const char *topic, int32_t p,
@@ -417,6 +442,126 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     }
 }
 
+/* ------------------------------------------------------------------------------------ */
+/* Refill nudge: wake the fetcher of a drained prefetch queue (core_kconsumer_set_refill) */
+
+#define NUDGE_TIMEOUT_MS 500
+
+static void nudge_work(uv_work_t *req)
+{
+    struct nudge *n = req->data;
+    int64_t lo, hi;
+
+    /* The result does not matter: the request itself wakes the leader's broker thread,
+     * whose serve loop then re-decides fetching for every partition it leads. */
+    (void)rd_kafka_query_watermark_offsets(n->rk, n->topic, n->partition, &lo, &hi,
+                                           NUDGE_TIMEOUT_MS);
+    atomic_store(&n->done, true);
+}
+
+static void nudge_after(uv_work_t *req, int status)
+{
+    struct nudge *n = req->data;
+    (void)status;
+    if (n->c)
+        n->c->refill.inflight = NULL;
+    free(n);
+}
+
+static void nudge_start(struct core_kconsumer *c)
+{
+    const rd_kafka_topic_partition_t *t =
+        &c->assigned->elems[c->refill.next++ % (size_t)c->assigned->cnt];
+    struct nudge *n;
+
+    if (strlen(t->topic) >= sizeof(n->topic))
+        return;
+    n = core_xcalloc(1, sizeof(*n));
+    n->rk = c->rk;
+    snprintf(n->topic, sizeof(n->topic), "%s", t->topic);
+    n->partition = t->partition;
+    n->c = c;
+    n->req.data = n;
+    atomic_init(&n->done, false);
+    if (uv_queue_work(c->br.poll.loop, &n->req, nudge_work, nudge_after) != 0) {
+        free(n);
+        return;
+    }
+    c->refill.inflight = n;
+    atomic_fetch_add_explicit(&c->refill.nudges, 1, memory_order_relaxed);
+}
+
+/* Called at the start of every drain turn (every <= CORE_KAFKA_BUDGET messages) and when a
+ * turn finds the queue empty: arm when the queue holds 3/4 of a bound, nudge once when it
+ * has drained below half of both (below the bound, so the fetcher will fetch; half leaves
+ * the nudge and the fetch it causes time to complete before the queue runs dry). */
+static void refill_check(struct core_kconsumer *c)
+{
+    struct refill *r = &c->refill;
+    double q, bytes;
+
+    if (r->bound_bytes <= 0 || c->closing || c->paused || !c->assigned ||
+        c->assigned->cnt == 0)
+        return;
+    q = (double)rd_kafka_queue_length(c->br.q);
+    bytes = q * r->avg_len;
+    if (bytes >= 0.75 * r->bound_bytes || q >= 0.75 * r->bound_msgs)
+        r->armed = true;
+    else if (r->armed && !r->inflight && bytes < 0.5 * r->bound_bytes &&
+             q < 0.5 * r->bound_msgs) {
+        r->armed = false;
+        nudge_start(c);
+    }
+}
+
+/* Wait until an in-flight nudge no longer uses the client (before rd_kafka_destroy); its
+ * after-callback, run later on the loop, then only frees it. */
+static void refill_release(struct core_kconsumer *c)
+{
+    struct nudge *n = c->refill.inflight;
+
+    if (!n)
+        return;
+    n->c = NULL;
+    c->refill.inflight = NULL;
+    if (uv_cancel((uv_req_t *)&n->req) == 0)
+        return; /* never ran; nudge_after runs with UV_ECANCELED */
+    while (!atomic_load(&n->done)) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static bool conf_number(rd_kafka_t *rk, const char *name, double *out)
+{
+    char buf[32];
+    size_t n = sizeof(buf);
+
+    if (rd_kafka_conf_get(rd_kafka_conf(rk), name, buf, &n) != RD_KAFKA_CONF_OK)
+        return false;
+    *out = atof(buf);
+    return *out > 0;
+}
+
+void core_kconsumer_set_refill(struct core_kconsumer *c, bool on)
+{
+    double kb = 0, msgs = 0;
+
+    if (on && conf_number(c->rk, "queued.max.messages.kbytes", &kb) &&
+        conf_number(c->rk, "queued.min.messages", &msgs)) {
+        c->refill.bound_bytes = kb * 1024.0;
+        c->refill.bound_msgs = msgs;
+    } else {
+        c->refill.bound_bytes = 0;
+    }
+    c->refill.armed = false;
+}
+
+uint64_t core_kconsumer_refill_nudges(const struct core_kconsumer *c)
+{
+    return atomic_load_explicit(&c->refill.nudges, memory_order_relaxed);
+}
+
 static void handle_message(struct core_kconsumer *c, rd_kafka_message_t *m)
 {
     if (m->err) {
@@ -445,15 +590,19 @@ static bool consumer_drain(void *owner)
 
     if (!c->rk)
         return false;
+    refill_check(c);
     for (int i = 0; i < CORE_KAFKA_BUDGET; i++) {
         m = rd_kafka_consumer_poll(c->rk, 0);
         if (!m)
             goto done;
+        if (c->refill.bound_bytes > 0) /* mean over ~64 messages */
+            c->refill.avg_len += ((double)(m->len + m->key_len) - c->refill.avg_len) / 64.0;
         handle_message(c, m);
         rd_kafka_message_destroy(m);
     }
     return true;
 done:
+    refill_check(c); /* the queue is empty now: the turn's first check may have missed it */
     if (c->closing && !c->closed_notified && rd_kafka_consumer_closed(c->rk)) {
         c->closed = c->closed_notified = true;
         CORE_INFO("consumer %s left its group", rd_kafka_name(c->rk));
@@ -619,6 +768,7 @@ void core_kconsumer_free(struct core_kconsumer *c)
     if (!c)
         return;
     bridge_stop(&c->br);
+    refill_release(c);
     if (c->assigned)
         rd_kafka_topic_partition_list_destroy(c->assigned);
     c->assigned = NULL;

@@ -99,6 +99,24 @@ CORE_MUST_CHECK core_err core_kconsumer_new_own(uv_loop_t *loop, const struct co
 /* Stop fetching (pause every assigned partition) or resume; polling goes on (§6.2.7). */
 void core_kconsumer_pause(struct core_kconsumer *c, bool paused);
 
+/* Refill nudge for a bounded prefetch queue (librdkafka 2.0.2). librdkafka stops fetching
+ * while the consumer queue holds queued.min.messages messages or queued.max.messages.kbytes
+ * of payload, and looks again only when the partition leader's broker thread wakes up: on
+ * its 1 s idle timeout or when it has a request to send. With on, once the queue has held
+ * 3/4 of either bound (estimated from the consumed messages' mean size) and then drains
+ * below half of both, one watermark query (rd_kafka_query_watermark_offsets: two
+ * ListOffsets requests to the leader) for one assigned partition, in rotation, runs on
+ * libuv's thread pool; the request wakes that leader's broker thread, which then fetches
+ * again. It reads and moves no position: no record is lost, repeated or reordered. At most
+ * one query is in flight; none while paused or closing; none for a queue that never fills
+ * (a consumer keeping up with live traffic). With several brokers each nudge wakes one of
+ * them (the rotation reaches the others on later nudges). The bounds are read from the
+ * consumer's configuration when called. Loop thread only. */
+void core_kconsumer_set_refill(struct core_kconsumer *c, bool on);
+
+/* Nudges sent so far (for benchmarks and tests); any thread. */
+uint64_t core_kconsumer_refill_nudges(const struct core_kconsumer *c);
+
 /* Commit offsets asynchronously (result through ops->on_commit).
  *   offsets  borrowed; offset = next offset to read, as Kafka defines it. */
 CORE_MUST_CHECK core_err core_kconsumer_commit(struct core_kconsumer *c,
@@ -125,7 +143,7 @@ rd_kafka_t *core_kconsumer_handle(struct core_kconsumer *c);
 
 /* Destroy the client (may block ~1 s in rd_kafka_destroy: call after uv_run returned, or
  * after on_closed; a consumer that did not finish closing is destroyed without the
- * implicit blocking close). NULL-safe. Handles not yet closed are closed with uv_close and the
+ * implicit blocking close; an in-flight refill query is waited for, <= 0.5 s). NULL-safe. Handles not yet closed are closed with uv_close and the
  * memory is released by their close callbacks: run the loop once more (uv_run DEFAULT)
  * before uv_loop_close. */
 void core_kconsumer_free(struct core_kconsumer *c);

@@ -19,10 +19,14 @@
  * (bounded by ING_SERVICE_CLOSE_MS), close every handle, then call on_done. Open windows are NOT flushed: their readings
  * stay uncommitted and the next owner rebuilds them.
  *
- * Memory: the consumer's prefetch queue defaults to queued.min.messages=400000 and
- * queued.max.messages.kbytes=131072 (kafka.queued.* override them): librdkafka 2.0.2
- * re-checks a full prefetch queue only about once a second, so a smaller queue starves a
- * consumer draining a backlog (docs/operations.md, "Measured figures").
+ * Memory: the consumer's prefetch is bounded by default (queued.max.messages.kbytes=4096,
+ * queued.min.messages=50000, fetch.max.bytes=2097152, max.partition.fetch.bytes=262144;
+ * each yields to a kafka.* key of the same name). librdkafka 2.0.2 re-checks a full
+ * prefetch queue only about once a second, which starved a small queue while a backlog was
+ * drained; the service therefore wakes the fetcher once the queue drains
+ * (core_kconsumer_set_refill; ingest.prefetch_refill=false turns it off). Measured: peak
+ * RSS 57-91 MiB with 10 000 devices (docs/operations.md, "Refill nudge and the bounded
+ * default").
  *
  * Thread-safety: every call on the loop thread, except ing_service_stats (any thread).
  */
@@ -75,6 +79,7 @@ struct ing_service_stats {
     int64_t lag;            /* -1 unknown */
     uint64_t open_devices;
     bool assigned;
+    uint64_t refill_nudges; /* prefetch refill nudges (core_kconsumer_set_refill) */
     uint64_t rejected_by_reason[ING_REASON_COUNT]; /* ing_reason_code() names them */
 };
 

@@ -99,6 +99,10 @@ const struct core_cfg_key ing_config_keys[] = {
      "window features per node, from mean|count|min|max|std", check_features},
     {"ingest.emit_excluded", CORE_CFG_BOOL, "true", 1, 0, NULL,
      "also emit excluded windows ({\"excluded\": true, reason}) on the windows topic", NULL},
+    {"ingest.prefetch_refill", CORE_CFG_BOOL, "true", 1, 0, NULL,
+     "wake librdkafka's fetcher when the bounded prefetch queue has drained "
+     "(core_kconsumer_set_refill); false: wait for its own 1 s wake-up",
+     NULL},
     {"ingest.channels", CORE_CFG_JSON, ing_default_channels_json, 1, 0, NULL,
      "{channel: {\"domain\":[min,max], \"clip\":[L,U]}}: physical domain and public clip",
      check_channels},

@@ -664,49 +664,62 @@ static void on_tick(uv_timer_t *t)
 /* ------------------------------------------------------------------------------------ */
 /* Lifecycle */
 
+/* The prefetch keys the service sets unless a kafka.* key of the same name is given. */
+static const char *const prefetch_keys[][2] = {
+    {"queued.min.messages", "50000"},
+    {"queued.max.messages.kbytes", "4096"},
+    {"fetch.max.bytes", "2097152"},
+    {"max.partition.fetch.bytes", "262144"},
+};
+#define N_PREFETCH_KEYS (sizeof(prefetch_keys) / sizeof(prefetch_keys[0]))
+
 struct find_keys {
-    bool min_msgs, max_kbytes;
+    bool given[N_PREFETCH_KEYS];
 };
 
 static void find_key(const char *name, const char *value, void *arg)
 {
     struct find_keys *f = arg;
     (void)value;
-    if (strcmp(name, "queued.min.messages") == 0)
-        f->min_msgs = true;
-    else if (strcmp(name, "queued.max.messages.kbytes") == 0)
-        f->max_kbytes = true;
+    for (size_t i = 0; i < N_PREFETCH_KEYS; i++)
+        if (strcmp(name, prefetch_keys[i][0]) == 0)
+            f->given[i] = true;
 }
 
-/* Size the consumer's prefetch queue (a kafka.queued.* setting wins).
+/* Size the consumer's prefetch (a kafka.* setting of the same name wins), bounded for
+ * memory: peak RSS <= 96 MiB with 10 000 devices (issue 14).
  * librdkafka 2.0.2 stops fetching once the consumer queue (all assigned partitions share
  * it) holds queued.min.messages messages or queued.max.messages.kbytes of payload, and
- * the fetcher looks again only when its broker thread next wakes up: with no fetch in
- * flight that is its 1 s idle timeout (2.1.0 added fetch.queue.backoff.ms for this). A
- * queue that holds less than 1 s of consumption therefore runs dry and the loop waits:
- * measured with `gcdp bench ingest` (1 M readings, 8 partitions), the loop thread was
- * idle ~45% of the wall time with 100 000 messages / 16 MiB (122 k readings/s), with 232
- * gaps between messages summing to 3.7 s. The defaults here hold ~1.3 s at 300 k
- * readings/s; the price is memory while a backlog is drained (about 0.5 KiB of RSS per
- * queued message: see docs/operations.md). A consumer that keeps up never fills it.
- * Memory-bounded deployments set kafka.queued.max.messages.kbytes=8192 with 4 MiB fetches
- * (and a 100 ms heartbeat, which wakes the fetcher on a one-broker cluster): ~70-84 MiB peak
- * with 10 000 devices, but 0.6-0.8x the throughput while a backlog is drained
- * (docs/operations.md "Bounded prefetch"). */
-#define PREFETCH_MSGS   "400000"
-#define PREFETCH_KBYTES "131072"
-
+ * looks again only when the leader's broker thread next wakes up: with no fetch in flight,
+ * its 1 s idle timeout (2.1.0 added fetch.queue.backoff.ms for this). A queue of less than
+ * 1 s of consumption therefore ran dry and the loop waited (measured: 20-45 % of the wall
+ * with 8 MiB). The service now wakes it (core_kconsumer_set_refill, ingest.prefetch_refill):
+ * once the queue drains, a watermark query to a partition leader makes that broker thread
+ * fetch again, so a queue of ~4 MiB (~23 000 readings, ~50 ms at 500 k/s) suffices. Fetch
+ * sizes are bounded too: the queue check happens before a fetch, so one fetch response
+ * (decompressed) comes on top of the bound. Measured with `gcdp bench ingest` (1 M
+ * readings, 10 000 devices, 8 partitions): see docs/operations.md "Bounded prefetch". */
 static core_err size_prefetch(const struct core_config *cfg, rd_kafka_conf_t *cc, char *eb,
                               size_t ebn)
 {
-    struct find_keys f = {false, false};
+    struct find_keys f;
     core_err rc = CORE_OK;
 
+    memset(&f, 0, sizeof(f));
     core_config_each_kafka(cfg, find_key, &f);
-    if (!f.min_msgs)
-        rc = core_kafka_conf_set(cc, "queued.min.messages", PREFETCH_MSGS, eb, ebn);
-    if (rc == CORE_OK && !f.max_kbytes)
-        rc = core_kafka_conf_set(cc, "queued.max.messages.kbytes", PREFETCH_KBYTES, eb, ebn);
+    for (size_t i = 0; rc == CORE_OK && i < N_PREFETCH_KEYS; i++) {
+        const char *v = prefetch_keys[i][1];
+        char mmb[32];
+        size_t n = sizeof(mmb);
+        if (f.given[i])
+            continue;
+        /* librdkafka refuses fetch.max.bytes < message.max.bytes: follow a larger one. */
+        if (strcmp(prefetch_keys[i][0], "fetch.max.bytes") == 0 &&
+            rd_kafka_conf_get(cc, "message.max.bytes", mmb, &n) == RD_KAFKA_CONF_OK &&
+            atoll(mmb) > atoll(v))
+            v = mmb;
+        rc = core_kafka_conf_set(cc, prefetch_keys[i][0], v, eb, ebn);
+    }
     return rc;
 }
 
@@ -736,9 +749,12 @@ static core_err make_clients(struct ing_service *s, char *eb, size_t ebn)
         return rc;
     }
     rc = core_kconsumer_new(s->loop, cc, topics, 1, &ops, &s->cons, eb, ebn); /* takes cc */
-    if (rc == CORE_OK) /* read once: health_refresh runs on every tick */
-        s->session_timeout_ms = (uint64_t)core_kconsumer_session_timeout_ms(s->cons);
-    return rc;
+    if (rc != CORE_OK)
+        return rc;
+    /* read once: health_refresh runs on every tick */
+    s->session_timeout_ms = (uint64_t)core_kconsumer_session_timeout_ms(s->cons);
+    core_kconsumer_set_refill(s->cons, core_config_bool(s->cfg, "ingest.prefetch_refill"));
+    return CORE_OK;
 }
 
 core_err ing_service_new(uv_loop_t *loop, const struct core_config *cfg,
@@ -813,6 +829,7 @@ void ing_service_stats(const struct ing_service *s, struct ing_service_stats *ou
     out->lag = atomic_load(&w->a_lag);
     out->open_devices = atomic_load(&w->a_open_devices);
     out->assigned = atomic_load(&w->a_assigned);
+    out->refill_nudges = w->cons ? core_kconsumer_refill_nudges(w->cons) : 0;
     for (int i = 0; i < ING_REASON_COUNT; i++)
         out->rejected_by_reason[i] = atomic_load(&w->a_rejected_by[i]);
 }
