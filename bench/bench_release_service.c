@@ -185,11 +185,14 @@ static void on_poll(uv_timer_t *t)
     }
 }
 
-/* Run the phase; *wps / *cps receive windows/s and coordinates/s. */
+/* Run the phase as consumer group `group` on the JSONL ledger (store NULL) or the ledger
+ * store; *wps / *cps receive windows/s and coordinates/s. */
 static int run_service(struct core_config *cfg, size_t windows, const char *theta_path,
-                       const char *ledger, size_t n, double *wps, double *cps, double *steady)
+                       const char *ledger, const char *store, const char *group, size_t n,
+                       double *wps, double *cps, double *steady)
 {
     struct core_dp_ledger_opts lo = {ledger, {1e6, 0.0, 0.0}, 0, {60000, 0, 1000}};
+    struct core_dp_store_opts sto = {store, 0};
     struct core_dp_ledger *l = NULL;
     struct svc_bench b;
     struct rel_service_opts so;
@@ -200,11 +203,12 @@ static int run_service(struct core_config *cfg, size_t windows, const char *thet
     memset(&b, 0, sizeof(b));
     memset(&so, 0, sizeof(so));
     b.windows = windows;
-    so.group = "gcdp-bench-release";
+    so.group = group;
     so.theta_path = theta_path;
     so.scheme = lo.scheme;
     so.ledger_lateness_ms = 3600000;
-    if (core_dp_ledger_open(&lo, &l, eb, sizeof(eb)) != CORE_OK) {
+    if ((store ? core_dp_ledger_open_store(&lo, &sto, &l, eb, sizeof(eb))
+               : core_dp_ledger_open(&lo, &l, eb, sizeof(eb))) != CORE_OK) {
         fprintf(stderr, "gcdp bench release: ledger: %s\n", eb);
         return APP_EXIT_FAILURE;
     }
@@ -252,16 +256,18 @@ int bench_release_service(const struct cal_theta *theta, size_t windows, size_t 
                             "gcdp.calibration", "gcdp.control", "gcdp.status"};
     struct core_broker *br = NULL;
     struct core_config *cfg = NULL;
-    char eb[1024] = "", boot[300], theta_path[4200], ledger[4200], bset[64];
+    char eb[1024] = "", boot[300], theta_path[4200], ledger[4200], store[4200], bset[64];
     char *argv[] = {"bench", "--set", boot, "--set", "ingest.period_ms=1000", "--set",
                     "release.ledger.cap_eps=1e6", "--set", "release.drift.enabled=false",
                     "--set", bset, "--log-level", "warn", NULL};
     int argc = 13, ex = APP_EXIT_FAILURE;
-    double wps = 0, cps = 0, steady = 0, parsed_cps = 0;
+    double wps = 0, cps = 0, steady = 0, parsed_cps = 0, s_wps = 0, s_cps = 0, s_steady = 0;
 
     snprintf(theta_path, sizeof(theta_path), "%s/bench-theta.json", dir);
     snprintf(ledger, sizeof(ledger), "%s/bench-service-ledger.jsonl", dir);
+    snprintf(store, sizeof(store), "%s/bench-service-ledger.db", dir);
     remove(ledger);
+    remove(store);
     if (core_broker_new(1, topics, 6, 8, &br, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp bench release: embedded broker: %s\n", eb);
         return APP_EXIT_FAILURE;
@@ -276,7 +282,14 @@ int bench_release_service(const struct cal_theta *theta, size_t windows, size_t 
         goto out;
     }
     parsed_cps = offline_parsed(cfg, theta, windows, ledger);
-    ex = run_service(cfg, windows, theta_path, ledger, theta->d, &wps, &cps, &steady);
+    ex = run_service(cfg, windows, theta_path, ledger, NULL, "gcdp-bench-release", theta->d,
+                     &wps, &cps, &steady);
+    remove(ledger);
+    /* the same records again, by another group, on the ledger store (issue 16's baseline:
+     * the JSONL path above, same run) */
+    if (ex == APP_EXIT_OK)
+        ex = run_service(cfg, windows, theta_path, ledger, store, "gcdp-bench-release-store",
+                         theta->d, &s_wps, &s_cps, &s_steady);
     if (ex == APP_EXIT_OK) {
         printf("  service: %zu windows x %zu coords, gcdp.windows -> gcdp.released on the "
                "embedded broker, ledger on disk, batch %zu\n", windows, theta->d, batch);
@@ -288,9 +301,13 @@ int bench_release_service(const struct cal_theta *theta, size_t windows, size_t 
                "offline pre-parsed (above): %.4f; >= 1000000 coords/s: %s\n",
                cps / parsed_cps, cps / parsed_cps >= 0.5 ? "MET" : "NOT MET",
                cps / offline_cps, cps >= 1e6 ? "MET" : "NOT MET");
+        printf("  %-30s %14.0f windows/s %14.0f coords/s; store / JSONL %.3f (first read to "
+               "last ack), %.3f (10-90 %% acknowledged)\n", "service, ledger store", s_wps,
+               s_cps, s_cps / cps, steady > 0 ? s_steady / steady : 0.0);
     }
 out:
     remove(ledger);
+    remove(store);
     remove(theta_path);
     core_config_free(cfg);
     core_broker_free(br);
