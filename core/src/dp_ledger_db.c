@@ -444,3 +444,28 @@ core_err ldb_compact(struct ldb *d, int64_t floor, int64_t *rels, int64_t *units
     *units = rc == CORE_OK ? sqlite3_changes64(d->db) : 0;
     return rc;
 }
+
+/* ---- adoption from a changelog (core_dp_ledger_row / _adopt, issue 12) ---- */
+
+core_err ldb_rel_row(struct ldb *d, const char *id, int64_t *off, char **head)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(d->db, "SELECT off, head FROM rel WHERE id = ?1", -1, &s, NULL);
+    core_err ret = CORE_EIO;
+
+    *head = NULL;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(s);
+    if (rc == SQLITE_DONE) {
+        ret = CORE_ENOTFOUND;
+    } else if (rc == SQLITE_ROW) {
+        *off = sqlite3_column_int64(s, 0);
+        if (sqlite3_column_type(s, 1) != SQLITE_NULL)
+            *head = core_xstrdup((const char *)sqlite3_column_text(s, 1));
+        ret = CORE_OK;
+    }
+    sqlite3_finalize(s);
+    return ret;
+}

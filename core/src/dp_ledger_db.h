@@ -97,4 +97,9 @@ CORE_MUST_CHECK core_err ldb_max_slot_end(struct ldb *d, int64_t *max);
 
 const char *ldb_errmsg(const struct ldb *d);
 
+/* Where the committed row of id is: its offset in the audit log and its head (new string,
+ * caller frees; NULL for an imported row, whose text only the audit log holds).
+ * CORE_OK, CORE_ENOTFOUND, CORE_EIO. */
+CORE_MUST_CHECK core_err ldb_rel_row(struct ldb *d, const char *id, int64_t *off, char **head);
+
 #endif /* CORE_DP_LEDGER_DB_H */
