@@ -2125,3 +2125,139 @@ core_err core_dp_ledger_adopt_row(struct core_dp_ledger *l, const char *row, siz
     json_decref(j);
     return rc;
 }
+
+/* One row of core_dp_ledger_adopt_rows, parsed (strings borrowed from j). */
+struct adopt_in {
+    json_t *j;
+    struct core_dp_row r;
+    const char **units;
+    size_t n_units, n_bin;
+    uint8_t *bin;
+    char *params;
+};
+
+static core_err adopt_parse(const char *row, size_t len, struct adopt_in *in, char *eb,
+                            size_t ebn)
+{
+    json_error_t je;
+    const json_t *p;
+
+    if (len > 0 && row[len - 1] == '\n')
+        len--;
+    in->j = json_loadb(row, len, JSON_REJECT_DUPLICATES, &je);
+    if (!in->j) {
+        set_err(eb, ebn, "not a ledger row: JSON error at column %d", je.column);
+        return CORE_EPARSE;
+    }
+    if (core_dp_ledger_parse_row(in->j, &in->r, eb, ebn) != CORE_OK)
+        return CORE_EPARSE;
+    if (row_out(in->j, &in->bin, &in->n_bin) != CORE_OK) {
+        set_err(eb, ebn, "release %s: \"out\" is not base64", in->r.id);
+        return CORE_EPARSE;
+    }
+    p = json_object_get(in->j, "params");
+    in->params = json_is_object(p) ? json_dumps(p, JSON_COMPACT | JSON_REAL_PRECISION(17))
+                                   : NULL;
+    in->units = row_units(in->r.units, &in->n_units);
+    return CORE_OK;
+}
+
+static void adopt_in_free(struct adopt_in *in)
+{
+    free(in->units);
+    free(in->params);
+    free(in->bin);
+    json_decref(in->j);
+}
+
+/* The pending part of a batch: ids[0..*k) charged here, bytes waiting for the commit. */
+struct adopt_batch {
+    const char **ids;
+    const void **bytes;
+    size_t *lens, k;
+};
+
+/* Charge one parsed row as adopt does (no cap), or decide it is known / in the batch. */
+static core_err adopt_stage(struct core_dp_ledger *l, const struct adopt_in *in,
+                            struct adopt_batch *b, enum core_dp_adopted *what, char *eb,
+                            size_t ebn)
+{
+    static const struct core_dp_cost no_cap = {INFINITY, INFINITY, INFINITY};
+    const char *id = in->r.id;
+    uint8_t *have = NULL;
+    size_t hl = 0, over;
+    struct core_dp_cost cap;
+    core_err rc = core_dp_ledger_lookup(l, id, &have, &hl);
+
+    if (rc == CORE_OK) {
+        rc = adopt_known(id, have, hl, in->bin, in->n_bin, what, eb, ebn);
+        free(have);
+        return rc;
+    }
+    if (rc != CORE_ENOTFOUND)
+        return rc;
+    for (size_t i = 0; i < b->k; i++) /* the same release twice in one batch */
+        if (strcmp(b->ids[i], id) == 0)
+            return adopt_known(id, (const uint8_t *)b->bytes[i], b->lens[i], in->bin, in->n_bin,
+                               what, eb, ebn);
+    over = first_over_cap(l, in->units, in->n_units, &in->r.cost);
+    cap = l->cap;
+    l->cap = no_cap;
+    rc = core_dp_ledger_charge(l, id, in->r.mech, in->units, in->n_units, &in->r.cost,
+                               in->params);
+    l->cap = cap;
+    if (rc == CORE_EEXPIRED) {
+        *what = CORE_DP_ADOPTED_EXPIRED;
+        return CORE_OK;
+    }
+    if (rc != CORE_OK) {
+        set_err(eb, ebn, "release %s: cannot record the adopted row (%s)", id,
+                core_strerror(rc));
+        return rc;
+    }
+    b->ids[b->k] = id;
+    b->bytes[b->k] = in->bin;
+    b->lens[b->k++] = in->n_bin;
+    *what = over < in->n_units ? CORE_DP_ADOPTED_OVER_CAP : CORE_DP_ADOPTED_NEW;
+    if (over < in->n_units)
+        CORE_WARN("adopted release %s takes unit '%s' above its lifetime cap (eps cap %.6g): "
+                  "published by another instance, recorded", id, in->units[over], l->cap.eps);
+    return CORE_OK;
+}
+
+core_err core_dp_ledger_adopt_rows(struct core_dp_ledger *l, size_t n, const char *const *rows,
+                                   const size_t *lens, enum core_dp_adopted *what,
+                                   size_t *bad, char *eb, size_t ebn)
+{
+    struct adopt_in *in;
+    struct adopt_batch b = {0};
+    core_err rc = CORE_OK;
+    size_t i;
+
+    if (!l || !rows || !lens || !what || n == 0)
+        return CORE_EINVAL;
+    in = core_xcalloc(n, sizeof(*in));
+    b.ids = core_xcalloc(n, sizeof(*b.ids));
+    b.bytes = core_xcalloc(n, sizeof(*b.bytes));
+    b.lens = core_xcalloc(n, sizeof(*b.lens));
+    for (i = 0; i < n && rc == CORE_OK; i++) {
+        rc = rows[i] ? adopt_parse(rows[i], lens[i], &in[i], eb, ebn) : CORE_EINVAL;
+        if (rc == CORE_OK)
+            rc = adopt_stage(l, &in[i], &b, &what[i], eb, ebn);
+    }
+    if (bad)
+        *bad = rc == CORE_OK ? n : i - 1;
+    if (rc == CORE_OK && b.k > 0) /* one write(2) + one fsync / one store COMMIT */
+        rc = core_dp_ledger_commit_batch(l, b.k, b.ids, b.bytes, b.lens);
+    if (rc != CORE_OK)
+        for (size_t j = 0; j < b.k; j++)
+            if (core_dp_ledger_cancel(l, b.ids[j]) != CORE_OK)
+                CORE_WARN("adopted release %s: reservation not cancelled", b.ids[j]);
+    for (size_t j = 0; j < n; j++)
+        adopt_in_free(&in[j]);
+    free(in);
+    free(b.ids);
+    free(b.bytes);
+    free(b.lens);
+    return rc;
+}

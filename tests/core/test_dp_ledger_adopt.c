@@ -204,3 +204,64 @@ Test(dp_ledger_adopt, row_text_of_an_imported_row)
     ts_rmtree(p.dir);
     free(p.dir);
 }
+
+/* A group of rows in one commit: new ones, a known one, the same release twice in the batch;
+ * a conflict anywhere records nothing of the batch. */
+static void batch_semantics(int store)
+{
+    struct lpath a, b;
+    lpath_new(&a, "src");
+    lpath_new(&b, "dst");
+    struct core_dp_ledger *src = lopen(&a, 0, 10.0), *dst = lopen(&b, store, 10.0);
+    char *rows[4];
+    size_t lens[4], bad = 99;
+    enum core_dp_adopted what[4];
+    char err[512] = "", id[16];
+
+    for (int i = 0; i < 3; i++) {
+        snprintf(id, sizeof(id), "w%d@1", i);
+        release(src, id, i == 2 ? "dev2|7" : "dev1|7", id, strlen(id));
+        cr_assert_eq(core_dp_ledger_row(src, id, &rows[i], &lens[i]), CORE_OK);
+    }
+    rows[3] = rows[1]; /* the same release twice (a replayed row) */
+    lens[3] = lens[1];
+    /* a known row with other bytes in the batch: nothing of the batch is recorded */
+    release(dst, "w2@1", "dev2|7", "other", 5);
+    cr_assert_eq(core_dp_ledger_adopt_rows(dst, 4, (const char *const *)rows, lens, what, &bad,
+                                           err, sizeof(err)), CORE_EINVARIANT);
+    cr_assert_eq(bad, 2u);
+    cr_assert(strstr(err, "w2@1") != NULL, "%s", err);
+    uint8_t *got = NULL;
+    size_t n = 0;
+    cr_assert_eq(core_dp_ledger_lookup(dst, "w0@1", &got, &n), CORE_ENOTFOUND, "all or nothing");
+    cr_assert(spent_eps(dst, "dev1|7") < 1e-12, "the batch's reservations were given back");
+    /* without the conflicting row: new, new, same (in the batch) */
+    char *conflicting = rows[2];
+    rows[2] = rows[3];
+    lens[2] = lens[3];
+    cr_assert_eq(core_dp_ledger_adopt_rows(dst, 3, (const char *const *)rows, lens, what, &bad,
+                                           err, sizeof(err)), CORE_OK, "%s", err);
+    cr_assert_eq(what[0], CORE_DP_ADOPTED_NEW);
+    cr_assert_eq(what[1], CORE_DP_ADOPTED_NEW);
+    cr_assert_eq(what[2], CORE_DP_ADOPTED_SAME);
+    core_dp_ledger_free(dst);
+    dst = lopen(&b, store, 10.0);
+    assert_bytes(dst, "w0@1", "w0@1", 4);
+    assert_bytes(dst, "w1@1", "w1@1", 4);
+    cr_assert(spent_eps(dst, "dev1|7") >= 0.8 && spent_eps(dst, "dev1|7") < 0.8 + 1e-12);
+    cr_assert_eq(core_dp_ledger_adopt_rows(dst, 2, (const char *const *)rows, lens, what, &bad,
+                                           err, sizeof(err)), CORE_OK);
+    cr_assert_eq(what[0], CORE_DP_ADOPTED_SAME);
+    free(rows[0]);
+    free(rows[1]);
+    free(conflicting);
+    core_dp_ledger_free(src);
+    core_dp_ledger_free(dst);
+    ts_rmtree(a.dir);
+    ts_rmtree(b.dir);
+    free(a.dir);
+    free(b.dir);
+}
+
+Test(dp_ledger_adopt, jsonl_group_of_rows_all_or_nothing) { batch_semantics(0); }
+Test(dp_ledger_adopt, store_group_of_rows_all_or_nothing) { batch_semantics(1); }

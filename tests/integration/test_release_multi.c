@@ -27,6 +27,10 @@
 #include <jansson.h>
 
 #include "broker.h"
+#include "core/config.h"
+#include "core/kafka.h"
+#include "core/kconf.h"
+#include "core/ksync.h"
 #include "test_support.h"
 
 #define OCC_TRAIN GCDP_DATA_DIR "/occupancy/datatraining.txt"
@@ -276,12 +280,13 @@ static void inst_start(struct inst *in, const struct ts_broker *b, const char *t
     in->pid = ts_spawn(args, in->out, in->err);
 }
 
-static void make_windows(struct ts_broker *b, const char *err)
+static void make_windows_from(struct ts_broker *b, const char *err, const char *file,
+                              int n_devices)
 {
-    for (int d = 0; d < N_DEVICES; d++) {
+    for (int d = 0; d < n_devices; d++) {
         char dev[32];
         snprintf(dev, sizeof(dev), "room-%d", d);
-        const char *replay[] = {"replay", "--file", OCC_TRAIN, "--device", dev, "--set",
+        const char *replay[] = {"replay", "--file", file, "--device", dev, "--set",
                                 b->set_bootstrap, "--log-level", "warn", NULL};
         cr_assert_eq(run_gcdp(replay, err, 60000), 0, "replay failed");
     }
@@ -302,7 +307,7 @@ Test(release_multi, two_instances_forced_rebalance, .timeout = 300)
     snprintf(err, sizeof(err), "%s/err.txt", b.dir);
     snprintf(theta, sizeof(theta), "%s/theta.json", b.dir);
     int64_t t0 = ts_now_ms();
-    make_windows(&b, err);
+    make_windows_from(&b, err, OCC_TRAIN, N_DEVICES);
     const char *cal[] = {"calibrate", "-i", OCC_TEST, "-f", "occupancy", "-o", theta,
                          "--log-level", "warn", NULL};
     cr_assert_eq(run_gcdp(cal, err, 60000), 0);
@@ -372,6 +377,109 @@ Test(release_multi, two_instances_forced_rebalance, .timeout = 300)
     json_decref(done);
     json_decref(sb);
     json_decref(sc);
+    json_decref(parts);
+    ts_broker_stop(&b);
+}
+
+/* Fill partition p of topic past the embedded broker's 5 MiB per partition (96 records of
+ * 64 KiB, not ledger rows: a restore that did not refuse the partition would fail on them),
+ * so its log start offset moves past 0. Returns the low watermark. */
+static int64_t overfill(const struct ts_broker *b, const char *topic, int32_t p)
+{
+    static const struct core_cfg_key *const tables[] = {core_config_keys};
+    struct core_config *cfg = core_config_new(tables, 1);
+    rd_kafka_t *rk = NULL;
+    char eb[512];
+    int64_t low = -1, high = -1;
+    size_t len = 64 * 1024;
+    char *v = malloc(len);
+
+    cr_assert_not_null(cfg);
+    cr_assert_eq(core_config_set_arg(cfg, b->set_bootstrap, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(core_kafka_client_new(cfg, CORE_KAFKA_PRODUCER, NULL, NULL, NULL, NULL, &rk, eb,
+                                       sizeof(eb)), CORE_OK, "%s", eb);
+    memset(v, 'x', len);
+    for (int i = 0; i < 96; i++) {
+        rd_kafka_resp_err_t e;
+        while ((e = core_kafka_produce_copy(rk, topic, p, "junk", 4, v, len, NULL)) ==
+               RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            rd_kafka_poll(rk, 50);
+        cr_assert_eq(e, RD_KAFKA_RESP_ERR_NO_ERROR, "%s", rd_kafka_err2str(e));
+    }
+    cr_assert_eq(rd_kafka_flush(rk, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    cr_assert_eq(rd_kafka_query_watermark_offsets(rk, topic, p, &low, &high, 10000),
+                 RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_destroy(rk);
+    core_config_free(cfg);
+    free(v);
+    return low;
+}
+
+/* A changelog partition whose start was deleted (5 MiB retention of the embedded broker) is
+ * refused: its windows are never released or committed, the other partitions are, the log
+ * names topic and partition, the gauge and the summary count it. */
+Test(release_multi, truncated_changelog_partition_is_refused, .timeout = 200)
+{
+    struct ts_broker b;
+    struct inst a;
+    char err[600], theta[600], line[160];
+    size_t n_parts = 0, copies = 0, differing = 0;
+
+    ts_broker_start(&b, NULL);
+    snprintf(err, sizeof(err), "%s/err.txt", b.dir);
+    snprintf(theta, sizeof(theta), "%s/theta.json", b.dir);
+    make_windows_from(&b, err, OCC_TEST, 4);
+    const char *cal[] = {"calibrate", "-i", OCC_TEST, "-f", "occupancy", "-o", theta,
+                         "--log-level", "warn", NULL};
+    cr_assert_eq(run_gcdp(cal, err, 60000), 0);
+    json_t *parts = window_partitions(b.bootstrap, &n_parts), *v;
+    cr_assert_geq(n_parts, 2u);
+    const char *wid;
+    int32_t bad = -1;
+    json_object_foreach(parts, wid, v) {
+        bad = (int32_t)json_integer_value(v);
+        break;
+    }
+    int64_t low = overfill(&b, "gcdp.ledger.changelog", bad);
+    cr_assert_gt(low, 0, "the embedded broker kept the whole partition: nothing to test");
+    inst_init(&a, &b, "a");
+    inst_start(&a, &b, theta, false);
+    int64_t t0 = ts_now_ms(), gauge = -1;
+    while ((gauge = metric(a.port, "gcdp_release_changelog_refused_partitions")) < 1 &&
+           ts_now_ms() - t0 < 30000)
+        ts_sleep_ms(100);
+    int status = 0;
+    char *health = ts_http_get(a.port, "/healthz", &status);
+    cr_assert_eq(gauge, 1, "the truncated partition is not counted");
+    cr_assert_neq(status, 200, "/healthz ready with a refused partition: %s", health);
+    free(health);
+    cr_assert_eq(ts_wait(a.pid, 120000), 0, "release failed: %s", ts_read_file(a.err, NULL));
+    json_t *sum = summary(a.out), *pub = published(b.bootstrap, &copies, &differing);
+    snprintf(line, sizeof(line), "gcdp.ledger.changelog partition %d is truncated", (int)bad);
+    char *log = ts_read_file(a.err, NULL);
+    cr_assert(log && strstr(log, line), "the log does not name the partition");
+    free(log);
+    size_t on_bad = 0, released_bad = 0, released_other = 0;
+    const char *rid;
+    json_object_foreach(pub, rid, v) {
+        char w[256];
+        window_of(rid, w, sizeof(w));
+        if (json_integer_value(json_object_get(parts, w)) == bad)
+            released_bad++;
+        else
+            released_other++;
+    }
+    json_object_foreach(parts, wid, v)
+        on_bad += json_integer_value(v) == bad;
+    cr_assert_gt(on_bad, 0u);
+    cr_assert_eq(released_bad, 0u, "%zu windows of the refused partition released",
+                 released_bad);
+    cr_assert_gt(released_other, 0u, "the other partitions were not processed");
+    cr_log_info("changelog partition %d truncated (log start %" PRId64 "): %zu of its windows "
+                "held back, %zu windows of the other partitions released", (int)bad, low,
+                on_bad, released_other);
+    json_decref(sum);
+    json_decref(pub);
     json_decref(parts);
     ts_broker_stop(&b);
 }

@@ -354,4 +354,16 @@ CORE_MUST_CHECK core_err core_dp_ledger_adopt_row(struct core_dp_ledger *l, cons
                                                   char *id, size_t id_size, char *errbuf,
                                                   size_t errbuf_size);
 
+/* Group adoption (a restore): rows[0..n) (lens[i] bytes each; texts as for _adopt_row) as
+ * core_dp_ledger_adopt_row would adopt them one by one, the new ones made durable by ONE
+ * group commit (core_dp_ledger_commit_batch). All or nothing: on an error nothing of the
+ * batch is recorded (the reservations are cancelled) and *bad (optional) is the index of the
+ * row that failed (n: the commit failed). The same release twice in rows: the second is
+ * CORE_DP_ADOPTED_SAME when its bytes are equal, else CORE_EINVARIANT. what: n results.
+ * Returns as core_dp_ledger_adopt_row, plus CORE_EINVAL (n == 0, a NULL row). */
+CORE_MUST_CHECK core_err core_dp_ledger_adopt_rows(struct core_dp_ledger *l, size_t n,
+                                                   const char *const *rows, const size_t *lens,
+                                                   enum core_dp_adopted *what, size_t *bad,
+                                                   char *errbuf, size_t errbuf_size);
+
 #endif /* CORE_DP_LEDGER_H */

@@ -10,7 +10,8 @@
  * -> output produced to topics.released -> input offset committed after the output's ack.
  * When an instance is assigned a partition it reads that changelog partition from its start
  * to its high watermark (rel_changelog_restore) and adopts every row into its own ledger
- * (core_dp_ledger_adopt_row) before it releases any window of the partition.
+ * (core_dp_ledger_adopt_rows: groups of up to 256 rows, one group commit each) before it
+ * releases any window of the partition.
  *
  * Thread-safety: rel_changelog_restore blocks the calling thread (the service's loop thread,
  * inside the assignment callback: no record of the partition is served before it returns).
@@ -21,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <jansson.h>
 #include <librdkafka/rdkafka.h>
 
 #include "core/config.h"
@@ -61,6 +63,8 @@ struct rel_changelog_restore_stats {
  *               assignment is replaced and cleared again).
  *   horizon_ms  release.ledger.replay_horizon_ms.
  *   timeout_ms  for the whole partition.
+ *   known       optional (NULL): a JSON object used as a set; the key (release id) of every
+ *               row read is added (the caller then need not send those rows again).
  * Returns CORE_OK (st->truncated: the partition must not be processed), CORE_EINVARIANT
  * (a row conflicts with this ledger: errbuf names the release id; fail closed),
  * CORE_EPARSE (a record is not a ledger row: errbuf names partition and offset),
@@ -68,7 +72,7 @@ struct rel_changelog_restore_stats {
  * core_dp_ledger_adopt_row. A topic the broker does not know is empty (CORE_OK). */
 CORE_MUST_CHECK core_err rel_changelog_restore(rd_kafka_t *rk, const char *topic, int32_t p,
                                                struct core_dp_ledger *l, int64_t horizon_ms,
-                                               int timeout_ms,
+                                               int timeout_ms, json_t *known,
                                                struct rel_changelog_restore_stats *st,
                                                char *errbuf, size_t errbuf_size);
 

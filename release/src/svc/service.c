@@ -34,6 +34,7 @@
 #define OUTQ_LOW  5000
 #define THETA_SETTLE_MS 1500 /* θ topic quiet this long (or lag 0): read to its end */
 #define RESTORE_TIMEOUT_MS 60000 /* one changelog partition's restore */
+#define CL_KNOWN_MAX 2000000 /* ids remembered as on the changelog (then forgotten: re-sent) */
 
 static const char *const dlq_codes[REL_DLQ_COUNT] = {"malformed", "not_covered", "budget_cap",
                                                      "no_plan"};
@@ -110,6 +111,8 @@ struct rel_service {
     const char *t_windows, *t_released, *t_dlq, *t_cal, *t_changelog;
     rd_kafka_t *restorer;            /* changelog reader (manual assign); NULL: no changelog */
     uint64_t cl_inflight;            /* changelog records not yet acknowledged */
+    json_t *cl_known;                /* release ids known to be on the changelog (restored or
+                                        acknowledged): a replay of one is not sent again */
     struct pstate parts[REL_SERVICE_MAX_PARTITIONS];
     struct entry *eq_head, *eq_tail; /* releases pushed, not yet emitted (push order) */
     struct entry *cur;               /* the entry of the record being pushed */
@@ -162,6 +165,13 @@ static void entry_unref(struct entry *e)
 static void produce(struct rel_service *s, const char *topic, struct entry *e, const char *v,
                     size_t len);
 
+static void cl_known_add(struct rel_service *s, const char *rid)
+{
+    if (json_object_size(s->cl_known) >= CL_KNOWN_MAX)
+        json_object_clear(s->cl_known); /* forgetting only costs a re-send */
+    json_object_set_new(s->cl_known, rid, json_true());
+}
+
 /* The ledger row of e is acknowledged on the changelog: now its output may go out. */
 static void on_changelog_ack(struct rel_service *s, struct entry *e, rd_kafka_resp_err_t err)
 {
@@ -174,6 +184,7 @@ static void on_changelog_ack(struct rel_service *s, struct entry *e, rd_kafka_re
     } else {
         bump(&s->a_cl_sent);
         core_metric_add(s->m.cl_sent, 1);
+        cl_known_add(s, e->rid);
         if (s->status == CORE_OK)
             produce(s, s->t_released, e, e->out, e->out_len);
     }
@@ -406,7 +417,7 @@ static core_err on_emit(void *arg, const char *bytes, size_t len, bool replayed)
     if (!s->eq_head)
         s->eq_tail = NULL;
     e->replayed = replayed;
-    if (s->restorer)
+    if (s->restorer && !(replayed && json_object_get(s->cl_known, e->rid)))
         changelog_send(s, e, bytes, len); /* the output follows the row's acknowledgement */
     else
         produce(s, s->t_released, e, bytes, len);
@@ -700,6 +711,10 @@ static void on_message(void *arg, const rd_kafka_message_t *m)
         return;
     }
     release_window(s, m);
+    if (s->cl_inflight > 0) /* the consumer's budget per loop turn (thousands of windows,
+                               each with its fsync) would hold the changelog acknowledgements,
+                               and with them every output, until the turn ends */
+        core_kproducer_poll(s->prod, 0);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -860,8 +875,8 @@ static void changelog_restore(struct rel_service *s, int32_t p)
     struct rel_changelog_restore_stats st;
     char eb[1024] = "";
     core_err rc = rel_changelog_restore(s->restorer, s->t_changelog, p, s->ledger,
-                                        s->opts.replay_horizon_ms, RESTORE_TIMEOUT_MS, &st, eb,
-                                        sizeof(eb));
+                                        s->opts.replay_horizon_ms, RESTORE_TIMEOUT_MS,
+                                        s->cl_known, &st, eb, sizeof(eb));
 
     s->parts[p].refused = rc != CORE_OK || st.truncated;
     atomic_fetch_add(&s->a_cl_adopted, st.adopted);
@@ -1310,8 +1325,10 @@ static core_err make_restorer(struct rel_service *s, char *eb, size_t ebn)
     snprintf(group, sizeof(group), "%s-changelog-restore", s->opts.group);
     rc = core_kafka_client_new(s->cfg, CORE_KAFKA_CONSUMER, group, extra, NULL, NULL,
                                &s->restorer, eb, ebn);
-    if (rc == CORE_OK)
+    if (rc == CORE_OK) {
         rd_kafka_poll_set_consumer(s->restorer); /* its logs are served by its polls */
+        s->cl_known = json_object();
+    }
     return rc;
 }
 
@@ -1432,6 +1449,7 @@ void rel_service_free(struct rel_service *s)
     core_kproducer_free(s->prod);
     if (s->restorer)
         rd_kafka_destroy(s->restorer);
+    json_decref(s->cl_known);
     rel_drift_free(s->dr.mon);
     json_decref(s->dr.coord);
     free(s->dr.val);
