@@ -483,3 +483,25 @@ Test(release_multi, truncated_changelog_partition_is_refused, .timeout = 200)
     json_decref(parts);
     ts_broker_stop(&b);
 }
+
+/* --check (and the service's start) refuse a changelog topic that is another topic. */
+Test(release_multi, check_refuses_a_changelog_topic_shared_with_another, .timeout = 60)
+{
+    char *dir = ts_tmpdir(), led[600], err[600];
+    snprintf(led, sizeof(led), "%s/ledger.jsonl", dir);
+    snprintf(err, sizeof(err), "%s/err.txt", dir);
+    const char *bad[] = {"release", "--serve", "--check", "--ledger", led, "--set",
+                         "broker.bootstrap=127.0.0.1:9", "--set",
+                         "topics.ledger_changelog=gcdp.windows", NULL};
+    const char *ok[] = {"release", "--serve", "--check", "--ledger", led, "--set",
+                        "broker.bootstrap=127.0.0.1:9", "--set",
+                        "topics.ledger_changelog=site1.ledger.changelog", NULL};
+    cr_assert_eq(ts_wait(ts_spawn(bad, NULL, err), 20000), 2);
+    char *text = ts_read_file(err, NULL);
+    cr_assert(text && strstr(text, "topics.ledger_changelog") && strstr(text, "topics.windows"),
+              "the refusal names both keys: %s", text ? text : "");
+    free(text);
+    cr_assert_eq(ts_wait(ts_spawn(ok, NULL, err), 20000), 0, "%s", ts_read_file(err, NULL));
+    ts_rmtree(dir);
+    free(dir);
+}

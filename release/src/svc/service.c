@@ -113,6 +113,9 @@ struct rel_service {
     uint64_t cl_inflight;            /* changelog records not yet acknowledged */
     json_t *cl_known;                /* release ids known to be on the changelog (restored or
                                         acknowledged): a replay of one is not sent again */
+    rd_kafka_topic_t *warm[2];       /* topics.released, topics.ledger_changelog: handles made
+                                        at start so their metadata is known before the first
+                                        release (two lookups in a row otherwise) */
     struct pstate parts[REL_SERVICE_MAX_PARTITIONS];
     struct entry *eq_head, *eq_tail; /* releases pushed, not yet emitted (push order) */
     struct entry *cur;               /* the entry of the record being pushed */
@@ -1338,7 +1341,14 @@ static core_err make_producer(struct rel_service *s, char *eb, size_t ebn)
     core_err rc = core_kafka_conf_new(s->cfg, CORE_KAFKA_PRODUCER, NULL, &pc, eb, ebn);
     if (rc != CORE_OK)
         return rc;
-    return core_kproducer_new(s->loop, pc, on_delivery, s, &s->prod, eb, ebn); /* takes pc */
+    rc = core_kproducer_new(s->loop, pc, on_delivery, s, &s->prod, eb, ebn); /* takes pc */
+    if (rc == CORE_OK) { /* leader lookups now, not on the first release's path */
+        s->warm[0] = rd_kafka_topic_new(core_kproducer_handle(s->prod), s->t_released, NULL);
+        if (s->restorer)
+            s->warm[1] = rd_kafka_topic_new(core_kproducer_handle(s->prod), s->t_changelog,
+                                            NULL);
+    }
+    return rc;
 }
 
 void rel_service_opts_init(const struct core_config *cfg, const char *group,
@@ -1446,6 +1456,9 @@ void rel_service_free(struct rel_service *s)
     core_kconsumer_free(s->cons);
     core_kconsumer_free(s->tcons);
     core_ctl_listener_free(s->ctl);
+    for (int i = 0; i < 2; i++)
+        if (s->warm[i])
+            rd_kafka_topic_destroy(s->warm[i]);
     core_kproducer_free(s->prod);
     if (s->restorer)
         rd_kafka_destroy(s->restorer);
