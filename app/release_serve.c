@@ -29,12 +29,13 @@ static void print_summary(const void *svc, core_err status)
                (unsigned long long)st.by_reason[i]);
     printf("},\"theta_version\":%llu,\"theta_swaps\":%llu,\"produce_errors\":%llu,"
            "\"commits\":%llu,\"offset_gaps\":%llu,\"changelog_rows\":%llu,\"adopted\":%llu,"
-           "\"adopted_over_cap\":%llu,\"refused_partitions\":%llu}\n",
+           "\"adopted_over_cap\":%llu,\"refused_partitions\":%llu,\"changelog_refusals\":%llu}\n",
            (unsigned long long)st.theta_version, (unsigned long long)st.theta_swaps,
            (unsigned long long)st.produce_errors, (unsigned long long)st.commits,
            (unsigned long long)st.offset_gaps, (unsigned long long)st.changelog_sent,
            (unsigned long long)st.adopted, (unsigned long long)st.adopted_over_cap,
-           (unsigned long long)st.refused_partitions);
+           (unsigned long long)st.refused_partitions,
+           (unsigned long long)st.changelog_refusals);
     fflush(stdout);
 }
 

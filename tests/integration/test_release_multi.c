@@ -276,7 +276,8 @@ static void inst_start(struct inst *in, const struct ts_broker *b, const char *t
                           "--exit-idle", "5", "--set", b->set_bootstrap, "--set",
                           "release.ledger.batch=1", "--set", "kafka.session.timeout.ms=3000",
                           "--set", in->mport, "--log-level", "info", "--set",
-                          store ? in->store : "release.service.changelog=true", NULL};
+                          "release.service.changelog=true", "--set",
+                          store ? in->store : "release.ledger.batch=1", NULL};
     in->pid = ts_spawn(args, in->out, in->err);
 }
 
@@ -455,6 +456,7 @@ Test(release_multi, truncated_changelog_partition_is_refused, .timeout = 200)
     free(health);
     cr_assert_eq(ts_wait(a.pid, 120000), 0, "release failed: %s", ts_read_file(a.err, NULL));
     json_t *sum = summary(a.out), *pub = published(b.bootstrap, &copies, &differing);
+    cr_assert_eq(sget(sum, "changelog_refusals"), 1, "the summary counts the refusal");
     snprintf(line, sizeof(line), "gcdp.ledger.changelog partition %d is truncated", (int)bad);
     char *log = ts_read_file(a.err, NULL);
     cr_assert(log && strstr(log, line), "the log does not name the partition");

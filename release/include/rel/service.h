@@ -84,10 +84,11 @@ struct rel_service_opts {
                                    before the newest window end seen are evicted from memory
                                    (core_dp_ledger_advance, every 10 s); > 0 */
     int64_t commit_interval_ms; /* > 0 */
-    bool changelog;           /* release.service.changelog: every ledger row goes to
-                                 topics.ledger_changelog (acknowledged) before its output is
-                                 published; an assigned partition is restored from it before
-                                 any of its windows is released (rel/changelog.h) */
+    bool changelog;           /* release.service.changelog (default false): every ledger
+                                 row goes to topics.ledger_changelog (acknowledged) before
+                                 its output is published; an assigned partition is restored
+                                 from it before any of its windows is released
+                                 (rel/changelog.h) */
     int64_t replay_horizon_ms; /* release.ledger.replay_horizon_ms: the truncation decision
                                   of a restore (rel_changelog_truncated) */
     int64_t exit_idle_ms;     /* > 0: stop after this long with nothing consumed, counted
@@ -113,7 +114,8 @@ struct rel_service_stats {
     uint64_t changelog_sent;     /* ledger rows acknowledged on topics.ledger_changelog */
     uint64_t adopted;            /* rows adopted from the changelog at assignments */
     uint64_t adopted_over_cap;   /* of which took a unit above the cap (counted, recorded) */
-    uint64_t refused_partitions; /* assigned partitions refused: changelog truncated */
+    uint64_t refused_partitions; /* assigned partitions refused now: changelog truncated */
+    uint64_t changelog_refusals; /* assignments refused so far (truncated changelogs) */
 };
 
 /* o zeroed, then from cfg (borrowed) and the opened ledger (borrowed, lo its options): group,

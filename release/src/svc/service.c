@@ -135,7 +135,7 @@ struct rel_service {
     _Atomic uint64_t a_gaps, a_theta_swaps, a_first_read_ns;
     _Atomic int64_t a_drift_ppm; /* the last evaluated drift score, ppm; -1: none yet */
     _Atomic int64_t a_lag;
-    _Atomic uint64_t a_cl_sent, a_cl_adopted, a_cl_over_cap, a_cl_refused;
+    _Atomic uint64_t a_cl_sent, a_cl_adopted, a_cl_over_cap, a_cl_refused, a_cl_refusals;
 };
 
 static void fail(struct rel_service *s, core_err why, const char *what);
@@ -892,6 +892,7 @@ static void changelog_restore(struct rel_service *s, int32_t p)
                                             "outputs for one release id)"
                                           : "ledger changelog restore failed");
     } else if (st.truncated) {
+        bump(&s->a_cl_refusals);
         CORE_ERROR("%s partition %" PRId32 " is truncated (log start > 0 within "
                    "release.ledger.replay_horizon_ms): ledger rows still needed may be gone; "
                    "partition %" PRId32 " of %s is not processed by this instance", s->t_changelog,
@@ -1447,6 +1448,7 @@ void rel_service_stats(const struct rel_service *s, struct rel_service_stats *ou
     out->adopted = atomic_load(&w->a_cl_adopted);
     out->adopted_over_cap = atomic_load(&w->a_cl_over_cap);
     out->refused_partitions = atomic_load(&w->a_cl_refused);
+    out->changelog_refusals = atomic_load(&w->a_cl_refusals);
 }
 
 void rel_service_free(struct rel_service *s)
