@@ -494,9 +494,11 @@ Test(release_multi, check_refuses_a_changelog_topic_shared_with_another, .timeou
     snprintf(err, sizeof(err), "%s/err.txt", dir);
     const char *bad[] = {"release", "--serve", "--check", "--ledger", led, "--set",
                          "broker.bootstrap=127.0.0.1:9", "--set",
+                         "release.service.changelog=true", "--set",
                          "topics.ledger_changelog=gcdp.windows", NULL};
     const char *ok[] = {"release", "--serve", "--check", "--ledger", led, "--set",
                         "broker.bootstrap=127.0.0.1:9", "--set",
+                        "release.service.changelog=true", "--set",
                         "topics.ledger_changelog=site1.ledger.changelog", NULL};
     cr_assert_eq(ts_wait(ts_spawn(bad, NULL, err), 20000), 2);
     char *text = ts_read_file(err, NULL);
