@@ -17,11 +17,11 @@
 
 #include "cal/theta.h"
 #include "core/ctl.h"
-#include "core/ksync.h"
 #include "core/ctl_listen.h"
 #include "core/dp_rng.h"
 #include "core/kafka.h"
 #include "core/kconf.h"
+#include "core/ksync.h" /* core_kafka_client_new: the changelog reader */
 #include "core/log.h"
 #include "core/mem.h"
 #include "rel/changelog.h"
