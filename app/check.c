@@ -18,6 +18,7 @@
 #include "core/dp_ledger.h"
 #include "core/kconf.h"
 #include "ing/engine.h"
+#include "rel/changelog.h"
 #include "rel/drift.h"
 #include "rel/plan.h"
 
@@ -38,7 +39,11 @@ static core_err stage_config(const struct core_config *cfg, const char *cmd, cha
         struct rel_drift_opts dro;
         bool enabled;
         core_err rc = rel_opts_from_config(cfg, &ro, eb, ebn);
-        return rc == CORE_OK ? rel_drift_opts_from_config(cfg, &dro, &enabled, eb, ebn) : rc;
+        if (rc == CORE_OK)
+            rc = rel_drift_opts_from_config(cfg, &dro, &enabled, eb, ebn);
+        if (rc == CORE_OK && core_config_bool(cfg, "release.service.changelog"))
+            rc = rel_changelog_topic_check(cfg, eb, ebn);
+        return rc;
     }
     return CORE_OK; /* a command without stage keys of its own */
 }

@@ -154,7 +154,7 @@ static const char *const topic_keys[] = {
     "topics.raw",         "topics.rejected",       "topics.windows",
     "topics.calibration", "topics.released",       "topics.control",
     "topics.audit",       "topics.learner_updates", "topics.learner_global",
-    "topics.learner_dag", "topics.status",
+    "topics.learner_dag", "topics.status",      "topics.ledger_changelog",
 };
 #define NTOPIC_KEYS (sizeof(topic_keys) / sizeof(topic_keys[0]))
 

@@ -44,11 +44,15 @@ static void print_summary(const void *arg, core_err status)
         printf("%s\"%s\":%llu", i ? "," : "", rel_dlq_reason_code((enum rel_dlq_reason)i),
                (unsigned long long)st.by_reason[i]);
     printf("},\"theta_version\":%llu,\"theta_swaps\":%llu,\"produce_errors\":%llu,"
-           "\"commits\":%llu,\"offset_gaps\":%llu,\"audit_mirror\":{\"on\":%s,"
-           "\"rows\":%llu,\"lag_bytes\":%llu,\"errors\":%llu}}\n",
+           "\"commits\":%llu,\"offset_gaps\":%llu,\"changelog_rows\":%llu,\"adopted\":%llu,"
+           "\"adopted_over_cap\":%llu,\"refused_partitions\":%llu,\"changelog_refusals\":%llu,"
+           "\"audit_mirror\":{\"on\":%s,\"rows\":%llu,\"lag_bytes\":%llu,\"errors\":%llu}}\n",
            (unsigned long long)st.theta_version, (unsigned long long)st.theta_swaps,
            (unsigned long long)st.produce_errors, (unsigned long long)st.commits,
-           (unsigned long long)st.offset_gaps, p->mirror ? "true" : "false",
+           (unsigned long long)st.offset_gaps, (unsigned long long)st.changelog_sent,
+           (unsigned long long)st.adopted, (unsigned long long)st.adopted_over_cap,
+           (unsigned long long)st.refused_partitions,
+           (unsigned long long)st.changelog_refusals, p->mirror ? "true" : "false",
            (unsigned long long)ms.rows, (unsigned long long)ms.lag_bytes,
            (unsigned long long)ms.errors);
     fflush(stdout);

@@ -88,7 +88,7 @@ static core_err lopen(const char *audit, const char *store, int64_t horizon_ms,
                       struct core_dp_ledger **l)
 {
     struct core_dp_ledger_opts o;
-    struct core_dp_store_opts so = {store, horizon_ms};
+    struct core_dp_store_opts so = {store, horizon_ms, horizon_ms / 4};
     char eb[1024] = "";
     core_err rc;
     memset(&o, 0, sizeof(o));

@@ -155,7 +155,7 @@ static struct timing run_full(struct bench *b, struct rel_window *w, core_err *r
                               uint64_t *bytes, uint64_t *fsyncs, int use_store)
 {
     char path[4200], db[4200], eb[1024] = "";
-    struct core_dp_store_opts so = {db, 0};
+    struct core_dp_store_opts so = {db, 0, 0};
     struct core_dp_ledger_opts lo = {path, {1e12, 0.0, 0.0}, 0, {60000, 0, 1000}};
     struct core_dp_ledger *l = NULL;
     struct rel_releaser *r = NULL;

@@ -19,7 +19,10 @@
 #
 # PROTECTED topics hold values gcdp's privacy guarantee covers, unprivatized: sensors.raw,
 # gcdp.windows, and the dead letters sensors.rejected and gcdp.windows.rejected (a dead letter
-# carries the original payload). Kafka has no topic labels, so they are marked here (the
+# carries the original payload); gcdp.ledger.changelog (the release ledgers' rows: device
+# ids, slots and budgets of every release, for the release instances only) is protected too.
+#   CHANGELOG_RETENTION_MS  retention.ms of gcdp.ledger.changelog (default -1: forever);
+#                           >= release.ledger.replay_horizon_ms Kafka has no topic labels, so they are marked here (the
 # PROTECTED column), in the log line this script prints, and by their short retention; give
 # them ACLs that only the gcdp services' principals can read (docs/deploy.md). Only
 # gcdp.released, gcdp.calibration (public θ), gcdp.status and learner.* are meant for readers
@@ -36,6 +39,11 @@ KT="${KAFKA_TOPICS:-/opt/kafka/bin/kafka-topics.sh}"
 WAIT_S="${WAIT_S:-120}"
 H=3600000 # one hour in ms
 D=$((24 * H))
+# The ledger changelog must keep every row the release ledgers may still need:
+# retention.ms >= release.ledger.replay_horizon_ms; -1 (forever) while that is 0, its
+# default (docs/release.md, "Several instances"). Key = release id: compaction drops only
+# the repeated rows of replays.
+CL_RET="${CHANGELOG_RETENTION_MS:--1}"
 
 # name                  partitions  cleanup  retention.ms  PROTECTED  what
 TOPICS="
@@ -43,6 +51,7 @@ sensors.raw             $P          delete   $((7 * D))    protected  raw readin
 sensors.rejected        $P          delete   $D            protected  ingest dead letters (original payloads)
 gcdp.windows            $P          delete   $((3 * D))    protected  window records (release input)
 gcdp.windows.rejected   $P          delete   $D            protected  release dead letters (window records)
+gcdp.ledger.changelog   $P          compact,delete $CL_RET protected ledger rows of the release instances (co-partitioned with gcdp.windows)
 gcdp.released           $P          delete   $((30 * D))   public     privatized releases
 gcdp.calibration        1           compact  -1            public     theta versions (key = version)
 gcdp.control            1           delete   $D            public     signed operator commands
@@ -77,9 +86,9 @@ fi
 while read -r name parts cleanup retention class what; do
     [ -z "$name" ] && continue
     cfgs=(--config "cleanup.policy=$cleanup" --config "min.insync.replicas=$MINISR")
-    [ "$cleanup" = delete ] && cfgs+=(--config "retention.ms=$retention")
+    [ "$cleanup" != compact ] && cfgs+=(--config "retention.ms=$retention")
     kt --create --if-not-exists --topic "$name" --partitions "$parts" \
         --replication-factor "$RF" "${cfgs[@]}"
     [ "$DRY" = 1 ] || echo "init-topics: $name ($class; $what): $parts partitions, $cleanup" \
-        "$([ "$cleanup" = delete ] && echo "retention ${retention} ms")" >&2
+        "$([ "$cleanup" != compact ] && echo "retention ${retention} ms")" >&2
 done <<<"$TOPICS"

@@ -183,7 +183,7 @@ struct core_dp_ledger {
                         * cached needs no store query) */
     char *absent_id;   /* store: the last id lookup found absent (charge need not ask again) */
     struct ldb_meta meta;
-    int64_t horizon_ms;
+    int64_t horizon_ms, step_ms; /* store: replay horizon; compaction step */
     uint64_t size;     /* bytes of valid file content */
     int broken;        /* a write/fsync failed: refuse all further commits */
     /* Row-text cache: releases of one plan share mech, cost and params, whose JSON (17-digit
@@ -930,6 +930,7 @@ core_err core_dp_ledger_open_store(const struct core_dp_ledger_opts *opts,
     if (store) {
         l->store = core_xstrdup(store->path);
         l->horizon_ms = store->replay_horizon_ms;
+        l->step_ms = store->compact_step_ms > 0 ? store->compact_step_ms : 0;
         rc = store_open(l, errbuf, errbuf_size);
     } else {
         rc = open_fd(l, errbuf, errbuf_size);
@@ -1428,7 +1429,9 @@ core_err core_dp_ledger_advance(struct core_dp_ledger *l, int64_t watermark_ms,
     if (!l->db)
         return CORE_OK;
     cut = sat_sub(sat_sub(watermark_ms, lateness_ms), l->scheme.time_radius * l->scheme.period_ms);
-    if (l->horizon_ms > 0 && sat_sub(watermark_ms, l->horizon_ms) > l->meta.floor_ms) {
+    if (l->horizon_ms > 0 && sat_sub(watermark_ms, l->horizon_ms) > l->meta.floor_ms &&
+        (l->meta.floor_ms == INT64_MIN ||
+         sat_sub(sat_sub(watermark_ms, l->horizon_ms), l->meta.floor_ms) >= l->step_ms)) {
         floor = sat_sub(watermark_ms, l->horizon_ms);
         if (store_compact(l, floor) != CORE_OK)
             return CORE_EIO;
@@ -2028,4 +2031,346 @@ void core_dp_ledger_eps_summary(const struct core_dp_ledger *l, struct core_dp_e
     for (size_t i = from; i < n; i++)
         out->max = v[i] > out->max ? v[i] : out->max;
     free(v);
+}
+
+/* ==== Several instances: rows follow their partitions (issue 12) ==== */
+/* Self-contained: uses the public functions above plus first_over_cap / charge_args_ok and
+ * one store query (ldb_rel_get). Contract: core/dp_ledger.h, "Several instances". */
+
+/* The line starting at off in l's file (JSONL ledger, or the store's audit log), without
+ * its newline: new NUL-terminated buffer. known: its length with the newline, 0 unknown. */
+static core_err line_at(const struct core_dp_ledger *l, uint64_t off, size_t known, char **out,
+                        size_t *len)
+{
+    size_t cap = known ? known : 4096, n = 0;
+    char *b = core_xmalloc(cap + 1);
+
+    for (;;) {
+        ssize_t r = pread(l->fd, b + n, cap - n, (off_t)(off + n));
+        char *nl = r > 0 ? memchr(b + n, '\n', (size_t)r) : NULL;
+        if (r <= 0) {
+            free(b);
+            return CORE_EIO;
+        }
+        n += (size_t)r;
+        if (nl) {
+            *len = (size_t)(nl - b);
+            b[*len] = '\0';
+            *out = b;
+            return CORE_OK;
+        }
+        if (n < cap)
+            continue;
+        if (cap >= CORE_DP_LEDGER_MAX_LINE) {
+            free(b);
+            return CORE_EPARSE;
+        }
+        cap *= 2;
+        b = core_xrealloc(b, cap + 1);
+    }
+}
+
+/* Store back end: the row is in the audit log where the store's replay index says. */
+static core_err store_row(struct core_dp_ledger *l, const char *id, char **row, size_t *len)
+{
+    int64_t off = 0;
+    size_t n = 0;
+    core_err rc = ldb_rel_get(l->db, id, &off, &n);
+    return rc != CORE_OK ? rc : off >= 0 ? line_at(l, (uint64_t)off, n, row, len) : CORE_EPARSE;
+}
+
+core_err core_dp_ledger_row(struct core_dp_ledger *l, const char *release_id, char **row,
+                            size_t *len)
+{
+    json_t *j;
+    core_err rc;
+
+    if (!l || !release_id || !row || !len)
+        return CORE_EINVAL;
+    *row = NULL;
+    *len = 0;
+    if (l->db)
+        return store_row(l, release_id, row, len);
+    struct rel *r = smap_get(&l->rels, release_id);
+    if (!r || r->state != REL_COMMITTED)
+        return CORE_ENOTFOUND;
+    rc = line_at(l, r->off, r->len, row, len);
+    if (rc != CORE_OK)
+        return rc;
+    j = json_loadb(*row, *len, 0, NULL); /* the place must hold that id's row */
+    if (!j || !json_is_string(json_object_get(j, "id")) ||
+        strcmp(json_string_value(json_object_get(j, "id")), release_id) != 0) {
+        free(*row);
+        *row = NULL;
+        rc = CORE_EPARSE;
+    }
+    json_decref(j);
+    return rc;
+}
+
+/* The id committed here: same bytes -> SAME, other bytes -> CORE_EINVARIANT. */
+static core_err adopt_known(const char *id, const uint8_t *have, size_t hl, const void *bytes,
+                            size_t len, enum core_dp_adopted *what, char *eb, size_t ebn)
+{
+    if (hl != len || (len > 0 && memcmp(have, bytes, len) != 0)) {
+        set_err(eb, ebn, "release %s: committed in this ledger with other output bytes than "
+                "the row adopted from another instance (two outputs for one release); "
+                "refused, nothing published", id);
+        return CORE_EINVARIANT;
+    }
+    *what = CORE_DP_ADOPTED_SAME;
+    return CORE_OK;
+}
+
+core_err core_dp_ledger_adopt(struct core_dp_ledger *l, const char *id, const char *mech,
+                              const char *const *units, size_t n_units,
+                              const struct core_dp_cost *cost, const char *params_json,
+                              const void *bytes, size_t len, enum core_dp_adopted *what,
+                              char *eb, size_t ebn)
+{
+    static const struct core_dp_cost no_cap = {INFINITY, INFINITY, INFINITY};
+    uint8_t *have = NULL;
+    size_t hl = 0, over;
+    struct core_dp_cost cap;
+    core_err rc;
+
+    if (!l || !what || (len > 0 && !bytes) || len > CORE_DP_LEDGER_MAX_OUTPUT)
+        return CORE_EINVAL;
+    rc = charge_args_ok(l, id, mech, units, n_units, cost, params_json);
+    if (rc == CORE_OK)
+        rc = core_dp_ledger_lookup(l, id, &have, &hl);
+    if (rc == CORE_OK) {
+        rc = adopt_known(id, have, hl, bytes, len, what, eb, ebn);
+        free(have);
+        return rc;
+    }
+    if (rc != CORE_ENOTFOUND)
+        return rc;
+    over = first_over_cap(l, units, n_units, cost);
+    cap = l->cap; /* a fact, not a request: the cap is not asked (restored below) */
+    l->cap = no_cap;
+    rc = core_dp_ledger_charge(l, id, mech, units, n_units, cost, params_json);
+    l->cap = cap;
+    if (rc == CORE_EEXPIRED) {
+        *what = CORE_DP_ADOPTED_EXPIRED;
+        return CORE_OK;
+    }
+    if (rc == CORE_OK && (rc = core_dp_ledger_commit_output(l, id, bytes, len)) != CORE_OK &&
+        core_dp_ledger_cancel(l, id) != CORE_OK)
+        CORE_WARN("adopted release %s: reservation not cancelled", id);
+    if (rc != CORE_OK) {
+        set_err(eb, ebn, "release %s: cannot record the adopted row (%s)", id,
+                core_strerror(rc));
+        return rc;
+    }
+    *what = over < n_units ? CORE_DP_ADOPTED_OVER_CAP : CORE_DP_ADOPTED_NEW;
+    if (over < n_units)
+        CORE_WARN("adopted release %s takes unit '%s' above its lifetime cap (eps cap %.6g): "
+                  "published by another instance, recorded", id, units[over], l->cap.eps);
+    return CORE_OK;
+}
+
+/* The row's units as borrowed strings (out: n pointers into row). */
+static const char **row_units(const json_t *units, size_t *n)
+{
+    const char **u;
+    *n = json_array_size(units);
+    u = core_xcalloc(*n ? *n : 1, sizeof(*u));
+    for (size_t i = 0; i < *n; i++)
+        u[i] = json_string_value(json_array_get(units, i));
+    return u;
+}
+
+/* base64 "out" of a parsed row into a new buffer. */
+static core_err row_out(const json_t *j, uint8_t **bin, size_t *n)
+{
+    const char *b64 = json_string_value(json_object_get(j, "out"));
+    size_t bl = b64 ? strlen(b64) : 0;
+
+    *bin = core_xmalloc(bl / 4 * 3 + 1);
+    if (!b64 || sodium_base642bin(*bin, bl / 4 * 3 + 1, b64, bl, NULL, n, NULL,
+                                  sodium_base64_VARIANT_ORIGINAL) != 0) {
+        free(*bin);
+        *bin = NULL;
+        return CORE_EPARSE;
+    }
+    return CORE_OK;
+}
+
+core_err core_dp_ledger_adopt_row(struct core_dp_ledger *l, const char *row, size_t len,
+                                  enum core_dp_adopted *what, char *id, size_t id_size,
+                                  char *eb, size_t ebn)
+{
+    struct core_dp_row r;
+    json_error_t je;
+    json_t *j;
+    uint8_t *bin = NULL;
+    size_t n_bin = 0, n_units = 0;
+    const char **units = NULL;
+    char *params = NULL;
+    core_err rc;
+
+    if (!l || !row || !what)
+        return CORE_EINVAL;
+    if (len > 0 && row[len - 1] == '\n')
+        len--;
+    j = json_loadb(row, len, JSON_REJECT_DUPLICATES, &je);
+    if (!j) {
+        set_err(eb, ebn, "not a ledger row: JSON error at column %d", je.column);
+        return CORE_EPARSE;
+    }
+    rc = core_dp_ledger_parse_row(j, &r, eb, ebn);
+    if (rc == CORE_OK && id && id_size)
+        snprintf(id, id_size, "%s", r.id);
+    if (rc == CORE_OK && (rc = row_out(j, &bin, &n_bin)) != CORE_OK)
+        set_err(eb, ebn, "release %s: \"out\" is not base64", r.id);
+    if (rc == CORE_OK) {
+        const json_t *p = json_object_get(j, "params");
+        params = json_is_object(p) ? json_dumps(p, JSON_COMPACT | JSON_REAL_PRECISION(17))
+                                   : NULL;
+        units = row_units(r.units, &n_units);
+        rc = core_dp_ledger_adopt(l, r.id, r.mech, units, n_units, &r.cost, params, bin, n_bin,
+                                  what, eb, ebn);
+    }
+    free(units);
+    free(params);
+    free(bin);
+    json_decref(j);
+    return rc;
+}
+
+/* One row of core_dp_ledger_adopt_rows, parsed (strings borrowed from j). */
+struct adopt_in {
+    json_t *j;
+    struct core_dp_row r;
+    const char **units;
+    size_t n_units, n_bin;
+    uint8_t *bin;
+    char *params;
+};
+
+static core_err adopt_parse(const char *row, size_t len, struct adopt_in *in, char *eb,
+                            size_t ebn)
+{
+    json_error_t je;
+    const json_t *p;
+
+    if (len > 0 && row[len - 1] == '\n')
+        len--;
+    in->j = json_loadb(row, len, JSON_REJECT_DUPLICATES, &je);
+    if (!in->j) {
+        set_err(eb, ebn, "not a ledger row: JSON error at column %d", je.column);
+        return CORE_EPARSE;
+    }
+    if (core_dp_ledger_parse_row(in->j, &in->r, eb, ebn) != CORE_OK)
+        return CORE_EPARSE;
+    if (row_out(in->j, &in->bin, &in->n_bin) != CORE_OK) {
+        set_err(eb, ebn, "release %s: \"out\" is not base64", in->r.id);
+        return CORE_EPARSE;
+    }
+    p = json_object_get(in->j, "params");
+    in->params = json_is_object(p) ? json_dumps(p, JSON_COMPACT | JSON_REAL_PRECISION(17))
+                                   : NULL;
+    in->units = row_units(in->r.units, &in->n_units);
+    return CORE_OK;
+}
+
+static void adopt_in_free(struct adopt_in *in)
+{
+    free(in->units);
+    free(in->params);
+    free(in->bin);
+    json_decref(in->j);
+}
+
+/* The pending part of a batch: ids[0..*k) charged here, bytes waiting for the commit. */
+struct adopt_batch {
+    const char **ids;
+    const void **bytes;
+    size_t *lens, k;
+};
+
+/* Charge one parsed row as adopt does (no cap), or decide it is known / in the batch. */
+static core_err adopt_stage(struct core_dp_ledger *l, const struct adopt_in *in,
+                            struct adopt_batch *b, enum core_dp_adopted *what, char *eb,
+                            size_t ebn)
+{
+    static const struct core_dp_cost no_cap = {INFINITY, INFINITY, INFINITY};
+    const char *id = in->r.id;
+    uint8_t *have = NULL;
+    size_t hl = 0, over;
+    struct core_dp_cost cap;
+    core_err rc = core_dp_ledger_lookup(l, id, &have, &hl);
+
+    if (rc == CORE_OK) {
+        rc = adopt_known(id, have, hl, in->bin, in->n_bin, what, eb, ebn);
+        free(have);
+        return rc;
+    }
+    if (rc != CORE_ENOTFOUND)
+        return rc;
+    for (size_t i = 0; i < b->k; i++) /* the same release twice in one batch */
+        if (strcmp(b->ids[i], id) == 0)
+            return adopt_known(id, (const uint8_t *)b->bytes[i], b->lens[i], in->bin, in->n_bin,
+                               what, eb, ebn);
+    over = first_over_cap(l, in->units, in->n_units, &in->r.cost);
+    cap = l->cap;
+    l->cap = no_cap;
+    rc = core_dp_ledger_charge(l, id, in->r.mech, in->units, in->n_units, &in->r.cost,
+                               in->params);
+    l->cap = cap;
+    if (rc == CORE_EEXPIRED) {
+        *what = CORE_DP_ADOPTED_EXPIRED;
+        return CORE_OK;
+    }
+    if (rc != CORE_OK) {
+        set_err(eb, ebn, "release %s: cannot record the adopted row (%s)", id,
+                core_strerror(rc));
+        return rc;
+    }
+    b->ids[b->k] = id;
+    b->bytes[b->k] = in->bin;
+    b->lens[b->k++] = in->n_bin;
+    *what = over < in->n_units ? CORE_DP_ADOPTED_OVER_CAP : CORE_DP_ADOPTED_NEW;
+    if (over < in->n_units)
+        CORE_WARN("adopted release %s takes unit '%s' above its lifetime cap (eps cap %.6g): "
+                  "published by another instance, recorded", id, in->units[over], l->cap.eps);
+    return CORE_OK;
+}
+
+core_err core_dp_ledger_adopt_rows(struct core_dp_ledger *l, size_t n, const char *const *rows,
+                                   const size_t *lens, enum core_dp_adopted *what,
+                                   size_t *bad, char *eb, size_t ebn)
+{
+    struct adopt_in *in;
+    struct adopt_batch b = {0};
+    core_err rc = CORE_OK;
+    size_t i;
+
+    if (!l || !rows || !lens || !what || n == 0)
+        return CORE_EINVAL;
+    in = core_xcalloc(n, sizeof(*in));
+    b.ids = core_xcalloc(n, sizeof(*b.ids));
+    b.bytes = core_xcalloc(n, sizeof(*b.bytes));
+    b.lens = core_xcalloc(n, sizeof(*b.lens));
+    for (i = 0; i < n && rc == CORE_OK; i++) {
+        rc = rows[i] ? adopt_parse(rows[i], lens[i], &in[i], eb, ebn) : CORE_EINVAL;
+        if (rc == CORE_OK)
+            rc = adopt_stage(l, &in[i], &b, &what[i], eb, ebn);
+    }
+    if (bad)
+        *bad = rc == CORE_OK ? n : i - 1;
+    if (rc == CORE_OK && b.k > 0) /* one write(2) + one fsync / one store COMMIT */
+        rc = core_dp_ledger_commit_batch(l, b.k, b.ids, b.bytes, b.lens);
+    if (rc != CORE_OK)
+        for (size_t j = 0; j < b.k; j++)
+            if (core_dp_ledger_cancel(l, b.ids[j]) != CORE_OK)
+                CORE_WARN("adopted release %s: reservation not cancelled", b.ids[j]);
+    for (size_t j = 0; j < n; j++)
+        adopt_in_free(&in[j]);
+    free(in);
+    free(b.ids);
+    free(b.bytes);
+    free(b.lens);
+    return rc;
 }

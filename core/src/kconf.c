@@ -79,6 +79,9 @@ const struct core_cfg_key core_config_keys[] = {
     K_TOPIC("topics.released", "\"gcdp.released\"", "privatized releases (public)"),
     K_TOPIC("topics.release_rejected", "\"gcdp.windows.rejected\"",
             "windows the release refused (dead letters; protected, like topics.rejected)"),
+    K_TOPIC("topics.ledger_changelog", "\"gcdp.ledger.changelog\"",
+            "release ledger rows, co-partitioned with topics.windows (several release "
+            "instances; protected, never read by consumers or the learner)"),
     K_TOPIC("topics.control", "\"gcdp.control\"", "operator commands"),
     K_TOPIC("topics.status", "\"gcdp.status\"",
             "service status records (gcdp.status/1), e.g. answers to `gcdp ctl status`"),

@@ -42,12 +42,15 @@ static void paths_free(struct paths *p)
 
 static const struct core_dp_scheme SCHEME = {60000, 0, 1000};
 
+static int64_t compact_step; /* core_dp_store_opts.compact_step_ms of sopen */
+
 static core_err sopen(const struct paths *p, double cap_eps, int64_t horizon,
                       struct core_dp_ledger **l, char *err, size_t errn)
 {
     struct core_dp_ledger_opts o = {.path = p->audit, .cap = {cap_eps, 100.0, 1e-3},
                                     .scheme = SCHEME};
-    struct core_dp_store_opts so = {.path = p->store, .replay_horizon_ms = horizon};
+    struct core_dp_store_opts so = {.path = p->store, .replay_horizon_ms = horizon,
+                                    .compact_step_ms = compact_step};
     *l = NULL;
     return core_dp_ledger_open_store(&o, &so, l, err, errn);
 }
@@ -741,6 +744,57 @@ Test(dp_ledger_store, horizon_compacts_and_refuses_old_replays_by_name)
 
 /* SIGKILL at a random moment of a large compaction: after reopen either nothing or all of it
  * is gone, the live units' totals and replays are intact. */
+/* With a compaction step the floor moves in steps (each page of the replay index rewritten
+ * once per step): the store holds at most horizon + step, never less than the horizon, and
+ * refuses exactly what is below the floor it reached. */
+Test(dp_ledger_store, compaction_in_steps_keeps_at_least_the_horizon)
+{
+    struct paths p;
+    paths_new(&p);
+    const int64_t min = 60000, horizon = 10 * min;
+    compact_step = 4 * min;
+    struct core_dp_ledger *l = sopen_ok(&p, 5.0, horizon);
+    struct core_dp_ledger_stats st;
+    const struct core_dp_cost c = {0.5, 0, 0};
+    int compactions = 0;
+    uint64_t before = 0;
+    for (int m = 0; m < 60; m++) {
+        minute_releases(l, 5, m, &c);
+        cr_assert_eq(core_dp_ledger_advance(l, (m + 1) * min, 0), CORE_OK);
+        core_dp_ledger_stats(l, &st);
+        compactions += st.compacted > before;
+        before = st.compacted;
+        cr_assert_leq(st.releases, 5u * (10 + 4), "at most horizon + step (minute %d)", m);
+        cr_assert_geq(st.releases, m >= 10 ? 5u * 10 : 5u * (unsigned)(m + 1),
+                      "at least the horizon (minute %d)", m);
+    }
+    /* the first live minute F: every later one replays, the one before is refused by name */
+    int first = -1;
+    for (int m = 0; m < 60 && first < 0; m++) {
+        char id[16];
+        uint8_t *b;
+        size_t n;
+        snprintf(id, sizeof(id), "d0|%d", m);
+        if (core_dp_ledger_lookup(l, id, &b, &n) == CORE_OK) {
+            first = m;
+            free(b);
+        }
+    }
+    cr_assert(first >= 60 - 14 && first <= 60 - 10, "live minutes %d..59", first);
+    cr_assert_eq(st.releases, 5u * (unsigned)(60 - first));
+    cr_assert(compactions >= 10 && compactions <= 16, "%d compactions (50 without a step)",
+              compactions);
+    char gone_id[16], kept_id[16];
+    snprintf(gone_id, sizeof(gone_id), "d0|%d", first - 1);
+    snprintf(kept_id, sizeof(kept_id), "d0|%d", first);
+    const char *gone[1] = {gone_id}, *kept[1] = {kept_id};
+    cr_assert_eq(core_dp_ledger_charge(l, gone_id, "lap", gone, 1, &c, NULL), CORE_EEXPIRED);
+    cr_assert_eq(core_dp_ledger_charge(l, kept_id, "lap", kept, 1, &c, NULL), CORE_EEXIST);
+    core_dp_ledger_free(l);
+    compact_step = 0;
+    paths_free(&p);
+}
+
 Test(dp_ledger_store, crash_during_compaction_is_all_or_nothing)
 {
     struct paths p;

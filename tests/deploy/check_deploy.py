@@ -322,6 +322,18 @@ def check_topics(src, topics):
         elif not m or int(m.group(1)) > 86400000:
             fail("init-topics.sh: %s keeps protected payloads longer than a day" % t)
     ok("gcdp.calibration compacted; sensors.rejected, gcdp.windows.rejected protected, <= 1 day")
+    cl, win = created.get("gcdp.ledger.changelog", ""), created.get("gcdp.windows", "")
+    row = re.search(r"^gcdp\.ledger\.changelog\s+\S+\s+\S+\s+\S+\s+(\S+)", script, re.M)
+    parts = [re.search(r"--partitions (\S+)", x) for x in (cl, win)]
+    if not row or row.group(1) != "protected":
+        fail("init-topics.sh: gcdp.ledger.changelog is not marked protected")
+    elif not all(parts) or parts[0].group(1) != parts[1].group(1):
+        fail("init-topics.sh: gcdp.ledger.changelog does not have gcdp.windows' partitions")
+    elif "retention.ms=-1" not in cl or "cleanup.policy=compact,delete" not in cl:
+        fail("init-topics.sh: gcdp.ledger.changelog is not compact,delete with retention.ms=-1 "
+             "(the default release.ledger.replay_horizon_ms is 0: rows are needed forever)")
+    else:
+        ok("gcdp.ledger.changelog protected, co-partitioned with gcdp.windows, kept forever")
 
 
 def check_refusals(gcdp, scratch, data_file):

@@ -145,6 +145,11 @@ struct core_dp_store_opts {
                                 * 0 keeps everything. Must be >= the retention of every input
                                 * topic a window may be replayed from and >= the longest span
                                 * a recalibration charges (docs/release.md, "The ledger") */
+    int64_t compact_step_ms;   /* the compaction floor moves in steps of at least this (0: at
+                                * every core_dp_ledger_advance): one compaction then deletes a
+                                * step's releases together, rewriting each page of the replay
+                                * index once instead of once per advance (the store holds up
+                                * to horizon + step). Callers use horizon / 4. */
 };
 
 struct core_dp_ledger_stats {
@@ -325,5 +330,66 @@ struct core_dp_eps_summary {
  * for a status answer or a periodic gauge, not per window). l or out NULL: out untouched.
  * Thread-safety: as every function of the ledger (the caller's thread). */
 void core_dp_ledger_eps_summary(const struct core_dp_ledger *l, struct core_dp_eps_summary *out);
+
+/* ---- Several instances: rows follow their partitions (issue 12; docs/release.md,
+ * "Several instances") ----
+ * An instance publishes each committed row on a changelog topic (core_dp_ledger_row gives
+ * the row's text: the audit row format above, the one row format) and, when it is given
+ * a partition, adopts every row of that partition's changelog into its own ledger
+ * (core_dp_ledger_adopt_row) before it releases any window of it. Both back ends. */
+
+/* The committed row of release_id as text: the ledger line (audit row) without its
+ * newline, NUL-terminated. row: new buffer (caller frees with free()); len: bytes before
+ * the NUL. Returns CORE_OK, CORE_EINVAL, CORE_ENOTFOUND (not committed here; store back
+ * end: or compacted), CORE_EIO, CORE_EPARSE (the stored line is not that row). */
+CORE_MUST_CHECK core_err core_dp_ledger_row(struct core_dp_ledger *l, const char *release_id,
+                                            char **row, size_t *len);
+
+/* What core_dp_ledger_adopt did (counters, never values). */
+enum core_dp_adopted {
+    CORE_DP_ADOPTED_NEW,      /* recorded: charged and committed (durable) */
+    CORE_DP_ADOPTED_OVER_CAP, /* recorded, and a unit's total is now above the cap */
+    CORE_DP_ADOPTED_SAME,     /* already committed here with the same bytes: nothing done */
+    CORE_DP_ADOPTED_EXPIRED   /* store: a unit is at or before the compaction floor (the
+                                 release is older than the replay horizon): not recorded */
+};
+
+/* Adopt a release another instance committed (and may have published): a fact, so it is
+ * recorded WITHOUT the cap check (a unit's total may end above the cap: *what =
+ * CORE_DP_ADOPTED_OVER_CAP and a warning names the release id and the unit). Arguments as
+ * core_dp_ledger_charge plus the output (bytes, len as core_dp_ledger_commit_output);
+ * durable (fsync / store COMMIT) before CORE_OK. The id already committed with the same
+ * bytes: no-op. Never refused for the cap; never re-noised.
+ * Returns CORE_OK (*what says which), CORE_EINVARIANT (the id is committed here with OTHER
+ * bytes: two outputs for one release; errbuf names the id -- fail closed, publish
+ * nothing), CORE_ESTATE (the id is pending here), the errors of core_dp_ledger_charge
+ * other than CORE_EBUDGET / CORE_EEXPIRED, and of core_dp_ledger_commit_output. */
+CORE_MUST_CHECK core_err core_dp_ledger_adopt(struct core_dp_ledger *l, const char *release_id,
+                                              const char *mech, const char *const *units,
+                                              size_t n_units, const struct core_dp_cost *cost,
+                                              const char *params_json, const void *bytes,
+                                              size_t len, enum core_dp_adopted *what,
+                                              char *errbuf, size_t errbuf_size);
+
+/* core_dp_ledger_adopt of one row text (as core_dp_ledger_row gives it; a trailing newline
+ * is allowed), validated by core_dp_ledger_parse_row. id: optional, receives the release id
+ * (truncated to id_size) when the row parsed. Returns as core_dp_ledger_adopt, plus
+ * CORE_EPARSE (not a ledger row, or its output is not base64; errbuf says which field). */
+CORE_MUST_CHECK core_err core_dp_ledger_adopt_row(struct core_dp_ledger *l, const char *row,
+                                                  size_t len, enum core_dp_adopted *what,
+                                                  char *id, size_t id_size, char *errbuf,
+                                                  size_t errbuf_size);
+
+/* Group adoption (a restore): rows[0..n) (lens[i] bytes each; texts as for _adopt_row) as
+ * core_dp_ledger_adopt_row would adopt them one by one, the new ones made durable by ONE
+ * group commit (core_dp_ledger_commit_batch). All or nothing: on an error nothing of the
+ * batch is recorded (the reservations are cancelled) and *bad (optional) is the index of the
+ * row that failed (n: the commit failed). The same release twice in rows: the second is
+ * CORE_DP_ADOPTED_SAME when its bytes are equal, else CORE_EINVARIANT. what: n results.
+ * Returns as core_dp_ledger_adopt_row, plus CORE_EINVAL (n == 0, a NULL row). */
+CORE_MUST_CHECK core_err core_dp_ledger_adopt_rows(struct core_dp_ledger *l, size_t n,
+                                                   const char *const *rows, const size_t *lens,
+                                                   enum core_dp_adopted *what, size_t *bad,
+                                                   char *errbuf, size_t errbuf_size);
 
 #endif /* CORE_DP_LEDGER_H */

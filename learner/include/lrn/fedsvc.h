@@ -109,7 +109,8 @@ struct lrn_fedsvc_participant_opts {
 
 /* Validate what needs no network: the learner.* options, the learner.service.* keys, the
  * topics (topics.released must not name a protected topic: topics.raw, topics.windows,
- * topics.rejected, topics.release_rejected or their default names, nor a learner topic),
+ * topics.rejected, topics.release_rejected, topics.ledger_changelog or their default names,
+ * nor a learner topic),
  * and for a participant (id != NULL) the id and device globs.
  * Returns CORE_OK or CORE_ECONFIG (eb names the key). */
 CORE_MUST_CHECK core_err lrn_fedsvc_check(const struct core_config *cfg, const char *id,

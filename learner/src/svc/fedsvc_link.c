@@ -495,9 +495,11 @@ static core_err check_topics(const struct core_config *cfg, char *eb, size_t ebn
                                                  "topics.learner_updates",
                                                  "topics.learner_global", "topics.learner_dag",
                                                  "topics.control", "topics.audit",
-                                                 "topics.calibration", "topics.status"};
+                                                 "topics.calibration", "topics.status",
+                                                 "topics.ledger_changelog"};
     static const char *const protected_names[] = {"sensors.raw", "gcdp.windows",
-                                                  "sensors.rejected", "gcdp.windows.rejected"};
+                                                  "sensors.rejected", "gcdp.windows.rejected",
+                                                  "gcdp.ledger.changelog"};
     const char *rel = core_config_str(cfg, "topics.released");
 
     if (!rel || !*rel) {

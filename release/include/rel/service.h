@@ -30,6 +30,16 @@
  * exhausted) stops the service (status = the error) without committing past the failed
  * record. The ledger file is locked: a second instance on the same ledger cannot open it.
  *
+ * Several instances (opts.changelog; rel/changelog.h, docs/release.md "Several instances"):
+ * each has its own ledger; every committed row (new or replayed) is produced to
+ * topics.ledger_changelog, to the partition number of its window, and the output is
+ * produced only after that record is acknowledged. An assigned partition is restored from
+ * the changelog (rows adopted into the ledger) inside the assignment callback, before any
+ * of its records is served; a conflicting row stops the service (CORE_EINVARIANT); a
+ * truncated changelog partition is refused (never released from, counted, unhealthy).
+ * Before partitions are revoked every changelog record in flight is acknowledged (or the
+ * service fails), so every output published has its row on the changelog.
+ *
  * Thread-safety: every call on the loop thread, except rel_service_stats (any thread).
  */
 #ifndef REL_SERVICE_H
@@ -74,6 +84,13 @@ struct rel_service_opts {
                                    before the newest window end seen are evicted from memory
                                    (core_dp_ledger_advance, every 10 s); > 0 */
     int64_t commit_interval_ms; /* > 0 */
+    bool changelog;           /* release.service.changelog (default false): every ledger
+                                 row goes to topics.ledger_changelog (acknowledged) before
+                                 its output is published; an assigned partition is restored
+                                 from it before any of its windows is released
+                                 (rel/changelog.h) */
+    int64_t replay_horizon_ms; /* release.ledger.replay_horizon_ms: the truncation decision
+                                  of a restore (rel_changelog_truncated) */
     int64_t exit_idle_ms;     /* > 0: stop after this long with nothing consumed, counted
                                  while windows can be read (θ known, partitions assigned):
                                  tests, bounded replays, catching up on a finished topic */
@@ -94,12 +111,18 @@ struct rel_service_stats {
     int64_t lag;             /* -1 unknown */
     uint64_t first_read_ns;  /* uv_hrtime() when the first window was read; 0 none yet */
     int64_t drift_ppm;       /* last valid drift score (rel/drift.h) in ppm; -1: none yet */
+    uint64_t changelog_sent;     /* ledger rows acknowledged on topics.ledger_changelog */
+    uint64_t adopted;            /* rows adopted from the changelog at assignments */
+    uint64_t adopted_over_cap;   /* of which took a unit above the cap (counted, recorded) */
+    uint64_t refused_partitions; /* assigned partitions refused now: changelog truncated */
+    uint64_t changelog_refusals; /* assignments refused so far (truncated changelogs) */
 };
 
 /* o zeroed, then from cfg (borrowed) and the opened ledger (borrowed, lo its options): group,
  * ledger, scheme, ledger_lateness_ms (release.service.ledger_lateness_ms), commit_interval_ms
  * (500). θ from topics.calibration unless the caller sets theta_path; the caller adds
- * exit_idle_ms and on_done. */
+ * exit_idle_ms and on_done. Also changelog (release.service.changelog) and
+ * replay_horizon_ms (release.ledger.replay_horizon_ms). */
 void rel_service_opts_init(const struct core_config *cfg, const char *group,
                            struct core_dp_ledger *ledger, const struct core_dp_scheme *scheme,
                            struct rel_service_opts *o);

@@ -81,6 +81,13 @@ const struct core_cfg_key rel_config_keys[] = {
     K_INT("release.service.ledger_lateness_ms", "3600000", 1, 31536000000LL,
           "--serve: ledger units whose slot ended this long before the newest window end "
           "are evicted from memory (store back end; a charge reads them back)"),
+    {"release.service.changelog", CORE_CFG_BOOL, "false", 1, 0, NULL,
+     "--serve: write every ledger row to topics.ledger_changelog (acknowledged before the "
+     "output is published) and restore a partition's rows from it when it is assigned, so "
+     "several instances can share one consumer group (docs/release.md, \"Several "
+     "instances\"); set it on EVERY instance of the group, before the second one starts; "
+     "false: one instance per group",
+     NULL},
     K_INT("release.service.linger_ms", "20", 0, 10000,
           "--serve: a release waits at most this long for a full group commit "
           "(release.ledger.batch) before its fsync; latency vs fsyncs per window"),

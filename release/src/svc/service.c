@@ -21,8 +21,10 @@
 #include "core/dp_rng.h"
 #include "core/kafka.h"
 #include "core/kconf.h"
+#include "core/ksync.h" /* core_kafka_client_new: the changelog reader */
 #include "core/log.h"
 #include "core/mem.h"
+#include "rel/changelog.h"
 #include "rel/drift.h"
 #include "rel/plan.h"
 #include "rel/release.h"
@@ -32,6 +34,8 @@
 #define OUTQ_LOW  5000
 #define THETA_SETTLE_MS 1500 /* θ topic quiet this long (or lag 0): read to its end */
 #define EPS_GAUGE_MS 5000  /* the ε spent gauges (a sort of the cached units) */
+#define RESTORE_TIMEOUT_MS 60000 /* one changelog partition's restore */
+#define CL_KNOWN_MAX 2000000 /* ids remembered as on the changelog (then forgotten: re-sent) */
 
 static const char *const dlq_codes[REL_DLQ_COUNT] = {"malformed", "not_covered", "budget_cap",
                                                      "no_plan"};
@@ -50,11 +54,16 @@ struct entry {
     int32_t part;
     uint32_t refs;
     bool acked, dead_letter, replayed;
+    bool cl_inflight;    /* its ledger row is on the way to the changelog; out waits */
+    char *out;           /* the output, produced once the changelog record is acknowledged */
+    size_t out_len;
     char device[REL_MAX_DEVICE + 1];
+    char rid[REL_MAX_ID + 32]; /* release id (releases only) */
 };
 
 struct pstate {
     bool assigned;
+    bool refused;               /* its changelog was truncated: never released from */
     int64_t next, committed;    /* next offset to consume; last committed (-1: none) */
     struct entry *head, *tail;  /* in offset order */
 };
@@ -66,6 +75,7 @@ struct svc_metrics {
     struct core_metric *theta_version, *theta_swaps, *lag, *commits, *produce_errors, *gaps;
     struct core_metric *drift_score, *drift_horizons, *drift_reports;
     struct core_metric *eps_q[4], *eps_cap, *eps_units; /* ε spent per unit: max, p50/90/99 */
+    struct core_metric *cl_sent, *cl_adopted, *cl_over_cap, *cl_refused;
 };
 
 /* The drift monitor over the released stream (rel/drift.h) and what it reports. */
@@ -100,7 +110,14 @@ struct rel_service {
     struct drift_state dr;
     struct core_metrics *metrics;
     struct svc_metrics m;
-    const char *t_windows, *t_released, *t_dlq, *t_cal;
+    const char *t_windows, *t_released, *t_dlq, *t_cal, *t_changelog;
+    rd_kafka_t *restorer;            /* changelog reader (manual assign); NULL: no changelog */
+    uint64_t cl_inflight;            /* changelog records not yet acknowledged */
+    json_t *cl_known;                /* release ids known to be on the changelog (restored or
+                                        acknowledged): a replay of one is not sent again */
+    rd_kafka_topic_t *warm[2];       /* topics.released, topics.ledger_changelog: handles made
+                                        at start so their metadata is known before the first
+                                        release (two lookups in a row otherwise) */
     struct pstate parts[REL_SERVICE_MAX_PARTITIONS];
     struct entry *eq_head, *eq_tail; /* releases pushed, not yet emitted (push order) */
     struct entry *cur;               /* the entry of the record being pushed */
@@ -121,6 +138,7 @@ struct rel_service {
     _Atomic uint64_t a_gaps, a_theta_swaps, a_first_read_ns;
     _Atomic int64_t a_drift_ppm; /* the last evaluated drift score, ppm; -1: none yet */
     _Atomic int64_t a_lag;
+    _Atomic uint64_t a_cl_sent, a_cl_adopted, a_cl_over_cap, a_cl_refused, a_cl_refusals;
 };
 
 static void fail(struct rel_service *s, core_err why, const char *what);
@@ -141,18 +159,55 @@ static int64_t wall_ms(void)
 
 static void entry_unref(struct entry *e)
 {
-    if (--e->refs == 0)
+    if (--e->refs == 0) {
+        free(e->out);
         free(e);
+    }
 }
 
 /* ------------------------------------------------------------------------------------ */
 /* Producing */
+
+static void produce(struct rel_service *s, const char *topic, struct entry *e, const char *v,
+                    size_t len);
+
+static void cl_known_add(struct rel_service *s, const char *rid)
+{
+    if (json_object_size(s->cl_known) >= CL_KNOWN_MAX)
+        json_object_clear(s->cl_known); /* forgetting only costs a re-send */
+    json_object_set_new(s->cl_known, rid, json_true());
+}
+
+/* The ledger row of e is acknowledged on the changelog: now its output may go out. */
+static void on_changelog_ack(struct rel_service *s, struct entry *e, rd_kafka_resp_err_t err)
+{
+    e->cl_inflight = false;
+    s->cl_inflight--;
+    if (err) {
+        bump(&s->a_produce_errors);
+        core_metric_add(s->m.produce_errors, 1);
+        fail(s, CORE_EKAFKA, "a ledger changelog record was not acknowledged by the broker");
+    } else {
+        bump(&s->a_cl_sent);
+        core_metric_add(s->m.cl_sent, 1);
+        cl_known_add(s, e->rid);
+        if (s->status == CORE_OK)
+            produce(s, s->t_released, e, e->out, e->out_len);
+    }
+    free(e->out);
+    e->out = NULL;
+    entry_unref(e); /* the changelog delivery's reference */
+}
 
 static void on_delivery(void *arg, void *opaque, rd_kafka_resp_err_t err)
 {
     struct rel_service *s = arg;
     struct entry *e = opaque;
 
+    if (e && e->cl_inflight) {
+        on_changelog_ack(s, e, err);
+        return;
+    }
     if (!e) { /* a status record or a drift report */
         if (err)
             CORE_WARN("a status record or drift report was not acknowledged (%s)",
@@ -316,6 +371,44 @@ static void drift_feed(struct rel_service *s, const char *bytes, size_t len)
     json_decref(r);
 }
 
+/* The committed ledger row of e (new or replayed) to the changelog, to the partition number
+ * of its window, key = release id; the output (copied) waits for the acknowledgement. */
+static void changelog_send(struct rel_service *s, struct entry *e, const char *bytes,
+                           size_t len)
+{
+    char *row = NULL;
+    size_t rl = 0;
+    core_err rc = core_dp_ledger_row(s->ledger, e->rid, &row, &rl);
+
+    if (rc != CORE_OK) {
+        CORE_ERROR("release %s: its ledger row cannot be read back for the changelog (%s)",
+                   e->rid, core_strerror(rc));
+        fail(s, rc, "ledger row not readable for the changelog");
+        return;
+    }
+    e->out = core_xmalloc(len ? len : 1);
+    memcpy(e->out, bytes, len);
+    e->out_len = len;
+    e->refs++; /* held by the changelog delivery report */
+    e->cl_inflight = true;
+    s->cl_inflight++;
+    for (int tries = 0;; tries++) {
+        rc = core_kproducer_send(s->prod, s->t_changelog, e->part, e->rid, strlen(e->rid), row,
+                                 rl, e);
+        if (rc != CORE_EAGAIN || tries == 6000)
+            break;
+        core_kproducer_poll(s->prod, 5);
+    }
+    free(row);
+    if (rc != CORE_OK) {
+        e->cl_inflight = false;
+        s->cl_inflight--;
+        entry_unref(e);
+        bump(&s->a_produce_errors);
+        fail(s, rc, "cannot enqueue a ledger changelog record");
+    }
+}
+
 /* Releaser output: the oldest release still waiting for its group commit (push order). */
 static core_err on_emit(void *arg, const char *bytes, size_t len, bool replayed)
 {
@@ -330,7 +423,10 @@ static core_err on_emit(void *arg, const char *bytes, size_t len, bool replayed)
     if (!s->eq_head)
         s->eq_tail = NULL;
     e->replayed = replayed;
-    produce(s, s->t_released, e, bytes, len);
+    if (s->restorer && !(replayed && json_object_get(s->cl_known, e->rid)))
+        changelog_send(s, e, bytes, len); /* the output follows the row's acknowledgement */
+    else
+        produce(s, s->t_released, e, bytes, len);
     drift_feed(s, bytes, len); /* a repeated (device, window) counts once */
     entry_unref(e); /* the emit queue's reference */
     return CORE_OK;
@@ -544,6 +640,8 @@ static void release_window(struct rel_service *s, const rd_kafka_message_t *m)
         return;
     }
     e = entry_new(s, m->partition, m->offset, s->w.device);
+    snprintf(e->rid, sizeof(e->rid), "%s@%" PRIu64, s->w.id, s->theta->version); /* as the
+                                                                            releaser names it */
     e->refs++; /* the emit queue's */
     if (!s->eq_head) /* the first of a group: it waits at most linger_ms for company */
         uv_timer_start(&s->flush_timer, on_flush_timer, s->linger_ms, 0);
@@ -595,6 +693,8 @@ static void on_message(void *arg, const rd_kafka_message_t *m)
         fail(s, CORE_ETOOBIG, "partition number above REL_SERVICE_MAX_PARTITIONS");
         return;
     }
+    if (s->parts[p].refused)
+        return; /* truncated changelog: never released from here, never committed */
     s->parts[p].next = m->offset + 1;
     if (!s->consumed_any)
         atomic_store(&s->a_first_read_ns, uv_hrtime());
@@ -617,6 +717,10 @@ static void on_message(void *arg, const rd_kafka_message_t *m)
         return;
     }
     release_window(s, m);
+    if (s->cl_inflight > 0) /* the consumer's budget per loop turn (thousands of windows,
+                               each with its fsync) would hold the changelog acknowledgements,
+                               and with them every output, until the turn ends */
+        core_kproducer_poll(s->prod, 0);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -674,6 +778,12 @@ static json_t *status_body(struct rel_service *s)
                                                s->ropts.eps_rel, "cap_eps", s->ropts.cap.eps,
                                                "eps_spent", eps_json(s)));
     json_object_set_new(o, "drift", drift_json(s));
+    json_object_set_new(o, "changelog",
+                        json_pack("{s:b, s:I, s:I, s:I, s:I}", "enabled", s->restorer != NULL,
+                                  "rows", (json_int_t)st.changelog_sent, "adopted",
+                                  (json_int_t)st.adopted, "adopted_over_cap",
+                                  (json_int_t)st.adopted_over_cap, "refused_partitions",
+                                  (json_int_t)st.refused_partitions));
     json_object_set_new(o, "control", core_ctl_listener_counts_json(s->ctl));
     return o;
 }
@@ -783,19 +893,84 @@ static void on_commit(void *arg, rd_kafka_resp_err_t err,
     }
 }
 
+static void refused_count(struct rel_service *s)
+{
+    uint64_t n = 0;
+    for (int p = 0; p < REL_SERVICE_MAX_PARTITIONS; p++)
+        n += s->parts[p].assigned && s->parts[p].refused;
+    atomic_store(&s->a_cl_refused, n);
+    core_metric_set(s->m.cl_refused, (int64_t)n);
+}
+
+/* Restore partition p's ledger rows from the changelog before any of its windows is
+ * served (we are in the assignment callback on the loop thread: nothing of p is served
+ * before this returns). A truncated changelog refuses the partition; a conflict or a
+ * failed restore stops the service. */
+static void changelog_restore(struct rel_service *s, int32_t p)
+{
+    struct rel_changelog_restore_stats st;
+    char eb[1024] = "";
+    core_err rc = rel_changelog_restore(s->restorer, s->t_changelog, p, s->ledger,
+                                        s->opts.replay_horizon_ms, RESTORE_TIMEOUT_MS,
+                                        s->cl_known, &st, eb, sizeof(eb));
+
+    s->parts[p].refused = rc != CORE_OK || st.truncated;
+    atomic_fetch_add(&s->a_cl_adopted, st.adopted);
+    atomic_fetch_add(&s->a_cl_over_cap, st.over_cap);
+    core_metric_add(s->m.cl_adopted, (int64_t)st.adopted);
+    core_metric_add(s->m.cl_over_cap, (int64_t)st.over_cap);
+    if (rc != CORE_OK) {
+        CORE_ERROR("ledger changelog restore of partition %" PRId32 " failed: %s", p, eb);
+        fail(s, rc, rc == CORE_EINVARIANT ? "a changelog row conflicts with this ledger (two "
+                                            "outputs for one release id)"
+                                          : "ledger changelog restore failed");
+    } else if (st.truncated) {
+        bump(&s->a_cl_refusals);
+        CORE_ERROR("%s partition %" PRId32 " is truncated (log start > 0 within "
+                   "release.ledger.replay_horizon_ms): ledger rows still needed may be gone; "
+                   "partition %" PRId32 " of %s is not processed by this instance", s->t_changelog,
+                   p, p, s->t_windows);
+    } else {
+        CORE_INFO("%s partition %" PRId32 " restored: %" PRIu64 " rows, %" PRIu64 " adopted "
+                  "(%" PRIu64 " over the cap), %" PRIu64 " already here, %" PRIu64 " expired",
+                  s->t_changelog, p, st.rows, st.adopted, st.over_cap, st.same, st.expired);
+    }
+}
+
 static void on_assign(void *arg, const rd_kafka_topic_partition_list_t *parts)
 {
     struct rel_service *s = arg;
 
     s->group_joined = true;
+    if (s->restorer && s->state == S_RUNNING)
+        (void)flush_releases(s); /* nothing of ours pending while rows are adopted */
     for (int i = 0; i < parts->cnt; i++) {
         int32_t p = parts->elems[i].partition;
         if (p >= 0 && p < REL_SERVICE_MAX_PARTITIONS &&
             strcmp(parts->elems[i].topic, s->t_windows) == 0) {
             s->parts[p].assigned = true;
+            s->parts[p].refused = false;
             s->parts[p].next = s->parts[p].committed = -1;
+            if (s->restorer && s->status == CORE_OK)
+                changelog_restore(s, p);
         }
     }
+    refused_count(s);
+}
+
+/* Every changelog record in flight acknowledged (their outputs then go out): an output of
+ * ours may be published after the revoke, but never without its row on the changelog
+ * before the next owner restores. Not acknowledged in time: fail closed. */
+static void changelog_settle(struct rel_service *s)
+{
+    uint64_t t0 = uv_hrtime();
+
+    while (s->cl_inflight > 0 && s->status == CORE_OK &&
+           uv_hrtime() - t0 < (uint64_t)REL_SERVICE_DRAIN_MS * 1000000u)
+        core_kproducer_poll(s->prod, 20);
+    if (s->cl_inflight > 0 && s->status == CORE_OK)
+        fail(s, CORE_EKAFKA, "ledger changelog records not acknowledged before the partitions "
+                             "were revoked");
 }
 
 static void on_revoke(void *arg, const rd_kafka_topic_partition_list_t *parts)
@@ -806,15 +981,19 @@ static void on_revoke(void *arg, const rd_kafka_topic_partition_list_t *parts)
      * read again by the next owner (replayed from the ledger when it shares it). */
     if (s->state == S_RUNNING && flush_releases(s) == CORE_OK)
         (void)commit_now(s);
+    if (s->restorer)
+        changelog_settle(s);
     for (int i = 0; i < parts->cnt; i++) {
         int32_t p = parts->elems[i].partition;
         if (p < 0 || p >= REL_SERVICE_MAX_PARTITIONS ||
             strcmp(parts->elems[i].topic, s->t_windows) != 0)
             continue;
         s->parts[p].assigned = false;
+        s->parts[p].refused = false;
         s->parts[p].next = -1;
         queue_drop(&s->parts[p]);
     }
+    refused_count(s);
 }
 
 static void on_gap(void *arg, const char *topic, int32_t partition, int64_t from, int64_t to)
@@ -850,6 +1029,14 @@ static void apply_pause(struct rel_service *s)
         s->paused = false;
     want = !s->intake || s->paused || s->ctl_paused || s->state != S_RUNNING;
     core_kconsumer_pause(s->cons, want);
+    if (!want && atomic_load(&s->a_cl_refused) > 0) { /* truncated changelogs stay paused */
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
+        for (int32_t p = 0; p < REL_SERVICE_MAX_PARTITIONS; p++)
+            if (s->parts[p].assigned && s->parts[p].refused)
+                rd_kafka_topic_partition_list_add(l, s->t_windows, p);
+        (void)rd_kafka_pause_partitions(core_kconsumer_handle(s->cons), l);
+        rd_kafka_topic_partition_list_destroy(l);
+    }
 }
 
 static void on_handle_closed(uv_handle_t *h)
@@ -958,6 +1145,9 @@ static void health_refresh(struct rel_service *s)
         core_metrics_set_health(s->metrics, false, "waiting for a theta on topics.calibration");
     else if (!s->group_joined)
         core_metrics_set_health(s->metrics, false, "waiting for the consumer group");
+    else if (atomic_load(&s->a_cl_refused) > 0)
+        core_metrics_set_health(s->metrics, false, "ledger changelog truncated: partitions "
+                                                   "not processed (see the log)");
     else if (atomic_load(&s->a_gaps) > 0)
         core_metrics_set_health(s->metrics, false, "offset gap detected: windows were lost "
                                                    "(see the log)");
@@ -1093,6 +1283,14 @@ static void metrics_register(struct rel_service *s)
     }
     m->eps_cap = G("gcdp_release_eps_cap_ppm", "lifetime epsilon cap per unit, in millionths");
     m->eps_units = G("gcdp_release_eps_units", "units the epsilon quantiles are taken over");
+    m->cl_sent = C("gcdp_release_changelog_rows_total",
+                   "ledger rows acknowledged on topics.ledger_changelog");
+    m->cl_adopted = C("gcdp_release_changelog_adopted_total",
+                      "ledger rows adopted from the changelog at partition assignments");
+    m->cl_over_cap = C("gcdp_release_changelog_over_cap_total",
+                       "adopted rows that took a unit above its lifetime cap");
+    m->cl_refused = G("gcdp_release_changelog_refused_partitions",
+                      "assigned partitions not processed: their changelog was truncated");
 #undef C
 #undef G
 }
@@ -1170,13 +1368,44 @@ static core_err open_state(struct rel_service *s, char *eb, size_t ebn)
     return CORE_OK;
 }
 
+/* The changelog reader: a consumer that only assigns (never joins, never commits). */
+static core_err make_restorer(struct rel_service *s, char *eb, size_t ebn)
+{
+    static const char *const extra[] = {"enable.partition.eof", "true", "auto.offset.reset",
+                                        "error", "enable.auto.commit", "false", NULL};
+    char group[300];
+    core_err rc;
+
+    if (!s->opts.changelog)
+        return CORE_OK;
+    s->t_changelog = core_config_str(s->cfg, "topics.ledger_changelog");
+    rc = rel_changelog_topic_check(s->cfg, eb, ebn);
+    if (rc != CORE_OK)
+        return rc;
+    snprintf(group, sizeof(group), "%s-changelog-restore", s->opts.group);
+    rc = core_kafka_client_new(s->cfg, CORE_KAFKA_CONSUMER, group, extra, NULL, NULL,
+                               &s->restorer, eb, ebn);
+    if (rc == CORE_OK) {
+        rd_kafka_poll_set_consumer(s->restorer); /* its logs are served by its polls */
+        s->cl_known = json_object();
+    }
+    return rc;
+}
+
 static core_err make_producer(struct rel_service *s, char *eb, size_t ebn)
 {
     rd_kafka_conf_t *pc = NULL;
     core_err rc = core_kafka_conf_new(s->cfg, CORE_KAFKA_PRODUCER, NULL, &pc, eb, ebn);
     if (rc != CORE_OK)
         return rc;
-    return core_kproducer_new(s->loop, pc, on_delivery, s, &s->prod, eb, ebn); /* takes pc */
+    rc = core_kproducer_new(s->loop, pc, on_delivery, s, &s->prod, eb, ebn); /* takes pc */
+    if (rc == CORE_OK) { /* leader lookups now, not on the first release's path */
+        s->warm[0] = rd_kafka_topic_new(core_kproducer_handle(s->prod), s->t_released, NULL);
+        if (s->restorer)
+            s->warm[1] = rd_kafka_topic_new(core_kproducer_handle(s->prod), s->t_changelog,
+                                            NULL);
+    }
+    return rc;
 }
 
 void rel_service_opts_init(const struct core_config *cfg, const char *group,
@@ -1189,6 +1418,8 @@ void rel_service_opts_init(const struct core_config *cfg, const char *group,
     o->scheme = *scheme;
     o->ledger_lateness_ms = core_config_int(cfg, "release.service.ledger_lateness_ms");
     o->commit_interval_ms = 500;
+    o->changelog = core_config_bool(cfg, "release.service.changelog");
+    o->replay_horizon_ms = core_config_int(cfg, "release.ledger.replay_horizon_ms");
 }
 
 core_err rel_service_new(uv_loop_t *loop, const struct core_config *cfg,
@@ -1220,6 +1451,8 @@ core_err rel_service_new(uv_loop_t *loop, const struct core_config *cfg,
     atomic_init(&s->a_drift_ppm, -1);
     metrics_register(s);
     rc = open_state(s, eb, ebn);
+    if (rc == CORE_OK)
+        rc = make_restorer(s, eb, ebn);
     if (rc == CORE_OK)
         rc = make_producer(s, eb, ebn);
     if (rc == CORE_OK)
@@ -1267,6 +1500,11 @@ void rel_service_stats(const struct rel_service *s, struct rel_service_stats *ou
     out->lag = atomic_load(&w->a_lag);
     out->first_read_ns = atomic_load(&w->a_first_read_ns);
     out->drift_ppm = atomic_load(&w->a_drift_ppm);
+    out->changelog_sent = atomic_load(&w->a_cl_sent);
+    out->adopted = atomic_load(&w->a_cl_adopted);
+    out->adopted_over_cap = atomic_load(&w->a_cl_over_cap);
+    out->refused_partitions = atomic_load(&w->a_cl_refused);
+    out->changelog_refusals = atomic_load(&w->a_cl_refusals);
 }
 
 void rel_service_free(struct rel_service *s)
@@ -1276,7 +1514,13 @@ void rel_service_free(struct rel_service *s)
     core_kconsumer_free(s->cons);
     core_kconsumer_free(s->tcons);
     core_ctl_listener_free(s->ctl);
+    for (int i = 0; i < 2; i++)
+        if (s->warm[i])
+            rd_kafka_topic_destroy(s->warm[i]);
     core_kproducer_free(s->prod);
+    if (s->restorer)
+        rd_kafka_destroy(s->restorer);
+    json_decref(s->cl_known);
     rel_drift_free(s->dr.mon);
     json_decref(s->dr.coord);
     free(s->dr.val);
