@@ -70,39 +70,12 @@ static const char *jstr(const json_t *o, const char *k)
     return json_string_value(json_object_get(o, k));
 }
 
-/* Parsed values of every record of topic (JSON array, new reference). */
-static json_t *topic_json(const char *bootstrap, const char *topic)
-{
-    struct ts_record *rec;
-    size_t n = ts_topic_read(bootstrap, topic, &rec);
-    json_t *a = json_array();
-
-    for (size_t i = 0; i < n; i++) {
-        json_t *v = json_loads(rec[i].value, 0, NULL);
-        cr_assert_not_null(v, "%s: a record is not JSON", topic);
-        json_object_set_new(v, "_partition", json_integer(rec[i].partition));
-        json_object_set_new(v, "_offset", json_integer(rec[i].offset));
-        json_array_append_new(a, v);
-    }
-    ts_records_free(rec, n);
-    return a;
-}
-
 static size_t topic_count(const char *bootstrap, const char *topic)
 {
     struct ts_record *rec;
     size_t n = ts_topic_read(bootstrap, topic, &rec);
     ts_records_free(rec, n);
     return n;
-}
-
-static int64_t metric(int port, const char *series)
-{
-    int status = 0;
-    char *body = ts_http_get(port, "/metrics", &status);
-    int64_t v = body ? ts_prom_value(body, series) : -1;
-    free(body);
-    return v;
 }
 
 /* The public calibration rows: the simulator's model (seed) with noise of its own, one day
@@ -153,25 +126,10 @@ struct drift_run {
     double secs;
 };
 
-static int by_version(const void *a, const void *b)
-{
-    json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "version"));
-    json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "version"));
-    return x < y ? -1 : x > y;
-}
-
 static json_t *thetas_sorted(const char *bootstrap)
 {
-    json_t *a = topic_json(bootstrap, "gcdp.calibration"), *out = json_array();
-    size_t n = json_array_size(a);
-    json_t **v = calloc(n ? n : 1, sizeof(*v));
-
-    for (size_t i = 0; i < n; i++)
-        v[i] = json_array_get(a, i);
-    qsort(v, n, sizeof(*v), by_version);
-    for (size_t i = 0; i < n; i++)
-        json_array_append(out, v[i]);
-    free(v);
+    json_t *a = ts_topic_json(bootstrap, "gcdp.calibration");
+    json_t *out = ts_json_sorted_by(a, "version");
     json_decref(a);
     return out;
 }
@@ -208,10 +166,10 @@ static void wait_caught_up(struct ts_broker *b, int port, int timeout_ms, size_t
 {
     int64_t t0 = ts_now_ms();
     *windows = topic_count(b->bootstrap, "gcdp.windows");
-    while (metric(port, "gcdp_release_consumed_total") < (int64_t)*windows &&
+    while (ts_metric(port, "gcdp_release_consumed_total") < (int64_t)*windows &&
            ts_now_ms() - t0 < timeout_ms)
         ts_sleep_ms(250);
-    cr_assert_geq(metric(port, "gcdp_release_consumed_total"), (int64_t)*windows,
+    cr_assert_geq(ts_metric(port, "gcdp_release_consumed_total"), (int64_t)*windows,
                   "release did not read every window within %d ms", timeout_ms);
     ts_sleep_ms(6000); /* the ε gauges refresh every 5 s */
 }
@@ -223,21 +181,21 @@ static void read_eps_gauges(int port, int64_t g[5])
         "gcdp_release_eps_spent_ppm{q=\"0.9\"}", "gcdp_release_eps_spent_ppm{q=\"0.99\"}",
         "gcdp_release_eps_cap_ppm"};
     for (int i = 0; i < 5; i++)
-        g[i] = metric(port, series[i]);
+        g[i] = ts_metric(port, series[i]);
 }
 
 static void collect(struct ts_broker *b, struct drift_run *r)
 {
-    json_t *ctl = topic_json(b->bootstrap, "gcdp.control"), *v;
+    json_t *ctl = ts_topic_json(b->bootstrap, "gcdp.control"), *v;
     size_t i;
 
     r->thetas = thetas_sorted(b->bootstrap);
-    r->released = topic_json(b->bootstrap, "gcdp.released");
+    r->released = ts_topic_json(b->bootstrap, "gcdp.released");
     json_array_foreach(ctl, i, v)
         r->reports += jstr(v, "reason") && strncmp(jstr(v, "reason"), "drift", 5) == 0 &&
                       jstr(v, "cmd") && strcmp(jstr(v, "cmd"), "recalibrate") == 0;
     json_decref(ctl);
-    json_t *st = topic_json(b->bootstrap, "gcdp.status");
+    json_t *st = ts_topic_json(b->bootstrap, "gcdp.status");
     size_t len = 0;
     json_array_foreach(st, i, v) { /* one partition (key = instance): in order */
         json_t *d = json_object_get(json_object_get(v, "status"), "drift");

@@ -43,24 +43,6 @@ static void replay_ingest(struct ts_broker *b, const char *device, const char *e
     cr_assert_eq(run_gcdp(ingest, NULL, err, 120000), 0, "ingest failed");
 }
 
-/* Parsed values of every record of topic (JSON array, new reference). */
-static json_t *topic_json(const char *bootstrap, const char *topic)
-{
-    struct ts_record *rec;
-    size_t n = ts_topic_read(bootstrap, topic, &rec);
-    json_t *a = json_array();
-
-    for (size_t i = 0; i < n; i++) {
-        json_t *v = json_loads(rec[i].value, 0, NULL);
-        cr_assert_not_null(v, "%s: a record is not JSON", topic);
-        json_object_set_new(v, "_partition", json_integer(rec[i].partition));
-        json_object_set_new(v, "_offset", json_integer(rec[i].offset));
-        json_array_append_new(a, v);
-    }
-    ts_records_free(rec, n);
-    return a;
-}
-
 /* Wait until topic holds at least n records (or timeout_ms); returns the count. */
 static size_t wait_records(const char *bootstrap, const char *topic, size_t n, int timeout_ms)
 {
@@ -77,36 +59,12 @@ static size_t wait_records(const char *bootstrap, const char *topic, size_t n, i
     }
 }
 
-static int64_t metric(int port, const char *series)
-{
-    int status = 0;
-    char *body = ts_http_get(port, "/metrics", &status);
-    int64_t v = body ? ts_prom_value(body, series) : -1;
-    free(body);
-    return v;
-}
-
-static int by_version(const void *a, const void *b)
-{
-    json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "version"));
-    json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "version"));
-    return x < y ? -1 : x > y;
-}
-
 /* θ records of gcdp.calibration in version order (the topic is keyed by version, so they
  * spread over partitions). */
 static json_t *thetas_sorted(const char *bootstrap)
 {
-    json_t *a = topic_json(bootstrap, "gcdp.calibration"), *out = json_array();
-    size_t n = json_array_size(a);
-    json_t **v = calloc(n ? n : 1, sizeof(*v));
-
-    for (size_t i = 0; i < n; i++)
-        v[i] = json_array_get(a, i);
-    qsort(v, n, sizeof(*v), by_version);
-    for (size_t i = 0; i < n; i++)
-        json_array_append(out, v[i]);
-    free(v);
+    json_t *a = ts_topic_json(bootstrap, "gcdp.calibration");
+    json_t *out = ts_json_sorted_by(a, "version");
     json_decref(a);
     return out;
 }
@@ -162,9 +120,9 @@ Test(live_path, drift_report_recalibrates_and_swaps_theta, .timeout = 400)
     cr_assert_gt(v2, v1);
     /* release adopts it, then windows of a second site arrive */
     int64_t t0 = ts_now_ms();
-    while (metric(port, "gcdp_release_theta_version") < v2 && ts_now_ms() - t0 < 30000)
+    while (ts_metric(port, "gcdp_release_theta_version") < v2 && ts_now_ms() - t0 < 30000)
         ts_sleep_ms(100);
-    cr_assert_geq(metric(port, "gcdp_release_theta_version"), v2);
+    cr_assert_geq(ts_metric(port, "gcdp_release_theta_version"), v2);
     replay_ingest(&b, "site-b", dir_err);
     t0 = ts_now_ms();
     int64_t consumed = -1;
@@ -172,7 +130,7 @@ Test(live_path, drift_report_recalibrates_and_swaps_theta, .timeout = 400)
         struct ts_record *rec;
         size_t n = ts_topic_read(b.bootstrap, "gcdp.windows", &rec);
         ts_records_free(rec, n);
-        consumed = metric(port, "gcdp_release_consumed_total");
+        consumed = ts_metric(port, "gcdp_release_consumed_total");
         if (consumed >= (int64_t)n)
             break;
         ts_sleep_ms(250);
@@ -186,7 +144,7 @@ Test(live_path, drift_report_recalibrates_and_swaps_theta, .timeout = 400)
      * the versions never go down; site-b (ingested after v2 was adopted) carries >= v2 */
     json_decref(thetas);
     thetas = thetas_sorted(b.bootstrap);
-    json_t *known = json_object(), *v, *released = topic_json(b.bootstrap, "gcdp.released");
+    json_t *known = json_object(), *v, *released = ts_topic_json(b.bootstrap, "gcdp.released");
     size_t i, n_b = 0, n_a = 0;
     char vk[32];
     json_array_foreach(thetas, i, v) {
@@ -216,7 +174,7 @@ Test(live_path, drift_report_recalibrates_and_swaps_theta, .timeout = 400)
     cr_assert_gt(n_a, 500u);
     cr_assert_gt(n_b, 500u);
     /* the drift score went to the status topic, the report to the control topic */
-    json_t *st = topic_json(b.bootstrap, "gcdp.status"), *ctl = topic_json(b.bootstrap,
+    json_t *st = ts_topic_json(b.bootstrap, "gcdp.status"), *ctl = ts_topic_json(b.bootstrap,
                                                                            "gcdp.control");
     size_t n_drift_status = 0, n_reports = 0;
     json_array_foreach(st, i, v) {

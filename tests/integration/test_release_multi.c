@@ -47,20 +47,11 @@ static const char *jstr(const json_t *o, const char *k)
     return json_string_value(json_object_get(o, k));
 }
 
-static int64_t metric(int port, const char *series)
-{
-    int status = 0;
-    char *body = ts_http_get(port, "/metrics", &status);
-    int64_t v = body ? ts_prom_value(body, series) : -1;
-    free(body);
-    return v;
-}
-
 /* Wait until instance (metrics port) has consumed at least n windows; its value. */
 static int64_t wait_consumed(int port, int64_t n, int timeout_ms)
 {
     int64_t t0 = ts_now_ms(), v = -1;
-    while ((v = metric(port, "gcdp_release_consumed_total")) < n &&
+    while ((v = ts_metric(port, "gcdp_release_consumed_total")) < n &&
            ts_now_ms() - t0 < timeout_ms)
         ts_sleep_ms(50);
     return v;
@@ -324,7 +315,7 @@ Test(release_multi, two_instances_forced_rebalance, .timeout = 300)
     cr_assert_geq(a_at_b, 200, "instance A released nothing: %s", ts_read_file(a.err, NULL));
     inst_start(&bb, &b, theta, true); /* rebalance: A revokes, B restores */
     int64_t b_seen = wait_consumed(bb.port, 100, 30000);
-    int64_t a_at_kill = metric(a.port, "gcdp_release_consumed_total");
+    int64_t a_at_kill = ts_metric(a.port, "gcdp_release_consumed_total");
     cr_assert_geq(b_seen, 100, "B never got a partition: %s", ts_read_file(bb.err, NULL));
     cr_assert_lt(a_at_kill, n_win, "A read everything before the kill: no mid-stream kill");
     kill(a.pid, SIGKILL); /* mid-stream: its session expires, its partitions move */
@@ -446,7 +437,7 @@ Test(release_multi, truncated_changelog_partition_is_refused, .timeout = 200)
     inst_init(&a, &b, "a");
     inst_start(&a, &b, theta, false);
     int64_t t0 = ts_now_ms(), gauge = -1;
-    while ((gauge = metric(a.port, "gcdp_release_changelog_refused_partitions")) < 1 &&
+    while ((gauge = ts_metric(a.port, "gcdp_release_changelog_refused_partitions")) < 1 &&
            ts_now_ms() - t0 < 30000)
         ts_sleep_ms(100);
     int status = 0;

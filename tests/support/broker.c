@@ -313,3 +313,53 @@ void ts_records_free(struct ts_record *r, size_t n)
     }
     free(r);
 }
+
+int64_t ts_metric(int port, const char *series)
+{
+    int status = 0;
+    char *body = ts_http_get(port, "/metrics", &status);
+    int64_t v = body ? ts_prom_value(body, series) : -1;
+    free(body);
+    return v;
+}
+
+json_t *ts_topic_json(const char *bootstrap, const char *topic)
+{
+    struct ts_record *rec;
+    size_t n = ts_topic_read(bootstrap, topic, &rec);
+    json_t *a = json_array();
+
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_loads(rec[i].value, 0, NULL);
+        cr_assert_not_null(v, "%s: a record is not JSON", topic);
+        json_object_set_new(v, "_partition", json_integer(rec[i].partition));
+        json_object_set_new(v, "_offset", json_integer(rec[i].offset));
+        json_array_append_new(a, v);
+    }
+    ts_records_free(rec, n);
+    return a;
+}
+
+static const char *sort_key;
+
+static int by_key(const void *a, const void *b)
+{
+    json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, sort_key));
+    json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, sort_key));
+    return x < y ? -1 : x > y;
+}
+
+json_t *ts_json_sorted_by(json_t *a, const char *key)
+{
+    size_t n = json_array_size(a);
+    json_t **v = calloc(n ? n : 1, sizeof(*v)), *out = json_array();
+
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_array_get(a, i);
+    sort_key = key; /* tests are single-threaded */
+    qsort(v, n, sizeof(*v), by_key);
+    for (size_t i = 0; i < n; i++)
+        json_array_append(out, v[i]);
+    free(v);
+    return out;
+}

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <jansson.h>
+
 struct ts_broker {
     pid_t pid;
     char *dir;             /* temp dir; holds the bootstrap file and child logs */
@@ -68,6 +70,18 @@ struct ts_record {
  * (free with ts_records_free). Aborts the test on a Kafka error. */
 size_t ts_topic_read(const char *bootstrap, const char *topic, struct ts_record **out);
 void ts_records_free(struct ts_record *r, size_t n);
+
+/* Value of series on the /metrics page of 127.0.0.1:port (ts_prom_value); -1 when the page
+ * cannot be fetched or the series is absent. */
+int64_t ts_metric(int port, const char *series);
+
+/* Parsed values of every record of topic (JSON array, new reference), each with
+ * "_partition" and "_offset" added; a record that is not JSON fails the test. */
+json_t *ts_topic_json(const char *bootstrap, const char *topic);
+
+/* A new array of the objects of a (borrowed) in ascending order of their integer member
+ * key (e.g. the θ records of gcdp.calibration by "version"). */
+json_t *ts_json_sorted_by(json_t *a, const char *key);
 
 /* Milliseconds from a monotonic clock. */
 int64_t ts_now_ms(void);
