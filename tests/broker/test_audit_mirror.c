@@ -126,21 +126,43 @@ static void commit_n(struct core_dp_ledger *l, int from, int n)
     }
 }
 
+/* A broker with gcdp.audit (one partition) and a JSONL ledger in a fresh directory. */
+struct fx {
+    struct core_broker *b;
+    struct core_dp_ledger *l;
+    char *dir, audit[512], state[512];
+};
+
+static void fx_open(struct fx *f)
+{
+    const char *topics[] = {"gcdp.audit"};
+    char eb[512];
+    struct core_dp_ledger_opts lo = {.path = f->audit, .cap = {1e6, 1e6, 1},
+                                     .scheme = {60000, 0, 1000}};
+    f->dir = ts_tmpdir();
+    snprintf(f->audit, sizeof(f->audit), "%s/ledger.jsonl", f->dir);
+    snprintf(f->state, sizeof(f->state), "%s/ledger.jsonl.mirror", f->dir);
+    cr_assert_eq(core_broker_new(1, topics, 1, 1, &f->b, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(core_dp_ledger_open(&lo, &f->l, eb, sizeof(eb)), CORE_OK, "%s", eb);
+}
+
+static void fx_close(struct fx *f)
+{
+    core_dp_ledger_free(f->l);
+    core_broker_free(f->b);
+    ts_rmtree(f->dir);
+    free(f->dir);
+}
+
 /* Every row of the audit log, in order, keyed by its release id (the header first); a
  * restart resumes at the persisted offset; rows committed while no mirror ran follow. */
 Test(audit_mirror, every_row_once_in_order_and_resumed_after_a_restart)
 {
-    const char *topics[] = {"gcdp.audit"};
-    struct core_broker *b = NULL;
-    char eb[512], audit[512], state[512];
-    char *dir = ts_tmpdir();
-    struct core_dp_ledger *l = NULL;
-    struct core_dp_ledger_opts lo = {.path = audit, .cap = {1e6, 1e6, 1},
-                                     .scheme = {60000, 0, 1000}};
-    snprintf(audit, sizeof(audit), "%s/ledger.jsonl", dir);
-    snprintf(state, sizeof(state), "%s/ledger.jsonl.mirror", dir);
-    cr_assert_eq(core_broker_new(1, topics, 1, 1, &b, eb, sizeof(eb)), CORE_OK, "%s", eb);
-    cr_assert_eq(core_dp_ledger_open(&lo, &l, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    struct fx f;
+    fx_open(&f);
+    struct core_dp_ledger *l = f.l;
+    struct core_broker *b = f.b;
+    const char *audit = f.audit, *state = f.state;
     commit_n(l, 0, 300);
     mirror_once(l, b, audit, state);
     commit_n(l, 300, 200);
@@ -173,10 +195,7 @@ Test(audit_mirror, every_row_once_in_order_and_resumed_after_a_restart)
     cr_assert_eq(n, 1002);
     cr_assert_str_eq(rec[501].key, "header");
     ts_records_free(rec, n);
-    core_dp_ledger_free(l);
-    core_broker_free(b);
-    ts_rmtree(dir);
-    free(dir);
+    fx_close(&f);
 }
 
 /* The broker down while rows are sent: deliveries fail, the mirror rewinds to its
@@ -184,17 +203,11 @@ Test(audit_mirror, every_row_once_in_order_and_resumed_after_a_restart)
  * in audit order after the last rewind). */
 Test(audit_mirror, a_broker_outage_rewinds_and_loses_no_row)
 {
-    const char *topics[] = {"gcdp.audit"};
-    struct core_broker *b = NULL;
-    char eb[512], audit[512], state[512];
-    char *dir = ts_tmpdir();
-    struct core_dp_ledger *l = NULL;
-    struct core_dp_ledger_opts lo = {.path = audit, .cap = {1e6, 1e6, 1},
-                                     .scheme = {60000, 0, 1000}};
-    snprintf(audit, sizeof(audit), "%s/ledger.jsonl", dir);
-    snprintf(state, sizeof(state), "%s/ledger.jsonl.mirror", dir);
-    cr_assert_eq(core_broker_new(1, topics, 1, 1, &b, eb, sizeof(eb)), CORE_OK, "%s", eb);
-    cr_assert_eq(core_dp_ledger_open(&lo, &l, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    struct fx f;
+    fx_open(&f);
+    struct core_dp_ledger *l = f.l;
+    struct core_broker *b = f.b;
+    const char *audit = f.audit, *state = f.state;
     commit_n(l, 0, 200);
     uint64_t errors = mirror_run(l, b, audit, state, 1);
     struct ts_record *rec = NULL;
@@ -211,8 +224,5 @@ Test(audit_mirror, a_broker_outage_rewinds_and_loses_no_row)
     cr_log_info("outage: %llu failed deliveries, %zu records for 201 lines\n",
                 (unsigned long long)errors, n);
     ts_records_free(rec, n);
-    core_dp_ledger_free(l);
-    core_broker_free(b);
-    ts_rmtree(dir);
-    free(dir);
+    fx_close(&f);
 }
