@@ -235,7 +235,6 @@ static void pump(struct core_audit_mirror *m)
         m->next_off += used;
     }
     m->st.lag_bytes = durable > m->acked_off ? durable - m->acked_off : 0;
-    m->st.acked_bytes = m->acked_off;
     core_metric_set(m->m_lag, (int64_t)m->st.lag_bytes);
 }
 
@@ -359,6 +358,7 @@ void core_audit_mirror_stats(const struct core_audit_mirror *m,
                              struct core_audit_mirror_stats *out)
 {
     *out = m->st;
+    out->acked_bytes = m->acked_off; /* kept once, in acked_off */
 }
 
 void core_audit_mirror_free(struct core_audit_mirror *m)
