@@ -46,7 +46,8 @@ static void print_summary(const void *arg, core_err status)
     printf("},\"theta_version\":%llu,\"theta_swaps\":%llu,\"produce_errors\":%llu,"
            "\"commits\":%llu,\"offset_gaps\":%llu,\"changelog_rows\":%llu,\"adopted\":%llu,"
            "\"adopted_over_cap\":%llu,\"refused_partitions\":%llu,\"changelog_refusals\":%llu,"
-           "\"audit_mirror\":{\"on\":%s,\"rows\":%llu,\"lag_bytes\":%llu,\"errors\":%llu}}\n",
+           "\"audit_mirror\":{\"on\":%s,\"rows\":%llu,\"lag_bytes\":%llu,\"errors\":%llu,"
+           "\"skipped\":%llu}}\n",
            (unsigned long long)st.theta_version, (unsigned long long)st.theta_swaps,
            (unsigned long long)st.produce_errors, (unsigned long long)st.commits,
            (unsigned long long)st.offset_gaps, (unsigned long long)st.changelog_sent,
@@ -54,7 +55,7 @@ static void print_summary(const void *arg, core_err status)
            (unsigned long long)st.refused_partitions,
            (unsigned long long)st.changelog_refusals, p->mirror ? "true" : "false",
            (unsigned long long)ms.rows, (unsigned long long)ms.lag_bytes,
-           (unsigned long long)ms.errors);
+           (unsigned long long)ms.errors, (unsigned long long)ms.skipped);
     fflush(stdout);
 }
 

@@ -46,7 +46,7 @@ struct core_audit_mirror {
     int rewind;         /* a delivery failed: resend from acked_off once in flight settles */
     char *buf;
     struct core_audit_mirror_stats st;
-    struct core_metric *m_rows, *m_errors, *m_lag;
+    struct core_metric *m_rows, *m_errors, *m_lag, *m_skipped;
     /* stop */
     int stopping, closed_handles;
     uint64_t stop_deadline_ms;
@@ -177,6 +177,7 @@ static size_t send_rows(struct core_audit_mirror *m, const char *buf, size_t n, 
         uint64_t seq = m->next_seq;
         if (len > MAX_ROW) {
             m->st.skipped++;
+            core_metric_add(m->m_skipped, 1);
             CORE_WARN("audit mirror: row at byte %" PRIu64 " of %s has %zu bytes, more than a "
                       "message may hold: not mirrored (it stays in the audit log)",
                       off + pos, m->audit, len);
@@ -221,6 +222,7 @@ static void pump(struct core_audit_mirror *m)
                     o += nl ? (uint64_t)(nl - m->buf + 1) : (uint64_t)g;
                 }
                 m->st.skipped++;
+                core_metric_add(m->m_skipped, 1);
                 CORE_WARN("audit mirror: row at byte %" PRIu64 " of %s is longer than %u "
                           "bytes: not mirrored", m->next_off, m->audit, CHUNK);
                 m->ends[m->next_seq % m->cap] = o;
@@ -302,6 +304,10 @@ static core_err mirror_init(struct core_audit_mirror *m, const struct core_audit
                                        "failed deliveries to topics.audit (each resends)");
         m->m_lag = core_metrics_get(o->metrics, CORE_METRIC_GAUGE, "gcdp_audit_mirror_lag_bytes",
                                     NULL, "committed audit log bytes not yet acknowledged");
+        m->m_skipped = core_metrics_get(o->metrics, CORE_METRIC_COUNTER,
+                                        "gcdp_audit_mirror_skipped_total", NULL,
+                                        "audit rows too large for a message: not mirrored "
+                                        "(they stay in the audit log)");
     }
     if (!header_hash(m->fd, m->head_hash)) {
         snprintf(eb, ebn, "audit mirror: %s has no header line", o->audit_path);
