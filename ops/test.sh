@@ -2,7 +2,7 @@
 # The README's test command (and what .ci/run runs): install what is missing, build, check
 # layering, and run the whole Criterion suite through CTest (unit + integration) twice:
 # in the release build and in the ASan+UBSan debug build (leaks fail the run); the default
-# run also compiles everything with clang (-Werror, the `clang` preset) without running it,
+# run also compiles everything with clang (-Werror, -O0: the `clang` preset) without running it,
 # so clang-only warnings cannot creep in.
 #   ops/test.sh               both builds (default; what CI runs)
 #   ops/test.sh --release     release build only (quicker while developing)
