@@ -109,6 +109,12 @@ int bench_release_service(const struct cal_theta *theta, size_t windows, size_t 
  * no-change twin. dir: scratch. Returns an exit status. */
 int bench_release_drift(size_t seeds, const char *dir);
 
+/* The plan `gcdp bench release` releases with (bench/bench_release.c): n synthetic public
+ * nodes, mechanism gcdp, eps_rel 1, one window a minute; *theta and *plan new (caller frees). */
+struct rel_plan;
+CORE_MUST_CHECK core_err bench_release_plan(size_t n, struct cal_theta **theta,
+                                            struct rel_plan **plan, char *eb, size_t ebn);
+
 /* Sampler and ledger group-commit throughput (part of `gcdp bench release`); dir: scratch. */
 int bench_release_primitives(const char *dir);
 

@@ -229,7 +229,8 @@ core_err app_ledger_open(const struct core_config *cfg, const struct core_dp_led
 {
     char path[4096];
     int64_t horizon = core_config_int(cfg, "release.ledger.replay_horizon_ms");
-    struct core_dp_store_opts so = {path, horizon, horizon / 4};
+    struct core_dp_store_opts so = {.path = path, .replay_horizon_ms = horizon,
+                                    .compact_step_ms = horizon / 4};
 
     if (app_ledger_store_path(cfg, path, sizeof(path)) != 0)
         return CORE_EINVAL;

@@ -155,7 +155,7 @@ static struct timing run_full(struct bench *b, struct rel_window *w, core_err *r
                               uint64_t *bytes, uint64_t *fsyncs, int use_store)
 {
     char path[4200], db[4200], eb[1024] = "";
-    struct core_dp_store_opts so = {db, 0, 0};
+    struct core_dp_store_opts so = {.path = db};
     struct core_dp_ledger_opts lo = {path, {1e12, 0.0, 0.0}, 0, {60000, 0, 1000}};
     struct core_dp_ledger *l = NULL;
     struct rel_releaser *r = NULL;
@@ -272,11 +272,32 @@ static void report(const struct bench *b, struct timing tp, struct timing tn, st
            rf >= 1e6 ? "MET" : "NOT MET");
 }
 
+/* The benchmark's release plan: mechanism gcdp, eps_rel 1, Table 5's allocation, one window
+ * a minute of 1 s readings (slot 60 s), over make_theta(n). */
+core_err bench_release_plan(size_t n, struct cal_theta **theta, struct rel_plan **plan, char *eb,
+                            size_t ebn)
+{
+    struct rel_opts o;
+    memset(&o, 0, sizeof(o));
+    o.mech = rel_mech_find("gcdp");
+    o.eps_rel = 1.0;
+    o.alloc = (struct rel_alloc_params){1.0, 1.0, 0.7, 1e-8, 0.0};
+    o.query = (struct rel_query_params){10, 10000, 0};
+    o.period_ms = 1000;
+    o.slot_ms = 60000;
+    o.cap = (struct core_dp_cost){1e12, 0.0, 0.0};
+    core_err rc = make_theta(n, theta);
+    if (rc == CORE_OK && (rc = rel_plan_new(*theta, &o, plan, eb, ebn)) != CORE_OK) {
+        cal_theta_free(*theta);
+        *theta = NULL;
+    }
+    return rc;
+}
+
 int bench_release(int argc, char **argv)
 {
     struct bench b = {1000, 2000, 64, 0, 2, NULL, NULL, 0};
     struct cal_theta *theta = NULL;
-    struct rel_opts o;
     struct rel_window w;
     char eb[1024] = "", tmpl[] = "/tmp/gcdp-bench-XXXXXX";
     double *y = NULL, sink = 0.0;
@@ -291,17 +312,8 @@ int bench_release(int argc, char **argv)
         fprintf(stderr, "gcdp bench release: cannot create a temporary directory\n");
         return APP_EXIT_FAILURE;
     }
-    memset(&o, 0, sizeof(o));
-    o.mech = rel_mech_find("gcdp");
-    o.eps_rel = 1.0;
-    o.alloc = (struct rel_alloc_params){1.0, 1.0, 0.7, 1e-8, 0.0};
-    o.query = (struct rel_query_params){10, 10000, 0};
-    o.period_ms = 1000;
-    o.slot_ms = 60000;
-    o.cap = (struct core_dp_cost){1e12, 0.0, 0.0};
-    if (make_theta(b.n, &theta) != CORE_OK || rel_plan_new(theta, &o, &b.plan, eb, sizeof(eb))) {
+    if (bench_release_plan(b.n, &theta, &b.plan, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp bench release: setup failed: %s\n", eb);
-        cal_theta_free(theta);
         return APP_EXIT_FAILURE;
     }
     rel_window_init(&w, theta);

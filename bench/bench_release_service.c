@@ -192,7 +192,7 @@ static int run_service(struct core_config *cfg, size_t windows, const char *thet
                        double *wps, double *cps, double *steady)
 {
     struct core_dp_ledger_opts lo = {ledger, {1e6, 0.0, 0.0}, 0, {60000, 0, 1000}};
-    struct core_dp_store_opts sto = {store, 0, 0};
+    struct core_dp_store_opts sto = {.path = store};
     struct core_dp_ledger *l = NULL;
     struct svc_bench b;
     struct rel_service_opts so;
