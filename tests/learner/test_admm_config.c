@@ -2,11 +2,13 @@
 #include <cblas.h>
 #include <criterion/criterion.h>
 #include <math.h>
+#include <string.h>
 
 #include "lrn/admm.h"
 #include "lrn/config.h"
 #include "lrn/dppgcd.h"
 #include "lrn/pgcd.h"
+#include "lrn/runner.h"
 
 static struct core_config *cfg_new(void)
 {
@@ -95,5 +97,37 @@ Test(admm_config, blas_threads_key_sets_openblas_threads)
     cr_assert_eq(openblas_get_num_threads(), 2);
     lrn_config_apply_blas(cfg);
     cr_assert_eq(openblas_get_num_threads(), 1);
+    core_config_free(cfg);
+}
+
+/* lrn_runner_opts_from_config: only keys an operator set replace the method's defaults; one
+ * key reaches every method that reads it. */
+Test(admm_config, runner_options_take_only_the_keys_set)
+{
+    struct core_config *cfg = cfg_new();
+    struct lrn_runner_opts o = lrn_runner_opts_default(LRN_METHOD_FED_SPARSE, 3);
+    const struct lrn_runner_opts d = o;
+    double m[3];
+    char eb[256] = "";
+
+    cr_assert_eq(lrn_runner_opts_from_config(cfg, 3, &o, m, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert(o.admm.max_rounds == d.admm.max_rounds && o.admm.rho1 == d.admm.rho1 &&
+                  o.pgcd.lambda == d.pgcd.lambda && o.notears.lambda == d.notears.lambda &&
+                  o.center == d.center,
+              "no key set: the method's defaults stay");
+    cr_assert_eq(core_config_set(cfg, "learner.lambda", "0.25", "flag", eb, sizeof(eb)),
+                 CORE_OK);
+    cr_assert_eq(core_config_set(cfg, "learner.rounds", "9", "flag", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(lrn_runner_opts_from_config(cfg, 3, &o, m, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_float_eq(o.pgcd.lambda, 0.25, 0.0);
+    cr_assert_float_eq(o.dppgcd.lambda, 0.25, 0.0);
+    cr_assert_float_eq(o.notears.lambda, 0.25, 0.0);
+    cr_assert_eq(o.admm.max_rounds, 9);
+    cr_assert_eq(o.dppgcd.rounds, 9);
+    cr_assert_float_eq(o.admm.rho1, d.admm.rho1, 0.0, "a key left alone stays the method's");
+    cr_assert_eq(core_config_set(cfg, "learner.w_sparsify", "0.5", "flag", eb, sizeof(eb)),
+                 CORE_OK);
+    cr_assert_eq(lrn_runner_opts_from_config(cfg, 3, &o, m, eb, sizeof(eb)), CORE_ECONFIG);
+    cr_assert(strstr(eb, "w_sparsify") != NULL, "%s", eb);
     core_config_free(cfg);
 }

@@ -32,6 +32,19 @@ CORE_MUST_CHECK core_err lrn_config_opts(const struct core_config *cfg, size_t d
                                          bool *dp_enabled, bool *cov_by_p, char *errbuf,
                                          size_t errbuf_size);
 
+struct lrn_runner_opts;
+
+/* The learner.* keys an operator set explicitly (file, env, --set: core_config_is_explicit)
+ * onto o, which holds the method's defaults (lrn_runner_opts_default); keys left at their
+ * defaults do not replace the per-method ones. learner.blas_threads, when set, is applied.
+ *   d, m_public, errbuf  as lrn_config_opts (m_public: d doubles, caller storage; o may
+ *                        point into it afterwards).
+ * Returns CORE_OK or CORE_ECONFIG (errbuf names the key; o partly written). */
+CORE_MUST_CHECK core_err lrn_runner_opts_from_config(const struct core_config *cfg, size_t d,
+                                                     struct lrn_runner_opts *o,
+                                                     double *m_public, char *errbuf,
+                                                     size_t errbuf_size);
+
 /* Set OpenBLAS's thread count for the whole process (learner.blas_threads, default 1).
  * The learner's matrices are small (d ≤ a few hundred) and OpenBLAS worker threads
  * busy-wait: measured on the shared 2-core machine, `gcdp learn` at d = 200 took 265 s

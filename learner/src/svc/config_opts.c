@@ -9,6 +9,7 @@
 #include "lrn/admm.h"
 #include "lrn/dppgcd.h"
 #include "lrn/pgcd.h"
+#include "lrn/runner.h"
 
 static void read_admm(const struct core_config *cfg, struct lrn_admm_opts *o)
 {
@@ -111,3 +112,84 @@ void lrn_config_apply_blas(const struct core_config *cfg)
     int64_t n = core_config_int(cfg, "learner.blas_threads");
     lrn_blas_set_threads(n > 256 ? 256 : (int)n);
 }
+
+/* A learner.* key an operator set (file, env, --set) replaces the method's default. */
+#define TAKE(key, dst, src)                                                                \
+    do {                                                                                   \
+        if (core_config_is_explicit(cfg, key))                                             \
+            (dst) = (src);                                                                 \
+    } while (0)
+
+static void take_admm(const struct core_config *cfg, struct lrn_admm_opts *o,
+                      const struct lrn_admm_opts *k)
+{
+    TAKE("learner.rounds", o->max_rounds, k->max_rounds);
+    TAKE("learner.rho1", o->rho1, k->rho1);
+    TAKE("learner.rho2", o->rho2, k->rho2);
+    TAKE("learner.rho_schedule", o->schedule, k->schedule);
+    TAKE("learner.rho1_growth", o->rho1_growth, k->rho1_growth);
+    TAKE("learner.rho2_growth", o->rho2_growth, k->rho2_growth);
+    TAKE("learner.rho_max", o->rho_max, k->rho_max);
+    TAKE("learner.h_stall", o->h_stall, k->h_stall);
+    TAKE("learner.h_tol", o->h_tol, k->h_tol);
+    TAKE("learner.primal_tol", o->primal_tol, k->primal_tol);
+    TAKE("learner.dual_tol", o->dual_tol, k->dual_tol);
+    TAKE("learner.stable_rounds", o->stable_rounds, k->stable_rounds);
+    TAKE("learner.rho1_h_floor", o->rho1_h_floor, k->rho1_h_floor);
+    TAKE("learner.w_keep", o->w_keep, k->w_keep);
+    TAKE("learner.down_own_support", o->down_own_support, k->down_own_support);
+    TAKE("learner.w_threshold", o->w_threshold, k->w_threshold);
+    TAKE("learner.w_sparsify", o->w_sparsify, k->w_sparsify);
+    TAKE("learner.b_sparsify", o->b_sparsify, k->b_sparsify);
+    TAKE("learner.enforce_dag", o->enforce_dag, k->enforce_dag);
+    TAKE("learner.wire", o->wire, k->wire);
+    TAKE("learner.lbfgs.max_iter", o->lbfgs_max_iter, k->lbfgs_max_iter);
+    TAKE("learner.lbfgs.epsilon", o->lbfgs_epsilon, k->lbfgs_epsilon);
+    TAKE("learner.lbfgs.wtol", o->lbfgs_wtol, k->lbfgs_wtol);
+}
+
+core_err lrn_runner_opts_from_config(const struct core_config *cfg, size_t d,
+                                     struct lrn_runner_opts *o, double *m_public, char *errbuf,
+                                     size_t errbuf_size)
+{
+    struct lrn_admm_opts admm;
+    struct lrn_pgcd_opts pgcd;
+    struct lrn_dppgcd_opts dp;
+    bool dp_enabled, cov_by_p;
+    core_err rc = lrn_config_opts(cfg, d, &admm, &pgcd, &dp, m_public, &dp_enabled, &cov_by_p,
+                                  errbuf, errbuf_size);
+
+    if (rc != CORE_OK)
+        return rc;
+    take_admm(cfg, &o->admm, &admm);
+    TAKE("learner.rounds", o->dppgcd.rounds, dp.rounds);
+    TAKE("learner.lambda", o->pgcd.lambda, pgcd.lambda);
+    TAKE("learner.lambda", o->dppgcd.lambda, dp.lambda);
+    TAKE("learner.lambda", o->notears.lambda, pgcd.lambda);
+    TAKE("learner.w_threshold", o->notears.w_threshold, admm.w_threshold);
+    TAKE("learner.pgcd.gamma", o->pgcd.gamma, pgcd.gamma);
+    TAKE("learner.pgcd.gamma", o->dppgcd.gamma, dp.gamma);
+    TAKE("learner.pgcd.max_steps", o->pgcd.max_steps, pgcd.max_steps);
+    TAKE("learner.pgcd.tol", o->pgcd.tol, pgcd.tol);
+    TAKE("learner.dp.steps", o->dppgcd.steps, dp.steps);
+    TAKE("learner.dp.clip", o->dppgcd.clip, dp.clip);
+    TAKE("learner.dp.eps", o->dppgcd.eps, dp.eps);
+    TAKE("learner.dp.eps", o->cov_eps, dp.eps);
+    TAKE("learner.dp.delta", o->dppgcd.delta, dp.delta);
+    TAKE("learner.dp.delta", o->cov_delta, dp.delta);
+    TAKE("learner.dp.eps_m", o->dppgcd.eps_m, dp.eps_m);
+    TAKE("learner.dp.m_bound", o->dppgcd.m_bound, dp.m_bound);
+    TAKE("learner.dp.m_source", o->dppgcd.m_source, dp.m_source);
+    TAKE("learner.dp.m_public", o->dppgcd.m_public, dp.m_public);
+    TAKE("learner.cov_scale", o->fs_cov_by_p, cov_by_p);
+    if (core_config_is_explicit(cfg, "learner.center"))
+        o->center = core_config_bool(cfg, "learner.center");
+    if (core_config_is_explicit(cfg, "learner.standardize"))
+        o->standardize = core_config_bool(cfg, "learner.standardize");
+    if (core_config_is_explicit(cfg, "learner.rescale"))
+        o->rescale = core_config_bool(cfg, "learner.rescale");
+    if (core_config_is_explicit(cfg, "learner.blas_threads"))
+        lrn_config_apply_blas(cfg);
+    return CORE_OK;
+}
+#undef TAKE
