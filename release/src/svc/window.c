@@ -22,6 +22,7 @@ void rel_window_init(struct rel_window *w, const struct cal_theta *t)
     w->obs = core_xcalloc(t->n_nodes, sizeof(*w->obs));
     w->used = rel_theta_used_nodes(t);
     rel_profile_init(&w->prof, t->n_nodes);
+    w->ja = core_jalloc_new(REL_JALLOC_BYTES);
 }
 
 void rel_window_cleanup(struct rel_window *w)
@@ -30,6 +31,7 @@ void rel_window_cleanup(struct rel_window *w)
     free(w->obs);
     free(w->used);
     rel_profile_cleanup(&w->prof);
+    core_jalloc_free(w->ja);
     memset(w, 0, sizeof(*w));
 }
 
@@ -314,7 +316,10 @@ core_err rel_window_from_json(const char *text, size_t len,
         snprintf(eb, ebn, "record longer than %u bytes", REL_MAX_LINE);
         return CORE_ETOOBIG;
     }
-    doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    /* the tree lives in w's arena until core_jalloc_release below: whatever w keeps of
+     * it (ids, device, names) is copied out first */
+    doc = w->ja ? core_jalloc_parse(w->ja, text, len, JSON_REJECT_DUPLICATES, &jerr)
+                : json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!json_is_object(doc)) {
         /* position only: jansson's text quotes the offending token (could be a value) */
         if (doc)
@@ -361,7 +366,10 @@ core_err rel_window_from_json(const char *text, size_t len,
     w->prof.from_record = false;
     rc = w->excluded ? CORE_OK : json_values(doc, w, eb, ebn);
 out:
-    json_decref(doc);
+    if (w->ja)
+        core_jalloc_release(w->ja, doc);
+    else
+        json_decref(doc);
     return rc;
 }
 
