@@ -24,6 +24,7 @@
 #include "rel/plan.h"
 #include "rel/release.h"
 #include "seeded_rng.h"
+#include "svc/parse_batch.h"
 #include "test_support.h"
 
 #define GOLDEN GCDP_SOURCE_DIR "/tests/release/golden/release_transcript.txt"
@@ -245,4 +246,116 @@ Test(rel_golden, released_bytes_refusals_and_totals_match_the_golden_transcript)
     core_buf_cleanup(&tr);
     ts_rmtree(dir);
     free(dir);
+}
+
+/* The service's parse batch (svc/parse_batch.h) on 3 threads gives, record by record and in
+ * the order added, what a sequential rel_window_from_json gives: result, message and window;
+ * and it copies each message's partition, offset, key and payload. */
+static void same_window(const struct rel_window *a, const struct rel_window *b, size_t i)
+{
+    const size_t n = a->theta->n_nodes;
+
+    cr_assert_str_eq(a->id, b->id, "record %zu", i);
+    cr_assert_str_eq(a->device, b->device, "record %zu", i);
+    cr_assert(a->start == b->start && a->end == b->end && a->excluded == b->excluded &&
+              a->n_slots == b->n_slots, "record %zu", i);
+    if (a->excluded)
+        return;
+    cr_assert_eq(memcmp(a->x, b->x, n * sizeof(*a->x)), 0, "record %zu: values", i);
+    cr_assert_eq(memcmp(a->obs, b->obs, n * sizeof(*a->obs)), 0, "record %zu: counts", i);
+    cr_assert(a->prof.from_record && b->prof.from_record && a->prof.period_ms == b->prof.period_ms &&
+              a->prof.interp_gap == b->prof.interp_gap, "record %zu: provenance", i);
+    cr_assert_eq(memcmp(a->prof.node, b->prof.node, n * sizeof(*a->prof.node)), 0,
+                 "record %zu: node provenance", i);
+}
+
+static void check_batch(struct rel__pbatch *b, struct rel_window *ref, const size_t *idx, size_t n)
+{
+    struct core_buf rec;
+    char eb[1024];
+
+    core_buf_init(&rec, CORE_BUF_NO_CAP);
+    rel__pbatch_parse(b);
+    cr_assert_eq(rel__pbatch_count(b), n);
+    for (size_t j = 0; j < n; j++) {
+        const struct rel__prec *r = rel__pbatch_rec(b, j);
+        core_err rc = CORE_EPARSE;
+        cr_assert_eq(r->m.partition, (int32_t)(idx[j] % 3));
+        cr_assert_eq(r->m.offset, (int64_t)idx[j]);
+        eb[0] = '\0';
+        if (idx[j] != N_WIN) { /* N_WIN: the record without a payload */
+            golden_window(idx[j], &rec);
+            cr_assert(r->m.len == rec.len && memcmp(r->m.payload, rec.p, rec.len) == 0);
+            cr_assert(r->m.key_len == 5 && memcmp(r->m.key, "dev-a", 5) == 0);
+            ref->id[0] = '\0';
+            rc = rel_window_from_json(rec.p, rec.len, ref, eb, sizeof(eb));
+        } else {
+            cr_assert_null(r->m.payload);
+        }
+        cr_assert_eq(r->rc, rc, "record %zu: %s vs %s", idx[j], core_errname(r->rc),
+                     core_errname(rc));
+        if (rc != CORE_OK && idx[j] != N_WIN)
+            cr_assert_str_eq(r->eb, eb, "record %zu", idx[j]);
+        if (rc == CORE_OK)
+            same_window(&r->w, ref, idx[j]);
+    }
+    rel__pbatch_clear(b);
+    core_buf_cleanup(&rec);
+}
+
+Test(rel_golden, service_parse_batch_on_threads_matches_a_sequential_parse)
+{
+    struct cal_theta *t = golden_theta(), *t2 = golden_theta();
+    struct rel__pbatch *b = rel__pbatch_new(3);
+    struct rel_window ref;
+    struct core_buf rec;
+    size_t idx[REL_PBATCH_MAX], n = 0;
+
+    core_buf_init(&rec, CORE_BUF_NO_CAP);
+    rel_window_init(&ref, t);
+    rel__pbatch_theta(b, t);
+    for (size_t i = 0; i <= N_WIN; i++) { /* 40 records and one without a payload */
+        rd_kafka_message_t m;
+        memset(&m, 0, sizeof(m));
+        m.partition = (int32_t)(i % 3);
+        m.offset = (int64_t)i;
+        m.key = (void *)"dev-a";
+        m.key_len = 5;
+        if (i < N_WIN) {
+            golden_window(i, &rec);
+            m.payload = rec.p;
+            m.len = rec.len;
+        }
+        idx[n++] = i;
+        if (rel__pbatch_add(b, &m)) {
+            cr_assert_eq(n, REL_PBATCH_MAX);
+            check_batch(b, &ref, idx, n);
+            n = 0;
+        }
+    }
+    check_batch(b, &ref, idx, n);
+    /* a new θ (the batch is empty): windows are made again for it */
+    rel__pbatch_theta(b, t2);
+    rel_window_cleanup(&ref);
+    rel_window_init(&ref, t2);
+    for (size_t i = 0; i < 3; i++) {
+        rd_kafka_message_t m;
+        memset(&m, 0, sizeof(m));
+        golden_window(i, &rec);
+        m.partition = (int32_t)(i % 3);
+        m.offset = (int64_t)i;
+        m.payload = rec.p;
+        m.len = rec.len;
+        m.key = (void *)"dev-a";
+        m.key_len = 5;
+        idx[i] = i;
+        cr_assert_not(rel__pbatch_add(b, &m));
+    }
+    cr_assert(rel__pbatch_rec(b, 0)->w.theta == t2);
+    check_batch(b, &ref, idx, 3);
+    rel__pbatch_free(b);
+    rel_window_cleanup(&ref);
+    core_buf_cleanup(&rec);
+    cal_theta_free(t);
+    cal_theta_free(t2);
 }
