@@ -77,9 +77,7 @@ const struct core_cfg_key rel_config_keys[] = {
     K_DBL("release.ledger.cap_eps", "10", 0.0, 1e6, "lifetime epsilon cap per unit"),
     K_DBL("release.ledger.cap_delta", "1e-5", 0.0, 1.0, "lifetime delta cap per unit (gauss)"),
     K_INT("release.ledger.batch", "256", 1, 65536, "releases per fsync (group commit)"),
-    K_INT("release.threads", "2", 1, 16, "noise worker threads per window (>= 256 coords "
-          "each); --serve: also the threads that parse the window records of a loop turn "
-          "(released in the order read)"),
+    K_INT("release.threads", "2", 1, 16, "noise worker threads per window (>= 256 coords each)"),
     K_INT("release.service.ledger_lateness_ms", "3600000", 1, 31536000000LL,
           "--serve: ledger units whose slot ended this long before the newest window end "
           "are evicted from memory (store back end; a charge reads them back)"),

@@ -28,7 +28,6 @@
 #include "rel/drift.h"
 #include "rel/plan.h"
 #include "rel/release.h"
-#include "svc/parse_batch.h"
 
 #define TICK_MS 200
 #define OUTQ_HIGH 20000 /* pause intake above this many unacknowledged records */
@@ -103,9 +102,8 @@ struct rel_service {
     struct cal_theta *theta;      /* current θ (owned) */
     struct rel_plan *plan;        /* for theta, built from the first record's provenance */
     struct rel_releaser *rr;
-    struct rel__pbatch *pb;       /* records read, parsed together, released in order */
-    bool pb_busy;                 /* releasing the batch (a stop inside it must not recurse) */
-    uv_check_t pb_check;          /* releases the batch at the end of every loop turn */
+    struct rel_window w;          /* parse buffer for theta */
+    bool w_init;
     struct core_kconsumer *cons, *tcons; /* windows; θ (NULL with theta_path) */
     struct core_kproducer *prod;
     struct core_ctl_listener *ctl;   /* signed commands: pause, resume, status */
@@ -146,7 +144,6 @@ struct rel_service {
 
 static void fail(struct rel_service *s, core_err why, const char *what);
 static void on_flush_timer(uv_timer_t *h);
-static void process_batch(struct rel_service *s);
 
 static void bump(_Atomic uint64_t *a) /* single writer: the loop thread */
 {
@@ -554,9 +551,12 @@ static void adopt_theta(struct rel_service *s, struct cal_theta *t)
         return;
     }
     drop_plan(s);
-    rel__pbatch_theta(s->pb, t); /* empty: on_theta_message released it under the old θ */
+    if (s->w_init)
+        rel_window_cleanup(&s->w);
     cal_theta_free(s->theta);
     s->theta = t;
+    rel_window_init(&s->w, t);
+    s->w_init = true;
     drift_setup(s);
     atomic_store(&s->a_theta_version, t->version);
     core_metric_set(s->m.theta_version, (int64_t)t->version);
@@ -598,8 +598,6 @@ static void on_theta_message(void *arg, const rd_kafka_message_t *m)
     }
     json_decref(j);
     if (s->state == S_RUNNING)
-        process_batch(s); /* the windows read before this θ are released under the old one */
-    if (s->state == S_RUNNING)
         adopt_theta(s, t);
     else
         cal_theta_free(t);
@@ -635,23 +633,22 @@ static enum rel_dlq_reason dlq_reason(core_err rc)
 }
 
 /* Release one parsed window: the plan on first need, then the releaser. */
-static void release_window(struct rel_service *s, const rd_kafka_message_t *m,
-                           const struct rel_window *w)
+static void release_window(struct rel_service *s, const rd_kafka_message_t *m)
 {
     char eb[1024] = "";
     struct entry *e;
     core_err rc;
 
-    if (!s->plan && (rc = build_plan(s, w, eb, sizeof(eb))) != CORE_OK) {
+    if (!s->plan && (rc = build_plan(s, &s->w, eb, sizeof(eb))) != CORE_OK) {
         if (!s->plan_warned)
             CORE_ERROR("no release plan for theta %" PRIu64 " and window %s: %s",
-                       s->theta->version, w->id, eb);
+                       s->theta->version, s->w.id, eb);
         s->plan_warned = true;
-        dead_letter(s, m, REL_DLQ_NO_PLAN, eb, w->id);
+        dead_letter(s, m, REL_DLQ_NO_PLAN, eb, s->w.id);
         return;
     }
-    e = entry_new(s, m->partition, m->offset, w->device);
-    snprintf(e->rid, sizeof(e->rid), "%s@%" PRIu64, w->id, s->theta->version); /* as the
+    e = entry_new(s, m->partition, m->offset, s->w.device);
+    snprintf(e->rid, sizeof(e->rid), "%s@%" PRIu64, s->w.id, s->theta->version); /* as the
                                                                             releaser names it */
     e->refs++; /* the emit queue's */
     if (!s->eq_head) /* the first of a group: it waits at most linger_ms for company */
@@ -661,7 +658,7 @@ static void release_window(struct rel_service *s, const rd_kafka_message_t *m,
     else
         s->eq_head = e;
     s->eq_tail = e;
-    rc = rel_releaser_push(s->rr, w, on_emit, s, eb, sizeof(eb));
+    rc = rel_releaser_push(s->rr, &s->w, on_emit, s, eb, sizeof(eb));
     if (rc == CORE_OK)
         return;
     if (rc == CORE_EINVAL || rc == CORE_EBUDGET || rc == CORE_EPARSE || rc == CORE_ETOOBIG) {
@@ -682,72 +679,19 @@ static void release_window(struct rel_service *s, const rd_kafka_message_t *m,
         }
         e->acked = true; /* its dead letter carries the offset from here */
         entry_unref(e);
-        dead_letter(s, m, dlq_reason(rc), eb, w->id);
+        dead_letter(s, m, dlq_reason(rc), eb, s->w.id);
         return;
     }
-    CORE_ERROR("release of window %s failed: %s (%s)", w->id, eb, core_strerror(rc));
+    CORE_ERROR("release of window %s failed: %s (%s)", s->w.id, eb, core_strerror(rc));
     fail(s, rc, "release failed (ledger, noise or output)");
-}
-
-/* One record of the batch, parsed: what on_message did on arrival, in arrival order. */
-static void process_record(struct rel_service *s, const struct rel__prec *r)
-{
-    const rd_kafka_message_t *m = &r->m;
-    const struct rel_window *w = &r->w;
-    int32_t p = m->partition;
-
-    if (s->state != S_RUNNING || !s->theta || s->parts[p].refused)
-        return; /* not processed: its offset is not advanced, so never committed */
-    s->parts[p].next = m->offset + 1;
-    bump(&s->a_consumed);
-    core_metric_add(s->m.consumed, 1);
-    s->consumed_any = true;
-    s->last_consume = uv_now(s->loop);
-    if (r->rc != CORE_OK) {
-        dead_letter(s, m, REL_DLQ_MALFORMED, m->payload ? r->eb : "empty record", w->id);
-        return;
-    }
-    if (w->end > s->newest_end)
-        s->newest_end = w->end;
-    if (w->excluded) {
-        bump(&s->a_excluded);
-        core_metric_add(s->m.excluded, 1);
-        return;
-    }
-    release_window(s, m, w);
-    if (s->cl_inflight > 0) /* the consumer's budget per loop turn (thousands of windows,
-                               each with its fsync) would hold the changelog acknowledgements,
-                               and with them every output, until the turn ends */
-        core_kproducer_poll(s->prod, 0);
-}
-
-/* Parse the records read so far (on the release.threads parse workers), then release them
- * one by one in the order read. Called at the end of every loop turn, when the batch is
- * full, and before anything that must see every record read so far handled (a θ swap, a
- * rebalance, a command, a stop). */
-static void process_batch(struct rel_service *s)
-{
-    size_t n = rel__pbatch_count(s->pb);
-
-    if (n == 0 || s->pb_busy)
-        return;
-    s->pb_busy = true;
-    rel__pbatch_parse(s->pb);
-    for (size_t i = 0; i < n; i++)
-        process_record(s, rel__pbatch_rec(s->pb, i));
-    rel__pbatch_clear(s->pb);
-    s->pb_busy = false;
-}
-
-static void on_pb_check(uv_check_t *h)
-{
-    process_batch(h->data);
 }
 
 static void on_message(void *arg, const rd_kafka_message_t *m)
 {
     struct rel_service *s = arg;
+    char eb[1024] = "";
     int32_t p = m->partition;
+    core_err rc;
 
     if (s->state != S_RUNNING || !s->theta)
         return; /* not processed: its offset is not advanced, so never committed */
@@ -759,10 +703,32 @@ static void on_message(void *arg, const rd_kafka_message_t *m)
     }
     if (s->parts[p].refused)
         return; /* truncated changelog: never released from here, never committed */
-    if (!s->consumed_any && atomic_load(&s->a_first_read_ns) == 0)
+    s->parts[p].next = m->offset + 1;
+    if (!s->consumed_any)
         atomic_store(&s->a_first_read_ns, uv_hrtime());
-    if (rel__pbatch_add(s->pb, m)) /* full */
-        process_batch(s);
+    bump(&s->a_consumed);
+    core_metric_add(s->m.consumed, 1);
+    s->consumed_any = true;
+    s->last_consume = uv_now(s->loop);
+    s->w.id[0] = '\0';
+    rc = m->payload ? rel_window_from_json(m->payload, m->len, &s->w, eb, sizeof(eb))
+                    : CORE_EPARSE;
+    if (rc != CORE_OK) {
+        dead_letter(s, m, REL_DLQ_MALFORMED, m->payload ? eb : "empty record", s->w.id);
+        return;
+    }
+    if (s->w.end > s->newest_end)
+        s->newest_end = s->w.end;
+    if (s->w.excluded) {
+        bump(&s->a_excluded);
+        core_metric_add(s->m.excluded, 1);
+        return;
+    }
+    release_window(s, m);
+    if (s->cl_inflight > 0) /* the consumer's budget per loop turn (thousands of windows,
+                               each with its fsync) would hold the changelog acknowledgements,
+                               and with them every output, until the turn ends */
+        core_kproducer_poll(s->prod, 0);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -845,7 +811,6 @@ static void on_command(void *arg, const struct core_ctl_cmd *cmd)
 {
     struct rel_service *s = arg;
 
-    process_batch(s); /* a pause or a status sees every window read so far handled */
     switch (cmd->cmd) {
     case CORE_CTL_PAUSE:
     case CORE_CTL_RESUME:
@@ -984,7 +949,6 @@ static void on_assign(void *arg, const rd_kafka_topic_partition_list_t *parts)
 {
     struct rel_service *s = arg;
 
-    process_batch(s); /* every record read so far is handled before the assignment changes */
     s->group_joined = true;
     if (s->restorer && s->state == S_RUNNING)
         (void)flush_releases(s); /* nothing of ours pending while rows are adopted */
@@ -1021,7 +985,6 @@ static void on_revoke(void *arg, const rd_kafka_topic_partition_list_t *parts)
 {
     struct rel_service *s = arg;
 
-    process_batch(s); /* records read from the revoked partitions are still ours: handle them */
     /* Emit the pending group commit and try to commit what is acknowledged; the rest is
      * read again by the next owner (replayed from the ledger when it shares it). */
     if (s->state == S_RUNNING && flush_releases(s) == CORE_OK)
@@ -1116,7 +1079,6 @@ static void finish(struct rel_service *s)
     uv_close((uv_handle_t *)&s->commit_timer, on_handle_closed);
     uv_close((uv_handle_t *)&s->tick_timer, on_handle_closed);
     uv_close((uv_handle_t *)&s->flush_timer, on_handle_closed);
-    uv_close((uv_handle_t *)&s->pb_check, on_handle_closed);
 }
 
 static void on_closed(void *arg)
@@ -1166,9 +1128,6 @@ static void fail(struct rel_service *s, core_err why, const char *what)
 
 void rel_service_stop(struct rel_service *s)
 {
-    if (s->state != S_RUNNING)
-        return;
-    process_batch(s); /* windows read before the stop are handled (no-op inside the batch) */
     if (s->state != S_RUNNING)
         return;
     if (s->status == CORE_OK)
@@ -1499,7 +1458,6 @@ core_err rel_service_new(uv_loop_t *loop, const struct core_config *cfg,
     atomic_init(&s->a_lag, -1);
     atomic_init(&s->a_drift_ppm, -1);
     metrics_register(s);
-    s->pb = rel__pbatch_new((unsigned)core_config_int(cfg, "release.threads"));
     rc = open_state(s, eb, ebn);
     if (rc == CORE_OK)
         rc = make_restorer(s, eb, ebn);
@@ -1517,11 +1475,9 @@ core_err rel_service_new(uv_loop_t *loop, const struct core_config *cfg,
     uv_timer_init(loop, &s->commit_timer);
     uv_timer_init(loop, &s->tick_timer);
     uv_timer_init(loop, &s->flush_timer);
-    uv_check_init(loop, &s->pb_check);
-    s->commit_timer.data = s->tick_timer.data = s->flush_timer.data = s->pb_check.data = s;
+    s->commit_timer.data = s->tick_timer.data = s->flush_timer.data = s;
     s->linger_ms = (uint64_t)core_config_int(cfg, "release.service.linger_ms");
-    s->open_handles = 4;
-    uv_check_start(&s->pb_check, on_pb_check);
+    s->open_handles = 3;
     uv_timer_start(&s->commit_timer, on_commit_timer, (uint64_t)opts->commit_interval_ms,
                    (uint64_t)opts->commit_interval_ms);
     uv_timer_start(&s->tick_timer, on_tick, TICK_MS, TICK_MS);
@@ -1587,7 +1543,8 @@ void rel_service_free(struct rel_service *s)
     for (int p = 0; p < REL_SERVICE_MAX_PARTITIONS; p++)
         queue_drop(&s->parts[p]);
     drop_plan(s);
-    rel__pbatch_free(s->pb);
+    if (s->w_init)
+        rel_window_cleanup(&s->w);
     cal_theta_free(s->theta);
     free(s); /* the ledger is the caller's */
 }
