@@ -6,6 +6,7 @@
 #include <gsl/gsl_errno.h>
 
 #include "app.h"
+#include "core/jalloc.h"
 
 struct command {
     const char *name;
@@ -47,6 +48,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     gsl_set_error_handler_off();
+    core_jalloc_install(); /* jansson's allocation hooks, before any thread uses jansson */
     /* A file-size limit (or a full quota) must be an error the command reports (EFBIG), not
      * a silent death by SIGXFSZ between a write and its fsync. */
     signal(SIGXFSZ, SIG_IGN);

@@ -1,9 +1,9 @@
-/* test_jalloc.c - the per-engine jansson parse arena (alg/jalloc.h): routing only inside
+/* test_jalloc.c - the per-engine jansson parse arena (core/jalloc.h): routing only inside
  * a parse on this thread, fallback to malloc for big documents (no leak: the ASan+UBSan
  * build runs these with leak detection), nesting, threads, replaced hooks. */
 #include <threads.h>
 
-#include "alg/jalloc.h"
+#include "core/jalloc.h"
 #include "alg/window.h"
 #include "ing_test.h"
 
@@ -12,40 +12,40 @@ static const char reading[] = "{\"schema\":\"gcdp.reading/1\",\"device\":\"m1\",
 
 Test(jalloc, typical_reading_comes_entirely_from_the_arena)
 {
-    struct ing__jalloc *a = ing__jalloc_new(ING_JALLOC_BYTES);
-    struct ing__jalloc_stats st;
+    struct core_jalloc *a = core_jalloc_new(ING_JALLOC_BYTES);
+    struct core_jalloc_stats st;
     json_error_t err;
-    json_t *v = ing__jalloc_parse(a, reading, strlen(reading), JSON_REJECT_DUPLICATES, &err);
+    json_t *v = core_jalloc_parse(a, reading, strlen(reading), JSON_REJECT_DUPLICATES, &err);
 
     cr_assert_not_null(v, "%s", err.text);
-    cr_assert(ing__jalloc_owns(a, v));
-    cr_assert(ing__jalloc_owns(a, json_object_get(v, "readings")));
+    cr_assert(core_jalloc_owns(a, v));
+    cr_assert(core_jalloc_owns(a, json_object_get(v, "readings")));
     cr_assert_float_eq(json_real_value(json_object_get(json_object_get(v, "readings"),
                                                        "temperature")),
                        21.5, 0.0);
     cr_assert_str_eq(json_string_value(json_object_get(v, "device")), "m1");
-    ing__jalloc_stats(a, &st);
+    core_jalloc_stats(a, &st);
     cr_assert(st.hooks_active);
     cr_assert_gt(st.blocks, 10);
     cr_assert_eq(st.fallbacks, 0);
     cr_assert_gt(st.used, 0);
     cr_assert_lt(st.used, ING_JALLOC_BYTES / 8, "a reading needs a few KiB at most");
-    ing__jalloc_release(a, v);
+    core_jalloc_release(a, v);
     /* The arena is reused from its start by the next message. */
-    v = ing__jalloc_parse(a, reading, strlen(reading), 0, &err);
+    v = core_jalloc_parse(a, reading, strlen(reading), 0, &err);
     cr_assert_not_null(v);
-    ing__jalloc_stats(a, &st);
+    core_jalloc_stats(a, &st);
     cr_assert_lt(st.used, ING_JALLOC_BYTES / 8);
-    ing__jalloc_release(a, v);
-    ing__jalloc_free(a);
+    core_jalloc_release(a, v);
+    core_jalloc_free(a);
 }
 
 /* A document needing more than the arena falls back to malloc block by block; the result
  * is complete and json_decref (inside release) frees the malloc'd part. */
 Test(jalloc, document_larger_than_the_arena_falls_back_without_leaking)
 {
-    struct ing__jalloc *a = ing__jalloc_new(1024);
-    struct ing__jalloc_stats st;
+    struct core_jalloc *a = core_jalloc_new(1024);
+    struct core_jalloc_stats st;
     size_t cap = 5 + 2000 * 8, n = 0;
     char *doc = malloc(cap);
     long long sum = 0;
@@ -55,19 +55,19 @@ Test(jalloc, document_larger_than_the_arena_falls_back_without_leaking)
     for (int i = 0; i < 2000; i++)
         n += (size_t)snprintf(doc + n, cap - n, "%s%d", i ? "," : "", i);
     n += (size_t)snprintf(doc + n, cap - n, "]}");
-    v = ing__jalloc_parse(a, doc, n, 0, NULL);
+    v = core_jalloc_parse(a, doc, n, 0, NULL);
     cr_assert_not_null(v);
     arr = json_object_get(v, "x");
     cr_assert_eq(json_array_size(arr), 2000);
     for (size_t i = 0; i < 2000; i++)
         sum += json_integer_value(json_array_get(arr, i));
     cr_assert_eq(sum, 1999LL * 2000 / 2);
-    ing__jalloc_stats(a, &st);
+    core_jalloc_stats(a, &st);
     cr_assert_gt(st.fallbacks, 1000, "most blocks cannot fit in 1 KiB");
     cr_assert_gt(st.blocks, 0);
-    ing__jalloc_release(a, v); /* LeakSanitizer (ASan build) checks nothing is left */
+    core_jalloc_release(a, v); /* LeakSanitizer (ASan build) checks nothing is left */
     free(doc);
-    ing__jalloc_free(a);
+    core_jalloc_free(a);
 }
 
 /* Failed parses free their partial trees through the hooks: nothing may break. */
@@ -75,23 +75,23 @@ Test(jalloc, failed_parses_release_cleanly)
 {
     static const char *const bad[] = {"{\"a\":[1,2,{\"b\":", "{\"a\":1,\"a\":2}", "[1,2] x",
                                       "{\"s\":\"\\u0000\"}", ""};
-    struct ing__jalloc *a = ing__jalloc_new(256); /* small: mixes arena and malloc blocks */
+    struct core_jalloc *a = core_jalloc_new(256); /* small: mixes arena and malloc blocks */
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
         json_error_t err;
-        json_t *v = ing__jalloc_parse(a, bad[i], strlen(bad[i]), JSON_REJECT_DUPLICATES, &err);
+        json_t *v = core_jalloc_parse(a, bad[i], strlen(bad[i]), JSON_REJECT_DUPLICATES, &err);
         cr_assert_null(v, "'%s' parsed", bad[i]);
-        ing__jalloc_release(a, v);
+        core_jalloc_release(a, v);
     }
-    ing__jalloc_free(a);
+    core_jalloc_free(a);
 }
 
 /* Inside a scope but outside json_loadb (where sink callbacks run), jansson allocations
  * come from malloc and outlive the scope. */
 Test(jalloc, allocations_outside_the_parse_are_not_from_the_arena)
 {
-    struct ing__jalloc *a = ing__jalloc_new(ING_JALLOC_BYTES);
-    json_t *v = ing__jalloc_parse(a, reading, strlen(reading), 0, NULL);
+    struct core_jalloc *a = core_jalloc_new(ING_JALLOC_BYTES);
+    json_t *v = core_jalloc_parse(a, reading, strlen(reading), 0, NULL);
     json_t *kept = json_pack("{s:s, s:[i,i]}", "k", "value", "l", 1, 2);
     json_t *parsed = json_loads(reading, 0, NULL);
     char *dump;
@@ -99,21 +99,21 @@ Test(jalloc, allocations_outside_the_parse_are_not_from_the_arena)
     cr_assert_not_null(v);
     cr_assert_not_null(kept);
     cr_assert_not_null(parsed);
-    cr_assert_not(ing__jalloc_owns(a, kept));
-    cr_assert_not(ing__jalloc_owns(a, parsed));
-    cr_assert_not(ing__jalloc_owns(a, json_object_get(parsed, "readings")));
-    ing__jalloc_release(a, v);
+    cr_assert_not(core_jalloc_owns(a, kept));
+    cr_assert_not(core_jalloc_owns(a, parsed));
+    cr_assert_not(core_jalloc_owns(a, json_object_get(parsed, "readings")));
+    core_jalloc_release(a, v);
     /* The arena was reset and will be overwritten by the next parse: kept objects intact. */
-    v = ing__jalloc_parse(a, "{\"zzzzzzzzzzzzzzzz\":[9,9,9,9]}", 30, 0, NULL);
+    v = core_jalloc_parse(a, "{\"zzzzzzzzzzzzzzzz\":[9,9,9,9]}", 30, 0, NULL);
     cr_assert_not_null(v);
-    ing__jalloc_release(a, v);
+    core_jalloc_release(a, v);
     dump = json_dumps(kept, JSON_COMPACT | JSON_SORT_KEYS);
     cr_assert_str_eq(dump, "{\"k\":\"value\",\"l\":[1,2]}");
     free(dump); /* json_dumps memory is still plain malloc memory */
     cr_assert_str_eq(json_string_value(json_object_get(parsed, "device")), "m1");
     json_decref(kept);
     json_decref(parsed);
-    ing__jalloc_free(a);
+    core_jalloc_free(a);
 }
 
 /* An engine pushed from inside another engine's sink callback: scopes nest. */
@@ -132,7 +132,7 @@ static void nest_on_window(void *arg, const char *key, size_t key_len, const cha
 
     (void)key, (void)key_len, (void)info;
     cr_assert_not_null(copy);
-    cr_assert_not(ing__jalloc_owns(n->inner->ja, copy));
+    cr_assert_not(core_jalloc_owns(n->inner->ja, copy));
     cr_assert_eq(ing_engine_push(n->inner, reading, strlen(reading), "m1", 2, &src, 0, NULL, &r),
                  CORE_OK);
     n->calls++;
@@ -262,23 +262,23 @@ Test(jalloc, engines_on_threads_and_other_jansson_users_do_not_interfere)
  * falls back to json_decref (no leak, no bad free). */
 Test(jalloc, replaced_hooks_are_detected)
 {
-    struct ing__jalloc *a = ing__jalloc_new(ING_JALLOC_BYTES);
-    struct ing__jalloc_stats st;
+    struct core_jalloc *a = core_jalloc_new(ING_JALLOC_BYTES);
+    struct core_jalloc_stats st;
     json_malloc_t m;
     json_free_t f;
     json_t *v;
 
     json_get_alloc_funcs(&m, &f);
     json_set_alloc_funcs(malloc, free);
-    v = ing__jalloc_parse(a, reading, strlen(reading), 0, NULL);
+    v = core_jalloc_parse(a, reading, strlen(reading), 0, NULL);
     cr_assert_not_null(v);
-    cr_assert_not(ing__jalloc_owns(a, v));
-    ing__jalloc_stats(a, &st);
+    cr_assert_not(core_jalloc_owns(a, v));
+    core_jalloc_stats(a, &st);
     cr_assert_not(st.hooks_active);
     cr_assert_eq(st.blocks, 0);
-    ing__jalloc_release(a, v);
+    core_jalloc_release(a, v);
     json_set_alloc_funcs(m, f);
-    ing__jalloc_free(a);
+    core_jalloc_free(a);
 }
 
 /* ing_engine_parse_only (the bench's jansson floor): the engine's parse and nothing else —

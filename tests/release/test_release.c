@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "cal/theta.h"
+#include "core/buf.h"
 #include "core/dp_ledger.h"
 #include "core/dp_mech.h"
 #include "rel/plan.h"
@@ -957,4 +958,48 @@ Test(rel_release, persistent_workers_over_many_windows_and_after_fork, .timeout 
     cal_theta_free(t);
     ts_rmtree(dir);
     free(dir);
+}
+
+/* Window records parse in the window's arena (core/jalloc.h): a typical record entirely, a
+ * record whose tree outgrows the arena with its excess blocks from malloc (no leak: the
+ * ASan build runs this with leak detection), each giving the same window. */
+Test(rel_window, records_parse_in_the_window_arena_and_a_larger_one_falls_back)
+{
+    struct fixture f;
+    struct core_jalloc_stats st;
+    struct core_buf big;
+    char eb[512] = "";
+    const char *tail;
+
+    fx_init(&f, "gcdp", 10.0, 1);
+    cr_assert_not_null(f.w.ja);
+    cr_assert_eq(rel_window_from_json(WIN, strlen(WIN), &f.w, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    core_jalloc_stats(f.w.ja, &st);
+    cr_assert(st.hooks_active);
+    cr_assert_gt(st.blocks, 50);
+    cr_assert_eq(st.fallbacks, 0);
+    cr_assert_float_eq(f.w.x[1], 0.25, 0.0);
+    cr_assert_str_eq(f.w.id, "dev1|0|cfg");
+    /* the same record with an unknown member of 200000 numbers: more than the arena holds */
+    core_buf_init(&big, CORE_BUF_NO_CAP);
+    tail = strrchr(WIN, '}');
+    core_buf_put(&big, WIN, (size_t)(tail - WIN));
+    core_buf_puts(&big, ",\"extra\":[");
+    for (int i = 0; i < 200000; i++)
+        core_buf_printf(&big, "%s%d", i ? "," : "", i);
+    core_buf_puts(&big, "]}");
+    f.w.x[1] = 0.0;
+    f.w.id[0] = '\0';
+    cr_assert_eq(rel_window_from_json(big.p, big.len, &f.w, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    core_jalloc_stats(f.w.ja, &st);
+    cr_assert_gt(st.fallbacks, 0, "the tree did not outgrow the arena: make the member longer");
+    cr_assert_float_eq(f.w.x[1], 0.25, 0.0);
+    cr_assert_str_eq(f.w.id, "dev1|0|cfg");
+    cr_assert_eq(f.w.obs[1].n_real, 20u);
+    /* and the arena is whole again for the next record */
+    cr_assert_eq(rel_window_from_json(WIN, strlen(WIN), &f.w, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    core_jalloc_stats(f.w.ja, &st);
+    cr_assert_eq(st.fallbacks, 0);
+    core_buf_cleanup(&big);
+    fx_fini(&f);
 }

@@ -6,7 +6,7 @@
  *   (a) json_loadb + json_decref of the same payloads with jansson's default malloc/free,
  *       measured BEFORE any engine exists (so before the engine's allocation hooks are
  *       installed): the baseline, the plain jansson parse;
- *   (b) the same parse through the engine's per-engine arena (alg/jalloc.h);
+ *   (b) the same parse through the engine's per-engine arena (core/jalloc.h);
  *   (c) ing_engine_push end to end (decode, validate, buffer, window, encode records);
  * the ratios b/a and c/a, and peak RSS. Rates are per CPU-second of this process
  * (CLOCK_PROCESS_CPUTIME_ID), so other load on the shared machine matters less. */
@@ -18,7 +18,8 @@
 
 #include <jansson.h>
 
-#include "alg/jalloc.h"
+#include "alg/window.h" /* ING_JALLOC_BYTES */
+#include "core/jalloc.h"
 #include "ing/engine.h"
 
 #define FLAGS (JSON_DECODE_ANY | JSON_REJECT_DUPLICATES)
@@ -53,7 +54,7 @@ int main(int argc, char **argv)
     size_t *off, *len, used = 0;
     struct ing_params p;
     struct ing_engine *e;
-    struct ing__jalloc *ja;
+    struct core_jalloc *ja;
     struct ing_sink sink = {on_window, NULL, NULL};
     struct ing_source src = {"sensors.raw", 0, 0};
     struct ing_counters c;
@@ -100,21 +101,21 @@ int main(int argc, char **argv)
     p.lateness_ms = 2000;
     p.max_devices = (size_t)devs;
     e = ing_engine_new(&p, NULL, 0); /* installs the hooks */
-    ja = ing__jalloc_new(ING_JALLOC_BYTES);
+    ja = core_jalloc_new(ING_JALLOC_BYTES);
     if (!e || !ja)
         return 1;
 
     /* (b) the same parse through an arena. */
     t0 = now_s();
     for (long r = 0; r < n; r++) {
-        json_t *v = ing__jalloc_parse(ja, text + off[r], len[r], FLAGS, NULL);
+        json_t *v = core_jalloc_parse(ja, text + off[r], len[r], FLAGS, NULL);
         bad_parse += v == NULL;
-        ing__jalloc_release(ja, v);
+        core_jalloc_release(ja, v);
     }
     tb = now_s() - t0;
     {
-        struct ing__jalloc_stats st;
-        ing__jalloc_stats(ja, &st);
+        struct core_jalloc_stats st;
+        core_jalloc_stats(ja, &st);
         printf("arena per message: %zu bytes, %zu blocks, %zu fallbacks, hooks %s\n", st.used,
                st.blocks, st.fallbacks, st.hooks_active ? "active" : "INACTIVE");
     }
@@ -147,7 +148,7 @@ int main(int argc, char **argv)
            (unsigned long long)c.buffered);
     ing_engine_flush(e, &sink);
     ing_engine_free(e);
-    ing__jalloc_free(ja);
+    core_jalloc_free(ja);
     free(text);
     free(key);
     free(off);

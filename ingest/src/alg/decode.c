@@ -277,7 +277,7 @@ static enum ing_reason check_seq(const json_t *s, char *detail, size_t detail_si
 }
 
 /* Checks run in the order of ING_REASON_MAP; the first failure is the reason. */
-enum ing_reason ing__decode(const struct ing_params *p, struct ing__jalloc *ja, const char *payload,
+enum ing_reason ing__decode(const struct ing_params *p, struct core_jalloc *ja, const char *payload,
                             size_t len, const char *key, size_t key_len, int64_t now_ms,
                             json_t **root,
                             struct ing__reading *out, char *detail, size_t detail_size)
@@ -297,7 +297,7 @@ enum ing_reason ing__decode(const struct ing_params *p, struct ing__jalloc *ja, 
         return R(ING_R_EMPTY_PAYLOAD, "empty payload");
     /* jansson accepts only well-formed UTF-8 (strings checked in full, ASCII elsewhere), so
      * the separate UTF-8 scan is needed only to classify a failed parse. */
-    *root = ja ? ing__jalloc_parse(ja, payload, len, ING__JSON_FLAGS, &err)
+    *root = ja ? core_jalloc_parse(ja, payload, len, ING__JSON_FLAGS, &err)
                : json_loadb(payload, len, ING__JSON_FLAGS, &err);
     if (!*root && !ing__utf8_valid(payload, len))
         return R(ING_R_INVALID_UTF8, "payload is not UTF-8");
@@ -370,7 +370,7 @@ static bool fast_accept(const struct ing_params *p, const struct ing__fj_doc *d,
 }
 
 enum ing_reason ing__decode_fast(const struct ing_params *p, struct ing__fj *fj,
-                                 struct ing__jalloc *ja, const char *payload, size_t len,
+                                 struct core_jalloc *ja, const char *payload, size_t len,
                                  const char *key, size_t key_len, int64_t now_ms, json_t **root,
                                  struct ing__reading *out, char *detail, size_t detail_size)
 {

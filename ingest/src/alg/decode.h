@@ -6,7 +6,7 @@
 #define ING_ALG_DECODE_H
 
 #include "alg/fastjson.h"
-#include "alg/jalloc.h"
+#include "core/jalloc.h"
 #include "ing_int.h"
 
 /* One decoded reading. device points into the parsed document (valid while root lives). */
@@ -22,15 +22,15 @@ struct ing__reading {
 #define ING__JSON_FLAGS (JSON_DECODE_ANY | JSON_REJECT_DUPLICATES)
 
 /* Decode and validate payload against p (all checks that need no engine state).
- *   ja      arena the parse allocates from (alg/jalloc.h), or NULL for plain malloc.
+ *   ja      arena the parse allocates from (core/jalloc.h), or NULL for plain malloc.
  *   root    out: the parsed tree or NULL; the caller releases it in every case with
- *           ing__jalloc_release(ja, *root) (json_decref(*root) when ja is NULL), after its
+ *           core_jalloc_release(ja, *root) (json_decref(*root) when ja is NULL), after its
  *           last use of out->device.
  *   now_ms  processing clock, ms, for ingest.max_future_ms.
  *   out     filled on ING_R_NONE (device borrowed from *root).
  *   detail  receives a short reason text without protected values.
  * Returns ING_R_NONE or the first failing reason in ING_REASON_MAP order. */
-enum ing_reason ing__decode(const struct ing_params *p, struct ing__jalloc *ja, const char *payload,
+enum ing_reason ing__decode(const struct ing_params *p, struct core_jalloc *ja, const char *payload,
                             size_t len, const char *key, size_t key_len, int64_t now_ms,
                             json_t **root,
                             struct ing__reading *out, char *detail, size_t detail_size);
@@ -42,7 +42,7 @@ enum ing_reason ing__decode(const struct ing_params *p, struct ing__jalloc *ja, 
  * buffer and *root NULL; every other payload goes to ing__decode(p, ja, ...), whose *root
  * the caller releases as there. */
 enum ing_reason ing__decode_fast(const struct ing_params *p, struct ing__fj *fj,
-                                 struct ing__jalloc *ja, const char *payload, size_t len,
+                                 struct core_jalloc *ja, const char *payload, size_t len,
                                  const char *key, size_t key_len, int64_t now_ms, json_t **root,
                                  struct ing__reading *out, char *detail, size_t detail_size);
 

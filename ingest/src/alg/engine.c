@@ -168,12 +168,12 @@ struct ing_engine *ing_engine_new(const struct ing_params *p, char *errbuf, size
     eng->n_slots = p->window_ms / p->period_ms;
     eng->half = p->period_ms / 2;
     ing__window_scratch_init(&eng->ws, p);
-    eng->ja = ing__jalloc_new(ING_JALLOC_BYTES);
+    eng->ja = core_jalloc_new(ING_JALLOC_BYTES);
     if (p->decoder == ING_DECODER_SIMDJSON &&
         !(eng->fj = ing__fj_new(p->max_message_bytes))) {
         snprintf(errbuf, errbuf_size, "ingest.decoder: the simdjson scanner could not allocate "
                  "its buffers for ingest.max_message_bytes %zu", p->max_message_bytes);
-        ing__jalloc_free(eng->ja);
+        core_jalloc_free(eng->ja);
         ing__window_scratch_cleanup(&eng->ws);
         free(eng);
         return NULL;
@@ -194,7 +194,7 @@ void ing_engine_free(struct ing_engine *eng)
     }
     free(eng->tab);
     ing__window_scratch_cleanup(&eng->ws);
-    ing__jalloc_free(eng->ja);
+    core_jalloc_free(eng->ja);
     ing__fj_free(eng->fj);
     core_buf_cleanup(&eng->out);
     free(eng);
@@ -202,7 +202,7 @@ void ing_engine_free(struct ing_engine *eng)
 
 void ing_engine_global_init(void)
 {
-    ing__jalloc_install();
+    core_jalloc_install();
 }
 
 const struct ing_params *ing_engine_params(const struct ing_engine *eng)
@@ -637,8 +637,8 @@ bool ing_engine_parse_only(struct ing_engine *eng, const char *payload, size_t l
 
     if (!eng || !payload)
         return false;
-    root = ing__jalloc_parse(eng->ja, payload, len, ING__JSON_FLAGS, &err);
-    ing__jalloc_release(eng->ja, root);
+    root = core_jalloc_parse(eng->ja, payload, len, ING__JSON_FLAGS, &err);
+    core_jalloc_release(eng->ja, root);
     return root != NULL;
 }
 
@@ -655,7 +655,7 @@ enum ing_reason ing_engine_decode_only(struct ing_engine *eng, const char *paylo
                                     &root, &r, detail, sizeof(detail))
                  : ing__decode(&eng->p, eng->ja, payload, len, key, key_len, 0, &root, &r,
                                detail, sizeof(detail));
-    ing__jalloc_release(eng->ja, root);
+    core_jalloc_release(eng->ja, root);
     return reason;
 }
 
@@ -692,7 +692,7 @@ core_err ing_engine_push(struct ing_engine *eng, const char *payload, size_t len
                            eng->p.hop_ms),
             sink);
     }
-    ing__jalloc_release(eng->ja, root); /* r.device points into root: last use above */
+    core_jalloc_release(eng->ja, root); /* r.device points into root: last use above */
     if (out_reason)
         *out_reason = reason;
     return CORE_OK;

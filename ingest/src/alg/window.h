@@ -5,8 +5,11 @@
 #ifndef ING_ALG_WINDOW_H
 #define ING_ALG_WINDOW_H
 
-#include "alg/jalloc.h"
+#include "core/jalloc.h"
 #include "ing_int.h"
+
+#define ING_JALLOC_BYTES ((size_t)64 * 1024) /* parse arena per engine; a 200-byte reading
+                                                uses ~2 KiB */
 
 /* One buffered reading (values live in the device's val array, n_channels per row). */
 struct ing__rd {
@@ -67,7 +70,7 @@ struct ing_engine {
     struct ing_counters c;
     struct core_buf out;
     struct ing__wscratch ws;
-    struct ing__jalloc *ja; /* parse arena (alg/jalloc.h) */
+    struct core_jalloc *ja; /* parse arena (core/jalloc.h) */
     struct ing__fj *fj;     /* simdjson scanner (alg/fastjson.h); NULL: ingest.decoder=jansson */
     const char *closed_early; /* while force-closing: why ("flush", "idle_timeout",
                                  "stream_restart"); NULL when windows close on the watermark */

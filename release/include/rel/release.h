@@ -24,6 +24,7 @@
 #include "core/dp_ledger.h"
 #include "core/dp_rng.h"
 #include "core/err.h"
+#include "core/jalloc.h"
 #include "rel/plan.h"
 
 #define REL_SCHEMA_RELEASED "gcdp.released/1"
@@ -31,6 +32,9 @@
 #define REL_MAX_ID          200u     /* window id bytes */
 #define REL_MAX_DEVICE      64u      /* device id bytes */
 #define REL_MAX_LINE        (1u << 22) /* one input record (JSONL line / CSV row) */
+/* Parse arena of a window buffer (core/jalloc.h): a 100-node record's tree takes ~170 KiB;
+ * a bigger record parses too, its excess blocks from malloc. */
+#define REL_JALLOC_BYTES    ((size_t)1 << 20)
 
 /* One window, values indexed by θ node (caller storage; see rel_window_init). */
 struct rel_window {
@@ -44,9 +48,11 @@ struct rel_window {
     struct rel_node_obs *obs; /* θ n_nodes: real samples, series points, longest imputed run */
     uint8_t *used;       /* θ n_nodes: 1 if some coordinate reads the node */
     struct rel_profile prof; /* the record's provenance (prof.from_record once parsed) */
+    struct core_jalloc *ja;  /* owned: the parse arena of rel_window_from_json (NULL: malloc) */
 };
 
-/* Allocate the per-node arrays for θ (borrowed; must outlive w). rel_window_cleanup frees. */
+/* Allocate the per-node arrays and the parse arena for θ (borrowed; must outlive w).
+ * rel_window_cleanup frees. */
 void rel_window_init(struct rel_window *w, const struct cal_theta *theta);
 void rel_window_cleanup(struct rel_window *w);
 

@@ -78,6 +78,13 @@ struct rel_releaser {
     struct rel_term *terms; /* scratch for one coordinate's terms */
     struct rel_node_obs *tobs; /* their observations */
     size_t cap_terms;
+    /* Certificate cache: bw[k] is a function of the plan (fixed for the releaser) and the
+     * observations of coordinate k's nodes only, and consecutive windows mostly state the
+     * same counts; cert_obs[cert_off[k] ..] holds the observations bw[k] was computed from
+     * (valid when cert_ok[k]). */
+    struct rel_node_obs *cert_obs;
+    size_t *cert_off;
+    uint8_t *cert_ok;
     char *unit_buf;
     const char **units;
     struct rel_release_stats stats;
@@ -155,6 +162,20 @@ static void sb_value(struct core_buf *b, double v)
 
 /* ------------------------------------------------------------------ lifecycle */
 
+static void cert_cache_init(struct rel_releaser *r)
+{
+    const struct cal_theta *t = r->plan->theta;
+    size_t total = 0;
+
+    r->cert_off = core_xcalloc(r->plan->d + 1, sizeof(*r->cert_off));
+    r->cert_ok = core_xcalloc(r->plan->d + 1, sizeof(*r->cert_ok));
+    for (size_t k = 0; k < r->plan->d; k++) {
+        r->cert_off[k] = total;
+        total += t->coords[k].n;
+    }
+    r->cert_obs = core_xcalloc(total + 1, sizeof(*r->cert_obs));
+}
+
 core_err rel_releaser_new(const struct rel_plan *plan, struct core_dp_ledger *ledger,
                           const struct core_rng *rng, size_t batch, unsigned nthreads,
                           struct rel_releaser **out)
@@ -200,6 +221,7 @@ core_err rel_releaser_new(const struct rel_plan *plan, struct core_dp_ledger *le
                                                                 : r->cap_terms;
     r->terms = core_xcalloc(r->cap_terms + 1, sizeof(*r->terms));
     r->tobs = core_xcalloc(r->cap_terms + 1, sizeof(*r->tobs));
+    cert_cache_init(r);
     r->unit_buf = core_xmalloc(UNIT_BUF);
     r->units = core_xcalloc(REL_MAX_UNITS_PER_WINDOW, sizeof(*r->units));
     /* workers only when a window can use them (rel_noise_apply's 256-per-thread rule) */
@@ -238,6 +260,9 @@ void rel_releaser_free(struct rel_releaser *r)
     free(r->bw);
     free(r->terms);
     free(r->tobs);
+    free(r->cert_obs);
+    free(r->cert_off);
+    free(r->cert_ok);
     free(r->unit_buf);
     free(r->units);
     free(r);
@@ -250,7 +275,21 @@ void rel_releaser_stats(const struct rel_releaser *r, struct rel_release_stats *
 
 /* ------------------------------------------------------------------ Algorithm 4 */
 
-/* The window's own certificate per coordinate (Algorithm 2 from its provenance) into r->bw. */
+static bool same_obs(const struct cal_coord *c, const struct rel_node_obs *obs,
+                     const struct rel_node_obs *seen)
+{
+    for (size_t a = 0; a < c->n; a++) {
+        const struct rel_node_obs *o = &obs[c->nodes[a]];
+        if (o->n_real != seen[a].n_real || o->n_points != seen[a].n_points ||
+            o->max_run != seen[a].max_run)
+            return false;
+    }
+    return true;
+}
+
+/* The window's own certificate per coordinate (Algorithm 2 from its provenance) into r->bw;
+ * a coordinate whose nodes state the observations of its cached certificate reuses it (the
+ * certificate is a pure function of the plan and those observations). */
 static core_err window_certificates(struct rel_releaser *r, const struct rel_window *w, char *eb,
                                     size_t ebn)
 {
@@ -258,6 +297,10 @@ static core_err window_certificates(struct rel_releaser *r, const struct rel_win
 
     for (size_t k = 0; k < p->d; k++) {
         const struct cal_coord *c = &p->theta->coords[k];
+        struct rel_node_obs *seen = &r->cert_obs[r->cert_off[k]];
+        if (r->cert_ok[k] && same_obs(c, w->obs, seen))
+            continue; /* bw[k] is the certificate of these very observations */
+        r->cert_ok[k] = 0;
         for (size_t a = 0; a < c->n; a++) {
             r->terms[a] = (struct rel_term){p->node_chan[c->nodes[a]], p->node_stat[c->nodes[a]],
                                             c->coef[a]};
@@ -269,6 +312,8 @@ static core_err window_certificates(struct rel_releaser *r, const struct rel_win
                      w->id, c->name ? c->name : "?");
             return CORE_EINVAL;
         }
+        memcpy(seen, r->tobs, c->n * sizeof(*seen));
+        r->cert_ok[k] = 1;
     }
     return CORE_OK;
 }

@@ -84,6 +84,7 @@ struct drift_state {
     struct rel_drift_opts opts;
     struct rel_drift *mon;       /* for the current θ; NULL when disabled or not possible */
     json_t *coord;               /* coordinate name -> index in θ (current θ) */
+    struct core_jalloc *ja;      /* parse arena of the released records fed to it */
     double *val, *var;           /* d values / noise variances of one released record */
     struct rel_drift_result last;
     uint64_t horizons, reports;
@@ -340,8 +341,15 @@ static void drift_feed(struct rel_service *s, const char *bytes, size_t len)
     struct rel_drift_result res;
     bool gauss = s->ropts.mech->gaussian != 0;
 
-    if (!d->mon || !(r = json_loadb(bytes, len, 0, NULL)))
+    if (!d->mon)
         return;
+    if (!d->ja)
+        d->ja = core_jalloc_new(REL_JALLOC_BYTES);
+    r = core_jalloc_parse(d->ja, bytes, len, 0, NULL); /* until core_jalloc_release below */
+    if (!r) {
+        core_jalloc_release(d->ja, r);
+        return;
+    }
     vals = json_object_get(r, "values");
     scl = json_object_get(r, "scale");
     for (size_t k = 0; k < s->theta->d; k++) {
@@ -368,7 +376,7 @@ static void drift_feed(struct rel_service *s, const char *bytes, size_t len)
         if (res.fire)
             drift_report(s);
     }
-    json_decref(r);
+    core_jalloc_release(d->ja, r);
 }
 
 /* The committed ledger row of e (new or replayed) to the changelog, to the partition number
@@ -1523,6 +1531,7 @@ void rel_service_free(struct rel_service *s)
     json_decref(s->cl_known);
     rel_drift_free(s->dr.mon);
     json_decref(s->dr.coord);
+    core_jalloc_free(s->dr.ja);
     free(s->dr.val);
     free(s->dr.var);
     core_ctl_key_free(s->dr.key);

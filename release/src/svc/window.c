@@ -22,6 +22,7 @@ void rel_window_init(struct rel_window *w, const struct cal_theta *t)
     w->obs = core_xcalloc(t->n_nodes, sizeof(*w->obs));
     w->used = rel_theta_used_nodes(t);
     rel_profile_init(&w->prof, t->n_nodes);
+    w->ja = core_jalloc_new(REL_JALLOC_BYTES);
 }
 
 void rel_window_cleanup(struct rel_window *w)
@@ -30,6 +31,7 @@ void rel_window_cleanup(struct rel_window *w)
     free(w->obs);
     free(w->used);
     rel_profile_cleanup(&w->prof);
+    core_jalloc_free(w->ja);
     memset(w, 0, sizeof(*w));
 }
 
@@ -137,20 +139,22 @@ static core_err imputed_runs(const json_t *list, int64_t period, uint32_t *n, ui
 /* Which window node θ node m reads: its own name when it carries a statistic, else the one
  * window node whose provenance names channel == θ node (ambiguity is refused). */
 static core_err bind_node(const struct cal_theta *t, size_t m, const json_t *pn,
-                          struct rel_node_prov *np, char *eb, size_t ebn)
+                          struct rel_node_prov *np, const json_t **pv, char *eb, size_t ebn)
 {
     const char *name = t->nodes[m], *key;
     const json_t *v, *hit = NULL;
     char chan[REL_MAX_KEY];
     enum rel_stat st;
+    size_t len;
 
     if (rel_name_split(name, chan, sizeof(chan), &st)) {
-        if (strlen(name) >= REL_MAX_KEY || !json_object_get(pn, name)) {
+        len = strlen(name);
+        if (len >= REL_MAX_KEY || !(*pv = json_object_getn(pn, name, len))) {
             snprintf(eb, ebn, "prov.nodes.%s: missing (theta node %s has no provenance in "
                      "this window)", name, name);
             return CORE_EPARSE;
         }
-        snprintf(np->key, sizeof(np->key), "%s", name);
+        memcpy(np->key, name, len + 1);
         return CORE_OK;
     }
     json_object_foreach((json_t *)pn, key, v) {
@@ -171,30 +175,34 @@ static core_err bind_node(const struct cal_theta *t, size_t m, const json_t *pn,
         snprintf(eb, ebn, "theta node %s: no window node of that channel in prov.nodes", name);
         return CORE_EPARSE;
     }
+    *pv = hit;
     return CORE_OK;
 }
 
-/* One node's provenance, checked against itself, the record's gap and its n_node/imputed. */
-static core_err node_prov(const json_t *doc, const json_t *pv, struct rel_node_prov *np,
-                          struct rel_node_obs *ob, const struct rel_profile *pr, char *eb,
-                          size_t ebn)
+/* One node's provenance, checked against itself, the record's gap and its n_node/imputed
+ * (nn, imp: the record's "n_node" and "imputed" objects). */
+static core_err node_prov(const json_t *nn, const json_t *imp, const json_t *pv,
+                          struct rel_node_prov *np, struct rel_node_obs *ob,
+                          const struct rel_profile *pr, char *eb, size_t ebn)
 {
     const char *stat = json_string_value(json_object_get(pv, "stat"));
-    const char *chan = json_string_value(json_object_get(pv, "channel"));
+    const json_t *jchan = json_object_get(pv, "channel");
+    const char *chan = json_string_value(jchan);
     const json_t *clip = json_object_get(pv, "clip"), *ni = json_object_get(pv, "n_imputed");
     const json_t *mr = json_object_get(pv, "max_run");
-    const json_t *nr = json_object_get(json_object_get(doc, "n_node"), np->key);
-    const json_t *il = json_object_get(json_object_get(doc, "imputed"), np->key);
+    const json_t *nr = json_object_get(nn, np->key);
+    const json_t *il = json_object_get(imp, np->key);
     char kchan[REL_MAX_KEY];
     enum rel_stat kst;
     uint32_t n_imp = 0, run = 0;
+    size_t clen = chan ? strlen(chan) : 0;
 
     if (!stat || rel_stat_parse(stat, &np->stat) != CORE_OK || !chan ||
-        strlen(chan) >= sizeof(np->chan)) {
+        clen >= sizeof(np->chan)) {
         snprintf(eb, ebn, "prov.nodes.%s: stat missing or unknown, or channel missing", np->key);
         return CORE_EPARSE;
     }
-    snprintf(np->chan, sizeof(np->chan), "%s", chan);
+    memcpy(np->chan, chan, clen + 1);
     if (!rel_name_split(np->key, kchan, sizeof(kchan), &kst) || kst != np->stat ||
         strcmp(kchan, chan) != 0) {
         snprintf(eb, ebn, "node %s: the name does not state its statistic and channel as its "
@@ -266,10 +274,10 @@ static core_err json_values(const json_t *doc, struct rel_window *w, char *eb, s
     const struct cal_theta *t = w->theta;
     const json_t *nodes = json_object_get(doc, "nodes"), *prov = json_object_get(doc, "prov");
     const json_t *pn = json_object_get(prov, "nodes");
+    const json_t *nn = json_object_get(doc, "n_node"), *imp = json_object_get(doc, "imputed");
     core_err rc;
 
-    if (!json_is_object(nodes) || !json_is_object(json_object_get(doc, "n_node")) ||
-        !json_is_object(json_object_get(doc, "imputed"))) {
+    if (!json_is_object(nodes) || !json_is_object(nn) || !json_is_object(imp)) {
         snprintf(eb, ebn, "nodes / n_node / imputed: missing or not objects");
         return CORE_EPARSE;
     }
@@ -277,15 +285,14 @@ static core_err json_values(const json_t *doc, struct rel_window *w, char *eb, s
         return rc;
     for (size_t m = 0; m < t->n_nodes; m++) {
         struct rel_node_prov *np = &w->prof.node[m];
-        const json_t *v;
+        const json_t *v, *pv = NULL;
         w->x[m] = NAN;
         memset(np, 0, sizeof(*np));
         memset(&w->obs[m], 0, sizeof(w->obs[m]));
         if (!w->used[m])
             continue;
-        if ((rc = bind_node(t, m, pn, np, eb, ebn)) != CORE_OK ||
-            (rc = node_prov(doc, json_object_get(pn, np->key), np, &w->obs[m], &w->prof, eb,
-                            ebn)) != CORE_OK)
+        if ((rc = bind_node(t, m, pn, np, &pv, eb, ebn)) != CORE_OK ||
+            (rc = node_prov(nn, imp, pv, np, &w->obs[m], &w->prof, eb, ebn)) != CORE_OK)
             return rc;
         v = json_object_get(nodes, np->key);
         if (!json_is_number(v) || !isfinite(json_number_value(v))) {
@@ -309,7 +316,10 @@ core_err rel_window_from_json(const char *text, size_t len,
         snprintf(eb, ebn, "record longer than %u bytes", REL_MAX_LINE);
         return CORE_ETOOBIG;
     }
-    doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    /* the tree lives in w's arena until core_jalloc_release below: whatever w keeps of
+     * it (ids, device, names) is copied out first */
+    doc = w->ja ? core_jalloc_parse(w->ja, text, len, JSON_REJECT_DUPLICATES, &jerr)
+                : json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!json_is_object(doc)) {
         /* position only: jansson's text quotes the offending token (could be a value) */
         if (doc)
@@ -356,7 +366,10 @@ core_err rel_window_from_json(const char *text, size_t len,
     w->prof.from_record = false;
     rc = w->excluded ? CORE_OK : json_values(doc, w, eb, ebn);
 out:
-    json_decref(doc);
+    if (w->ja)
+        core_jalloc_release(w->ja, doc);
+    else
+        json_decref(doc);
     return rc;
 }
 

@@ -1,5 +1,5 @@
-/* jalloc.c - per-engine bump arena for jansson's parse allocations (alg/jalloc.h). */
-#include "alg/jalloc.h"
+/* jalloc.c - bump arena for jansson's parse allocations (core/jalloc.h). */
+#include "core/jalloc.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,23 +28,23 @@
 
 #define JA_ALIGN 16u /* >= alignof(max_align_t) on the targets we build for */
 
-struct ing__jalloc {
+struct core_jalloc {
     unsigned char *base;
     size_t cap, off;
     bool routing;                 /* inside json_loadb of this arena's scope */
-    bool open;                    /* between ing__jalloc_parse and ing__jalloc_release */
-    struct ing__jalloc *outer;    /* scope of this thread when ours opened (nesting) */
-    struct ing__jalloc_stats st;  /* current / last scope */
+    bool open;                    /* between core_jalloc_parse and core_jalloc_release */
+    struct core_jalloc *outer;    /* scope of this thread when ours opened (nesting) */
+    struct core_jalloc_stats st;  /* current / last scope */
 };
 
 static json_malloc_t prev_malloc = malloc;
 static json_free_t prev_free = free;
 static once_flag install_once = ONCE_FLAG_INIT;
-static _Thread_local struct ing__jalloc *tl_scope; /* this thread's open scope, or NULL */
+static _Thread_local struct core_jalloc *tl_scope; /* this thread's open scope, or NULL */
 
 static void *hook_malloc(size_t n)
 {
-    struct ing__jalloc *a = tl_scope;
+    struct core_jalloc *a = tl_scope;
 
     if (a && a->routing) {
         if (n <= a->cap) { /* n + padding cannot overflow then */
@@ -66,7 +66,7 @@ static void *hook_malloc(size_t n)
 
 static void hook_free(void *p)
 {
-    const struct ing__jalloc *a = tl_scope;
+    const struct core_jalloc *a = tl_scope;
 
     if (a && (uintptr_t)p >= (uintptr_t)a->base && (uintptr_t)p < (uintptr_t)(a->base + a->cap))
         return; /* arena block: released with the whole arena */
@@ -81,7 +81,7 @@ static void install(void)
     json_set_alloc_funcs(hook_malloc, hook_free);
 }
 
-void ing__jalloc_install(void)
+void core_jalloc_install(void)
 {
     call_once(&install_once, install);
 }
@@ -95,18 +95,18 @@ static bool hooks_active(void)
     return m == hook_malloc && f == hook_free;
 }
 
-struct ing__jalloc *ing__jalloc_new(size_t cap)
+struct core_jalloc *core_jalloc_new(size_t cap)
 {
-    struct ing__jalloc *a = core_xcalloc(1, sizeof(*a));
+    struct core_jalloc *a = core_xcalloc(1, sizeof(*a));
 
-    ing__jalloc_install();
+    core_jalloc_install();
     a->cap = (cap + JA_ALIGN - 1) & ~(size_t)(JA_ALIGN - 1);
     a->base = core_xmalloc(a->cap);
     JA_POISON(a->base, a->cap);
     return a;
 }
 
-void ing__jalloc_free(struct ing__jalloc *a)
+void core_jalloc_free(struct core_jalloc *a)
 {
     if (!a)
         return;
@@ -115,25 +115,25 @@ void ing__jalloc_free(struct ing__jalloc *a)
     free(a);
 }
 
-json_t *ing__jalloc_parse(struct ing__jalloc *a, const char *buf, size_t len, size_t flags,
+json_t *core_jalloc_parse(struct core_jalloc *a, const char *buf, size_t len, size_t flags,
                           json_error_t *err)
 {
     json_t *root;
 
     if (a->open) /* contract violation; keep the arena consistent anyway */
-        ing__jalloc_release(a, NULL);
+        core_jalloc_release(a, NULL);
     a->outer = tl_scope;
     tl_scope = a;
     a->open = true;
     a->off = 0;
-    a->st = (struct ing__jalloc_stats){0, 0, 0, hooks_active()};
+    a->st = (struct core_jalloc_stats){0, 0, 0, hooks_active()};
     a->routing = true;
     root = json_loadb(buf, len, flags, err);
     a->routing = false;
     return root;
 }
 
-void ing__jalloc_release(struct ing__jalloc *a, json_t *root)
+void core_jalloc_release(struct core_jalloc *a, json_t *root)
 {
     if (!a->open) { /* no scope (nothing was parsed): root cannot be ours */
         json_decref(root);
@@ -151,12 +151,12 @@ void ing__jalloc_release(struct ing__jalloc *a, json_t *root)
     a->open = false;
 }
 
-bool ing__jalloc_owns(const struct ing__jalloc *a, const void *p)
+bool core_jalloc_owns(const struct core_jalloc *a, const void *p)
 {
     return (uintptr_t)p >= (uintptr_t)a->base && (uintptr_t)p < (uintptr_t)(a->base + a->cap);
 }
 
-void ing__jalloc_stats(const struct ing__jalloc *a, struct ing__jalloc_stats *out)
+void core_jalloc_stats(const struct core_jalloc *a, struct core_jalloc_stats *out)
 {
     *out = a->st;
     if (a->open)
