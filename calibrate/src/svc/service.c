@@ -128,6 +128,7 @@ static core_err private_span(struct cal_service *s, struct cal_span_result *r, i
     int64_t widen = cal_ledger_widen_ms(&s->opts.scheme), t0 = 0, t1 = 0;
     core_err rc;
 
+    memset(r, 0, sizeof(*r));
     cal_span_set_init(&set, s->opts.lateness_ms + widen + s->opts.scheme.slot_ms +
                                 s->opts.span_ms);
     rc = cal_priv_read_windows(s->cfg, core_config_str(s->cfg, "topics.windows"), &set, IO_MS,
@@ -326,7 +327,7 @@ static core_err make_version(struct cal_service *s, const char *reason, char *eb
     struct cal_theta *t = NULL;
     struct cal_report rep;
     struct cal_opts o = s->copts;
-    const char *base = strrchr(s->opts.input, '/');
+    const char *base = s->opts.input ? strrchr(s->opts.input, '/') : NULL;
     char *bytes = NULL, key[24];
     size_t len = 0;
     int64_t now = wall_ms();
