@@ -9,7 +9,12 @@
  * (lateness = release.service.ledger_lateness_ms, widen = cal_ledger_widen_ms) so the slot of
  * every unit a span window charges ends at or before newest - lateness: units release has
  * closed (core_dp_ledger_advance evicts them). A window belongs to the span when
- * t0 <= window_start and window_end <= t1 and it is not excluded.
+ * t0 <= window_start and window_end <= t1 and it is not excluded, and also window_end <=
+ * newest_D - lateness - widen - slot_ms with newest_D its own device's newest window end
+ * (a device lagging behind the others contributes only windows its own later windows cannot
+ * overlap: ingest emits a device's windows in start order, so every window of D read later
+ * starts after newest_D - window length; with lateness >= window length + widen + slot_ms,
+ * which the service checks, no unit of a used window can be charged by a later window).
  *
  * Matrix. Rows = the span's windows sorted by (device, window_start); one row per window,
  * timestamp = window_start. Nodes = the node keys of the first row ("<channel>.<stat>",
@@ -57,13 +62,18 @@ struct cal_span_set {
     struct cal_span_win *w;
     size_t n, cap;
     int64_t newest_end; /* newest window end read (any window, excluded ones too); 0 none */
+    int64_t gap_ms;     /* lateness + widen + slot_ms (the span rule) */
     int64_t keep_ms;    /* windows ending at or before newest_end - keep_ms are dropped */
+    json_t *dev_newest; /* owned: device -> its newest window end read */
+    int64_t high[CAL_SPAN_MAX_PARTITIONS]; /* per partition: the high watermark read to
+                                              (cal_priv_read_windows); 0 unknown */
     uint64_t read, malformed, dropped;
 };
 
-/* keep_ms = lateness + widen + slot_ms + span_ms: a window dropped on the running newest end
- * could never be in the final span (the final newest end is only larger). */
-void cal_span_set_init(struct cal_span_set *s, int64_t keep_ms);
+/* gap_ms = lateness + widen + slot_ms, span_ms = the declared span: windows ending at or
+ * before the running newest end - gap - span are dropped as read (they could never be in
+ * the final span: the final newest end is only larger). */
+void cal_span_set_init(struct cal_span_set *s, int64_t gap_ms, int64_t span_ms);
 void cal_span_set_cleanup(struct cal_span_set *s); /* NULL-safe */
 
 /* Add one record read at (partition, offset). A record that is not a gcdp.window/2 object
@@ -83,8 +93,10 @@ struct cal_span_result {
     char **devices;         /* owned, n_devices sorted device ids */
     size_t n_devices;
     int64_t row_len_ms;     /* the longest window of the span */
-    int64_t need[CAL_SPAN_MAX_PARTITIONS]; /* per partition: offset after the last span
-                                              window there; -1: no span window */
+    int64_t need[CAL_SPAN_MAX_PARTITIONS]; /* per partition holding a span window: the
+                                              high watermark read to (at least the offset
+                                              after its last span window) release must
+                                              have committed; -1: no span window */
     size_t n_parts;         /* 1 + the highest partition with a span window */
     size_t skipped;         /* span windows skipped (a node missing or non-finite) */
 };

@@ -156,6 +156,8 @@ core_err cal_priv_read_windows(const struct core_config *cfg, const char *topic,
         rc = partitions_of(rk, topic, &np, eb, ebn);
     if (rc == CORE_OK)
         rc = read_all(rk, topic, np, r, timeout_ms, add_window, set, eb, ebn);
+    for (int p = 0; rc == CORE_OK && p < np; p++)
+        set->high[p] = r->high[p];
     if (rk)
         rd_kafka_destroy(rk);
     free(r);

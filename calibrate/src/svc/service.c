@@ -129,8 +129,8 @@ static core_err private_span(struct cal_service *s, struct cal_span_result *r, i
     core_err rc;
 
     memset(r, 0, sizeof(*r));
-    cal_span_set_init(&set, s->opts.lateness_ms + widen + s->opts.scheme.slot_ms +
-                                s->opts.span_ms);
+    cal_span_set_init(&set, s->opts.lateness_ms + widen + s->opts.scheme.slot_ms,
+                      s->opts.span_ms);
     rc = cal_priv_read_windows(s->cfg, core_config_str(s->cfg, "topics.windows"), &set, IO_MS,
                                eb, ebn);
     if (rc == CORE_OK && !cal_span_bounds(set.newest_end, s->opts.lateness_ms, widen,
@@ -141,6 +141,12 @@ static core_err private_span(struct cal_service *s, struct cal_span_result *r, i
     if (rc == CORE_OK)
         rc = cal_span_select(&set, t0, t1, r, eb, ebn);
     *why = rc == CORE_ENOTFOUND ? R_NO_WINDOWS : -1;
+    if (rc == CORE_OK && s->opts.lateness_ms < r->row_len_ms + widen + s->opts.scheme.slot_ms) {
+        snprintf(eb, ebn, "release.service.ledger_lateness_ms = %" PRId64 " is shorter than a "
+                 "window (%" PRId64 " ms) + the widening + one slot: a later window of a device "
+                 "could charge a unit of the span", s->opts.lateness_ms, r->row_len_ms);
+        rc = CORE_ECONFIG;
+    }
     if (rc == CORE_OK) {
         rc = cal_priv_release_caught_up(s->cfg, s->opts.release_group,
                                         core_config_str(s->cfg, "topics.windows"), r, IO_MS, eb,

@@ -9,10 +9,12 @@
 
 #include "core/mem.h"
 
-void cal_span_set_init(struct cal_span_set *s, int64_t keep_ms)
+void cal_span_set_init(struct cal_span_set *s, int64_t gap_ms, int64_t span_ms)
 {
     memset(s, 0, sizeof(*s));
-    s->keep_ms = keep_ms;
+    s->gap_ms = gap_ms;
+    s->keep_ms = gap_ms + span_ms;
+    s->dev_newest = json_object();
 }
 
 void cal_span_set_cleanup(struct cal_span_set *s)
@@ -22,6 +24,7 @@ void cal_span_set_cleanup(struct cal_span_set *s)
     for (size_t i = 0; i < s->n; i++)
         json_decref(s->w[i].nodes);
     free(s->w);
+    json_decref(s->dev_newest);
     memset(s, 0, sizeof(*s));
 }
 
@@ -65,6 +68,8 @@ core_err cal_span_add(struct cal_span_set *s, const void *payload, size_t len,
     }
     if (json_integer_value(en) > s->newest_end)
         s->newest_end = json_integer_value(en);
+    if (json_integer_value(en) > json_integer_value(json_object_get(s->dev_newest, dev)))
+        json_object_set_new(s->dev_newest, dev, json_integer(json_integer_value(en)));
     if (json_is_true(json_object_get(j, "excluded")) ||
         json_integer_value(en) <= s->newest_end - s->keep_ms) {
         json_decref(j);
@@ -200,9 +205,11 @@ core_err cal_span_select(const struct cal_span_set *s, int64_t t0, int64_t t1,
     memset(out, 0, sizeof(*out));
     for (size_t p = 0; p < CAL_SPAN_MAX_PARTITIONS; p++)
         out->need[p] = -1;
-    for (size_t i = 0; i < s->n; i++)
-        if (s->w[i].start >= t0 && s->w[i].end <= t1)
+    for (size_t i = 0; i < s->n; i++) {
+        int64_t dn = json_integer_value(json_object_get(s->dev_newest, s->w[i].device));
+        if (s->w[i].start >= t0 && s->w[i].end <= t1 && s->w[i].end <= dn - s->gap_ms)
             sel[n++] = &s->w[i];
+    }
     qsort(sel, n, sizeof(*sel), by_dev_start);
     if (n > 0)
         m = node_names(sel[0], &keys, &names);
@@ -220,6 +227,8 @@ core_err cal_span_select(const struct cal_span_set *s, int64_t t0, int64_t t1,
             out->row_len_ms = w->end - w->start;
         if (w->offset + 1 > out->need[w->partition])
             out->need[w->partition] = w->offset + 1;
+        if (s->high[w->partition] > out->need[w->partition])
+            out->need[w->partition] = s->high[w->partition];
         if ((size_t)w->partition + 1 > out->n_parts)
             out->n_parts = (size_t)w->partition + 1;
     }
