@@ -9,7 +9,8 @@
  *     private θ (reason command, mode private) whose ledger row charges ε_cal to exactly the
  *     units of the declared span's windows (computed here from the windows produced and the
  *     span rule); the row is on the changelog at room1's partition, key = its release id;
- *     a restarted release instance restores it, so its ledger totals on the span's units are
+ *     the running release instance restores it before taking the private θ in use; a
+ *     restarted release instance restores it too, so its ledger totals on the span's units are
  *     ε_rel + ε_cal; the canary never appears on gcdp.calibration, gcdp.status, the logs or
  *     /metrics.
  *   cap_refusal_is_reported_and_charges_nothing: with cap 2 (ε_rel 1 + ε_cal 1.5 > 2) the
@@ -145,6 +146,16 @@ static void release_run(struct fx *f, const char *cap)
                  ts_read_file(f->err, NULL));
 }
 
+/* A release instance in the background (changelog on, metrics on port). */
+static pid_t release_start(struct fx *f, const char *cap, const char *mport)
+{
+    const char *rel[] = {"release", "--serve", "--ledger", f->rel_led, "--exit-idle", "60",
+                         "--set", f->b.set_bootstrap, "--set", "release.service.changelog=true",
+                         "--set", "kafka.session.timeout.ms=3000", "--set", cap, "--set",
+                         mport, "--log-level", "warn", NULL};
+    return ts_spawn(rel, NULL, f->err);
+}
+
 static pid_t calibrate_start(struct fx *f, const char *cap)
 {
     const char *cal[] = {"calibrate", "--serve", "--exit-after", "40", "--set",
@@ -258,8 +269,16 @@ static json_t *ledger_totals(struct fx *f, const char *path)
 Test(calibrate_private, command_charges_the_span_and_release_restores_it, .timeout = 150)
 {
     struct fx f;
+    char rmport[64];
+    int rport = ts_free_port();
     fx_start(&f);
-    release_run(&f, "release.ledger.cap_eps=10");
+    snprintf(rmport, sizeof(rmport), "metrics.port=%d", rport);
+    pid_t rel = release_start(&f, "release.ledger.cap_eps=10", rmport);
+    int64_t t0 = ts_now_ms();
+    while (ts_metric(rport, "gcdp_release_consumed_total") < N_WIN && ts_now_ms() - t0 < 30000)
+        ts_sleep_ms(100);
+    cr_assert_eq(ts_metric(rport, "gcdp_release_consumed_total"), N_WIN);
+    ts_sleep_ms(1500); /* offsets committed (every 500 ms once the outputs are acknowledged) */
     json_t *ths = thetas(&f);
     cr_assert_eq(json_array_size(ths), 1u);
     int64_t v1 = json_integer_value(json_object_get(json_array_get(ths, 0), "version"));
@@ -276,6 +295,21 @@ Test(calibrate_private, command_charges_the_span_and_release_restores_it, .timeo
     json_decref(st);
     kill(cal, SIGTERM);
     cr_assert_eq(ts_wait(cal, 30000), 0);
+
+    /* the running release instance takes the private θ in use after restoring its
+     * partitions again: the calibrate row is in its ledger before it could charge under it */
+    ths = thetas(&f);
+    int64_t vp = json_integer_value(json_object_get(json_array_get(ths, 1), "version"));
+    json_decref(ths);
+    t0 = ts_now_ms();
+    while (ts_metric(rport, "gcdp_release_theta_version") < vp && ts_now_ms() - t0 < 15000)
+        ts_sleep_ms(100);
+    cr_assert_eq(ts_metric(rport, "gcdp_release_theta_version"), vp);
+    json_t *rel_swap = ledger_rows(f.rel_led, "calibrate|");
+    cr_assert_eq(json_array_size(rel_swap), 1u, "the running release did not restore the row");
+    json_decref(rel_swap);
+    kill(rel, SIGTERM);
+    cr_assert_eq(ts_wait(rel, 30000), 0, "%s", ts_read_file(f.err, NULL));
 
     /* θ: private, reason command, version above v1 */
     ths = thetas(&f);
@@ -323,19 +357,19 @@ Test(calibrate_private, command_charges_the_span_and_release_restores_it, .timeo
     json_t *tv;
     size_t checked = 0;
     json_object_foreach(want, name, tv) {
-        double rel = 0;
+        double eps_rel = 0;
         json_t *r;
         size_t j;
         json_array_foreach(relrows, j, r) {
             json_t *uu;
             size_t q;
             json_array_foreach(json_object_get(r, "units"), q, uu)
-                rel += strcmp(json_string_value(uu), name) == 0
+                eps_rel += strcmp(json_string_value(uu), name) == 0
                            ? json_number_value(json_object_get(r, "eps")) : 0.0;
         }
-        cr_assert_float_eq(json_number_value(json_object_get(tot, name)), rel + 1.5, 1e-9,
+        cr_assert_float_eq(json_number_value(json_object_get(tot, name)), eps_rel + 1.5, 1e-9,
                            "unit %s: release ledger total", name);
-        checked += rel > 0;
+        checked += eps_rel > 0;
     }
     cr_assert_gt(checked, 0u, "no span unit was charged by release");
 
