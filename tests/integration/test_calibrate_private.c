@@ -382,8 +382,14 @@ Test(calibrate_private, command_charges_the_span_and_release_restores_it, .timeo
             assert_no_canary(*t, rec[k].value);
         ts_records_free(rec, n);
     }
-    assert_no_canary("the calibrate log", ts_read_file(f.cal_err, NULL));
-    assert_no_canary("the release log", ts_read_file(f.err, NULL));
+    char *log_cal = ts_read_file(f.cal_err, NULL), *log_rel = ts_read_file(f.err, NULL);
+    assert_no_canary("the calibrate log", log_cal);
+    assert_no_canary("the release log", log_rel);
+    cr_assert_not_null(log_cal);
+    cr_assert(strstr(log_cal, "private theta version"), "the calibrate log is not the one "
+              "searched");
+    free(log_cal);
+    free(log_rel);
     assert_no_canary("/metrics", metrics);
     cr_log_info("private version %" PRId64 ": %zu units, %zu with a release charge", v2,
                 json_object_size(want), checked);
