@@ -9,6 +9,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "core/kafka.h"
 #include "core/ksync.h"
 #include "core/mem.h"
 
@@ -294,10 +295,11 @@ static void on_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 static core_err produce(rd_kafka_t *rk, const char *topic, int32_t p, const char *key,
                         const void *val, size_t len, uint64_t *sent, char *eb, size_t ebn)
 {
-    rd_kafka_resp_err_t err =
-        rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(p),
-                          RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE((void *)val, len),
-                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+    rd_kafka_resp_err_t err;
+
+    while ((err = core_kafka_produce_copy(rk, topic, p, key, strlen(key), val, len, NULL)) ==
+           RD_KAFKA_RESP_ERR__QUEUE_FULL)
+        rd_kafka_poll(rk, 50);
     if (err) {
         snprintf(eb, ebn, "%s: produce: %s", topic, rd_kafka_err2str(err));
         return CORE_EKAFKA;

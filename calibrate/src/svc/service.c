@@ -105,8 +105,8 @@ static void reply(struct cal_service *s, const char *nonce, json_t *body);
 static void refuse(struct cal_service *s, int why, const char *reason, const char *detail)
 {
     static const char *const said[CAL_N_REFUSALS] = {
-        "a unit of the declared span would pass its lifetime cap (release.ledger.cap_*): "
-        "no noise drawn, no theta",
+        ("a unit of the declared span would pass its lifetime cap (release.ledger.cap_*): "
+         "no noise drawn, no theta"),
         "release has not committed past every window of the declared span",
         "the declared span holds fewer than 2 usable windows",
         "the ledger changelog cannot be read whole (truncated or conflicting)"};
