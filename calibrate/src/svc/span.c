@@ -191,6 +191,33 @@ static core_err collect_devices(const struct cal_span_win *const *sel, size_t n,
     return CORE_OK;
 }
 
+/* The usable rows of sel[0..n) (compacted to the front of sel) into x and ts; out's row
+ * length, partitions and skipped count. Returns the number of rows. */
+static size_t fill_rows(const struct cal_span_set *s, const struct cal_span_win **sel, size_t n,
+                        const char *const *keys, size_t m, double *x, int64_t *ts,
+                        struct cal_span_result *out)
+{
+    size_t rows = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct cal_span_win *w = sel[i];
+        if (!row_values(w, keys, m, x + rows * m)) {
+            out->skipped++;
+            continue;
+        }
+        sel[rows] = w;
+        ts[rows++] = w->start;
+        if (w->end - w->start > out->row_len_ms)
+            out->row_len_ms = w->end - w->start;
+        if (w->offset + 1 > out->need[w->partition])
+            out->need[w->partition] = w->offset + 1;
+        if (s->high[w->partition] > out->need[w->partition])
+            out->need[w->partition] = s->high[w->partition];
+        if ((size_t)w->partition + 1 > out->n_parts)
+            out->n_parts = (size_t)w->partition + 1;
+    }
+    return rows;
+}
+
 core_err cal_span_select(const struct cal_span_set *s, int64_t t0, int64_t t1,
                          struct cal_span_result *out, char *eb, size_t ebn)
 {
@@ -215,23 +242,7 @@ core_err cal_span_select(const struct cal_span_set *s, int64_t t0, int64_t t1,
         m = node_names(sel[0], &keys, &names);
     x = core_xcalloc((n ? n : 1) * (m ? m : 1), sizeof(*x));
     ts = core_xcalloc(n ? n : 1, sizeof(*ts));
-    for (size_t i = 0; i < n; i++) {
-        const struct cal_span_win *w = sel[i];
-        if (!row_values(w, keys, m, x + rows * m)) {
-            out->skipped++;
-            continue;
-        }
-        sel[rows] = w;
-        ts[rows++] = w->start;
-        if (w->end - w->start > out->row_len_ms)
-            out->row_len_ms = w->end - w->start;
-        if (w->offset + 1 > out->need[w->partition])
-            out->need[w->partition] = w->offset + 1;
-        if (s->high[w->partition] > out->need[w->partition])
-            out->need[w->partition] = s->high[w->partition];
-        if ((size_t)w->partition + 1 > out->n_parts)
-            out->n_parts = (size_t)w->partition + 1;
-    }
+    rows = fill_rows(s, sel, n, keys, m, x, ts, out);
     if (rows < 2 || m == 0) {
         snprintf(eb, ebn, "the declared span [%" PRId64 ", %" PRId64 "] holds %zu usable "
                  "windows (%zu skipped); a private recalibration needs at least 2", t0, t1, rows,
