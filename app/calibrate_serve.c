@@ -97,6 +97,7 @@ int calibrate_serve(struct core_config *cfg, const char *input, double exit_afte
     struct core_dp_ledger *led = NULL;
     struct cal_service *svc = NULL;
     struct cal_service_opts so;
+    struct cal_opts co;
     struct app_serve srv;
     char eb[1024] = "", path[4096];
     const char *mode = core_config_str(cfg, "calibrate.mode");
@@ -105,6 +106,10 @@ int calibrate_serve(struct core_config *cfg, const char *input, double exit_afte
 
     if (app_require_bootstrap(cfg, "calibrate") != 0)
         return APP_EXIT_USAGE;
+    if (cal_service_opts_from_config(cfg, &co, eb, sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp calibrate: %s\n", eb); /* before any ledger is opened */
+        return APP_EXIT_USAGE;
+    }
     cal_service_opts_init(cfg, input, &so);
     if (mode && strcmp(mode, "private") == 0 &&
         (rc = private_opts(cfg, &so, path, sizeof(path), &led)) != APP_EXIT_OK)
