@@ -20,7 +20,9 @@
  *   committed_theta_is_republished_not_renoised: the state a crash between the ledger commit
  *     and θ's acknowledgement leaves (a private version committed with cal_calibrate_charged,
  *     as the service does, and not published) -> the service republishes the stored bytes
- *     byte for byte with the row on the changelog, and appends nothing to the ledger.
+ *     byte for byte with the row on the changelog, and appends nothing to the ledger; a
+ *     recalibration then is refused (release_behind: no release instance has committed past
+ *     the windows), counted, and charges nothing.
  */
 #include <inttypes.h>
 #include <signal.h>
@@ -503,10 +505,14 @@ Test(calibrate_private, committed_theta_is_republished_not_renoised, .timeout = 
     char *led_before = ts_read_file(f.cal_led, &led_len);
 
     pid_t cal = calibrate_start(&f, "release.ledger.cap_eps=10");
-    int64_t t0 = ts_now_ms();
-    while (ts_metric(f.port, "gcdp_calibrate_theta_version") < (int64_t)v2 &&
-           ts_now_ms() - t0 < 20000)
-        ts_sleep_ms(100);
+    wait_ready(&f, (int64_t)v2);
+    /* no release instance ever committed an offset: a recalibration is refused before
+     * anything is charged (release_behind) */
+    json_t *st = recalibrate(&f);
+    cr_assert_str_eq(jstr(st, "recalibrate"), "refused", "%s", ts_read_file(f.cal_err, NULL));
+    cr_assert_eq(ts_metric(f.port, "gcdp_calibrate_refusals_total{reason=\"release_behind\"}"),
+                 1);
+    json_decref(st);
     kill(cal, SIGTERM);
     cr_assert_eq(ts_wait(cal, 30000), 0);
 
