@@ -21,6 +21,9 @@
  *      refused, no noise drawn -> noise -> commit, fsync);
  *   5. the calibrate rows go to the changelog on every partition holding a span window,
  *      acknowledged; only then θ goes to topics.calibration, acknowledged.
+ * A release instance restores its partitions from the changelog again before it takes a
+ * private θ in use (release/src/svc/service.c), so its totals include ε_cal before it
+ * charges under the new version. One private calibrate service per deployment.
  * A refusal (budget, release_behind, no_windows, changelog) is counted
  * (gcdp_calibrate_refusals_total{reason}), answered to a command and published unsolicited
  * on topics.status with its reason (no unit names, no values). On start, after reading
