@@ -17,6 +17,9 @@
  *     command is refused: answered "refused", an unsolicited status record with refusal
  *     "budget", gcdp_calibrate_refusals_total{reason="budget"} = 1, no θ published, and the
  *     calibrate ledger holds no calibrate row.
+ *   release_without_changelog_is_refused: release ran with release.service.changelog=false:
+ *     the changelog holds no row for the partition of released span windows -> refused
+ *     (changelog), counted, no θ, no calibrate row.
  *   committed_theta_is_republished_not_renoised: the state a crash between the ledger commit
  *     and θ's acknowledgement leaves (a private version committed with cal_calibrate_charged,
  *     as the service does, and not published) -> the service republishes the stored bytes
@@ -138,14 +141,19 @@ static void fx_start(struct fx *f)
 }
 
 /* One release instance until idle (changelog on); cap: release.ledger.cap_eps=... */
-static void release_run(struct fx *f, const char *cap)
+static void release_run_cl(struct fx *f, const char *cap, const char *changelog)
 {
     const char *rel[] = {"release", "--serve", "--ledger", f->rel_led, "--exit-idle", "2",
-                         "--set", f->b.set_bootstrap, "--set", "release.service.changelog=true",
+                         "--set", f->b.set_bootstrap, "--set", changelog,
                          "--set", "kafka.session.timeout.ms=3000", "--set", cap,
                          "--log-level", "warn", NULL};
     cr_assert_eq(run_gcdp(rel, NULL, f->err, 90000), 0, "release: %s",
                  ts_read_file(f->err, NULL));
+}
+
+static void release_run(struct fx *f, const char *cap)
+{
+    release_run_cl(f, cap, "release.service.changelog=true");
 }
 
 /* A release instance in the background (changelog on, metrics on port). */
@@ -448,6 +456,33 @@ Test(calibrate_private, cap_refusal_is_reported_and_charges_nothing, .timeout = 
     cr_assert_eq(budget, 1u);
     json_decref(sts);
     json_decref(adopted);
+    json_decref(rows);
+    json_decref(ths);
+    ts_broker_stop(&f.b);
+}
+
+/* Release ran without the changelog (a misconfiguration): its charges cannot be adopted, so
+ * the recalibration is refused (changelog), counted, and nothing is charged. */
+Test(calibrate_private, release_without_changelog_is_refused, .timeout = 90)
+{
+    struct fx f;
+    fx_start(&f);
+    release_run_cl(&f, "release.ledger.cap_eps=10", "release.service.changelog=false");
+    json_t *ths = thetas(&f);
+    int64_t v1 = json_integer_value(json_object_get(json_array_get(ths, 0), "version"));
+    json_decref(ths);
+    pid_t cal = calibrate_start(&f, "release.ledger.cap_eps=10");
+    wait_ready(&f, v1);
+    json_t *st = recalibrate(&f);
+    cr_assert_str_eq(jstr(st, "recalibrate"), "refused", "%s", ts_read_file(f.cal_err, NULL));
+    cr_assert_eq(ts_metric(f.port, "gcdp_calibrate_refusals_total{reason=\"changelog\"}"), 1);
+    json_decref(st);
+    kill(cal, SIGTERM);
+    cr_assert_eq(ts_wait(cal, 30000), 0);
+    ths = thetas(&f);
+    cr_assert_eq(json_array_size(ths), 1u, "a refused recalibration published a theta");
+    json_t *rows = ledger_rows(f.cal_led, "calibrate|");
+    cr_assert_eq(json_array_size(rows), 0u);
     json_decref(rows);
     json_decref(ths);
     ts_broker_stop(&f.b);

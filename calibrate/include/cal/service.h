@@ -16,7 +16,7 @@
  *      span window (cal_priv_release_caught_up): every release charge of the span is then
  *      on topics.ledger_changelog;
  *   3. adopt every changelog row into the ledger (a partition whose log start is > 0 is
- *      refused: rows may be missing);
+ *      refused: rows may be missing; so is one holding span windows and no row at all);
  *   4. cal_calibrate_charged (lookup -> charge ε_cal to every span unit -> CORE_EBUDGET:
  *      refused, no noise drawn -> noise -> commit, fsync);
  *   5. the calibrate rows go to the changelog on every partition holding a span window,

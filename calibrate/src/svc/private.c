@@ -232,6 +232,8 @@ static core_err add_row(void *arg, const rd_kafka_message_t *m, char *eb, size_t
     struct adopt_ctx *a = arg;
 
     a->st->rows++;
+    if (m->partition >= 0 && m->partition < CAL_SPAN_MAX_PARTITIONS)
+        a->st->rows_in[m->partition]++;
     if (!m->payload || m->len == 0)
         return CORE_OK; /* a compaction tombstone: never written by gcdp */
     a->rows[a->n] = core_xmalloc(m->len);

@@ -38,6 +38,7 @@ CORE_MUST_CHECK core_err cal_priv_release_caught_up(const struct core_config *cf
 
 struct cal_priv_adopt_stats {
     uint64_t rows, adopted, same, over_cap, expired;
+    uint64_t rows_in[CAL_SPAN_MAX_PARTITIONS]; /* records read per partition */
 };
 
 /* Adopt every row of every partition of the changelog topic (log start to the high

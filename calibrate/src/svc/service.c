@@ -157,6 +157,15 @@ static core_err private_span(struct cal_service *s, struct cal_span_result *r, i
         rc = cal_priv_adopt_changelog(s->cfg, core_config_str(s->cfg, "topics.ledger_changelog"),
                                       s->opts.ledger, IO_MS, &ad, eb, ebn);
         *why = rc == CORE_ESTATE || rc == CORE_EINVARIANT || rc == CORE_EPARSE ? R_CHANGELOG : -1;
+        for (size_t p = 0; rc == CORE_OK && p < r->n_parts; p++)
+            if (r->need[p] >= 0 && ad.rows_in[p] == 0) { /* released windows, no rows */
+                snprintf(eb, ebn, "%s partition %zu holds no ledger row although release "
+                         "committed past windows of the span: is release.service.changelog "
+                         "on for every release instance?",
+                         core_config_str(s->cfg, "topics.ledger_changelog"), p);
+                rc = CORE_ESTATE;
+                *why = R_CHANGELOG;
+            }
         if (rc == CORE_OK)
             CORE_INFO("span [%" PRId64 ", %" PRId64 "]: %zu windows of %zu devices (%zu skipped, "
                       "%" PRIu64 " malformed); changelog: %" PRIu64 " rows, %" PRIu64 " adopted",
