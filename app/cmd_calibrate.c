@@ -71,7 +71,12 @@ static void usage(FILE *f)
             "                      versions only grow (max(now ms, newest + 1)), each states\n"
             "                      its reason; requests closer than\n"
             "                      calibrate.service.min_interval_s are refused (rate limit).\n"
-            "                      Public mode only. Until SIGINT/SIGTERM; one-line JSON\n"
+            "                      calibrate.mode=private (no --input): each version from\n"
+            "                      the declared span of protected windows on topics.windows\n"
+            "                      (calibrate.service.private_span_s), charged to the\n"
+            "                      service's own ledger (calibrate.ledger.path) after\n"
+            "                      adopting release's changelog; refusals on topics.status\n"
+            "                      (docs/calibrate.md). Until SIGINT/SIGTERM; one-line JSON\n"
             "                      summary on stdout at exit\n"
             "      --exit-after S  with --serve: stop after S seconds\n"
             "      --check         with --serve: validate the configuration (file, env,\n"
@@ -451,13 +456,14 @@ int cmd_calibrate(int argc, char **argv)
             return APP_EXIT_USAGE;
         }
     }
-    if (serve && !input && optind == argc) {
+    if (serve && !input && optind == argc &&
+        strcmp(core_config_str(cfg, "calibrate.mode"), "private") != 0) {
         fprintf(stderr, "gcdp calibrate: --serve needs -i/--input FILE, the public calibration "
                         "source each theta version is made from\n");
         core_config_free(cfg);
         return APP_EXIT_USAGE;
     }
-    if (optind < argc || (!input && !check)) {
+    if (optind < argc || (!input && !check && !serve)) {
         fprintf(stderr, "gcdp calibrate: %s%s (see gcdp calibrate --help)\n",
                 optind < argc ? "unexpected argument " : "missing -i/--input (or --check)",
                 optind < argc ? argv[optind] : "");

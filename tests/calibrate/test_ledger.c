@@ -56,7 +56,7 @@ static const char *const DEV1[] = {"dev1"};
 
 static struct cal_ledger_opts lopts(double cap_eps)
 {
-    struct cal_ledger_opts lo = {DEV1, 1, 60000, 0, {cap_eps, 0.0, 1e-5}};
+    struct cal_ledger_opts lo = {DEV1, 1, 60000, 0, {cap_eps, 0.0, 1e-5}, 0};
     return lo;
 }
 
@@ -119,7 +119,7 @@ Test(cal_ledger, units_are_release_units_of_the_rows)
     const int64_t ts[5] = {0, 59999, 60000, 180000, -1};
     struct cal_matrix *mx = NULL;
     struct cal_units *u = NULL;
-    struct cal_ledger_opts lo = {devs, 2, 60000, 0, {10, 0, 1e-5}};
+    struct cal_ledger_opts lo = {devs, 2, 60000, 0, {10, 0, 1e-5}, 0};
     char eb[512] = "";
     static const char *want[] = {"d1|-1", "d1|0", "d1|1", "d1|3",
                                  "d2|-1", "d2|0", "d2|1", "d2|3"};

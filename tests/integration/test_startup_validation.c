@@ -179,9 +179,23 @@ Test(startup_validation, services_refuse_bad_modes_and_flags)
                           "--set broker.bootstrap=127.0.0.1:1", &err), 2);
     cr_assert(strstr(err, "--serve publishes"), "%s", err);
     free(err);
-    cr_assert_eq(run(dir, "calibrate --serve -i x.csv --mode private "
-                          "--set broker.bootstrap=127.0.0.1:1", &err), 2);
-    cr_assert(strstr(err, "calibrate.mode"), "%s", err);
+    /* the private service: its options are checked before any ledger is opened */
+    snprintf(args, sizeof(args), "calibrate --serve --mode private --set state.dir=%s/state "
+             "--set broker.bootstrap=127.0.0.1:1", dir);
+    cr_assert_eq(run(dir, args, &err), 2);
+    cr_assert(strstr(err, "calibrate.eps_G"), "%s", err);
+    free(err);
+    snprintf(args, sizeof(args), "calibrate --serve --mode private --set state.dir=%s/state "
+             "--set calibrate.eps_G=1 --set calibrate.eps_xi=0.5 --set "
+             "calibrate.private.sensitivity=expansion --set broker.bootstrap=127.0.0.1:1", dir);
+    cr_assert_eq(run(dir, args, &err), 2);
+    cr_assert(strstr(err, "calibrate.private.sensitivity"), "%s", err);
+    free(err);
+    snprintf(args, sizeof(args), "%s/state", dir);
+    cr_assert(access(args, F_OK) != 0, "a refused configuration created the ledger's state.dir");
+    cr_assert_eq(run(dir, "calibrate --serve --set broker.bootstrap=127.0.0.1:1", &err), 2);
+    cr_assert(strstr(err, "--serve needs -i/--input FILE"), "public mode still needs its "
+              "source: %s", err);
     free(err);
     snprintf(args, sizeof(args), "release --serve --ledger %s/l.jsonl --set "
              "broker.bootstrap=127.0.0.1:1 --set control.key_file=%s/missing.key", dir, dir);

@@ -56,6 +56,8 @@ struct cal_opts {
     /* borrowed JSON (from the configuration; NULL = unset/null) */
     const json_t *norm, *norm_default, *coords, *task_weights;
     char config_version[24];
+    char reason[16];  /* "" or a θ reason code (initial, drift, command, periodic) written
+                         into θ by cal_calibrate_charged (the calibrate service) */
 };
 
 /* Table 5 defaults, public mode, aggregate task, identity coordinates. */

@@ -55,6 +55,9 @@ struct cal_ledger_opts {
     int64_t slot_ms;            /* release.ledger.slot_ms, >= 1 */
     int64_t widen_ms;           /* time_radius x period + ceil(period / 2), >= 0 */
     struct core_dp_cost cap;    /* the ledger's lifetime cap (for the refusal message only) */
+    int64_t row_len_ms;         /* >= 0: each row stands for [ts, ts + row_len_ms) (a window
+                                   of that length; 0: one instant), so it charges the slots
+                                   of [ts - widen, ts + row_len_ms - 1 + widen] */
 };
 
 /* Unit names, sorted by device (in the given order) then slot. */

@@ -187,5 +187,15 @@ const struct core_cfg_key cal_config_keys[] = {
           "--serve: least time between two theta versions (recalibration rate limit)"),
     K_INT("calibrate.service.refresh_s", "86400", 0, 31536000,
           "--serve: periodic fallback recalibration (0 = off)"),
+    K_INT("calibrate.service.private_span_s", "86400", 60, 31536000,
+          "--serve, private: length of the declared span of protected windows a version is "
+          "built from (ending release.service.ledger_lateness_ms + widening before the newest "
+          "window)"),
+    K_STR("calibrate.service.release_group", "\"gcdp-release\"",
+          "--serve, private: consumer group of the release service, which must have committed "
+          "past the span before it is charged"),
+    K_STR("calibrate.ledger.path", "\"calibrate-ledger.jsonl\"",
+          "--serve, private: the service's own privacy ledger (relative: under state.dir); "
+          "same scheme and caps as release.ledger.*"),
     {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},
 };

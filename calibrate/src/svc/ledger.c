@@ -89,7 +89,7 @@ static core_err row_spans(const struct cal_matrix *mx, const struct cal_ledger_o
             return CORE_EINVAL;
         }
         a = slot_of(ts - o->widen_ms, o->slot_ms);
-        b = slot_of(ts + o->widen_ms, o->slot_ms);
+        b = slot_of(ts + (o->row_len_ms > 0 ? o->row_len_ms - 1 : 0) + o->widen_ms, o->slot_ms);
         if (b - a + 1 > CAL_LEDGER_MAX_ROW_SPAN) {
             snprintf(eb, ebn, "calibration rows span %" PRId64 " ledger slots each (more than %d: "
                      "release.ledger.slot_ms too small for the time radius)", b - a + 1,
@@ -137,8 +137,10 @@ core_err cal_ledger_units(const struct cal_matrix *mx, const struct cal_ledger_o
     }
     if ((rc = check_devices(o, eb, ebn)) != CORE_OK)
         return rc;
-    if (o->slot_ms < 1 || o->widen_ms < 0 || o->widen_ms > TS_LIMIT) {
-        snprintf(eb, ebn, "release.ledger.slot_ms must be >= 1 and the time radius >= 0");
+    if (o->slot_ms < 1 || o->widen_ms < 0 || o->widen_ms > TS_LIMIT || o->row_len_ms < 0 ||
+        o->row_len_ms > ((int64_t)1 << 40)) {
+        snprintf(eb, ebn, "release.ledger.slot_ms must be >= 1, the time radius and the row "
+                 "length >= 0");
         return CORE_EINVAL;
     }
     if ((rc = row_spans(mx, o, &sp, &n_sp, eb, ebn)) != CORE_OK)
@@ -429,6 +431,8 @@ static core_err run_and_commit(struct core_dp_ledger *l, const struct cal_matrix
         goto out;
     if (source)
         snprintf(t->source, sizeof(t->source), "%s", source);
+    if (o->reason[0]) /* part of the committed bytes, so a replay republishes it too */
+        snprintf(t->reason, sizeof(t->reason), "%s", o->reason);
     if ((rc = cal_theta_to_bytes(t, &out->bytes, &out->len, eb, ebn)) != CORE_OK)
         goto out;
     for (size_t p = 0; p + 1 < parts; p++) {

@@ -534,6 +534,24 @@ static void drop_plan(struct rel_service *s)
     s->plan_warned = false;
 }
 
+static void changelog_restore(struct rel_service *s, int32_t p);
+static void refused_count(struct rel_service *s);
+
+/* A private θ was made by the calibrate service after it charged ε_cal to its span's units
+ * and got its ledger rows acknowledged on the changelog (docs/calibrate.md, "The private
+ * calibrate service"): restore every assigned partition again before any window is
+ * released with it, so this ledger's totals include ε_cal before it charges under the new
+ * version (a window read again after a θ change is a new release id). */
+static void restore_for_private_theta(struct rel_service *s, const struct cal_theta *t)
+{
+    if (!s->restorer || t->mode != CAL_MODE_PRIVATE)
+        return;
+    for (int32_t p = 0; p < REL_SERVICE_MAX_PARTITIONS && s->status == CORE_OK; p++)
+        if (s->parts[p].assigned && !s->parts[p].refused)
+            changelog_restore(s, p);
+    refused_count(s);
+}
+
 /* Adopt t (taken) when it is newer than the current θ; between two windows, after the
  * pending group commit was emitted. */
 static void adopt_theta(struct rel_service *s, struct cal_theta *t)
@@ -550,6 +568,7 @@ static void adopt_theta(struct rel_service *s, struct cal_theta *t)
         cal_theta_free(t);
         return;
     }
+    restore_for_private_theta(s, t);
     drop_plan(s);
     if (s->w_init)
         rel_window_cleanup(&s->w);
