@@ -320,7 +320,8 @@ static void print_result(const char *name, const struct lbench *b, const struct 
            "%.4f s, all %.4f s\n",
            name, r->releases, mins, r->rate, r->cpu_rate, hour, end, (double)r->peak_kb / 1024.0,
            hour > 0 ? end / hour : 0.0, r->restart1_s, r->restart_s);
-    printf("         last simulated hour: %8.0f rel/s wall, %8.0f rel/CPU-s\n", r->last_rate,
+    printf("         %s: %8.0f rel/s wall, %8.0f rel/CPU-s\n",
+           mins > 60 ? "last simulated hour" : "whole run (an hour or less)", r->last_rate,
            r->last_cpu_rate);
     if (r->db_bytes)
         printf("         store: %" PRIu64 " live releases (horizon %ld min), %.1f MB "
@@ -368,8 +369,9 @@ static int parse(int argc, char **argv, struct lbench *b)
         *(ch == 'n' ? &b->devices : ch == 'm' ? &b->minutes : ch == 'b' ? &b->batch :
           ch == 'H' ? &b->horizon_min : ch == 'r' ? &b->release_d : &b->base_minutes) = v;
     }
-    if (b->batch > 65536 || b->devices > 999999) {
-        fprintf(stderr, "gcdp bench ledger: --batch <= 65536, --devices <= 999999\n");
+    if (b->batch > 65536 || b->devices > 999999 || b->release_d > 4096) {
+        fprintf(stderr, "gcdp bench ledger: --batch <= 65536, --devices <= 999999, "
+                "--release <= 4096\n");
         return APP_EXIT_USAGE;
     }
     if (b->base_minutes == 0 || b->base_minutes > b->minutes)
