@@ -1,10 +1,10 @@
 /* ctl_listen.c - control-topic listener and status replies (core/ctl_listen.h). */
+#include "core/clock.h"
 #include "core/ctl_listen.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/kconf.h"
@@ -28,9 +28,7 @@ struct core_ctl_listener {
 
 int64_t core_ctl_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return core_wall_ms();
 }
 
 void core_ctl_instance_id(char *buf, size_t n)

@@ -1,10 +1,10 @@
 /* ksync.c - client handles and the synchronous producer (see core/ksync.h). */
+#include "core/clock.h"
 #include "core/ksync.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/kafka.h"
 #include "core/mem.h"
@@ -106,8 +106,9 @@ core_err core_ksync_new(const struct core_config *cfg, const struct core_ksync_o
 }
 
 /* One produce attempt; the headers (built here) are freed unless librdkafka took them. */
-static rd_kafka_resp_err_t produce_once(struct core_ksync *p, const void *key, size_t key_len,
-                                        const void *value, size_t len, const char *const *names,
+static rd_kafka_resp_err_t produce_once(struct core_ksync *p, int32_t partition,
+                                        const void *key, size_t key_len, const void *value,
+                                        size_t len, const char *const *names,
                                         const char *const *values, size_t nhdr)
 {
     rd_kafka_headers_t *h = NULL;
@@ -119,8 +120,8 @@ static rd_kafka_resp_err_t produce_once(struct core_ksync *p, const void *key, s
             if (values[i])
                 rd_kafka_header_add(h, names[i], -1, values[i], -1);
     }
-    err = core_kafka_produce_copy_hdrs(p->rk, p->topic, RD_KAFKA_PARTITION_UA, key, key_len,
-                                       value, len, h, NULL);
+    err = core_kafka_produce_copy_hdrs(p->rk, p->topic, partition, key, key_len, value, len, h,
+                                       NULL);
     if (err && h)
         rd_kafka_headers_destroy(h);
     return err;
@@ -130,9 +131,18 @@ core_err core_ksync_send(struct core_ksync *p, const void *key, size_t key_len,
                          const void *value, size_t len, const char *const *names,
                          const char *const *values, size_t nhdr, char *eb, size_t ebn)
 {
+    return core_ksync_send_to(p, RD_KAFKA_PARTITION_UA, key, key_len, value, len, names, values,
+                              nhdr, eb, ebn);
+}
+
+core_err core_ksync_send_to(struct core_ksync *p, int32_t partition, const void *key,
+                            size_t key_len, const void *value, size_t len,
+                            const char *const *names, const char *const *values, size_t nhdr,
+                            char *eb, size_t ebn)
+{
     rd_kafka_resp_err_t err;
 
-    while ((err = produce_once(p, key, key_len, value, len, names, values, nhdr)) ==
+    while ((err = produce_once(p, partition, key, key_len, value, len, names, values, nhdr)) ==
            RD_KAFKA_RESP_ERR__QUEUE_FULL) {
         if (p->stop && atomic_load(p->stop))
             return CORE_ESTATE; /* not produced: nothing is lost, the caller ends here */
@@ -170,22 +180,15 @@ void core_ksync_counts(const struct core_ksync *p, uint64_t *sent, uint64_t *ack
         *failed = p->failed;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 core_err core_ksync_flush(struct core_ksync *p, int timeout_ms, uint64_t *unreported, char *eb,
                           size_t ebn)
 {
-    int64_t deadline = mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    int64_t deadline = core_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     uint64_t left;
 
     /* rd_kafka_flush also waits for internal requests; count only our messages */
-    while (core_ksync_inflight(p) > 0 && mono_ms() < deadline) {
-        int64_t ms = deadline - mono_ms();
+    while (core_ksync_inflight(p) > 0 && core_mono_ms() < deadline) {
+        int64_t ms = deadline - core_mono_ms();
         rd_kafka_flush(p->rk, (int)(ms > 100 ? 100 : ms > 0 ? ms : 0));
         rd_kafka_poll(p->rk, 0);
     }

@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
+#include "core/clock.h"
 #include "core/mem.h"
 
 #define TS_LIMIT ((int64_t)1 << 62) /* |ts| bound: ts ± widen never overflows */
@@ -242,13 +242,6 @@ void cal_charged_cleanup(struct cal_charged *c)
         return;
     free(c->bytes);
     memset(c, 0, sizeof(*c));
-}
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)(ts.tv_nsec / 1000000);
 }
 
 static void head_id(char *id, uint64_t v)
@@ -488,7 +481,7 @@ core_err cal_calibrate_charged(struct core_dp_ledger *l, const struct cal_matrix
         return CORE_EINVAL;
     }
     if (o.version == 0)
-        o.version = now_ms();
+        o.version = (uint64_t)core_wall_ms();
     if ((rc = cal_opts_check(&o, eb, ebn)) != CORE_OK)
         return rc;
     cost.eps = cal_eps_cal_charge(&o.eps);

@@ -5,22 +5,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <librdkafka/rdkafka.h>
 
+#include "core/clock.h"
 #include "core/kafka.h"
 #include "core/ksync.h"
 #include "core/mem.h"
 
 #define ADOPT_BATCH 256
-
-static int64_t clock_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* A consumer handle that only assigns (never joins a group, never commits). */
 static core_err reader_new(const struct core_config *cfg, const char *group, rd_kafka_t **rk,
@@ -102,14 +95,14 @@ static core_err assign_all(rd_kafka_t *rk, const char *topic, int np, struct rea
 static core_err read_all(rd_kafka_t *rk, const char *topic, int np, struct reach *r,
                          int timeout_ms, rec_fn *fn, void *arg, char *eb, size_t ebn)
 {
-    int64_t deadline = clock_ms() + timeout_ms;
+    int64_t deadline = core_mono_ms() + timeout_ms;
     size_t open_parts = 0;
     core_err rc = assign_all(rk, topic, np, r, &open_parts, eb, ebn);
 
     while (rc == CORE_OK && open_parts > 0) {
         rd_kafka_message_t *m;
         int32_t p;
-        if (clock_ms() > deadline) {
+        if (core_mono_ms() > deadline) {
             snprintf(eb, ebn, "%s: not read to its end within %d ms", topic, timeout_ms);
             rc = CORE_EKAFKA;
             break;
@@ -279,50 +272,9 @@ core_err cal_priv_adopt_changelog(const struct core_config *cfg, const char *top
 
 /* ---------------------------------------------------------------- publication */
 
-struct acks {
-    uint64_t acked, failed;
-};
-
-static void on_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
-{
-    struct acks *a = opaque;
-    (void)rk;
-    if (m->err)
-        a->failed++;
-    else
-        a->acked++;
-}
-
-/* Produce (copy) one record and return its count in *sent. */
-static core_err produce(rd_kafka_t *rk, const char *topic, int32_t p, const char *key,
-                        const void *val, size_t len, uint64_t *sent, char *eb, size_t ebn)
-{
-    rd_kafka_resp_err_t err;
-
-    while ((err = core_kafka_produce_copy(rk, topic, p, key, strlen(key), val, len, NULL)) ==
-           RD_KAFKA_RESP_ERR__QUEUE_FULL)
-        rd_kafka_poll(rk, 50);
-    if (err) {
-        snprintf(eb, ebn, "%s: produce: %s", topic, rd_kafka_err2str(err));
-        return CORE_EKAFKA;
-    }
-    (*sent)++;
-    return CORE_OK;
-}
-
-static core_err wait_acks(rd_kafka_t *rk, const struct acks *a, uint64_t sent, const char *what,
-                          int timeout_ms, char *eb, size_t ebn)
-{
-    (void)rd_kafka_flush(rk, timeout_ms);
-    if (a->acked == sent && a->failed == 0)
-        return CORE_OK;
-    snprintf(eb, ebn, "%s: %" PRIu64 " of %" PRIu64 " records acknowledged", what, a->acked, sent);
-    return CORE_EKAFKA;
-}
-
-static core_err send_rows(rd_kafka_t *rk, struct core_dp_ledger *l, const char *topic,
+static core_err send_rows(struct core_ksync *k, struct core_dp_ledger *l,
                           const char *const *ids, size_t n, const int64_t *need, size_t n_parts,
-                          uint64_t *sent, char *eb, size_t ebn)
+                          char *eb, size_t ebn)
 {
     core_err rc = CORE_OK;
     for (size_t i = 0; i < n && rc == CORE_OK; i++) {
@@ -334,7 +286,8 @@ static core_err send_rows(rd_kafka_t *rk, struct core_dp_ledger *l, const char *
         }
         for (size_t p = 0; p < n_parts && rc == CORE_OK; p++)
             if (need[p] >= 0)
-                rc = produce(rk, topic, (int32_t)p, ids[i], row, len, sent, eb, ebn);
+                rc = core_ksync_send_to(k, (int32_t)p, ids[i], strlen(ids[i]), row, len, NULL,
+                                        NULL, 0, eb, ebn);
         free(row);
     }
     return rc;
@@ -345,28 +298,25 @@ core_err cal_priv_publish(const struct core_config *cfg, struct core_dp_ledger *
                           const char *cal_topic, uint64_t version, const char *theta,
                           size_t theta_len, int timeout_ms, char *eb, size_t ebn)
 {
-    const char *cl = core_config_str(cfg, "topics.ledger_changelog");
-    struct acks a = {0, 0};
-    rd_kafka_t *rk = NULL;
-    uint64_t sent = 0;
+    struct core_ksync_opts co = {.topic = core_config_str(cfg, "topics.ledger_changelog")};
+    struct core_ksync_opts to = {.topic = cal_topic, .max_message_bytes = theta_len};
+    struct core_ksync *rows = NULL, *th = NULL;
     char key[24];
-    core_err rc = core_kafka_client_new(cfg, CORE_KAFKA_PRODUCER, NULL, NULL, on_dr, &a, &rk,
-                                        eb, ebn);
+    core_err rc = core_ksync_new(cfg, &co, &rows, eb, ebn);
 
     if (rc == CORE_OK)
-        rc = send_rows(rk, l, cl, ids, n, need, n_parts, &sent, eb, ebn);
+        rc = send_rows(rows, l, ids, n, need, n_parts, eb, ebn);
     if (rc == CORE_OK)
-        rc = wait_acks(rk, &a, sent, cl, timeout_ms, eb, ebn);
-    snprintf(key, sizeof(key), "%" PRIu64, version);
+        rc = core_ksync_flush(rows, timeout_ms, NULL, eb, ebn);
     if (rc == CORE_OK) /* θ only once every row is on the changelog */
-        rc = produce(rk, cal_topic, RD_KAFKA_PARTITION_UA, key, theta, theta_len, &sent, eb,
-                     ebn);
+        rc = core_ksync_new(cfg, &to, &th, eb, ebn);
+    snprintf(key, sizeof(key), "%" PRIu64, version);
     if (rc == CORE_OK)
-        rc = wait_acks(rk, &a, sent, cal_topic, timeout_ms, eb, ebn);
-    if (rk) {
-        (void)rd_kafka_flush(rk, rc == CORE_OK ? 0 : 2000);
-        rd_kafka_destroy(rk);
-    }
+        rc = core_ksync_send(th, key, strlen(key), theta, theta_len, NULL, NULL, 0, eb, ebn);
+    if (rc == CORE_OK)
+        rc = core_ksync_flush(th, timeout_ms, NULL, eb, ebn);
+    core_ksync_free(rows);
+    core_ksync_free(th);
     return rc;
 }
 

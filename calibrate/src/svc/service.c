@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -16,6 +15,7 @@
 #include "cal/matrix.h"
 #include "cal/span.h"
 #include "cal/theta.h"
+#include "core/clock.h"
 #include "core/ctl_listen.h"
 #include "core/dp_rng.h"
 #include "core/kafka.h"
@@ -57,13 +57,6 @@ struct cal_service {
     _Atomic uint64_t a_refused[CAL_N_REFUSALS], a_replayed;
     char last_reason[16];
 };
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void on_delivery(void *arg, void *opaque, rd_kafka_resp_err_t err)
 {
@@ -222,7 +215,7 @@ static core_err make_private_version(struct cal_service *s, const char *reason, 
     struct cal_opts o = s->copts;
     int why = -1;
     core_err rc = private_span(s, &r, &why, eb, ebn);
-    int64_t now = wall_ms();
+    int64_t now = core_wall_ms();
 
     memset(&ch, 0, sizeof(ch));
     o.version = (uint64_t)now > s->newest ? (uint64_t)now : s->newest + 1;
@@ -345,7 +338,7 @@ static core_err make_version(struct cal_service *s, const char *reason, char *eb
     const char *base = s->opts.input ? strrchr(s->opts.input, '/') : NULL;
     char *bytes = NULL, key[24];
     size_t len = 0;
-    int64_t now = wall_ms();
+    int64_t now = core_wall_ms();
     core_err rc;
 
     if (s->priv)

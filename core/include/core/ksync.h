@@ -77,6 +77,15 @@ CORE_MUST_CHECK core_err core_ksync_send(struct core_ksync *p, const void *key, 
                                          const char *const *names, const char *const *values,
                                          size_t nhdr, char *errbuf, size_t errbuf_size);
 
+/* As core_ksync_send, to partition of the default topic (RD_KAFKA_PARTITION_UA: the
+ * partitioner chooses, which is core_ksync_send). An unknown partition fails the delivery
+ * (its report counts as failed), or the call with CORE_EKAFKA. */
+CORE_MUST_CHECK core_err core_ksync_send_to(struct core_ksync *p, int32_t partition,
+                                            const void *key, size_t key_len, const void *value,
+                                            size_t len, const char *const *names,
+                                            const char *const *values, size_t nhdr,
+                                            char *errbuf, size_t errbuf_size);
+
 /* Serve delivery reports for at most timeout_ms (0: only what is ready). */
 void core_ksync_poll(struct core_ksync *p, int timeout_ms);
 

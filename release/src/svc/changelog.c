@@ -6,17 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/mem.h"
-
-static int64_t clock_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 core_err rel_changelog_topic_check(const struct core_config *cfg, char *eb, size_t ebn)
 {
@@ -110,7 +103,7 @@ static core_err restore_one(const rd_kafka_message_t *m, const char *topic, bool
                             struct rel_changelog_restore_stats *st, char *eb, size_t ebn)
 {
     if (first) {
-        int64_t ts = rd_kafka_message_timestamp(m, NULL), now = clock_ms();
+        int64_t ts = rd_kafka_message_timestamp(m, NULL), now = core_wall_ms();
         st->truncated = rel_changelog_truncated(low, ts >= 0 ? ts : now, now, horizon_ms);
         if (st->truncated)
             return CORE_OK;
@@ -138,14 +131,14 @@ static core_err restore_range(rd_kafka_t *rk, const char *topic, int32_t p, int6
                               int timeout_ms, json_t *known,
                               struct rel_changelog_restore_stats *st, char *eb, size_t ebn)
 {
-    int64_t deadline = clock_ms() + timeout_ms, next = low;
+    int64_t deadline = core_wall_ms() + timeout_ms, next = low;
     bool first = true;
     struct pend *b = core_xcalloc(1, sizeof(*b));
     core_err rc = CORE_OK;
 
     while (rc == CORE_OK && next < high && !st->truncated) {
         rd_kafka_message_t *m;
-        if (clock_ms() > deadline) {
+        if (core_wall_ms() > deadline) {
             snprintf(eb, ebn, "%s partition %" PRId32 ": restore not done within %d ms (at "
                      "offset %" PRId64 " of %" PRId64 ")", topic, p, timeout_ms, next, high);
             rc = CORE_EKAFKA;
@@ -195,7 +188,7 @@ core_err rel_changelog_restore(rd_kafka_t *rk, const char *topic, int32_t p,
         return CORE_EKAFKA;
     }
     if (high <= low) {
-        st->truncated = rel_changelog_truncated(low, -1, clock_ms(), horizon_ms);
+        st->truncated = rel_changelog_truncated(low, -1, core_wall_ms(), horizon_ms);
         return CORE_OK;
     }
     a = rd_kafka_topic_partition_list_new(1);

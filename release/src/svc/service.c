@@ -9,13 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 #include <sodium.h>
 
 #include "cal/theta.h"
+#include "core/clock.h"
 #include "core/ctl.h"
 #include "core/ctl_listen.h"
 #include "core/dp_rng.h"
@@ -149,13 +149,6 @@ static void bump(_Atomic uint64_t *a) /* single writer: the loop thread */
 {
     atomic_store_explicit(a, atomic_load_explicit(a, memory_order_relaxed) + 1,
                           memory_order_relaxed);
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void entry_unref(struct entry *e)
@@ -498,7 +491,7 @@ static void dead_letter(struct rel_service *s, const rd_kafka_message_t *m,
                   detail && detail[0] ? detail : rel_dlq_reason_code(why), "window_id",
                   window_id && window_id[0] ? window_id : NULL, "source", "topic",
                   s->t_windows, "partition", (int)m->partition, "offset",
-                  (json_int_t)m->offset, "received_at_ms", (json_int_t)wall_ms(),
+                  (json_int_t)m->offset, "received_at_ms", (json_int_t)core_wall_ms(),
                   "payload_encoding", enc, "payload_bytes", (json_int_t)m->len, "payload",
                   payload ? payload : json_string(""));
     txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
