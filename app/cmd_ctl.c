@@ -192,39 +192,31 @@ static rd_kafka_t *client(const struct core_config *cfg, enum core_kafka_role ro
 /* Assign every partition of topic at its current high watermark. */
 static int assign_at_end(rd_kafka_t *rk, const char *topic)
 {
-    const struct rd_kafka_metadata *md = NULL;
+    int32_t ids[1024];
+    int n = 0;
+    char eb[512] = "";
     rd_kafka_topic_partition_list_t *l = NULL;
-    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
-    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, t, &md, 10000);
-    int rc = -1;
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
 
-    if (err || md->topic_cnt != 1 || md->topics[0].err || md->topics[0].partition_cnt <= 0) {
+    if (core_kafka_partitions(rk, topic, 10000, ids, 1024, &n, eb, sizeof(eb)) != CORE_OK ||
+        n == 0) {
         fprintf(stderr, "gcdp ctl: no metadata for %s (topics.status): %s\n", topic,
-                rd_kafka_err2str(err ? err : md->topics[0].err));
-        goto out;
+                eb[0] ? eb : "unknown topic");
+        return -1;
     }
-    l = rd_kafka_topic_partition_list_new(md->topics[0].partition_cnt);
-    for (int i = 0; i < md->topics[0].partition_cnt; i++) {
-        int32_t p = md->topics[0].partitions[i].id;
+    l = rd_kafka_topic_partition_list_new(n);
+    for (int i = 0; i < n && !err; i++) {
         int64_t lo = 0, hi = 0;
-        err = rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi, 10000);
-        if (err) {
-            fprintf(stderr, "gcdp ctl: %s[%d]: %s\n", topic, (int)p, rd_kafka_err2str(err));
-            goto out;
-        }
-        rd_kafka_topic_partition_list_add(l, topic, p)->offset = hi;
+        err = rd_kafka_query_watermark_offsets(rk, topic, ids[i], &lo, &hi, 10000);
+        if (err)
+            fprintf(stderr, "gcdp ctl: %s[%d]: %s\n", topic, (int)ids[i], rd_kafka_err2str(err));
+        else
+            rd_kafka_topic_partition_list_add(l, topic, ids[i])->offset = hi;
     }
-    err = rd_kafka_assign(rk, l);
-    if (err)
+    if (!err && (err = rd_kafka_assign(rk, l)) != RD_KAFKA_RESP_ERR_NO_ERROR)
         fprintf(stderr, "gcdp ctl: assign %s: %s\n", topic, rd_kafka_err2str(err));
-    rc = err ? -1 : 0;
-out:
-    if (l)
-        rd_kafka_topic_partition_list_destroy(l);
-    if (md)
-        rd_kafka_metadata_destroy(md);
-    rd_kafka_topic_destroy(t);
-    return rc;
+    rd_kafka_topic_partition_list_destroy(l);
+    return err ? -1 : 0;
 }
 
 /* A reply: a gcdp.status/1 object whose in_reply_to is nonce. */

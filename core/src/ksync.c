@@ -52,6 +52,40 @@ core_err core_kafka_client_new(const struct core_config *cfg, enum core_kafka_ro
     return CORE_OK;
 }
 
+core_err core_kafka_partitions(rd_kafka_t *rk, const char *topic, int timeout_ms, int32_t *ids,
+                               int max, int *n, char *eb, size_t ebn)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
+    rd_kafka_resp_err_t err = t ? rd_kafka_metadata(rk, 0, t, &md, timeout_ms)
+                                : rd_kafka_last_error();
+    core_err rc = CORE_OK;
+
+    *n = 0;
+    if (!err && md->topic_cnt != 1)
+        err = RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+    if (!err && md->topics[0].err &&
+        md->topics[0].err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+        err = md->topics[0].err;
+    if (err) {
+        snprintf(eb, ebn, "%s: no metadata: %s", topic, rd_kafka_err2str(err));
+        rc = CORE_EKAFKA;
+    } else if (!md->topics[0].err) {
+        *n = md->topics[0].partition_cnt;
+        for (int i = 0; i < *n && i < max; i++)
+            ids[i] = md->topics[0].partitions[i].id;
+        if (*n > max) {
+            snprintf(eb, ebn, "%s: %d partitions, more than %d", topic, *n, max);
+            rc = CORE_ETOOBIG;
+        }
+    }
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    if (t)
+        rd_kafka_topic_destroy(t);
+    return rc;
+}
+
 static void on_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
     struct core_ksync *p = opaque;

@@ -28,36 +28,6 @@ static core_err reader_new(const struct core_config *cfg, const char *group, rd_
     return rc;
 }
 
-/* Partition count of topic (0: the broker does not know it). */
-static core_err partitions_of(rd_kafka_t *rk, const char *topic, int *n, char *eb, size_t ebn)
-{
-    const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
-    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, t, &md, 10000);
-    core_err rc = CORE_OK;
-
-    *n = 0;
-    if (err || md->topic_cnt != 1) {
-        snprintf(eb, ebn, "%s: no metadata (%s)", topic, rd_kafka_err2str(err));
-        rc = CORE_EKAFKA;
-    } else if (md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
-        *n = 0;
-    } else if (md->topics[0].err) {
-        snprintf(eb, ebn, "%s: %s", topic, rd_kafka_err2str(md->topics[0].err));
-        rc = CORE_EKAFKA;
-    } else {
-        *n = md->topics[0].partition_cnt;
-    }
-    if (md)
-        rd_kafka_metadata_destroy(md);
-    rd_kafka_topic_destroy(t);
-    if (rc == CORE_OK && *n > CAL_SPAN_MAX_PARTITIONS) {
-        snprintf(eb, ebn, "%s: more than %d partitions", topic, CAL_SPAN_MAX_PARTITIONS);
-        rc = CORE_ETOOBIG;
-    }
-    return rc;
-}
-
 typedef core_err rec_fn(void *arg, const rd_kafka_message_t *m, char *eb, size_t ebn);
 
 struct reach {
@@ -143,11 +113,13 @@ core_err cal_priv_read_windows(const struct core_config *cfg, const char *topic,
 {
     rd_kafka_t *rk = NULL;
     struct reach *r = core_xcalloc(1, sizeof(*r));
+    int32_t ids[CAL_SPAN_MAX_PARTITIONS];
     int np = 0;
     core_err rc = reader_new(cfg, "gcdp-calibrate-span", &rk, eb, ebn);
 
     if (rc == CORE_OK)
-        rc = partitions_of(rk, topic, &np, eb, ebn);
+        rc = core_kafka_partitions(rk, topic, 10000, ids, CAL_SPAN_MAX_PARTITIONS, &np, eb,
+                                   ebn);
     if (rc == CORE_OK)
         rc = read_all(rk, topic, np, r, timeout_ms, add_window, set, eb, ebn);
     for (int p = 0; rc == CORE_OK && p < np; p++)
@@ -242,6 +214,7 @@ core_err cal_priv_adopt_changelog(const struct core_config *cfg, const char *top
     rd_kafka_t *rk = NULL;
     struct reach *r = core_xcalloc(1, sizeof(*r));
     struct adopt_ctx *a = core_xcalloc(1, sizeof(*a));
+    int32_t ids[CAL_SPAN_MAX_PARTITIONS];
     int np = 0;
     core_err rc = reader_new(cfg, "gcdp-calibrate-changelog", &rk, eb, ebn);
 
@@ -249,7 +222,8 @@ core_err cal_priv_adopt_changelog(const struct core_config *cfg, const char *top
     a->l = l;
     a->st = st;
     if (rc == CORE_OK)
-        rc = partitions_of(rk, topic, &np, eb, ebn);
+        rc = core_kafka_partitions(rk, topic, 10000, ids, CAL_SPAN_MAX_PARTITIONS, &np, eb,
+                                   ebn);
     if (rc == CORE_OK)
         rc = read_all(rk, topic, np, r, timeout_ms, add_row, a, eb, ebn);
     for (int p = 0; rc == CORE_OK && p < np; p++)
@@ -324,11 +298,13 @@ core_err cal_priv_all_partitions(const struct core_config *cfg, const char *topi
                                  int64_t *need, size_t *n_parts, char *eb, size_t ebn)
 {
     rd_kafka_t *rk = NULL;
+    int32_t ids[CAL_SPAN_MAX_PARTITIONS];
     int np = 0;
     core_err rc = reader_new(cfg, "gcdp-calibrate-meta", &rk, eb, ebn);
 
     if (rc == CORE_OK)
-        rc = partitions_of(rk, topic, &np, eb, ebn);
+        rc = core_kafka_partitions(rk, topic, 10000, ids, CAL_SPAN_MAX_PARTITIONS, &np, eb,
+                                   ebn);
     for (int p = 0; p < CAL_SPAN_MAX_PARTITIONS; p++)
         need[p] = p < np ? 0 : -1;
     *n_parts = (size_t)np;

@@ -42,6 +42,15 @@ CORE_MUST_CHECK core_err core_kafka_client_new(const struct core_config *cfg,
                                                void *opaque, rd_kafka_t **out, char *errbuf,
                                                size_t errbuf_size);
 
+/* The partition ids of topic from the broker's metadata (blocking, up to timeout_ms).
+ *   ids  caller storage for max ids; *n receives the partition count (0: the broker does not
+ *        know the topic; with more than max partitions, CORE_ETOOBIG and *n the count).
+ * Returns CORE_OK, CORE_ETOOBIG, or CORE_EKAFKA (no metadata: errbuf names the topic and
+ * librdkafka's reason). */
+CORE_MUST_CHECK core_err core_kafka_partitions(rd_kafka_t *rk, const char *topic, int timeout_ms,
+                                               int32_t *ids, int max, int *n, char *errbuf,
+                                               size_t errbuf_size);
+
 struct core_ksync;
 
 /* Called for every delivery report (on the thread in a core_ksync_* call). err is

@@ -22,26 +22,20 @@ struct sim_lagguard {
 
 static core_err partitions(struct sim_lagguard *g, char *eb, size_t ebn)
 {
-    rd_kafka_topic_t *rkt = rd_kafka_topic_new(g->producer, g->topic, NULL);
-    const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_resp_err_t err = rd_kafka_metadata(g->producer, 0, rkt, &md, 5000);
-    core_err rc = CORE_OK;
+    int32_t ids[4096];
+    int n = 0;
+    core_err rc = core_kafka_partitions(g->producer, g->topic, 5000, ids, 4096, &n, eb, ebn);
 
-    if (err || md->topic_cnt != 1 || md->topics[0].err || md->topics[0].partition_cnt < 1) {
-        snprintf(eb, ebn, "lag guard: no metadata for topic '%s': %s", g->topic,
-                 rd_kafka_err2str(err             ? err
-                                  : md->topic_cnt ? md->topics[0].err
-                                                  : err));
+    if (rc == CORE_OK && n < 1) {
+        snprintf(eb, ebn, "lag guard: no metadata for topic '%s': unknown topic", g->topic);
         rc = CORE_EKAFKA;
-    } else {
-        g->parts = rd_kafka_topic_partition_list_new(md->topics[0].partition_cnt);
-        for (int i = 0; i < md->topics[0].partition_cnt; i++)
-            rd_kafka_topic_partition_list_add(g->parts, g->topic, md->topics[0].partitions[i].id);
     }
-    if (md)
-        rd_kafka_metadata_destroy(md);
-    rd_kafka_topic_destroy(rkt);
-    return rc;
+    if (rc != CORE_OK)
+        return rc == CORE_ETOOBIG ? rc : CORE_EKAFKA;
+    g->parts = rd_kafka_topic_partition_list_new(n);
+    for (int i = 0; i < n; i++)
+        rd_kafka_topic_partition_list_add(g->parts, g->topic, ids[i]);
+    return CORE_OK;
 }
 
 core_err sim_lagguard_new(const struct core_config *cfg, rd_kafka_t *producer, const char *topic,
