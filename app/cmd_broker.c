@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "flags.h"
 #include "broker_bind.h"
 #include "core/broker.h"
 #include "core/log.h"
@@ -82,18 +83,6 @@ struct broker_opts {
     const char *control;
 };
 
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long v;
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 /* Returns -1 ok, or an exit code. */
 static int parse_opts(int argc, char **argv, struct broker_opts *o)
 {
@@ -113,15 +102,15 @@ static int parse_opts(int argc, char **argv, struct broker_opts *o)
             o->bootstrap_file = optarg;
             break;
         case 'p':
-            if (parse_long(optarg, 1, 65535, &o->port) != 0)
+            if (app_flag_parse_long(optarg, 1, 65535, &o->port) != 0)
                 goto bad;
             break;
         case 'b':
-            if (parse_long(optarg, 1, CORE_BROKER_MAX_BROKERS, &o->brokers) != 0)
+            if (app_flag_parse_long(optarg, 1, CORE_BROKER_MAX_BROKERS, &o->brokers) != 0)
                 goto bad;
             break;
         case 'n':
-            if (parse_long(optarg, 1, 10000, &o->partitions) != 0)
+            if (app_flag_parse_long(optarg, 1, 10000, &o->partitions) != 0)
                 goto bad;
             break;
         case 't':
@@ -167,7 +156,7 @@ static core_err create_extra(struct core_broker *b, const struct broker_opts *o)
         const char *colon = strrchr(o->extra[i], ':');
         size_t len = colon ? (size_t)(colon - o->extra[i]) : strlen(o->extra[i]);
         if (len == 0 || len >= sizeof(name) ||
-            (colon && parse_long(colon + 1, 1, 10000, &p) != 0)) {
+            (colon && app_flag_parse_long(colon + 1, 1, 10000, &p) != 0)) {
             fprintf(stderr, "gcdp broker: bad --topic '%s'\n", o->extra[i]);
             return CORE_EINVAL;
         }

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "app.h"
+#include "flags.h"
 #include "core/mem.h"
 #include "rel/bounds.h"
 #include "core/dp_ledger.h"
@@ -404,7 +405,6 @@ int cmd_calibrate(int argc, char **argv)
     int c, ret, publish = 0, serve = 0;
     bool serve_check;
     double exit_after = 0;
-    char *end;
 
     if (app_help_requested(argc, argv)) {
         usage(stdout);
@@ -424,8 +424,7 @@ int cmd_calibrate(int argc, char **argv)
         case 'p': publish = 1; break;
         case 'S': serve = 1; break;
         case 'x':
-            exit_after = strtod(optarg, &end);
-            if (end == optarg || *end || !(exit_after >= 0) || exit_after > 1e6) {
+            if (app_flag_parse_double(optarg, 0, 1e6, &exit_after) != 0) {
                 fprintf(stderr, "gcdp calibrate: --exit-after %s: not seconds in [0, 1e6]\n",
                         optarg);
                 core_config_free(cfg);

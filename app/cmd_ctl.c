@@ -13,6 +13,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "app.h"
+#include "flags.h"
 #include "core/ctl.h"
 #include "core/ctl_listen.h"
 #include "core/kafka.h"
@@ -94,15 +95,6 @@ struct ctl_opts {
     long wait_s, count;
 };
 
-static int parse_long(const char *s, long hi, long *out)
-{
-    unsigned long long v;
-    if (app_flag_parse_u64(s, (unsigned long long)hi, &v) != 0)
-        return -1;
-    *out = (long)v;
-    return 0;
-}
-
 /* Returns -1 when parsed, else an exit code. */
 static int parse_opts(int argc, char **argv, struct ctl_opts *o)
 {
@@ -129,9 +121,9 @@ static int parse_opts(int argc, char **argv, struct ctl_opts *o)
         else if (c == 'k')
             o->key = optarg;
         else if (c == 'w')
-            bad = parse_long(optarg, 3600, &o->wait_s);
+            bad = app_flag_parse_long(optarg, 0, 3600, &o->wait_s);
         else if (c == 'n')
-            bad = parse_long(optarg, 1000000, &o->count);
+            bad = app_flag_parse_long(optarg, 0, 1000000, &o->count);
         else
             bad = -2;
         if (bad) {

@@ -1,5 +1,7 @@
 /* cmd_eval.c - `gcdp eval`: the GC-DP paper's evaluation protocol (eval/eval.h). */
+#include <float.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -7,6 +9,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "flags.h"
 #include "eval/eval.h"
 
 static void usage(FILE *f)
@@ -45,24 +48,10 @@ static void usage(FILE *f)
         "--reps 9. --rebuild-figure7 DIR recomputes figure7.csv/.md from DIR/runs.csv.\n");
 }
 
+/* A comma-separated list of positive numbers. */
 static int parse_list(const char *s, double *out, size_t cap, size_t *n)
 {
-    char *end;
-    *n = 0;
-    while (*s) {
-        if (*n == cap)
-            return -1;
-        out[*n] = strtod(s, &end);
-        if (end == s || !(out[*n] > 0.0))
-            return -1;
-        (*n)++;
-        s = end;
-        if (*s == ',')
-            s++;
-        else if (*s)
-            return -1;
-    }
-    return *n ? 0 : -1;
+    return app_flag_parse_doubles(s, DBL_MIN, DBL_MAX, out, cap, n);
 }
 
 int cmd_eval(int argc, char **argv)
@@ -101,6 +90,7 @@ int cmd_eval(int argc, char **argv)
     bool figure7 = false;
     char data_dir[4096], eb[1024] = "";
     int c;
+    unsigned long long seed;
     core_err rc;
 
     if (app_help_requested(argc, argv)) {
@@ -110,7 +100,6 @@ int cmd_eval(int argc, char **argv)
     eval_opts_default(&o);
     optind = 1;
     while ((c = getopt_long(argc, argv, "qh", lo, NULL)) != -1) {
-        char *end = NULL;
         switch (c) {
         case 'd':
             o.dataset = optarg;
@@ -136,8 +125,8 @@ int cmd_eval(int argc, char **argv)
         case 'n':
         case 't':
         case 'w': {
-            long v = strtol(optarg, &end, 10);
-            if (!end || *end || v < 1 || v > 1000) {
+            long v;
+            if (app_flag_parse_long(optarg, 1, 1000, &v) != 0) {
                 fprintf(stderr, "gcdp eval: --%s: integer in 1..1000\n",
                         c == 'n'   ? "draws"
                         : c == 't' ? "tune-draws"
@@ -153,11 +142,15 @@ int cmd_eval(int argc, char **argv)
             break;
         }
         case 's':
-            o.seed = strtoull(optarg, NULL, 10);
+            if (app_flag_parse_u64(optarg, ULLONG_MAX, &seed) != 0) {
+                fprintf(stderr, "gcdp eval: --seed: a non-negative integer\n");
+                return APP_EXIT_USAGE;
+            }
+            o.seed = seed;
             break;
         case 'g':
-            o.delta = strtod(optarg, &end);
-            if (!end || *end || !(o.delta > 0.0 && o.delta < 0.5)) {
+            if (app_flag_parse_double(optarg, 0, 0.5, &o.delta) != 0 || o.delta == 0 ||
+                o.delta == 0.5) {
                 fprintf(stderr, "gcdp eval: --delta in (0, 0.5)\n");
                 return APP_EXIT_USAGE;
             }
@@ -183,8 +176,7 @@ int cmd_eval(int argc, char **argv)
             }
             break;
         case 'C':
-            o.eps_cal = strtod(optarg, &end);
-            if (!end || *end || !(o.eps_cal > 0.0 && o.eps_cal <= 100.0)) {
+            if (app_flag_parse_double(optarg, 0, 100, &o.eps_cal) != 0 || o.eps_cal == 0) {
                 fprintf(stderr, "gcdp eval: --eps-cal in (0, 100]\n");
                 return APP_EXIT_USAGE;
             }
@@ -235,9 +227,8 @@ int cmd_eval(int argc, char **argv)
         }
         case 9:
         case 10: {
-            long v = strtol(optarg, &end, 10);
-            long vlo = c == 9 ? 20 : 1, vhi = c == 9 ? 1000000 : 1000;
-            if (!end || *end || v < vlo || v > vhi) {
+            long v, vlo = c == 9 ? 20 : 1, vhi = c == 9 ? 1000000 : 1000;
+            if (app_flag_parse_long(optarg, vlo, vhi, &v) != 0) {
                 fprintf(stderr, "gcdp eval: --%s: integer in %ld..%ld\n",
                         c == 9 ? "windows" : "reps", vlo, vhi);
                 return APP_EXIT_USAGE;

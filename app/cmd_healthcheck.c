@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "flags.h"
 
 static void usage(FILE *f)
 {
@@ -79,21 +80,17 @@ static int parse_opts(int argc, char **argv, long *port, const char **host, doub
     static const struct option lo[] = {
         {"port", required_argument, NULL, 'p'}, {"host", required_argument, NULL, 'H'},
         {"timeout", required_argument, NULL, 't'}, {NULL, 0, NULL, 0}};
-    char *end;
     int ch;
 
     optind = 1;
     while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        errno = 0;
-        if (ch == 'p' && ((*port = strtol(optarg, &end, 10)), !errno && !*end) && *port >= 1 &&
-            *port <= 65535)
+        if (ch == 'p' && app_flag_parse_long(optarg, 1, 65535, port) == 0)
             continue;
         if (ch == 'H') {
             *host = optarg;
             continue;
         }
-        if (ch == 't' && ((*timeout = strtod(optarg, &end)), !*end) && *timeout >= 0.1 &&
-            *timeout <= 60)
+        if (ch == 't' && app_flag_parse_double(optarg, 0.1, 60, timeout) == 0)
             continue;
         fprintf(stderr, "gcdp healthcheck: bad option (see gcdp healthcheck --help)\n");
         return -1;

@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include "app.h"
+#include "flags.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "ing/service.h"
@@ -70,25 +71,21 @@ static int parse_opts(int argc, char **argv, struct ingest_opts *o)
         {NULL, 0, NULL, 0},
     };
     int ch;
-    char *end;
 
     optind = 1;
     while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        errno = 0;
         switch (ch) {
         case 'g':
             o->group = optarg;
             break;
         case 'c':
-            o->commit_ms = strtol(optarg, &end, 10);
-            if (errno || *end || o->commit_ms < 10 || o->commit_ms > 600000) {
+            if (app_flag_parse_long(optarg, 10, 600000, &o->commit_ms) != 0) {
                 fprintf(stderr, "gcdp ingest: --commit-interval must be 10..600000 ms\n");
                 return APP_EXIT_USAGE;
             }
             break;
         case 'x':
-            o->exit_idle_s = strtod(optarg, &end);
-            if (errno || *end || !(o->exit_idle_s >= 0 && o->exit_idle_s <= 86400)) {
+            if (app_flag_parse_double(optarg, 0, 86400, &o->exit_idle_s) != 0) {
                 fprintf(stderr, "gcdp ingest: --exit-idle must be 0..86400 seconds\n");
                 return APP_EXIT_USAGE;
             }

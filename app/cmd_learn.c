@@ -1,6 +1,7 @@
 /* cmd_learn.c - `gcdp learn`: structure learning over participant CSV files with any of the
  * learner's methods (Fed-Sparse-BNSL and the paper's baselines); writes the DAG as JSON, CSV,
  * DOT and PNG, and a metrics JSON. */
+#include <float.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -13,6 +14,7 @@
 #include <jansson.h>
 
 #include "app.h"
+#include "flags.h"
 #include "core/dp_rng.h"
 #include "core/mem.h"
 #include "lrn/admm.h"
@@ -101,10 +103,7 @@ struct learn_args {
 
 static int num(const char *s, double *v)
 {
-    char *e;
-    errno = 0;
-    *v = strtod(s, &e);
-    return (errno || e == s || *e || !isfinite(*v)) ? -1 : 0;
+    return app_flag_parse_double(s, -DBL_MAX, DBL_MAX, v);
 }
 
 /* Overrides are collected first and applied after the method's defaults are set. */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "flags.h"
 #include "cal/theta.h"
 #include "core/dp_ledger.h"
 #include "core/dp_rng.h"
@@ -116,7 +117,6 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"skip-refused", no_argument, NULL, 's'}, {"serve", no_argument, NULL, 'S'},
         {"group", required_argument, NULL, 'g'},  {"exit-idle", required_argument, NULL, 'x'},
         {"check", no_argument, NULL, 'C'}, {NULL, 0, NULL, 0}};
-    char *end;
     int ch;
 
     memset(a, 0, sizeof(*a));
@@ -140,8 +140,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         case 'C': a->check = 1; break;
         case 'g': a->group = optarg; break;
         case 'x':
-            a->exit_idle_s = strtod(optarg, &end);
-            if (end == optarg || *end || !(a->exit_idle_s >= 0) || a->exit_idle_s > 1e6) {
+            if (app_flag_parse_double(optarg, 0, 1e6, &a->exit_idle_s) != 0) {
                 fprintf(stderr, "gcdp release: --exit-idle %s: not a number of seconds in "
                                 "[0, 1e6]\n", optarg);
                 return APP_EXIT_USAGE;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "flags.h"
 #include "core/log.h"
 #include "producer_flags.h"
 #include "sim/sim.h"
@@ -54,16 +55,6 @@ static void usage(FILE *f)
             app_common_help);
 }
 
-static int parse_num(const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (!s[0] || *end || !(v >= lo && v <= hi))
-        return -1;
-    *out = v;
-    return 0;
-}
-
 enum { O_FILE = 256, O_FORMAT, O_DEVICE, O_SPEED, O_RATE };
 
 static const struct option long_opts[] = {
@@ -98,10 +89,10 @@ static int apply_opt(int c, const char *arg, struct sim_replay_options *o)
         o->device = arg;
         break;
     case O_SPEED:
-        bad = parse_num(arg, 0.0, 1e9, &o->speed);
+        bad = app_flag_parse_double(arg, 0.0, 1e9, &o->speed);
         break;
     case O_RATE:
-        bad = parse_num(arg, 0.0, 1e9, &o->rate);
+        bad = app_flag_parse_double(arg, 0.0, 1e9, &o->rate);
         break;
     default: /* --topic, --max-inflight, ... (producer_flags.h) */
         return app_prod_flags_apply("replay", c, arg, &o->prod) == 0 ? 0 : -1;

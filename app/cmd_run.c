@@ -26,6 +26,7 @@
 #include <uv.h>
 
 #include "app.h"
+#include "flags.h"
 #include "run.h"
 #include "core/log.h"
 #include "core/metrics.h"
@@ -385,32 +386,29 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
         {"calibration", required_argument, NULL, 'C'}, {"sites", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
+    unsigned long long u;
     int ch;
-    char *end;
 
     optind = 1;
     while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        errno = 0;
         switch (ch) {
         case 'd':
-            o->duration_s = strtod(optarg, &end);
-            if (errno || *end || !(o->duration_s >= 0 && o->duration_s <= 1e7))
+            if (app_flag_parse_double(optarg, 0, 1e7, &o->duration_s) != 0)
                 goto bad;
             break;
         case 'n':
-            o->devices = (size_t)strtoul(optarg, &end, 10);
-            if (errno || *end || o->devices < 1 || o->devices > SIM_MAX_DEVICES)
+            if (app_flag_parse_u64(optarg, SIM_MAX_DEVICES, &u) != 0 || u < 1)
                 goto bad;
+            o->devices = (size_t)u;
             break;
         case 'r':
-            o->rate = strtod(optarg, &end);
-            if (errno || *end || !(o->rate > 0 && o->rate <= 1e7))
+            if (app_flag_parse_double(optarg, 0, 1e7, &o->rate) != 0 || o->rate == 0)
                 goto bad;
             break;
         case 's':
-            o->seed = strtoull(optarg, &end, 10);
-            if (errno || *end)
+            if (app_flag_parse_u64(optarg, UINT64_MAX, &u) != 0)
                 goto bad;
+            o->seed = u;
             break;
         case 'N':
             o->no_sim = true;
@@ -428,9 +426,9 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
             o->calibration = optarg;
             break;
         case 'S':
-            o->sites = (size_t)strtoul(optarg, &end, 10);
-            if (errno || *end || o->sites < 1 || o->sites > 64)
+            if (app_flag_parse_u64(optarg, 64, &u) != 0 || u < 1)
                 goto bad;
+            o->sites = (size_t)u;
             break;
         case 'h':
             usage(stdout);

@@ -1,5 +1,7 @@
 /* cmd_semgen.c - `gcdp sem-gen`: synthetic linear Gaussian SEM data for the learner
  * (Fed-Sparse-BNSL paper Appendix B.1), one CSV per participant plus the true DAG. */
+#include <float.h>
+#include <stdint.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -10,6 +12,7 @@
 #include <jansson.h>
 
 #include "app.h"
+#include "flags.h"
 #include "core/mem.h"
 #include "lrn/csvio.h"
 #include "lrn/graphout.h"
@@ -38,11 +41,8 @@ static const char semgen_help[] =
 
 static int parse_size(const char *s, size_t *out)
 {
-    char *end;
     unsigned long long v;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno || *end || end == s || s[0] == '-')
+    if (app_flag_parse_u64(s, SIZE_MAX, &v) != 0)
         return -1;
     *out = (size_t)v;
     return 0;
@@ -50,10 +50,7 @@ static int parse_size(const char *s, size_t *out)
 
 static int parse_double(const char *s, double *out)
 {
-    char *end;
-    errno = 0;
-    *out = strtod(s, &end);
-    return (errno || *end || end == s) ? -1 : 0;
+    return app_flag_parse_double(s, -DBL_MAX, DBL_MAX, out);
 }
 
 static int parse_opts(int argc, char **argv, struct lrn_sem_opts *o, const char **dir)

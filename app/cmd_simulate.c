@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "flags.h"
 #include "core/log.h"
 #include "core/timefmt.h"
 #include "producer_flags.h"
@@ -83,16 +84,6 @@ static void usage(FILE *f)
     fprintf(f, "\n%s", app_common_help);
 }
 
-static int parse_dbl(const char *s, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (!s[0] || *end || !(v == v) || v > 1e300 || v < -1e300)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 static int parse_start(const char *s, int64_t *out)
 {
     unsigned long long v;
@@ -167,45 +158,45 @@ static int apply_opt(int c, const char *arg, struct sim_options *o, const char *
         o->seed = u;
         break;
     case O_RATE:
-        bad = parse_dbl(arg, &o->rate) || !(o->rate >= 0.0);
+        bad = app_flag_parse_double(arg, -1e300, 1e300, &o->rate) || !(o->rate >= 0.0);
         break;
     case O_TICKS:
         bad = app_flag_parse_u64(arg, UINT64_MAX, &u);
         o->ticks = u;
         break;
     case O_DURATION:
-        bad = parse_dbl(arg, &o->duration_s) || !(o->duration_s >= 0.0);
+        bad = app_flag_parse_double(arg, -1e300, 1e300, &o->duration_s) || !(o->duration_s >= 0.0);
         break;
     case O_START:
         bad = parse_start(arg, &o->start_ms);
         break;
     case O_PERIOD:
-        bad = parse_dbl(arg, &o->period_s);
+        bad = app_flag_parse_double(arg, -1e300, 1e300, &o->period_s);
         break;
     case O_WALL:
         o->wall_clock = true;
         break;
     case O_REGIME:
-        bad = parse_dbl(arg, &o->regime_change_at_s) || o->regime_change_at_s < 0;
+        bad = app_flag_parse_double(arg, -1e300, 1e300, &o->regime_change_at_s) || o->regime_change_at_s < 0;
         break;
     case O_HETERO:
-        bad = parse_dbl(arg, &o->hetero_sd);
+        bad = app_flag_parse_double(arg, -1e300, 1e300, &o->hetero_sd);
         break;
     case O_COUPLING:
-        bad = parse_dbl(arg, &o->spatial_coupling);
+        bad = app_flag_parse_double(arg, -1e300, 1e300, &o->spatial_coupling);
         break;
     case O_LAG:
         bad = app_flag_parse_u64(arg, SIM_MAX_LAG, &u);
         o->spatial_lag = (unsigned)u;
         break;
     case O_AR:
-        bad = parse_dbl(arg, &o->ar);
+        bad = app_flag_parse_double(arg, -1e300, 1e300, &o->ar);
         break;
     case O_TRUTH:
         o->truth_path = arg;
         break;
     case O_FAULT_RATE:
-        bad = parse_dbl(arg, total) || !(*total >= 0.0 && *total <= 1.0);
+        bad = app_flag_parse_double(arg, -1e300, 1e300, total) || !(*total >= 0.0 && *total <= 1.0);
         break;
     case O_FAULTS:
         *faults = arg;
@@ -215,7 +206,7 @@ static int apply_opt(int c, const char *arg, struct sim_options *o, const char *
         o->gap_ticks = (unsigned)u;
         break;
     case O_LATE:
-        bad = parse_dbl(arg, &o->late_s);
+        bad = app_flag_parse_double(arg, -1e300, 1e300, &o->late_s);
         break;
     case O_OVERSIZE:
         bad = app_flag_parse_u64(arg, 64ULL << 20, &u);

@@ -1,5 +1,6 @@
 /* learn_serve.c - `gcdp learn --server` and `gcdp learn --participant ID`: wiring of the
  * learner services (lrn/fedsvc.h) to flags, signals and the metrics endpoint. */
+#include <float.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 
 #include "app.h"
+#include "flags.h"
 #include "core/metrics.h"
 #include "lrn/config.h"
 #include "lrn/fedsvc.h"
@@ -61,9 +63,7 @@ static void on_signal(int sig)
 
 static int num(const char *flag, const char *s, double *v)
 {
-    char *end = NULL;
-    *v = strtod(s, &end);
-    if (!end || *end || !isfinite(*v) || *v < 0) {
+    if (app_flag_parse_double(s, 0, DBL_MAX, v) != 0) {
         fprintf(stderr, "gcdp learn: %s wants a number >= 0, got '%s'\n", flag, s);
         return -1;
     }

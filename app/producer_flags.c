@@ -4,20 +4,9 @@
 
 #include <stdlib.h>
 
-static const struct option prod_opts[] = {APP_PROD_FLAG_OPTIONS};
+#include "flags.h"
 
-int app_flag_parse_u64(const char *s, unsigned long long max, unsigned long long *out)
-{
-    char *end;
-    unsigned long long v;
-    if (!s[0] || s[0] == '-')
-        return -1;
-    v = strtoull(s, &end, 10);
-    if (*end || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
+static const struct option prod_opts[] = {APP_PROD_FLAG_OPTIONS};
 
 /* s as an integer in [lo, hi] into *out; 0 or -1. */
 static int parse_range(const char *s, unsigned long long lo, unsigned long long hi,

@@ -60,9 +60,4 @@ int app_prod_flags_apply(const char *cmd, int c, const char *arg, struct sim_pro
  * sit in a column `width` characters wide after a two-space indent, the command's own. */
 void app_prod_flags_help(FILE *f, int width, const struct sim_producer_opts *d);
 
-/* Parse a decimal unsigned integer <= max as strtoull reads it (leading blanks and '+'
- * pass); refused when empty, starting with '-', or followed by other text. Returns 0 with
- * *out set, or -1 (*out unchanged). Shared with the commands' own integer flags. */
-int app_flag_parse_u64(const char *s, unsigned long long max, unsigned long long *out);
-
 #endif /* GCDP_APP_PRODUCER_FLAGS_H */
