@@ -1,6 +1,7 @@
 /* cmd_healthcheck.c - `gcdp healthcheck`: probe a running service's /healthz (the container
  * image's HEALTHCHECK; no curl in the image). Plain HTTP/1.0 over loopback TCP. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
@@ -67,8 +68,11 @@ static int probe(const char *host, int port, double timeout_s, int *code, char *
         got += (size_t)n;
     close(fd);
     buf[got] = '\0';
-    if (sscanf(buf, "HTTP/1.%*d %d", code) != 1)
-        *code = 0;
+    *code = 0; /* "HTTP/1.x NNN ..." */
+    if (strncmp(buf, "HTTP/1.", 7) == 0 && isdigit((unsigned char)buf[7]) && buf[8] == ' ' &&
+        isdigit((unsigned char)buf[9]) && isdigit((unsigned char)buf[10]) &&
+        isdigit((unsigned char)buf[11]))
+        *code = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
     body = strstr(buf, "\r\n\r\n");
     if (body)
         snprintf(reason, rn, "%.*s", (int)strcspn(body + 4, "\r\n"), body + 4);

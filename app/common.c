@@ -67,7 +67,7 @@ static const char *opt_value(int argc, char **argv, int i, const char *opt, int 
  * runs on this defaults-only configuration (tests/integration/test_commands.c). */
 core_err app_config_load(int *argc, char **argv, struct core_config **out)
 {
-    struct core_config *cfg = core_config_new(all_tables, sizeof(all_tables) / sizeof(*all_tables));
+    struct core_config *cfg = core_config_new(all_tables, sizeof(all_tables) / sizeof(*all_tables)); // NOLINT(bugprone-sizeof-expression): array of pointers
     const char *file = getenv("GCDP_CONFIG"), *level = getenv("GCDP_LOG_LEVEL");
     const bool help = app_help_requested(*argc, argv);
     char eb[1024] = "";

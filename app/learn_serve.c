@@ -115,7 +115,7 @@ static void *stopper(void *arg)
 {
     double s = g_exit_after;
     (void)arg;
-    struct timespec ts = {0, 100 * 1000000};
+    struct timespec ts = {0, 100L * 1000000};
     for (double t = 0; t < s && !atomic_load(&g_stop); t += 0.1)
         nanosleep(&ts, NULL);
     atomic_store(&g_stop, true);

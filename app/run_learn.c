@@ -23,7 +23,7 @@
 #include "run.h"
 
 #define LEARN_FINISH_MS 30000 /* at stop: wait this long for a session in progress */
-#define SITE_DEVICES_MAX (64 * 1024)
+#define SITE_DEVICES_MAX ((size_t)64 * 1024)
 #define RANDOM_DAGS 2000 /* draws of the random-graph baseline (fixed seed: reproducible) */
 
 struct run_learner {

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "app.h"
+#include "flags.h"
 #include "cal/calibrate.h"
 #include "cal/graph.h"
 #include "core/lagcorr.h"
@@ -319,6 +320,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
         {NULL, 0, NULL, 0},
     };
     const size_t def[] = {16, 64, 256, 1024};
+    long v;
     int c;
     *a = (struct bench_args){.n_sizes = 4, .n = HAR_N, .direct_max = HAR_M, .threads = 2,
                              .reps = 3, .full = 1};
@@ -327,8 +329,8 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         char *tok, *save = NULL;
         switch (c) {
-        case 't': a->threads = atoi(optarg); break;
-        case 'r': a->reps = atoi(optarg); break;
+        case 't': a->threads = app_flag_parse_long(optarg, 0, 256, &v) == 0 ? (int)v : -1; break;
+        case 'r': a->reps = app_flag_parse_long(optarg, 1, 100, &v) == 0 ? (int)v : 0; break;
         case 'n': a->n = (size_t)strtoul(optarg, NULL, 10); break;
         case 'd': a->direct_max = (size_t)strtoul(optarg, NULL, 10); break;
         case 'F': a->full = 0; break;

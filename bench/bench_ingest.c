@@ -846,7 +846,7 @@ static void print_result(const struct bench_opts *o, struct bench_figs *f)
            "(%.3f of one member)\n",
            f->bare[m], f->ing[m], f->ing[m] / f->bare[m],
            f->ing[m] / f->bare[m] >= 0.5 ? "met" : "NOT met", f->eng[m],
-           (double)f->rss_ing / 1024.0, f->rss_ing <= 96 * 1024 ? "met" : "NOT met",
+           (double)f->rss_ing / 1024.0, f->rss_ing <= 96L * 1024 ? "met" : "NOT met",
            (double)f->rss_bare / 1024.0, o->devices, f->group[m], f->group[m] / f->ing[m]);
     printf("RESULT_CPU (medians, per CPU-second of the measuring thread) bare_consume=%.0f "
            "ingest=%.0f (target >= 500k: %s) engine_alone=%.0f engine_alone_jansson=%.0f "

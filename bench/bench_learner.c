@@ -696,7 +696,7 @@ static int profile_seed(const struct bl_args *a, size_t d, size_t seed, const ch
     struct lrn_sem_problem *pb = make_problem(a, d, seed);
     struct lrn_runner_opts o = lrn_runner_opts_default(LRN_METHOD_FED_SPARSE, d);
     size_t P = a->participants;
-    struct lrn_csv **csv = core_xcalloc(P, sizeof(*csv));
+    struct lrn_csv **csv = core_xcalloc(P, sizeof(*csv)); // NOLINT(bugprone-sizeof-expression): array of pointers
     double *sig = NULL, c0, *W = NULL;
     const double **sp = NULL;
     struct lrn_pgcd_local *loc = NULL;

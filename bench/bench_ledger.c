@@ -80,7 +80,7 @@ static long status_kb(const char *key)
     FILE *f = fopen("/proc/self/status", "r");
     while (f && fgets(line, sizeof(line), f))
         if (strncmp(line, key, kl) == 0)
-            v = atol(line + kl);
+            v = strtol(line + kl, NULL, 10);
     if (f)
         fclose(f);
     return v;

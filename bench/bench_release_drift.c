@@ -35,7 +35,7 @@
 #include "sim/sim.h"
 
 #define DR_DEVICES  64
-#define DR_TICKS    (5 * 1440)
+#define DR_TICKS    ((uint64_t)5 * 1440)
 #define DR_CHANGE   (1440 + 720)
 #define DR_WIN      10
 #define DR_PERIOD   60000LL

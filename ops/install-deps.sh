@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PKGS=(
-  build-essential cmake pkg-config clang libclang-rt-dev  # libclang-rt-dev: libFuzzer (preset fuzz)
+  build-essential cmake pkg-config clang clang-tidy clang-format libclang-rt-dev  # libclang-rt-dev: libFuzzer (preset fuzz); clang-tidy, clang-format: ops/style.sh
   librdkafka-dev libjansson-dev libsimdjson-dev libuv1-dev libgsl-dev
   libopenblas-dev liblapacke-dev libsodium-dev libmicrohttpd-dev liblbfgs-dev
   libcriterion-dev libsqlite3-dev  # libsqlite3-dev: the ledger store (core/src/dp_ledger_db.c)

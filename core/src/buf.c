@@ -150,7 +150,7 @@ static size_t json_escape(unsigned char c, char *o)
         return 2;
     }
     if (c == '\n' || c == '\r' || c == '\t') {
-        o[0] = '\\', o[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+        o[0] = '\\', o[1] = (char)(c == '\n' ? 'n' : c == '\r' ? 'r' : 't');
         return 2;
     }
     if (c < 0x20 || c == 0x7f) {
@@ -218,7 +218,7 @@ void core_base64_encode(char *dst, const void *src, size_t len)
         uint32_t v = (uint32_t)s[i] << 16 | (i + 1 < len ? (uint32_t)s[i + 1] << 8 : 0);
         dst[0] = b64_tab[v >> 18];
         dst[1] = b64_tab[(v >> 12) & 63];
-        dst[2] = i + 1 < len ? b64_tab[(v >> 6) & 63] : '=';
+        dst[2] = (char)(i + 1 < len ? b64_tab[(v >> 6) & 63] : '=');
         dst[3] = '=';
     }
 }

@@ -441,7 +441,7 @@ void core_config_version(const struct core_config *cfg, const char *prefix, char
     text = json_dumps(sub, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));
     crypto_hash_sha256(h, (const unsigned char *)text, strlen(text));
     for (int i = 0; i < 8; i++)
-        snprintf(out + 2 * i, 3, "%02x", h[i]);
+        snprintf(out + (size_t)2 * i, 3, "%02x", h[i]);
     free(text);
     json_decref(sub);
 }

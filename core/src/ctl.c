@@ -16,10 +16,10 @@
 
 #include "core/mem.h"
 
-#define NONCE_HEX  (2 * CORE_CTL_NONCE_BYTES)
-#define KEY_ID_HEX (2 * CORE_CTL_KEY_ID_BYTES)
-#define SIG_HEX    (2 * crypto_auth_hmacsha256_BYTES)
-#define KEY_HEX    (2 * CORE_CTL_KEY_BYTES)
+#define NONCE_HEX  ((size_t)2 * CORE_CTL_NONCE_BYTES)
+#define KEY_ID_HEX ((size_t)2 * CORE_CTL_KEY_ID_BYTES)
+#define SIG_HEX    ((size_t)2 * crypto_auth_hmacsha256_BYTES)
+#define KEY_HEX    ((size_t)2 * CORE_CTL_KEY_BYTES)
 #define NFIELDS    8
 #define CANON_MAX  2048 /* > every field's cap together */
 
@@ -174,11 +174,11 @@ static core_err key_decode(int fd, const char *path, uint8_t *raw, char *eb, siz
         return CORE_EIO;
     }
     if ((n == KEY_HEX + 1 && hex[KEY_HEX] == '\n' ? KEY_HEX : n) != KEY_HEX)
-        snprintf(eb, ebn, "key file '%s': %zu bytes; want %d hex digits and an optional "
+        snprintf(eb, ebn, "key file '%s': %zu bytes; want %zu hex digits and an optional "
                  "newline (gcdp ctl keygen writes one)", path, n, KEY_HEX);
     else if (sodium_hex2bin(raw, CORE_CTL_KEY_BYTES, hex, KEY_HEX, NULL, &bin_len, NULL) != 0 ||
              bin_len != CORE_CTL_KEY_BYTES)
-        snprintf(eb, ebn, "key file '%s': not %d hex digits", path, KEY_HEX);
+        snprintf(eb, ebn, "key file '%s': not %zu hex digits", path, KEY_HEX);
     else
         rc = CORE_OK;
     sodium_memzero(hex, sizeof(hex));
@@ -462,12 +462,12 @@ static enum core_ctl_verdict check_members(const json_t *j, struct core_ctl_cmd 
     else if (!json_is_integer(t) || json_integer_value(t) < 0)
         snprintf(d, dn, "issued_at is not an integer >= 0 (epoch ms)");
     else if (!get_str(j, "nonce", c->nonce, sizeof(c->nonce)) || !is_lower_hex(c->nonce, NONCE_HEX))
-        snprintf(d, dn, "nonce is not %d lower-case hex digits", NONCE_HEX);
+        snprintf(d, dn, "nonce is not %zu lower-case hex digits", NONCE_HEX);
     else if (!get_str(j, "key_id", c->key_id, sizeof(c->key_id)) ||
              !is_lower_hex(c->key_id, KEY_ID_HEX))
-        snprintf(d, dn, "key_id is not %d lower-case hex digits", KEY_ID_HEX);
+        snprintf(d, dn, "key_id is not %zu lower-case hex digits", KEY_ID_HEX);
     else if (!get_str(j, "sig", sig, SIG_HEX + 1) || !is_lower_hex(sig, SIG_HEX))
-        snprintf(d, dn, "sig is not %d lower-case hex digits", SIG_HEX);
+        snprintf(d, dn, "sig is not %zu lower-case hex digits", SIG_HEX);
     else {
         c->issued_at_ms = (int64_t)json_integer_value(t);
         return CORE_CTL_ACCEPTED;

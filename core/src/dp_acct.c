@@ -24,6 +24,11 @@ double core_dp_add_up(double a, double b)
     return rd_add_up(a, b);
 }
 
+bool core_dp_cost_same(const struct core_dp_cost *a, const struct core_dp_cost *b)
+{
+    return a->eps == b->eps && a->rho == b->rho && a->delta == b->delta;
+}
+
 core_err core_dp_cost_add(struct core_dp_cost *acc, const struct core_dp_cost *c)
 {
     if (!cost_valid(acc) || !cost_valid(c))

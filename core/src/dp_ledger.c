@@ -992,7 +992,7 @@ static const char *row_tail(struct core_dp_ledger *l, const struct core_dp_cost 
     char *text;
 
     if (l->tail && strcmp(l->tail_params, pj) == 0 &&
-        memcmp(&l->tail_cost, c, sizeof(*c)) == 0)
+        core_dp_cost_same(&l->tail_cost, c))
         return l->tail;
     free(l->tail);
     free(l->tail_params);
@@ -1013,6 +1013,14 @@ static const char *row_tail(struct core_dp_ledger *l, const struct core_dp_cost 
     }
     free(text);
     return NULL;
+}
+
+/* Copy s (without its NUL) to d; returns the end of the copy. */
+static char *put_str(char *d, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(d, s, n);
+    return d + n;
 }
 
 /* The row's JSON up to the output: {"v":1,"id":..,"mech":..,"units":[..],"eps":..,"rho":..,
@@ -1038,11 +1046,12 @@ static char *row_head(struct core_dp_ledger *l, const char *id, const char *mech
         for (size_t i = 0; i < n; i++)
             len += strlen(qu[i]) + 1;
         head = core_xmalloc(len);
-        char *d = head;
-        d += sprintf(d, "%s%s,\"mech\":%s,\"units\":[", pre, qid, qmech);
+        char *d = head; /* len counted every byte below and the NUL */
+        d = put_str(put_str(put_str(put_str(d, pre), qid), ",\"mech\":"), qmech);
+        d = put_str(d, ",\"units\":[");
         for (size_t i = 0; i < n; i++)
-            d += sprintf(d, "%s%s", i ? "," : "", qu[i]);
-        sprintf(d, "]%s%s", tail, out);
+            d = put_str(i ? put_str(d, ",") : d, qu[i]);
+        *put_str(put_str(put_str(d, "]"), tail), out) = '\0';
     }
     for (size_t i = 0; i < n; i++)
         free(qu[i]);
@@ -1517,7 +1526,7 @@ static core_err import_verify(struct core_dp_ledger *old, struct ldb *d, uint64_
             continue;
         rc = ldb_unit_get(d, old->units.slots[i].key,
                           e->has_slot ? e->slot_end : LDB_NO_SLOT, &c, &found);
-        if (rc == CORE_OK && (!found || memcmp(&c, &e->total, sizeof(c)) != 0))
+        if (rc == CORE_OK && (!found || !core_dp_cost_same(&c, &e->total)))
             rc = CORE_EINVARIANT;
     }
     for (size_t i = 0; rc == CORE_OK && i < old->rels.cap; i++) {
@@ -1660,19 +1669,19 @@ static int within_cap(const struct core_dp_ledger *l, const char *const *u, size
 
 void core_dp_ledger_refusal(const struct core_dp_ledger *l, const char *const *units, size_t n,
                             const struct core_dp_cost *cost, const char *what,
-                            const char *eps_name, char *eb, size_t ebn)
+                            const char *eps_name, char *errbuf, size_t errbuf_size)
 {
     size_t i = first_over_cap(l, units, n, cost);
     struct core_dp_cost spent = {0, 0, 0};
 
     if (i == n) {
-        set_err(eb, ebn, "privacy budget: lifetime cap reached (eps cap %.6g); refused",
+        set_err(errbuf, errbuf_size, "privacy budget: lifetime cap reached (eps cap %.6g); refused",
                 l->cap.eps);
         return;
     }
     if (core_dp_ledger_spent(l, units[i], &spent) != CORE_OK)
         spent.eps = spent.delta = NAN;
-    set_err(eb, ebn, "privacy budget: unit '%s' has spent eps=%.6g delta=%.3g; this %s needs "
+    set_err(errbuf, errbuf_size, "privacy budget: unit '%s' has spent eps=%.6g delta=%.3g; this %s needs "
             "%s=%.6g delta=%.3g; lifetime cap eps=%.6g delta=%.3g (release.ledger.cap_*); "
             "refused", units[i], spent.eps, spent.delta, what, eps_name, cost->eps,
             cost->delta, l->cap.eps, l->cap.delta);
@@ -1832,7 +1841,7 @@ core_err core_dp_ledger_commit_batch(struct core_dp_ledger *l, size_t n, const c
         return CORE_EINVAL;
     if (l->broken)
         return CORE_EIO;
-    rs = core_xcalloc(n, sizeof(*rs));
+    rs = core_xcalloc(n, sizeof(*rs)); // NOLINT(bugprone-sizeof-expression): array of pointers
     for (size_t i = 0; i < n; i++) {
         struct rel *r = ids[i] ? smap_get(&l->rels, ids[i]) : NULL;
         if (!r || r->state != REL_PENDING) {

@@ -172,7 +172,7 @@ static int gauss_args_ok(double l2, uint64_t d, double bound, const struct core_
 }
 
 /* S = ceil(x) for x > 0 finite, or 0 (invalid) when x does not fit. */
-static uint64_t ceil_to_S(double x)
+static uint64_t ceil_to_s(double x)
 {
     if (!(x > 0.0) || !(x <= (double)GAUSS_S_MAX))
         return 0;
@@ -186,7 +186,7 @@ core_err core_dp_gauss_params_sigma(double sigma, double l2, uint64_t d, double 
         return CORE_EINVAL;
     int k = floor_log2(sigma) - 20; /* sigma/g in [2^20, 2^21) */
     double sg = ldexp(sigma, -k);   /* exact */
-    return gauss_fill(k, ceil_to_S(rd_mul_up(sg, sg)), l2, d, bound, out);
+    return gauss_fill(k, ceil_to_s(rd_mul_up(sg, sg)), l2, d, bound, out);
 }
 
 core_err core_dp_gauss_params_rho(double rho, double l2, uint64_t d, double bound,
@@ -203,7 +203,7 @@ core_err core_dp_gauss_params_rho(double rho, double l2, uint64_t d, double boun
     double dint = rd_add_up(ldexp(l2, -k), rd_sqrt_up((double)d));
     /* NOISE.md §4.6 step 3: sigma_g = Delta_int / sqrt(2 rho), S = ceil(sigma_g^2) */
     double sq = rd_div_up(rd_mul_up(dint, dint), rd_mul_down(2.0, rho));
-    uint64_t S = ceil_to_S(sq);
+    uint64_t S = ceil_to_s(sq);
     core_err rc = gauss_fill(k, S, l2, d, bound, &p);
     for (int i = 0; rc == CORE_OK && !(p.rho <= rho); i++) { /* rounding of p.rho: step S */
         if (i > 1000)
@@ -236,7 +236,7 @@ core_err core_dp_gauss_params_agm(double eps, double delta, double l2, uint64_t 
     if (rc != CORE_OK)
         return rc;
     double sg = ldexp(rd_mul_up(sigma1, 1.0 + 0x1p-10), -k);
-    rc = gauss_fill(k, ceil_to_S(rd_mul_up(sg, sg)), l2, d, bound, &p);
+    rc = gauss_fill(k, ceil_to_s(rd_mul_up(sg, sg)), l2, d, bound, &p);
     if (rc != CORE_OK)
         return rc;
     /* post-check with the sigma actually used, sqrt(S) g >= sigma1 (1 + 2^-10) */

@@ -539,7 +539,7 @@ static bool conf_number(rd_kafka_t *rk, const char *name, double *out)
 
     if (rd_kafka_conf_get(rd_kafka_conf(rk), name, buf, &n) != RD_KAFKA_CONF_OK)
         return false;
-    *out = atof(buf);
+    *out = strtod(buf, NULL);
     return *out > 0;
 }
 
@@ -708,7 +708,7 @@ int64_t core_kconsumer_session_timeout_ms(const struct core_kconsumer *c)
     if (!c->rk || rd_kafka_conf_get(rd_kafka_conf(c->rk), "session.timeout.ms", buf, &n) !=
                       RD_KAFKA_CONF_OK)
         return 45000;
-    v = atoll(buf);
+    v = strtoll(buf, NULL, 10);
     return v > 0 ? (int64_t)v : 45000;
 }
 

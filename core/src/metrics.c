@@ -174,7 +174,8 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, char *body
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
+                                  const char *upload_data,
+                                  size_t *upload_data_size, // NOLINT: libmicrohttpd's signature
                                   void **con_cls)
 {
     struct core_metrics *m = cls;

@@ -17,11 +17,10 @@ int64_t core_days_from_civil(int64_t y, unsigned m, unsigned d)
     return era * 146097 + doe - 719468;
 }
 
-void core_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+void core_civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d)
 {
-    int64_t era, doe, yoe, doy, mp;
+    int64_t z = days + 719468, era, doe, yoe, doy, mp;
 
-    z += 719468;
     era = (z >= 0 ? z : z - 146096) / 146097;
     doe = z - era * 146097;
     yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;

@@ -86,7 +86,7 @@ extern const struct cal_lr_params cal_lr_default;
 #define CAL_MAX_CLASSES 64
 
 /* Doubles of workspace cal_mu_classify needs. */
-size_t cal_mu_classify_work_len(size_t n, size_t d, size_t n_classes);
+size_t cal_mu_classify_work_len(size_t n, size_t d, size_t nc);
 
 /* μ for the classify task (Sec. 4.4): features z_{t,k} = Σ coef x_{t,a(k)}; rows
  * [0, n_train) train the classifier, [n_train, n) validate; F1_full = validation macro-F1;
@@ -114,6 +114,6 @@ CORE_MUST_CHECK core_err cal_tau_utility(size_t n, size_t m, const double *x, si
                                          double mask_value, double *u, double *work);
 
 /* Macro-F1 over the classes present in truth or prediction. */
-double cal_macro_f1(size_t n, const int *truth, const int *pred, size_t n_classes);
+double cal_macro_f1(size_t n, const int *truth, const int *pred, size_t nc);
 
 #endif /* CAL_INFLUENCE_H */

@@ -545,7 +545,7 @@ static core_err setup(struct run *r, const struct cal_matrix *mx, const struct c
                       struct cal_theta **tp, char *eb, size_t ebn)
 {
     size_t m = mx->m, n = mx->n;
-    size_t d = o->coords && json_is_array(o->coords) ? json_array_size(o->coords) : m;
+    size_t d = json_is_array(o->coords) ? json_array_size(o->coords) : m;
     core_err rc;
 
     if ((rc = check_opts(o, eb, ebn)) != CORE_OK)

@@ -429,7 +429,7 @@ static core_err run_and_commit(struct core_dp_ledger *l, const struct cal_matrix
     if ((rc = cal_theta_to_bytes(t, &out->bytes, &out->len, eb, ebn)) != CORE_OK)
         goto out;
     for (size_t p = 0; p + 1 < parts; p++) {
-        json_t *m = json_pack("{s:I,s:I,s:I}", "calibrate_part", (json_int_t)(p + 1), "parts",
+        json_t *m = json_pack("{s:I,s:I,s:I}", "calibrate_part", (json_int_t)p + 1, "parts",
                               (json_int_t)parts, "theta_version", (json_int_t)o->version);
         marks[p] = json_dumps(m, JSON_COMPACT);
         json_decref(m);

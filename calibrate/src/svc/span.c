@@ -221,7 +221,7 @@ static size_t fill_rows(const struct cal_span_set *s, const struct cal_span_win 
 core_err cal_span_select(const struct cal_span_set *s, int64_t t0, int64_t t1,
                          struct cal_span_result *out, char *eb, size_t ebn)
 {
-    const struct cal_span_win **sel = core_xcalloc(s->n ? s->n : 1, sizeof(*sel));
+    const struct cal_span_win **sel = core_xcalloc(s->n ? s->n : 1, sizeof(*sel)); // NOLINT(bugprone-sizeof-expression): array of pointers
     const char **keys = NULL;
     char **names = NULL;
     double *x = NULL;
@@ -237,7 +237,7 @@ core_err cal_span_select(const struct cal_span_set *s, int64_t t0, int64_t t1,
         if (s->w[i].start >= t0 && s->w[i].end <= t1 && s->w[i].end <= dn - s->gap_ms)
             sel[n++] = &s->w[i];
     }
-    qsort(sel, n, sizeof(*sel), by_dev_start);
+    qsort(sel, n, sizeof(*sel), by_dev_start); // NOLINT(bugprone-sizeof-expression): array of pointers
     if (n > 0)
         m = node_names(sel[0], &keys, &names);
     x = core_xcalloc((n ? n : 1) * (m ? m : 1), sizeof(*x));

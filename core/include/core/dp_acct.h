@@ -10,6 +10,8 @@
 #ifndef CORE_DP_ACCT_H
 #define CORE_DP_ACCT_H
 
+#include <stdbool.h>
+
 #include "core/err.h"
 
 /* One charge. Every field >= 0 and finite; a mechanism fills what applies:
@@ -29,6 +31,9 @@ double core_dp_add_up(double a, double b);
  * CORE_EINVAL (a negative or non-finite field in c or acc; acc unchanged). */
 CORE_MUST_CHECK core_err core_dp_cost_add(struct core_dp_cost *acc,
                                           const struct core_dp_cost *c);
+
+/* a and b hold the same three values (==, field by field; not a byte comparison). */
+bool core_dp_cost_same(const struct core_dp_cost *a, const struct core_dp_cost *b);
 
 /* Parallel composition over disjoint units: acc = field-wise max(acc, c). Same returns. */
 CORE_MUST_CHECK core_err core_dp_cost_max(struct core_dp_cost *acc,

@@ -16,7 +16,9 @@
  *     of windows), before the reported mechanism sweep;
  *   - protected attribute: daytime, window start hour (UTC) in [8, 20);
  *   - protected unit: one mote-channel reading; B_k as for Occupancy ((1+2G)/n_min). */
+#include <ctype.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,13 +36,27 @@
 #define S_TICKS (S_DAYS * 1440)
 #define S_T0    1767571200000LL /* 2026-01-05T00:00:00Z */
 #define S_WIN   900000LL
-#define S_NW    (S_DAYS * 96) /* windows in the run */
+#define S_NW    ((int64_t)S_DAYS * 96) /* windows in the run */
 
 struct sctx {
     double *v;           /* S_NW x S_DEV x SIM_NCH */
     unsigned char *have; /* S_NW x S_DEV */
     int bad;
 };
+
+/* dev of "mote-<dev>" with dev in [0, S_DEV). */
+static bool mote_index(const char *device, int *dev)
+{
+    char *end;
+    long v;
+    if (strncmp(device, "mote-", 5) != 0 || !isdigit((unsigned char)device[5]))
+        return false;
+    v = strtol(device + 5, &end, 10);
+    if (*end || v >= S_DEV)
+        return false;
+    *dev = (int)v;
+    return true;
+}
 
 static void on_win(void *arg, const char *key, size_t key_len, const char *json, size_t len,
                    const struct ing_window_info *info)
@@ -51,7 +67,7 @@ static void on_win(void *arg, const char *key, size_t key_len, const char *json,
     int64_t w = (info->window_start - S_T0) / S_WIN;
     (void)key;
     (void)key_len;
-    if (info->excluded || sscanf(info->device, "mote-%d", &dev) != 1 || dev < 0 || dev >= S_DEV ||
+    if (info->excluded || !mote_index(info->device, &dev) ||
         w < 0 || w >= S_NW)
         return;
     doc = json_loadb(json, len, 0, NULL);
@@ -177,13 +193,13 @@ core_err eval_load_sim(struct eval_data *ds, char *eb, size_t ebn)
         rc = CORE_EPARSE;
     }
     if (rc == CORE_OK) {
-        for (int w = 0; w < S_NW; w++) {
+        for (int64_t w = 0; w < S_NW; w++) {
             int all = 1;
             for (int d = 0; d < S_DEV; d++)
                 all &= c.have[(size_t)w * S_DEV + (size_t)d];
             nrow += (size_t)all;
         }
-        eval_data_alloc(ds, nrow, S_DEV * SIM_NCH);
+        eval_data_alloc(ds, nrow, (size_t)S_DEV * SIM_NCH);
         snprintf(ds->name, sizeof(ds->name), "intel-sim");
         for (int d = 0; d < S_DEV; d++)
             for (size_t ch = 0; ch < SIM_NCH; ch++) {
@@ -192,7 +208,7 @@ core_err eval_load_sim(struct eval_data *ds, char *eb, size_t ebn)
                 ds->names[(size_t)d * SIM_NCH + ch] = core_xstrdup(nm);
             }
         size_t r = 0;
-        for (int w = 0; w < S_NW; w++) {
+        for (int64_t w = 0; w < S_NW; w++) {
             int all = 1;
             for (int d = 0; d < S_DEV; d++)
                 all &= c.have[(size_t)w * S_DEV + (size_t)d];
@@ -202,7 +218,7 @@ core_err eval_load_sim(struct eval_data *ds, char *eb, size_t ebn)
             int64_t start = S_T0 + (int64_t)w * S_WIN;
             int hour = (int)((start / 3600000) % 24);
             ds->attr[r] = hour >= 8 && hour < 20;
-            ds->split[r] = w < 2 * 96 ? EVAL_TRAIN : w < 3 * 96 ? EVAL_VAL : EVAL_TEST;
+            ds->split[r] = w < (int64_t)2 * 96 ? EVAL_TRAIN : w < (int64_t)3 * 96 ? EVAL_VAL : EVAL_TEST;
             ds->order[r] = start;
             r++;
         }

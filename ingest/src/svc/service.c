@@ -565,7 +565,7 @@ static void on_revoke(void *arg, const rd_kafka_topic_partition_list_t *parts)
         (void)commit_now(s);
     for (int i = 0; i < parts->cnt; i++) {
         int32_t p = parts->elems[i].partition;
-        if (p < 0 || p >= ING_SERVICE_MAX_PARTITIONS || strcmp(parts->elems[i].topic, s->t_raw))
+        if (p < 0 || p >= ING_SERVICE_MAX_PARTITIONS || strcmp(parts->elems[i].topic, s->t_raw) != 0)
             continue;
         s->parts[p].assigned = false;
         s->parts[p].next = -1;
@@ -716,7 +716,7 @@ static core_err size_prefetch(const struct core_config *cfg, rd_kafka_conf_t *cc
         /* librdkafka refuses fetch.max.bytes < message.max.bytes: follow a larger one. */
         if (strcmp(prefetch_keys[i][0], "fetch.max.bytes") == 0 &&
             rd_kafka_conf_get(cc, "message.max.bytes", mmb, &n) == RD_KAFKA_CONF_OK &&
-            atoll(mmb) > atoll(v))
+            strtoll(mmb, NULL, 10) > strtoll(v, NULL, 10))
             v = mmb;
         rc = core_kafka_conf_set(cc, prefetch_keys[i][0], v, eb, ebn);
     }

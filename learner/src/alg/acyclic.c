@@ -161,8 +161,8 @@ static void pade_low(struct lrn_acyclic_ws *ws, int k, int m, const double *b)
     add_identity((size_t)k, ws->v, b[0]);
     for (int i = 1; 2 * i <= m; i++) {
         for (size_t x = 0; x < kk; x++) {
-            ws->v[x] += b[2 * i] * pw[i][x];
-            usum[x] += b[2 * i + 1] * pw[i][x];
+            ws->v[x] += b[(size_t)2 * i] * pw[i][x];
+            usum[x] += b[(size_t)2 * i + 1] * pw[i][x];
         }
     }
     mm(k, ws->a, usum, ws->u);

@@ -881,7 +881,7 @@ core_err lrn_pgcd_local_new(size_t d, size_t P, const double *const *sigma,
     l->d = d;
     l->P = P;
     l->o = *o;
-    l->s = core_xcalloc(P, sizeof(*l->s));
+    l->s = core_xcalloc(P, sizeof(*l->s)); // NOLINT(bugprone-sizeof-expression): array of pointers
     for (size_t p = 0; p < P && rc == CORE_OK; p++)
         rc = lrn_pgcd_new(d, sigma[p], &l->s[p]);
     if (rc != CORE_OK) {

@@ -655,7 +655,7 @@ core_err lrn_dppgcd_local_new(size_t d, size_t P, const double *const *X, const 
     l = core_xcalloc(1, sizeof(*l));
     l->d = d;
     l->P = P;
-    l->s = core_xcalloc(P, sizeof(*l->s));
+    l->s = core_xcalloc(P, sizeof(*l->s)); // NOLINT(bugprone-sizeof-expression): array of pointers
     for (size_t p = 0; p < P && rc == CORE_OK; p++)
         rc = lrn_dppgcd_new(n[p], d, X[p], o, rng, &l->s[p]);
     if (rc != CORE_OK) {

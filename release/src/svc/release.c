@@ -14,7 +14,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 
-#define UNIT_BUF (REL_MAX_UNITS_PER_WINDOW * (REL_MAX_DEVICE + 24))
+#define UNIT_BUF ((size_t)REL_MAX_UNITS_PER_WINDOW * (REL_MAX_DEVICE + 24))
 
 struct pending {
     char id[REL_MAX_ID + 32];
@@ -225,7 +225,7 @@ core_err rel_releaser_new(const struct rel_plan *plan, struct core_dp_ledger *le
     r->unit_buf = core_xmalloc(UNIT_BUF);
     r->units = core_xcalloc(REL_MAX_UNITS_PER_WINDOW, sizeof(*r->units));
     /* workers only when a window can use them (rel_noise_apply's 256-per-thread rule) */
-    r->pool = plan->d >= 256u * nthreads ? pool_new(nthreads) : NULL;
+    r->pool = plan->d >= (size_t)256 * nthreads ? pool_new(nthreads) : NULL;
     *out = r;
     return CORE_OK;
 }
@@ -493,8 +493,9 @@ static void *pool_worker(void *arg)
  * this call. */
 static core_err noise_apply(const struct rel_plan *p, const struct core_rng *rng,
                             unsigned nthreads, struct pool *pl, const double *y, double *out,
-                            double *work, char *const *names, const size_t *name_len,
-                            struct core_buf *txt, unsigned *used)
+                            double *work, // NOLINT(readability-non-const-parameter): the jobs write it
+                            char *const *names, const size_t *name_len, struct core_buf *txt,
+                            unsigned *used)
 {
     struct noise_job local[REL_MAX_THREADS], *jobs = pl ? pl->jobs : local;
     pthread_t tid[REL_MAX_THREADS];
@@ -508,7 +509,7 @@ static core_err noise_apply(const struct rel_plan *p, const struct core_rng *rng
         pl = NULL, jobs = local; /* forked: the workers stayed in the parent */
     if (pl)
         nthreads = pl->n + 1;
-    if (p->d < 256u * nthreads) /* not worth a thread */
+    if (p->d < (size_t)256 * nthreads) /* not worth a thread */
         nthreads = 1;
     pooled = pl && nthreads > 1;
     for (unsigned t = 0; t < nthreads; t++)

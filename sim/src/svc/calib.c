@@ -88,7 +88,7 @@ core_err sim_calibration_csv(const struct sim_options *o, uint64_t noise_seed,
     for (size_t m = 0; m < o->devices; m++)
         for (size_t w = 0; w < windows; w++) {
             const double *r = &acc[(m * windows + w) * SIM_NCH];
-            fprintf(out.f, "%lld", (long long)(o->start_ms + (int64_t)w * win_ms));
+            fprintf(out.f, "%lld", (long long)o->start_ms + (long long)w * win_ms);
             for (size_t c = 0; c < SIM_NCH; c++)
                 fprintf(out.f, ",%.17g", r[c]);
             fputc('\n', out.f);
