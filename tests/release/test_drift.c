@@ -537,6 +537,7 @@ static struct rel_drift_opts unit_opts(size_t horizon)
     o.min_samples = 2;
     o.threshold = 0.2;
     o.patience = 2;
+    o.span_ms = 0; /* the statistic's tests: horizons of consecutive arrivals */
     return o;
 }
 
@@ -813,6 +814,13 @@ Test(drift, configuration_keys_and_cross_check)
     cr_assert_eq(o.threshold, def.threshold);
     cr_assert_eq(o.patience, def.patience);
     cr_assert_eq(o.min_samples, def.min_samples);
+    cr_assert_eq(o.span_ms, def.span_ms);
+    cr_assert_eq(o.span_ms, 86400000, "one day of window time");
+    cr_assert_eq(o.min_fill, def.min_fill);
+    cr_assert_neq(core_config_set(cfg, "release.drift.span_ms", "-1", "flag", eb, sizeof(eb)), CORE_OK);
+    cr_assert(strstr(eb, "release.drift.span_ms"), "%s", eb);
+    cr_assert_neq(core_config_set(cfg, "release.drift.min_fill", "0", "flag", eb, sizeof(eb)), CORE_OK);
+    cr_assert(strstr(eb, "release.drift.min_fill"), "%s", eb);
     cr_assert_eq(core_config_set(cfg, "release.drift.horizon", "64", "flag", eb, sizeof(eb)), CORE_OK);
     cr_assert_eq(core_config_set(cfg, "release.drift.min_samples", "65", "flag", eb, sizeof(eb)),
                  CORE_OK);
@@ -830,4 +838,169 @@ Test(drift, configuration_keys_and_cross_check)
     cr_assert(!enabled);
     cr_assert_eq(o.horizon, 64);
     core_config_free(cfg);
+}
+
+/* ------------------------------------------------------------------ horizons on window time */
+
+#define SPAN_WIN  600000LL             /* 10-minute windows */
+#define SPAN_PER  8                    /* windows per device per span */
+#define SPAN_MS   (SPAN_PER * SPAN_WIN) /* one span: 80 minutes */
+#define SPAN_DEVS 4
+
+/* Span-mode options: a horizon is complete with SPAN_DEVS devices x SPAN_PER windows. */
+static struct rel_drift_opts span_opts(void)
+{
+    struct rel_drift_opts o = unit_opts(SPAN_DEVS * SPAN_PER);
+    o.span_ms = SPAN_MS;
+    o.min_fill = 0.5;
+    return o;
+}
+
+/* Push window w (0-based, span = w / SPAN_PER) of device dev with correlated values. */
+static core_err span_push(struct rel_drift *d, struct gen *g, int dev, int w,
+                          struct rel_drift_result *r)
+{
+    char name[8];
+    double v[2];
+    const double nv[2] = {0.0, 0.0};
+    snprintf(name, sizeof(name), "d%d", dev);
+    gen_row(g, v, 2);
+    return rel_drift_push(d, name, (int64_t)w * SPAN_WIN, v, nv, r);
+}
+
+/* A backlog read device by device (one device's two spans, then the next device's) must not
+ * pool one device's two spans into a horizon: each evaluated horizon holds one span of
+ * window time. Arrival order (span_ms = 0) pools them, which is the skew a backlog caused. */
+Test(drift_span, horizons_hold_one_span_whatever_the_arrival_order)
+{
+    struct cal_theta *t = unit_theta(2, 0, 1.0, 0.2, 5, NULL, 0);
+    struct rel_drift_opts o = span_opts(), arrival = span_opts();
+    struct rel_drift *d = NULL, *a = NULL;
+    struct rel_drift_result r, ra;
+    struct rel_drift_stats st;
+    struct gen g = {.c = 0.6, .sd = 0.1};
+    int evaluated = 0;
+    char eb[256] = "";
+
+    arrival.span_ms = 0;
+    core_prng_seed(&g.p, 71);
+    cr_assert_eq(rel_drift_new(t, &o, &d, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(rel_drift_new(t, &arrival, &a, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    for (int dev = 0; dev < SPAN_DEVS; dev++)
+        for (int w = 0; w < 2 * SPAN_PER; w++) {
+            struct gen ga = g; /* the same values into both monitors */
+            cr_assert_eq(span_push(d, &g, dev, w, &r), CORE_OK);
+            cr_assert_eq(span_push(a, &ga, dev, w, &ra), CORE_OK);
+            if (ra.evaluated)
+                cr_assert_eq(ra.devices, 2, "arrival order: 2 devices over 2 spans each");
+            if (!r.evaluated)
+                continue;
+            evaluated++;
+            if (evaluated == 1) {
+                /* d0 and d1 delivered both spans: span 1 reached min_fill (16 rows), so
+                 * span 0 closed with the two devices it had */
+                cr_assert_eq(r.span_start_ms, 0);
+                cr_assert_eq(r.rows, 2 * SPAN_PER);
+                cr_assert_eq(r.devices, 2);
+                cr_assert_eq(dev, 1);
+            } else {
+                cr_assert_eq(r.span_start_ms, SPAN_MS, "the second span, complete");
+                cr_assert_eq(r.rows, SPAN_DEVS * SPAN_PER);
+                cr_assert_eq(r.devices, SPAN_DEVS);
+            }
+        }
+    cr_assert_eq(evaluated, 2);
+    rel_drift_stats(d, &st);
+    cr_assert_eq(st.late, 2 * SPAN_PER, "d2's and d3's windows of the closed first span");
+    cr_assert_eq(st.partial, 0);
+    cr_assert_eq(st.pushed, 2 * SPAN_PER + SPAN_DEVS * SPAN_PER);
+    rel_drift_free(d);
+    rel_drift_free(a);
+    cal_theta_free(t);
+}
+
+/* Paced arrival (every device's window w before any device's w + 1) gives the same horizons
+ * in both modes when the spans start on the grid: span mode changes nothing for a stream
+ * that is not behind. */
+Test(drift_span, paced_stream_same_as_arrival_order)
+{
+    struct cal_theta *t = unit_theta(2, 0, 1.0, 0.2, 5, NULL, 0);
+    struct rel_drift_opts o = span_opts(), arrival = span_opts();
+    struct rel_drift *d = NULL, *a = NULL;
+    struct rel_drift_result r, ra;
+    struct gen g = {.c = 0.5, .sd = 0.1};
+    int n = 0;
+    char eb[256] = "";
+
+    arrival.span_ms = 0;
+    core_prng_seed(&g.p, 72);
+    cr_assert_eq(rel_drift_new(t, &o, &d, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(rel_drift_new(t, &arrival, &a, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    for (int w = 0; w < 3 * SPAN_PER; w++)
+        for (int dev = 0; dev < SPAN_DEVS; dev++) {
+            struct gen ga = g;
+            cr_assert_eq(span_push(d, &g, dev, w, &r), CORE_OK);
+            cr_assert_eq(span_push(a, &ga, dev, w, &ra), CORE_OK);
+            cr_assert_eq(r.evaluated, ra.evaluated, "w %d dev %d", w, dev);
+            if (r.evaluated) {
+                cr_assert_eq(r.rows, ra.rows);
+                cr_assert_eq(r.score, ra.score, "the same rows, the same arithmetic");
+                cr_assert_eq(r.span_start_ms, (int64_t)n * SPAN_MS);
+                n++;
+            }
+        }
+    cr_assert_eq(n, 3);
+    rel_drift_free(d);
+    rel_drift_free(a);
+    cal_theta_free(t);
+}
+
+/* A horizon that closes with fewer than min_fill x horizon rows is skipped (partial, no
+ * decision); a window of a third span takes the oldest open horizon's slot (one device with
+ * a clock far ahead cannot stop the monitor). */
+Test(drift_span, partial_horizons_are_skipped_and_the_oldest_slot_is_taken)
+{
+    struct cal_theta *t = unit_theta(2, 0, 1.0, 0.2, 5, NULL, 0);
+    struct rel_drift_opts o = span_opts();
+    struct rel_drift *d = NULL;
+    struct rel_drift_result r;
+    struct rel_drift_stats st;
+    struct gen g = {.c = 0.5, .sd = 0.1};
+    char eb[256] = "";
+
+    core_prng_seed(&g.p, 73);
+    cr_assert_eq(rel_drift_new(t, &o, &d, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    for (int i = 0; i < 4; i++) /* span 0: 4 rows of 32 */
+        cr_assert_eq(span_push(d, &g, 0, i, &r), CORE_OK);
+    cr_assert_eq(span_push(d, &g, 1, 100 * SPAN_PER, &r), CORE_OK, "a clock far ahead: span 100");
+    cr_assert(!r.evaluated);
+    /* span 1 needs a slot: span 0 (the oldest) closes with 4 rows < 16: partial */
+    cr_assert_eq(span_push(d, &g, 0, SPAN_PER, &r), CORE_OK);
+    cr_assert(!r.evaluated);
+    rel_drift_stats(d, &st);
+    cr_assert_eq(st.partial, 1);
+    cr_assert_eq(st.horizons, 0);
+    /* span 1 fills (all devices) and is evaluated although span 100 still holds a slot */
+    for (int w = SPAN_PER; w < 2 * SPAN_PER; w++)
+        for (int dev = 0; dev < SPAN_DEVS; dev++) {
+            if (w == SPAN_PER && dev == 0)
+                continue; /* pushed above */
+            cr_assert_eq(span_push(d, &g, dev, w, &r), CORE_OK);
+        }
+    cr_assert(r.evaluated);
+    cr_assert_eq(r.span_start_ms, SPAN_MS);
+    cr_assert_eq(r.rows, SPAN_DEVS * SPAN_PER);
+    /* a window of span 0 now is late */
+    cr_assert_eq(span_push(d, &g, 2, 0, &r), CORE_OK);
+    rel_drift_stats(d, &st);
+    cr_assert_eq(st.late, 1);
+    cr_assert_eq(st.horizons, 1);
+    /* reset forgets the open horizons and what was closed */
+    cr_assert_eq(rel_drift_reset(d, NULL, eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(span_push(d, &g, 2, 0, &r), CORE_OK);
+    rel_drift_stats(d, &st);
+    cr_assert_eq(st.late, 0);
+    cr_assert_eq(st.pushed, 1);
+    rel_drift_free(d);
+    cal_theta_free(t);
 }

@@ -10,6 +10,16 @@
  *     single-node coordinate: |ρ| is invariant to its coefficient); nodes without one are
  *     not observed and every pair touching them is left out. Fewer than two observed nodes:
  *     rel_drift_new refuses (CORE_EINVAL).
+ *   - Horizons on window time (opts.span_ms > 0, default one day): a window belongs to the
+ *     horizon floor(window_start / span_ms) (UTC days at the default), whatever order it
+ *     arrives in, so every device contributes the same stretch of time even when the
+ *     release reads a backlog partition by partition. Up to REL_DRIFT_OPEN horizons are
+ *     open at once; one closes when it holds `horizon` rows, when a later horizon holds
+ *     min_fill x horizon rows, or when a window of a new horizon needs its slot (the oldest
+ *     closes). A closing horizon with fewer than min_fill x horizon rows is not evaluated
+ *     (stats.partial: a skewed sample says nothing about drift); a window of a horizon
+ *     already closed is counted late and left out. span_ms = 0: the previous arrival-order
+ *     horizons (`horizon` consecutive released windows).
  *   - Pooling (as calibrate's matrix stacks rows): the horizon's windows are grouped by
  *     device, each device's windows in window_start order form its series, and the series
  *     are stacked (devices in byte order of their ids) into one rows x nodes matrix. A device
@@ -37,10 +47,12 @@
  *     the horizon where consecutive reaches patience, once: the monitor then stays fired
  *     until rel_drift_reset (the service resets it when it swaps θ).
  *
- * Memory (bounded, allocated in rel_drift_new): one horizon = `horizon` rows; per row the
+ * Memory (bounded, allocated in rel_drift_new): REL_DRIFT_OPEN horizons (1 in arrival
+ * order) of `horizon` rows; per row the
  * device id (REL_DRIFT_MAX_DEVICE bytes), window_start and 2 doubles per observed node
  * (value, noise variance), plus the pooled matrix and core_lagcorr_work_len scratch.
- * Caps: horizon ≤ REL_DRIFT_MAX_HORIZON rows, horizon × observed nodes ≤ REL_DRIFT_MAX_CELLS;
+ * Caps: horizon ≤ REL_DRIFT_MAX_HORIZON rows, open horizons × horizon × observed nodes ≤
+ * REL_DRIFT_MAX_CELLS;
  * devices per horizon ≤ horizon (one row each at least); a device keeps at most its windows
  * of the current horizon. Horizons are consecutive and disjoint (a tumbling horizon),
  * so consecutive horizons are independent evidence.
@@ -66,6 +78,8 @@
 #define REL_DRIFT_MAX_CELLS   (1u << 24) /* horizon × observed nodes */
 #define REL_DRIFT_MAX_DEVICE  64u        /* device id bytes (as gcdp.released/1) */
 #define REL_DRIFT_MAX_PATIENCE 1000u
+#define REL_DRIFT_OPEN        2u                  /* open horizons on window time */
+#define REL_DRIFT_MAX_SPAN_MS (30LL * 86400000LL) /* span_ms cap: 30 days */
 
 enum rel_drift_ref {
     REL_DRIFT_REF_THETA = 0,   /* compare with θ's edges and τ (default) */
@@ -80,6 +94,8 @@ struct rel_drift_opts {
     enum rel_drift_ref ref;
     bool correct;           /* attenuation correction (default true) */
     double min_reliability; /* r floor for the correction, (0, 1) (default 0.1) */
+    int64_t span_ms;        /* window time per horizon, [0, MAX_SPAN_MS]; 0: arrival order */
+    double min_fill;        /* fraction of `horizon` a closing horizon needs, (0, 1] */
 };
 
 /* Defaults (docs/release.md "Drift monitor and θ cache": chosen on tuning seeds disjoint
@@ -90,7 +106,8 @@ void rel_drift_opts_default(struct rel_drift_opts *o);
 CORE_MUST_CHECK core_err rel_drift_opts_check(const struct rel_drift_opts *o, char *errbuf,
                                               size_t errbuf_size);
 
-/* Read the release.drift.* keys (horizon, threshold, patience, min_samples, enabled) of cfg
+/* Read the release.drift.* keys (horizon, threshold, patience, min_samples, span_ms,
+ * min_fill, enabled) of cfg
  * into o (other fields: defaults) and *enabled. Returns CORE_OK or CORE_ECONFIG naming the
  * key (e.g. min_samples > horizon). */
 CORE_MUST_CHECK core_err rel_drift_opts_from_config(const struct core_config *cfg,
@@ -116,6 +133,7 @@ struct rel_drift_result {
     size_t pairs;         /* pairs compared */
     size_t noisy;         /* observed nodes too noisy to correct (r < min_reliability) */
     uint64_t horizon_index; /* horizons completed since the last reset, from 1 */
+    int64_t span_start_ms;  /* window time the horizon starts at (0 in arrival order) */
 };
 
 /* Counters since the last reset (public). */
@@ -123,6 +141,8 @@ struct rel_drift_stats {
     uint64_t pushed;      /* windows accepted into a horizon */
     uint64_t duplicates;  /* (device, window_start) repeated in a horizon: left out */
     uint64_t sparse;      /* windows of devices with < min_samples in their horizon */
+    uint64_t late;        /* windows of a horizon already closed: left out */
+    uint64_t partial;     /* horizons closed with < min_fill x horizon rows: not evaluated */
     uint64_t horizons, valid, above, fired;
 };
 
@@ -146,8 +166,9 @@ CORE_MUST_CHECK core_err rel_drift_reset(struct rel_drift *d, const struct cal_t
 /* Take one released window: device id, window_start (epoch ms), the released values of θ's
  * d coordinates (value[k], as in the record's "values") and their noise variances
  * (noise_var[k], rel_drift_noise_var of the record's "scale"). Only observed nodes'
- * coordinates are read. When the window completes a horizon, the horizon is evaluated and
- * out->evaluated is true; else out->evaluated is false.
+ * coordinates are read. When this push closes a horizon with enough rows (see "Horizons on
+ * window time"), that horizon is evaluated and out->evaluated is true; else it is false. At
+ * most one horizon is evaluated per push (another one due closes on a later push).
  * Returns CORE_OK; CORE_EINVAL (NULL/empty/too long device, a non-finite value or a
  * negative/non-finite noise variance on a read coordinate: nothing stored); CORE_ENUMERIC
  * (the kernel failed: the horizon's windows are dropped, no result). */

@@ -17,6 +17,8 @@
 #define DEF_PATIENCE    1
 #define DEF_MIN_SAMPLES 8
 #define DEF_MIN_REL     0.1
+#define DEF_SPAN_MS     86400000 /* one day of window time */
+#define DEF_MIN_FILL    0.5
 
 /* What a θ contributes (rebuilt by reset). */
 struct drift_theta {
@@ -35,11 +37,22 @@ struct drift_key {
     size_t idx;
 };
 
+/* One open horizon: rows [slot * horizon, slot * horizon + n) of the row arrays. */
+struct drift_bucket {
+    int64_t index; /* floor(window_start / span_ms); in arrival order the horizon count */
+    size_t n;
+    bool open;
+};
+
 struct rel_drift {
     struct rel_drift_opts o;
     struct drift_theta t;
-    /* the current horizon */
-    size_t n_rows;
+    /* the open horizons (1 slot in arrival order, REL_DRIFT_OPEN with span_ms) */
+    size_t slots;
+    struct drift_bucket b[REL_DRIFT_OPEN];
+    int64_t closed_upto;  /* highest span index closed since the last reset */
+    bool any_closed;
+    int64_t arrival;      /* arrival order: index of the open horizon */
     char (*dev)[REL_DRIFT_MAX_DEVICE + 1];
     int64_t *start;
     double *val, *nv; /* horizon x m */
@@ -60,6 +73,8 @@ void rel_drift_opts_default(struct rel_drift_opts *o)
     o->ref = REL_DRIFT_REF_THETA;
     o->correct = true;
     o->min_reliability = DEF_MIN_REL;
+    o->span_ms = DEF_SPAN_MS;
+    o->min_fill = DEF_MIN_FILL;
 }
 
 static core_err bad(char *eb, size_t ebn, const char *what)
@@ -85,6 +100,10 @@ core_err rel_drift_opts_check(const struct rel_drift_opts *o, char *eb, size_t e
         return bad(eb, ebn, "unknown reference");
     if (!(o->min_reliability > 0.0 && o->min_reliability < 1.0))
         return bad(eb, ebn, "min_reliability must be in (0, 1)");
+    if (o->span_ms < 0 || o->span_ms > REL_DRIFT_MAX_SPAN_MS)
+        return bad(eb, ebn, "span_ms (release.drift.span_ms) must be in [0, 30 days]");
+    if (!(o->min_fill > 0.0 && o->min_fill <= 1.0))
+        return bad(eb, ebn, "min_fill (release.drift.min_fill) must be in (0, 1]");
     return CORE_OK;
 }
 
@@ -184,11 +203,11 @@ static void buffers_free(struct rel_drift *d)
 
 static void buffers_alloc(struct rel_drift *d)
 {
-    size_t h = d->o.horizon, m = d->t.m;
-    d->dev = core_xcalloc(h, sizeof(*d->dev));
-    d->start = core_xcalloc(h, sizeof(*d->start));
-    d->val = core_xcalloc(h * m, sizeof(double));
-    d->nv = core_xcalloc(h * m, sizeof(double));
+    size_t h = d->o.horizon, m = d->t.m, rows = d->slots * h;
+    d->dev = core_xcalloc(rows, sizeof(*d->dev));
+    d->start = core_xcalloc(rows, sizeof(*d->start));
+    d->val = core_xcalloc(rows * m, sizeof(double));
+    d->nv = core_xcalloc(rows * m, sizeof(double));
     d->order = core_xcalloc(h, sizeof(*d->order));
     d->x = core_xcalloc(h * m, sizeof(double));
     d->rho0 = core_xcalloc(m * m, sizeof(double));
@@ -202,7 +221,10 @@ static void buffers_alloc(struct rel_drift *d)
 
 static void clear_state(struct rel_drift *d)
 {
-    d->n_rows = 0;
+    memset(d->b, 0, sizeof(d->b));
+    d->closed_upto = 0;
+    d->any_closed = false;
+    d->arrival = 0;
     d->have_base = d->have_summary = d->fired = false;
     d->consecutive = 0;
     memset(&d->st, 0, sizeof(d->st));
@@ -222,15 +244,18 @@ core_err rel_drift_new(const struct cal_theta *theta, const struct rel_drift_opt
         return rc;
     if ((rc = theta_build(theta, &t, eb, ebn)) != CORE_OK)
         return rc;
-    if (o->horizon * t.m > REL_DRIFT_MAX_CELLS) {
+    size_t slots = o->span_ms > 0 ? REL_DRIFT_OPEN : 1;
+    if (slots * o->horizon * t.m > REL_DRIFT_MAX_CELLS) {
         theta_free(&t);
         if (eb && ebn)
-            snprintf(eb, ebn, "drift monitor: horizon x observed nodes over %u", REL_DRIFT_MAX_CELLS);
+            snprintf(eb, ebn, "drift monitor: %zu open horizon(s) x horizon x observed nodes "
+                              "over %u", slots, REL_DRIFT_MAX_CELLS);
         return CORE_ETOOBIG;
     }
     d = core_xcalloc(1, sizeof(*d));
     d->o = *o;
     d->t = t;
+    d->slots = slots;
     buffers_alloc(d);
     clear_state(d);
     *out = d;
@@ -302,18 +327,18 @@ static size_t pool_device(struct rel_drift *d, size_t g, size_t e, size_t rows)
 /* Stack the series of devices with >= min_samples windows into d->x (devices in byte order
  * of their ids, each series in window_start order); sums their noise variances into
  * d->nvsum. Returns the rows. */
-static size_t pool(struct rel_drift *d, size_t *devices)
+static size_t pool(struct rel_drift *d, size_t base, size_t n, size_t *devices)
 {
     size_t m = d->t.m, rows = 0, g = 0;
-    for (size_t i = 0; i < d->n_rows; i++)
-        d->order[i] = (struct drift_key){d->dev[i], d->start[i], i};
-    qsort(d->order, d->n_rows, sizeof(*d->order), row_cmp);
+    for (size_t i = 0; i < n; i++)
+        d->order[i] = (struct drift_key){d->dev[base + i], d->start[base + i], base + i};
+    qsort(d->order, n, sizeof(*d->order), row_cmp);
     memset(d->nvsum, 0, m * sizeof(double));
     *devices = 0;
-    while (g < d->n_rows) {
+    while (g < n) {
         size_t e = g + 1, added;
         const char *dev = d->order[g].dev;
-        while (e < d->n_rows && strcmp(d->order[e].dev, dev) == 0)
+        while (e < n && strcmp(d->order[e].dev, dev) == 0)
             e++;
         added = pool_device(d, g, e, rows);
         if (added < d->o.min_samples) {
@@ -437,14 +462,15 @@ static void decide(struct rel_drift *d, struct rel_drift_result *r)
     d->st.valid += r->valid;
 }
 
-static core_err evaluate(struct rel_drift *d, struct rel_drift_result *r)
+/* Evaluate the horizon in slot s (its rows are then free). */
+static core_err evaluate(struct rel_drift *d, size_t s, struct rel_drift_result *r)
 {
-    size_t m = d->t.m, rows = pool(d, &r->devices);
+    size_t m = d->t.m, rows = pool(d, s * d->o.horizon, d->b[s].n, &r->devices);
     core_err rc;
 
     r->evaluated = true;
     r->rows = rows;
-    d->n_rows = 0;
+    r->span_start_ms = d->o.span_ms > 0 ? d->b[s].index * d->o.span_ms : 0;
     d->st.horizons++;
     r->horizon_index = d->st.horizons;
     if (rows >= 2) {
@@ -467,11 +493,79 @@ static core_err evaluate(struct rel_drift *d, struct rel_drift_result *r)
     return CORE_OK;
 }
 
+/* Close the horizon in slot s: evaluated into *r when it holds at least min_fill x horizon
+ * rows (always in arrival order, where only a full horizon closes), else discarded as
+ * partial (r untouched). */
+static core_err close_slot(struct rel_drift *d, size_t s, struct rel_drift_result *r)
+{
+    struct drift_bucket *b = &d->b[s];
+    core_err rc = CORE_OK;
+
+    if (d->o.span_ms == 0 || (double)b->n >= d->o.min_fill * (double)d->o.horizon)
+        rc = evaluate(d, s, r);
+    else
+        d->st.partial++;
+    if (d->o.span_ms == 0)
+        d->arrival++;
+    else if (!d->any_closed || b->index > d->closed_upto)
+        d->closed_upto = b->index;
+    d->any_closed = true;
+    b->open = false;
+    b->n = 0;
+    return rc;
+}
+
+/* floor(a / b) for b > 0. */
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+/* The open slot of horizon idx, opening one (and closing the oldest open horizon when every
+ * slot is taken: *r may then hold its evaluation). SIZE_MAX: idx was already closed (late). */
+static size_t slot_for(struct rel_drift *d, int64_t idx, struct rel_drift_result *r,
+                       core_err *rc)
+{
+    size_t free_slot = SIZE_MAX, oldest = SIZE_MAX;
+    for (size_t s = 0; s < d->slots; s++) {
+        if (d->b[s].open && d->b[s].index == idx)
+            return s;
+        if (!d->b[s].open && free_slot == SIZE_MAX)
+            free_slot = s;
+        if (d->b[s].open && (oldest == SIZE_MAX || d->b[s].index < d->b[oldest].index))
+            oldest = s;
+    }
+    if (d->o.span_ms > 0 && d->any_closed && idx <= d->closed_upto)
+        return SIZE_MAX;
+    if (free_slot == SIZE_MAX) {
+        *rc = close_slot(d, oldest, r);
+        free_slot = oldest;
+    }
+    d->b[free_slot] = (struct drift_bucket){idx, 0, true};
+    return free_slot;
+}
+
+/* Span mode: an open horizon older than slot s is closed once s holds min_fill x horizon
+ * rows (its stragglers are not coming). At most one evaluation per push: r may be taken. */
+static core_err close_overtaken(struct rel_drift *d, size_t s, struct rel_drift_result *r)
+{
+    if (d->o.span_ms == 0 || r->evaluated ||
+        (double)d->b[s].n < d->o.min_fill * (double)d->o.horizon)
+        return CORE_OK;
+    for (size_t o = 0; o < d->slots; o++)
+        if (d->b[o].open && d->b[o].index < d->b[s].index)
+            return close_slot(d, o, r);
+    return CORE_OK;
+}
+
 core_err rel_drift_push(struct rel_drift *d, const char *device, int64_t window_start,
                         const double *value, const double *noise_var,
                         struct rel_drift_result *out)
 {
-    size_t m, len, row;
+    size_t m, len, s, row;
+    core_err rc = CORE_OK;
+    int64_t idx;
 
     if (out)
         memset(out, 0, sizeof(*out));
@@ -486,7 +580,15 @@ core_err rel_drift_push(struct rel_drift *d, const char *device, int64_t window_
         if (!isfinite(value[k]) || !isfinite(noise_var[k]) || noise_var[k] < 0.0)
             return CORE_EINVAL;
     }
-    row = d->n_rows++;
+    idx = d->o.span_ms > 0 ? floor_div(window_start, d->o.span_ms) : d->arrival;
+    s = slot_for(d, idx, out, &rc);
+    if (rc != CORE_OK)
+        return rc;
+    if (s == SIZE_MAX) {
+        d->st.late++; /* its horizon was already evaluated or discarded */
+        return CORE_OK;
+    }
+    row = s * d->o.horizon + d->b[s].n++;
     memcpy(d->dev[row], device, len);
     d->dev[row][len] = '\0';
     d->start[row] = window_start;
@@ -495,9 +597,9 @@ core_err rel_drift_push(struct rel_drift *d, const char *device, int64_t window_
         d->nv[row * m + a] = noise_var[d->t.coord[a]];
     }
     d->st.pushed++;
-    if (d->n_rows < d->o.horizon)
-        return CORE_OK;
-    return evaluate(d, out);
+    if (d->b[s].n == d->o.horizon && !out->evaluated)
+        return close_slot(d, s, out);
+    return close_overtaken(d, s, out);
 }
 
 void rel_drift_stats(const struct rel_drift *d, struct rel_drift_stats *out)

@@ -99,8 +99,16 @@ const struct core_cfg_key rel_config_keys[] = {
      "run the GC-DP-Cache drift monitor on the released stream (post-processing, no budget)",
      NULL},
     K_INT("release.drift.horizon", "9216", 8, 65536,
-          "drift monitor: released windows (all devices) per horizon; cover one daily cycle "
-          "(devices x windows per day; default: 64 devices x 144 ten-minute windows)"),
+          "drift monitor: released windows (all devices) a horizon holds when complete; one "
+          "span of every device (devices x windows per span; default: 64 devices x 144 "
+          "ten-minute windows)"),
+    K_INT("release.drift.span_ms", "86400000", 0, 2592000000.0,
+          "drift monitor: window time per horizon (aligned on multiples of it since the epoch, "
+          "UTC days at the default), whatever order windows arrive in; 0: horizons of "
+          "release.drift.horizon consecutive arrivals (skewed by a backlog)"),
+    K_DBL("release.drift.min_fill", "0.5", 0x1p-20, 1.0,
+          "drift monitor: fraction of release.drift.horizon a horizon needs when it closes to "
+          "be evaluated (fewer rows: skipped as partial, no decision)"),
     K_DBL("release.drift.threshold", "0.04", 0x1p-20, 1.0,
           "drift monitor: sup distance of the released summary to theta that counts as drift"),
     K_INT("release.drift.patience", "1", 1, 1000,

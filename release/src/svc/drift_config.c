@@ -12,6 +12,8 @@ core_err rel_drift_opts_from_config(const struct core_config *cfg, struct rel_dr
     o->threshold = core_config_double(cfg, "release.drift.threshold");
     o->patience = (unsigned)core_config_int(cfg, "release.drift.patience");
     o->min_samples = (size_t)core_config_int(cfg, "release.drift.min_samples");
+    o->span_ms = core_config_int(cfg, "release.drift.span_ms");
+    o->min_fill = core_config_double(cfg, "release.drift.min_fill");
     if (o->min_samples > o->horizon) { /* the one cross-key rule; ranges are the table's */
         snprintf(eb, ebn, "config key 'release.drift.min_samples': %zu is more than "
                           "release.drift.horizon (%zu)", o->min_samples, o->horizon);

@@ -285,12 +285,17 @@ static void drift_setup(struct rel_service *s)
 static json_t *drift_json(const struct rel_service *s)
 {
     const struct drift_state *d = &s->dr;
-    return json_pack("{s:b, s:f, s:f, s:b, s:i, s:i, s:I, s:I, s:I}", "enabled",
-                     d->mon != NULL, "score", d->last.score, "threshold", d->opts.threshold,
-                     "valid", d->last.valid, "consecutive", (int)d->last.consecutive,
-                     "patience", (int)d->opts.patience, "horizons", (json_int_t)d->horizons,
-                     "horizon_windows", (json_int_t)d->opts.horizon, "reports",
-                     (json_int_t)d->reports);
+    struct rel_drift_stats st = {0};
+    if (d->mon)
+        rel_drift_stats(d->mon, &st);
+    return json_pack("{s:b, s:f, s:f, s:b, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                     "enabled", d->mon != NULL, "score", d->last.score, "threshold",
+                     d->opts.threshold, "valid", d->last.valid, "consecutive",
+                     (int)d->last.consecutive, "patience", (int)d->opts.patience, "horizons",
+                     (json_int_t)d->horizons, "horizon_windows", (json_int_t)d->opts.horizon,
+                     "span_ms", (json_int_t)d->opts.span_ms, "span_start_ms",
+                     (json_int_t)d->last.span_start_ms, "late", (json_int_t)st.late,
+                     "partial", (json_int_t)st.partial, "reports", (json_int_t)d->reports);
 }
 
 static void publish_status(struct rel_service *s, const char *in_reply_to, json_t *body);
