@@ -106,8 +106,13 @@ int bench_release_service(const struct cal_theta *theta, size_t windows, size_t 
  * simulator's regime change through the calibrate and release services on an in-process
  * embedded broker; prints the detection delay (windows from the change to the first record
  * under a new θ, seconds from the drift report to the swap) and the false alarms of the
- * no-change twin. dir: scratch. Returns an exit status. */
-int bench_release_drift(size_t seeds, const char *dir);
+ * no-change twin. mode: backlog or paced (DR_AHEAD unread at most), the monitor's span.
+ * dir: scratch. Returns an exit status. */
+struct bench_drift_mode {
+    bool backlog;    /* produce every window before the services read (a backlog) */
+    long long span;  /* release.drift.span_ms for the phase; < 0: the key's default */
+};
+int bench_release_drift(size_t seeds, const struct bench_drift_mode *mode, const char *dir);
 
 /* The plan `gcdp bench release` releases with (bench/bench_release.c): n synthetic public
  * nodes, mechanism gcdp, eps_rel 1, one window a minute; *theta and *plan new (caller frees). */

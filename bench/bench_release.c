@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "app.h"
+#include "flags.h"
 #include "cal/theta.h"
 #include "core/dp_ledger.h"
 #include "core/dp_mech.h"
@@ -41,7 +42,11 @@ static const char bench_help[] =
     "         the calibrate and release services (release.drift.* defaults) on an\n"
     "         in-process embedded broker: windows and seconds from the change to the\n"
     "         first record under a new theta, and the no-change twin's false alarms\n"
-    "         (about 30-60 s per seed and twin)\n";
+    "         (about 30-60 s per seed and twin),\n"
+    "         --drift-backlog: the drift phase with every window produced before the release\n"
+    "         reads (a backlog after an outage) instead of paced,\n"
+    "         --drift-span MS: release.drift.span_ms for the drift phase (0: horizons in\n"
+    "         arrival order; default: the key's default, one day)\n";
 
 static double now_s(void)
 {
@@ -119,6 +124,7 @@ struct bench {
     const char *dir;
     struct rel_plan *plan;
     size_t drift_seeds; /* --drift S: the drift phase (bench/bench_release_drift.c) */
+    struct bench_drift_mode drift; /* --drift-backlog, --drift-span */
 };
 
 static struct timing run_plain(struct bench *b, struct rel_window *w, double *y, double *sink)
@@ -203,8 +209,11 @@ static int parse(int argc, char **argv, struct bench *b)
                                        {"threads", required_argument, NULL, 't'},
                                        {"service", required_argument, NULL, 's'},
                                        {"drift", required_argument, NULL, 'D'},
+                                       {"drift-backlog", no_argument, NULL, 'B'},
+                                       {"drift-span", required_argument, NULL, 'S'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
+    unsigned long long u;
     int ch;
     long v;
     char *end;
@@ -221,6 +230,18 @@ static int parse(int argc, char **argv, struct bench *b)
         }
         if (ch == 'd') {
             b->dir = optarg;
+            continue;
+        }
+        if (ch == 'B') {
+            b->drift.backlog = true;
+            continue;
+        }
+        if (ch == 'S') {
+            if (app_flag_parse_u64(optarg, 2592000000ULL, &u) != 0) {
+                fprintf(stderr, "gcdp bench release: --drift-span: 0..2592000000 ms\n");
+                return APP_EXIT_USAGE;
+            }
+            b->drift.span = (long long)u;
             continue;
         }
         if (ch != 'n' && ch != 'w' && ch != 'b' && ch != 't' && ch != 's' && ch != 'D')
@@ -296,7 +317,8 @@ core_err bench_release_plan(size_t n, struct cal_theta **theta, struct rel_plan 
 
 int bench_release(int argc, char **argv)
 {
-    struct bench b = {1000, 2000, 64, 0, 2, NULL, NULL, 0};
+    struct bench b = {.n = 1000, .windows = 2000, .batch = 64, .threads = 2,
+                      .drift = {.backlog = false, .span = -1}};
     struct cal_theta *theta = NULL;
     struct rel_window w;
     char eb[1024] = "", tmpl[] = "/tmp/gcdp-bench-XXXXXX";
@@ -341,7 +363,7 @@ int bench_release(int argc, char **argv)
     if (ex == APP_EXIT_OK)
         ex = bench_release_primitives(b.dir);
     if (ex == APP_EXIT_OK && b.drift_seeds > 0)
-        ex = bench_release_drift(b.drift_seeds, b.dir);
+        ex = bench_release_drift(b.drift_seeds, &b.drift, b.dir);
     if (sink == -1.0)
         puts(""); /* keep the plain loop's result alive */
     core_rng_os_wipe();

@@ -56,6 +56,7 @@ struct dr_prod {
     char **json, **key;
     size_t *len;
     size_t n, cap, next; /* records, capacity, produced */
+    bool backlog;        /* produce everything at once */
     core_err rc;
     char eb[512];
 };
@@ -101,8 +102,10 @@ static void dr_produce(struct dr_prod *p, uint64_t consumed)
 {
     size_t end = p->next + DR_CHUNK < p->n ? p->next + DR_CHUNK : p->n;
 
-    if (p->rc != CORE_OK || p->next >= p->n || p->next > consumed + DR_AHEAD)
+    if (p->rc != CORE_OK || p->next >= p->n || (!p->backlog && p->next > consumed + DR_AHEAD))
         return;
+    if (p->backlog)
+        end = p->n;
     for (; p->next < end && p->rc == CORE_OK; p->next++)
         p->rc = core_ksync_send(p->ks, p->key[p->next], strlen(p->key[p->next]),
                                 p->json[p->next], p->len[p->next], NULL, NULL, 0, p->eb,
@@ -405,7 +408,8 @@ static int dr_row(void *arg, const struct core_dp_row *row)
 
 /* One pipeline on a fresh embedded broker: windows, then both services until every window
  * is released, then the ledger read back. */
-static int dr_one(uint64_t seed, bool change, const char *dir, struct dr_result *r)
+static int dr_one(uint64_t seed, bool change, const struct bench_drift_mode *mode,
+                  const char *dir, struct dr_result *r)
 {
     const char *topics[] = {"gcdp.windows", "gcdp.released", "gcdp.windows.rejected",
                             "gcdp.calibration", "gcdp.control", "gcdp.status"};
@@ -413,12 +417,12 @@ static int dr_one(uint64_t seed, bool change, const char *dir, struct dr_result 
     struct core_config *cfg = NULL;
     struct dr_scan sc = {DR_START + (int64_t)DR_CHANGE * DR_PERIOD, 0, false, 0, 0};
     struct dr_prod prod;
-    char eb[1024] = "", boot[300], key[4200], kset[4300], csv[4200], ledger[4200];
+    char eb[1024] = "", boot[300], key[4200], kset[4300], csv[4200], ledger[4200], span[64];
     char *argv[] = {"bench", "--set", boot, "--set", kset, "--set", "release.mechanism=lap",
                     "--set", "release.eps_rel=20", "--set", "release.ledger.cap_eps=1e6",
                     "--set", "calibrate.service.min_interval_s=0", "--log-level", "error",
-                    NULL};
-    int argc = 15, ex = APP_EXIT_FAILURE;
+                    "--set", span, NULL};
+    int argc = mode->span >= 0 ? 17 : 15, ex = APP_EXIT_FAILURE;
     double t0 = dr_now();
     struct core_dp_scheme scheme;
     struct core_dp_cost cap;
@@ -426,6 +430,8 @@ static int dr_one(uint64_t seed, bool change, const char *dir, struct dr_result 
 
     memset(r, 0, sizeof(*r));
     memset(&prod, 0, sizeof(prod));
+    prod.backlog = mode->backlog;
+    snprintf(span, sizeof(span), "release.drift.span_ms=%lld", mode->span);
     snprintf(key, sizeof(key), "%s/bench-drift.key", dir);
     snprintf(csv, sizeof(csv), "%s/bench-drift-pilot.csv", dir);
     snprintf(ledger, sizeof(ledger), "%s/bench-drift-ledger.jsonl", dir);
@@ -492,18 +498,24 @@ static void dr_print(uint64_t seed, const struct dr_result *c, const struct dr_r
     dr_scores("no change", n);
 }
 
-int bench_release_drift(size_t seeds, const char *dir)
+int bench_release_drift(size_t seeds, const struct bench_drift_mode *mode, const char *dir)
 {
     struct dr_result c, n;
     size_t detected = 0, alarms = 0, sum_old = 0;
+    char span[64] = "default";
 
+    if (mode->span >= 0)
+        snprintf(span, sizeof(span), "%lld", mode->span);
     printf("drift detection delay (64 motes, 10-minute windows, change at day 1.5 of 5, lap "
-           "eps_rel 20, release.drift.* defaults; public pilot theta over the same motes):\n");
+           "eps_rel 20, release.drift.* defaults but span_ms %s; public pilot theta over the "
+           "same motes; %s):\n", span,
+           mode->backlog ? "BACKLOG: every window produced before the release reads"
+                         : "paced: the release keeps up");
     for (size_t i = 0; i < seeds; i++) {
         uint64_t seed = DR_SEED0 + i;
-        int ex = dr_one(seed, true, dir, &c);
+        int ex = dr_one(seed, true, mode, dir, &c);
         if (ex == APP_EXIT_OK)
-            ex = dr_one(seed, false, dir, &n);
+            ex = dr_one(seed, false, mode, dir, &n);
         if (ex != APP_EXIT_OK)
             return ex;
         dr_print(seed, &c, &n);

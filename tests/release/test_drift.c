@@ -1004,3 +1004,34 @@ Test(drift_span, partial_horizons_are_skipped_and_the_oldest_slot_is_taken)
     rel_drift_free(d);
     cal_theta_free(t);
 }
+
+/* On window time a device read only partway through a span (the slow partition of a
+ * backlog) is left out of that span's horizon: it would weigh one time of day. */
+Test(drift_span, devices_covering_part_of_the_span_are_left_out)
+{
+    struct cal_theta *t = unit_theta(2, 0, 1.0, 0.2, 5, NULL, 0);
+    struct rel_drift_opts o = span_opts();
+    struct rel_drift *d = NULL;
+    struct rel_drift_result r = {0};
+    struct rel_drift_stats st;
+    struct gen g = {.c = 0.5, .sd = 0.1};
+    char eb[256] = "";
+
+    core_prng_seed(&g.p, 74);
+    cr_assert_eq(rel_drift_new(t, &o, &d, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    for (int w = 0; w < SPAN_PER; w++) /* span 0: d0..d2 whole, d3 its first 3 windows */
+        for (int dev = 0; dev < SPAN_DEVS; dev++)
+            if (dev < 3 || w < 3)
+                cr_assert_eq(span_push(d, &g, dev, w, &r), CORE_OK);
+    for (int w = SPAN_PER; w < SPAN_PER + 4 && !r.evaluated; w++) /* span 1 to 16 rows */
+        for (int dev = 0; dev < SPAN_DEVS && !r.evaluated; dev++)
+            cr_assert_eq(span_push(d, &g, dev, w, &r), CORE_OK);
+    cr_assert(r.evaluated, "span 0 closed once span 1 held min_fill of a horizon");
+    cr_assert_eq(r.span_start_ms, 0);
+    cr_assert_eq(r.devices, 3);
+    cr_assert_eq(r.rows, 3 * SPAN_PER);
+    rel_drift_stats(d, &st);
+    cr_assert_eq(st.sparse, 3, "d3's three windows");
+    rel_drift_free(d);
+    cal_theta_free(t);
+}

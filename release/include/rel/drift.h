@@ -16,9 +16,11 @@
  *     release reads a backlog partition by partition. Up to REL_DRIFT_OPEN horizons are
  *     open at once; one closes when it holds `horizon` rows, when a later horizon holds
  *     min_fill x horizon rows, or when a window of a new horizon needs its slot (the oldest
- *     closes). A closing horizon with fewer than min_fill x horizon rows is not evaluated
- *     (stats.partial: a skewed sample says nothing about drift); a window of a horizon
- *     already closed is counted late and left out. span_ms = 0: the previous arrival-order
+ *     closes). A device enters a closing horizon only with at least 90 % of the fullest
+ *     device's windows in it (a device read halfway through the span would weigh one time
+ *     of day); a horizon with fewer than min_fill x horizon rows from such devices is not
+ *     evaluated (stats.partial: a skewed sample says nothing about drift); a window of a
+ *     horizon already closed is counted late and left out. span_ms = 0: the previous arrival-order
  *     horizons (`horizon` consecutive released windows).
  *   - Pooling (as calibrate's matrix stacks rows): the horizon's windows are grouped by
  *     device, each device's windows in window_start order form its series, and the series
@@ -140,7 +142,8 @@ struct rel_drift_result {
 struct rel_drift_stats {
     uint64_t pushed;      /* windows accepted into a horizon */
     uint64_t duplicates;  /* (device, window_start) repeated in a horizon: left out */
-    uint64_t sparse;      /* windows of devices with < min_samples in their horizon */
+    uint64_t sparse;      /* windows of devices with < min_samples in their horizon (on
+                             window time also < 90 % of the fullest device's windows) */
     uint64_t late;        /* windows of a horizon already closed: left out */
     uint64_t partial;     /* horizons closed with < min_fill x horizon rows: not evaluated */
     uint64_t horizons, valid, above, fired;

@@ -18,7 +18,11 @@
 #define DEF_MIN_SAMPLES 8
 #define DEF_MIN_REL     0.1
 #define DEF_SPAN_MS     86400000 /* one day of window time */
-#define DEF_MIN_FILL    0.5
+#define DEF_MIN_FILL    0.9
+/* On window time a device enters its horizon only with at least this fraction of the
+ * fullest device's windows (a device read halfway through the span would weigh one time of
+ * day: the diurnal bias a backlog caused); a few excluded windows per device still pass. */
+#define SPAN_COVER      0.9
 
 /* What a θ contributes (rebuilt by reset). */
 struct drift_theta {
@@ -327,21 +331,46 @@ static size_t pool_device(struct rel_drift *d, size_t g, size_t e, size_t rows)
 /* Stack the series of devices with >= min_samples windows into d->x (devices in byte order
  * of their ids, each series in window_start order); sums their noise variances into
  * d->nvsum. Returns the rows. */
+/* End of the device group starting at order[g] (of n); *distinct: its distinct windows. */
+static size_t group_end(const struct rel_drift *d, size_t g, size_t n, size_t *distinct)
+{
+    size_t e = g + 1;
+    *distinct = 1;
+    while (e < n && strcmp(d->order[e].dev, d->order[g].dev) == 0) {
+        *distinct += d->order[e].start != d->order[e - 1].start;
+        e++;
+    }
+    return e;
+}
+
+/* Windows a device needs to enter the horizon: min_samples, and on window time
+ * SPAN_COVER of the fullest device's distinct windows (order[0..n) sorted). */
+static size_t device_need(const struct rel_drift *d, size_t n)
+{
+    size_t most = 0, need = d->o.min_samples, k;
+    if (d->o.span_ms == 0)
+        return need;
+    for (size_t g = 0, e; g < n; g = e) {
+        e = group_end(d, g, n, &k);
+        most = k > most ? k : most;
+    }
+    k = (size_t)ceil(SPAN_COVER * (double)most);
+    return k > need ? k : need;
+}
+
 static size_t pool(struct rel_drift *d, size_t base, size_t n, size_t *devices)
 {
-    size_t m = d->t.m, rows = 0, g = 0;
+    size_t m = d->t.m, rows = 0, g = 0, need, distinct;
     for (size_t i = 0; i < n; i++)
         d->order[i] = (struct drift_key){d->dev[base + i], d->start[base + i], base + i};
     qsort(d->order, n, sizeof(*d->order), row_cmp);
     memset(d->nvsum, 0, m * sizeof(double));
+    need = device_need(d, n);
     *devices = 0;
     while (g < n) {
-        size_t e = g + 1, added;
-        const char *dev = d->order[g].dev;
-        while (e < n && strcmp(d->order[e].dev, dev) == 0)
-            e++;
+        size_t e = group_end(d, g, n, &distinct), added;
         added = pool_device(d, g, e, rows);
-        if (added < d->o.min_samples) {
+        if (added < need) {
             d->st.sparse += added; /* too short a series: left out */
         } else {
             for (size_t a = 0; a < m; a++)
@@ -468,6 +497,11 @@ static core_err evaluate(struct rel_drift *d, size_t s, struct rel_drift_result 
     size_t m = d->t.m, rows = pool(d, s * d->o.horizon, d->b[s].n, &r->devices);
     core_err rc;
 
+    if (d->o.span_ms > 0 && (double)rows < d->o.min_fill * (double)d->o.horizon) {
+        d->st.partial++; /* too few devices covered the span: no decision */
+        r->devices = 0;
+        return CORE_OK;
+    }
     r->evaluated = true;
     r->rows = rows;
     r->span_start_ms = d->o.span_ms > 0 ? d->b[s].index * d->o.span_ms : 0;
@@ -502,7 +536,7 @@ static core_err close_slot(struct rel_drift *d, size_t s, struct rel_drift_resul
     core_err rc = CORE_OK;
 
     if (d->o.span_ms == 0 || (double)b->n >= d->o.min_fill * (double)d->o.horizon)
-        rc = evaluate(d, s, r);
+        rc = evaluate(d, s, r); /* may still find it partial once pooled */
     else
         d->st.partial++;
     if (d->o.span_ms == 0)

@@ -106,7 +106,7 @@ const struct core_cfg_key rel_config_keys[] = {
           "drift monitor: window time per horizon (aligned on multiples of it since the epoch, "
           "UTC days at the default), whatever order windows arrive in; 0: horizons of "
           "release.drift.horizon consecutive arrivals (skewed by a backlog)"),
-    K_DBL("release.drift.min_fill", "0.5", 0x1p-20, 1.0,
+    K_DBL("release.drift.min_fill", "0.9", 0x1p-20, 1.0,
           "drift monitor: fraction of release.drift.horizon a horizon needs when it closes to "
           "be evaluated (fewer rows: skipped as partial, no decision)"),
     K_DBL("release.drift.threshold", "0.04", 0x1p-20, 1.0,
