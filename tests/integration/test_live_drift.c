@@ -22,9 +22,8 @@
  * Seed 21: not a drift tuning seed (101-108) nor the library test's (11-13). The release
  * noise is the service's own (not seeded): scores vary from run to run (docs/release.md,
  * "Drift through the services", lists the measured ones). The horizons are one simulated
- * day of every mote only while release keeps up with ingest (simulate waits for ingest's
- * group): a release far behind would read a backlog partition by partition (see
- * docs/release.md, "Backlogs make false alarms").
+ * UTC day of every mote (release.drift.span_ms), also when release falls behind ingest and
+ * reads partitions unevenly (docs/release.md, "Backlogs make false alarms").
  * Experiments only (not asserted): LIVEDRIFT_TUNE=1 with LIVEDRIFT_SEED, LIVEDRIFT_PILOT_DEV,
  * LIVEDRIFT_PILOT_WIN (the pilot's motes and windows per mote), LIVEDRIFT_HETERO (--hetero-sd
  * of pilot and stream); not GCDP_* names: those are configuration keys of the children.
