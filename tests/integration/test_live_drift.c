@@ -122,6 +122,7 @@ struct drift_run {
     size_t reports;   /* drift reports on gcdp.control */
     char scores[512]; /* the release's drift scores on gcdp.status, in order (logged) */
     int64_t eps_gauge[5]; /* max, p50, p90, p99, cap (ppm) */
+    int64_t partial, late; /* gcdp_release_drift_{partial,late}_total */
     double secs;
 };
 
@@ -272,6 +273,8 @@ static void run_pipeline(struct drift_run *r)
     wait_caught_up(&b, port, 120000, &r->windows);
     r->status = release_status(&b, key);
     read_eps_gauges(port, r->eps_gauge);
+    r->partial = ts_metric(port, "gcdp_release_drift_partial_total");
+    r->late = ts_metric(port, "gcdp_release_drift_late_total");
     kill(rel_pid, SIGTERM);
     cr_assert_eq(ts_wait(rel_pid, 60000), 0, "release --serve: %s", ts_read_file(err_rel, NULL));
     kill(cal_pid, SIGTERM);
@@ -383,6 +386,15 @@ Test(live_drift, no_regime_change_no_drift_recalibration, .timeout = 400)
                 "scores%s", (unsigned long long)r.seed, r.windows, json_array_size(r.thetas),
                 r.reports, r.secs, r.scores);
     cr_assert_eq(r.reports, 0u, "false alarm: %zu drift reports", r.reports);
+    /* horizons on window time: one UTC day each, what was skipped is counted */
+    json_t *drift = json_object_get(r.status, "drift");
+    cr_assert_eq(json_integer_value(json_object_get(drift, "span_ms")), 86400000);
+    cr_assert(json_is_integer(json_object_get(drift, "partial")) &&
+              json_is_integer(json_object_get(drift, "late")));
+    cr_assert_geq(r.partial, 0, "gcdp_release_drift_partial_total on /metrics");
+    cr_assert_geq(r.late, 0, "gcdp_release_drift_late_total on /metrics");
+    cr_log_info("no change: %lld partial horizons, %lld late windows",
+                (long long)r.partial, (long long)r.late);
     cr_assert_eq(json_array_size(r.thetas), 1u, "a version besides the initial one");
     int64_t v1 = json_integer_value(json_object_get(json_array_get(r.thetas, 0), "version"));
     cr_assert_eq(json_array_size(r.released), r.windows, "every window released once");

@@ -73,7 +73,8 @@ enum svc_state { S_RUNNING, S_DRAINING, S_CLOSING, S_DONE };
 struct svc_metrics {
     struct core_metric *consumed, *released, *replayed, *excluded, *dlq[REL_DLQ_COUNT];
     struct core_metric *theta_version, *theta_swaps, *lag, *commits, *produce_errors, *gaps;
-    struct core_metric *drift_score, *drift_horizons, *drift_reports;
+    struct core_metric *drift_score, *drift_horizons, *drift_reports, *drift_partial,
+        *drift_late;
     struct core_metric *eps_q[4], *eps_cap, *eps_units; /* ε spent per unit: max, p50/90/99 */
     struct core_metric *cl_sent, *cl_adopted, *cl_over_cap, *cl_refused;
 };
@@ -88,6 +89,7 @@ struct drift_state {
     double *val, *var;           /* d values / noise variances of one released record */
     struct rel_drift_result last;
     uint64_t horizons, reports;
+    uint64_t seen_partial, seen_late; /* the monitor's counts already added to /metrics */
     struct core_ctl_key *key;    /* signs drift reports; NULL: control disabled */
     bool pending;                /* a report was sent and no newer θ came yet */
     uint64_t report_at, retry_ms; /* loop ms of the last report; re-send interval */
@@ -268,6 +270,7 @@ static void drift_setup(struct rel_service *s)
     d->coord = NULL;
     memset(&d->last, 0, sizeof(d->last));
     d->pending = false;
+    d->seen_partial = d->seen_late = 0; /* the new monitor counts from 0 */
     if (!d->enabled)
         return;
     if (rel_drift_new(t, &d->opts, &d->mon, eb, sizeof(eb)) != CORE_OK) {
@@ -280,6 +283,20 @@ static void drift_setup(struct rel_service *s)
         json_object_set_new(d->coord, coord_name(t, k), json_integer((json_int_t)k));
     d->val = core_xrealloc(d->val, t->d * sizeof(double));
     d->var = core_xrealloc(d->var, t->d * sizeof(double));
+}
+
+/* Add the monitor's partial horizons and late windows since the last call to /metrics (a
+ * new monitor, made for each θ, counts from 0: drift_setup zeroes seen_*). */
+static void drift_count_skipped(struct rel_service *s)
+{
+    struct drift_state *d = &s->dr;
+    struct rel_drift_stats st;
+
+    rel_drift_stats(d->mon, &st);
+    core_metric_add(s->m.drift_partial, (int64_t)(st.partial - d->seen_partial));
+    core_metric_add(s->m.drift_late, (int64_t)(st.late - d->seen_late));
+    d->seen_partial = st.partial;
+    d->seen_late = st.late;
 }
 
 static json_t *drift_json(const struct rel_service *s)
@@ -338,6 +355,7 @@ static void drift_feed(struct rel_service *s, const char *bytes, size_t len)
     const char *name;
     struct rel_drift_result res;
     bool gauss = s->ropts.mech->gaussian != 0;
+    core_err rc;
 
     if (!d->mon)
         return;
@@ -362,9 +380,11 @@ static void drift_feed(struct rel_service *s, const char *bytes, size_t len)
         d->var[json_integer_value(ix)] =
             rel_drift_noise_var(json_number_value(json_object_get(scl, name)), gauss);
     }
-    if (rel_drift_push(d->mon, json_string_value(json_object_get(r, "device")),
-                       json_integer_value(json_object_get(r, "window_start")), d->val, d->var,
-                       &res) == CORE_OK && res.evaluated) {
+    rc = rel_drift_push(d->mon, json_string_value(json_object_get(r, "device")),
+                        json_integer_value(json_object_get(r, "window_start")), d->val, d->var,
+                        &res);
+    drift_count_skipped(s);
+    if (rc == CORE_OK && res.evaluated) {
         d->last = res;
         d->horizons++;
         core_metric_add(s->m.drift_horizons, 1);
@@ -1299,6 +1319,10 @@ static void metrics_register(struct rel_service *s)
     m->drift_horizons = C("gcdp_release_drift_horizons_total", "drift horizons evaluated");
     m->drift_reports = C("gcdp_release_drift_reports_total",
                          "drift reports (recalibration requests) sent");
+    m->drift_partial = C("gcdp_release_drift_partial_total",
+                         "drift horizons closed with too few covered rows: not evaluated");
+    m->drift_late = C("gcdp_release_drift_late_total",
+                      "released windows of a drift horizon already closed: left out");
     for (int i = 0; i < 4; i++) {
         static const char *const q[4] = {"q=\"max\"", "q=\"0.5\"", "q=\"0.9\"",
                                          "q=\"0.99\""};
