@@ -2,6 +2,7 @@
 #include "core/config.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +122,93 @@ wrong_type:
     return CORE_ECONFIG;
 }
 
+/* A bound row's field fits its key: INT keys bind I64, or UINT/SIZE when min >= 0 and max
+ * fits; DOUBLE keys bind DOUBLE; BOOL keys bind BOOL. */
+static bool binding_fits(const struct core_cfg_key *k)
+{
+    switch ((enum core_cfg_field)k->field) {
+    case CORE_FIELD_NONE:
+        return true;
+    case CORE_FIELD_I64:
+        return k->type == CORE_CFG_INT;
+    case CORE_FIELD_UINT:
+        return k->type == CORE_CFG_INT && k->min >= 0 && k->max <= (double)UINT_MAX;
+    case CORE_FIELD_SIZE:
+        return k->type == CORE_CFG_INT && k->min >= 0;
+    case CORE_FIELD_DOUBLE:
+        return k->type == CORE_CFG_DOUBLE;
+    case CORE_FIELD_BOOL:
+        return k->type == CORE_CFG_BOOL;
+    }
+    return false;
+}
+
+/* Store v (already checked against k's type and range) in obj's field of k. */
+static void field_put(const struct core_cfg_key *k, const json_t *v, void *obj)
+{
+    char *p = (char *)obj + k->offset;
+    int64_t i = json_integer_value(v);
+    double d = json_number_value(v);
+    bool b = json_is_true(v);
+    unsigned u = (unsigned)i;
+    size_t z = (size_t)i;
+
+    switch ((enum core_cfg_field)k->field) {
+    case CORE_FIELD_NONE:
+        break;
+    case CORE_FIELD_I64:
+        memcpy(p, &i, sizeof(i));
+        break;
+    case CORE_FIELD_UINT:
+        memcpy(p, &u, sizeof(u));
+        break;
+    case CORE_FIELD_SIZE:
+        memcpy(p, &z, sizeof(z));
+        break;
+    case CORE_FIELD_DOUBLE:
+        memcpy(p, &d, sizeof(d));
+        break;
+    case CORE_FIELD_BOOL:
+        memcpy(p, &b, sizeof(b));
+        break;
+    }
+}
+
+core_err core_cfg_defaults(const struct core_cfg_key *table, unsigned grp, void *obj,
+                           char *eb, size_t ebn)
+{
+    for (const struct core_cfg_key *k = table; k->name; k++) {
+        json_t *v;
+        core_err rc;
+        if (k->group != grp || k->field == CORE_FIELD_NONE || !k->def)
+            continue;
+        v = json_loads(k->def, JSON_DECODE_ANY, NULL);
+        rc = v && binding_fits(k) ? check_value(k, v, eb, ebn) : CORE_ECONFIG;
+        if (rc != CORE_OK) {
+            json_decref(v);
+            snprintf(eb, ebn, "default of config key '%s' does not fit its field (a bug)",
+                     k->name);
+            return CORE_EINVAL;
+        }
+        field_put(k, v, obj);
+        json_decref(v);
+    }
+    return CORE_OK;
+}
+
+void core_cfg_read(const struct core_config *cfg, const struct core_cfg_key *table,
+                   unsigned grp, void *obj)
+{
+    for (const struct core_cfg_key *k = table; k->name; k++) {
+        const json_t *v;
+        if (k->group != grp || k->field == CORE_FIELD_NONE)
+            continue;
+        v = json_object_get(cfg->values, k->name);
+        if (v)
+            field_put(k, v, obj);
+    }
+}
+
 struct core_config *core_config_new(const struct core_cfg_key *const *tables, size_t ntables)
 {
     struct core_config *cfg = core_xcalloc(1, sizeof(*cfg));
@@ -135,6 +223,11 @@ struct core_config *core_config_new(const struct core_cfg_key *const *tables, si
         for (const struct core_cfg_key *k = tables[t]; k->name; k++) {
             json_error_t jerr;
             json_t *v;
+            if (!binding_fits(k)) {
+                CORE_ERROR("config key '%s' is bound to a field of another type", k->name);
+                core_config_free(cfg);
+                return NULL;
+            }
             if (!k->def)
                 continue;
             v = json_loads(k->def, JSON_DECODE_ANY, &jerr);

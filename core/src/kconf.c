@@ -64,13 +64,13 @@ static core_err check_bootstrap(const json_t *v, char *eb, size_t ebn)
 }
 
 const struct core_cfg_key core_config_keys[] = {
-    {"log.level", CORE_CFG_ENUM, "\"info\"", 1, 0, "debug|info|warn|error|off",
-     "structured log level on stderr", NULL},
-    {"broker.bootstrap", CORE_CFG_STRING, NULL, 1, 0, NULL,
+    CORE_KEY("log.level", CORE_CFG_ENUM, "\"info\"", 1, 0, "debug|info|warn|error|off",
+     "structured log level on stderr", NULL),
+    CORE_KEY("broker.bootstrap", CORE_CFG_STRING, NULL, 1, 0, NULL,
      "Kafka bootstrap servers host:port[,...], or @file written by `gcdp broker`; unset: "
-     "embedded broker", check_bootstrap},
-    {"broker.profile", CORE_CFG_ENUM, "\"embedded\"", 1, 0, "embedded|production",
-     "librdkafka client profile (see core/kconf.h)", NULL},
+     "embedded broker", check_bootstrap),
+    CORE_KEY("broker.profile", CORE_CFG_ENUM, "\"embedded\"", 1, 0, "embedded|production",
+     "librdkafka client profile (see core/kconf.h)", NULL),
     K_INT("broker.partitions", "4", 1, 256, "partitions per topic created by the embedded broker"),
     K_TOPIC("topics.raw", "\"sensors.raw\"", "raw sensor readings (input)"),
     K_TOPIC("topics.rejected", "\"sensors.rejected\"", "dead letters"),
@@ -107,7 +107,7 @@ const struct core_cfg_key core_config_keys[] = {
           "nonces remembered for replay protection; full of live nonces: refuse (fail closed)"),
     K_INT("metrics.port", "0", 0, 65535, "HTTP port for /metrics and /healthz; 0: disabled"),
     K_STR("metrics.bind", "\"127.0.0.1\"", "address the metrics endpoint binds to"),
-    {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},
+    {0},
 };
 
 core_err core_kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value,

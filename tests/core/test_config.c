@@ -10,12 +10,12 @@
 #include "test_support.h"
 
 static const struct core_cfg_key test_keys[] = {
-    {"ingest.window.size_s", CORE_CFG_INT, "60", 1, 86400, NULL, "window length", NULL},
-    {"ingest.feature", CORE_CFG_ENUM, "\"mean\"", 1, 0, "mean|min|max", "feature", NULL},
-    {"ingest.ratio", CORE_CFG_DOUBLE, "0.5", 0, 1, NULL, "a ratio", NULL},
-    {"ingest.bounds", CORE_CFG_JSON, NULL, 1, 0, NULL, "bounds", NULL},
-    {"ingest.strict", CORE_CFG_BOOL, "true", 1, 0, NULL, "strict", NULL},
-    {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},
+    CORE_KEY("ingest.window.size_s", CORE_CFG_INT, "60", 1, 86400, NULL, "window length", NULL),
+    CORE_KEY("ingest.feature", CORE_CFG_ENUM, "\"mean\"", 1, 0, "mean|min|max", "feature", NULL),
+    CORE_KEY("ingest.ratio", CORE_CFG_DOUBLE, "0.5", 0, 1, NULL, "a ratio", NULL),
+    CORE_KEY("ingest.bounds", CORE_CFG_JSON, NULL, 1, 0, NULL, "bounds", NULL),
+    CORE_KEY("ingest.strict", CORE_CFG_BOOL, "true", 1, 0, NULL, "strict", NULL),
+    {0},
 };
 static const struct core_cfg_key *const tables[] = {core_config_keys, test_keys};
 
@@ -141,4 +141,79 @@ Test(config, version_changes_with_values)
     cr_assert_eq(strlen(a), 16);
     cr_assert_str_neq(a, b);
     core_config_free(cfg);
+}
+
+/* Options declared once: rows bound to fields of an options struct fill it with their
+ * defaults and with the configured values; other groups and unbound rows are left alone. */
+struct bound_opts {
+    int64_t window_ms;
+    unsigned tries;
+    size_t rows;
+    double ratio;
+    bool strict;
+    int untouched;
+};
+
+static const struct core_cfg_key bound_keys[] = {
+    CORE_KEY_INT_AT("bound.window_ms", "60000", -5, 1e9, "window", 1, I64, bound_opts,
+                    window_ms),
+    CORE_KEY_INT_AT("bound.tries", "3", 0, 100, "tries", 1, UINT, bound_opts, tries),
+    CORE_KEY_INT_AT("bound.rows", "9216", 1, 65536, "rows", 1, SIZE, bound_opts, rows),
+    CORE_KEY_DBL_AT("bound.ratio", "0.25", 0, 1, "ratio", 1, bound_opts, ratio),
+    CORE_KEY_BOOL_AT("bound.strict", "true", "strict", 1, bound_opts, strict),
+    CORE_KEY_INT_AT("bound.other", "7", 0, 10, "another struct", 2, UINT, bound_opts, tries),
+    CORE_KEY_INT("bound.unbound", "5", 0, 10, "not bound"),
+    {0},
+};
+
+Test(config, bound_rows_fill_defaults_and_values)
+{
+    const struct core_cfg_key *const t[] = {bound_keys};
+    struct core_config *cfg = core_config_new(t, 1);
+    struct bound_opts o = {.untouched = 42};
+    char eb[256] = "";
+
+    cr_assert_not_null(cfg);
+    cr_assert_eq(core_cfg_defaults(bound_keys, 1, &o, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(o.window_ms, 60000);
+    cr_assert_eq(o.tries, 3u, "group 2's row does not touch group 1's struct");
+    cr_assert_eq(o.rows, 9216u);
+    cr_assert_eq(o.ratio, 0.25);
+    cr_assert(o.strict);
+    cr_assert_eq(o.untouched, 42);
+    cr_assert_eq(core_config_set(cfg, "bound.window_ms", "-5", "flag", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_config_set(cfg, "bound.ratio", "1", "flag", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_config_set(cfg, "bound.strict", "false", "flag", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_config_set(cfg, "bound.other", "9", "flag", eb, sizeof(eb)), CORE_OK);
+    core_cfg_read(cfg, bound_keys, 1, &o);
+    cr_assert_eq(o.window_ms, -5);
+    cr_assert_eq(o.ratio, 1.0, "an integer literal for a number key");
+    cr_assert(!o.strict);
+    cr_assert_eq(o.tries, 3u);
+    core_cfg_read(cfg, bound_keys, 2, &o);
+    cr_assert_eq(o.tries, 9u);
+    core_config_free(cfg);
+}
+
+/* A row bound to a field its key type cannot fill is refused when the configuration is
+ * built, and its default is refused by core_cfg_defaults (both programmer errors). */
+Test(config, bindings_that_do_not_fit_are_refused)
+{
+    static const struct core_cfg_key neg_size[] = {
+        CORE_KEY_INT_AT("bound.rows", "1", -1, 10, "rows", 1, SIZE, bound_opts, rows),
+        {0},
+    };
+    static const struct core_cfg_key bad_default[] = {
+        CORE_KEY_DBL_AT("bound.ratio", "\"x\"", 0, 1, "ratio", 1, bound_opts, ratio),
+        {0},
+    };
+    const struct core_cfg_key *const t[] = {neg_size};
+    struct bound_opts o = {0};
+    char eb[256] = "";
+
+    core_log_level = CORE_LOG_OFF;
+    cr_assert_null(core_config_new(t, 1), "SIZE field of a key that may be negative");
+    cr_assert_eq(core_cfg_defaults(neg_size, 1, &o, eb, sizeof(eb)), CORE_EINVAL);
+    cr_assert_eq(core_cfg_defaults(bad_default, 1, &o, eb, sizeof(eb)), CORE_EINVAL);
+    cr_assert(strstr(eb, "bound.ratio"), "%s", eb);
 }

@@ -23,7 +23,7 @@ static const struct core_cfg_key guard_keys[] = {
     K_STR("t.name", "\"x\"", "a string"),
     K_ENUM("t.mode", "\"a\"", "a|b", "an enum"),
     K_JSON("t.obj", "null", "any JSON", NULL),
-    {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},
+    {0},
 };
 static const struct core_cfg_key *const tables[] = {core_config_keys, guard_keys};
 

@@ -197,5 +197,5 @@ const struct core_cfg_key cal_config_keys[] = {
     K_STR("calibrate.ledger.path", "\"calibrate-ledger.jsonl\"",
           "--serve, private: the service's own privacy ledger (relative: under state.dir); "
           "same scheme and caps as release.ledger.*"),
-    {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},
+    {0},
 };

@@ -17,5 +17,8 @@
 #define K_STR  CORE_KEY_STR
 #define K_ENUM CORE_KEY_ENUM
 #define K_JSON CORE_KEY_JSON
+#define K_INT_AT  CORE_KEY_INT_AT
+#define K_DBL_AT  CORE_KEY_DBL_AT
+#define K_BOOL_AT CORE_KEY_BOOL_AT
 
 #endif /* CORE_CFG_KEYS_H */

@@ -36,6 +36,16 @@ enum core_cfg_type {
 /* Optional extra check for a key; write a reason into errbuf and return non-OK to refuse. */
 typedef core_err core_cfg_check_fn(const json_t *value, char *errbuf, size_t errbuf_size);
 
+/* The C type of the options-struct field a key is bound to (see "Options declared once"). */
+enum core_cfg_field {
+    CORE_FIELD_NONE = 0, /* not bound */
+    CORE_FIELD_I64,      /* int64_t (INT keys) */
+    CORE_FIELD_UINT,     /* unsigned (INT keys with min >= 0) */
+    CORE_FIELD_SIZE,     /* size_t (INT keys with min >= 0) */
+    CORE_FIELD_DOUBLE,   /* double (DOUBLE keys) */
+    CORE_FIELD_BOOL      /* bool (BOOL keys) */
+};
+
 struct core_cfg_key {
     const char *name;
     enum core_cfg_type type;
@@ -44,24 +54,71 @@ struct core_cfg_key {
     const char *choices; /* ENUM only */
     const char *help;    /* one line for `gcdp config keys` */
     core_cfg_check_fn *check; /* optional */
+    /* Binding (optional, CORE_KEY_*_AT rows): the key's value is field `offset` of an
+     * options struct of the table's binding group `group` (a stage's own small integer). */
+    unsigned char group;
+    unsigned char field; /* enum core_cfg_field */
+    size_t offset;
 };
 
 /* Rows of a key table, defined once for every stage's table (use these, not positional
- * initializers): CORE_KEY_INT("ingest.period_ms", "60000", 1, 86400000, "help"). */
+ * initializers; a table ends with {0}): CORE_KEY_INT("ingest.period_ms", "60000", 1,
+ * 86400000, "help"). CORE_KEY is the general row. */
+#define CORE_KEY(nm, ty, df, lo, hi, ch, hl, ck)                                           \
+    {.name = (nm), .type = (ty), .def = (df), .min = (lo), .max = (hi), .choices = (ch),   \
+     .help = (hl), .check = (ck)}
 #define CORE_KEY_INT(name, def, lo, hi, help)                                              \
-    {(name), CORE_CFG_INT, (def), (lo), (hi), NULL, (help), NULL}
+    CORE_KEY(name, CORE_CFG_INT, def, lo, hi, NULL, help, NULL)
 #define CORE_KEY_DBL(name, def, lo, hi, help)                                              \
-    {(name), CORE_CFG_DOUBLE, (def), (lo), (hi), NULL, (help), NULL}
-#define CORE_KEY_BOOL(name, def, help) {(name), CORE_CFG_BOOL, (def), 1, 0, NULL, (help), NULL}
-#define CORE_KEY_STR(name, def, help)  {(name), CORE_CFG_STRING, (def), 1, 0, NULL, (help), NULL}
+    CORE_KEY(name, CORE_CFG_DOUBLE, def, lo, hi, NULL, help, NULL)
+#define CORE_KEY_BOOL(name, def, help) CORE_KEY(name, CORE_CFG_BOOL, def, 1, 0, NULL, help, NULL)
+#define CORE_KEY_STR(name, def, help)  CORE_KEY(name, CORE_CFG_STRING, def, 1, 0, NULL, help, NULL)
 #define CORE_KEY_STR_CHECK(name, def, help, check)                                         \
-    {(name), CORE_CFG_STRING, (def), 1, 0, NULL, (help), (check)}
+    CORE_KEY(name, CORE_CFG_STRING, def, 1, 0, NULL, help, check)
 #define CORE_KEY_ENUM(name, def, choices, help)                                            \
-    {(name), CORE_CFG_ENUM, (def), 1, 0, (choices), (help), NULL}
+    CORE_KEY(name, CORE_CFG_ENUM, def, 1, 0, choices, help, NULL)
 #define CORE_KEY_JSON(name, def, help, check)                                              \
-    {(name), CORE_CFG_JSON, (def), 1, 0, NULL, (help), (check)}
+    CORE_KEY(name, CORE_CFG_JSON, def, 1, 0, NULL, help, check)
+
+/* Options declared once: a row that also binds the key to member `mem` of `struct st` in
+ * binding group `grp`, so that the table is the one place that states the key, its type,
+ * default, range and help, and core_cfg_defaults / core_cfg_read fill the struct from it
+ * (no *_default() constant and no reader line of its own). The member's size is checked
+ * at compile time against the field type (a negative array size otherwise).
+ *   CORE_KEY_INT_AT("release.drift.horizon", "9216", 8, 65536, "help",
+ *                   REL_KEYS_DRIFT, SIZE, rel_drift_opts, horizon) */
+#define CORE_FIELD_SIZEOF_I64    8
+#define CORE_FIELD_SIZEOF_UINT   sizeof(unsigned)
+#define CORE_FIELD_SIZEOF_SIZE   sizeof(size_t)
+#define CORE_FIELD_SIZEOF_DOUBLE sizeof(double)
+#define CORE_FIELD_SIZEOF_BOOL   sizeof(bool)
+#define CORE_FIELD_OFFSET(ft, st, mem)                                                     \
+    (offsetof(struct st, mem) +                                                            \
+     0 * sizeof(char[sizeof(((struct st *)0)->mem) == CORE_FIELD_SIZEOF_##ft ? 1 : -1]))
+#define CORE_KEY_AT(nm, ty, df, lo, hi, hl, grp, ft, st, mem)                              \
+    {.name = (nm), .type = (ty), .def = (df), .min = (lo), .max = (hi), .help = (hl),      \
+     .group = (grp), .field = CORE_FIELD_##ft, .offset = CORE_FIELD_OFFSET(ft, st, mem)}
+#define CORE_KEY_INT_AT(name, def, lo, hi, help, grp, ft, st, mem)                         \
+    CORE_KEY_AT(name, CORE_CFG_INT, def, lo, hi, help, grp, ft, st, mem)
+#define CORE_KEY_DBL_AT(name, def, lo, hi, help, grp, st, mem)                             \
+    CORE_KEY_AT(name, CORE_CFG_DOUBLE, def, lo, hi, help, grp, DOUBLE, st, mem)
+#define CORE_KEY_BOOL_AT(name, def, help, grp, st, mem)                                    \
+    CORE_KEY_AT(name, CORE_CFG_BOOL, def, 1, 0, help, grp, BOOL, st, mem)
+
 
 struct core_config;
+
+/* Set every field of obj bound in group grp of table (a {NULL}-terminated key table) to
+ * its key's default. Rows of other groups, unbound rows and rows without a default are
+ * skipped. Returns CORE_OK, or CORE_EINVAL naming the key in errbuf when a default does not
+ * parse as its field's type (a programmer error; core_config_new refuses it too). */
+CORE_MUST_CHECK core_err core_cfg_defaults(const struct core_cfg_key *table, unsigned grp,
+                                           void *obj, char *errbuf, size_t errbuf_size);
+
+/* Set every field of obj bound in group grp of table to cfg's value of its key (values were
+ * checked against type and range when set). A key cfg does not hold leaves its field. */
+void core_cfg_read(const struct core_config *cfg, const struct core_cfg_key *table,
+                   unsigned grp, void *obj);
 
 /* New configuration holding the defaults of every key in tables[0..ntables).
  *   tables  borrowed; must outlive the configuration.

@@ -9,7 +9,13 @@
 
 #include "core/config.h"
 
-/* Terminated by a {NULL} row. */
+/* Terminated by a {0} row. */
 extern const struct core_cfg_key rel_config_keys[];
+
+/* Binding groups of rel_config_keys (core_cfg_defaults / core_cfg_read): the options structs
+ * whose keys, defaults, ranges and help are stated only in the table. */
+enum rel_keys_group {
+    REL_KEYS_DRIFT = 1 /* struct rel_drift_opts (release.drift.*) */
+};
 
 #endif /* REL_CONFIG_H */

@@ -11,14 +11,9 @@
 
 #include "core/lagcorr.h"
 #include "core/mem.h"
+#include "rel/config.h"
 
-#define DEF_HORIZON     9216
-#define DEF_THRESHOLD   0.04
-#define DEF_PATIENCE    1
-#define DEF_MIN_SAMPLES 8
 #define DEF_MIN_REL     0.1
-#define DEF_SPAN_MS     86400000 /* one day of window time */
-#define DEF_MIN_FILL    0.9
 /* On window time a device enters its horizon only with at least this fraction of the
  * fullest device's windows (a device read halfway through the span would weigh one time of
  * day: the diurnal bias a backlog caused); a few excluded windows per device still pass. */
@@ -70,15 +65,17 @@ struct rel_drift {
 
 void rel_drift_opts_default(struct rel_drift_opts *o)
 {
-    o->horizon = DEF_HORIZON;
-    o->threshold = DEF_THRESHOLD;
-    o->patience = DEF_PATIENCE;
-    o->min_samples = DEF_MIN_SAMPLES;
+    char eb[160];
+
+    memset(o, 0, sizeof(*o));
     o->ref = REL_DRIFT_REF_THETA;
     o->correct = true;
     o->min_reliability = DEF_MIN_REL;
-    o->span_ms = DEF_SPAN_MS;
-    o->min_fill = DEF_MIN_FILL;
+    /* The release.drift.* rows of rel_config_keys state the other defaults (once). They
+     * are checked by core_config_new and tests/release/test_drift.c; were one not to fit,
+     * its field stays 0 and rel_drift_opts_check refuses the options (fail closed). */
+    if (core_cfg_defaults(rel_config_keys, REL_KEYS_DRIFT, o, eb, sizeof(eb)) != CORE_OK)
+        memset(&o->horizon, 0, sizeof(o->horizon));
 }
 
 static core_err bad(char *eb, size_t ebn, const char *what)

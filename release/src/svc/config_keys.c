@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/cfg_keys.h"
+#include "rel/drift.h"
 #include "rel/mech.h"
 
 
@@ -36,8 +37,8 @@ static core_err check_edges(const json_t *v, char *eb, size_t ebn)
 }
 
 const struct core_cfg_key rel_config_keys[] = {
-    {"release.mechanism", CORE_CFG_ENUM, "\"gcdp\"", 1, 0, REL_MECH_CHOICES,
-     "release mechanism (paper Table 4) or Table 11 ablation", NULL},
+    CORE_KEY("release.mechanism", CORE_CFG_ENUM, "\"gcdp\"", 1, 0, REL_MECH_CHOICES,
+     "release mechanism (paper Table 4) or Table 11 ablation", NULL),
     K_DBL("release.eps_rel", "1.0", 0x1p-40, 1024.0, "release budget eps_rel per window"),
     K_DBL("release.delta", "1e-6", 1e-300, 0.5, "gauss only: delta of (eps_rel, delta)-DP"),
     K_DBL("release.beta_r", "1.0", 0.0, 64.0, "Algorithm 3 exposure exponent (Table 5: 1)"),
@@ -46,10 +47,10 @@ const struct core_cfg_key rel_config_keys[] = {
     K_DBL("release.eta", "1e-8", 1e-300, 1.0, "Algorithm 3 stabilizer eta (Table 5: 1e-8)"),
     K_DBL("release.eps_min", "0", 0.0, 1024.0,
           "per-coordinate floor; 0: eps_rel/(100 d'); refused unless < eps_rel/d'"),
-    {"release.policy.edges", CORE_CFG_JSON, "[]", 1, 0, NULL,
+    CORE_KEY("release.policy.edges", CORE_CFG_JSON, "[]", 1, 0, NULL,
      "policy graph G0: [[chanA, chanB], ...] channel pairs whose occurrences are protected "
      "together (fixed before data is seen)",
-     check_edges},
+     check_edges),
     K_INT("release.policy.hops", "1", 0, 64, "G0 neighbourhood radius of an expansion set"),
     K_INT("release.policy.time_radius", "0", 0, 10000,
           "expansion set spans samples t-h..t+h (h, in sampling periods)"),
@@ -60,14 +61,14 @@ const struct core_cfg_key rel_config_keys[] = {
           "n_min: windows with fewer real samples of a released node are refused"),
     K_INT("release.query.max_samples", "10000", 2, 1 << 30,
           "n_max: range of a .sum node; windows with more samples are refused"),
-    {"release.ledger.path", CORE_CFG_STRING, "\"ledger.jsonl\"", 1, 0, NULL,
+    CORE_KEY("release.ledger.path", CORE_CFG_STRING, "\"ledger.jsonl\"", 1, 0, NULL,
      "write-ahead privacy ledger file (append-only JSONL, fsync'd); relative: under state.dir",
-     NULL},
-    {"release.ledger.store", CORE_CFG_STRING, "\"\"", 1, 0, NULL,
+     NULL),
+    CORE_KEY("release.ledger.store", CORE_CFG_STRING, "\"\"", 1, 0, NULL,
      "embedded ledger store (SQLite; docs/operations.md, \"Ledger store\"); \"\": the JSONL "
      "file is the ledger; set: the store holds totals and replays and release.ledger.path is "
      "its audit log; relative: under state.dir",
-     NULL},
+     NULL),
     K_INT("release.ledger.replay_horizon_ms", "0", 0, 31536000000.0,
           "store: releases and units whose slots ended this long before the watermark are "
           "deleted; their replays are refused (never re-noised); >= input topic retention; "
@@ -81,42 +82,51 @@ const struct core_cfg_key rel_config_keys[] = {
     K_INT("release.service.ledger_lateness_ms", "3600000", 1, 31536000000LL,
           "--serve: ledger units whose slot ended this long before the newest window end "
           "are evicted from memory (store back end; a charge reads them back)"),
-    {"release.service.changelog", CORE_CFG_BOOL, "false", 1, 0, NULL,
+    CORE_KEY("release.service.changelog", CORE_CFG_BOOL, "false", 1, 0, NULL,
      "--serve: write every ledger row to topics.ledger_changelog (acknowledged before the "
      "output is published) and restore a partition's rows from it when it is assigned, so "
      "several instances can share one consumer group (docs/release.md, \"Several "
      "instances\"); set it on EVERY instance of the group, before the second one starts; "
      "false: one instance per group",
-     NULL},
+     NULL),
     K_INT("release.service.linger_ms", "20", 0, 10000,
           "--serve: a release waits at most this long for a full group commit "
           "(release.ledger.batch) before its fsync; latency vs fsyncs per window"),
-    {"release.audit.mirror", CORE_CFG_BOOL, "true", 1, 0, NULL,
+    CORE_KEY("release.audit.mirror", CORE_CFG_BOOL, "true", 1, 0, NULL,
      "--serve: mirror the ledger's audit log to topics.audit, at least once, from the offset "
      "kept in <ledger>.mirror (core/audit_mirror.h)",
-     NULL},
-    {"release.drift.enabled", CORE_CFG_BOOL, "true", 1, 0, NULL,
+     NULL),
+    CORE_KEY("release.drift.enabled", CORE_CFG_BOOL, "true", 1, 0, NULL,
      "run the GC-DP-Cache drift monitor on the released stream (post-processing, no budget)",
-     NULL},
-    K_INT("release.drift.horizon", "9216", 8, 65536,
-          "drift monitor: released windows (all devices) a horizon holds when complete; one "
-          "span of every device (devices x windows per span; default: 64 devices x 144 "
-          "ten-minute windows)"),
-    K_INT("release.drift.span_ms", "86400000", 0, 2592000000.0,
-          "drift monitor: window time per horizon (aligned on multiples of it since the epoch, "
-          "UTC days at the default), whatever order windows arrive in; 0: horizons of "
-          "release.drift.horizon consecutive arrivals (skewed by a backlog)"),
-    K_DBL("release.drift.min_fill", "0.9", 0x1p-20, 1.0,
-          "drift monitor: fraction of release.drift.horizon a horizon needs when it closes to "
-          "be evaluated (fewer rows: skipped as partial, no decision)"),
-    K_DBL("release.drift.threshold", "0.04", 0x1p-20, 1.0,
-          "drift monitor: sup distance of the released summary to theta that counts as drift"),
-    K_INT("release.drift.patience", "1", 1, 1000,
-          "drift monitor: consecutive horizons above threshold before a drift report"),
+     NULL),
+    /* struct rel_drift_opts: its defaults and ranges are these rows (rel_drift_opts_default);
+     * the ranges are those rel_drift_opts_check enforces */
+    K_INT_AT("release.drift.horizon", "9216", 8, 65536,
+             "drift monitor: released windows (all devices) a horizon holds when complete; "
+             "one span of every device (devices x windows per span; default: 64 devices x "
+             "144 ten-minute windows)",
+             REL_KEYS_DRIFT, SIZE, rel_drift_opts, horizon),
+    K_INT_AT("release.drift.span_ms", "86400000", 0, 2592000000.0,
+             "drift monitor: window time per horizon (aligned on multiples of it since the "
+             "epoch, UTC days at the default), whatever order windows arrive in; 0: horizons "
+             "of release.drift.horizon consecutive arrivals (skewed by a backlog)",
+             REL_KEYS_DRIFT, I64, rel_drift_opts, span_ms),
+    K_DBL_AT("release.drift.min_fill", "0.9", 0x1p-20, 1.0,
+             "drift monitor: fraction of release.drift.horizon a horizon needs when it closes "
+             "to be evaluated (fewer rows: skipped as partial, no decision)",
+             REL_KEYS_DRIFT, rel_drift_opts, min_fill),
+    K_DBL_AT("release.drift.threshold", "0.04", 0x1p-20, 1.0,
+             "drift monitor: sup distance of the released summary to theta that counts as "
+             "drift",
+             REL_KEYS_DRIFT, rel_drift_opts, threshold),
+    K_INT_AT("release.drift.patience", "1", 1, 1000,
+             "drift monitor: consecutive horizons above threshold before a drift report",
+             REL_KEYS_DRIFT, UINT, rel_drift_opts, patience),
     K_INT("release.drift.report_retry_s", "60", 1, 86400,
           "--serve: a drift report is signed again this often until a newer theta arrives "
           "(a command published while the calibrate service restarts is not seen by it)"),
-    K_INT("release.drift.min_samples", "8", 2, 65536,
-          "drift monitor: windows a device needs in a horizon to enter the summary"),
-    {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},
+    K_INT_AT("release.drift.min_samples", "8", 2, 65536,
+             "drift monitor: windows a device needs in a horizon to enter the summary",
+             REL_KEYS_DRIFT, SIZE, rel_drift_opts, min_samples),
+    {0},
 };

@@ -1,6 +1,7 @@
 /* drift_config.c - the release.drift.* keys (rel/config.h) -> struct rel_drift_opts. */
 #include <stdio.h>
 
+#include "rel/config.h"
 #include "rel/drift.h"
 
 core_err rel_drift_opts_from_config(const struct core_config *cfg, struct rel_drift_opts *o,
@@ -8,12 +9,7 @@ core_err rel_drift_opts_from_config(const struct core_config *cfg, struct rel_dr
 {
     rel_drift_opts_default(o);
     *enabled = core_config_bool(cfg, "release.drift.enabled");
-    o->horizon = (size_t)core_config_int(cfg, "release.drift.horizon");
-    o->threshold = core_config_double(cfg, "release.drift.threshold");
-    o->patience = (unsigned)core_config_int(cfg, "release.drift.patience");
-    o->min_samples = (size_t)core_config_int(cfg, "release.drift.min_samples");
-    o->span_ms = core_config_int(cfg, "release.drift.span_ms");
-    o->min_fill = core_config_double(cfg, "release.drift.min_fill");
+    core_cfg_read(cfg, rel_config_keys, REL_KEYS_DRIFT, o); /* the table's bound rows */
     if (o->min_samples > o->horizon) { /* the one cross-key rule; ranges are the table's */
         snprintf(eb, ebn, "config key 'release.drift.min_samples': %zu is more than "
                           "release.drift.horizon (%zu)", o->min_samples, o->horizon);

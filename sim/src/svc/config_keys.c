@@ -3,10 +3,8 @@
  * win); sim_options_from_config() reads them. */
 #include "sim/config.h"
 
-#define K(name, type, def, lo, hi, help)                                                           \
-    {                                                                                              \
-        name, type, def, lo, hi, NULL, help, NULL                                                  \
-    }
+/* A row of this table: the general core_cfg_key row without choices or check. */
+#define K(name, type, def, lo, hi, help) CORE_KEY(name, type, def, lo, hi, NULL, help, NULL)
 #define MAXINT 9007199254740991.0 /* 2^53 - 1: exact in JSON numbers */
 
 const struct core_cfg_key sim_config_keys[] = {
@@ -20,8 +18,8 @@ const struct core_cfg_key sim_config_keys[] = {
       "simulated clock start, epoch ms (default 2026-11-01T00:00:00Z)"),
     K("sim.period_ms", CORE_CFG_INT, NULL, 1, 86400000,
       "ms between a device's readings; unset: ingest.period_ms"),
-    {"sim.wall_clock", CORE_CFG_BOOL, "false", 1, 0, NULL,
-     "true: ts = wall-clock time, one tick per period in real time", NULL},
+    CORE_KEY("sim.wall_clock", CORE_CFG_BOOL, "false", 1, 0, NULL,
+     "true: ts = wall-clock time, one tick per period in real time", NULL),
     K("sim.regime_change_at_s", CORE_CFG_DOUBLE, NULL, 0, 1e12,
       "switch to the second SEM after this many seconds of run time; unset: never"),
     K("sim.hetero_sd", CORE_CFG_DOUBLE, "0.1", 0, 10, "per-device edge weight sd"),
@@ -43,5 +41,5 @@ const struct core_cfg_key sim_config_keys[] = {
       "consumer group whose lag bounds the producers (e.g. gcdp-ingest); unset: none"),
     K("sim.max_lag_bytes", CORE_CFG_INT, "2097152", 65536, 5242880,
       "per-partition lag (estimated bytes) allowed for sim.lag_group"),
-    {NULL, 0, NULL, 0, 0, NULL, NULL, NULL},
+    {0},
 };
