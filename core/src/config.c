@@ -133,8 +133,9 @@ static bool binding_fits(const struct core_cfg_key *k)
         return k->type == CORE_CFG_INT;
     case CORE_FIELD_UINT:
         return k->type == CORE_CFG_INT && k->min >= 0 && k->max <= (double)UINT_MAX;
+    case CORE_FIELD_U64:
     case CORE_FIELD_SIZE:
-        return k->type == CORE_CFG_INT && k->min >= 0;
+        return k->type == CORE_CFG_INT && k->min >= 0 && k->min <= k->max;
     case CORE_FIELD_DOUBLE:
         return k->type == CORE_CFG_DOUBLE;
     case CORE_FIELD_BOOL:
@@ -152,12 +153,16 @@ static void field_put(const struct core_cfg_key *k, const json_t *v, void *obj)
     bool b = json_is_true(v);
     unsigned u = (unsigned)i;
     size_t z = (size_t)i;
+    uint64_t w = (uint64_t)i;
 
     switch ((enum core_cfg_field)k->field) {
     case CORE_FIELD_NONE:
         break;
     case CORE_FIELD_I64:
         memcpy(p, &i, sizeof(i));
+        break;
+    case CORE_FIELD_U64:
+        memcpy(p, &w, sizeof(w));
         break;
     case CORE_FIELD_UINT:
         memcpy(p, &u, sizeof(u));

@@ -72,7 +72,7 @@ Test(sim_options, producer_settings_have_one_default_shared_with_the_config_keys
     cr_assert_eq(d.max_inflight, 20000);
     cr_assert_eq(d.flush_timeout_ms, 30000);
     cr_assert_null(d.lag_group);
-    cr_assert_eq(d.max_lag_bytes, SIM_DEFAULT_MAX_LAG_BYTES);
+    cr_assert_eq(d.max_lag_bytes, (size_t)2 * 1024 * 1024, "2 MiB (the sim.max_lag_bytes row)");
     /* the keys' defaults are the struct's: --help shows one number for both */
     cr_assert_eq((size_t)core_config_int(cfg, "sim.max_inflight"), d.max_inflight);
     cr_assert_eq((size_t)core_config_int(cfg, "sim.max_lag_bytes"), d.max_lag_bytes);
@@ -247,4 +247,39 @@ Test(sim_options, calibration_csv_has_window_means_in_unit_range)
     free(text);
     ts_rmtree(dir);
     free(dir);
+}
+
+/* Options declared once: sim_options_default takes the bound fields from the sim.* rows, so
+ * it and an untouched configuration agree field by field. */
+Test(sim_options, defaults_are_the_key_table_rows)
+{
+    struct core_config *cfg = core_config_new(tables, 3);
+    struct sim_options a, b;
+    char eb[256];
+
+    cr_assert_not_null(cfg);
+    sim_options_default(&a);
+    cr_assert_eq(sim_options_from_config(cfg, &b, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(a.devices, 16);
+    cr_assert_eq(a.seed, 1);
+    cr_assert_eq(a.start_ms, 1793491200000LL, "2026-11-01T00:00:00Z");
+    cr_assert_eq(a.ar, 0.8);
+    cr_assert_eq(a.spatial_lag, 2);
+    cr_assert_eq(a.gap_ticks, 20);
+    cr_assert(!a.wall_clock);
+    cr_assert_eq(a.devices, b.devices);
+    cr_assert_eq(a.seed, b.seed);
+    cr_assert_eq(a.rate, b.rate);
+    cr_assert_eq(a.ticks, b.ticks);
+    cr_assert_eq(a.duration_s, b.duration_s);
+    cr_assert_eq(a.start_ms, b.start_ms);
+    cr_assert_eq(a.hetero_sd, b.hetero_sd);
+    cr_assert_eq(a.spatial_coupling, b.spatial_coupling);
+    cr_assert_eq(a.spatial_lag, b.spatial_lag);
+    cr_assert_eq(a.ar, b.ar);
+    cr_assert_eq(a.gap_ticks, b.gap_ticks);
+    cr_assert_eq(a.late_s, b.late_s);
+    cr_assert_eq(a.wall_clock, b.wall_clock);
+    prod_assert_eq(&a.prod, &b.prod);
+    core_config_free(cfg);
 }

@@ -40,6 +40,7 @@ typedef core_err core_cfg_check_fn(const json_t *value, char *errbuf, size_t err
 enum core_cfg_field {
     CORE_FIELD_NONE = 0, /* not bound */
     CORE_FIELD_I64,      /* int64_t (INT keys) */
+    CORE_FIELD_U64,      /* uint64_t (INT keys with min >= 0) */
     CORE_FIELD_UINT,     /* unsigned (INT keys with min >= 0) */
     CORE_FIELD_SIZE,     /* size_t (INT keys with min >= 0) */
     CORE_FIELD_DOUBLE,   /* double (DOUBLE keys) */
@@ -88,6 +89,7 @@ struct core_cfg_key {
  *   CORE_KEY_INT_AT("release.drift.horizon", "9216", 8, 65536, "help",
  *                   REL_KEYS_DRIFT, SIZE, rel_drift_opts, horizon) */
 #define CORE_FIELD_SIZEOF_I64    8
+#define CORE_FIELD_SIZEOF_U64    8
 #define CORE_FIELD_SIZEOF_UINT   sizeof(unsigned)
 #define CORE_FIELD_SIZEOF_SIZE   sizeof(size_t)
 #define CORE_FIELD_SIZEOF_DOUBLE sizeof(double)

@@ -76,8 +76,6 @@ struct sim_progress {
 };
 void sim_progress_init(struct sim_progress *p);
 
-/* Default per-partition lag allowed for a watched consumer group: 40 % of the mock's 5 MiB. */
-#define SIM_DEFAULT_MAX_LAG_BYTES ((size_t)2 * 1024 * 1024)
 
 /* The producer settings both producers share (sim_run and sim_replay_run; the flags
  * --topic, --max-inflight, --flush-timeout, --lag-group, --max-lag-bytes of both
@@ -85,14 +83,14 @@ void sim_progress_init(struct sim_progress *p);
  * and then override. Borrowed strings must stay valid for the whole run. */
 struct sim_producer_opts {
     const char *topic;     /* topic produced to; NULL: the "topics.raw" key */
-    size_t max_inflight;   /* cap on unacknowledged messages, >= 1 (default 20000, the
-                              sim.max_inflight default) */
+    size_t max_inflight;   /* cap on unacknowledged messages, >= 1 (default: the
+                              sim.max_inflight row of sim_config_keys) */
     int flush_timeout_ms;  /* bound on the final flush, ms (default 30000); what is still
                               unacknowledged then counts as failed */
     const char *lag_group; /* consumer group kept within max_lag_bytes; NULL (default): none */
     size_t max_lag_bytes;  /* per-partition lag allowed for lag_group, estimated bytes
-                              (default SIM_DEFAULT_MAX_LAG_BYTES, the sim.max_lag_bytes
-                              default) */
+                              (default: the sim.max_lag_bytes row, 2 MiB = 40 % of the
+                              embedded broker's 5 MiB per partition) */
 };
 void sim_producer_opts_default(struct sim_producer_opts *p);
 
