@@ -133,6 +133,9 @@ static bool binding_fits(const struct core_cfg_key *k)
         return k->type == CORE_CFG_INT;
     case CORE_FIELD_UINT:
         return k->type == CORE_CFG_INT && k->min >= 0 && k->max <= (double)UINT_MAX;
+    case CORE_FIELD_INT:
+        return k->type == CORE_CFG_INT && k->min >= (double)INT_MIN && k->max <= (double)INT_MAX &&
+               k->min <= k->max;
     case CORE_FIELD_U64:
     case CORE_FIELD_SIZE:
         return k->type == CORE_CFG_INT && k->min >= 0 && k->min <= k->max;
@@ -154,6 +157,7 @@ static void field_put(const struct core_cfg_key *k, const json_t *v, void *obj)
     unsigned u = (unsigned)i;
     size_t z = (size_t)i;
     uint64_t w = (uint64_t)i;
+    int n = (int)i;
 
     switch ((enum core_cfg_field)k->field) {
     case CORE_FIELD_NONE:
@@ -163,6 +167,9 @@ static void field_put(const struct core_cfg_key *k, const json_t *v, void *obj)
         break;
     case CORE_FIELD_U64:
         memcpy(p, &w, sizeof(w));
+        break;
+    case CORE_FIELD_INT:
+        memcpy(p, &n, sizeof(n));
         break;
     case CORE_FIELD_UINT:
         memcpy(p, &u, sizeof(u));

@@ -279,3 +279,52 @@ Test(calibrate, options_from_configuration_keys)
                   CORE_OK);
     core_config_free(cfg);
 }
+
+/* Table 5 is stated once, in the calibrate.* key rows: cal_opts_default, an untouched
+ * configuration and a new θ's parameters all read it. */
+Test(calibrate, table5_defaults_are_the_key_rows)
+{
+    const struct core_cfg_key *tables[] = {cal_config_keys};
+    struct core_config *cfg = core_config_new(tables, 1);
+    struct cal_opts d, c;
+    struct cal_theta *t = NULL;
+    char eb[512] = "";
+
+    cr_assert_not_null(cfg);
+    cal_opts_default(&d);
+    cr_assert_eq(cal_opts_from_config(cfg, &c, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(d.L, 3);
+    cr_assert_eq(d.lambda, 0.6);
+    cr_assert_eq(d.tau, 0.2);
+    cr_assert_eq(d.K, 5);
+    cr_assert_eq(d.alpha, 0.7);
+    cr_assert_eq(d.gamma, 1.2);
+    cr_assert_eq(d.tau_c, 0.85);
+    cr_assert_eq(d.kappa, 1.0);
+    cr_assert_eq(d.g_max, 1.0);
+    cr_assert_eq(d.mask_value, 0.5);
+    cr_assert_eq(d.train_frac, 0.7);
+    cr_assert_eq(d.max_rows, 1000000);
+    cr_assert_eq(c.L, d.L);
+    cr_assert_eq(c.lambda, d.lambda);
+    cr_assert_eq(c.tau, d.tau);
+    cr_assert_eq(c.K, d.K);
+    cr_assert_eq(c.alpha, d.alpha);
+    cr_assert_eq(c.gamma, d.gamma);
+    cr_assert_eq(c.tau_c, d.tau_c);
+    cr_assert_eq(c.kappa, d.kappa);
+    cr_assert_eq(c.g_max, d.g_max);
+    cr_assert_eq(c.mask_value, d.mask_value);
+    cr_assert_eq(c.train_frac, d.train_frac);
+    cr_assert_eq(c.max_rows, d.max_rows);
+    cr_assert_eq(c.threads, d.threads);
+    cr_assert_eq(c.version, d.version);
+    cr_assert_eq(cal_theta_new(3, 3, &t), CORE_OK);
+    cr_assert_eq(t->L, d.L);
+    cr_assert_eq(t->lambda, d.lambda);
+    cr_assert_eq(t->K, d.K);
+    cr_assert_eq(t->tau, d.tau);
+    cr_assert_eq(t->tau_c, d.tau_c);
+    cal_theta_free(t);
+    core_config_free(cfg);
+}

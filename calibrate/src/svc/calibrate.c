@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cal/config.h"
 #include "cal/graph.h"
 #include "core/lagcorr.h"
 #include "cal/influence.h"
@@ -21,26 +22,22 @@
 void cal_opts_default(struct cal_opts *o)
 {
     static const double grid[] = {0.10, 0.15, 0.20, 0.25, 0.30};
+    char eb[160];
+
     memset(o, 0, sizeof(*o));
+    /* Table 5's numbers (L, lambda, tau, K, alpha, gamma, tau_c, kappa, g_max, ...) are the
+     * calibrate.* rows of cal_config_keys, stated once there; core_config_new and
+     * tests/calibrate check that they fit. Were one not to, its field stays 0 and
+     * cal_opts_check refuses the options. */
+    if (core_cfg_defaults(cal_config_keys, CAL_KEYS_OPTS, o, eb, sizeof(eb)) != CORE_OK)
+        o->K = 0;
     o->mode = CAL_MODE_PUBLIC;
     o->format = CAL_FORMAT_CSV;
     snprintf(o->label_column, sizeof(o->label_column), "label");
     snprintf(o->ts_column, sizeof(o->ts_column), "ts");
-    o->max_rows = 1000000;
-    o->L = 3;
-    o->lambda = 0.6;
-    o->tau = 0.20;
     o->n_tau_grid = 5;
     memcpy(o->tau_grid, grid, sizeof(grid));
-    o->K = 5;
-    o->alpha = 0.7;
-    o->gamma = 1.2;
-    o->tau_c = 0.85;
-    o->kappa = 1.0;
-    o->g_max = 1.0;
-    o->mask_value = 0.5;
     o->task = CAL_TASK_AGGREGATE;
-    o->train_frac = 0.7;
     o->sens = CAL_SENS_UNIVERSAL;
     o->expansion_nodes = 1;
 }
@@ -69,35 +66,18 @@ core_err cal_opts_from_config(const struct core_config *cfg, struct cal_opts *o,
         return CORE_ECONFIG;
     }
     snprintf(o->ts_column, sizeof(o->ts_column), "%s", lc ? lc : "");
-    o->max_rows = (size_t)core_config_int(cfg, "calibrate.input.max_rows");
-    o->L = (int)core_config_int(cfg, "calibrate.L");
-    o->lambda = core_config_double(cfg, "calibrate.lambda");
-    o->tau = core_config_double(cfg, "calibrate.tau");
+    core_cfg_read(cfg, cal_config_keys, CAL_KEYS_OPTS, o); /* the table's bound rows */
     o->tau_from_grid = strcmp(core_config_str(cfg, "calibrate.tau_select"), "grid") == 0;
     o->n_tau_grid = json_array_size(grid);
     for (size_t i = 0; i < o->n_tau_grid && i < CAL_MAX_TAU_GRID; i++)
         o->tau_grid[i] = json_number_value(json_array_get(grid, i));
-    o->K = (int)core_config_int(cfg, "calibrate.K");
-    o->alpha = core_config_double(cfg, "calibrate.alpha");
-    o->gamma = core_config_double(cfg, "calibrate.gamma");
-    o->tau_c = core_config_double(cfg, "calibrate.tau_c");
-    o->kappa = core_config_double(cfg, "calibrate.kappa");
-    o->g_max = core_config_double(cfg, "calibrate.g_max");
-    o->mask_value = core_config_double(cfg, "calibrate.mask_value");
     o->task = strcmp(core_config_str(cfg, "calibrate.task"), "classify") == 0
                   ? CAL_TASK_CLASSIFY
                   : CAL_TASK_AGGREGATE;
-    o->train_frac = core_config_double(cfg, "calibrate.classify.train_frac");
-    o->eps.G = core_config_double(cfg, "calibrate.eps_G");
-    o->eps.tau = core_config_double(cfg, "calibrate.eps_tau");
-    o->eps.mu = core_config_double(cfg, "calibrate.eps_mu");
-    o->eps.xi = core_config_double(cfg, "calibrate.eps_xi");
     o->sens = strcmp(core_config_str(cfg, "calibrate.private.sensitivity"), "expansion") == 0
                   ? CAL_SENS_EXPANSION
                   : CAL_SENS_UNIVERSAL;
     o->expansion_nodes = 0; /* derived from the declared policy graph G0 by the caller */
-    o->version = (uint64_t)core_config_int(cfg, "calibrate.version");
-    o->threads = (int)core_config_int(cfg, "calibrate.threads");
     o->norm = core_config_json(cfg, "calibrate.norm");
     o->norm_default = core_config_json(cfg, "calibrate.norm_default");
     o->coords = core_config_json(cfg, "calibrate.coords");

@@ -9,24 +9,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cal/calibrate.h"
 #include "core/mem.h"
 
-/* Table 5 defaults. */
-#define DEF_L      3
-#define DEF_LAMBDA 0.6
-#define DEF_K      5
-#define DEF_ALPHA  0.7
-#define DEF_GAMMA  1.2
-#define DEF_TAU_C  0.85
-#define DEF_KAPPA  1.0
-#define DEF_GMAX   1.0
-#define DEF_TAU    0.20
 
 /* ------------------------------------------------------------------ lifecycle */
 
 core_err cal_theta_new(size_t n_nodes, size_t d, struct cal_theta **out)
 {
     struct cal_theta *t;
+    struct cal_opts def;
 
     *out = NULL;
     if (n_nodes == 0 || d == 0)
@@ -37,15 +29,16 @@ core_err cal_theta_new(size_t n_nodes, size_t d, struct cal_theta **out)
     t->version = 1;
     t->mode = CAL_MODE_PUBLIC;
     snprintf(t->software, sizeof(t->software), "gcdp 0.1.0");
-    t->L = DEF_L;
-    t->lambda = DEF_LAMBDA;
-    t->K = DEF_K;
-    t->alpha = DEF_ALPHA;
-    t->gamma = DEF_GAMMA;
-    t->tau_c = DEF_TAU_C;
-    t->kappa = DEF_KAPPA;
-    t->g_max = DEF_GMAX;
-    t->tau = DEF_TAU;
+    cal_opts_default(&def); /* Table 5, as the calibrate.* key rows state it */
+    t->L = def.L;
+    t->lambda = def.lambda;
+    t->K = def.K;
+    t->alpha = def.alpha;
+    t->gamma = def.gamma;
+    t->tau_c = def.tau_c;
+    t->kappa = def.kappa;
+    t->g_max = def.g_max;
+    t->tau = def.tau;
     t->n_nodes = n_nodes;
     t->nodes = core_xcalloc(n_nodes, sizeof(*t->nodes));
     t->norm_lo = core_xcalloc(n_nodes, sizeof(double));

@@ -41,6 +41,7 @@ enum core_cfg_field {
     CORE_FIELD_NONE = 0, /* not bound */
     CORE_FIELD_I64,      /* int64_t (INT keys) */
     CORE_FIELD_U64,      /* uint64_t (INT keys with min >= 0) */
+    CORE_FIELD_INT,      /* int (INT keys within INT_MIN..INT_MAX) */
     CORE_FIELD_UINT,     /* unsigned (INT keys with min >= 0) */
     CORE_FIELD_SIZE,     /* size_t (INT keys with min >= 0) */
     CORE_FIELD_DOUBLE,   /* double (DOUBLE keys) */
@@ -90,6 +91,7 @@ struct core_cfg_key {
  *                   REL_KEYS_DRIFT, SIZE, rel_drift_opts, horizon) */
 #define CORE_FIELD_SIZEOF_I64    8
 #define CORE_FIELD_SIZEOF_U64    8
+#define CORE_FIELD_SIZEOF_INT    sizeof(int)
 #define CORE_FIELD_SIZEOF_UINT   sizeof(unsigned)
 #define CORE_FIELD_SIZEOF_SIZE   sizeof(size_t)
 #define CORE_FIELD_SIZEOF_DOUBLE sizeof(double)
