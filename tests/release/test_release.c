@@ -16,6 +16,7 @@
 #include "core/buf.h"
 #include "core/dp_ledger.h"
 #include "core/dp_mech.h"
+#include "rel/config.h"
 #include "rel/plan.h"
 #include "rel/release.h"
 #include "seeded_rng.h"
@@ -1002,4 +1003,45 @@ Test(rel_window, records_parse_in_the_window_arena_and_a_larger_one_falls_back)
     cr_assert_eq(st.fallbacks, 0);
     core_buf_cleanup(&big);
     fx_fini(&f);
+}
+
+/* Every numeric release.* key reaches its rel_opts field (the table's bound rows). */
+Test(rel_plan, options_from_every_numeric_key)
+{
+    const struct core_cfg_key *tables[] = {rel_config_keys};
+    struct core_config *cfg = core_config_new(tables, 1);
+    static const char *const set[] = {
+        "release.eps_rel=2.5",           "release.delta=1e-7",
+        "release.beta_r=0.5",            "release.beta_g=0.25",
+        "release.beta_u=0.125",          "release.eta=1e-9",
+        "release.eps_min=0.001",         "release.query.min_samples=12",
+        "release.query.max_samples=99",  "release.policy.hops=2",
+        "release.policy.time_radius=3",  "release.policy.max_per_slot=4",
+        "release.ledger.slot_ms=30000",  "release.ledger.cap_eps=7",
+        "release.ledger.cap_delta=1e-6",
+    };
+    struct rel_opts o;
+    char eb[256] = "";
+
+    cr_assert_not_null(cfg);
+    for (size_t i = 0; i < sizeof(set) / sizeof(*set); i++)
+        cr_assert_eq(core_config_set_arg(cfg, set[i], eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(rel_opts_from_config(cfg, &o, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(o.eps_rel, 2.5);
+    cr_assert_eq(o.delta, 1e-7);
+    cr_assert_eq(o.alloc.beta_r, 0.5);
+    cr_assert_eq(o.alloc.beta_g, 0.25);
+    cr_assert_eq(o.alloc.beta_u, 0.125);
+    cr_assert_eq(o.alloc.eta, 1e-9);
+    cr_assert_eq(o.alloc.eps_min, 0.001);
+    cr_assert_eq(o.query.min_samples, 12);
+    cr_assert_eq(o.query.max_samples, 99);
+    cr_assert_eq(o.policy_hops, 2);
+    cr_assert_eq(o.policy_time_radius, 3);
+    cr_assert_eq(o.policy_per_slot, 4);
+    cr_assert_eq(o.slot_ms, 30000);
+    cr_assert_eq(o.cap.eps, 7.0);
+    cr_assert_eq(o.cap.delta, 1e-6);
+    cr_assert_eq(o.cap.rho, 0.0);
+    core_config_free(cfg);
 }

@@ -7,6 +7,7 @@
 #include "core/cfg_keys.h"
 #include "rel/drift.h"
 #include "rel/mech.h"
+#include "rel/plan.h"
 
 
 /* release.policy.edges: [[chanA, chanB], ...] with non-empty channel names. Whether the
@@ -39,28 +40,28 @@ static core_err check_edges(const json_t *v, char *eb, size_t ebn)
 const struct core_cfg_key rel_config_keys[] = {
     CORE_KEY("release.mechanism", CORE_CFG_ENUM, "\"gcdp\"", 1, 0, REL_MECH_CHOICES,
      "release mechanism (paper Table 4) or Table 11 ablation", NULL),
-    K_DBL("release.eps_rel", "1.0", 0x1p-40, 1024.0, "release budget eps_rel per window"),
-    K_DBL("release.delta", "1e-6", 1e-300, 0.5, "gauss only: delta of (eps_rel, delta)-DP"),
-    K_DBL("release.beta_r", "1.0", 0.0, 64.0, "Algorithm 3 exposure exponent (Table 5: 1)"),
-    K_DBL("release.beta_g", "1.0", 0.0, 64.0, "Algorithm 3 scale exponent (Table 5: 1)"),
-    K_DBL("release.beta_u", "0.7", 0.0, 64.0, "Algorithm 3 utility exponent (Table 5: 0.7)"),
-    K_DBL("release.eta", "1e-8", 1e-300, 1.0, "Algorithm 3 stabilizer eta (Table 5: 1e-8)"),
-    K_DBL("release.eps_min", "0", 0.0, 1024.0,
-          "per-coordinate floor; 0: eps_rel/(100 d'); refused unless < eps_rel/d'"),
+    K_DBL_AT("release.eps_rel", "1.0", 0x1p-40, 1024.0, "release budget eps_rel per window", REL_KEYS_OPTS, rel_opts, eps_rel),
+    K_DBL_AT("release.delta", "1e-6", 1e-300, 0.5, "gauss only: delta of (eps_rel, delta)-DP", REL_KEYS_OPTS, rel_opts, delta),
+    K_DBL_AT("release.beta_r", "1.0", 0.0, 64.0, "Algorithm 3 exposure exponent (Table 5: 1)", REL_KEYS_OPTS, rel_opts, alloc.beta_r),
+    K_DBL_AT("release.beta_g", "1.0", 0.0, 64.0, "Algorithm 3 scale exponent (Table 5: 1)", REL_KEYS_OPTS, rel_opts, alloc.beta_g),
+    K_DBL_AT("release.beta_u", "0.7", 0.0, 64.0, "Algorithm 3 utility exponent (Table 5: 0.7)", REL_KEYS_OPTS, rel_opts, alloc.beta_u),
+    K_DBL_AT("release.eta", "1e-8", 1e-300, 1.0, "Algorithm 3 stabilizer eta (Table 5: 1e-8)", REL_KEYS_OPTS, rel_opts, alloc.eta),
+    K_DBL_AT("release.eps_min", "0", 0.0, 1024.0,
+          "per-coordinate floor; 0: eps_rel/(100 d'); refused unless < eps_rel/d'", REL_KEYS_OPTS, rel_opts, alloc.eps_min),
     CORE_KEY("release.policy.edges", CORE_CFG_JSON, "[]", 1, 0, NULL,
      "policy graph G0: [[chanA, chanB], ...] channel pairs whose occurrences are protected "
      "together (fixed before data is seen)",
      check_edges),
-    K_INT("release.policy.hops", "1", 0, 64, "G0 neighbourhood radius of an expansion set"),
-    K_INT("release.policy.time_radius", "0", 0, 10000,
-          "expansion set spans samples t-h..t+h (h, in sampling periods)"),
-    K_INT("release.policy.max_per_slot", "2", 1, 1000,
+    K_INT_AT("release.policy.hops", "1", 0, 64, "G0 neighbourhood radius of an expansion set", REL_KEYS_OPTS, UINT, rel_opts, policy_hops),
+    K_INT_AT("release.policy.time_radius", "0", 0, 10000,
+          "expansion set spans samples t-h..t+h (h, in sampling periods)", REL_KEYS_OPTS, UINT, rel_opts, policy_time_radius),
+    K_INT_AT("release.policy.max_per_slot", "2", 1, 1000,
           "time_radius > 0: real readings of one channel that may share a slot; windows with "
-          "n_node > max_per_slot * n_slots are refused"),
-    K_INT("release.query.min_samples", "10", 2, 1 << 30,
-          "n_min: windows with fewer real samples of a released node are refused"),
-    K_INT("release.query.max_samples", "10000", 2, 1 << 30,
-          "n_max: range of a .sum node; windows with more samples are refused"),
+          "n_node > max_per_slot * n_slots are refused", REL_KEYS_OPTS, UINT, rel_opts, policy_per_slot),
+    K_INT_AT("release.query.min_samples", "10", 2, 1 << 30,
+          "n_min: windows with fewer real samples of a released node are refused", REL_KEYS_OPTS, UINT, rel_opts, query.min_samples),
+    K_INT_AT("release.query.max_samples", "10000", 2, 1 << 30,
+          "n_max: range of a .sum node; windows with more samples are refused", REL_KEYS_OPTS, UINT, rel_opts, query.max_samples),
     CORE_KEY("release.ledger.path", CORE_CFG_STRING, "\"ledger.jsonl\"", 1, 0, NULL,
      "write-ahead privacy ledger file (append-only JSONL, fsync'd); relative: under state.dir",
      NULL),
@@ -73,10 +74,10 @@ const struct core_cfg_key rel_config_keys[] = {
           "store: releases and units whose slots ended this long before the watermark are "
           "deleted; their replays are refused (never re-noised); >= input topic retention; "
           "0: keep all"),
-    K_INT("release.ledger.slot_ms", "60000", 1, 86400000,
-          "privacy-unit time grain: units are <device>|<floor(t/slot_ms)>"),
-    K_DBL("release.ledger.cap_eps", "10", 0.0, 1e6, "lifetime epsilon cap per unit"),
-    K_DBL("release.ledger.cap_delta", "1e-5", 0.0, 1.0, "lifetime delta cap per unit (gauss)"),
+    K_INT_AT("release.ledger.slot_ms", "60000", 1, 86400000,
+          "privacy-unit time grain: units are <device>|<floor(t/slot_ms)>", REL_KEYS_OPTS, I64, rel_opts, slot_ms),
+    K_DBL_AT("release.ledger.cap_eps", "10", 0.0, 1e6, "lifetime epsilon cap per unit", REL_KEYS_OPTS, rel_opts, cap.eps),
+    K_DBL_AT("release.ledger.cap_delta", "1e-5", 0.0, 1.0, "lifetime delta cap per unit (gauss)", REL_KEYS_OPTS, rel_opts, cap.delta),
     K_INT("release.ledger.batch", "256", 1, 65536, "releases per fsync (group commit)"),
     K_INT("release.threads", "2", 1, 16, "noise worker threads per window (>= 256 coords each)"),
     K_INT("release.service.ledger_lateness_ms", "3600000", 1, 31536000000LL,

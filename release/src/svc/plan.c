@@ -10,6 +10,7 @@
 
 #include "core/dp_calib.h"
 #include "core/mem.h"
+#include "rel/config.h"
 
 /* ------------------------------------------------------------------ options */
 
@@ -22,26 +23,12 @@ core_err rel_opts_from_config(const struct core_config *cfg, struct rel_opts *o,
         snprintf(eb, ebn, "release.mechanism: unknown mechanism");
         return CORE_ECONFIG;
     }
-    o->eps_rel = core_config_double(cfg, "release.eps_rel");
-    o->delta = core_config_double(cfg, "release.delta");
-    o->alloc.beta_r = core_config_double(cfg, "release.beta_r");
-    o->alloc.beta_g = core_config_double(cfg, "release.beta_g");
-    o->alloc.beta_u = core_config_double(cfg, "release.beta_u");
-    o->alloc.eta = core_config_double(cfg, "release.eta");
-    o->alloc.eps_min = core_config_double(cfg, "release.eps_min");
-    o->query.min_samples = (uint32_t)core_config_int(cfg, "release.query.min_samples");
-    o->query.max_samples = (uint32_t)core_config_int(cfg, "release.query.max_samples");
+    core_cfg_read(cfg, rel_config_keys, REL_KEYS_OPTS, o); /* the table's bound rows */
     if (rel_query_params_check(&o->query) != CORE_OK) {
         snprintf(eb, ebn, "release.query.max_samples: must be >= release.query.min_samples");
         return CORE_ECONFIG;
     }
     o->policy_edges = core_config_json(cfg, "release.policy.edges");
-    o->policy_hops = (uint32_t)core_config_int(cfg, "release.policy.hops");
-    o->policy_time_radius = (uint32_t)core_config_int(cfg, "release.policy.time_radius");
-    o->policy_per_slot = (uint32_t)core_config_int(cfg, "release.policy.max_per_slot");
-    o->slot_ms = core_config_int(cfg, "release.ledger.slot_ms");
-    o->cap.eps = core_config_double(cfg, "release.ledger.cap_eps");
-    o->cap.delta = core_config_double(cfg, "release.ledger.cap_delta");
     o->cap.rho = 0.0; /* no mechanism here charges zCDP */
     return CORE_OK;
 }
