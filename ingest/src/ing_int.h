@@ -14,9 +14,6 @@
 #include "core/err.h"
 #include "ing/engine.h"
 
-#define ING_DEFAULT_TS_MIN INT64_C(946684800000)    /* 2000-01-01T00:00:00Z */
-#define ING_DEFAULT_TS_MAX INT64_C(4102444800000)   /* 2100-01-01T00:00:00Z */
-#define ING_DEFAULT_MAX_JUMP INT64_C(86400000)   /* 1 day: ingest.max_jump_ms */
 #define ING_TS_FLOOR       INT64_C(0)               /* 1970-01-01 */
 #define ING_TS_CEIL        INT64_C(253402300800000) /* 10000-01-01 */
 

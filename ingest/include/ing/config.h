@@ -9,7 +9,13 @@
 
 #include "core/config.h"
 
-/* Terminated by a {NULL} row. */
+/* Terminated by a {0} row. */
 extern const struct core_cfg_key ing_config_keys[];
+
+/* Binding groups of ing_config_keys (core_cfg_defaults / core_cfg_read): the options structs
+ * whose keys, defaults, ranges and help are stated only in the table. */
+enum ing_keys_group {
+    ING_KEYS_PARAMS = 1 /* struct ing_params (ing/engine.h): its numeric and bool fields */
+};
 
 #endif /* ING_CONFIG_H */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ing/config.h"
 #include "ing/engine.h"
 #include "ing_int.h"
 
@@ -210,24 +211,13 @@ void ing_params_default(struct ing_params *p)
     char eb[256];
 
     memset(p, 0, sizeof(*p));
-    p->window_ms = 900000;
-    p->hop_ms = 900000;
-    p->origin_ms = 0;
+    /* The ingest.* rows of ing_config_keys state the numeric defaults once (window, period,
+     * lateness, ts bounds, caps, ...); core_config_new and tests/ingest/test_config.c check
+     * them. Were one not to fit, its field stays 0 and ing_params_validate refuses. */
+    if (core_cfg_defaults(ing_config_keys, ING_KEYS_PARAMS, p, eb, sizeof(eb)) != CORE_OK)
+        p->window_ms = 0;
+    p->hop_ms = p->window_ms; /* ingest.window.hop_ms 0: tumbling */
     p->has_split = false;
-    p->period_ms = 60000;
-    p->lateness_ms = 120000;
-    p->idle_timeout_ms = 60000;
-    p->device_ttl_ms = 3600000;
-    p->ts_min_ms = ING_DEFAULT_TS_MIN;
-    p->ts_max_ms = ING_DEFAULT_TS_MAX;
-    p->max_future_ms = 0;
-    p->max_jump_ms = ING_DEFAULT_MAX_JUMP;
-    p->jump_confirm = 3;
-    p->max_interp_gap = 2;
-    p->min_coverage = 0.5;
-    p->max_message_bytes = 65536;
-    p->max_devices = 100000;
-    p->max_buffer = 4096;
     p->key_policy = ING_KEY_REQUIRE;
     p->decoder = ING_DECODER_SIMDJSON;
     p->features = ING_F_MEAN;
@@ -343,26 +333,10 @@ static core_err read_ints(const struct core_config *cfg, struct ing_params *p)
 {
     int64_t hop = core_config_int(cfg, "ingest.window.hop_ms");
 
-    p->window_ms = core_config_int(cfg, "ingest.window.size_ms");
+    core_cfg_read(cfg, ing_config_keys, ING_KEYS_PARAMS, p); /* the table's bound rows */
     p->hop_ms = hop == 0 ? p->window_ms : hop;
-    p->origin_ms = core_config_int(cfg, "ingest.window.origin_ms");
     p->has_split = core_config_is_set(cfg, "ingest.split_at_ms");
     p->split_at_ms = p->has_split ? core_config_int(cfg, "ingest.split_at_ms") : 0;
-    p->period_ms = core_config_int(cfg, "ingest.period_ms");
-    p->lateness_ms = core_config_int(cfg, "ingest.lateness_ms");
-    p->idle_timeout_ms = core_config_int(cfg, "ingest.idle_timeout_ms");
-    p->device_ttl_ms = core_config_int(cfg, "ingest.device_ttl_ms");
-    p->ts_min_ms = core_config_int(cfg, "ingest.ts_min_ms");
-    p->ts_max_ms = core_config_int(cfg, "ingest.ts_max_ms");
-    p->max_future_ms = core_config_int(cfg, "ingest.max_future_ms");
-    p->max_jump_ms = core_config_int(cfg, "ingest.max_jump_ms");
-    p->jump_confirm = (int)core_config_int(cfg, "ingest.jump_confirm");
-    p->max_interp_gap = (int)core_config_int(cfg, "ingest.max_interp_gap");
-    p->min_coverage = core_config_double(cfg, "ingest.min_coverage");
-    p->max_message_bytes = (size_t)core_config_int(cfg, "ingest.max_message_bytes");
-    p->max_devices = (size_t)core_config_int(cfg, "ingest.max_devices");
-    p->max_buffer = (size_t)core_config_int(cfg, "ingest.max_buffer_per_device");
-    p->emit_excluded = core_config_bool(cfg, "ingest.emit_excluded");
     return CORE_OK;
 }
 
