@@ -2,13 +2,16 @@
 # Style gates of the test command (STYLE.md §8), fast and before any test runs:
 #   1. banned functions in product code (sprintf, strcpy, strcat, gets, atoi/atol/atoll/atof,
 #      strtok, rand/srand, system), with the few reasoned exceptions listed below;
-#   2. clang-format --dry-run --Werror on every .c/.h/.cpp of the product and the tests
-#      (.clang-format; `// clang-format off` where alignment is the point);
-#   3. clang-tidy (.clang-tidy) on every product source in the clang preset's
-#      compile_commands.json; readability-function-size findings are listed, not fatal yet.
-#   ops/style.sh              all three (what ops/test.sh runs)
-#   ops/style.sh --analyzer   3. with clang-analyzer-* as well (slow; by hand)
-#   ops/style.sh --fix-format reformat in place instead of checking
+#   2. clang-tidy (.clang-tidy) on every product source in the clang preset's
+#      compile_commands.json; readability-function-size findings are listed, not fatal yet;
+#   3. with --format only: clang-format --dry-run --Werror on every .c/.h/.cpp of the
+#      product and the tests (.clang-format). Not part of the test command until the tree
+#      has been reformatted once (ops/style.sh --fix-format, one commit of its own, done when
+#      no other branch is open: it touches every file).
+#   ops/style.sh              1 and 2 (what ops/test.sh runs)
+#   ops/style.sh --format     1, 2 and 3
+#   ops/style.sh --analyzer   2 with clang-analyzer-* as well (slow; by hand)
+#   ops/style.sh --fix-format reformat in place, nothing else
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-}"
@@ -29,20 +32,21 @@ if [ -n "$hits" ]; then
   status=1
 fi
 
-# 2. Formatting.
+# 3. Formatting (--format; --fix-format rewrites instead).
 mapfile -t fmt_files < <(find "${src_dirs[@]}" tests -name '*.[ch]' -o -name '*.cpp' | grep -v '^bench/results/' | sort)
 if [ "$mode" = --fix-format ]; then
   clang-format -i "${fmt_files[@]}"
   exit 0
 fi
-if ! clang-format --dry-run --Werror "${fmt_files[@]}" 2>/tmp/gcdp-format.$$; then
+if [ "$mode" = --format ] &&
+   ! clang-format --dry-run --Werror "${fmt_files[@]}" 2>/tmp/gcdp-format.$$; then
   grep -E '^[^ ].*: error' /tmp/gcdp-format.$$ | cut -d: -f1 | sort | uniq -c | sort -rn | head -20
   echo "style: clang-format would change the files above (ops/style.sh --fix-format)" >&2
   status=1
 fi
 rm -f /tmp/gcdp-format.$$
 
-# 3. clang-tidy on the product sources (the clang preset configures compile_commands.json).
+# 2. clang-tidy on the product sources (the clang preset configures compile_commands.json).
 cmake --preset clang >/dev/null
 extra=()
 [ "$mode" = --analyzer ] && extra=(--checks='clang-analyzer-*,-clang-analyzer-security.insecureAPI.DeprecatedOrUnsafeBufferHandling')
