@@ -735,7 +735,7 @@ static int profile_seed(const struct bl_args *a, size_t d, size_t seed, const ch
     to.inner = lrn_pgcd_local_ops(loc);
     to.cpu = 0.0;
     {
-        struct lrn_local_ops ops = {timed_solve, &to};
+        struct lrn_local_ops ops = {timed_solve, &to, NULL, NULL};
         W = core_xcalloc(d * d, sizeof(double));
         c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         if (lrn_admm_run(d, P, &ops, &o.admm, NULL, NULL, W, NULL, &res) != CORE_OK)

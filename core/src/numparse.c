@@ -25,25 +25,36 @@ static bool is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
-/* 64×64 → 128-bit product, portable (no __int128 under -Wpedantic). */
+/* 64×64 → 128-bit product. */
 static void mul64(uint64_t a, uint64_t b, uint64_t *hi, uint64_t *lo)
 {
+#if defined(__SIZEOF_INT128__)
+    __extension__ typedef unsigned __int128 u128; /* __extension__: no -Wpedantic warning */
+    u128 p = (u128)a * b;
+    *lo = (uint64_t)p;
+    *hi = (uint64_t)(p >> 64);
+#else
     uint64_t a0 = a & 0xffffffffu, a1 = a >> 32, b0 = b & 0xffffffffu, b1 = b >> 32;
     uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
     uint64_t mid = (p00 >> 32) + (p01 & 0xffffffffu) + (p10 & 0xffffffffu);
 
     *lo = (mid << 32) | (p00 & 0xffffffffu);
     *hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+#endif
 }
 
-static int clz64(uint64_t x)
+static int clz64(uint64_t x) /* x != 0 */
 {
+#if defined(__GNUC__)
+    return __builtin_clzll(x);
+#else
     int n = 0;
     while (!(x & (UINT64_C(1) << 63))) {
         x <<= 1;
         n++;
     }
     return n;
+#endif
 }
 
 /* floor(e · log2(10)) for |e| < 2^15, by the usual fixed-point constant 217706 / 2^16. */
@@ -104,31 +115,36 @@ static bool eisel_lemire(const struct decimal *d, double *out)
     return true;
 }
 
-/* Digits of the significand from *p (leading zeros skipped, point allowed once); false when
- * there are more than MAX_DIGITS significant ones. *ndig counts all digits seen. */
+/* Digits of the significand from *p (one point allowed); false when there are more than
+ * MAX_DIGITS significant ones. *ndig counts all digits. Leading zeros add nothing to man,
+ * so man holds exactly the significant digits whenever there are at most MAX_DIGITS. */
 static bool scan_significand(const char **p, struct decimal *d, size_t *ndig)
 {
-    const char *s = *p;
-    int sig = 0, frac = 0;
-    bool point = false;
+    const char *s = *p, *start = s, *frac;
+    uint64_t man = 0;
+    size_t nfrac = 0;
 
-    *ndig = 0;
-    for (;; s++) {
-        if (*s == '.' && !point) {
-            point = true;
-            continue;
-        }
-        if (!is_digit(*s))
-            break;
-        (*ndig)++;
-        frac += point;
-        if (sig == 0 && *s == '0')
-            continue;
-        if (++sig > MAX_DIGITS)
-            return false;
-        d->man = d->man * 10 + (uint64_t)(*s - '0');
+    while (is_digit(*s))
+        man = man * 10 + (uint64_t)(*s++ - '0');
+    *ndig = (size_t)(s - start);
+    if (*s == '.') {
+        frac = ++s;
+        while (is_digit(*s))
+            man = man * 10 + (uint64_t)(*s++ - '0');
+        nfrac = (size_t)(s - frac);
+        *ndig += nfrac;
     }
-    d->e10 = -frac;
+    if (*ndig > MAX_DIGITS) { /* count the significant ones: skip leading zeros */
+        size_t lz = 0;
+        for (const char *q = start; q < s && (*q == '0' || *q == '.'); q++)
+            lz += *q == '0';
+        if (*ndig - lz > MAX_DIGITS)
+            return false;
+    }
+    if (nfrac > INT32_MAX / 2)
+        return false;
+    d->man = man;
+    d->e10 = -(int)nfrac;
     *p = s;
     return true;
 }

@@ -135,6 +135,12 @@ static unsigned cov_flags(const struct lrn_runner_opts *o)
            (o->rescale ? LRN_COV_RESCALE : 0u);
 }
 
+/* lrn_local_ops.par_run on a core_pool. */
+static void pool_run(void *par, size_t n, void (*fn)(void *arg, size_t i), void *arg)
+{
+    core_pool_run(par, n, fn, arg);
+}
+
 static core_err run_fed_sparse(const struct lrn_runner_opts *o, size_t d, size_t P,
                                const double *const *x, const size_t *n,
                                lrn_admm_progress_fn *cb, void *cb_arg, double *W,
@@ -155,6 +161,10 @@ static core_err run_fed_sparse(const struct lrn_runner_opts *o, size_t d, size_t
         rc = lrn_pgcd_local_new(d, P, sp, &o->pgcd, &loc);
     if (rc == CORE_OK) {
         ops = lrn_pgcd_local_ops(loc);
+        if (core_pool_threads(o->pool) > 1) { /* PGCD solvers share nothing (admm.c) */
+            ops.par_run = pool_run;
+            ops.par = o->pool;
+        }
         rc = lrn_admm_run(d, P, &ops, &o->admm, cb, cb_arg, W, NULL, &res->admm);
         res->local_steps = lrn_pgcd_local_steps(loc);
     }
