@@ -26,6 +26,8 @@ struct lrn_pgcd {
     int have_cache;
     double *g;           /* d²: G at the end of the last call (row-major) */
     double *m;           /* d: M_i = Σ_ii + ρ₂ */
+    double *sqm, *lm, *glm; /* d each, per call: √M_i, λ/M_i, γλ/M_i (the same operations
+                             * as inline, hoisted out of the O(d)-per-step scans) */
     double *colmax;      /* d: best score in column j */
     size_t *colarg;      /* d: its row */
 };
@@ -57,8 +59,11 @@ core_err lrn_pgcd_new(size_t d, const double *sigma, struct lrn_pgcd **out)
     s->dt = core_xcalloc(3 * d * d, sizeof(double));
     s->bcache = s->dt + d * d;
     s->g = s->bcache + d * d;
-    s->m = core_xcalloc(2 * d, sizeof(double));
+    s->m = core_xcalloc(5 * d, sizeof(double));
     s->colmax = s->m + d;
+    s->sqm = s->colmax + d;
+    s->lm = s->sqm + d;
+    s->glm = s->lm + d;
     s->colarg = core_xcalloc(d, sizeof(size_t));
     *out = s;
     return CORE_OK;
@@ -110,8 +115,8 @@ static double grad_at(const struct lrn_pgcd *s, const struct step_ctx *c, size_t
 static double score_at(const struct lrn_pgcd *s, const struct step_ctx *c, size_t i, size_t j)
 {
     double M = s->m[i], b = c->B[i * s->d + j];
-    double z = lrn_soft_threshold(b - grad_at(s, c, i, j) / M, c->lambda / M);
-    return sqrt(M) * fabs(z - b);
+    double z = lrn_soft_threshold(b - grad_at(s, c, i, j) / M, s->lm[i]); /* λ/M */
+    return s->sqm[i] * fabs(z - b);                                      /* √M·|z − b| */
 }
 
 static void column_refresh(struct lrn_pgcd *s, const struct step_ctx *c, size_t j)
@@ -157,7 +162,7 @@ static double update_at(struct lrn_pgcd *s, const struct step_ctx *c,
     size_t d = s->d;
     double M = s->m[i], b = B[i * d + j];
     double step = o->gamma * grad_at(s, c, i, j) / M;
-    double nb = lrn_soft_threshold(b - step, o->gamma * c->lambda / M);
+    double nb = lrn_soft_threshold(b - step, s->glm[i]); /* γλ/M */
     double delta = nb - b;
 
     if (delta == 0.0)
@@ -192,6 +197,9 @@ core_err lrn_pgcd_solve(struct lrn_pgcd *s, const struct lrn_pgcd_opts *o, const
     for (size_t i = 0; i < d; i++) {
         B[i * d + i] = 0.0;
         s->m[i] = s->sigma[i * d + i] + rho2;
+        s->sqm[i] = sqrt(s->m[i]);
+        s->lm[i] = c.lambda / s->m[i];
+        s->glm[i] = o->gamma * c.lambda / s->m[i];
     }
     if (!s->have_cache || memcmp(s->bcache, B, d * d * sizeof(double)) != 0)
         data_gradient_full(s, B);
