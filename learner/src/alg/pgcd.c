@@ -28,6 +28,8 @@ struct lrn_pgcd {
     double *m;           /* d: M_i = Σ_ii + ρ₂ */
     double *sqm, *lm, *glm; /* d each, per call: √M_i, λ/M_i, γλ/M_i (the same operations
                              * as inline, hoisted out of the O(d)-per-step scans) */
+    double *bt, *wt, *btt; /* d² each, per call: Bᵀ, Wᵀ, βᵀ (column j contiguous) */
+    double *score;       /* d: scores of the column being refreshed */
     double *colmax;      /* d: best score in column j */
     size_t *colarg;      /* d: its row */
 };
@@ -56,9 +58,13 @@ core_err lrn_pgcd_new(size_t d, const double *sigma, struct lrn_pgcd **out)
     s = core_xcalloc(1, sizeof(*s));
     s->d = d;
     s->sigma = sigma;
-    s->dt = core_xcalloc(3 * d * d, sizeof(double));
+    s->dt = core_xcalloc(6 * d * d, sizeof(double));
     s->bcache = s->dt + d * d;
     s->g = s->bcache + d * d;
+    s->bt = s->g + d * d;
+    s->wt = s->bt + d * d;
+    s->btt = s->wt + d * d;
+    s->score = core_xcalloc(d, sizeof(double));
     s->m = core_xcalloc(5 * d, sizeof(double));
     s->colmax = s->m + d;
     s->sqm = s->colmax + d;
@@ -76,6 +82,7 @@ void lrn_pgcd_free(struct lrn_pgcd *s)
     free(s->dt);
     free(s->m);
     free(s->colarg);
+    free(s->score);
     free(s);
 }
 
@@ -111,12 +118,28 @@ static double grad_at(const struct lrn_pgcd *s, const struct step_ctx *c, size_t
     return c->beta ? g + c->beta[x] : g;
 }
 
-/* GS-s score (paper Eq. 8). */
-static double score_at(const struct lrn_pgcd *s, const struct step_ctx *c, size_t i, size_t j)
+/* GS-s scores S_ij = √M_i·|prox_{λ/M_i}(B_ij − G_ij/M_i) − B_ij| (paper Eq. 8) of column j
+ * into s->score, on the transposed copies so that the loop reads contiguous memory. Each
+ * value is computed by the same operations in the same order as grad_at() and the
+ * per-entry score this loop replaced, so the iterates are bit-identical
+ * (tests/learner/test_pgcd.c runs the former per-entry solver as an oracle). */
+static void column_scores(struct lrn_pgcd *s, const struct step_ctx *c, size_t j)
 {
-    double M = s->m[i], b = c->B[i * s->d + j];
-    double z = lrn_soft_threshold(b - grad_at(s, c, i, j) / M, s->lm[i]); /* λ/M */
-    return s->sqm[i] * fabs(z - b);                                      /* √M·|z − b| */
+    size_t d = s->d;
+    const double *restrict dt = s->dt + j * d, *restrict bt = s->bt + j * d;
+    const double *restrict wt = s->wt + j * d, *restrict be = s->btt + j * d;
+    const double *restrict m = s->m, *restrict lm = s->lm, *restrict sqm = s->sqm;
+    double *restrict sc = s->score, rho2 = c->rho2;
+
+    for (size_t i = 0; i < d; i++) {
+        double g = dt[i] + rho2 * (bt[i] - wt[i]);
+        double b = bt[i], u, t = lm[i], z;
+        if (c->beta)
+            g = g + be[i];
+        u = b - g / m[i];
+        z = u > t ? u - t : u < -t ? u + t : 0.0; /* lrn_soft_threshold(u, λ/M) */
+        sc[i] = sqm[i] * fabs(z - b);
+    }
 }
 
 static void column_refresh(struct lrn_pgcd *s, const struct step_ctx *c, size_t j)
@@ -124,17 +147,29 @@ static void column_refresh(struct lrn_pgcd *s, const struct step_ctx *c, size_t 
     double best = -1.0;
     size_t arg = j == 0 ? 1 : 0;
 
+    column_scores(s, c, j);
     for (size_t i = 0; i < s->d; i++) {
         if (i == j)
             continue;
-        double sc = score_at(s, c, i, j);
-        if (sc > best) {
-            best = sc;
+        if (s->score[i] > best) {
+            best = s->score[i];
             arg = i;
         }
     }
     s->colmax[j] = best;
     s->colarg[j] = arg;
+}
+
+/* Bᵀ, Wᵀ and βᵀ for column_scores() (once per call, O(d²)). */
+static void transpose_inputs(struct lrn_pgcd *s, const struct step_ctx *c)
+{
+    size_t d = s->d;
+    for (size_t i = 0; i < d; i++)
+        for (size_t j = 0; j < d; j++) {
+            s->bt[j * d + i] = c->B[i * d + j];
+            s->wt[j * d + i] = c->W[i * d + j];
+            s->btt[j * d + i] = c->beta ? c->beta[i * d + j] : 0.0;
+        }
 }
 
 static core_err check_inputs(const struct lrn_pgcd *s, const struct lrn_pgcd_opts *o,
@@ -171,15 +206,19 @@ static double update_at(struct lrn_pgcd *s, const struct step_ctx *c,
     /* Column j of Σ(B − I) changes by δ·Σ[:,i] = δ·Σ[i,:] (symmetric): O(d). */
     cblas_daxpy((int)d, delta, s->sigma + i * d, 1, s->dt + j * d, 1);
     s->bcache[i * d + j] = nb;
+    s->bt[j * d + i] = nb;
     return delta;
 }
 
 static size_t best_column(const struct lrn_pgcd *s)
 {
     size_t jb = 0;
+    double best = s->colmax[0]; /* in a register: no reload through the moving index */
     for (size_t j = 1; j < s->d; j++)
-        if (s->colmax[j] > s->colmax[jb])
+        if (s->colmax[j] > best) {
+            best = s->colmax[j];
             jb = j;
+        }
     return jb;
 }
 
@@ -203,6 +242,7 @@ core_err lrn_pgcd_solve(struct lrn_pgcd *s, const struct lrn_pgcd_opts *o, const
     }
     if (!s->have_cache || memcmp(s->bcache, B, d * d * sizeof(double)) != 0)
         data_gradient_full(s, B);
+    transpose_inputs(s, &c);
     for (j = 0; j < d; j++)
         column_refresh(s, &c, j);
     while (steps < o->max_steps) {
