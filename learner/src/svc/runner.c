@@ -141,6 +141,36 @@ static void pool_run(void *par, size_t n, void (*fn)(void *arg, size_t i), void 
     core_pool_run(par, n, fn, arg);
 }
 
+/* Each participant's Σ_p into its own slot of sig, on o->pool when there is one. */
+struct cov_job {
+    const struct lrn_runner_opts *o;
+    size_t d, P;
+    const double *const *x;
+    const size_t *n;
+    double *sig;
+    core_err *rc;
+};
+
+static void cov_one(void *arg, size_t p)
+{
+    struct cov_job *j = arg;
+    j->rc[p] = lrn_covariance_ex(j->n[p], j->d, j->x[p], j->o->fs_cov_by_p ? (double)j->P : 1.0,
+                                 cov_flags(j->o), j->sig + p * j->d * j->d);
+}
+
+static core_err covariances(const struct lrn_runner_opts *o, size_t d, size_t P,
+                            const double *const *x, const size_t *n, double *sig)
+{
+    core_err *rc = core_xcalloc(P, sizeof(*rc)), ret = CORE_OK;
+    struct cov_job job = {o, d, P, x, n, sig, rc};
+
+    core_pool_run(o->pool, P, cov_one, &job);
+    for (size_t p = 0; p < P && ret == CORE_OK; p++)
+        ret = rc[p]; /* the first failure in participant order */
+    free(rc);
+    return ret;
+}
+
 static core_err run_fed_sparse(const struct lrn_runner_opts *o, size_t d, size_t P,
                                const double *const *x, const size_t *n,
                                lrn_admm_progress_fn *cb, void *cb_arg, double *W,
@@ -152,11 +182,9 @@ static core_err run_fed_sparse(const struct lrn_runner_opts *o, size_t d, size_t
     struct lrn_local_ops ops;
     core_err rc = CORE_OK;
 
-    for (size_t p = 0; rc == CORE_OK && p < P; p++) {
-        rc = lrn_covariance_ex(n[p], d, x[p], o->fs_cov_by_p ? (double)P : 1.0, cov_flags(o),
-                               sig + p * d * d);
+    rc = covariances(o, d, P, x, n, sig);
+    for (size_t p = 0; p < P; p++)
         sp[p] = sig + p * d * d;
-    }
     if (rc == CORE_OK)
         rc = lrn_pgcd_local_new(d, P, sp, &o->pgcd, &loc);
     if (rc == CORE_OK) {
