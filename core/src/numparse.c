@@ -25,6 +25,26 @@ static bool is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
+/* man·10^k + the k digits at *s, for the run of digits at *s. Four digits are combined
+ * apart from man first, so the multiply-add chain through man is a quarter as long (the
+ * CSV numbers have 17 digits). s[1..3] are read only after s[0..2] were digits, so never
+ * past the string's end. */
+static uint64_t take_digits(const char **ps, uint64_t man)
+{
+    const char *s = *ps;
+
+    while (is_digit(s[0]) && is_digit(s[1]) && is_digit(s[2]) && is_digit(s[3])) {
+        uint64_t four = (uint64_t)((s[0] - '0') * 1000 + (s[1] - '0') * 100 +
+                                   (s[2] - '0') * 10 + (s[3] - '0'));
+        man = man * 10000 + four;
+        s += 4;
+    }
+    while (is_digit(*s))
+        man = man * 10 + (uint64_t)(*s++ - '0');
+    *ps = s;
+    return man;
+}
+
 /* 64×64 → 128-bit product. */
 static void mul64(uint64_t a, uint64_t b, uint64_t *hi, uint64_t *lo)
 {
@@ -124,13 +144,11 @@ static bool scan_significand(const char **p, struct decimal *d, size_t *ndig)
     uint64_t man = 0;
     size_t nfrac = 0;
 
-    while (is_digit(*s))
-        man = man * 10 + (uint64_t)(*s++ - '0');
+    man = take_digits(&s, man);
     *ndig = (size_t)(s - start);
     if (*s == '.') {
         frac = ++s;
-        while (is_digit(*s))
-            man = man * 10 + (uint64_t)(*s++ - '0');
+        man = take_digits(&s, man);
         nfrac = (size_t)(s - frac);
         *ndig += nfrac;
     }
