@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "core/lines.h"
 #include "core/mem.h"
@@ -154,13 +157,45 @@ static void set_names(struct lrn_csv *c, char *header)
 }
 
 /* Grow the value buffer to hold at least need doubles (capped by the caller). */
-static void reserve(struct lrn_csv *c, size_t *cap, size_t need)
+#define HUGE_BYTES ((size_t)2 << 20) /* x86-64 transparent huge page */
+#define HINT_MAX_VALUES ((size_t)8 << 20) /* up-front reservation cap: 64 MiB of values */
+
+/* Grow the value buffer to hold at least need doubles (the caller checks the caps). The
+ * first allocation takes hint values when that is more: see values_hint(). */
+static void reserve(struct lrn_csv *c, size_t *cap, size_t need, size_t hint)
 {
     if (need <= *cap)
         return;
+    if (!c->x && hint >= need && hint * sizeof(double) >= HUGE_BYTES) {
+#if defined(MADV_HUGEPAGE)
+        size_t bytes = (hint * sizeof(double) + HUGE_BYTES - 1) / HUGE_BYTES * HUGE_BYTES;
+        c->x = aligned_alloc(HUGE_BYTES, bytes);
+        if (c->x) {
+            (void)madvise(c->x, bytes, MADV_HUGEPAGE); /* a hint: failure changes nothing */
+            *cap = bytes / sizeof(double);
+            return;
+        }
+#endif
+    }
     while (*cap < need)
         *cap = *cap ? *cap * 2 : 1024;
     c->x = core_xrealloc(c->x, *cap * sizeof(double));
+}
+
+/* An upper bound of the values in the file at path (every value takes at least one digit
+ * and one separator), at most HINT_MAX_VALUES; 0 if unknown. Reserved up front and marked
+ * for transparent huge pages, the buffer is mapped by a few 2 MiB faults instead of one
+ * 4 KiB fault per 512 values (issue 9: ~1600 faults of ~8 µs each on this VM for the 8
+ * files of the d = 20 benchmark); untouched reserved pages are never mapped. */
+static size_t values_hint(const char *path)
+{
+    struct stat st;
+
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
+        return 0;
+    if ((uint64_t)st.st_size / 2 + 1 > HINT_MAX_VALUES)
+        return HINT_MAX_VALUES;
+    return (size_t)st.st_size / 2 + 1;
 }
 
 static core_err check_width(const char *path, size_t lineno, size_t k, size_t d, char *eb,
@@ -226,7 +261,7 @@ static core_err read_rows(struct core_lines *ln, struct lrn_csv *c, char **line,
                           size_t ebn)
 {
     const char *path = core_lines_path(ln);
-    size_t xcap = 0, lineno;
+    size_t xcap = 0, lineno, hint = values_hint(path);
     core_err rc = CORE_OK;
     int pending = !c->has_header; /* the first line is data already in *line */
 
@@ -240,7 +275,7 @@ static core_err read_rows(struct core_lines *ln, struct lrn_csv *c, char **line,
                 snprintf(eb, ebn, "%s:%zu: input exceeds the reader's caps", path, lineno);
             return CORE_ETOOBIG;
         }
-        reserve(c, &xcap, (c->n + 1) * c->d);
+        reserve(c, &xcap, (c->n + 1) * c->d, hint);
         if (fast_row(*line, c->d, c->x + c->n * c->d) == 0) {
             c->n++;
             continue;
