@@ -65,11 +65,14 @@ static const char bench_help[] =
     "  --dp-clip-scale X multiply the paper's DP-PGCD clipping thresholds C (Tables 5, 7)\n"
     "                    by X (default 1; see docs/learner.md: our clipping scale differs)\n"
     "  --threads N       OpenBLAS threads (default 1: the machine is shared)\n"
+    "  --workers N       --profile: pool threads for the in-process stages and gcdp learn's\n"
+    "                    --workers (default 0: online CPUs, at most 8, as gcdp learn)\n"
     "  --out DIR         results directory (default bench/results)\n"
     "  -h, --help        this text\n";
 
 struct bl_args {
     int table1, fig3, fig4, c4, profile, threads, seeds_given;
+    size_t workers; /* --profile: 0 = gcdp learn's default */
     int skip_fs, skip_fb; /* --methods (table1) */
     size_t dims[BL_MAX_LIST], ndims;
     double eps[BL_MAX_LIST];
@@ -692,10 +695,11 @@ static int spawn_gcdp(char *const *argv, double *wall, double *cpu)
     return ret;
 }
 
-/* `gcdp learn --quiet --no-png` on the P files (default workers, as a user runs it). */
-static int spawn_learn(const char *dir, size_t P, double *wall, double *cpu)
+/* `gcdp learn --quiet --no-png [--workers N]` on the P files (workers 0: gcdp learn's
+ * default, as a user runs it). */
+static int spawn_learn(const char *dir, size_t P, size_t workers, double *wall, double *cpu)
 {
-    char *argv[1100], out[1200], (*files)[1200] = core_xmalloc(1024 * sizeof(*files));
+    char *argv[1100], out[1200], wk[32], (*files)[1200] = core_xmalloc(1024 * sizeof(*files));
     size_t k = 0;
     int ret;
 
@@ -703,6 +707,11 @@ static int spawn_learn(const char *dir, size_t P, double *wall, double *cpu)
     argv[k++] = "learn";
     argv[k++] = "--quiet";
     argv[k++] = "--no-png";
+    if (workers > 0) {
+        snprintf(wk, sizeof(wk), "%zu", workers);
+        argv[k++] = "--workers";
+        argv[k++] = wk;
+    }
     argv[k++] = "--out";
     snprintf(out, sizeof(out), "%s/learned", dir);
     argv[k++] = out;
@@ -817,7 +826,7 @@ static int profile_seed(const struct bl_args *a, size_t d, size_t seed, const ch
     if (lrn_pgcd_local_new(d, P, sp, &o.pgcd, &loc) != CORE_OK ||
         profile_admm(&o, d, P, loc, pool, w, c) != 0)
         goto out;
-    if (spawn_learn(dir, P, &w[PR_PROC], &c[PR_PROC]) != 0) {
+    if (spawn_learn(dir, P, a->workers, &w[PR_PROC], &c[PR_PROC]) != 0) {
         snprintf(eb, sizeof(eb), "gcdp learn failed on %.400s", dir);
         goto out;
     }
@@ -895,7 +904,7 @@ static void profile_table(FILE *f, const struct bl_args *a, const char *cmdline,
 static int run_profile(const struct bl_args *a, const char *cmdline)
 {
     size_t d = a->ndims ? a->dims[0] : 20, ns = a->seeds_given ? a->seeds : 5;
-    size_t threads = core_pool_cpu_count(8);
+    size_t threads = a->workers > 0 ? a->workers : core_pool_cpu_count(8);
     struct agg g[PR_N];
     struct core_pool *pool = NULL;
     char dir[1024];
@@ -903,8 +912,11 @@ static int run_profile(const struct bl_args *a, const char *cmdline)
     int ret = 0;
 
     memset(g, 0, sizeof(g));
-    if (threads > 1 && core_pool_new(threads, &pool) != CORE_OK)
+    if (threads > 1 && core_pool_new(threads, &pool) != CORE_OK) {
+        fprintf(stderr, "gcdp bench learner: --workers %zu: cannot start the pool (1..%d)\n",
+                threads, CORE_POOL_MAX_THREADS);
         return -1;
+    }
     /* the CSV files and gcdp learn's outputs go to a private temporary directory */
     snprintf(dir, sizeof(dir), "/tmp/gcdp-bench-profile-XXXXXX");
     if (!mkdtemp(dir)) {
@@ -948,6 +960,7 @@ static void set_size_opt(struct bl_args *a, int c, size_t v)
     case 'n': a->n = v; break;
     case 'K': a->fs_steps = v; break;
     case 'I': a->fs_iters = v; break;
+    case 'w': a->workers = v; break;
     default: a->threads = (int)v; break;
     }
 }
@@ -992,6 +1005,7 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
         {"fs-pgcd-tol", required_argument, 0, 'T'},
         {"methods", required_argument, 0, 'M'},
         {"profile", no_argument, 0, 'R'},
+        {"workers", required_argument, 0, 'w'},
         {0, 0, 0, 0}};
     int c, li = 0, bad = 0;
     size_t one[BL_MAX_LIST], k;
@@ -1018,7 +1032,7 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
             break;
         case 'M': bad = parse_methods(optarg, a); break;
         case 'h': fputs(bench_help, stdout); return 1;
-        case 's': case 'f': case 'P': case 'n': case 'K': case 'I': case 't':
+        case 's': case 'f': case 'P': case 'n': case 'K': case 'I': case 't': case 'w':
             bad = parse_list_size(optarg, one, &k) || k != 1;
             if (!bad)
                 set_size_opt(a, c, one[0]);
