@@ -21,8 +21,8 @@
 #include "lines_int.h"
 
 struct core_lines {
-    FILE *f;    /* wrapped stream, or NULL when reading fd */
-    int fd;     /* file opened by core_lines_open, else -1 */
+    FILE *f;     /* wrapped stream, or NULL when reading fd */
+    int fd;      /* file opened by core_lines_open, else -1 */
     char *chunk; /* fd path: bytes read, chunk[cpos..clen) not consumed yet */
     size_t chunk_cap, cpos, clen;
     bool eof, rd_err;

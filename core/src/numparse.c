@@ -10,8 +10,8 @@
 #include "numparse_int.h"
 #include "pow10_128.h"
 
-#define MAX_DIGITS 19      /* significant digits that fit a uint64_t exactly */
-#define MAX_EXP_DIGITS 6   /* beyond this the exponent is out of range anyway: strtod */
+#define MAX_DIGITS     19 /* significant digits that fit a uint64_t exactly */
+#define MAX_EXP_DIGITS 6  /* beyond this the exponent is out of range anyway: strtod */
 
 /* A decimal significand and exponent: value = man · 10^e10 (sign apart). */
 struct decimal {
@@ -34,8 +34,8 @@ static uint64_t take_digits(const char **ps, uint64_t man)
     const char *s = *ps;
 
     while (is_digit(s[0]) && is_digit(s[1]) && is_digit(s[2]) && is_digit(s[3])) {
-        uint64_t four = (uint64_t)((s[0] - '0') * 1000 + (s[1] - '0') * 100 +
-                                   (s[2] - '0') * 10 + (s[3] - '0'));
+        uint64_t four =
+            (uint64_t)((s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0'));
         man = man * 10000 + four;
         s += 4;
     }

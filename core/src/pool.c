@@ -16,14 +16,14 @@
 
 struct core_pool {
     size_t threads;
-    pthread_t *tid;          /* threads − 1 workers */
+    pthread_t *tid; /* threads − 1 workers */
     pthread_mutex_t mu;
-    pthread_cond_t work;     /* a new job or stop */
-    pthread_cond_t done;     /* busy fell to 0 */
-    unsigned long gen;       /* job generation */
+    pthread_cond_t work; /* a new job or stop */
+    pthread_cond_t done; /* busy fell to 0 */
+    unsigned long gen;   /* job generation */
     core_pool_task_fn *fn;
     void *arg;
-    size_t n, next, busy;    /* tasks, next index to hand out, workers inside a task */
+    size_t n, next, busy; /* tasks, next index to hand out, workers inside a task */
     bool stop;
 };
 

@@ -181,8 +181,8 @@ static void compare_paths(const char *path, const char *text, size_t len, size_t
     cr_assert_not_null(w);
     cr_assert_eq(fwrite(text, 1, len, w), len);
     cr_assert_eq(fclose(w), 0);
-    cr_assert_eq(core__lines_open_chunk(path, max_line, chunk, &b, eb, sizeof(eb)), CORE_OK,
-                 "%s", eb);
+    cr_assert_eq(core__lines_open_chunk(path, max_line, chunk, &b, eb, sizeof(eb)), CORE_OK, "%s",
+                 eb);
     for (int k = 0; ends < 2 && k < 1000; k++) {
         struct lines_obs x, y;
         observe(a, &x);

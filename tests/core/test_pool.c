@@ -36,8 +36,8 @@ Test(pool, every_task_runs_once_for_any_thread_count)
             memset(&j, 0, sizeof(j));
             core_pool_run(p, n, task, &j);
             for (size_t i = 0; i < 257; i++)
-                cr_assert_eq(j.calls[i], i < n ? 1u : 0u, "threads %zu n %zu task %zu", threads,
-                             n, i);
+                cr_assert_eq(j.calls[i], i < n ? 1u : 0u, "threads %zu n %zu task %zu", threads, n,
+                             i);
         }
         core_pool_free(p);
     }

@@ -1,8 +1,9 @@
 /* test_admm_threads.c - the participants' local solves of a round on a thread pool (issue 9):
  * W, the round count, the stopping state and the byte counts are bit-identical for 1, 2 and
  * 3 threads, and the parallel path really ran. */
-#include <criterion/criterion.h>
 #include <string.h>
+
+#include <criterion/criterion.h>
 
 #include "core/pool.h"
 #include "lrn/admm.h"
@@ -43,8 +44,8 @@ static void run_with(const struct lrn_sem_problem *pb, size_t threads, struct ou
     if (threads > 1)
         cr_assert_eq(core_pool_new(threads, &cp.pool), CORE_OK);
     for (size_t p = 0; p < P; p++) {
-        cr_assert_eq(lrn_covariance_ex(pb->n_per, d, pb->x + p * pb->n_per * d, 1.0,
-                                       LRN_COV_CENTER, sig + p * d * d),
+        cr_assert_eq(lrn_covariance_ex(pb->n_per, d, pb->x + p * pb->n_per * d, 1.0, LRN_COV_CENTER,
+                                       sig + p * d * d),
                      CORE_OK);
         sp[p] = sig + p * d * d;
     }
@@ -67,10 +68,8 @@ static void run_with(const struct lrn_sem_problem *pb, size_t threads, struct ou
 static void expect_same(const struct outcome *a, const struct outcome *b, size_t threads)
 {
     cr_assert_eq(memcmp(a->w, b->w, sizeof(a->w)), 0, "W differs with %zu threads", threads);
-    cr_assert_eq(memcmp(a->w_raw, b->w_raw, sizeof(a->w_raw)), 0, "W_raw, %zu threads",
-                 threads);
-    cr_assert_eq(a->res.rounds, b->res.rounds, "rounds %zu vs %zu", a->res.rounds,
-                 b->res.rounds);
+    cr_assert_eq(memcmp(a->w_raw, b->w_raw, sizeof(a->w_raw)), 0, "W_raw, %zu threads", threads);
+    cr_assert_eq(a->res.rounds, b->res.rounds, "rounds %zu vs %zu", a->res.rounds, b->res.rounds);
     cr_assert_eq(a->res.status, b->res.status);
     cr_assert_eq(a->res.bytes_wire, b->res.bytes_wire);
     cr_assert_eq(a->res.bytes_model, b->res.bytes_model);
@@ -100,8 +99,8 @@ Test(admm_threads, one_two_and_three_threads_give_identical_w_and_rounds, .timeo
         cr_assert_gt(one.res.rounds, 1);
         for (size_t threads = 2; threads <= 3; threads++) {
             run_with(pb, threads, &many, &jobs);
-            cr_assert_eq(jobs, many.res.rounds, "one parallel job per round (%zu of %zu)",
-                         jobs, many.res.rounds);
+            cr_assert_eq(jobs, many.res.rounds, "one parallel job per round (%zu of %zu)", jobs,
+                         many.res.rounds);
             expect_same(&one, &many, threads);
         }
         lrn_sem_problem_free(pb);
@@ -132,14 +131,14 @@ Test(admm_threads, the_runner_with_a_pool_gives_the_sequential_answer, .timeout 
         n[p] = so.n_per;
     }
     o = lrn_runner_opts_default(LRN_METHOD_FED_SPARSE, d);
-    cr_assert_eq(lrn_runner_run(&o, d, so.participants, x, n, NULL, NULL, NULL, w1, &r1, eb,
-                                sizeof(eb)),
-                 CORE_OK, "%s", eb);
+    cr_assert_eq(
+        lrn_runner_run(&o, d, so.participants, x, n, NULL, NULL, NULL, w1, &r1, eb, sizeof(eb)),
+        CORE_OK, "%s", eb);
     cr_assert_eq(core_pool_new(2, &pool), CORE_OK);
     o.pool = pool;
-    cr_assert_eq(lrn_runner_run(&o, d, so.participants, x, n, NULL, NULL, NULL, w2, &r2, eb,
-                                sizeof(eb)),
-                 CORE_OK, "%s", eb);
+    cr_assert_eq(
+        lrn_runner_run(&o, d, so.participants, x, n, NULL, NULL, NULL, w2, &r2, eb, sizeof(eb)),
+        CORE_OK, "%s", eb);
     cr_assert_eq(memcmp(w1, w2, sizeof(w1)), 0);
     cr_assert_eq(r1.admm.rounds, r2.admm.rounds);
     cr_assert_eq(r1.local_steps, r2.local_steps);

@@ -173,8 +173,8 @@ static void expect_strtod_bits(const char *path, size_t d)
     k = strtod_values(path, v, sizeof(v) / sizeof(v[0]));
     cr_assert_eq(k, c->n * c->d);
     for (size_t x = 0; x < k; x++)
-        cr_assert_eq(memcmp(&v[x], &c->x[x], sizeof(double)), 0, "%s value %zu: %a vs %a",
-                     path, x, v[x], c->x[x]);
+        cr_assert_eq(memcmp(&v[x], &c->x[x], sizeof(double)), 0, "%s value %zu: %a vs %a", path, x,
+                     v[x], c->x[x]);
     lrn_csv_free(c);
 }
 
@@ -188,7 +188,9 @@ Test(csv, values_are_strtods_bits_on_data_files_and_unusual_spellings)
     for (size_t i = 0; i < (size_t)N * D; i++) { /* data-like values, several magnitudes */
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
         x[i] = ((double)(s >> 11) / 9007199254740992.0 - 0.5) * 6.0 *
-               (i % 5 == 0 ? 1e-3 : i % 7 == 0 ? 1e4 : 1.0);
+               (i % 5 == 0   ? 1e-3
+                : i % 7 == 0 ? 1e4
+                             : 1.0);
     }
     snprintf(p, strlen(dir) + 16, "%s/data.csv", dir);
     cr_assert_eq(lrn_csv_write(p, x, N, D, NULL, eb, sizeof(eb)), CORE_OK, "%s", eb);

@@ -1,10 +1,11 @@
 /* test_pgcd.c - PGCD local solver: known optimum, KKT conditions, incremental gradient,
  * Gauss–Southwell-s selection. */
-#include <cblas.h>
-#include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cblas.h>
+#include <criterion/criterion.h>
 
 #include "lrn/admm.h"
 #include "lrn/pgcd.h"
@@ -225,8 +226,8 @@ static double oracle_grad(const struct oracle *q, const double *W, const double 
     return beta ? g + beta[x] : g;
 }
 
-static void oracle_refresh(struct oracle *q, const double *W, const double *beta,
-                           const double *B, double rho2, double lambda, size_t j)
+static void oracle_refresh(struct oracle *q, const double *W, const double *beta, const double *B,
+                           double rho2, double lambda, size_t j)
 {
     double best = -1.0;
     size_t arg = j == 0 ? 1 : 0;

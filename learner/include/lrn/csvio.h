@@ -48,8 +48,8 @@ struct core_pool;
  *        sequential loop would give it.
  * Returns what lrn_csv_read returns for that file. */
 CORE_MUST_CHECK core_err lrn_csv_read_all(const char *const *paths, size_t n, size_t min_rows,
-                                          struct core_pool *pool, struct lrn_csv **out,
-                                          char *eb, size_t ebn);
+                                          struct core_pool *pool, struct lrn_csv **out, char *eb,
+                                          size_t ebn);
 
 /* NULL is a no-op. */
 void lrn_csv_free(struct lrn_csv *csv);

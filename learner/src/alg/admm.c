@@ -446,8 +446,8 @@ static void par_solve(void *arg, size_t p)
 {
     struct par_round *j = arg;
     struct run *r = j->r;
-    r->rc[p] = j->ops->solve(j->ops->self, p, j->t, r->Wp + p * r->d2, r->beta + p * r->d2,
-                             r->rho2, r->B + p * r->d2);
+    r->rc[p] = j->ops->solve(j->ops->self, p, j->t, r->Wp + p * r->d2, r->beta + p * r->d2, r->rho2,
+                             r->B + p * r->d2);
 }
 
 static core_err local_round(struct run *r, const struct lrn_local_ops *ops, size_t t)
@@ -464,9 +464,9 @@ static core_err local_round(struct run *r, const struct lrn_local_ops *ops, size
     for (size_t p = 0; p < r->P; p++) {
         double *Bp = r->B + p * r->d2;
         uint64_t before = r->bytes_model;
-        rc = ops->par_run ? r->rc[p]
-                          : ops->solve(ops->self, p, t, r->Wp + p * r->d2, r->beta + p * r->d2,
-                                       r->rho2, Bp);
+        rc = ops->par_run
+                 ? r->rc[p]
+                 : ops->solve(ops->self, p, t, r->Wp + p * r->d2, r->beta + p * r->d2, r->rho2, Bp);
         r->absent[p] = rc == CORE_ENOTFOUND; /* absent this round: B_p, β_p, W_p kept */
         if (r->absent[p])
             continue;

@@ -32,8 +32,8 @@ struct lrn_pgcd {
     double *m;           /* d: M_i = Σ_ii + ρ₂ */
     double *sqm, *lm, *glm; /* d each, per call: √M_i, λ/M_i, γλ/M_i (the same operations
                              * as inline, hoisted out of the O(d)-per-step scans) */
-    double *bt, *wt, *btt; /* d² each, per call: Bᵀ, Wᵀ, βᵀ (column j contiguous) */
-    double *score;       /* d: scores of the column being refreshed */
+    double *bt, *wt, *btt;  /* d² each, per call: Bᵀ, Wᵀ, βᵀ (column j contiguous) */
+    double *score;          /* d: scores of the column being refreshed */
     double *colmax;      /* d: best score in column j */
     size_t *colarg;      /* d: its row */
 };
@@ -127,8 +127,8 @@ static double grad_at(const struct lrn_pgcd *s, const struct step_ctx *c, size_t
  * solver this file had before issue 9 (tests/learner/test_pgcd.c runs it as an oracle).
  * Without β, be holds +0.0; g + 0.0 differs from g only for g = −0.0, and then u = b
  * unless b = ±0, where z = 0 and the score is 0 either way: the same bits. */
-static double score_one(double dt, double b, double w, double be, double rho2, double m,
-                        double lm, double sqm)
+static double score_one(double dt, double b, double w, double be, double rho2, double m, double lm,
+                        double sqm)
 {
     double g = (dt + rho2 * (b - w)) + be, u = b - g / m;
     double z = lrn_soft_threshold(u, lm);
@@ -147,12 +147,12 @@ static size_t scores_sse2(size_t d, const double *dt, const double *bt, const do
 
     for (; i + 2 <= d; i += 2) {
         __m128d b = _mm_loadu_pd(bt + i), t = _mm_loadu_pd(lm + i);
-        __m128d g = _mm_add_pd(_mm_loadu_pd(dt + i),
-                               _mm_mul_pd(r2, _mm_sub_pd(b, _mm_loadu_pd(wt + i))));
+        __m128d g =
+            _mm_add_pd(_mm_loadu_pd(dt + i), _mm_mul_pd(r2, _mm_sub_pd(b, _mm_loadu_pd(wt + i))));
         __m128d u, gt, lt, z;
         g = _mm_add_pd(g, _mm_loadu_pd(be + i));
         u = _mm_sub_pd(b, _mm_div_pd(g, _mm_loadu_pd(m + i)));
-        gt = _mm_cmpgt_pd(u, t);                  /* u > t (false on NaN, as in C) */
+        gt = _mm_cmpgt_pd(u, t);                   /* u > t (false on NaN, as in C) */
         lt = _mm_cmplt_pd(u, _mm_xor_pd(t, sign)); /* u < −t */
         z = _mm_or_pd(_mm_and_pd(gt, _mm_sub_pd(u, t)),
                       _mm_andnot_pd(gt, _mm_or_pd(_mm_and_pd(lt, _mm_add_pd(u, t)),
@@ -175,8 +175,7 @@ static void column_scores(struct lrn_pgcd *s, const struct step_ctx *c, size_t j
     i = scores_sse2(d, dt, bt, wt, be, c->rho2, s->m, s->lm, s->sqm, s->score);
 #endif
     for (; i < d; i++)
-        s->score[i] = score_one(dt[i], bt[i], wt[i], be[i], c->rho2, s->m[i], s->lm[i],
-                                s->sqm[i]);
+        s->score[i] = score_one(dt[i], bt[i], wt[i], be[i], c->rho2, s->m[i], s->lm[i], s->sqm[i]);
 }
 
 static void column_refresh(struct lrn_pgcd *s, const struct step_ctx *c, size_t j)

@@ -10,10 +10,10 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdint.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -156,8 +156,7 @@ static void set_names(struct lrn_csv *c, char *header)
     }
 }
 
-/* Grow the value buffer to hold at least need doubles (capped by the caller). */
-#define HUGE_BYTES ((size_t)2 << 20) /* x86-64 transparent huge page */
+#define HUGE_BYTES      ((size_t)2 << 20) /* x86-64 transparent huge page */
 #define HINT_MAX_VALUES ((size_t)8 << 20) /* up-front reservation cap: 64 MiB of values */
 
 /* Grow the value buffer to hold at least need doubles (the caller checks the caps). The
