@@ -10,13 +10,13 @@
 #include <string.h>
 #include <time.h>
 
-#include <cblas.h>
 #include <jansson.h>
 
 #include "app.h"
 #include "flags.h"
 #include "core/dp_rng.h"
 #include "core/mem.h"
+#include "core/pool.h"
 #include "lrn/admm.h"
 #include "lrn/baselines.h"
 #include "lrn/config.h"
@@ -69,12 +69,18 @@ static const char learn_help[] =
     "                    non-private methods; DP methods never centre, see docs)\n"
     "  --standardize     also scale each participant's columns to unit variance\n"
     "  --threads N       OpenBLAS threads (default 1; more rarely helps below d = 200)\n"
+    "  --workers N       threads that read the files and run the participants' local\n"
+    "                    solves (fed-sparse) in parallel (default learner.workers = 0:\n"
+    "                    online CPUs, at most 8; 1: none); same result for any N\n"
     "  --no-png          do not run graphviz\n"
     "  --quiet           no per-round progress lines\n"
     "  --trace           per-round diagnostic line instead: h of the sent W and of the\n"
     "                    server's W~, residuals, support changes, largest dual on entries\n"
     "                    a participant did not receive, rho1, alpha, nonzeros up/down\n"
-    "  -h, --help        this text\n"
+    "  -h, --help        this text\n";
+
+/* the rest of the help (one string would pass the 4095 bytes C99 promises) */
+static const char learn_help_more[] =
     "Progress (stderr, one line per ADMM round): round, h(W~) of the server's minimiser,\n"
     "primal and dual residuals, support changes, edges, bytes so far. The run stops when\n"
     "the residuals and h(W~) are under learner.primal_tol / dual_tol / h_tol and the\n"
@@ -109,7 +115,7 @@ static int num(const char *s, double *v)
 /* Overrides are collected first and applied after the method's defaults are set. */
 struct overrides {
     double rounds, rho1, rho2, lambda, gamma, steps, thr, eps, delta, clip, covb, siters, ptol,
-        threads;
+        threads, workers;
 };
 
 /* Integer options: values above 1e9 become 1e9 (then rejected by the option checks with a
@@ -163,6 +169,7 @@ static const struct option learn_opts[] = {
     {"clip", required_argument, 0, 'C'},     {"cov-bound", required_argument, 0, 'b'},
     {"server-iters", required_argument, 0, 'I'}, {"pgcd-tol", required_argument, 0, 'p'},
     {"cov-by-p", no_argument, 0, 'B'},      {"threads", required_argument, 0, 'j'},
+    {"workers", required_argument, 0, 'W'},
     {"no-center", no_argument, 0, 'c'},      {"standardize", no_argument, 0, 's'},
     {"trace", no_argument, 0, 'R'},
     {"no-png", no_argument, 0, 'N'},         {"quiet", no_argument, 0, 'Q'},
@@ -185,6 +192,7 @@ static double *ov_slot(struct overrides *v, int c)
     case 'I': return &v->siters;
     case 'p': return &v->ptol;
     case 'j': return &v->threads;
+    case 'W': return &v->workers;
     default: return NULL;
     }
 }
@@ -231,6 +239,7 @@ static int parse_one(int c, int li, struct learn_args *a, struct overrides *v,
     case 'Q': a->quiet = 1; return 0;
     case 'h':
         fputs(learn_help, stdout);
+        fputs(learn_help_more, stdout);
         fputs(learn_help_exit, stdout);
         fputs(app_common_help, stdout);
         return 1;
@@ -244,7 +253,8 @@ static int parse_args(int argc, char **argv, struct learn_args *a, struct overri
                       enum lrn_method *m)
 {
     int c, li = 0, r;
-    *v = (struct overrides){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    *v = (struct overrides){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
+                            NAN, NAN, NAN, NAN, NAN, NAN, NAN};
     while ((c = getopt_long(argc, argv, "h", learn_opts, &li)) != -1) {
         r = parse_one(c, li, a, v, m);
         if (r != 0)
@@ -291,16 +301,13 @@ static bool on_round(void *arg, const struct lrn_admm_progress *pr)
     return true;
 }
 
-static int load_data(const struct learn_args *a, struct lrn_csv **csv)
+static int load_data(const struct learn_args *a, struct core_pool *pool, struct lrn_csv **csv)
 {
     char eb[1024];
-    for (size_t p = 0; p < a->P; p++) {
-        core_err rc = lrn_csv_read(a->files[p], p ? csv[0]->d : 0, a->min_rows, &csv[p], eb,
-                                   sizeof(eb));
-        if (rc != CORE_OK) {
-            fprintf(stderr, "gcdp learn: %s\n", eb);
-            return -1;
-        }
+    if (lrn_csv_read_all((const char *const *)a->files, a->P, a->min_rows, pool, csv, eb,
+                         sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp learn: %s\n", eb);
+        return -1;
     }
     if (csv[0]->d < 2) {
         fprintf(stderr, "gcdp learn: %s: need at least 2 columns\n", a->files[0]);
@@ -585,9 +592,25 @@ static int run_and_report(struct learn_args *a, struct learn_state *s, size_t d)
     return ret;
 }
 
+/* The worker pool: --workers, else learner.workers; 0 means the online CPUs, at most 8
+ * (P = 8 participants at d = 20; more threads than participants only wait). */
+static int make_pool(const struct core_config *cfg, const struct overrides *v,
+                     struct core_pool **pool)
+{
+    double w = !isnan(v->workers) ? v->workers : (double)core_config_int(cfg, "learner.workers");
+    size_t n = w < 1.0 ? core_pool_cpu_count(8) : (size_t)fmin(w, CORE_POOL_MAX_THREADS);
+
+    if (n > 1 && core_pool_new(n, pool) != CORE_OK) {
+        fprintf(stderr, "gcdp learn: cannot start %zu worker threads\n", n);
+        return -1;
+    }
+    return 0;
+}
+
 int cmd_learn(int argc, char **argv)
 {
     struct core_config *cfg = NULL;
+    struct core_pool *pool = NULL;
     struct learn_args a = {.out = "learned", .min_rows = 10, .png = 1};
     struct learn_state s = {0};
     struct overrides ov;
@@ -600,10 +623,12 @@ int cmd_learn(int argc, char **argv)
         return learn_serve(argc, argv);
     if (app_help_requested(argc, argv)) { /* also as a flag's value: help, never a run */
         fputs(learn_help, stdout);
+        fputs(learn_help_more, stdout);
         fputs(learn_help_exit, stdout);
         fputs(app_common_help, stdout);
         return APP_EXIT_OK;
     }
+    lrn_blas_set_threads(1); /* first: OpenBLAS's idle workers spin from load time on */
     if (app_config_load(&argc, argv, &cfg) != CORE_OK)
         goto out;
     pr = parse_args(argc, argv, &a, &ov, &m);
@@ -611,7 +636,11 @@ int cmd_learn(int argc, char **argv)
         ret = pr > 0 ? APP_EXIT_OK : APP_EXIT_USAGE;
         goto out;
     }
-    if (load_data(&a, s.csv) != 0) { /* bad data is a runtime failure (exit 1), as in calibrate */
+    if (make_pool(cfg, &ov, &pool) != 0) {
+        ret = APP_EXIT_FAILURE;
+        goto out;
+    }
+    if (load_data(&a, pool, s.csv) != 0) { /* bad data is a runtime failure (exit 1), as in calibrate */
         ret = APP_EXIT_FAILURE;
         goto out;
     }
@@ -621,7 +650,8 @@ int cmd_learn(int argc, char **argv)
         s.n[p] = s.csv[p]->n;
     }
     a.ro = lrn_runner_opts_default(m, d);
-    openblas_set_num_threads(isnan(ov.threads) || ov.threads < 1 ? 1 : (int)fmin(ov.threads, 64));
+    a.ro.pool = pool;
+    lrn_blas_set_threads(isnan(ov.threads) || ov.threads < 1 ? 1 : (int)fmin(ov.threads, 64));
     if (apply_config_keys(cfg, d, &a.ro, &s) != 0)
         goto out;
     apply_overrides(&a.ro, &ov);
@@ -632,7 +662,7 @@ int cmd_learn(int argc, char **argv)
     if (a.standardize)
         a.ro.standardize = true;
     if (!isnan(ov.threads))
-        openblas_set_num_threads(ov.threads < 1 ? 1 : (int)fmin(ov.threads, 64));
+        lrn_blas_set_threads(ov.threads < 1 ? 1 : (int)fmin(ov.threads, 64));
     if (a.truth && lrn_graph_read(a.truth, d, &s.truth, &dt, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp learn: %s\n", eb);
         ret = APP_EXIT_FAILURE;
@@ -655,5 +685,6 @@ out:
     free(s.m_public);
     json_decref(s.report);
     core_config_free(cfg);
+    core_pool_free(pool);
     return ret;
 }

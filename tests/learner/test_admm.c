@@ -373,7 +373,7 @@ static core_err fixed_solve(void *self, size_t p, size_t t, const double *W,
 Test(admm, pluggable_local_solver_reaches_consensus)
 {
     double target[9] = {0, 0.9, -0.6, 0, 0, 1.2, 0, 0, 0}, W[9], raw[9];
-    struct lrn_local_ops ops = {fixed_solve, target};
+    struct lrn_local_ops ops = {fixed_solve, target, NULL, NULL};
     struct lrn_admm_opts o = lrn_admm_opts_default();
     struct lrn_admm_result res;
 
@@ -396,7 +396,7 @@ static core_err failing_solve(void *self, size_t p, size_t t, const double *W,
 
 Test(admm, local_solver_error_aborts_the_run)
 {
-    struct lrn_local_ops ops = {failing_solve, NULL};
+    struct lrn_local_ops ops = {failing_solve, NULL, NULL, NULL};
     struct lrn_admm_opts o = lrn_admm_opts_default();
     struct lrn_admm_result res;
     double W[9];
@@ -459,7 +459,7 @@ static bool count_up(void *arg, const struct lrn_admm_progress *pr)
 
 Test(admm, participants_do_not_send_entries_below_b_sparsify)
 {
-    struct lrn_local_ops ops = {tiny_solve, NULL};
+    struct lrn_local_ops ops = {tiny_solve, NULL, NULL, NULL};
     struct lrn_admm_opts o = lrn_admm_opts_default();
     struct lrn_admm_result res;
     struct up_count u = {0, SIZE_MAX};
@@ -519,7 +519,7 @@ static bool log_rho(void *arg, const struct lrn_admm_progress *pr)
 Test(admm, every_round_schedule_grows_both_penalties_to_the_cap)
 {
     double target[9] = {0, 0.9, 0, 0, 0, 1.2, 0, 0, 0}, W[9];
-    struct lrn_local_ops ops = {fixed_solve, target};
+    struct lrn_local_ops ops = {fixed_solve, target, NULL, NULL};
     struct lrn_admm_opts o = lrn_admm_opts_default();
     struct lrn_admm_result res;
     struct rho_log lg = {{0}, {0}, 0};
@@ -566,7 +566,7 @@ static bool log_sched(void *arg, const struct lrn_admm_progress *pr)
 Test(admm, on_stall_schedule_doubles_rho1_only_when_h_stalls)
 {
     double cyc[9] = {0, 1.5, 0, 1.2, 0, 0, 0, 0, 0}, W[9];
-    struct lrn_local_ops ops = {fixed_solve, cyc};
+    struct lrn_local_ops ops = {fixed_solve, cyc, NULL, NULL};
     struct lrn_admm_opts o = lrn_admm_opts_default();
     struct lrn_admm_result res;
     struct sched_log lg;
@@ -632,7 +632,7 @@ static bool log_drop(void *arg, const struct lrn_admm_progress *pr)
 
 Test(admm, dropped_entries_do_not_accumulate_duals)
 {
-    struct lrn_local_ops ops = {gap_solve, NULL};
+    struct lrn_local_ops ops = {gap_solve, NULL, NULL, NULL};
     struct lrn_admm_opts o = lrn_admm_opts_default();
     struct lrn_admm_result res;
     struct drop_log lg;

@@ -30,7 +30,7 @@
  * Both directions: every participant uploads B_p, the server sends W to each of P.
  *
  * Thread-safety: lrn_admm_run() is reentrant; the local ops are called from the calling
- * thread, one participant after another.
+ * thread, one participant after another, unless they bring a par_run (below).
  */
 #ifndef LRN_ADMM_H
 #define LRN_ADMM_H
@@ -62,6 +62,15 @@ struct lrn_local_ops {
     core_err (*solve)(void *self, size_t p, size_t t, const double *W, const double *beta_p,
                       double rho2, double *B_p);
     void *self;
+    /* Optional parallel-for (STYLE P10: threads come from outside, e.g. core_pool_run):
+     * call fn(arg, i) once for each i in [0, n) and return when all have returned. When
+     * set, the driver makes the P solve() calls of a round through it, so calls for
+     * different p may overlap: set it only for a solver whose calls share no mutable state.
+     * Each call writes only its own B_p; the driver then handles the answers in participant
+     * order as before, so W, the duals and the round count do not depend on the threads.
+     * NULL: solve() is called for p = 0..P−1 in order on the driver's thread. */
+    void (*par_run)(void *par, size_t n, void (*fn)(void *arg, size_t i), void *arg);
+    void *par;
 };
 
 enum lrn_wire { LRN_WIRE_SPARSE = 0, LRN_WIRE_DENSE = 1 };

@@ -49,7 +49,8 @@ CORE_MUST_CHECK core_err lrn_runner_opts_from_config(const struct core_config *c
  * The learner's matrices are small (d ≤ a few hundred) and OpenBLAS worker threads
  * busy-wait: measured on the shared 2-core machine, `gcdp learn` at d = 200 took 265 s
  * wall / 95 s CPU with the default threads and 44 s wall / 28 s CPU with one thread (same
- * result). Call once at startup, before any learner work; not thread-safe.
+ * result). n = 1 also stops the workers OpenBLAS started at load time (they spin for
+ * ~0.1 s otherwise). Call at startup, before any learner work; not thread-safe.
  *   n  ≥ 1 (values < 1 are treated as 1). */
 void lrn_blas_set_threads(int n);
 

@@ -5,7 +5,7 @@
  * same number of fields; an optional first header line (detected when its first field is
  * not a number) naming the columns; blank lines are not allowed inside the data. Every
  * error message names the file and the 1-based line (and field) at fault.
- * Thread-safety: reentrant (no global state).
+ * Thread-safety: reentrant (no global state); lrn_csv_read_all() uses the pool it is given.
  */
 #ifndef LRN_CSVIO_H
 #define LRN_CSVIO_H
@@ -37,6 +37,19 @@ struct lrn_csv {
  * (width differs from expect_d, too few rows). */
 CORE_MUST_CHECK core_err lrn_csv_read(const char *path, size_t expect_d, size_t min_rows,
                                       struct lrn_csv **out, char *eb, size_t ebn);
+
+struct core_pool;
+
+/* Read n files as lrn_csv_read(paths[i], i ? d of file 0 : 0, min_rows, ...) in order
+ * would, the files spread over pool's threads (NULL: one after another).
+ *   out  n slots; on CORE_OK each a new object (free each with lrn_csv_free()); on failure
+ *        all NULL.
+ *   eb   on failure the message of the first file (in order) that fails, as the
+ *        sequential loop would give it.
+ * Returns what lrn_csv_read returns for that file. */
+CORE_MUST_CHECK core_err lrn_csv_read_all(const char *const *paths, size_t n, size_t min_rows,
+                                          struct core_pool *pool, struct lrn_csv **out, char *eb,
+                                          size_t ebn);
 
 /* NULL is a no-op. */
 void lrn_csv_free(struct lrn_csv *csv);

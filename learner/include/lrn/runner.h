@@ -22,6 +22,7 @@
 
 #include "core/dp_rng.h"
 #include "core/err.h"
+#include "core/pool.h"
 #include "lrn/admm.h"
 #include "lrn/dppgcd.h"
 #include "lrn/notears.h"
@@ -56,6 +57,9 @@ struct lrn_runner_opts {
                                      * non-private methods only: see lrn_runner_run() */
     bool standardize;               /* ... and scales them to unit variance (default false) */
     bool rescale;                   /* ... or all by one factor to unit mean variance (false) */
+    struct core_pool *pool;         /* borrowed, optional (default NULL): fed-sparse runs the
+                                     * participants' local solves of a round on it; the
+                                     * result is bit-identical for any thread count */
 };
 
 /* The paper's tuned defaults (Appendix B.3) for method m at dimension d:

@@ -357,6 +357,7 @@ struct run {
     uint64_t bytes_model, bytes_wire, bytes_up_model;
     size_t nnz_up, nnz_down;
     uint8_t *absent;         /* P: participant absent this round (solve returned ENOTFOUND) */
+    core_err *rc;            /* P: solve()'s answers of this round (par_run only) */
     size_t present;          /* participants present this round */
 };
 
@@ -373,6 +374,7 @@ static void run_free(struct run *r)
     free(r->buf);
     free(r->xprev);
     free(r->absent);
+    free(r->rc);
     if (r->x)
         lbfgs_free(r->x);
     lrn_acyclic_ws_free(r->ws);
@@ -405,6 +407,7 @@ static core_err run_init(struct run *r, size_t d, size_t P, const struct lrn_adm
     r->x = lbfgs_malloc((int)r->d2);
     r->xprev = core_xcalloc(r->d2, sizeof(double));
     r->absent = core_xcalloc(P, 1);
+    r->rc = core_xcalloc(P, sizeof(*r->rc));
     r->present = P;
     if (!r->x)
         return CORE_ENOMEM;
@@ -432,6 +435,21 @@ static core_err transmit(struct run *r, double *M, size_t copies, size_t *nnz_ou
     return CORE_OK;
 }
 
+/* The P solve() calls of one round through ops->par_run: each writes only B_p and rc[p]. */
+struct par_round {
+    struct run *r;
+    const struct lrn_local_ops *ops;
+    size_t t;
+};
+
+static void par_solve(void *arg, size_t p)
+{
+    struct par_round *j = arg;
+    struct run *r = j->r;
+    r->rc[p] = j->ops->solve(j->ops->self, p, j->t, r->Wp + p * r->d2, r->beta + p * r->d2, r->rho2,
+                             r->B + p * r->d2);
+}
+
 static core_err local_round(struct run *r, const struct lrn_local_ops *ops, size_t t)
 {
     size_t nnz;
@@ -439,10 +457,16 @@ static core_err local_round(struct run *r, const struct lrn_local_ops *ops, size
 
     r->nnz_up = 0;
     r->present = 0;
+    if (ops->par_run) {
+        struct par_round job = {r, ops, t};
+        ops->par_run(ops->par, r->P, par_solve, &job);
+    }
     for (size_t p = 0; p < r->P; p++) {
         double *Bp = r->B + p * r->d2;
         uint64_t before = r->bytes_model;
-        rc = ops->solve(ops->self, p, t, r->Wp + p * r->d2, r->beta + p * r->d2, r->rho2, Bp);
+        rc = ops->par_run
+                 ? r->rc[p]
+                 : ops->solve(ops->self, p, t, r->Wp + p * r->d2, r->beta + p * r->d2, r->rho2, Bp);
         r->absent[p] = rc == CORE_ENOTFOUND; /* absent this round: B_p, β_p, W_p kept */
         if (r->absent[p])
             continue;
@@ -847,7 +871,7 @@ struct lrn_pgcd_local {
     size_t d, P;
     struct lrn_pgcd **s;
     struct lrn_pgcd_opts o;
-    uint64_t steps;
+    uint64_t *steps; /* P: per participant, so that solves of one round may run at once */
 };
 
 static core_err pgcd_local_solve(void *self, size_t p, size_t t, const double *W,
@@ -862,7 +886,7 @@ static core_err pgcd_local_solve(void *self, size_t p, size_t t, const double *W
         return CORE_EINVAL;
     rc = lrn_pgcd_solve(l->s[p], &l->o, W, beta_p, rho2, B_p, &st);
     if (rc == CORE_OK)
-        l->steps += st.steps;
+        l->steps[p] += st.steps;
     return rc;
 }
 
@@ -882,6 +906,7 @@ core_err lrn_pgcd_local_new(size_t d, size_t P, const double *const *sigma,
     l->P = P;
     l->o = *o;
     l->s = core_xcalloc(P, sizeof(*l->s)); // NOLINT(bugprone-sizeof-expression): array of pointers
+    l->steps = core_xcalloc(P, sizeof(*l->steps));
     for (size_t p = 0; p < P && rc == CORE_OK; p++)
         rc = lrn_pgcd_new(d, sigma[p], &l->s[p]);
     if (rc != CORE_OK) {
@@ -899,16 +924,20 @@ void lrn_pgcd_local_free(struct lrn_pgcd_local *l)
     for (size_t p = 0; p < l->P; p++)
         lrn_pgcd_free(l->s[p]);
     free(l->s);
+    free(l->steps);
     free(l);
 }
 
 struct lrn_local_ops lrn_pgcd_local_ops(struct lrn_pgcd_local *l)
 {
-    struct lrn_local_ops ops = {pgcd_local_solve, l};
-    return ops;
+    struct lrn_local_ops ops = {pgcd_local_solve, l, NULL, NULL};
+    return ops; /* the participants' solvers share nothing: par_run may be set by the caller */
 }
 
 uint64_t lrn_pgcd_local_steps(const struct lrn_pgcd_local *l)
 {
-    return l->steps;
+    uint64_t n = 0;
+    for (size_t p = 0; p < l->P; p++)
+        n += l->steps[p];
+    return n;
 }

@@ -58,6 +58,10 @@ const struct core_cfg_key lrn_config_keys[] = {
            "Sigma_p = X'X/n_p, or X'X/(n_p*P) as notears-admm does"),
     K_INT("learner.blas_threads", "1", 1, 256,
           "OpenBLAS threads for the learner (1: small matrices; worker threads busy-wait)"),
+    K_INT("learner.workers", "0", 0, 64,
+          "gcdp learn: threads that read the participant files and run the participants' "
+          "local solves of a round (fed-sparse); 0: online CPUs, at most 8; 1: none. The "
+          "result is the same for any value"),
     K_INT("learner.lbfgs.max_iter", "100", 1, 100000, "server L-BFGS iterations per round"),
     K_DBL("learner.lbfgs.epsilon", "1e-6", 1e-16, 0.5, "liblbfgs relative gradient tolerance"),
     K_DBL("learner.lbfgs.wtol", "1e-6", 0, 1,

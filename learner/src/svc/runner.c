@@ -135,6 +135,43 @@ static unsigned cov_flags(const struct lrn_runner_opts *o)
            (o->rescale ? LRN_COV_RESCALE : 0u);
 }
 
+/* lrn_local_ops.par_run on a core_pool. */
+static void pool_run(void *par, size_t n, void (*fn)(void *arg, size_t i), void *arg)
+{
+    core_pool_run(par, n, fn, arg);
+}
+
+/* Each participant's Σ_p into its own slot of sig, on o->pool when there is one. */
+struct cov_job {
+    const struct lrn_runner_opts *o;
+    size_t d, P;
+    const double *const *x;
+    const size_t *n;
+    double *sig;
+    core_err *rc;
+};
+
+static void cov_one(void *arg, size_t p)
+{
+    struct cov_job *j = arg;
+    j->rc[p] = lrn_covariance_ex(j->n[p], j->d, j->x[p], j->o->fs_cov_by_p ? (double)j->P : 1.0,
+                                 cov_flags(j->o), j->sig + p * j->d * j->d);
+}
+
+static core_err covariances(const struct lrn_runner_opts *o, size_t d, size_t P,
+                            const double *const *x, const size_t *n,
+                            double *sig) // NOLINT(readability-non-const-parameter): the jobs write it
+{
+    core_err *rc = core_xcalloc(P, sizeof(*rc)), ret = CORE_OK;
+    struct cov_job job = {o, d, P, x, n, sig, rc};
+
+    core_pool_run(o->pool, P, cov_one, &job);
+    for (size_t p = 0; p < P && ret == CORE_OK; p++)
+        ret = rc[p]; /* the first failure in participant order */
+    free(rc);
+    return ret;
+}
+
 static core_err run_fed_sparse(const struct lrn_runner_opts *o, size_t d, size_t P,
                                const double *const *x, const size_t *n,
                                lrn_admm_progress_fn *cb, void *cb_arg, double *W,
@@ -146,15 +183,17 @@ static core_err run_fed_sparse(const struct lrn_runner_opts *o, size_t d, size_t
     struct lrn_local_ops ops;
     core_err rc = CORE_OK;
 
-    for (size_t p = 0; rc == CORE_OK && p < P; p++) {
-        rc = lrn_covariance_ex(n[p], d, x[p], o->fs_cov_by_p ? (double)P : 1.0, cov_flags(o),
-                               sig + p * d * d);
+    rc = covariances(o, d, P, x, n, sig);
+    for (size_t p = 0; p < P; p++)
         sp[p] = sig + p * d * d;
-    }
     if (rc == CORE_OK)
         rc = lrn_pgcd_local_new(d, P, sp, &o->pgcd, &loc);
     if (rc == CORE_OK) {
         ops = lrn_pgcd_local_ops(loc);
+        if (core_pool_threads(o->pool) > 1) { /* PGCD solvers share nothing (admm.c) */
+            ops.par_run = pool_run;
+            ops.par = o->pool;
+        }
         rc = lrn_admm_run(d, P, &ops, &o->admm, cb, cb_arg, W, NULL, &res->admm);
         res->local_steps = lrn_pgcd_local_steps(loc);
     }
