@@ -41,6 +41,24 @@ Test(admm_config, defaults_are_the_paper_tuned_values)
     cr_assert_eq(a.schedule, LRN_RHO_ON_STALL);
     cr_assert_float_eq(a.rho1_growth, lrn_admm_opts_default().rho1_growth, 0.0);
     cr_assert_float_eq(a.rho_max, lrn_admm_opts_default().rho_max, 0.0);
+    /* the tuned defaults (docs/learner.md, seeds 100-109), stated once in the key rows */
+    struct lrn_admm_opts d = lrn_admm_opts_default();
+    cr_assert_eq(d.max_rounds, 100);
+    cr_assert_eq(d.rho1, 1000.0);
+    cr_assert_eq(d.rho1_growth, 2.0);
+    cr_assert_eq(d.h_stall, 0.9);
+    cr_assert_eq(d.h_tol, 1e-5);
+    cr_assert_eq(d.primal_tol, 0.03);
+    cr_assert_eq(d.dual_tol, 0.01);
+    cr_assert_eq(d.stable_rounds, 10);
+    cr_assert_eq(d.rho1_h_floor, 1e-5);
+    cr_assert_eq(d.w_keep, 1.0);
+    cr_assert(d.down_own_support && d.enforce_dag && d.acyc_on_server);
+    cr_assert_eq(d.w_sparsify, 0.1);
+    cr_assert_eq(d.b_sparsify, 0.02);
+    cr_assert_eq(d.lbfgs_max_iter, 100);
+    cr_assert_eq(d.lbfgs_epsilon, 1e-6);
+    cr_assert_eq(d.lbfgs_wtol, 1e-6);
     /* Table 5, eps = 5: K = 20; C = 50 is our measured choice (docs/learner.md) */
     cr_assert_float_eq(dp.clip, 50.0, 0.0);
     cr_assert_eq(dp.steps, 20);

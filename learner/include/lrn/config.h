@@ -12,6 +12,12 @@
 /* Terminated by a {NULL} row. */
 extern const struct core_cfg_key lrn_config_keys[];
 
+/* Binding groups of lrn_config_keys (core_cfg_defaults / core_cfg_read): the options structs
+ * whose keys, defaults, ranges and help are stated only in the table. */
+enum lrn_keys_group {
+    LRN_KEYS_ADMM = 1 /* struct lrn_admm_opts (lrn/admm.h): its numeric and bool fields */
+};
+
 struct lrn_admm_opts;
 struct lrn_pgcd_opts;
 struct lrn_dppgcd_opts;

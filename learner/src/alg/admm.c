@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "core/mem.h"
+#include "lrn/config.h"
 #include "lrn/acyclic.h"
 #include "lrn/pgcd.h"
 
@@ -47,31 +48,19 @@
 struct lrn_admm_opts lrn_admm_opts_default(void)
 {
     struct lrn_admm_opts o = {
-        .max_rounds = 100,
-        .rho1 = 1000.0,
-        .rho2 = 1.0,
-        .rho1_growth = 2.0,
-        .rho2_growth = 1.0,
-        .rho_max = 1e16,
         .schedule = LRN_RHO_ON_STALL,
-        .h_stall = 0.9,
-        .h_tol = 1e-5,
-        .primal_tol = 0.03,
-        .dual_tol = 0.01,
-        .stable_rounds = 10,
         .acyc_on_server = true,
-        .rho1_h_floor = 1e-5,
-        .w_keep = 1.0,
-        .down_own_support = true,
-        .w_threshold = 0.3,
-        .w_sparsify = 0.1,
-        .b_sparsify = 0.02,
-        .enforce_dag = true,
         .wire = LRN_WIRE_SPARSE,
-        .lbfgs_max_iter = 100,
-        .lbfgs_epsilon = 1e-6,
-        .lbfgs_wtol = 1e-6,
     };
+    char eb[160];
+
+    /* The tuned defaults (rounds, rho1/rho2 and their growth, h_stall, the stopping rule's
+     * tolerances, w_keep, thresholds and sparsification, L-BFGS) are the learner.* rows of
+     * lrn_config_keys, stated once there (chosen on tuning seeds, docs/learner.md);
+     * core_config_new and tests/learner check them. Were one not to fit, its field stays 0
+     * and lrn_admm_opts_check refuses the options. */
+    if (core_cfg_defaults(lrn_config_keys, LRN_KEYS_ADMM, &o, eb, sizeof(eb)) != CORE_OK)
+        o.max_rounds = 0;
     return o;
 }
 

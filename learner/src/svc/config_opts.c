@@ -14,32 +14,12 @@
 static void read_admm(const struct core_config *cfg, struct lrn_admm_opts *o)
 {
     *o = lrn_admm_opts_default();
-    o->max_rounds = (size_t)core_config_int(cfg, "learner.rounds");
-    o->rho1 = core_config_double(cfg, "learner.rho1");
-    o->rho2 = core_config_double(cfg, "learner.rho2");
+    core_cfg_read(cfg, lrn_config_keys, LRN_KEYS_ADMM, o); /* the table's bound rows */
     o->schedule = strcmp(core_config_str(cfg, "learner.rho_schedule"), "every_round") == 0
                       ? LRN_RHO_EVERY_ROUND
                       : LRN_RHO_ON_STALL;
-    o->rho1_growth = core_config_double(cfg, "learner.rho1_growth");
-    o->rho2_growth = core_config_double(cfg, "learner.rho2_growth");
-    o->rho_max = core_config_double(cfg, "learner.rho_max");
-    o->h_stall = core_config_double(cfg, "learner.h_stall");
-    o->h_tol = core_config_double(cfg, "learner.h_tol");
-    o->primal_tol = core_config_double(cfg, "learner.primal_tol");
-    o->dual_tol = core_config_double(cfg, "learner.dual_tol");
-    o->stable_rounds = (size_t)core_config_int(cfg, "learner.stable_rounds");
-    o->rho1_h_floor = core_config_double(cfg, "learner.rho1_h_floor");
-    o->w_keep = core_config_double(cfg, "learner.w_keep");
-    o->down_own_support = core_config_bool(cfg, "learner.down_own_support");
-    o->w_threshold = core_config_double(cfg, "learner.w_threshold");
-    o->w_sparsify = core_config_double(cfg, "learner.w_sparsify");
-    o->b_sparsify = core_config_double(cfg, "learner.b_sparsify");
-    o->enforce_dag = core_config_bool(cfg, "learner.enforce_dag");
     o->wire = strcmp(core_config_str(cfg, "learner.wire"), "dense") == 0 ? LRN_WIRE_DENSE
                                                                           : LRN_WIRE_SPARSE;
-    o->lbfgs_max_iter = (size_t)core_config_int(cfg, "learner.lbfgs.max_iter");
-    o->lbfgs_epsilon = core_config_double(cfg, "learner.lbfgs.epsilon");
-    o->lbfgs_wtol = core_config_double(cfg, "learner.lbfgs.wtol");
 }
 
 static core_err read_m_public(const struct core_config *cfg, size_t d, double *m, char *eb,
