@@ -695,13 +695,13 @@ static core_err prefix_err(core_err rc, const char *prefix, char *eb, size_t ebn
     return rc;
 }
 
-static core_err parse_header(const json_t *j, struct cal_theta *t, char *eb, size_t ebn)
+/* schema, version, mode, the provenance strings, reason and n_cal. */
+static core_err parse_identity(const json_t *j, struct cal_theta *t, char *eb, size_t ebn)
 {
     char schema[32] = "";
     json_int_t iv = 0;
     int e = 0;
     core_err rc;
-    const json_t *ec = json_object_get(j, "eps_cal"), *se = json_object_get(j, "sensitivity");
 
     if ((rc = get_str(j, "schema", true, schema, sizeof(schema), eb, ebn)) != CORE_OK)
         return rc;
@@ -726,6 +726,14 @@ static core_err parse_header(const json_t *j, struct cal_theta *t, char *eb, siz
     if ((rc = get_int(j, "n_cal", 0, INT64_MAX, &iv, eb, ebn)) != CORE_OK)
         return rc;
     t->n_cal = (uint64_t)iv;
+    return CORE_OK;
+}
+
+/* eps_cal {G, tau, mu, xi[, total]}; total, when present, must be their sum. */
+static core_err parse_eps_cal(const json_t *ec, struct cal_theta *t, char *eb, size_t ebn)
+{
+    core_err rc;
+
     if (!json_is_object(ec))
         PFAIL(CORE_EPARSE, "eps_cal: missing or not an object {G,tau,mu,xi}");
     if ((rc = get_num(ec, "G", true, &t->eps_cal.G, eb, ebn)) ||
@@ -742,6 +750,15 @@ static core_err parse_header(const json_t *j, struct cal_theta *t, char *eb, siz
         if (!(fabs(tot - cal_theta_eps_cal_total(t)) <= 1e-12 * (1.0 + tot)))
             PFAIL(CORE_EINVAL, "eps_cal.total: not G + tau + mu + xi");
     }
+    return CORE_OK;
+}
+
+/* sensitivity {choice, delta_S, delta_mu, delta_xi, delta_U}. */
+static core_err parse_sensitivity(const json_t *se, struct cal_theta *t, char *eb, size_t ebn)
+{
+    int e = 0;
+    core_err rc;
+
     if (!json_is_object(se))
         PFAIL(CORE_EPARSE, "sensitivity: missing or not an object");
     if ((rc = check_keys(se, "sensitivity", sens_keys, eb, ebn)) != CORE_OK)
@@ -754,6 +771,19 @@ static core_err parse_header(const json_t *j, struct cal_theta *t, char *eb, siz
         (rc = get_num(se, "delta_xi", true, &t->delta_xi, eb, ebn)) ||
         (rc = get_num(se, "delta_U", true, &t->delta_U, eb, ebn)))
         return prefix_err(rc, "sensitivity.", eb, ebn);
+    return CORE_OK;
+}
+
+/* The header of a theta document: identity, eps_cal, sensitivity and task. */
+static core_err parse_header(const json_t *j, struct cal_theta *t, char *eb, size_t ebn)
+{
+    int e = 0;
+    core_err rc;
+
+    if ((rc = parse_identity(j, t, eb, ebn)) != CORE_OK ||
+        (rc = parse_eps_cal(json_object_get(j, "eps_cal"), t, eb, ebn)) != CORE_OK ||
+        (rc = parse_sensitivity(json_object_get(j, "sensitivity"), t, eb, ebn)) != CORE_OK)
+        return rc;
     if ((rc = get_enum(j, "task", "aggregate", "classify", &e, eb, ebn)) != CORE_OK)
         return rc;
     t->task = (enum cal_task)e;
