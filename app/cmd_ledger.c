@@ -126,7 +126,8 @@ static int scan_file(const char *path, struct scan *s, const char *prefix,
         fprintf(stderr, "gcdp ledger: %s\n", eb);
         return APP_EXIT_FAILURE;
     }
-    qsort(s->ids, s->n_ids, sizeof(*s->ids), by_id);
+    if (s->n_ids > 0) /* qsort of NULL is undefined even for 0 elements */
+        qsort(s->ids, s->n_ids, sizeof(*s->ids), by_id);
     for (size_t i = 1; ex == APP_EXIT_OK && i < s->n_ids; i++)
         if (strcmp(s->ids[i - 1].id, s->ids[i].id) == 0) {
             fprintf(stderr, "gcdp ledger: release id '%s' committed twice: corrupt ledger\n",
@@ -254,7 +255,8 @@ static int carried_units(struct scan *s, const struct core_dp_scheme *old,
     struct carried *v = NULL;
     size_t n = 0, cap = 0, i = 0, m = 0;
 
-    qsort(s->v, s->n, sizeof(*s->v), by_unit);
+    if (s->n > 0) /* none when --unit matches nothing */
+        qsort(s->v, s->n, sizeof(*s->v), by_unit);
     while (i < s->n) { /* total per old unit, then its new units */
         struct core_dp_cost tot = {0, 0, 0};
         size_t j = i;
@@ -270,7 +272,8 @@ static int carried_units(struct scan *s, const struct core_dp_scheme *old,
         }
         i = j;
     }
-    qsort(v, n, sizeof(*v), by_carried);
+    if (n > 0)
+        qsort(v, n, sizeof(*v), by_carried);
     for (i = 0; i < n; i++) { /* the maximum over the old units each new unit overlaps */
         if (m > 0 && strcmp(v[m - 1].unit, v[i].unit) == 0) {
             if (core_dp_cost_max(&v[m - 1].cost, &v[i].cost) != CORE_OK)
@@ -369,7 +372,8 @@ static void print_units(struct scan *s, int as_json, const struct core_dp_cost *
     size_t i = 0, n_units = 0;
     struct core_dp_cost worst = {0, 0, 0};
 
-    qsort(s->v, s->n, sizeof(*s->v), by_unit);
+    if (s->n > 0) /* none when --unit matches nothing */
+        qsort(s->v, s->n, sizeof(*s->v), by_unit);
     if (!as_json)
         printf("%-40s %9s %14s %12s %12s %14s\n", "unit", "releases", "eps", "delta", "rho",
                "eps_remaining");
