@@ -210,6 +210,58 @@ static int wait_for_signal(struct core_broker *b, int fd)
     }
 }
 
+/* Create the broker (o->port: fixed ports from there, each checked free first). Returns
+ * CORE_OK or a failure after the message. */
+static core_err start_broker(const struct broker_opts *o, const char **topics,
+                             struct core_broker **b)
+{
+    char eb[512] = "";
+
+    if (o->port) {
+        for (long i = 0; i < o->brokers; i++)
+            if (o->port + i > 65535 || !broker_bind_port_free((int)(o->port + i))) {
+                fprintf(stderr, "gcdp broker: port %ld on 127.0.0.1 is in use\n", o->port + i);
+                return CORE_EIO;
+            }
+        broker_bind_fix_ports((int)o->port);
+    }
+    if (core_broker_new((int)o->brokers, topics, NTOPIC_KEYS, (int)o->partitions, b, eb,
+                        sizeof(eb)) != CORE_OK) {
+        broker_bind_fix_ports(0);
+        fprintf(stderr, "gcdp broker: %s\n", eb);
+        return CORE_EIO;
+    }
+    broker_bind_fix_ports(0);
+    return CORE_OK;
+}
+
+/* The control FIFO o->control (replacing any file there); *fd its descriptor. */
+static core_err open_control(const struct broker_opts *o, int *fd)
+{
+    unlink(o->control);
+    /* O_RDWR keeps the FIFO open with no writer, so reads never see EOF. */
+    if (mkfifo(o->control, 0600) != 0 || (*fd = open(o->control, O_RDWR | O_NONBLOCK)) < 0) {
+        fprintf(stderr, "gcdp broker: cannot create control FIFO '%s'\n", o->control);
+        return CORE_EIO;
+    }
+    return CORE_OK;
+}
+
+/* The development-only banner on stderr and the BOOTSTRAP line on stdout. */
+static void announce(const struct broker_opts *o, struct core_broker *b)
+{
+    fprintf(stderr,
+            "gcdp broker: embedded in-memory development/test broker (NOT for production);\n"
+            "  %ld broker(s), %zu topics x %ld partitions; retention is fixed by the mock at\n"
+            "  %u MiB or %u batches PER PARTITION (older records are dropped); no persistence.\n"
+            "  bootstrap file: %s (use --set broker.bootstrap=@%s)\n",
+            o->brokers, NTOPIC_KEYS + o->nextra, o->partitions,
+            CORE_BROKER_RETENTION_BYTES >> 20, CORE_BROKER_RETENTION_BATCHES,
+            o->bootstrap_file, o->bootstrap_file);
+    printf("BOOTSTRAP %s\n", core_broker_bootstrap(b));
+    fflush(stdout);
+}
+
 int cmd_broker(int argc, char **argv)
 {
     struct core_config *cfg = NULL;
@@ -217,7 +269,6 @@ int cmd_broker(int argc, char **argv)
     struct broker_opts o = {"run/kafka.bootstrap", 0, 1, 0, {NULL}, 0, NULL};
     const char *topics[NTOPIC_KEYS];
     sigset_t set;
-    char eb[512] = "";
     int rc = APP_EXIT_FAILURE, ret, sig, ctl = -1;
 
     if (app_help_requested(argc, argv)) {
@@ -239,45 +290,15 @@ int cmd_broker(int argc, char **argv)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
-    if (o.port) {
-        for (long i = 0; i < o.brokers; i++)
-            if (o.port + i > 65535 || !broker_bind_port_free((int)(o.port + i))) {
-                fprintf(stderr, "gcdp broker: port %ld on 127.0.0.1 is in use\n", o.port + i);
-                goto out;
-            }
-        broker_bind_fix_ports((int)o.port);
-    }
-    if (core_broker_new((int)o.brokers, topics, NTOPIC_KEYS, (int)o.partitions, &b, eb,
-                        sizeof(eb)) != CORE_OK) {
-        broker_bind_fix_ports(0);
-        fprintf(stderr, "gcdp broker: %s\n", eb);
+    if (start_broker(&o, topics, &b) != CORE_OK || create_extra(b, &o) != CORE_OK)
         goto out;
-    }
-    broker_bind_fix_ports(0);
-    if (create_extra(b, &o) != CORE_OK)
+    if (o.control && open_control(&o, &ctl) != CORE_OK)
         goto out;
-    if (o.control) {
-        unlink(o.control);
-        /* O_RDWR keeps the FIFO open with no writer, so reads never see EOF. */
-        if (mkfifo(o.control, 0600) != 0 || (ctl = open(o.control, O_RDWR | O_NONBLOCK)) < 0) {
-            fprintf(stderr, "gcdp broker: cannot create control FIFO '%s'\n", o.control);
-            goto out;
-        }
-    }
     if (write_bootstrap(o.bootstrap_file, core_broker_bootstrap(b)) != CORE_OK) {
         fprintf(stderr, "gcdp broker: cannot write bootstrap file '%s'\n", o.bootstrap_file);
         goto out;
     }
-    fprintf(stderr,
-            "gcdp broker: embedded in-memory development/test broker (NOT for production);\n"
-            "  %ld broker(s), %zu topics x %ld partitions; retention is fixed by the mock at\n"
-            "  %u MiB or %u batches PER PARTITION (older records are dropped); no persistence.\n"
-            "  bootstrap file: %s (use --set broker.bootstrap=@%s)\n",
-            o.brokers, NTOPIC_KEYS + o.nextra, o.partitions,
-            CORE_BROKER_RETENTION_BYTES >> 20, CORE_BROKER_RETENTION_BATCHES,
-            o.bootstrap_file, o.bootstrap_file);
-    printf("BOOTSTRAP %s\n", core_broker_bootstrap(b));
-    fflush(stdout);
+    announce(&o, b);
     CORE_INFO("broker ready at %s", core_broker_bootstrap(b));
     sig = wait_for_signal(b, ctl);
     CORE_INFO("broker stopping on signal %d", sig);

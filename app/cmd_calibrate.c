@@ -21,84 +21,90 @@
 #include "core/dp_rng.h"
 #include "core/log.h"
 
+/* The --help text of the offline command. */
+static const char usage_text[] =
+    "usage: gcdp calibrate -i FILE [-f csv|occupancy] [-o FILE] [--mode public|private]\n"
+    "                      [--device ID]... [--ledger FILE] [--publish]\n"
+    "       gcdp calibrate --check THETA.json\n"
+    "       gcdp calibrate --serve -i FILE [-f csv|occupancy] [--exit-after S]\n"
+    "                      [--check]\n"
+    "       gcdp calibrate --serve --set calibrate.mode=private [--exit-after S]\n"
+    "                      [--check]   (theta from a span of gcdp.windows, no -i)\n\n"
+    "Build the GC-DP parameter object theta (paper Sec. 4.1-4.4: Algorithm 1 graph,\n"
+    "exposure, utility mu, empirical influence xi_hat) from a calibration matrix.\n"
+    "public mode: eps_cal = 0, the input must be public data independent of the\n"
+    "protected records; no ledger is opened. private mode (Sec. 4.2): spends\n"
+    "eps_cal = eps_G + eps_tau + eps_mu + eps_xi (calibrate.eps_*), noise from the OS\n"
+    "CSPRNG, recorded in theta, and CHARGED to the privacy ledger the release stage uses\n"
+    "(release.ledger.path, cap_eps/cap_delta) BEFORE any noise is drawn: every unit\n"
+    "'<device>|<floor(t/release.ledger.slot_ms)>' of the calibration rows (widened by\n"
+    "release.policy.time_radius) is charged eps_cal; a unit that would exceed the\n"
+    "lifetime cap refuses the run (exit 1, no theta). The charge and theta are committed\n"
+    "(fsync) as release id 'calibrate|<version>' before theta is written or published;\n"
+    "a re-run with the same calibrate.version writes the stored theta bytes again (no\n"
+    "noise, no new charge). Rows need timestamps: occupancy's date column, or a CSV\n"
+    "column named by calibrate.input.ts_column (default ts: ms since the epoch or a UTC\n"
+    "date YYYY-MM-DD HH:MM:SS[.fff][Z|+hh:mm]).\n\n"
+    "options:\n"
+    "  -i, --input FILE    calibration matrix (required; - = standard input): CSV\n"
+    "                      with a header of node names, one row per time step,\n"
+    "                      complete numeric rows\n"
+    "  -f, --format FMT    csv | occupancy (UCI Occupancy: temperature, humidity,\n"
+    "                      light, co2, humidity_ratio; labels from Occupancy)\n"
+    "                      (default: calibrate.input.format = csv)\n"
+    "  -o, --output FILE   write theta here (atomic rename); default: stdout\n"
+    "      --mode MODE     public | private (default: calibrate.mode = public)\n"
+    "      --device ID     private: device id of the calibration rows (repeat for rows\n"
+    "                      that hold several devices' readings: each is charged);\n"
+    "                      replaces calibrate.ledger.devices (default: [] = required)\n"
+    "      --ledger FILE   private: ledger path, used as given (default:\n"
+    "                      release.ledger.path under state.dir); the same file\n"
+    "                      `gcdp release` charges\n"
+    "      --publish       also produce theta to topics.calibration (key = version)\n"
+    "                      and wait for the broker's acknowledgement (needs\n"
+    "                      broker.bootstrap, e.g. --set broker.bootstrap=@FILE)\n"
+    "      --check FILE    validate a theta file strictly; exit 0 if valid, 1 if not\n";
+
+/* The --help text of --serve and the parameters (followed by app_common_help). */
+static const char usage_serve_text[] =
+    "      --serve         run the calibrate SERVICE: public theta versions made from\n"
+    "                      --input (read again for every version) and published to\n"
+    "                      topics.calibration: an initial one when the topic holds\n"
+    "                      none, one per accepted recalibration request, and one\n"
+    "                      every calibrate.service.refresh_s (periodic fallback);\n"
+    "                      versions only grow (max(now ms, newest + 1)), each states\n"
+    "                      its reason; requests closer than\n"
+    "                      calibrate.service.min_interval_s are refused (rate limit).\n"
+    "                      calibrate.mode=private (no --input): each version from\n"
+    "                      the declared span of protected windows on topics.windows\n"
+    "                      (calibrate.service.private_span_s), charged to the\n"
+    "                      service's own ledger (calibrate.ledger.path) after\n"
+    "                      adopting release's changelog; refusals on topics.status\n"
+    "                      (docs/calibrate.md). Until SIGINT/SIGTERM; one-line JSON\n"
+    "                      summary on stdout at exit\n"
+    "      --exit-after S  with --serve: stop after S seconds\n"
+    "      --check         with --serve: validate the configuration (file, env,\n"
+    "                      --set), --input (parsed) and the control key file, print\n"
+    "                      \"gcdp calibrate: configuration ok\" and exit 0 (2 naming\n"
+    "                      the key otherwise); opens nothing for writing, no network\n"
+    "  -h, --help          this help\n\n"
+    "Parameters are configuration keys (defaults = paper Table 5): calibrate.L,\n"
+    "lambda, tau, tau_select, tau_grid, K, alpha, gamma, tau_c, kappa, g_max,\n"
+    "mask_value, coords, norm, norm_default, task, task_weights, classify.train_frac,\n"
+    "eps_G, eps_tau, eps_mu, eps_xi, private.sensitivity, version, threads,\n"
+    "input.ts_column, ledger.devices; private mode also reads state.dir,\n"
+    "release.ledger.path, slot_ms, cap_eps, cap_delta, release.policy.edges, hops and\n"
+    "time_radius (the expansion set: |A| for Delta_1 S comes from the policy graph) and\n"
+    "ingest.period_ms (the ledger's unit scheme, as release binds it). `gcdp config\n"
+    "keys` lists them with ranges.\n"
+    "exit status: 0 ok, 1 runtime failure (bad data, invalid theta, ledger refusal or\n"
+    "I/O: no theta written), 2 usage/config.\n\n";
+
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: gcdp calibrate -i FILE [-f csv|occupancy] [-o FILE] [--mode public|private]\n"
-            "                      [--device ID]... [--ledger FILE] [--publish]\n"
-            "       gcdp calibrate --check THETA.json\n"
-            "       gcdp calibrate --serve -i FILE [-f csv|occupancy] [--exit-after S]\n"
-            "                      [--check]\n"
-            "       gcdp calibrate --serve --set calibrate.mode=private [--exit-after S]\n"
-            "                      [--check]   (theta from a span of gcdp.windows, no -i)\n\n"
-            "Build the GC-DP parameter object theta (paper Sec. 4.1-4.4: Algorithm 1 graph,\n"
-            "exposure, utility mu, empirical influence xi_hat) from a calibration matrix.\n"
-            "public mode: eps_cal = 0, the input must be public data independent of the\n"
-            "protected records; no ledger is opened. private mode (Sec. 4.2): spends\n"
-            "eps_cal = eps_G + eps_tau + eps_mu + eps_xi (calibrate.eps_*), noise from the OS\n"
-            "CSPRNG, recorded in theta, and CHARGED to the privacy ledger the release stage uses\n"
-            "(release.ledger.path, cap_eps/cap_delta) BEFORE any noise is drawn: every unit\n"
-            "'<device>|<floor(t/release.ledger.slot_ms)>' of the calibration rows (widened by\n"
-            "release.policy.time_radius) is charged eps_cal; a unit that would exceed the\n"
-            "lifetime cap refuses the run (exit 1, no theta). The charge and theta are committed\n"
-            "(fsync) as release id 'calibrate|<version>' before theta is written or published;\n"
-            "a re-run with the same calibrate.version writes the stored theta bytes again (no\n"
-            "noise, no new charge). Rows need timestamps: occupancy's date column, or a CSV\n"
-            "column named by calibrate.input.ts_column (default ts: ms since the epoch or a UTC\n"
-            "date YYYY-MM-DD HH:MM:SS[.fff][Z|+hh:mm]).\n\n"
-            "options:\n"
-            "  -i, --input FILE    calibration matrix (required; - = standard input): CSV\n"
-            "                      with a header of node names, one row per time step,\n"
-            "                      complete numeric rows\n"
-            "  -f, --format FMT    csv | occupancy (UCI Occupancy: temperature, humidity,\n"
-            "                      light, co2, humidity_ratio; labels from Occupancy)\n"
-            "                      (default: calibrate.input.format = csv)\n"
-            "  -o, --output FILE   write theta here (atomic rename); default: stdout\n"
-            "      --mode MODE     public | private (default: calibrate.mode = public)\n"
-            "      --device ID     private: device id of the calibration rows (repeat for rows\n"
-            "                      that hold several devices' readings: each is charged);\n"
-            "                      replaces calibrate.ledger.devices (default: [] = required)\n"
-            "      --ledger FILE   private: ledger path, used as given (default:\n"
-            "                      release.ledger.path under state.dir); the same file\n"
-            "                      `gcdp release` charges\n"
-            "      --publish       also produce theta to topics.calibration (key = version)\n"
-            "                      and wait for the broker's acknowledgement (needs\n"
-            "                      broker.bootstrap, e.g. --set broker.bootstrap=@FILE)\n"
-            "      --check FILE    validate a theta file strictly; exit 0 if valid, 1 if not\n");
-    fprintf(f,
-            "      --serve         run the calibrate SERVICE: public theta versions made from\n"
-            "                      --input (read again for every version) and published to\n"
-            "                      topics.calibration: an initial one when the topic holds\n"
-            "                      none, one per accepted recalibration request, and one\n"
-            "                      every calibrate.service.refresh_s (periodic fallback);\n"
-            "                      versions only grow (max(now ms, newest + 1)), each states\n"
-            "                      its reason; requests closer than\n"
-            "                      calibrate.service.min_interval_s are refused (rate limit).\n"
-            "                      calibrate.mode=private (no --input): each version from\n"
-            "                      the declared span of protected windows on topics.windows\n"
-            "                      (calibrate.service.private_span_s), charged to the\n"
-            "                      service's own ledger (calibrate.ledger.path) after\n"
-            "                      adopting release's changelog; refusals on topics.status\n"
-            "                      (docs/calibrate.md). Until SIGINT/SIGTERM; one-line JSON\n"
-            "                      summary on stdout at exit\n"
-            "      --exit-after S  with --serve: stop after S seconds\n"
-            "      --check         with --serve: validate the configuration (file, env,\n"
-            "                      --set), --input (parsed) and the control key file, print\n"
-            "                      \"gcdp calibrate: configuration ok\" and exit 0 (2 naming\n"
-            "                      the key otherwise); opens nothing for writing, no network\n"
-            "  -h, --help          this help\n\n"
-            "Parameters are configuration keys (defaults = paper Table 5): calibrate.L,\n"
-            "lambda, tau, tau_select, tau_grid, K, alpha, gamma, tau_c, kappa, g_max,\n"
-            "mask_value, coords, norm, norm_default, task, task_weights, classify.train_frac,\n"
-            "eps_G, eps_tau, eps_mu, eps_xi, private.sensitivity, version, threads,\n"
-            "input.ts_column, ledger.devices; private mode also reads state.dir,\n"
-            "release.ledger.path, slot_ms, cap_eps, cap_delta, release.policy.edges, hops and\n"
-            "time_radius (the expansion set: |A| for Delta_1 S comes from the policy graph) and\n"
-            "ingest.period_ms (the ledger's unit scheme, as release binds it). `gcdp config\n"
-            "keys` lists them with ranges.\n"
-            "exit status: 0 ok, 1 runtime failure (bad data, invalid theta, ledger refusal or\n"
-            "I/O: no theta written), 2 usage/config.\n\n%s",
-            app_common_help);
+    fputs(usage_text, f);
+    fputs(usage_serve_text, f);
+    fputs(app_common_help, f);
 }
 
 static int check_file(const char *path)
@@ -178,7 +184,7 @@ static void ledger_opts(const struct core_config *cfg, const char *const *device
 }
 
 /* Devices: the --device flags, else calibrate.ledger.devices (borrowed strings). */
-static size_t devices_of(const struct core_config *cfg, const char **flags, size_t n_flags,
+static size_t devices_of(const struct core_config *cfg, const char *const *flags, size_t n_flags,
                          const char **out)
 {
     const json_t *v = core_config_json(cfg, "calibrate.ledger.devices");
@@ -192,11 +198,11 @@ static size_t devices_of(const struct core_config *cfg, const char **flags, size
     return n;
 }
 
-static const char *ledger_flag; /* --ledger FILE, used as given */
-
+/* Private mode: open the ledger (ledger_flag: --ledger FILE, used as given, or NULL), charge
+ * and calibrate. */
 static int run_private(struct core_config *cfg, const struct cal_opts *o,
                        const struct cal_matrix *mx, const char *const *devices, size_t n_dev,
-                       const char *source, struct cal_charged *res)
+                       const char *source, const char *ledger_flag, struct cal_charged *res)
 {
     struct core_dp_ledger_opts lop = {NULL, {0, 0, 0}, 0, {0, 0, 0}};
     struct core_dp_ledger *led = NULL;
@@ -284,18 +290,70 @@ static int expansion_from_policy(const struct core_config *cfg, const struct cal
     return ret;
 }
 
-static int run(struct core_config *cfg, const char *input, const char *output, int publish,
-               const char **dev_flags, size_t n_dev_flags)
+/* Private mode from the loaded matrix: |A| from the policy graph, row timestamps required,
+ * then run_private. */
+static int calibrate_private(struct core_config *cfg, struct cal_opts *o,
+                             const struct cal_matrix *mx, const char *const *devices,
+                             size_t n_dev, const char *source, const char *ledger_flag,
+                             struct cal_charged *res)
+{
+    if (expansion_from_policy(cfg, mx, o) != 0)
+        return APP_EXIT_USAGE;
+    if (!mx->ts) {
+        fprintf(stderr, "gcdp calibrate: private mode needs row timestamps to charge the "
+                        "ledger: %s\n",
+                o->format == CAL_FORMAT_OCCUPANCY
+                    ? "the occupancy file has no date column"
+                    : "add a timestamp column to the CSV (calibrate.input.ts_column)");
+        return APP_EXIT_USAGE;
+    }
+    return run_private(cfg, o, mx, devices, n_dev, source, ledger_flag, res);
+}
+
+/* Public mode: calibrate, stamp the source and serialise θ into res (*t keeps θ). */
+static int calibrate_public(const struct cal_matrix *mx, const struct cal_opts *o,
+                            const char *source, struct cal_theta **t, struct cal_charged *res)
+{
+    struct cal_report rep;
+    char eb[1024] = "";
+    core_err rc = cal_calibrate(mx, o, NULL, t, &rep, eb, sizeof(eb));
+
+    if (rc == CORE_OK) {
+        snprintf((*t)->source, sizeof((*t)->source), "%s", source);
+        rc = cal_theta_to_bytes(*t, &res->bytes, &res->len, eb, sizeof(eb));
+        res->rep = rep;
+        res->version = (*t)->version;
+    }
+    if (rc != CORE_OK) {
+        fprintf(stderr, "gcdp calibrate: %s\n", eb);
+        return rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
+    }
+    return APP_EXIT_OK;
+}
+
+/* What one command line asks for. */
+struct calibrate_cli {
+    const char *input, *output, *check;
+    const char *ledger; /* --ledger FILE, used as given */
+    const char *dev[CAL_LEDGER_MAX_DEVICES];
+    size_t n_dev;
+    int publish, serve;
+    bool serve_check; /* --serve --check */
+    double exit_after;
+};
+
+/* The offline command: θ from cli->input, written to cli->output (or stdout), published
+ * with --publish. */
+static int run(struct core_config *cfg, const struct calibrate_cli *cli)
 {
     struct cal_opts o;
     struct cal_matrix *mx = NULL;
     struct cal_theta *t = NULL;
     struct cal_charged res = {0};
     const char *devices[CAL_LEDGER_MAX_DEVICES];
-    size_t n_dev = devices_of(cfg, dev_flags, n_dev_flags, devices);
+    size_t n_dev = devices_of(cfg, cli->dev, cli->n_dev, devices);
     char eb[1024] = "", source[CAL_MAX_NAME];
-    const char *base = strrchr(input, '/');
-    core_err rc;
+    const char *input = cli->input, *base = strrchr(input, '/');
     int ret = APP_EXIT_FAILURE;
 
     if (cal_opts_from_config(cfg, &o, eb, sizeof(eb)) != CORE_OK ||
@@ -311,52 +369,24 @@ static int run(struct core_config *cfg, const char *input, const char *output, i
     }
     snprintf(source, sizeof(source), "%s:%s",
              o.format == CAL_FORMAT_OCCUPANCY ? "occupancy" : "csv", base ? base + 1 : input);
-    rc = cal_matrix_load_ts(input, o.format, o.label_column, o.ts_column[0] ? o.ts_column : NULL,
-                            o.max_rows, &mx, eb, sizeof(eb));
-    if (rc != CORE_OK) {
+    if (cal_matrix_load_ts(input, o.format, o.label_column, o.ts_column[0] ? o.ts_column : NULL,
+                           o.max_rows, &mx, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp calibrate: %s\n", eb);
         goto out;
     }
-    if (o.mode == CAL_MODE_PRIVATE) {
-        if (expansion_from_policy(cfg, mx, &o) != 0) {
-            ret = APP_EXIT_USAGE;
-            goto out;
-        }
-        if (!mx->ts) {
-            fprintf(stderr, "gcdp calibrate: private mode needs row timestamps to charge the "
-                            "ledger: %s\n",
-                    o.format == CAL_FORMAT_OCCUPANCY
-                        ? "the occupancy file has no date column"
-                        : "add a timestamp column to the CSV (calibrate.input.ts_column)");
-            ret = APP_EXIT_USAGE;
-            goto out;
-        }
-        ret = run_private(cfg, &o, mx, devices, n_dev, source, &res);
-        if (ret != APP_EXIT_OK)
-            goto out;
-    } else {
-        struct cal_report rep;
-        rc = cal_calibrate(mx, &o, NULL, &t, &rep, eb, sizeof(eb));
-        if (rc == CORE_OK) {
-            snprintf(t->source, sizeof(t->source), "%s", source);
-            rc = cal_theta_to_bytes(t, &res.bytes, &res.len, eb, sizeof(eb));
-            res.rep = rep;
-            res.version = t->version;
-        }
-        if (rc != CORE_OK) {
-            fprintf(stderr, "gcdp calibrate: %s\n", eb);
-            ret = rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
-            goto out;
-        }
-    }
+    ret = o.mode == CAL_MODE_PRIVATE
+              ? calibrate_private(cfg, &o, mx, devices, n_dev, source, cli->ledger, &res)
+              : calibrate_public(mx, &o, source, &t, &res);
+    if (ret != APP_EXIT_OK)
+        goto out;
     /* identifiers, counts and timings only (DESIGN §7.4) */
     CORE_INFO("theta version=%llu mode=%s rows=%zu edges=%zu alg1_s=%.4f xi_s=%.4f mu_s=%.4f "
               "total_s=%.4f%s",
               (unsigned long long)res.version, cal_mode_name(o.mode), mx->n, res.rep.n_edges,
               res.rep.t_alg1, res.rep.t_xi, res.rep.t_mu, res.rep.t_total,
               res.replayed ? " (replayed)" : "");
-    ret = emit(res.bytes, res.len, output);
-    if (ret == APP_EXIT_OK && publish)
+    ret = emit(res.bytes, res.len, cli->output);
+    if (ret == APP_EXIT_OK && cli->publish)
         ret = publish_bytes(cfg, res.bytes, res.len);
 out:
     cal_charged_cleanup(&res);
@@ -386,7 +416,51 @@ static bool take_serve_check(int *argc, char **argv)
     return found;
 }
 
-int cmd_calibrate(int argc, char **argv)
+/* One getopt result c (argument arg) into cli or cfg. Returns APP_EXIT_OK or APP_EXIT_USAGE
+ * (message printed). */
+static int apply_flag(int c, const char *arg, struct core_config *cfg,
+                      struct calibrate_cli *cli)
+{
+    char eb[512] = "";
+    core_err rc = CORE_OK;
+
+    switch (c) {
+    case 'i': cli->input = arg; break;
+    case 'o': cli->output = arg; break;
+    case 'c': cli->check = arg; break;
+    case 'p': cli->publish = 1; break;
+    case 'S': cli->serve = 1; break;
+    case 'l': cli->ledger = arg; break;
+    case 'x':
+        if (app_flag_parse_double(arg, 0, 1e6, &cli->exit_after) != 0) {
+            fprintf(stderr, "gcdp calibrate: --exit-after %s: not seconds in [0, 1e6]\n", arg);
+            return APP_EXIT_USAGE;
+        }
+        break;
+    case 'd':
+        if (cli->n_dev == CAL_LEDGER_MAX_DEVICES || !arg[0] ||
+            strlen(arg) > CAL_LEDGER_MAX_DEVICE) {
+            fprintf(stderr, "gcdp calibrate: --device: at most %u ids of 1..%u bytes\n",
+                    CAL_LEDGER_MAX_DEVICES, CAL_LEDGER_MAX_DEVICE);
+            return APP_EXIT_USAGE;
+        }
+        cli->dev[cli->n_dev++] = arg;
+        break;
+    case 'f': rc = core_config_set(cfg, "calibrate.input.format", arg, "flag", eb, sizeof(eb)); break;
+    case 'm': rc = core_config_set(cfg, "calibrate.mode", arg, "flag", eb, sizeof(eb)); break;
+    default:
+        fprintf(stderr, "gcdp calibrate: see gcdp calibrate --help\n");
+        return APP_EXIT_USAGE;
+    }
+    if (rc != CORE_OK) {
+        fprintf(stderr, "gcdp calibrate: %s\n", eb);
+        return APP_EXIT_USAGE;
+    }
+    return APP_EXIT_OK;
+}
+
+/* Parse argv (after app_config_load) into cli. Returns APP_EXIT_OK or APP_EXIT_USAGE. */
+static int parse_args(int argc, char **argv, struct core_config *cfg, struct calibrate_cli *cli)
 {
     static const struct option opts[] = {
         {"input", required_argument, NULL, 'i'}, {"format", required_argument, NULL, 'f'},
@@ -397,14 +471,73 @@ int cmd_calibrate(int argc, char **argv)
         {"exit-after", required_argument, NULL, 'x'},
         {NULL, 0, NULL, 0},
     };
+    int c, st;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "i:f:o:h", opts, NULL)) != -1)
+        if ((st = apply_flag(c, optarg, cfg, cli)) != APP_EXIT_OK)
+            return st;
+    return APP_EXIT_OK;
+}
+
+/* The flags fit together: an input (or --check, --serve), no stray argument, a broker for
+ * --publish, and the offline paths distinct. Returns APP_EXIT_OK or APP_EXIT_USAGE. */
+static int check_args(int argc, char **argv, const struct core_config *cfg,
+                      const struct calibrate_cli *cli)
+{
+    if (cli->serve && !cli->input && optind == argc &&
+        strcmp(core_config_str(cfg, "calibrate.mode"), "private") != 0) {
+        fprintf(stderr, "gcdp calibrate: --serve needs -i/--input FILE, the public calibration "
+                        "source each theta version is made from\n");
+        return APP_EXIT_USAGE;
+    }
+    if (optind < argc || (!cli->input && !cli->check && !cli->serve)) {
+        fprintf(stderr, "gcdp calibrate: %s%s (see gcdp calibrate --help)\n",
+                optind < argc ? "unexpected argument " : "missing -i/--input (or --check)",
+                optind < argc ? argv[optind] : "");
+        return APP_EXIT_USAGE;
+    }
+    if (cli->publish && !cli->check && !core_config_str(cfg, "broker.bootstrap")) {
+        fprintf(stderr, "gcdp calibrate: --publish needs broker.bootstrap (e.g. --set "
+                        "broker.bootstrap=@FILE written by `gcdp broker`)\n");
+        return APP_EXIT_USAGE;
+    }
+    return APP_EXIT_OK;
+}
+
+/* --serve: the calibrate service, or with --check its configuration check. */
+static int run_serve(struct core_config *cfg, const struct calibrate_cli *cli)
+{
+    if (cli->check || cli->output || cli->publish || cli->n_dev || cli->ledger) {
+        fprintf(stderr, "gcdp calibrate: --serve publishes public theta versions to "
+                        "topics.calibration: --check, --output, --publish, --device and "
+                        "--ledger are for the offline command\n");
+        return APP_EXIT_USAGE;
+    }
+    if (cli->serve_check) {
+        struct app_check_opts co = {"calibrate", true, NULL, cli->input, NULL};
+        return app_service_check(cfg, &co);
+    }
+    return calibrate_serve(cfg, cli->input, cli->exit_after);
+}
+
+/* The offline command or --check FILE. */
+static int run_offline(struct core_config *cfg, const struct calibrate_cli *cli)
+{
+    if (!cli->check) {
+        const char *paths[] = {cli->output, cli->input, cli->ledger};
+        const char *roles[] = {"--output", "--input", "the ledger (--ledger)"};
+        if (app_paths_distinct("calibrate", paths, roles, 1, 3) != 0)
+            return APP_EXIT_USAGE;
+    }
+    return cli->check ? check_file(cli->check) : run(cfg, cli);
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
     struct core_config *cfg = NULL;
-    const char *input = NULL, *output = NULL, *check = NULL;
-    const char *dev[CAL_LEDGER_MAX_DEVICES];
-    size_t n_dev = 0;
-    char eb[512] = "";
-    int c, ret, publish = 0, serve = 0;
-    bool serve_check;
-    double exit_after = 0;
+    struct calibrate_cli cli = {0};
+    int ret;
 
     if (app_help_requested(argc, argv)) {
         usage(stdout);
@@ -413,96 +546,12 @@ int cmd_calibrate(int argc, char **argv)
     if (app_config_load(&argc, argv, &cfg) != CORE_OK)
         return APP_EXIT_USAGE;
     core_log_set_component("calibrate");
-    serve_check = take_serve_check(&argc, argv);
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "i:f:o:h", opts, NULL)) != -1) {
-        core_err rc = CORE_OK;
-        switch (c) {
-        case 'i': input = optarg; break;
-        case 'o': output = optarg; break;
-        case 'c': check = optarg; break;
-        case 'p': publish = 1; break;
-        case 'S': serve = 1; break;
-        case 'x':
-            if (app_flag_parse_double(optarg, 0, 1e6, &exit_after) != 0) {
-                fprintf(stderr, "gcdp calibrate: --exit-after %s: not seconds in [0, 1e6]\n",
-                        optarg);
-                core_config_free(cfg);
-                return APP_EXIT_USAGE;
-            }
-            break;
-        case 'd':
-            if (n_dev == CAL_LEDGER_MAX_DEVICES || !optarg[0] ||
-                strlen(optarg) > CAL_LEDGER_MAX_DEVICE) {
-                fprintf(stderr, "gcdp calibrate: --device: at most %u ids of 1..%u bytes\n",
-                        CAL_LEDGER_MAX_DEVICES, CAL_LEDGER_MAX_DEVICE);
-                core_config_free(cfg);
-                return APP_EXIT_USAGE;
-            }
-            dev[n_dev++] = optarg;
-            break;
-        case 'l': ledger_flag = optarg; break;
-        case 'f':
-            rc = core_config_set(cfg, "calibrate.input.format", optarg, "flag", eb, sizeof(eb));
-            break;
-        case 'm': rc = core_config_set(cfg, "calibrate.mode", optarg, "flag", eb, sizeof(eb)); break;
-        default:
-            fprintf(stderr, "gcdp calibrate: see gcdp calibrate --help\n");
-            core_config_free(cfg);
-            return APP_EXIT_USAGE;
-        }
-        if (rc != CORE_OK) {
-            fprintf(stderr, "gcdp calibrate: %s\n", eb);
-            core_config_free(cfg);
-            return APP_EXIT_USAGE;
-        }
-    }
-    if (serve && !input && optind == argc &&
-        strcmp(core_config_str(cfg, "calibrate.mode"), "private") != 0) {
-        fprintf(stderr, "gcdp calibrate: --serve needs -i/--input FILE, the public calibration "
-                        "source each theta version is made from\n");
-        core_config_free(cfg);
-        return APP_EXIT_USAGE;
-    }
-    if (optind < argc || (!input && !check && !serve)) {
-        fprintf(stderr, "gcdp calibrate: %s%s (see gcdp calibrate --help)\n",
-                optind < argc ? "unexpected argument " : "missing -i/--input (or --check)",
-                optind < argc ? argv[optind] : "");
-        core_config_free(cfg);
-        return APP_EXIT_USAGE;
-    }
-    if (publish && !check && !core_config_str(cfg, "broker.bootstrap")) {
-        fprintf(stderr, "gcdp calibrate: --publish needs broker.bootstrap (e.g. --set "
-                        "broker.bootstrap=@FILE written by `gcdp broker`)\n");
-        core_config_free(cfg);
-        return APP_EXIT_USAGE;
-    }
-    if (serve) {
-        if (check || output || publish || n_dev || ledger_flag) {
-            fprintf(stderr, "gcdp calibrate: --serve publishes public theta versions to "
-                            "topics.calibration: --check, --output, --publish, --device and "
-                            "--ledger are for the offline command\n");
-            core_config_free(cfg);
-            return APP_EXIT_USAGE;
-        }
-        if (serve_check) {
-            struct app_check_opts co = {"calibrate", true, NULL, input, NULL};
-            ret = app_service_check(cfg, &co);
-        } else {
-            ret = calibrate_serve(cfg, input, exit_after);
-        }
-        core_config_free(cfg);
-        return ret;
-    }
-    if (!check) {
-        const char *paths[] = {output, input, ledger_flag};
-        const char *roles[] = {"--output", "--input", "the ledger (--ledger)"};
-        if (app_paths_distinct("calibrate", paths, roles, 1, 3) != 0) {
-            core_config_free(cfg);
-            return APP_EXIT_USAGE;
-        }
-    }
-    ret = check ? check_file(check) : run(cfg, input, output, publish, dev, n_dev);
+    cli.serve_check = take_serve_check(&argc, argv);
+    ret = parse_args(argc, argv, cfg, &cli);
+    if (ret == APP_EXIT_OK)
+        ret = check_args(argc, argv, cfg, &cli);
+    if (ret == APP_EXIT_OK)
+        ret = cli.serve ? run_serve(cfg, &cli) : run_offline(cfg, &cli);
     core_config_free(cfg);
     return ret;
 }

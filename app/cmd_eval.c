@@ -54,7 +54,212 @@ static int parse_list(const char *s, double *out, size_t cap, size_t *n)
     return app_flag_parse_doubles(s, DBL_MIN, DBL_MAX, out, cap, n);
 }
 
-int cmd_eval(int argc, char **argv)
+/* What one command line asks for: the run options and the alternative modes. */
+struct eval_cli {
+    struct eval_opts o;
+    const char *tables_from, *md, *rebuild7;
+    bool figure7;
+};
+
+/* --draws, --tune-draws, --window-min: integers in 1..1000. */
+static int parse_count_flag(int c, const char *arg, struct eval_opts *o)
+{
+    long v;
+
+    if (app_flag_parse_long(arg, 1, 1000, &v) != 0) {
+        fprintf(stderr, "gcdp eval: --%s: integer in 1..1000\n",
+                c == 'n'   ? "draws"
+                : c == 't' ? "tune-draws"
+                           : "window-min");
+        return APP_EXIT_USAGE;
+    }
+    if (c == 'n')
+        o->draws = (int)v;
+    else if (c == 't')
+        o->tune_draws = (int)v;
+    else
+        o->window_ms = (int64_t)v * 60000;
+    return APP_EXIT_OK;
+}
+
+/* The numeric run flags: --eps, --tau-grid, --seed, --delta, --eps-cal and the counts. */
+static int parse_number_flag(int c, const char *arg, struct eval_opts *o)
+{
+    unsigned long long seed;
+
+    switch (c) {
+    case 'e':
+        if (parse_list(arg, o->eps, 8, &o->n_eps) != 0) {
+            fprintf(stderr, "gcdp eval: --eps: comma-separated positive numbers (<= 8)\n");
+            return APP_EXIT_USAGE;
+        }
+        return APP_EXIT_OK;
+    case 'T':
+        if (parse_list(arg, o->tau_grid, 8, &o->n_tau) != 0) {
+            fprintf(stderr, "gcdp eval: --tau-grid: comma-separated ascending values\n");
+            return APP_EXIT_USAGE;
+        }
+        return APP_EXIT_OK;
+    case 's':
+        if (app_flag_parse_u64(arg, ULLONG_MAX, &seed) != 0) {
+            fprintf(stderr, "gcdp eval: --seed: a non-negative integer\n");
+            return APP_EXIT_USAGE;
+        }
+        o->seed = seed;
+        return APP_EXIT_OK;
+    case 'g':
+        if (app_flag_parse_double(arg, 0, 0.5, &o->delta) != 0 || o->delta == 0 ||
+            o->delta == 0.5) {
+            fprintf(stderr, "gcdp eval: --delta in (0, 0.5)\n");
+            return APP_EXIT_USAGE;
+        }
+        return APP_EXIT_OK;
+    case 'C':
+        if (app_flag_parse_double(arg, 0, 100, &o->eps_cal) != 0 || o->eps_cal == 0) {
+            fprintf(stderr, "gcdp eval: --eps-cal in (0, 100]\n");
+            return APP_EXIT_USAGE;
+        }
+        return APP_EXIT_OK;
+    default: /* 'n', 't', 'w' */
+        return parse_count_flag(c, arg, o);
+    }
+}
+
+/* --exposure minmax|maxnorm and --xi literal|neighbour. */
+static int parse_reading_flag(int c, const char *arg, struct eval_opts *o)
+{
+    if (c == 'x') {
+        if (strcmp(arg, "minmax") == 0)
+            o->expo = EVAL_EXPO_MINMAX;
+        else if (strcmp(arg, "maxnorm") == 0)
+            o->expo = EVAL_EXPO_MAXNORM;
+        else {
+            fprintf(stderr, "gcdp eval: --exposure minmax|maxnorm\n");
+            return APP_EXIT_USAGE;
+        }
+        return APP_EXIT_OK;
+    }
+    if (strcmp(arg, "literal") == 0)
+        o->xi = EVAL_XI_LITERAL;
+    else if (strcmp(arg, "neighbour") == 0)
+        o->xi = EVAL_XI_NEIGHBOUR;
+    else {
+        fprintf(stderr, "gcdp eval: --xi literal|neighbour\n");
+        return APP_EXIT_USAGE;
+    }
+    return APP_EXIT_OK;
+}
+
+/* --m-list: node counts, integers in 2..EVAL_MAX_NODES. */
+static int parse_m_list(const char *arg, struct eval_opts *o)
+{
+    double ms[16];
+    size_t n = 0;
+
+    if (parse_list(arg, ms, 16, &n) != 0) {
+        fprintf(stderr, "gcdp eval: --m-list: comma-separated node counts (<= 16)\n");
+        return APP_EXIT_USAGE;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (ms[i] != floor(ms[i]) || ms[i] < 2 || ms[i] > EVAL_MAX_NODES) {
+            fprintf(stderr, "gcdp eval: --m-list: integers in 2..%d\n", EVAL_MAX_NODES);
+            return APP_EXIT_USAGE;
+        }
+        o->scale_m[i] = (size_t)ms[i];
+    }
+    o->n_scale_m = n;
+    return APP_EXIT_OK;
+}
+
+/* --windows (20..1000000) and --reps (1..1000) of the Figure 7 run. */
+static int parse_scaling_count(int c, const char *arg, struct eval_opts *o)
+{
+    long v, vlo = c == 9 ? 20 : 1, vhi = c == 9 ? 1000000 : 1000;
+
+    if (app_flag_parse_long(arg, vlo, vhi, &v) != 0) {
+        fprintf(stderr, "gcdp eval: --%s: integer in %ld..%ld\n", c == 9 ? "windows" : "reps",
+                vlo, vhi);
+        return APP_EXIT_USAGE;
+    }
+    if (c == 9)
+        o->scale_windows = (size_t)v;
+    else
+        o->scale_reps = (int)v;
+    return APP_EXIT_OK;
+}
+
+/* Long: one flat switch over the flags (getopt codes of the option table); splitting it
+ * scatters the table. Returns APP_EXIT_OK or APP_EXIT_USAGE (message printed). */
+static int apply_flag(int c, const char *arg, struct eval_cli *cli)
+{
+    struct eval_opts *o = &cli->o;
+
+    switch (c) {
+    case 'd':
+        o->dataset = arg;
+        break;
+    case 'D':
+        o->data_dir = arg;
+        break;
+    case 'o':
+        o->out_dir = arg;
+        break;
+    case 'S':
+        o->sensor = arg;
+        break;
+    case 'e':
+    case 'T':
+    case 'n':
+    case 't':
+    case 'w':
+    case 's':
+    case 'g':
+    case 'C':
+        return parse_number_flag(c, arg, o);
+    case 'x':
+    case 'X':
+        return parse_reading_flag(c, arg, o);
+    case 1:
+        o->ablations = false;
+        break;
+    case 2:
+        o->runtime = false;
+        break;
+    case 3:
+        o->plots = false;
+        break;
+    case 4:
+        o->tau_sweep = false;
+        break;
+    case 'q':
+        o->quiet = true;
+        break;
+    case 5:
+        cli->tables_from = arg;
+        break;
+    case 6:
+        cli->md = arg;
+        break;
+    case 7:
+        cli->figure7 = true;
+        break;
+    case 8:
+        return parse_m_list(arg, o);
+    case 9:
+    case 10:
+        return parse_scaling_count(c, arg, o);
+    case 11:
+        cli->rebuild7 = arg;
+        break;
+    default:
+        usage(stderr);
+        return APP_EXIT_USAGE;
+    }
+    return APP_EXIT_OK;
+}
+
+/* Parse argv into cli (options defaulted first). Returns APP_EXIT_OK or APP_EXIT_USAGE. */
+static int parse_args(int argc, char **argv, struct eval_cli *cli)
 {
     static const struct option lo[] = {{"dataset", required_argument, 0, 'd'},
                                        {"data", required_argument, 0, 'D'},
@@ -85,215 +290,94 @@ int cmd_eval(int argc, char **argv)
                                        {"rebuild-figure7", required_argument, 0, 11},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
-    struct eval_opts o;
-    const char *tables_from = NULL, *md = NULL, *rebuild7 = NULL;
-    bool figure7 = false;
-    char data_dir[4096], eb[1024] = "";
-    int c;
-    unsigned long long seed;
-    core_err rc;
+    int c, st;
 
-    if (app_help_requested(argc, argv)) {
-        usage(stdout);
-        return APP_EXIT_OK;
-    }
-    eval_opts_default(&o);
+    memset(cli, 0, sizeof(*cli));
+    eval_opts_default(&cli->o);
     optind = 1;
     while ((c = getopt_long(argc, argv, "qh", lo, NULL)) != -1) {
-        switch (c) {
-        case 'd':
-            o.dataset = optarg;
-            break;
-        case 'D':
-            o.data_dir = optarg;
-            break;
-        case 'o':
-            o.out_dir = optarg;
-            break;
-        case 'e':
-            if (parse_list(optarg, o.eps, 8, &o.n_eps) != 0) {
-                fprintf(stderr, "gcdp eval: --eps: comma-separated positive numbers (<= 8)\n");
-                return APP_EXIT_USAGE;
-            }
-            break;
-        case 'T':
-            if (parse_list(optarg, o.tau_grid, 8, &o.n_tau) != 0) {
-                fprintf(stderr, "gcdp eval: --tau-grid: comma-separated ascending values\n");
-                return APP_EXIT_USAGE;
-            }
-            break;
-        case 'n':
-        case 't':
-        case 'w': {
-            long v;
-            if (app_flag_parse_long(optarg, 1, 1000, &v) != 0) {
-                fprintf(stderr, "gcdp eval: --%s: integer in 1..1000\n",
-                        c == 'n'   ? "draws"
-                        : c == 't' ? "tune-draws"
-                                   : "window-min");
-                return APP_EXIT_USAGE;
-            }
-            if (c == 'n')
-                o.draws = (int)v;
-            else if (c == 't')
-                o.tune_draws = (int)v;
-            else
-                o.window_ms = (int64_t)v * 60000;
-            break;
-        }
-        case 's':
-            if (app_flag_parse_u64(optarg, ULLONG_MAX, &seed) != 0) {
-                fprintf(stderr, "gcdp eval: --seed: a non-negative integer\n");
-                return APP_EXIT_USAGE;
-            }
-            o.seed = seed;
-            break;
-        case 'g':
-            if (app_flag_parse_double(optarg, 0, 0.5, &o.delta) != 0 || o.delta == 0 ||
-                o.delta == 0.5) {
-                fprintf(stderr, "gcdp eval: --delta in (0, 0.5)\n");
-                return APP_EXIT_USAGE;
-            }
-            break;
-        case 'x':
-            if (strcmp(optarg, "minmax") == 0)
-                o.expo = EVAL_EXPO_MINMAX;
-            else if (strcmp(optarg, "maxnorm") == 0)
-                o.expo = EVAL_EXPO_MAXNORM;
-            else {
-                fprintf(stderr, "gcdp eval: --exposure minmax|maxnorm\n");
-                return APP_EXIT_USAGE;
-            }
-            break;
-        case 'X':
-            if (strcmp(optarg, "literal") == 0)
-                o.xi = EVAL_XI_LITERAL;
-            else if (strcmp(optarg, "neighbour") == 0)
-                o.xi = EVAL_XI_NEIGHBOUR;
-            else {
-                fprintf(stderr, "gcdp eval: --xi literal|neighbour\n");
-                return APP_EXIT_USAGE;
-            }
-            break;
-        case 'C':
-            if (app_flag_parse_double(optarg, 0, 100, &o.eps_cal) != 0 || o.eps_cal == 0) {
-                fprintf(stderr, "gcdp eval: --eps-cal in (0, 100]\n");
-                return APP_EXIT_USAGE;
-            }
-            break;
-        case 'S':
-            o.sensor = optarg;
-            break;
-        case 1:
-            o.ablations = false;
-            break;
-        case 2:
-            o.runtime = false;
-            break;
-        case 3:
-            o.plots = false;
-            break;
-        case 4:
-            o.tau_sweep = false;
-            break;
-        case 'q':
-            o.quiet = true;
-            break;
-        case 5:
-            tables_from = optarg;
-            break;
-        case 6:
-            md = optarg;
-            break;
-        case 7:
-            figure7 = true;
-            break;
-        case 8: {
-            double ms[16];
-            size_t n = 0;
-            if (parse_list(optarg, ms, 16, &n) != 0) {
-                fprintf(stderr, "gcdp eval: --m-list: comma-separated node counts (<= 16)\n");
-                return APP_EXIT_USAGE;
-            }
-            for (size_t i = 0; i < n; i++) {
-                if (ms[i] != floor(ms[i]) || ms[i] < 2 || ms[i] > EVAL_MAX_NODES) {
-                    fprintf(stderr, "gcdp eval: --m-list: integers in 2..%d\n", EVAL_MAX_NODES);
-                    return APP_EXIT_USAGE;
-                }
-                o.scale_m[i] = (size_t)ms[i];
-            }
-            o.n_scale_m = n;
-            break;
-        }
-        case 9:
-        case 10: {
-            long v, vlo = c == 9 ? 20 : 1, vhi = c == 9 ? 1000000 : 1000;
-            if (app_flag_parse_long(optarg, vlo, vhi, &v) != 0) {
-                fprintf(stderr, "gcdp eval: --%s: integer in %ld..%ld\n",
-                        c == 9 ? "windows" : "reps", vlo, vhi);
-                return APP_EXIT_USAGE;
-            }
-            if (c == 9)
-                o.scale_windows = (size_t)v;
-            else
-                o.scale_reps = (int)v;
-            break;
-        }
-        case 11:
-            rebuild7 = optarg;
-            break;
-        default:
-            usage(stderr);
-            return APP_EXIT_USAGE;
-        }
+        st = apply_flag(c, optarg, cli);
+        if (st != APP_EXIT_OK)
+            return st;
     }
     if (optind < argc) {
         fprintf(stderr, "gcdp eval: unexpected argument '%s'\n", argv[optind]);
         return APP_EXIT_USAGE;
     }
-    if (rebuild7) {
-        rc = eval_scaling_report(rebuild7, eb, sizeof(eb));
+    return APP_EXIT_OK;
+}
+
+/* --tables-from F [--md M]: tables.md beside F unless --md names one. */
+static int run_tables_from(const char *tables_from, const char *md)
+{
+    char mdp[4200], eb[1024] = "";
+
+    if (!md) {
+        const char *sl = strrchr(tables_from, '/');
+        snprintf(mdp, sizeof(mdp), "%.*stables.md", sl ? (int)(sl - tables_from + 1) : 0,
+                 tables_from);
+        md = mdp;
+    }
+    if (eval_tables_from_csv(tables_from, md, eb, sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp eval: %s\n", eb);
+        return APP_EXIT_FAILURE;
+    }
+    return APP_EXIT_OK;
+}
+
+/* The evaluation of one dataset (data directory defaulted from its name). */
+static int run_dataset(struct eval_opts *o)
+{
+    char data_dir[4096], eb[1024] = "";
+    core_err rc;
+
+    if (!o->data_dir && strcmp(o->dataset, "csv") == 0) {
+        fprintf(stderr, "gcdp eval: --dataset csv needs --data DATASET.json\n");
+        return APP_EXIT_USAGE;
+    }
+    if (!o->data_dir) {
+        snprintf(data_dir, sizeof(data_dir), "../shared/data/%s", o->dataset);
+        o->data_dir = data_dir;
+    }
+    rc = eval_run(o, eb, sizeof(eb));
+    if (rc != CORE_OK) {
+        fprintf(stderr, "gcdp eval: %s\n", eb[0] ? eb : core_strerror(rc));
+        return rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
+    }
+    return APP_EXIT_OK;
+}
+
+int cmd_eval(int argc, char **argv)
+{
+    struct eval_cli cli;
+    char eb[1024] = "";
+    core_err rc;
+    int st;
+
+    if (app_help_requested(argc, argv)) {
+        usage(stdout);
+        return APP_EXIT_OK;
+    }
+    st = parse_args(argc, argv, &cli);
+    if (st != APP_EXIT_OK)
+        return st;
+    if (cli.rebuild7) {
+        rc = eval_scaling_report(cli.rebuild7, eb, sizeof(eb));
         if (rc != CORE_OK) {
             fprintf(stderr, "gcdp eval: %s\n", eb);
             return APP_EXIT_FAILURE;
         }
         return APP_EXIT_OK;
     }
-    if (figure7) {
-        rc = eval_run_scaling(&o, eb, sizeof(eb));
+    if (cli.figure7) {
+        rc = eval_run_scaling(&cli.o, eb, sizeof(eb));
         if (rc != CORE_OK) {
             fprintf(stderr, "gcdp eval: %s\n", eb[0] ? eb : core_strerror(rc));
             return rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
         }
         return APP_EXIT_OK;
     }
-    if (tables_from) {
-        char mdp[4200];
-        if (!md) {
-            const char *sl = strrchr(tables_from, '/');
-            snprintf(mdp, sizeof(mdp), "%.*stables.md", sl ? (int)(sl - tables_from + 1) : 0,
-                     tables_from);
-            md = mdp;
-        }
-        rc = eval_tables_from_csv(tables_from, md, eb, sizeof(eb));
-        if (rc != CORE_OK) {
-            fprintf(stderr, "gcdp eval: %s\n", eb);
-            return APP_EXIT_FAILURE;
-        }
-        return APP_EXIT_OK;
-    }
-    if (!o.data_dir && strcmp(o.dataset, "csv") == 0) {
-        fprintf(stderr, "gcdp eval: --dataset csv needs --data DATASET.json\n");
-        return APP_EXIT_USAGE;
-    }
-    if (!o.data_dir) {
-        snprintf(data_dir, sizeof(data_dir), "../shared/data/%s", o.dataset);
-        o.data_dir = data_dir;
-    }
-    rc = eval_run(&o, eb, sizeof(eb));
-    if (rc != CORE_OK) {
-        fprintf(stderr, "gcdp eval: %s\n", eb[0] ? eb : core_strerror(rc));
-        return rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
-    }
-    return APP_EXIT_OK;
+    if (cli.tables_from)
+        return run_tables_from(cli.tables_from, cli.md);
+    return run_dataset(&cli.o);
 }

@@ -126,7 +126,8 @@ static int scan_file(const char *path, struct scan *s, const char *prefix,
         fprintf(stderr, "gcdp ledger: %s\n", eb);
         return APP_EXIT_FAILURE;
     }
-    qsort(s->ids, s->n_ids, sizeof(*s->ids), by_id);
+    if (s->n_ids > 0) /* qsort of NULL is undefined even for 0 elements */
+        qsort(s->ids, s->n_ids, sizeof(*s->ids), by_id);
     for (size_t i = 1; ex == APP_EXIT_OK && i < s->n_ids; i++)
         if (strcmp(s->ids[i - 1].id, s->ids[i].id) == 0) {
             fprintf(stderr, "gcdp ledger: release id '%s' committed twice: corrupt ledger\n",
@@ -245,6 +246,50 @@ static int carry_replays(struct core_dp_ledger *nl, const struct scan *s, const 
     return rc == CORE_OK ? 0 : -1;
 }
 
+/* The new ledger's units and what each carries: every old unit's total mapped onto the new
+ * slots it overlaps, then per new unit the maximum over those old units. *pv new (caller
+ * frees each unit and the array), *pm entries. Returns 0, or -1 after naming a bad unit. */
+static int carried_units(struct scan *s, const struct core_dp_scheme *old,
+                         const struct core_dp_scheme *nw, struct carried **pv, size_t *pm)
+{
+    struct carried *v = NULL;
+    size_t n = 0, cap = 0, i = 0, m = 0;
+
+    if (s->n > 0) /* none when --unit matches nothing */
+        qsort(s->v, s->n, sizeof(*s->v), by_unit);
+    while (i < s->n) { /* total per old unit, then its new units */
+        struct core_dp_cost tot = {0, 0, 0};
+        size_t j = i;
+        for (; j < s->n && strcmp(s->v[j].unit, s->v[i].unit) == 0; j++)
+            if (core_dp_cost_add(&tot, &s->v[j].cost) != CORE_OK)
+                tot.eps = tot.delta = tot.rho = INFINITY;
+        if (map_unit(s->v[i].unit, &tot, old, nw, &v, &n, &cap) != 0) {
+            fprintf(stderr, "gcdp ledger: unit '%s' is not <device>|<slot>\n", s->v[i].unit);
+            for (size_t k = 0; k < n; k++)
+                free(v[k].unit);
+            free(v);
+            return -1;
+        }
+        i = j;
+    }
+    if (n > 0)
+        qsort(v, n, sizeof(*v), by_carried);
+    for (i = 0; i < n; i++) { /* the maximum over the old units each new unit overlaps */
+        if (m > 0 && strcmp(v[m - 1].unit, v[i].unit) == 0) {
+            if (core_dp_cost_max(&v[m - 1].cost, &v[i].cost) != CORE_OK)
+                v[m - 1].cost.eps = INFINITY;
+            free(v[i].unit);
+        } else {
+            v[m++] = v[i];
+        }
+    }
+    *pv = v;
+    *pm = m;
+    return 0;
+}
+
+/* --carry-to: a new ledger (release.ledger.* scheme and caps) holding what the old one
+ * spent, per new unit, and its releases for replay. */
 static int carry_to(struct scan *s, const char *old_path, const struct core_dp_scheme *old,
                     const struct core_dp_cost *old_cap, const struct core_config *cfg,
                     const char *new_path)
@@ -252,7 +297,7 @@ static int carry_to(struct scan *s, const char *old_path, const struct core_dp_s
     struct core_dp_ledger_opts lo = {new_path, {0, 0, 0}, 0, {0, 0, 0}};
     struct core_dp_ledger *l = NULL;
     struct carried *v = NULL;
-    size_t n = 0, cap = 0, i = 0, m = 0;
+    size_t m = 0;
     char eb[1024] = "";
     int ex = APP_EXIT_FAILURE;
 
@@ -264,29 +309,8 @@ static int carry_to(struct scan *s, const char *old_path, const struct core_dp_s
     app_ledger_scheme(cfg, &lo.scheme);
     lo.cap.eps = core_config_double(cfg, "release.ledger.cap_eps");
     lo.cap.delta = core_config_double(cfg, "release.ledger.cap_delta");
-    qsort(s->v, s->n, sizeof(*s->v), by_unit);
-    while (i < s->n) { /* total per old unit, then its new units */
-        struct core_dp_cost tot = {0, 0, 0};
-        size_t j = i;
-        for (; j < s->n && strcmp(s->v[j].unit, s->v[i].unit) == 0; j++)
-            if (core_dp_cost_add(&tot, &s->v[j].cost) != CORE_OK)
-                tot.eps = tot.delta = tot.rho = INFINITY;
-        if (map_unit(s->v[i].unit, &tot, old, &lo.scheme, &v, &n, &cap) != 0) {
-            fprintf(stderr, "gcdp ledger: unit '%s' is not <device>|<slot>\n", s->v[i].unit);
-            goto out;
-        }
-        i = j;
-    }
-    qsort(v, n, sizeof(*v), by_carried);
-    for (i = 0; i < n; i++) { /* the maximum over the old units each new unit overlaps */
-        if (m > 0 && strcmp(v[m - 1].unit, v[i].unit) == 0) {
-            if (core_dp_cost_max(&v[m - 1].cost, &v[i].cost) != CORE_OK)
-                v[m - 1].cost.eps = INFINITY;
-            free(v[i].unit);
-        } else {
-            v[m++] = v[i];
-        }
-    }
+    if (carried_units(s, old, &lo.scheme, &v, &m) != 0)
+        return ex;
     if (core_dp_ledger_open(&lo, &l, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp ledger: --carry-to %s: %s\n", new_path, eb);
         goto out;
@@ -305,7 +329,7 @@ static int carry_to(struct scan *s, const char *old_path, const struct core_dp_s
     }
 out:
     core_dp_ledger_free(l);
-    for (i = 0; i < m; i++)
+    for (size_t i = 0; i < m; i++)
         free(v[i].unit);
     free(v);
     return ex;
@@ -348,7 +372,8 @@ static void print_units(struct scan *s, int as_json, const struct core_dp_cost *
     size_t i = 0, n_units = 0;
     struct core_dp_cost worst = {0, 0, 0};
 
-    qsort(s->v, s->n, sizeof(*s->v), by_unit);
+    if (s->n > 0) /* none when --unit matches nothing */
+        qsort(s->v, s->n, sizeof(*s->v), by_unit);
     if (!as_json)
         printf("%-40s %9s %14s %12s %12s %14s\n", "unit", "releases", "eps", "delta", "rho",
                "eps_remaining");
@@ -380,7 +405,14 @@ static void print_units(struct scan *s, int as_json, const struct core_dp_cost *
             s->torn ? "; torn last line ignored (never published)" : "");
 }
 
-int cmd_ledger(int argc, char **argv)
+/* What one command line asks for. */
+struct ledger_cli {
+    const char *flag, *prefix, *carry, *imp, *to; /* --ledger, --unit, --carry-to, --import, --to */
+    int as_json;
+};
+
+/* Parse argv into cli. Returns -1 to go on, else the exit status (--help printed: OK). */
+static int parse_args(int argc, char **argv, struct ledger_cli *cli)
 {
     static const struct option lo[] = {{"ledger", required_argument, NULL, 'l'},
                                        {"unit", required_argument, NULL, 'u'},
@@ -390,13 +422,71 @@ int cmd_ledger(int argc, char **argv)
                                        {"to", required_argument, NULL, 't'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
-    struct core_config *cfg = NULL;
-    const char *flag = NULL, *prefix = NULL, *carry = NULL, *imp = NULL, *to = NULL;
-    char path[4096];
-    struct scan s = {0};
+    int ch;
+
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        switch (ch) {
+        case 'l': cli->flag = optarg; break;
+        case 'u': cli->prefix = optarg; break;
+        case 'j': cli->as_json = 1; break;
+        case 'c': cli->carry = optarg; break;
+        case 'i': cli->imp = optarg; break;
+        case 't': cli->to = optarg; break;
+        case 'h': printf("%s%s", ledger_help, app_common_help); return APP_EXIT_OK;
+        default: return APP_EXIT_USAGE;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "gcdp ledger: unexpected argument '%s'\n", argv[optind]);
+        return APP_EXIT_USAGE;
+    }
+    return -1;
+}
+
+/* Inspect (or with --carry-to, carry) the ledger at path. */
+static int inspect(const char *path, const struct ledger_cli *cli, const struct core_config *cfg,
+                   struct scan *s)
+{
     struct core_dp_cost cap;
     struct core_dp_scheme sc;
-    int ch, as_json = 0, ex = APP_EXIT_USAGE;
+    int ex;
+
+    if (cli->carry && cli->prefix) {
+        fprintf(stderr, "gcdp ledger: --carry-to carries every unit; --unit does not apply\n");
+        return APP_EXIT_USAGE;
+    }
+    ex = scan_file(path, s, cli->prefix, &sc, &cap);
+    if (ex != APP_EXIT_OK)
+        return ex;
+    fprintf(stderr, "gcdp ledger: %s: units " CORE_DP_UNIT_FORMAT ", slot_ms %lld, time radius "
+            "%lld x period %lld ms; cap eps=%.6g delta=%.4g\n", path, (long long)sc.slot_ms,
+            (long long)sc.time_radius, (long long)sc.period_ms, cap.eps, cap.delta);
+    if (cli->carry)
+        return carry_to(s, path, &sc, &cap, cfg, cli->carry);
+    print_units(s, cli->as_json, &cap);
+    return APP_EXIT_OK;
+}
+
+static void scan_cleanup(struct scan *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i].unit);
+    for (size_t i = 0; i < s->n_ids; i++) {
+        free(s->ids[i].id);
+        free(s->ids[i].unit0);
+    }
+    free(s->v);
+    free(s->ids);
+}
+
+int cmd_ledger(int argc, char **argv)
+{
+    struct core_config *cfg = NULL;
+    struct ledger_cli cli = {0};
+    char path[4096];
+    struct scan s = {0};
+    int ex;
 
     if (app_help_requested(argc, argv)) {
         printf("%s%s", ledger_help, app_common_help);
@@ -404,54 +494,19 @@ int cmd_ledger(int argc, char **argv)
     }
     if (app_config_load(&argc, argv, &cfg) != CORE_OK)
         return APP_EXIT_USAGE;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        switch (ch) {
-        case 'l': flag = optarg; break;
-        case 'u': prefix = optarg; break;
-        case 'j': as_json = 1; break;
-        case 'c': carry = optarg; break;
-        case 'i': imp = optarg; break;
-        case 't': to = optarg; break;
-        case 'h': printf("%s%s", ledger_help, app_common_help); ex = APP_EXIT_OK; goto out;
-        default: goto out;
-        }
-    }
-    if (optind != argc) {
-        fprintf(stderr, "gcdp ledger: unexpected argument '%s'\n", argv[optind]);
+    ex = parse_args(argc, argv, &cli);
+    if (ex >= 0)
+        goto out;
+    if (cli.imp || cli.to) {
+        ex = import_args(cli.imp, cli.to, cli.carry || cli.prefix || cli.flag);
         goto out;
     }
-    if (imp || to) {
-        ex = import_args(imp, to, carry || prefix || flag);
+    ex = APP_EXIT_USAGE;
+    if (app_ledger_path(cfg, cli.flag, path, sizeof(path)) != 0)
         goto out;
-    }
-    if (app_ledger_path(cfg, flag, path, sizeof(path)) != 0)
-        goto out;
-    ex = APP_EXIT_FAILURE;
-    if (carry && prefix) {
-        fprintf(stderr, "gcdp ledger: --carry-to carries every unit; --unit does not apply\n");
-        ex = APP_EXIT_USAGE;
-        goto out;
-    }
-    ex = scan_file(path, &s, prefix, &sc, &cap);
-    if (ex != APP_EXIT_OK)
-        goto out;
-    fprintf(stderr, "gcdp ledger: %s: units " CORE_DP_UNIT_FORMAT ", slot_ms %lld, time radius "
-            "%lld x period %lld ms; cap eps=%.6g delta=%.4g\n", path, (long long)sc.slot_ms,
-            (long long)sc.time_radius, (long long)sc.period_ms, cap.eps, cap.delta);
-    if (carry)
-        ex = carry_to(&s, path, &sc, &cap, cfg, carry);
-    else
-        print_units(&s, as_json, &cap);
+    ex = inspect(path, &cli, cfg, &s);
 out:
-    for (size_t i = 0; i < s.n; i++)
-        free(s.v[i].unit);
-    for (size_t i = 0; i < s.n_ids; i++) {
-        free(s.ids[i].id);
-        free(s.ids[i].unit0);
-    }
-    free(s.v);
-    free(s.ids);
+    scan_cleanup(&s);
     core_config_free(cfg);
     return ex;
 }

@@ -106,6 +106,37 @@ struct args {
     char ledger_path[4096];
 };
 
+/* The parsed flags fit together: no stray argument, --theta unless --serve, --check only with
+ * --serve, no offline-only flag with --serve, --format jsonl. Returns APP_EXIT_OK or
+ * APP_EXIT_USAGE after the message. */
+static int check_args(int argc, const struct args *a)
+{
+    if (optind != argc || (!a->theta && !a->serve)) {
+        fprintf(stderr, "gcdp release: %s\n", optind != argc ? "unexpected argument"
+                                                            : "--theta FILE is required");
+        return APP_EXIT_USAGE;
+    }
+    if (a->check && !a->serve) {
+        fprintf(stderr, "gcdp release: --check validates the service's configuration: use it "
+                        "with --serve\n");
+        return APP_EXIT_USAGE;
+    }
+    if (a->serve && a->n_offline) {
+        fprintf(stderr, "gcdp release: --serve reads topics.windows and writes topics.released: "
+                        "--input, --output, --format, --plan, --theta-out and --skip-refused "
+                        "are for the offline release\n");
+        return APP_EXIT_USAGE;
+    }
+    if (a->format && strcmp(a->format, "jsonl") != 0) {
+        fprintf(stderr, "gcdp release: --format %s: only jsonl (gcdp.window/2 records): CSV "
+                        "rows carry no provenance to certify from\n", a->format);
+        return APP_EXIT_USAGE;
+    }
+    return APP_EXIT_OK;
+}
+
+/* Parse argv into a (defaults first), then check_args. --help prints the help and returns
+ * APP_EXIT_OK + 100. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
     static const struct option lo[] = {
@@ -150,28 +181,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         default: return APP_EXIT_USAGE;
         }
     }
-    if (optind != argc || (!a->theta && !a->serve)) {
-        fprintf(stderr, "gcdp release: %s\n", optind != argc ? "unexpected argument"
-                                                            : "--theta FILE is required");
-        return APP_EXIT_USAGE;
-    }
-    if (a->check && !a->serve) {
-        fprintf(stderr, "gcdp release: --check validates the service's configuration: use it "
-                        "with --serve\n");
-        return APP_EXIT_USAGE;
-    }
-    if (a->serve && a->n_offline) {
-        fprintf(stderr, "gcdp release: --serve reads topics.windows and writes topics.released: "
-                        "--input, --output, --format, --plan, --theta-out and --skip-refused "
-                        "are for the offline release\n");
-        return APP_EXIT_USAGE;
-    }
-    if (a->format && strcmp(a->format, "jsonl") != 0) {
-        fprintf(stderr, "gcdp release: --format %s: only jsonl (gcdp.window/2 records): CSV "
-                        "rows carry no provenance to certify from\n", a->format);
-        return APP_EXIT_USAGE;
-    }
-    return APP_EXIT_OK;
+    return check_args(argc, a);
 }
 
 /* --mechanism / --eps-rel are shorthands for --set release.*=... */
@@ -387,30 +397,40 @@ static int open_ledger(struct run *r)
     return APP_EXIT_OK;
 }
 
+/* The window records: --input FILE, or standard input unless it is a terminal. Returns
+ * APP_EXIT_OK with *in set, or the exit status after the message. */
+static int open_input(const char *input, FILE **in)
+{
+    struct stat st_in;
+
+    if (strcmp(input, "-") == 0 && isatty(STDIN_FILENO)) { /* would wait silently */
+        fprintf(stderr, "gcdp release: window records are read from standard input, which is "
+                        "a terminal; give --input FILE (or pipe the records in)\n");
+        return APP_EXIT_USAGE;
+    }
+    if (strcmp(input, "-") != 0 && !(*in = fopen(input, "r"))) {
+        fprintf(stderr, "gcdp release: cannot open input '%s': %s\n", input, strerror(errno));
+        return APP_EXIT_FAILURE;
+    }
+    if (*in != stdin && fstat(fileno(*in), &st_in) == 0 && S_ISDIR(st_in.st_mode)) {
+        fprintf(stderr, "gcdp release: input '%s' is a directory\n", input);
+        fclose(*in);
+        return APP_EXIT_USAGE;
+    }
+    return APP_EXIT_OK;
+}
+
 static int run_release(struct run *r)
 {
     const struct args *a = r->a;
     struct rel_release_stats st;
     struct core_outfile of = {0};
-    struct stat st_in;
     FILE *in = stdin;
     char eb[512] = "";
     int ex;
 
-    if (strcmp(a->input, "-") == 0 && isatty(STDIN_FILENO)) { /* would wait silently */
-        fprintf(stderr, "gcdp release: window records are read from standard input, which is "
-                        "a terminal; give --input FILE (or pipe the records in)\n");
-        return APP_EXIT_USAGE;
-    }
-    if (strcmp(a->input, "-") != 0 && !(in = fopen(a->input, "r"))) {
-        fprintf(stderr, "gcdp release: cannot open input '%s': %s\n", a->input, strerror(errno));
-        return APP_EXIT_FAILURE;
-    }
-    if (in != stdin && fstat(fileno(in), &st_in) == 0 && S_ISDIR(st_in.st_mode)) {
-        fprintf(stderr, "gcdp release: input '%s' is a directory\n", a->input);
-        fclose(in);
-        return APP_EXIT_USAGE;
-    }
+    if ((ex = open_input(a->input, &in)) != APP_EXIT_OK)
+        return ex;
     if (!a->plan_only && (ex = open_ledger(r)) != APP_EXIT_OK)
         goto out;
     if (!a->plan_only && core_outfile_open(&of, a->output, eb, sizeof(eb)) != CORE_OK) {

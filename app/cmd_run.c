@@ -311,70 +311,109 @@ static void on_signal(uv_signal_t *h, int sig)
 /* ------------------------------------------------------------------------------------ */
 /* CLI */
 
+/* The --help text: what runs, and the options. */
+static const char usage_text[] =
+    "usage: gcdp run [options]\n\n"
+    "Run the pipeline in one command: the embedded in-memory broker (a `gcdp broker`\n"
+    "child process; skipped when broker.bootstrap is set), the sensor simulator\n"
+    "feeding topics.raw, ingest (topics.windows, dead letters on topics.rejected),\n"
+    "the calibrate service (public theta versions on topics.calibration, made from\n"
+    "public calibration rows), and the release service (topics.windows ->\n"
+    "topics.released, every release charged to a privacy ledger first, with the\n"
+    "drift monitor), and the federated learner: a server and one participant per\n"
+    "site, reading only topics.released (gcdp learn --server/--participant). A\n"
+    "progress line goes to stderr every second (readings in, windows out, released,\n"
+    "refused, theta version, eps spent: the largest total of any protected unit,\n"
+    "drift score, learner session/round/h/edges/MB) and a summary at the end: a\n"
+    "readable one on stderr and one JSON line on stdout, with the DAG learned from\n"
+    "the privatized stream beside the simulator's true DAG (SHD, TPR, FDR, chance)\n"
+    "and a picture of both.\n\n"
+    "options:\n"
+    "  --duration S        stop after S seconds (default 0 = until Ctrl-C/SIGTERM)\n"
+    "  --devices N         simulated devices (default 100)\n"
+    "  --rate R            simulated readings per second, all devices (default 2000)\n"
+    "  --seed S            simulator seed (default 1)\n"
+    "                      (other simulator settings: the sim.* keys, e.g.\n"
+    "                      --set sim.faults=all=0.001; see gcdp config keys)\n"
+    "  --no-simulator      do not start the simulator (feed topics.raw yourself,\n"
+    "                      e.g. `gcdp replay`; then also give --calibration)\n"
+    "  --dir DIR           this run's files (default run): the broker address, the\n"
+    "                      control key control.key (made once, mode 0600, unless\n"
+    "                      control.key_file is set), calibration.csv, the ledger,\n"
+    "                      truth.json, learner-<UTC time>/ (DAGs, pictures,\n"
+    "                      checkpoints), state/ (state.dir unless set)\n"
+    "  --ledger FILE       the privacy ledger to charge (default: a NEW ledger\n"
+    "                      DIR/ledger-<UTC time>.jsonl for every run, since the\n"
+    "                      simulator's devices and times repeat from run to run;\n"
+    "                      an existing FILE is reopened and its spending counts)\n"
+    "  --calibration FILE  public calibration rows for the calibrate service (CSV,\n"
+    "                      calibrate.input.*; default: DIR/calibration.csv, made from\n"
+    "                      a pilot run of the simulator's model with noise of its own)\n"
+    "  --sites K           learner participants (default 4): site k holds the motes\n"
+    "                      mote-i, i in [k*N/K, (k+1)*N/K) (1 with --no-simulator)\n"
+    "  --bootstrap-file F  where the embedded broker writes its address\n"
+    "                      (default DIR/kafka.bootstrap; other commands can join with\n"
+    "                      --set broker.bootstrap=@F while it runs); its log: F.log\n"
+    "  --help              this text\n\n";
+
+/* The --help text: this command's defaults, metrics, stopping and exit status (followed by
+ * app_common_help). */
+static const char usage_defaults_text[] =
+    "Defaults of this command (each applies unless you set the key): a simulator\n"
+    "whose SEM signal dominates (sim.channel_params without diurnal terms, sim.ar\n"
+    "0.9), complete windows only (ingest.max_interp_gap 0, ingest.min_coverage 1),\n"
+    "release.query.min_samples 15, release.eps_rel 8 per window with\n"
+    "release.eps_min 1.9 per coordinate, sites rescaled (learner.rescale, lambda\n"
+    "0.01, threshold 0.1; a session every 15 s from 500 samples per site): see\n"
+    "docs/operations.md \"gcdp run\" for why and what it costs in privacy.\n\n"
+    "metrics: --set metrics.port=P serves /metrics and /healthz for every stage.\n"
+    "Ctrl-C (or SIGTERM) stops gracefully: the simulator flushes, ingest drains and\n"
+    "commits, release releases what ingest emitted, calibrate stops, the learner\n"
+    "finishes a session in progress (at most 30 s), the broker stops last; a second\n"
+    "Ctrl-C skips the waiting (and if the stages still have not stopped 5 s later,\n"
+    "gcdp run gives up and exits 1).\n"
+    "Exit status: 0 ok, 1 a stage failed, an offset gap was detected or no window\n"
+    "was released, 2 usage or configuration (also a setting a stage refuses at\n"
+    "start, e.g. a ledger made with other caps).\n\n";
+
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: gcdp run [options]\n\n"
-            "Run the pipeline in one command: the embedded in-memory broker (a `gcdp broker`\n"
-            "child process; skipped when broker.bootstrap is set), the sensor simulator\n"
-            "feeding topics.raw, ingest (topics.windows, dead letters on topics.rejected),\n"
-            "the calibrate service (public theta versions on topics.calibration, made from\n"
-            "public calibration rows), and the release service (topics.windows ->\n"
-            "topics.released, every release charged to a privacy ledger first, with the\n"
-            "drift monitor), and the federated learner: a server and one participant per\n"
-            "site, reading only topics.released (gcdp learn --server/--participant). A\n"
-            "progress line goes to stderr every second (readings in, windows out, released,\n"
-            "refused, theta version, eps spent: the largest total of any protected unit,\n"
-            "drift score, learner session/round/h/edges/MB) and a summary at the end: a\n"
-            "readable one on stderr and one JSON line on stdout, with the DAG learned from\n"
-            "the privatized stream beside the simulator's true DAG (SHD, TPR, FDR, chance)\n"
-            "and a picture of both.\n\n"
-            "options:\n"
-            "  --duration S        stop after S seconds (default 0 = until Ctrl-C/SIGTERM)\n"
-            "  --devices N         simulated devices (default 100)\n"
-            "  --rate R            simulated readings per second, all devices (default 2000)\n"
-            "  --seed S            simulator seed (default 1)\n"
-            "                      (other simulator settings: the sim.* keys, e.g.\n"
-            "                      --set sim.faults=all=0.001; see gcdp config keys)\n"
-            "  --no-simulator      do not start the simulator (feed topics.raw yourself,\n"
-            "                      e.g. `gcdp replay`; then also give --calibration)\n"
-            "  --dir DIR           this run's files (default run): the broker address, the\n"
-            "                      control key control.key (made once, mode 0600, unless\n"
-            "                      control.key_file is set), calibration.csv, the ledger,\n"
-            "                      truth.json, learner-<UTC time>/ (DAGs, pictures,\n"
-            "                      checkpoints), state/ (state.dir unless set)\n"
-            "  --ledger FILE       the privacy ledger to charge (default: a NEW ledger\n"
-            "                      DIR/ledger-<UTC time>.jsonl for every run, since the\n"
-            "                      simulator's devices and times repeat from run to run;\n"
-            "                      an existing FILE is reopened and its spending counts)\n"
-            "  --calibration FILE  public calibration rows for the calibrate service (CSV,\n"
-            "                      calibrate.input.*; default: DIR/calibration.csv, made from\n"
-            "                      a pilot run of the simulator's model with noise of its own)\n"
-            "  --sites K           learner participants (default 4): site k holds the motes\n"
-            "                      mote-i, i in [k*N/K, (k+1)*N/K) (1 with --no-simulator)\n"
-            "  --bootstrap-file F  where the embedded broker writes its address\n"
-            "                      (default DIR/kafka.bootstrap; other commands can join with\n"
-            "                      --set broker.bootstrap=@F while it runs); its log: F.log\n"
-            "  --help              this text\n\n"
-            "Defaults of this command (each applies unless you set the key): a simulator\n"
-            "whose SEM signal dominates (sim.channel_params without diurnal terms, sim.ar\n"
-            "0.9), complete windows only (ingest.max_interp_gap 0, ingest.min_coverage 1),\n"
-            "release.query.min_samples 15, release.eps_rel 8 per window with\n"
-            "release.eps_min 1.9 per coordinate, sites rescaled (learner.rescale, lambda\n"
-            "0.01, threshold 0.1; a session every 15 s from 500 samples per site): see\n"
-            "docs/operations.md \"gcdp run\" for why and what it costs in privacy.\n\n"
-            "metrics: --set metrics.port=P serves /metrics and /healthz for every stage.\n"
-            "Ctrl-C (or SIGTERM) stops gracefully: the simulator flushes, ingest drains and\n"
-            "commits, release releases what ingest emitted, calibrate stops, the learner\n"
-            "finishes a session in progress (at most 30 s), the broker stops last; a second\n"
-            "Ctrl-C skips the waiting (and if the stages still have not stopped 5 s later,\n"
-            "gcdp run gives up and exits 1).\n"
-            "Exit status: 0 ok, 1 a stage failed, an offset gap was detected or no window\n"
-            "was released, 2 usage or configuration (also a setting a stage refuses at\n"
-            "start, e.g. a ledger made with other caps).\n\n%s",
-            app_common_help);
+    fputs(usage_text, f);
+    fputs(usage_defaults_text, f);
+    fputs(app_common_help, f);
 }
 
+/* One numeric flag (--duration, --devices, --rate, --seed, --sites) into o. Returns 0, or -1
+ * when the value is out of range. */
+static int parse_number_opt(int ch, const char *arg, struct run_opts *o)
+{
+    unsigned long long u;
+
+    switch (ch) {
+    case 'd':
+        return app_flag_parse_double(arg, 0, 1e7, &o->duration_s) != 0 ? -1 : 0;
+    case 'n':
+        if (app_flag_parse_u64(arg, SIM_MAX_DEVICES, &u) != 0 || u < 1)
+            return -1;
+        o->devices = (size_t)u;
+        return 0;
+    case 'r':
+        return app_flag_parse_double(arg, 0, 1e7, &o->rate) != 0 || o->rate == 0 ? -1 : 0;
+    case 's':
+        if (app_flag_parse_u64(arg, UINT64_MAX, &u) != 0)
+            return -1;
+        o->seed = u;
+        return 0;
+    default: /* 'S' */
+        if (app_flag_parse_u64(arg, 64, &u) != 0 || u < 1)
+            return -1;
+        o->sites = (size_t)u;
+        return 0;
+    }
+}
+
+/* Parse argv into o. Returns -1 to go on, else the exit status (--help: APP_EXIT_OK after
+ * the usage; a bad flag: APP_EXIT_USAGE after the message). */
 static int parse_opts(int argc, char **argv, struct run_opts *o)
 {
     static const struct option longopts[] = {
@@ -386,50 +425,26 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
         {"calibration", required_argument, NULL, 'C'}, {"sites", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
-    unsigned long long u;
     int ch;
 
     optind = 1;
     while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (ch) {
         case 'd':
-            if (app_flag_parse_double(optarg, 0, 1e7, &o->duration_s) != 0)
-                goto bad;
-            break;
         case 'n':
-            if (app_flag_parse_u64(optarg, SIM_MAX_DEVICES, &u) != 0 || u < 1)
-                goto bad;
-            o->devices = (size_t)u;
-            break;
         case 'r':
-            if (app_flag_parse_double(optarg, 0, 1e7, &o->rate) != 0 || o->rate == 0)
-                goto bad;
-            break;
         case 's':
-            if (app_flag_parse_u64(optarg, UINT64_MAX, &u) != 0)
-                goto bad;
-            o->seed = u;
-            break;
-        case 'N':
-            o->no_sim = true;
-            break;
-        case 'f':
-            o->bootstrap_file = optarg;
-            break;
-        case 'D':
-            o->dir = optarg;
-            break;
-        case 'L':
-            o->ledger = optarg;
-            break;
-        case 'C':
-            o->calibration = optarg;
-            break;
         case 'S':
-            if (app_flag_parse_u64(optarg, 64, &u) != 0 || u < 1)
-                goto bad;
-            o->sites = (size_t)u;
+            if (parse_number_opt(ch, optarg, o) != 0) {
+                fprintf(stderr, "gcdp run: invalid value '%s' (see gcdp run --help)\n", optarg);
+                return APP_EXIT_USAGE;
+            }
             break;
+        case 'N': o->no_sim = true; break;
+        case 'f': o->bootstrap_file = optarg; break;
+        case 'D': o->dir = optarg; break;
+        case 'L': o->ledger = optarg; break;
+        case 'C': o->calibration = optarg; break;
         case 'h':
             usage(stdout);
             return APP_EXIT_OK;
@@ -443,9 +458,6 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
         return APP_EXIT_USAGE;
     }
     return -1;
-bad:
-    fprintf(stderr, "gcdp run: invalid value '%s' (see gcdp run --help)\n", optarg);
-    return APP_EXIT_USAGE;
 }
 
 /* Ingest's rejections by reason (ing_reason_code), the non-zero ones in the human line. */
@@ -545,11 +557,70 @@ static core_err start_everything(struct run_ctx *c, char *eb, size_t ebn)
     return CORE_OK;
 }
 
+/* The event loop: signal handlers and the progress, duration, poll and force timers. */
+static void loop_init(struct run_ctx *c)
+{
+    uv_loop_init(&c->loop);
+    c->t0 = uv_now(&c->loop);
+    uv_signal_init(&c->loop, &c->sigint);
+    uv_signal_init(&c->loop, &c->sigterm);
+    uv_timer_init(&c->loop, &c->progress);
+    uv_timer_init(&c->loop, &c->duration);
+    uv_timer_init(&c->loop, &c->poll);
+    uv_timer_init(&c->loop, &c->force);
+    c->sigint.data = c->sigterm.data = c->progress.data = c->duration.data = c->poll.data = c;
+    c->force.data = c;
+    uv_signal_start(&c->sigint, on_signal, SIGINT);
+    uv_signal_start(&c->sigterm, on_signal, SIGTERM);
+}
+
+/* Start every stage (a failure begins the shutdown), then run the loop until it ends. */
+static void run_loop(struct run_ctx *c)
+{
+    char eb[1024] = "";
+    core_err rc;
+
+    if ((rc = start_everything(c, eb, sizeof(eb))) != CORE_OK) {
+        fprintf(stderr, "gcdp run: %s\n", eb);
+        /* a configuration a stage refuses is a usage error, like any bad key */
+        c->exit_code = rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
+        begin_shutdown(c, "start failed");
+    }
+    uv_update_time(&c->loop); /* starting the broker took seconds: time runs from here */
+    c->t0 = uv_now(&c->loop);
+    uv_timer_start(&c->progress, on_progress, 1000, 1000);
+    uv_timer_start(&c->poll, on_poll, 50, 50);
+    if (c->o.duration_s > 0)
+        uv_timer_start(&c->duration, on_duration, (uint64_t)(c->o.duration_s * 1000), 0);
+    uv_run(&c->loop, UV_RUN_DEFAULT);
+}
+
+/* After the loop: the summary, then every stage, the ledger, the loop and the broker.
+ * Returns the exit status; frees c. */
+static int finish(struct run_ctx *c)
+{
+    int ret;
+
+    if (c->sim_started)
+        uv_thread_join(&c->sim_thread);
+    print_summary(c);
+    ing_service_free(c->ingest);
+    run_live_free(c);
+    run_lrn_free(c);
+    uv_run(&c->loop, UV_RUN_DEFAULT);
+    core_dp_ledger_free(c->ledger);
+    uv_loop_close(&c->loop);
+    broker_stop(c);
+    ret = c->exit_code;
+    core_metrics_free(c->metrics);
+    core_config_free(c->cfg);
+    free(c);
+    return ret;
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct run_ctx *c = calloc(1, sizeof(*c));
-    char eb[1024] = "";
-    core_err rc;
     int ret;
 
     if (!c)
@@ -581,49 +652,12 @@ int cmd_run(int argc, char **argv)
     if (c->tty)
         core_log_set_line_prefix("\r\033[K"); /* a log line replaces the progress line */
     c->metrics = core_metrics_new();
-    uv_loop_init(&c->loop);
-    c->t0 = uv_now(&c->loop);
-    uv_signal_init(&c->loop, &c->sigint);
-    uv_signal_init(&c->loop, &c->sigterm);
-    uv_timer_init(&c->loop, &c->progress);
-    uv_timer_init(&c->loop, &c->duration);
-    uv_timer_init(&c->loop, &c->poll);
-    uv_timer_init(&c->loop, &c->force);
-    c->sigint.data = c->sigterm.data = c->progress.data = c->duration.data = c->poll.data = c;
-    c->force.data = c;
-    uv_signal_start(&c->sigint, on_signal, SIGINT);
-    uv_signal_start(&c->sigterm, on_signal, SIGTERM);
-    if ((rc = start_everything(c, eb, sizeof(eb))) != CORE_OK) {
-        fprintf(stderr, "gcdp run: %s\n", eb);
-        /* a configuration a stage refuses is a usage error, like any bad key */
-        c->exit_code = rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
-        begin_shutdown(c, "start failed");
-    }
-    uv_update_time(&c->loop); /* starting the broker took seconds: time runs from here */
-    c->t0 = uv_now(&c->loop);
-    uv_timer_start(&c->progress, on_progress, 1000, 1000);
-    uv_timer_start(&c->poll, on_poll, 50, 50);
-    if (c->o.duration_s > 0)
-        uv_timer_start(&c->duration, on_duration, (uint64_t)(c->o.duration_s * 1000), 0);
-    uv_run(&c->loop, UV_RUN_DEFAULT);
+    loop_init(c);
+    run_loop(c);
     if (c->forced) { /* stuck stage: stop the broker, leave the rest to process exit */
         broker_stop(c);
         fprintf(stderr, "gcdp run: forced stop\n");
         return APP_EXIT_FAILURE;
     }
-    if (c->sim_started)
-        uv_thread_join(&c->sim_thread);
-    print_summary(c);
-    ing_service_free(c->ingest);
-    run_live_free(c);
-    run_lrn_free(c);
-    uv_run(&c->loop, UV_RUN_DEFAULT);
-    core_dp_ledger_free(c->ledger);
-    uv_loop_close(&c->loop);
-    broker_stop(c);
-    ret = c->exit_code;
-    core_metrics_free(c->metrics);
-    core_config_free(c->cfg);
-    free(c);
-    return ret;
+    return finish(c);
 }

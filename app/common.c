@@ -61,6 +61,70 @@ static const char *opt_value(int argc, char **argv, int i, const char *opt, int 
     return NULL;
 }
 
+/* Take --config FILE and --log-level LEVEL off argv (the last of each wins; --set stays for
+ * apply_sets). */
+static void take_file_and_level(int *argc, char **argv, const char **file, const char **level)
+{
+    int used = 0;
+
+    for (int i = 1; i < *argc;) {
+        const char *v;
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if ((v = opt_value(*argc, argv, i, "--config", &used))) {
+            *file = v;
+        } else if ((v = opt_value(*argc, argv, i, "--log-level", &used))) {
+            *level = v;
+        } else if ((v = opt_value(*argc, argv, i, "--set", &used))) {
+            /* applied after file and env, by apply_sets; keep order */
+            i += used;
+            continue;
+        } else {
+            i++;
+            continue;
+        }
+        drop_args(argc, argv, i, used);
+    }
+}
+
+/* Take every --set KEY=VALUE off argv, applying them in order unless help. */
+static core_err apply_sets(struct core_config *cfg, int *argc, char **argv, bool help, char *eb,
+                           size_t ebn)
+{
+    core_err rc = CORE_OK;
+    int used = 0;
+
+    for (int i = 1; rc == CORE_OK && i < *argc;) {
+        const char *v = opt_value(*argc, argv, i, "--set", &used);
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (!v) {
+            i++;
+            continue;
+        }
+        if (!help)
+            rc = core_config_set_arg(cfg, v, eb, ebn);
+        drop_args(argc, argv, i, used);
+    }
+    return rc;
+}
+
+/* The log level: level (flag or environment), else log.level. */
+static core_err apply_log_level(const struct core_config *cfg, const char *level, char *eb,
+                                size_t ebn)
+{
+    int lvl;
+
+    if (!level)
+        level = core_config_str(cfg, "log.level");
+    if (core_log_level_parse(level, &lvl) != CORE_OK) {
+        snprintf(eb, ebn, "log level '%s' is not one of debug|info|warn|error|off", level);
+        return CORE_ECONFIG;
+    }
+    core_log_level = lvl;
+    return CORE_OK;
+}
+
 /* With --help anywhere, the common options are taken off argv but not applied: a broken
  * configuration must not hide the help that explains it. Every command treats --help
  * anywhere (even as a flag's value) as a request for help and runs nothing, so nothing ever
@@ -72,53 +136,17 @@ core_err app_config_load(int *argc, char **argv, struct core_config **out)
     const bool help = app_help_requested(*argc, argv);
     char eb[1024] = "";
     core_err rc = cfg ? CORE_OK : CORE_ECONFIG;
-    int lvl, used = 0;
 
-    for (int i = 1; rc == CORE_OK && i < *argc;) {
-        const char *v;
-        if (strcmp(argv[i], "--") == 0)
-            break;
-        if ((v = opt_value(*argc, argv, i, "--config", &used))) {
-            file = v;
-        } else if ((v = opt_value(*argc, argv, i, "--log-level", &used))) {
-            level = v;
-        } else if ((v = opt_value(*argc, argv, i, "--set", &used))) {
-            /* applied after file and env, below; keep order */
-            i += used;
-            continue;
-        } else {
-            i++;
-            continue;
-        }
-        drop_args(argc, argv, i, used);
-    }
+    if (rc == CORE_OK)
+        take_file_and_level(argc, argv, &file, &level);
     if (rc == CORE_OK && file && file[0] && !help)
         rc = core_config_load_file(cfg, file, eb, sizeof(eb));
     if (rc == CORE_OK && !help)
         rc = core_config_load_env(cfg, environ, eb, sizeof(eb));
-    for (int i = 1; rc == CORE_OK && i < *argc;) {
-        const char *v = opt_value(*argc, argv, i, "--set", &used);
-        if (strcmp(argv[i], "--") == 0)
-            break;
-        if (!v) {
-            i++;
-            continue;
-        }
-        if (!help)
-            rc = core_config_set_arg(cfg, v, eb, sizeof(eb));
-        drop_args(argc, argv, i, used);
-    }
-    if (rc == CORE_OK && !help) {
-        if (!level)
-            level = core_config_str(cfg, "log.level");
-        if (core_log_level_parse(level, &lvl) != CORE_OK) {
-            snprintf(eb, sizeof(eb), "log level '%s' is not one of debug|info|warn|error|off",
-                     level);
-            rc = CORE_ECONFIG;
-        } else {
-            core_log_level = lvl;
-        }
-    }
+    if (rc == CORE_OK)
+        rc = apply_sets(cfg, argc, argv, help, eb, sizeof(eb));
+    if (rc == CORE_OK && !help)
+        rc = apply_log_level(cfg, level, eb, sizeof(eb));
     if (rc != CORE_OK) {
         fprintf(stderr, "gcdp %s: configuration error: %s\n", argv[0],
                 eb[0] ? eb : core_strerror(rc));

@@ -78,13 +78,11 @@ static void constancy(size_t n, size_t m, const double *x, size_t ld, int max_la
     }
 }
 
-/* Global standardization into xs, then window sums by peeling rows off both ends.
- * Row-major passes (per-column accumulators in hs/hq/ts/tq row 0) keep the access
- * contiguous; each column's sums are still taken in row order t = 0..n-1. */
-static void standardize(size_t n, size_t m, const double *x, size_t ld, int max_lag,
-                        const struct lc_ws *w)
+/* Column means and population standard deviations of x (n x m, leading dimension ld), each
+ * summed in row order; a zero deviation becomes 1. */
+static void column_moments(size_t n, size_t m, const double *x, size_t ld, double *mean,
+                           double *sd)
 {
-    double *mean = w->ts, *sd = w->tq; /* row 0 of ts/tq as scratch until pass 3 */
     memset(mean, 0, m * sizeof(*mean));
     memset(sd, 0, m * sizeof(*sd));
     for (size_t t = 0; t < n; t++)
@@ -102,15 +100,12 @@ static void standardize(size_t n, size_t m, const double *x, size_t ld, int max_
         if (!(sd[j] > 0.0))
             sd[j] = 1.0; /* constant column: becomes ~0; its rho is 0 by the constancy rule */
     }
-    memset(w->hs, 0, m * sizeof(double));
-    memset(w->hq, 0, m * sizeof(double));
-    for (size_t t = 0; t < n; t++)
-        for (size_t j = 0; j < m; j++) {
-            double v = (x[t * ld + j] - mean[j]) / sd[j];
-            w->xs[t * m + j] = v;
-            w->hs[j] += v;
-            w->hq[j] += v * v;
-        }
+}
+
+/* Window sums for lags 1..max_lag: peel row n-l off the head sums and row l-1 off the tail
+ * sums (row 0 of hs/hq holds the full sums). */
+static void peel_window_sums(size_t n, size_t m, int max_lag, const struct lc_ws *w)
+{
     for (size_t j = 0; j < m; j++) {
         w->ts[j] = w->hs[j];
         w->tq[j] = w->hq[j];
@@ -124,6 +119,26 @@ static void standardize(size_t n, size_t m, const double *x, size_t ld, int max_
             w->tq[cur] = w->tq[prev] - vt * vt;
         }
     }
+}
+
+/* Global standardization into xs, then window sums by peeling rows off both ends.
+ * Row-major passes (per-column accumulators in hs/hq/ts/tq row 0) keep the access
+ * contiguous; each column's sums are still taken in row order t = 0..n-1. */
+static void standardize(size_t n, size_t m, const double *x, size_t ld, int max_lag,
+                        const struct lc_ws *w)
+{
+    double *mean = w->ts, *sd = w->tq; /* row 0 of ts/tq as scratch until the peel */
+    column_moments(n, m, x, ld, mean, sd);
+    memset(w->hs, 0, m * sizeof(double));
+    memset(w->hq, 0, m * sizeof(double));
+    for (size_t t = 0; t < n; t++)
+        for (size_t j = 0; j < m; j++) {
+            double v = (x[t * ld + j] - mean[j]) / sd[j];
+            w->xs[t * m + j] = v;
+            w->hs[j] += v;
+            w->hq[j] += v * v;
+        }
+    peel_window_sums(n, m, max_lag, w);
 }
 
 /* |Pearson| of head-window of i and tail-window of j at lag l from the cross product cij. */

@@ -583,6 +583,61 @@ static core_err scores(struct run *r, const struct cal_matrix *mx, const struct 
     return rc;
 }
 
+/* Algorithm 1 proper (timed from here; setup and copies are not counted): lagged scores,
+ * their private release in private mode, tau, the graph and its exposure. */
+static core_err run_alg1(struct run *r, const struct cal_matrix *mx, const struct cal_opts *o,
+                         const struct core_rng *rng, struct cal_theta *t,
+                         struct cal_report *rep, char *eb, size_t ebn)
+{
+    double ta = now_s(), t1;
+    core_err rc;
+
+    if ((rc = scores(r, mx, o, rep, eb, ebn)) != CORE_OK)
+        return rc;
+    if (o->mode == CAL_MODE_PRIVATE && (rc = private_scores(r, mx->m, o, rng, t)) != CORE_OK) {
+        snprintf(eb, ebn, "private release of S failed (%s)", core_errname(rc));
+        return rc;
+    }
+    t1 = now_s();
+    if ((rc = select_tau(r, mx, o, rng, t, rep)) != CORE_OK) {
+        snprintf(eb, ebn, "tau selection failed (%s)", core_errname(rc));
+        return rc;
+    }
+    rep->t_tau = now_s() - t1;
+    if ((rc = build_graph(r, mx->m, t->tau, o->K)) != CORE_OK ||
+        (rc = cal_exposure(mx->m, r->edges, r->n_edges, o->alpha, r->deg, t->exposure, NULL)) ||
+        (rc = cal_theta_set_edges(t, r->edges, r->n_edges)) != CORE_OK) {
+        snprintf(eb, ebn, "graph construction failed (%s)", core_errname(rc));
+        return rc;
+    }
+    rep->t_alg1 = now_s() - ta - rep->t_tau;
+    rep->n_edges = r->n_edges;
+    return CORE_OK;
+}
+
+/* The utility mu and the empirical influence xi, each timed. */
+static core_err run_utility(struct run *r, const struct cal_matrix *mx,
+                            const struct cal_opts *o, const struct core_rng *rng,
+                            struct cal_theta *t, struct cal_report *rep, char *eb, size_t ebn)
+{
+    double t1 = now_s();
+    core_err rc;
+
+    if ((rc = compute_mu(r, mx, o, rng, t, rep, eb, ebn)) != CORE_OK) {
+        if (!eb[0])
+            snprintf(eb, ebn, "utility mu failed (%s)", core_errname(rc));
+        return rc;
+    }
+    rep->t_mu = now_s() - t1;
+    t1 = now_s();
+    if ((rc = compute_xi(r, mx, o, rng, t)) != CORE_OK) {
+        snprintf(eb, ebn, "empirical influence failed (%s)", core_errname(rc));
+        return rc;
+    }
+    rep->t_xi = now_s() - t1;
+    return CORE_OK;
+}
+
 core_err cal_calibrate(const struct cal_matrix *mx, const struct cal_opts *o,
                        const struct core_rng *rng, struct cal_theta **out,
                        struct cal_report *rep_out, char *eb, size_t ebn)
@@ -590,7 +645,7 @@ core_err cal_calibrate(const struct cal_matrix *mx, const struct cal_opts *o,
     struct run r = {0};
     struct cal_report rep = {0};
     struct cal_theta *t = NULL;
-    double t0 = now_s(), t1, ta;
+    double t0 = now_s();
     core_err rc;
 
     *out = NULL;
@@ -604,40 +659,10 @@ core_err cal_calibrate(const struct cal_matrix *mx, const struct cal_opts *o,
     if ((rc = setup(&r, mx, o, &t, eb, ebn)) != CORE_OK)
         goto out;
     stamp(t, o, mx);
-    ta = now_s(); /* Algorithm 1 proper starts here (setup and copies are not counted) */
-    if ((rc = scores(&r, mx, o, &rep, eb, ebn)) != CORE_OK)
+    if ((rc = run_alg1(&r, mx, o, rng, t, &rep, eb, ebn)) != CORE_OK)
         goto out;
-    if (o->mode == CAL_MODE_PRIVATE && (rc = private_scores(&r, mx->m, o, rng, t)) != CORE_OK) {
-        snprintf(eb, ebn, "private release of S failed (%s)", core_errname(rc));
+    if ((rc = run_utility(&r, mx, o, rng, t, &rep, eb, ebn)) != CORE_OK)
         goto out;
-    }
-    t1 = now_s();
-    if ((rc = select_tau(&r, mx, o, rng, t, &rep)) != CORE_OK) {
-        snprintf(eb, ebn, "tau selection failed (%s)", core_errname(rc));
-        goto out;
-    }
-    rep.t_tau = now_s() - t1;
-    if ((rc = build_graph(&r, mx->m, t->tau, o->K)) != CORE_OK ||
-        (rc = cal_exposure(mx->m, r.edges, r.n_edges, o->alpha, r.deg, t->exposure, NULL)) ||
-        (rc = cal_theta_set_edges(t, r.edges, r.n_edges)) != CORE_OK) {
-        snprintf(eb, ebn, "graph construction failed (%s)", core_errname(rc));
-        goto out;
-    }
-    rep.t_alg1 = now_s() - ta - rep.t_tau;
-    rep.n_edges = r.n_edges;
-    t1 = now_s();
-    if ((rc = compute_mu(&r, mx, o, rng, t, &rep, eb, ebn)) != CORE_OK) {
-        if (!eb[0])
-            snprintf(eb, ebn, "utility mu failed (%s)", core_errname(rc));
-        goto out;
-    }
-    rep.t_mu = now_s() - t1;
-    t1 = now_s();
-    if ((rc = compute_xi(&r, mx, o, rng, t)) != CORE_OK) {
-        snprintf(eb, ebn, "empirical influence failed (%s)", core_errname(rc));
-        goto out;
-    }
-    rep.t_xi = now_s() - t1;
     if ((rc = cal_theta_validate(t, eb, ebn)) != CORE_OK)
         goto out;
     rep.t_total = now_s() - t0;

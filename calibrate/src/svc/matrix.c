@@ -115,34 +115,36 @@ static const char *const occ_cols[] = {"Temperature", "Humidity", "Light", "CO2"
 static const char *const occ_nodes[] = {"temperature", "humidity", "light", "co2",
                                         "humidity_ratio"};
 
-static core_err setup_header(struct loader *L, char **f, size_t nf, enum cal_format fmt,
-                             const char *label_column, const char *ts_column, char *eb,
-                             size_t ebn)
+/* The occupancy header: its five sensor columns in a fixed order, "Occupancy" as label and
+ * "date" as timestamp. */
+static core_err setup_occupancy_header(struct loader *L, char **f, size_t nf, char *eb,
+                                       size_t ebn)
 {
-    L->n_header = nf;
-    L->label_col = -1;
-    L->ts_col = -1;
-    L->col_of_node = core_xcalloc(nf, sizeof(int));
-    L->names = core_xcalloc(nf, sizeof(char *));
-    if (fmt == CAL_FORMAT_OCCUPANCY) {
-        for (size_t c = 0; c < 5; c++) {
-            size_t h = 0;
-            while (h < nf && strcasecmp(f[h], occ_cols[c]) != 0)
-                h++;
-            if (h == nf) {
-                snprintf(eb, ebn, "line 1: occupancy header lacks column \"%s\"", occ_cols[c]);
-                return CORE_EPARSE;
-            }
-            L->col_of_node[L->m] = (int)h;
-            L->names[L->m++] = core_xstrdup(occ_nodes[c]);
+    for (size_t c = 0; c < 5; c++) {
+        size_t h = 0;
+        while (h < nf && strcasecmp(f[h], occ_cols[c]) != 0)
+            h++;
+        if (h == nf) {
+            snprintf(eb, ebn, "line 1: occupancy header lacks column \"%s\"", occ_cols[c]);
+            return CORE_EPARSE;
         }
-        for (size_t h = 0; h < nf; h++)
-            if (strcasecmp(f[h], "Occupancy") == 0)
-                L->label_col = (int)h;
-            else if (strcasecmp(f[h], "date") == 0)
-                L->ts_col = (int)h;
-        return CORE_OK;
+        L->col_of_node[L->m] = (int)h;
+        L->names[L->m++] = core_xstrdup(occ_nodes[c]);
     }
+    for (size_t h = 0; h < nf; h++)
+        if (strcasecmp(f[h], "Occupancy") == 0)
+            L->label_col = (int)h;
+        else if (strcasecmp(f[h], "date") == 0)
+            L->ts_col = (int)h;
+    return CORE_OK;
+}
+
+/* A generic header: every column other than the label and timestamp ones is a node, with a
+ * non-empty, unique name. */
+static core_err setup_generic_header(struct loader *L, char **f, size_t nf,
+                                     const char *label_column, const char *ts_column, char *eb,
+                                     size_t ebn)
+{
     for (size_t h = 0; h < nf; h++) {
         if (!f[h][0] || strlen(f[h]) >= CAL_MAX_NAME) {
             snprintf(eb, ebn, "line 1 column %zu: empty or too long node name", h + 1);
@@ -170,6 +172,21 @@ static core_err setup_header(struct loader *L, char **f, size_t nf, enum cal_for
         return CORE_EPARSE;
     }
     return CORE_OK;
+}
+
+/* Map the header fields f[0..nf) to node, label and timestamp columns. */
+static core_err setup_header(struct loader *L, char **f, size_t nf, enum cal_format fmt,
+                             const char *label_column, const char *ts_column, char *eb,
+                             size_t ebn)
+{
+    L->n_header = nf;
+    L->label_col = -1;
+    L->ts_col = -1;
+    L->col_of_node = core_xcalloc(nf, sizeof(int));
+    L->names = core_xcalloc(nf, sizeof(char *));
+    if (fmt == CAL_FORMAT_OCCUPANCY)
+        return setup_occupancy_header(L, f, nf, eb, ebn);
+    return setup_generic_header(L, f, nf, label_column, ts_column, eb, ebn);
 }
 
 static int label_id(struct loader *L, const char *s)

@@ -559,12 +559,19 @@ core_err cal_theta_to_json(const struct cal_theta *t, json_t **out, char *eb, si
 
 /* ------------------------------------------------------------------ from JSON */
 
-#undef FAIL
-#define PFAIL(code, ...)                                                               \
-    do {                                                                               \
-        snprintf(eb, ebn, __VA_ARGS__);                                                \
-        return (code);                                                                 \
-    } while (0)
+/* Put the reason into eb and return code: `return parse_fail(CORE_EPARSE, eb, ebn, ...)`. */
+static core_err parse_fail(core_err code, char *eb, size_t ebn, const char *fmt, ...)
+    CORE_PRINTF(4, 5);
+
+static core_err parse_fail(core_err code, char *eb, size_t ebn, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(eb, ebn, fmt, ap);
+    va_end(ap);
+    return code;
+}
 
 static const char *const known_fields[] = {
     "schema", "version", "mode", "created_at", "software", "config_version", "source",
@@ -578,14 +585,14 @@ static core_err get_num(const json_t *o, const char *key, bool required, double 
     const json_t *v = json_object_get(o, key);
     if (!v) {
         if (required)
-            PFAIL(CORE_EPARSE, "%s: missing", key);
+            return parse_fail(CORE_EPARSE, eb, ebn, "%s: missing", key);
         return CORE_OK;
     }
     if (!json_is_number(v))
-        PFAIL(CORE_EPARSE, "%s: not a number", key);
+        return parse_fail(CORE_EPARSE, eb, ebn, "%s: not a number", key);
     *out = json_number_value(v);
     if (!isfinite(*out))
-        PFAIL(CORE_EINVAL, "%s: not finite", key);
+        return parse_fail(CORE_EINVAL, eb, ebn, "%s: not finite", key);
     return CORE_OK;
 }
 
@@ -594,13 +601,13 @@ static core_err get_int(const json_t *o, const char *key, json_int_t lo, json_in
 {
     const json_t *v = json_object_get(o, key);
     if (!v)
-        PFAIL(CORE_EPARSE, "%s: missing", key);
+        return parse_fail(CORE_EPARSE, eb, ebn, "%s: missing", key);
     if (!json_is_integer(v))
-        PFAIL(CORE_EPARSE, "%s: not an integer", key);
+        return parse_fail(CORE_EPARSE, eb, ebn, "%s: not an integer", key);
     *out = json_integer_value(v);
     if (*out < lo || *out > hi)
-        PFAIL(CORE_EINVAL, "%s: %lld not in [%lld,%lld]", key, (long long)*out, (long long)lo,
-              (long long)hi);
+        return parse_fail(CORE_EINVAL, eb, ebn, "%s: %lld not in [%lld,%lld]", key, (long long)*out,
+                          (long long)lo, (long long)hi);
     return CORE_OK;
 }
 
@@ -610,13 +617,13 @@ static core_err get_str(const json_t *o, const char *key, bool required, char *d
     const json_t *v = json_object_get(o, key);
     if (!v) {
         if (required)
-            PFAIL(CORE_EPARSE, "%s: missing", key);
+            return parse_fail(CORE_EPARSE, eb, ebn, "%s: missing", key);
         return CORE_OK;
     }
     if (!json_is_string(v))
-        PFAIL(CORE_EPARSE, "%s: not a string", key);
+        return parse_fail(CORE_EPARSE, eb, ebn, "%s: not a string", key);
     if (json_string_length(v) >= dstn)
-        PFAIL(CORE_ETOOBIG, "%s: longer than %zu bytes", key, dstn - 1);
+        return parse_fail(CORE_ETOOBIG, eb, ebn, "%s: longer than %zu bytes", key, dstn - 1);
     memcpy(dst, json_string_value(v), json_string_length(v) + 1);
     return CORE_OK;
 }
@@ -633,7 +640,7 @@ static core_err get_enum(const json_t *o, const char *key, const char *a, const 
     else if (strcmp(s, b) == 0)
         *out = 1;
     else
-        PFAIL(CORE_EINVAL, "%s: \"%s\" is not one of %s|%s", key, s, a, b);
+        return parse_fail(CORE_EINVAL, eb, ebn, "%s: \"%s\" is not one of %s|%s", key, s, a, b);
     return CORE_OK;
 }
 
@@ -643,18 +650,19 @@ static core_err get_vec(const json_t *o, const char *key, size_t n, double *v, c
 {
     const json_t *a = json_object_get(o, key);
     if (!a)
-        PFAIL(CORE_EPARSE, "%s: missing", key);
+        return parse_fail(CORE_EPARSE, eb, ebn, "%s: missing", key);
     if (!json_is_array(a))
-        PFAIL(CORE_EPARSE, "%s: not an array", key);
+        return parse_fail(CORE_EPARSE, eb, ebn, "%s: not an array", key);
     if (json_array_size(a) != n)
-        PFAIL(CORE_EINVAL, "%s: length %zu, expected %zu", key, json_array_size(a), n);
+        return parse_fail(CORE_EINVAL, eb, ebn, "%s: length %zu, expected %zu", key,
+                          json_array_size(a), n);
     for (size_t i = 0; i < n; i++) {
         const json_t *x = json_array_get(a, i);
         if (!json_is_number(x))
-            PFAIL(CORE_EPARSE, "%s[%zu]: not a number", key, i);
+            return parse_fail(CORE_EPARSE, eb, ebn, "%s[%zu]: not a number", key, i);
         v[i] = json_number_value(x);
         if (!isfinite(v[i]))
-            PFAIL(CORE_EINVAL, "%s[%zu]: not finite", key, i);
+            return parse_fail(CORE_EINVAL, eb, ebn, "%s[%zu]: not finite", key, i);
     }
     return CORE_OK;
 }
@@ -674,7 +682,7 @@ static core_err check_keys(const json_t *o, const char *what, const char *const 
         for (size_t i = 0; known[i]; i++)
             ok = ok || strcmp(known[i], key) == 0;
         if (!ok)
-            PFAIL(CORE_EPARSE, "%s.%s: unknown field", what, key);
+            return parse_fail(CORE_EPARSE, eb, ebn, "%s.%s: unknown field", what, key);
     }
     return CORE_OK;
 }
@@ -688,18 +696,19 @@ static core_err prefix_err(core_err rc, const char *prefix, char *eb, size_t ebn
     return rc;
 }
 
-static core_err parse_header(const json_t *j, struct cal_theta *t, char *eb, size_t ebn)
+/* schema, version, mode, the provenance strings, reason and n_cal. */
+static core_err parse_identity(const json_t *j, struct cal_theta *t, char *eb, size_t ebn)
 {
     char schema[32] = "";
     json_int_t iv = 0;
     int e = 0;
     core_err rc;
-    const json_t *ec = json_object_get(j, "eps_cal"), *se = json_object_get(j, "sensitivity");
 
     if ((rc = get_str(j, "schema", true, schema, sizeof(schema), eb, ebn)) != CORE_OK)
         return rc;
     if (strcmp(schema, CAL_THETA_SCHEMA) != 0)
-        PFAIL(CORE_EPARSE, "schema: \"%s\", expected \"%s\"", schema, CAL_THETA_SCHEMA);
+        return parse_fail(CORE_EPARSE, eb, ebn, "schema: \"%s\", expected \"%s\"", schema,
+                          CAL_THETA_SCHEMA);
     if ((rc = get_int(j, "version", 1, INT64_MAX, &iv, eb, ebn)) != CORE_OK)
         return rc;
     t->version = (uint64_t)iv;
@@ -714,13 +723,22 @@ static core_err parse_header(const json_t *j, struct cal_theta *t, char *eb, siz
         (rc = get_str(j, "reason", false, t->reason, sizeof(t->reason), eb, ebn)))
         return rc;
     if (t->reason[0] && cal_reason_index(t->reason) < 0)
-        PFAIL(CORE_EPARSE, "reason: \"%s\", expected initial, drift, command or periodic",
-              t->reason);
+        return parse_fail(CORE_EPARSE, eb, ebn,
+                          "reason: \"%s\", expected initial, drift, command or periodic",
+                          t->reason);
     if ((rc = get_int(j, "n_cal", 0, INT64_MAX, &iv, eb, ebn)) != CORE_OK)
         return rc;
     t->n_cal = (uint64_t)iv;
+    return CORE_OK;
+}
+
+/* eps_cal {G, tau, mu, xi[, total]}; total, when present, must be their sum. */
+static core_err parse_eps_cal(const json_t *ec, struct cal_theta *t, char *eb, size_t ebn)
+{
+    core_err rc;
+
     if (!json_is_object(ec))
-        PFAIL(CORE_EPARSE, "eps_cal: missing or not an object {G,tau,mu,xi}");
+        return parse_fail(CORE_EPARSE, eb, ebn, "eps_cal: missing or not an object {G,tau,mu,xi}");
     if ((rc = get_num(ec, "G", true, &t->eps_cal.G, eb, ebn)) ||
         (rc = get_num(ec, "tau", true, &t->eps_cal.tau, eb, ebn)) ||
         (rc = get_num(ec, "mu", true, &t->eps_cal.mu, eb, ebn)) ||
@@ -733,10 +751,19 @@ static core_err parse_header(const json_t *j, struct cal_theta *t, char *eb, siz
         if ((rc = get_num(ec, "total", true, &tot, eb, ebn)) != CORE_OK)
             return prefix_err(rc, "eps_cal.", eb, ebn);
         if (!(fabs(tot - cal_theta_eps_cal_total(t)) <= 1e-12 * (1.0 + tot)))
-            PFAIL(CORE_EINVAL, "eps_cal.total: not G + tau + mu + xi");
+            return parse_fail(CORE_EINVAL, eb, ebn, "eps_cal.total: not G + tau + mu + xi");
     }
+    return CORE_OK;
+}
+
+/* sensitivity {choice, delta_S, delta_mu, delta_xi, delta_U}. */
+static core_err parse_sensitivity(const json_t *se, struct cal_theta *t, char *eb, size_t ebn)
+{
+    int e = 0;
+    core_err rc;
+
     if (!json_is_object(se))
-        PFAIL(CORE_EPARSE, "sensitivity: missing or not an object");
+        return parse_fail(CORE_EPARSE, eb, ebn, "sensitivity: missing or not an object");
     if ((rc = check_keys(se, "sensitivity", sens_keys, eb, ebn)) != CORE_OK)
         return rc;
     if ((rc = get_enum(se, "choice", "universal", "expansion", &e, eb, ebn)) != CORE_OK)
@@ -747,6 +774,19 @@ static core_err parse_header(const json_t *j, struct cal_theta *t, char *eb, siz
         (rc = get_num(se, "delta_xi", true, &t->delta_xi, eb, ebn)) ||
         (rc = get_num(se, "delta_U", true, &t->delta_U, eb, ebn)))
         return prefix_err(rc, "sensitivity.", eb, ebn);
+    return CORE_OK;
+}
+
+/* The header of a theta document: identity, eps_cal, sensitivity and task. */
+static core_err parse_header(const json_t *j, struct cal_theta *t, char *eb, size_t ebn)
+{
+    int e = 0;
+    core_err rc;
+
+    if ((rc = parse_identity(j, t, eb, ebn)) != CORE_OK ||
+        (rc = parse_eps_cal(json_object_get(j, "eps_cal"), t, eb, ebn)) != CORE_OK ||
+        (rc = parse_sensitivity(json_object_get(j, "sensitivity"), t, eb, ebn)) != CORE_OK)
+        return rc;
     if ((rc = get_enum(j, "task", "aggregate", "classify", &e, eb, ebn)) != CORE_OK)
         return rc;
     t->task = (enum cal_task)e;
@@ -774,9 +814,9 @@ static core_err parse_params(const json_t *j, struct cal_theta *t, char *eb, siz
         (rc = get_num(j, "g_max", true, &t->g_max, eb, ebn)))
         return rc;
     if (!json_is_array(g))
-        PFAIL(CORE_EPARSE, "tau_grid: missing or not an array");
+        return parse_fail(CORE_EPARSE, eb, ebn, "tau_grid: missing or not an array");
     if (json_array_size(g) > 1024)
-        PFAIL(CORE_ETOOBIG, "tau_grid: more than 1024 entries");
+        return parse_fail(CORE_ETOOBIG, eb, ebn, "tau_grid: more than 1024 entries");
     t->n_tau_grid = json_array_size(g);
     t->tau_grid = t->n_tau_grid ? core_xcalloc(t->n_tau_grid, sizeof(double)) : NULL;
     return t->n_tau_grid ? get_vec(j, "tau_grid", t->n_tau_grid, t->tau_grid, eb, ebn)
@@ -791,17 +831,18 @@ static core_err parse_nodes(const json_t *j, struct cal_theta *t, char *eb, size
     for (size_t m = 0; m < t->n_nodes; m++) {
         const json_t *nm = json_array_get(nodes, m), *b = json_array_get(norm, m);
         if (!json_is_string(nm))
-            PFAIL(CORE_EPARSE, "nodes[%zu]: not a string", m);
+            return parse_fail(CORE_EPARSE, eb, ebn, "nodes[%zu]: not a string", m);
         if ((rc = cal_theta_set_node(t, m, json_string_value(nm))) != CORE_OK)
-            PFAIL(rc, "nodes[%zu]: empty or longer than %u bytes", m, CAL_MAX_NAME - 1);
-        if (!json_is_array(b) || json_array_size(b) != 2 ||
-            !json_is_number(json_array_get(b, 0)) || !json_is_number(json_array_get(b, 1)))
-            PFAIL(CORE_EPARSE, "norm[%zu]: expected [lo, hi]", m);
+            return parse_fail(rc, eb, ebn, "nodes[%zu]: empty or longer than %u bytes", m,
+                              CAL_MAX_NAME - 1);
+        if (!json_is_array(b) || json_array_size(b) != 2 || !json_is_number(json_array_get(b, 0)) ||
+            !json_is_number(json_array_get(b, 1)))
+            return parse_fail(CORE_EPARSE, eb, ebn, "norm[%zu]: expected [lo, hi]", m);
         t->norm_lo[m] = json_number_value(json_array_get(b, 0));
         t->norm_hi[m] = json_number_value(json_array_get(b, 1));
     }
     if (!json_is_array(norm) || json_array_size(norm) != t->n_nodes)
-        PFAIL(CORE_EINVAL, "norm: expected %zu [lo, hi] pairs", t->n_nodes);
+        return parse_fail(CORE_EINVAL, eb, ebn, "norm: expected %zu [lo, hi] pairs", t->n_nodes);
     return get_vec(j, "exposure", t->n_nodes, t->exposure, eb, ebn);
 }
 
@@ -813,10 +854,10 @@ static core_err parse_edges(const json_t *j, struct cal_theta *t, char *eb, size
     core_err rc = CORE_OK;
 
     if (!json_is_array(a))
-        PFAIL(CORE_EPARSE, "edges: missing or not an array");
+        return parse_fail(CORE_EPARSE, eb, ebn, "edges: missing or not an array");
     n = json_array_size(a);
     if (n > t->n_nodes * (t->n_nodes - 1) / 2)
-        PFAIL(CORE_EINVAL, "edges: %zu edges exceed M(M-1)/2", n);
+        return parse_fail(CORE_EINVAL, eb, ebn, "edges: %zu edges exceed M(M-1)/2", n);
     e = core_xcalloc(n ? n : 1, sizeof(*e));
     for (size_t x = 0; x < n && rc == CORE_OK; x++) {
         const json_t *r = json_array_get(a, x);
@@ -911,25 +952,27 @@ static core_err check_shape(const json_t *j, size_t *m, size_t *d, char *eb, siz
     const char *key;
     const json_t *v;
     if (!json_is_object(j))
-        PFAIL(CORE_EPARSE, "theta: not a JSON object");
+        return parse_fail(CORE_EPARSE, eb, ebn, "theta: not a JSON object");
     json_object_foreach((json_t *)j, key, v) {
         bool ok = false;
         for (size_t i = 0; known_fields[i]; i++)
             ok = ok || strcmp(known_fields[i], key) == 0;
         if (!ok)
-            PFAIL(CORE_EPARSE, "%s: unknown field", key);
+            return parse_fail(CORE_EPARSE, eb, ebn, "%s: unknown field", key);
     }
     if (!json_is_array(json_object_get(j, "nodes")))
-        PFAIL(CORE_EPARSE, "nodes: missing or not an array");
+        return parse_fail(CORE_EPARSE, eb, ebn, "nodes: missing or not an array");
     if (!json_is_array(json_object_get(j, "coords")))
-        PFAIL(CORE_EPARSE, "coords: missing or not an array");
+        return parse_fail(CORE_EPARSE, eb, ebn, "coords: missing or not an array");
     *m = json_array_size(json_object_get(j, "nodes"));
     *d = json_array_size(json_object_get(j, "coords"));
     if (*m == 0 || *d == 0)
-        PFAIL(CORE_EINVAL, "%s: must not be empty", *m == 0 ? "nodes" : "coords");
+        return parse_fail(CORE_EINVAL, eb, ebn, "%s: must not be empty",
+                          *m == 0 ? "nodes" : "coords");
     if (*m > CAL_MAX_NODES || *d > CAL_MAX_COORDS)
-        PFAIL(CORE_ETOOBIG, "%s: more than %u entries", *m > CAL_MAX_NODES ? "nodes" : "coords",
-              *m > CAL_MAX_NODES ? CAL_MAX_NODES : CAL_MAX_COORDS);
+        return parse_fail(CORE_ETOOBIG, eb, ebn, "%s: more than %u entries",
+                          *m > CAL_MAX_NODES ? "nodes" : "coords",
+                          *m > CAL_MAX_NODES ? CAL_MAX_NODES : CAL_MAX_COORDS);
     return CORE_OK;
 }
 

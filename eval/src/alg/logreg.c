@@ -44,10 +44,68 @@ static void logits(const struct eval_lr *m, size_t n, const double *z, double *l
             lg[t * m->nc + c] += m->b[c];
 }
 
+/* Per-feature mean and population sd (1 for a constant feature) of x's n rows into m. */
+static void feature_moments(struct eval_lr *m, size_t n, const double *x, size_t ld)
+{
+    for (size_t k = 0; k < m->d; k++) {
+        double mean = 0.0, ss = 0.0;
+        for (size_t t = 0; t < n; t++)
+            mean += x[t * ld + k];
+        mean /= (double)n;
+        for (size_t t = 0; t < n; t++)
+            ss += (x[t * ld + k] - mean) * (x[t * ld + k] - mean);
+        m->mean[k] = mean;
+        m->sd[k] = ss > 0.0 ? sqrt(ss / (double)n) : 1.0;
+    }
+}
+
+/* Balanced class weights cw[c] = n / (nc * count of c) (0 for an absent class). */
+static void class_weights(size_t n, const int *y, size_t nc, double *cw)
+{
+    for (size_t t = 0; t < n; t++)
+        cw[y[t]] += 1.0;
+    for (size_t c = 0; c < nc; c++)
+        cw[c] = cw[c] > 0.0 ? (double)n / ((double)nc * cw[c]) : 0.0;
+}
+
+/* Workspace of the gradient steps. */
+struct lr_work {
+    double *z;  /* n x d standardized features */
+    double *lg; /* n x nc logits, then probabilities, then weighted residuals */
+    double *g;  /* d x nc weight gradient */
+    double *gb; /* nc bias gradient */
+    double *cw; /* nc class weights */
+};
+
+/* One full-batch gradient step on the weighted cross-entropy with L2 on the weights. */
+static void gradient_step(struct eval_lr *m, size_t n, const int *y,
+                          const struct cal_lr_params *p, const struct lr_work *w)
+{
+    size_t d = m->d, nc = m->nc;
+
+    logits(m, n, w->z, w->lg);
+    softmax_rows(n, nc, w->lg);
+    memset(w->gb, 0, nc * sizeof(double));
+    for (size_t t = 0; t < n; t++) {
+        double wt = w->cw[y[t]] / (double)n;
+        for (size_t c = 0; c < nc; c++) {
+            double r = (w->lg[t * nc + c] - ((size_t)y[t] == c ? 1.0 : 0.0)) * wt;
+            w->lg[t * nc + c] = r;
+            w->gb[c] += r;
+        }
+    }
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)nc, (int)n, 1.0, w->z,
+                (int)d, w->lg, (int)nc, 0.0, w->g, (int)nc);
+    for (size_t i = 0; i < d * nc; i++)
+        m->w[i] -= p->step * (w->g[i] + p->l2 * m->w[i]);
+    for (size_t c = 0; c < nc; c++)
+        m->b[c] -= p->step * w->gb[c];
+}
+
 core_err eval_lr_fit(size_t n, size_t d, const double *x, size_t ld, const int *y, size_t nc,
                      const struct cal_lr_params *p, struct eval_lr *m)
 {
-    double *z, *lg, *g, *gb, *cw;
+    struct lr_work w;
 
     memset(m, 0, sizeof(*m));
     if (n < 2 || d == 0 || ld < d || nc < 2 || nc > EVAL_MAX_CLASSES || n > INT_MAX ||
@@ -62,50 +120,21 @@ core_err eval_lr_fit(size_t n, size_t d, const double *x, size_t ld, const int *
     m->b = core_xcalloc(nc, sizeof(double));
     m->mean = core_xcalloc(d, sizeof(double));
     m->sd = core_xcalloc(d, sizeof(double));
-    for (size_t k = 0; k < d; k++) {
-        double mean = 0.0, ss = 0.0;
-        for (size_t t = 0; t < n; t++)
-            mean += x[t * ld + k];
-        mean /= (double)n;
-        for (size_t t = 0; t < n; t++)
-            ss += (x[t * ld + k] - mean) * (x[t * ld + k] - mean);
-        m->mean[k] = mean;
-        m->sd[k] = ss > 0.0 ? sqrt(ss / (double)n) : 1.0;
-    }
-    z = core_xmalloc(n * d * sizeof(double));
-    lg = core_xmalloc(n * nc * sizeof(double));
-    g = core_xmalloc(d * nc * sizeof(double));
-    gb = core_xmalloc(nc * sizeof(double));
-    cw = core_xcalloc(nc, sizeof(double));
-    standardize(m, n, x, ld, z);
-    for (size_t t = 0; t < n; t++)
-        cw[y[t]] += 1.0;
-    for (size_t c = 0; c < nc; c++)
-        cw[c] = cw[c] > 0.0 ? (double)n / ((double)nc * cw[c]) : 0.0;
-    for (int it = 0; it < p->iters; it++) {
-        logits(m, n, z, lg);
-        softmax_rows(n, nc, lg);
-        memset(gb, 0, nc * sizeof(double));
-        for (size_t t = 0; t < n; t++) {
-            double wt = cw[y[t]] / (double)n;
-            for (size_t c = 0; c < nc; c++) {
-                double r = (lg[t * nc + c] - ((size_t)y[t] == c ? 1.0 : 0.0)) * wt;
-                lg[t * nc + c] = r;
-                gb[c] += r;
-            }
-        }
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)nc, (int)n, 1.0, z,
-                    (int)d, lg, (int)nc, 0.0, g, (int)nc);
-        for (size_t i = 0; i < d * nc; i++)
-            m->w[i] -= p->step * (g[i] + p->l2 * m->w[i]);
-        for (size_t c = 0; c < nc; c++)
-            m->b[c] -= p->step * gb[c];
-    }
-    free(z);
-    free(lg);
-    free(g);
-    free(gb);
-    free(cw);
+    feature_moments(m, n, x, ld);
+    w.z = core_xmalloc(n * d * sizeof(double));
+    w.lg = core_xmalloc(n * nc * sizeof(double));
+    w.g = core_xmalloc(d * nc * sizeof(double));
+    w.gb = core_xmalloc(nc * sizeof(double));
+    w.cw = core_xcalloc(nc, sizeof(double));
+    standardize(m, n, x, ld, w.z);
+    class_weights(n, y, nc, w.cw);
+    for (int it = 0; it < p->iters; it++)
+        gradient_step(m, n, y, p, &w);
+    free(w.z);
+    free(w.lg);
+    free(w.g);
+    free(w.gb);
+    free(w.cw);
     for (size_t i = 0; i < d * nc; i++)
         if (!isfinite(m->w[i])) {
             eval_lr_free(m);

@@ -71,13 +71,70 @@ void eval_exposure(const struct cal_theta *t, enum eval_expo expo, double *out)
         out[i] = mx > 0.0 ? fmin(1.0, r[i] / mx) : 0.0;
 }
 
+/* Algorithm 2 step 2: G0 = component occurrence only (hops 0, time radius 0), one count per
+ * node; the coordinate is the node's window mean (stat mean, coef 1). Certified B_k into p->B. */
+static core_err plan_bounds(struct eval_plan *p, enum rel_stat stat,
+                            const struct rel_query_params *qp, char *eb, size_t ebn)
+{
+    uint32_t counts[1], work[2];
+    core_err rc;
+
+    if ((rc = rel_policy_counts(1, NULL, 0, 0, 0, 1, counts, work)) != CORE_OK)
+        return rc;
+    for (size_t k = 0; k < p->d; k++) {
+        struct rel_term term = {0, stat, 1.0};
+        double lo, hi;
+        int analytic;
+        if ((rc = rel_coord_bound(1, counts, 1, &term, qp, &lo, &hi, &p->B[k], &analytic)) !=
+            CORE_OK) {
+            snprintf(eb, ebn, "eval: no certified bound (query parameters)");
+            return rc;
+        }
+    }
+    return CORE_OK;
+}
+
+/* Algorithm 3 (or the uniform split) of eps_rel over the coordinates into p->eps. */
+static core_err plan_alloc(const struct rel_mech *rm, const struct cal_theta *theta,
+                           enum eval_expo expo, struct eval_plan *p)
+{
+    struct rel_alloc_params ap = {REL_BETA_R_DEFAULT, REL_BETA_G_DEFAULT, REL_BETA_U_DEFAULT,
+                                  REL_ETA_DEFAULT, 0.0};
+    double r[EVAL_MAX_NODES];
+
+    if (rm->uniform)
+        return rel_alloc_uniform(p->d, p->eps_rel, p->s, p->eps);
+    if (rm->zero_beta_r)
+        ap.beta_r = 0.0;
+    if (rm->zero_beta_u)
+        ap.beta_u = 0.0;
+    eval_exposure(theta, expo, r); /* identity map: r̄_k^(q) = r̄_k */
+    return rel_alloc(p->d, p->eps_rel, r, p->s, theta->mu, &ap, p->eps, NULL);
+}
+
+/* Analytic Gaussian parameters over the dn coordinates with s_k > 0. */
+static core_err plan_gauss(struct eval_plan *p, size_t dn, char *eb, size_t ebn)
+{
+    double zb = 0.0;
+    core_err rc;
+
+    for (size_t k = 0; k < p->d; k++)
+        if (p->s[k] > 0.0)
+            zb = fmax(zb, 1.0 / p->s[k]);
+    rc = core_dp_gauss_params_agm(p->eps_rel, p->delta, sqrt((double)dn), dn, zb > 0 ? zb : 1.0,
+                                  &p->gauss);
+    if (rc != CORE_OK)
+        snprintf(eb, ebn, "eval: analytic Gaussian refused eps %g delta %g", p->eps_rel,
+                 p->delta);
+    return rc;
+}
+
 core_err eval_plan_make(enum eval_mech mech, const struct cal_theta *theta, size_t d,
                         enum rel_stat stat, const struct rel_query_params *qp, double eps_rel,
                         double delta, enum eval_expo expo, struct eval_plan *p, char *eb,
                         size_t ebn)
 {
     const struct rel_mech *rm = eval_mech_rel(mech);
-    uint32_t counts[1], work[2];
     size_t bad = 0, dn = 0;
     enum rel_refusal why = REL_REFUSE_NONE;
     core_err rc;
@@ -98,20 +155,8 @@ core_err eval_plan_make(enum eval_mech mech, const struct cal_theta *theta, size
         snprintf(eb, ebn, "eval: mechanism %s needs a theta with d = %zu", eval_mech_key(mech), d);
         return CORE_EINVAL;
     }
-    /* Algorithm 2 step 2: G0 = component occurrence only (hops 0, time radius 0), one
-     * count per node; the coordinate is the node's window mean (stat mean, coef 1). */
-    if ((rc = rel_policy_counts(1, NULL, 0, 0, 0, 1, counts, work)) != CORE_OK)
+    if ((rc = plan_bounds(p, stat, qp, eb, ebn)) != CORE_OK)
         return rc;
-    for (size_t k = 0; k < d; k++) {
-        struct rel_term term = {0, stat, 1.0};
-        double lo, hi;
-        int analytic;
-        if ((rc = rel_coord_bound(1, counts, 1, &term, qp, &lo, &hi, &p->B[k], &analytic)) !=
-            CORE_OK) {
-            snprintf(eb, ebn, "eval: no certified bound (query parameters)");
-            return rc;
-        }
-    }
     /* Algorithm 2 step 5 */
     if ((rc = rel_scale_compute(d, p->B, rm->use_xi ? theta->xi_hat : NULL, p->s)) != CORE_OK) {
         snprintf(eb, ebn, "eval: xi_hat negative or not finite");
@@ -119,21 +164,7 @@ core_err eval_plan_make(enum eval_mech mech, const struct cal_theta *theta, size
     }
     for (size_t k = 0; k < d; k++)
         dn += p->s[k] > 0.0;
-    /* Algorithm 3 (or uniform) */
-    if (rm->uniform) {
-        rc = rel_alloc_uniform(d, eps_rel, p->s, p->eps);
-    } else {
-        struct rel_alloc_params ap = {REL_BETA_R_DEFAULT, REL_BETA_G_DEFAULT, REL_BETA_U_DEFAULT,
-                                      REL_ETA_DEFAULT, 0.0};
-        double r[EVAL_MAX_NODES];
-        if (rm->zero_beta_r)
-            ap.beta_r = 0.0;
-        if (rm->zero_beta_u)
-            ap.beta_u = 0.0;
-        eval_exposure(theta, expo, r); /* identity map: r̄_k^(q) = r̄_k */
-        rc = rel_alloc(d, eps_rel, r, p->s, theta->mu, &ap, p->eps, NULL);
-    }
-    if (rc != CORE_OK) {
+    if ((rc = plan_alloc(rm, theta, expo, p)) != CORE_OK) {
         snprintf(eb, ebn, "eval: allocation refused (Algorithm 3) for %s at eps %g",
                  eval_mech_key(mech), eps_rel);
         return rc;
@@ -144,19 +175,7 @@ core_err eval_plan_make(enum eval_mech mech, const struct cal_theta *theta, size
                  rel_refusal_str(why));
         return rc;
     }
-    if (rm->gaussian) {
-        double zb = 0.0;
-        for (size_t k = 0; k < d; k++)
-            if (p->s[k] > 0.0)
-                zb = fmax(zb, 1.0 / p->s[k]);
-        rc = core_dp_gauss_params_agm(eps_rel, delta, sqrt((double)dn), dn, zb > 0 ? zb : 1.0,
-                                      &p->gauss);
-        if (rc != CORE_OK) {
-            snprintf(eb, ebn, "eval: analytic Gaussian refused eps %g delta %g", eps_rel, delta);
-            return rc;
-        }
-    }
-    return CORE_OK;
+    return rm->gaussian ? plan_gauss(p, dn, eb, ebn) : CORE_OK;
 }
 
 core_err eval_release_rows(const struct eval_plan *p, const struct core_rng *rng, size_t n,

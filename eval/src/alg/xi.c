@@ -20,68 +20,122 @@
 #include "core/mem.h"
 #include "eval/eval.h"
 
+/* Buffers of one eval_xi_neighbour call (m nodes, the theta's edges). */
+struct xi_ws {
+    double *work, *rho0, *rmax; /* lagged correlations, then S in rho0 */
+    double *deg, *agg, *own;    /* weighted degree, node means, δ_j */
+    size_t *ptr;                /* adjacency (CSR) over ptr/nbr/wt */
+    uint32_t *nbr, *ck;         /* ck: the compressed set of one coordinate */
+    double *wt;
+    void *cw;
+    struct cal_adj adj;
+};
+
+static void xi_ws_init(struct xi_ws *w, const struct cal_theta *t, size_t n)
+{
+    size_t m = t->n_nodes;
+
+    w->work = core_xmalloc(core_lagcorr_work_len(n, m, t->L) * sizeof(double));
+    w->rho0 = core_xcalloc(m * m, sizeof(double));
+    w->rmax = core_xcalloc(m * m, sizeof(double));
+    w->deg = core_xcalloc(m, sizeof(double));
+    w->agg = core_xcalloc(m, sizeof(double));
+    w->own = core_xcalloc(m, sizeof(double));
+    w->ptr = core_xcalloc(m + 1, sizeof(size_t));
+    w->nbr = core_xcalloc(2 * t->n_edges + 1, sizeof(uint32_t));
+    w->wt = core_xcalloc(2 * t->n_edges + 1, sizeof(double));
+    w->ck = core_xcalloc(m, sizeof(uint32_t));
+    w->cw = core_xmalloc(cal_xi_work_len(m));
+    w->adj = (struct cal_adj){m, w->ptr, w->nbr, w->wt};
+}
+
+static void xi_ws_free(struct xi_ws *w)
+{
+    free(w->work);
+    free(w->rho0);
+    free(w->rmax);
+    free(w->deg);
+    free(w->agg);
+    free(w->own);
+    free(w->ptr);
+    free(w->nbr);
+    free(w->wt);
+    free(w->ck);
+    free(w->cw);
+}
+
+/* S of x (Sec. 4.1), the theta graph's adjacency, and δ_j: node j masked on its own mean
+ * coordinate. */
+static core_err xi_prepare(const struct cal_theta *t, size_t n, const double *x, double mask,
+                           struct xi_ws *w)
+{
+    size_t m = t->n_nodes;
+    core_err rc;
+
+    rc = core_lagcorr_blas(n, m, x, m, t->L, w->rho0, w->rmax, w->work);
+    if (rc == CORE_OK)
+        rc = cal_score(m, t->lambda, w->rho0, w->rmax, w->rho0); /* S (Sec. 4.1) */
+    if (rc != CORE_OK)
+        return rc;
+    for (size_t e = 0; e < t->n_edges; e++) {
+        w->deg[t->edges[e].i] += t->edges[e].w;
+        w->deg[t->edges[e].j] += t->edges[e].w;
+    }
+    if ((rc = cal_adj_build(m, t->edges, t->n_edges, w->deg, w->ptr, w->nbr, w->wt)) != CORE_OK)
+        return rc;
+    cal_node_means(n, m, x, m, w->agg);
+    for (size_t j = 0; j < m; j++)
+        w->own[j] = fabs(fmin(1.0, fmax(0.0, w->agg[j])) - mask);
+    return CORE_OK;
+}
+
+/* Influence of node i (position a of coordinate c): its own δ, plus γ r_i times the weighted
+ * δ of its neighbours in the compressed set ck[0..nck). */
+static double node_xi(const struct cal_theta *t, const struct xi_ws *w,
+                      const struct cal_coord *c, size_t a, size_t nck)
+{
+    uint32_t i = c->nodes[a];
+    double inner = 0.0;
+
+    for (size_t q = 0; q < nck; q++)
+        for (size_t p = w->ptr[i]; p < w->ptr[i + 1]; p++)
+            if (w->nbr[p] == w->ck[q])
+                inner += w->wt[p] * w->own[w->ck[q]];
+    return (c->n == 1 ? w->own[i] : fabs(c->coef[a]) * w->own[i]) +
+           t->gamma * t->exposure[i] * inner;
+}
+
+/* ξ of coordinate k: κ times the largest node influence, capped at g_max. */
+static core_err coord_xi(const struct cal_theta *t, struct xi_ws *w, size_t k, double *out)
+{
+    const struct cal_coord *c = &t->coords[k];
+    size_t nck = 0;
+    double best = 0.0;
+    core_err rc;
+
+    rc = cal_compress_set(&w->adj, w->rho0, t->exposure, t->tau_c, c, w->ck, &nck, w->cw);
+    for (size_t a = 0; rc == CORE_OK && a < c->n; a++) {
+        double v = node_xi(t, w, c, a, nck);
+        best = v > best ? v : best;
+    }
+    best *= t->kappa;
+    if (rc == CORE_OK && !isfinite(best))
+        rc = CORE_ENUMERIC;
+    if (rc == CORE_OK)
+        *out = best < t->g_max ? best : t->g_max;
+    return rc;
+}
+
 core_err eval_xi_neighbour(const struct cal_theta *t, size_t n, const double *x, double mask,
                            double *xi)
 {
-    size_t m = t->n_nodes, wl = core_lagcorr_work_len(n, m, t->L);
-    double *work = core_xmalloc(wl * sizeof(double));
-    double *rho0 = core_xcalloc(m * m, sizeof(double)), *rmax = core_xcalloc(m * m, sizeof(double));
-    double *deg = core_xcalloc(m, sizeof(double)), *agg = core_xcalloc(m, sizeof(double));
-    double *own = core_xcalloc(m, sizeof(double));
-    size_t *ptr = core_xcalloc(m + 1, sizeof(size_t));
-    uint32_t *nbr = core_xcalloc(2 * t->n_edges + 1, sizeof(uint32_t));
-    double *wt = core_xcalloc(2 * t->n_edges + 1, sizeof(double));
-    uint32_t *ck = core_xcalloc(m, sizeof(uint32_t));
-    void *cw = core_xmalloc(cal_xi_work_len(m));
-    struct cal_adj adj = {m, ptr, nbr, wt};
+    struct xi_ws w;
     core_err rc;
 
-    rc = core_lagcorr_blas(n, m, x, m, t->L, rho0, rmax, work);
-    if (rc == CORE_OK)
-        rc = cal_score(m, t->lambda, rho0, rmax, rho0); /* S (Sec. 4.1) */
-    for (size_t e = 0; rc == CORE_OK && e < t->n_edges; e++) {
-        deg[t->edges[e].i] += t->edges[e].w;
-        deg[t->edges[e].j] += t->edges[e].w;
-    }
-    if (rc == CORE_OK)
-        rc = cal_adj_build(m, t->edges, t->n_edges, deg, ptr, nbr, wt);
-    if (rc == CORE_OK) {
-        cal_node_means(n, m, x, m, agg);
-        for (size_t j = 0; j < m; j++) /* δ_j: node j masked on its own mean coordinate */
-            own[j] = fabs(fmin(1.0, fmax(0.0, agg[j])) - mask);
-    }
-    for (size_t k = 0; rc == CORE_OK && k < t->d; k++) {
-        const struct cal_coord *c = &t->coords[k];
-        size_t nck = 0;
-        double best = 0.0;
-        rc = cal_compress_set(&adj, rho0, t->exposure, t->tau_c, c, ck, &nck, cw);
-        for (size_t a = 0; rc == CORE_OK && a < c->n; a++) {
-            uint32_t i = c->nodes[a];
-            double inner = 0.0, v;
-            for (size_t q = 0; q < nck; q++)
-                for (size_t p = ptr[i]; p < ptr[i + 1]; p++)
-                    if (nbr[p] == ck[q])
-                        inner += wt[p] * own[ck[q]];
-            v = (c->n == 1 ? own[i] : fabs(c->coef[a]) * own[i]) +
-                t->gamma * t->exposure[i] * inner;
-            best = v > best ? v : best;
-        }
-        best *= t->kappa;
-        if (rc == CORE_OK && !isfinite(best))
-            rc = CORE_ENUMERIC;
-        if (rc == CORE_OK)
-            xi[k] = best < t->g_max ? best : t->g_max;
-    }
-    free(work);
-    free(rho0);
-    free(rmax);
-    free(deg);
-    free(agg);
-    free(own);
-    free(ptr);
-    free(nbr);
-    free(wt);
-    free(ck);
-    free(cw);
+    xi_ws_init(&w, t, n);
+    rc = xi_prepare(t, n, x, mask, &w);
+    for (size_t k = 0; rc == CORE_OK && k < t->d; k++)
+        rc = coord_xi(t, &w, k, &xi[k]);
+    xi_ws_free(&w);
     return rc;
 }

@@ -52,61 +52,56 @@ static int split_line(char *line, char **f, int cap)
     return n;
 }
 
-#define FAIL(...)                                                                                  \
-    do {                                                                                           \
-        snprintf(eb, ebn, __VA_ARGS__);                                                            \
-        rc = CORE_ECONFIG;                                                                         \
-        goto out;                                                                                  \
-    } while (0)
+/* One load: the JSON description, the CSV's header columns and the rows read so far. */
+struct csv_load {
+    const char *cfg_path;
+    json_t *cfg;   /* the description (owned) */
+    json_t *nodes; /* borrowed from cfg */
+    const char *name, *file, *task;
+    size_t d;
+    char path[4096]; /* the CSV */
+    char *hdr_buf, *hdr[CSV_MAX_COLS];
+    int nh, c_split, c_label, c_attr, c_node[EVAL_MAX_NODES];
+    size_t n, cap, nlab, ln; /* rows, their capacity, classes, current line */
+    double *x;               /* n x d raw node values */
+    int *y, *a, *sp;         /* class id, attribute, split of each row */
+    char **labels;           /* nlab class names, in order of first appearance */
+    char *eb;
+    size_t ebn;
+};
 
-core_err eval_load_csv(const char *cfg_path, struct eval_data *ds, char *eb, size_t ebn)
+/* Every key of the description is one of the documented ones. */
+static core_err check_known_keys(const struct csv_load *L)
 {
     static const char *known[] = {
         "name", "file",       "split_column", "label_column", "attribute_column", "nodes",
         "task", "normalized", "sensitivity",  "task_desc",    "attribute_desc",   "unit_desc"};
-    json_error_t je;
-    json_t *cfg = json_load_file(cfg_path, 0, &je), *nodes, *sens, *v;
-    const char *key, *file, *name, *task, *stat;
-    char path[4096], line[65536], *hdr_buf = NULL, *hdr[CSV_MAX_COLS], *f[CSV_MAX_COLS];
-    char **labels = NULL;
-    int nh = 0, c_split, c_label, c_attr, c_node[EVAL_MAX_NODES];
-    size_t d, n = 0, cap = 0, nlab = 0, ln = 1;
-    double *x = NULL;
-    int *y = NULL, *a = NULL, *sp = NULL;
-    FILE *fh = NULL;
-    core_err rc = CORE_OK;
+    const char *key;
+    json_t *v;
 
-    memset(ds, 0, sizeof(*ds));
-    if (!cfg) {
-        snprintf(eb, ebn, "%s:%d: %s", cfg_path, je.line, je.text);
-        return CORE_ECONFIG;
-    }
-    json_object_foreach(cfg, key, v)
+    json_object_foreach(L->cfg, key, v)
     {
         size_t i = 0;
         while (i < sizeof(known) / sizeof(known[0]) && strcmp(known[i], key) != 0)
             i++;
-        if (i == sizeof(known) / sizeof(known[0]))
-            FAIL("%s: unknown key '%s'", cfg_path, key);
+        if (i == sizeof(known) / sizeof(known[0])) {
+            snprintf(L->eb, L->ebn, "%s: unknown key '%s'", L->cfg_path, key);
+            return CORE_ECONFIG;
+        }
     }
-    name = json_string_value(json_object_get(cfg, "name"));
-    file = json_string_value(json_object_get(cfg, "file"));
-    task = json_string_value(json_object_get(cfg, "task"));
-    nodes = json_object_get(cfg, "nodes");
-    sens = json_object_get(cfg, "sensitivity");
-    if (!name || !*name || strlen(name) >= sizeof(ds->name) ||
-        strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
-            strlen(name))
-        FAIL("%s: 'name' must be 1..63 characters of [A-Za-z0-9._-]", cfg_path);
-    if (!file)
-        FAIL("%s: 'file' (string) is required", cfg_path);
-    if (!task || (strcmp(task, "positive") != 0 && strcmp(task, "macro") != 0))
-        FAIL("%s: 'task' must be \"positive\" or \"macro\"", cfg_path);
-    d = json_array_size(nodes);
-    if (!json_is_array(nodes) || d == 0 || d > EVAL_MAX_NODES)
-        FAIL("%s: 'nodes' must be an array of 1..%d column names", cfg_path, EVAL_MAX_NODES);
-    if (!json_is_object(sens))
-        FAIL("%s: 'sensitivity' object is required", cfg_path);
+    return CORE_OK;
+}
+
+/* "sensitivity": the statistic and the public query parameters for B_k. */
+static core_err read_sensitivity(const struct csv_load *L, struct eval_data *ds)
+{
+    json_t *sens = json_object_get(L->cfg, "sensitivity");
+    const char *stat;
+
+    if (!json_is_object(sens)) {
+        snprintf(L->eb, L->ebn, "%s: 'sensitivity' object is required", L->cfg_path);
+        return CORE_ECONFIG;
+    }
     stat = json_string_value(json_object_get(sens, "stat"));
     if (stat && strcmp(stat, "mean") == 0) {
         json_int_t mn = json_integer_value(json_object_get(sens, "min_samples"));
@@ -116,172 +111,314 @@ core_err eval_load_csv(const char *cfg_path, struct eval_data *ds, char *eb, siz
         ds->query.min_samples = (uint32_t)(mn > 0 ? mn : 0);
         ds->query.max_samples = (uint32_t)(mx > 0 ? mx : 0);
         ds->query.interp_gap = (uint32_t)(g > 0 ? g : 0);
-        if (rel_query_params_check(&ds->query) != CORE_OK)
-            FAIL("%s: sensitivity: need 2 <= min_samples <= max_samples, interp_gap >= 0",
-                 cfg_path);
-    } else if (stat && strcmp(stat, "range") == 0) {
+        if (rel_query_params_check(&ds->query) == CORE_OK)
+            return CORE_OK;
+        snprintf(L->eb, L->ebn,
+                 "%s: sensitivity: need 2 <= min_samples <= max_samples, interp_gap >= 0",
+                 L->cfg_path);
+        return CORE_ECONFIG;
+    }
+    if (stat && strcmp(stat, "range") == 0) {
         ds->stat = REL_STAT_MAX;
         ds->query.min_samples = 2;
         ds->query.max_samples = 2;
         ds->query.interp_gap = 0;
+        return CORE_OK;
+    }
+    snprintf(L->eb, L->ebn, "%s: sensitivity.stat must be \"mean\" or \"range\"", L->cfg_path);
+    return CORE_ECONFIG;
+}
+
+/* name, file, task, nodes and sensitivity; the CSV path relative to the description. */
+static core_err read_description(struct csv_load *L, struct eval_data *ds)
+{
+    const char *name;
+
+    L->name = name = json_string_value(json_object_get(L->cfg, "name"));
+    L->file = json_string_value(json_object_get(L->cfg, "file"));
+    L->task = json_string_value(json_object_get(L->cfg, "task"));
+    L->nodes = json_object_get(L->cfg, "nodes");
+    if (!name || !*name || strlen(name) >= sizeof(ds->name) ||
+        strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+            strlen(name)) {
+        snprintf(L->eb, L->ebn, "%s: 'name' must be 1..63 characters of [A-Za-z0-9._-]",
+                 L->cfg_path);
+        return CORE_ECONFIG;
+    }
+    if (!L->file) {
+        snprintf(L->eb, L->ebn, "%s: 'file' (string) is required", L->cfg_path);
+        return CORE_ECONFIG;
+    }
+    if (!L->task || (strcmp(L->task, "positive") != 0 && strcmp(L->task, "macro") != 0)) {
+        snprintf(L->eb, L->ebn, "%s: 'task' must be \"positive\" or \"macro\"", L->cfg_path);
+        return CORE_ECONFIG;
+    }
+    L->d = json_array_size(L->nodes);
+    if (!json_is_array(L->nodes) || L->d == 0 || L->d > EVAL_MAX_NODES) {
+        snprintf(L->eb, L->ebn, "%s: 'nodes' must be an array of 1..%d column names",
+                 L->cfg_path, EVAL_MAX_NODES);
+        return CORE_ECONFIG;
+    }
+    if (L->file[0] == '/') {
+        snprintf(L->path, sizeof(L->path), "%s", L->file);
     } else {
-        FAIL("%s: sensitivity.stat must be \"mean\" or \"range\"", cfg_path);
+        const char *sl = strrchr(L->cfg_path, '/');
+        snprintf(L->path, sizeof(L->path), "%.*s%s", sl ? (int)(sl - L->cfg_path + 1) : 0,
+                 L->cfg_path, L->file);
     }
-    if (file[0] == '/') {
-        snprintf(path, sizeof(path), "%s", file);
-    } else {
-        const char *sl = strrchr(cfg_path, '/');
-        snprintf(path, sizeof(path), "%.*s%s", sl ? (int)(sl - cfg_path + 1) : 0, cfg_path, file);
+    return read_sensitivity(L, ds);
+}
+
+/* The header line: the split, label, attribute and node columns must all be present. */
+static core_err read_header(struct csv_load *L, FILE *fh, char *line, size_t line_size)
+{
+    if (!fgets(line, (int)line_size, fh)) {
+        snprintf(L->eb, L->ebn, "%s: empty file", L->path);
+        return CORE_ECONFIG;
     }
-    if (!(fh = fopen(path, "r"))) {
-        snprintf(eb, ebn, "%s: %s", path, strerror(errno));
-        rc = CORE_EIO;
-        goto out;
+    L->hdr_buf = core_xstrdup(line);
+    L->nh = split_line(L->hdr_buf, L->hdr, CSV_MAX_COLS);
+    L->c_split = find_col(L->hdr, L->nh,
+                          json_string_value(json_object_get(L->cfg, "split_column")));
+    L->c_label = find_col(L->hdr, L->nh,
+                          json_string_value(json_object_get(L->cfg, "label_column")));
+    L->c_attr = find_col(L->hdr, L->nh,
+                         json_string_value(json_object_get(L->cfg, "attribute_column")));
+    if (L->c_split < 0 || L->c_label < 0 || L->c_attr < 0) {
+        snprintf(L->eb, L->ebn,
+                 "%s: split_column, label_column and attribute_column must name header columns",
+                 L->cfg_path);
+        return CORE_ECONFIG;
     }
-    if (!fgets(line, sizeof(line), fh))
-        FAIL("%s: empty file", path);
-    hdr_buf = core_xstrdup(line);
-    nh = split_line(hdr_buf, hdr, CSV_MAX_COLS);
-    c_split = find_col(hdr, nh, json_string_value(json_object_get(cfg, "split_column")));
-    c_label = find_col(hdr, nh, json_string_value(json_object_get(cfg, "label_column")));
-    c_attr = find_col(hdr, nh, json_string_value(json_object_get(cfg, "attribute_column")));
-    if (c_split < 0 || c_label < 0 || c_attr < 0)
-        FAIL("%s: split_column, label_column and attribute_column must name header columns",
-             cfg_path);
+    for (size_t k = 0; k < L->d; k++) {
+        L->c_node[k] = find_col(L->hdr, L->nh, json_string_value(json_array_get(L->nodes, k)));
+        if (L->c_node[k] < 0) {
+            snprintf(L->eb, L->ebn, "%s: nodes[%zu] is not a header column of %s", L->cfg_path,
+                     k, L->path);
+            return CORE_ECONFIG;
+        }
+    }
+    return CORE_OK;
+}
+
+/* Room for one more row. */
+static void grow_rows(struct csv_load *L)
+{
+    if (L->n < L->cap)
+        return;
+    L->cap = L->cap ? 2 * L->cap : 1024;
+    L->x = core_xrealloc(L->x, L->cap * L->d * sizeof(double));
+    L->y = core_xrealloc(L->y, L->cap * sizeof(int));
+    L->a = core_xrealloc(L->a, L->cap * sizeof(int));
+    L->sp = core_xrealloc(L->sp, L->cap * sizeof(int));
+}
+
+/* The class id of label s, adding it as a new class on first appearance (-1: too many). */
+static int class_of(struct csv_load *L, const char *s)
+{
+    size_t lab = 0;
+
+    while (lab < L->nlab && strcmp(L->labels[lab], s) != 0)
+        lab++;
+    if (lab == L->nlab) {
+        if (L->nlab == EVAL_MAX_CLASSES) {
+            snprintf(L->eb, L->ebn, "%s:%zu: more than %d classes", L->path, L->ln,
+                     EVAL_MAX_CLASSES);
+            return -1;
+        }
+        L->labels = core_xrealloc(L->labels, (L->nlab + 1) * sizeof(char *));
+        L->labels[L->nlab++] = core_xstrdup(s);
+    }
+    return (int)lab;
+}
+
+/* Split, attribute, class and node values of one data row (fields f, as many as the header)
+ * into row L->n. */
+static core_err parse_row(struct csv_load *L, char **f)
+{
+    const char *s = f[L->c_split];
+    size_t n = L->n, d = L->d;
+
+    L->sp[n] = strcmp(s, "train") == 0  ? EVAL_TRAIN
+               : strcmp(s, "val") == 0  ? EVAL_VAL
+               : strcmp(s, "test") == 0 ? EVAL_TEST
+                                        : -1;
+    if (L->sp[n] < 0) {
+        snprintf(L->eb, L->ebn, "%s:%zu: split '%s' is not train, val or test", L->path, L->ln,
+                 s);
+        return CORE_EPARSE;
+    }
+    if (strcmp(f[L->c_attr], "0") != 0 && strcmp(f[L->c_attr], "1") != 0) {
+        snprintf(L->eb, L->ebn, "%s:%zu: attribute must be 0 or 1", L->path, L->ln);
+        return CORE_EPARSE;
+    }
+    L->a[n] = f[L->c_attr][0] == '1';
+    if ((L->y[n] = class_of(L, f[L->c_label])) < 0)
+        return CORE_EPARSE;
     for (size_t k = 0; k < d; k++) {
-        c_node[k] = find_col(hdr, nh, json_string_value(json_array_get(nodes, k)));
-        if (c_node[k] < 0)
-            FAIL("%s: nodes[%zu] is not a header column of %s", cfg_path, k, path);
+        char *end;
+        double vv = strtod(f[L->c_node[k]], &end);
+        if (end == f[L->c_node[k]] || *end || !isfinite(vv)) {
+            snprintf(L->eb, L->ebn, "%s:%zu: column %s is not a finite number", L->path, L->ln,
+                     L->hdr[L->c_node[k]]);
+            return CORE_EPARSE;
+        }
+        L->x[n * d + k] = vv;
     }
-    while (fgets(line, sizeof(line), fh)) {
+    L->n++;
+    return CORE_OK;
+}
+
+/* The data rows after the header (blank lines skipped). */
+static core_err read_rows(struct csv_load *L, FILE *fh, char *line, size_t line_size)
+{
+    char *f[CSV_MAX_COLS];
+    core_err rc;
+
+    while (fgets(line, (int)line_size, fh)) {
         int nf;
-        ln++;
+        L->ln++;
         if (line[0] == '\n' || line[0] == '\0')
             continue;
         nf = split_line(line, f, CSV_MAX_COLS);
-        if (nf != nh) {
-            snprintf(eb, ebn, "%s:%zu: %d fields, header has %d", path, ln, nf, nh);
-            rc = CORE_EPARSE;
-            goto out;
+        if (nf != L->nh) {
+            snprintf(L->eb, L->ebn, "%s:%zu: %d fields, header has %d", L->path, L->ln, nf,
+                     L->nh);
+            return CORE_EPARSE;
         }
-        if (n == cap) {
-            cap = cap ? 2 * cap : 1024;
-            x = core_xrealloc(x, cap * d * sizeof(double));
-            y = core_xrealloc(y, cap * sizeof(int));
-            a = core_xrealloc(a, cap * sizeof(int));
-            sp = core_xrealloc(sp, cap * sizeof(int));
-        }
-        const char *s = f[c_split];
-        sp[n] = strcmp(s, "train") == 0  ? EVAL_TRAIN
-                : strcmp(s, "val") == 0  ? EVAL_VAL
-                : strcmp(s, "test") == 0 ? EVAL_TEST
-                                         : -1;
-        if (sp[n] < 0) {
-            snprintf(eb, ebn, "%s:%zu: split '%s' is not train, val or test", path, ln, s);
-            rc = CORE_EPARSE;
-            goto out;
-        }
-        if (strcmp(f[c_attr], "0") != 0 && strcmp(f[c_attr], "1") != 0) {
-            snprintf(eb, ebn, "%s:%zu: attribute must be 0 or 1", path, ln);
-            rc = CORE_EPARSE;
-            goto out;
-        }
-        a[n] = f[c_attr][0] == '1';
-        size_t lab = 0;
-        while (lab < nlab && strcmp(labels[lab], f[c_label]) != 0)
-            lab++;
-        if (lab == nlab) {
-            if (nlab == EVAL_MAX_CLASSES) {
-                snprintf(eb, ebn, "%s:%zu: more than %d classes", path, ln, EVAL_MAX_CLASSES);
-                rc = CORE_EPARSE;
-                goto out;
-            }
-            labels = core_xrealloc(labels, (nlab + 1) * sizeof(char *));
-            labels[nlab++] = core_xstrdup(f[c_label]);
-        }
-        y[n] = (int)lab;
-        for (size_t k = 0; k < d; k++) {
-            char *end;
-            double vv = strtod(f[c_node[k]], &end);
-            if (end == f[c_node[k]] || *end || !isfinite(vv)) {
-                snprintf(eb, ebn, "%s:%zu: column %s is not a finite number", path, ln,
-                         hdr[c_node[k]]);
-                rc = CORE_EPARSE;
-                goto out;
-            }
-            x[n * d + k] = vv;
-        }
-        n++;
+        grow_rows(L);
+        if ((rc = parse_row(L, f)) != CORE_OK)
+            return rc;
     }
-    if (nlab < 2)
-        FAIL("%s: the task needs at least two classes", path);
-    if (strcmp(task, "positive") == 0) { /* labels "0"/"1": class id 1 must be "1" */
-        if (nlab != 2 || (strcmp(labels[0], "0") != 0 && strcmp(labels[0], "1") != 0) ||
-            (strcmp(labels[1], "0") != 0 && strcmp(labels[1], "1") != 0))
-            FAIL("%s: task \"positive\" needs labels 0 and 1", path);
-        if (strcmp(labels[0], "1") == 0) { /* first row was positive: swap ids */
-            for (size_t i = 0; i < n; i++)
-                y[i] = 1 - y[i];
-            char *t = labels[0];
-            labels[0] = labels[1];
-            labels[1] = t;
-        }
+    return CORE_OK;
+}
+
+/* At least two classes; task "positive" needs labels 0 and 1, with class id 1 = "1". */
+static core_err check_classes(struct csv_load *L)
+{
+    if (L->nlab < 2) {
+        snprintf(L->eb, L->ebn, "%s: the task needs at least two classes", L->path);
+        return CORE_ECONFIG;
     }
+    if (strcmp(L->task, "positive") != 0)
+        return CORE_OK;
+    if (L->nlab != 2 || (strcmp(L->labels[0], "0") != 0 && strcmp(L->labels[0], "1") != 0) ||
+        (strcmp(L->labels[1], "0") != 0 && strcmp(L->labels[1], "1") != 0)) {
+        snprintf(L->eb, L->ebn, "%s: task \"positive\" needs labels 0 and 1", L->path);
+        return CORE_ECONFIG;
+    }
+    if (strcmp(L->labels[0], "1") == 0) { /* first row was positive: swap ids */
+        char *t = L->labels[0];
+        for (size_t i = 0; i < L->n; i++)
+            L->y[i] = 1 - L->y[i];
+        L->labels[0] = L->labels[1];
+        L->labels[1] = t;
+    }
+    return CORE_OK;
+}
+
+/* Node k of ds scaled to [0,1]: by the training rows' min/max, or as-is when normalized. */
+static void scale_node(const struct csv_load *L, size_t k, int normalized, struct eval_data *ds)
+{
+    size_t n = L->n, d = L->d;
+    double lo = INFINITY, hi = -INFINITY;
+
+    for (size_t i = 0; i < n; i++)
+        if (L->sp[i] == EVAL_TRAIN) {
+            lo = fmin(lo, L->x[i * d + k]);
+            hi = fmax(hi, L->x[i * d + k]);
+        }
+    if (normalized) {
+        lo = 0.0;
+        hi = 1.0;
+    } else if (!(hi > lo)) {
+        hi = lo + 1.0;
+    }
+    for (size_t i = 0; i < n; i++)
+        ds->x[i * d + k] = fmin(1.0, fmax(0.0, (L->x[i * d + k] - lo) / (hi - lo)));
+}
+
+/* The optional free-text key, or fallback. */
+static const char *desc_or(const json_t *cfg, const char *key, const char *fallback)
+{
+    const char *s = json_string_value(json_object_get(cfg, key));
+    return s ? s : fallback;
+}
+
+/* Move the rows read into ds (scaled nodes, labels, attribute, split, descriptions). */
+static void fill_data(struct csv_load *L, struct eval_data *ds)
+{
+    size_t n = L->n, d = L->d;
+
     eval_data_alloc(ds, n, d);
-    snprintf(ds->name, sizeof(ds->name), "%s", name);
+    snprintf(ds->name, sizeof(ds->name), "%s", L->name);
     for (size_t k = 0; k < d; k++) {
-        double lo = INFINITY, hi = -INFINITY;
-        int normalized = json_is_true(json_object_get(cfg, "normalized"));
-        ds->names[k] = core_xstrdup(json_string_value(json_array_get(nodes, k)));
-        for (size_t i = 0; i < n; i++)
-            if (sp[i] == EVAL_TRAIN) {
-                lo = fmin(lo, x[i * d + k]);
-                hi = fmax(hi, x[i * d + k]);
-            }
-        if (normalized) {
-            lo = 0.0;
-            hi = 1.0;
-        } else if (!(hi > lo)) {
-            hi = lo + 1.0;
-        }
-        for (size_t i = 0; i < n; i++)
-            ds->x[i * d + k] = fmin(1.0, fmax(0.0, (x[i * d + k] - lo) / (hi - lo)));
+        int normalized = json_is_true(json_object_get(L->cfg, "normalized"));
+        ds->names[k] = core_xstrdup(json_string_value(json_array_get(L->nodes, k)));
+        scale_node(L, k, normalized, ds);
     }
-    memcpy(ds->y, y, n * sizeof(int));
-    memcpy(ds->attr, a, n * sizeof(int));
-    memcpy(ds->split, sp, n * sizeof(int));
+    memcpy(ds->y, L->y, n * sizeof(int));
+    memcpy(ds->attr, L->a, n * sizeof(int));
+    memcpy(ds->split, L->sp, n * sizeof(int));
     for (size_t i = 0; i < n; i++)
         ds->order[i] = (int64_t)i;
-    ds->n_classes = nlab;
-    ds->class_names = labels;
-    labels = NULL;
-    nlab = 0;
-    ds->positive_f1 = strcmp(task, "positive") == 0;
+    ds->n_classes = L->nlab;
+    ds->class_names = L->labels;
+    L->labels = NULL;
+    L->nlab = 0;
+    ds->positive_f1 = strcmp(L->task, "positive") == 0;
     snprintf(ds->task_desc, sizeof(ds->task_desc), "%s",
-             json_string_value(json_object_get(cfg, "task_desc"))
-                 ? json_string_value(json_object_get(cfg, "task_desc"))
-                 : (ds->positive_f1 ? "positive-class F1" : "macro-F1"));
+             desc_or(L->cfg, "task_desc", ds->positive_f1 ? "positive-class F1" : "macro-F1"));
     snprintf(ds->attr_desc, sizeof(ds->attr_desc), "%s",
-             json_string_value(json_object_get(cfg, "attribute_desc"))
-                 ? json_string_value(json_object_get(cfg, "attribute_desc"))
-                 : "attribute column of the CSV");
+             desc_or(L->cfg, "attribute_desc", "attribute column of the CSV"));
     snprintf(ds->unit_desc, sizeof(ds->unit_desc), "%s",
-             json_string_value(json_object_get(cfg, "unit_desc"))
-                 ? json_string_value(json_object_get(cfg, "unit_desc"))
-                 : (ds->stat == REL_STAT_MEAN ? "window mean: B_k = (1+2G)/n_min"
-                                              : "clipped range: B_k = 1"));
-out:
-    if (fh)
-        fclose(fh);
-    for (size_t i = 0; i < nlab; i++)
-        free(labels[i]);
-    free(labels);
-    free(hdr_buf);
-    free(x);
-    free(y);
-    free(a);
-    free(sp);
-    json_decref(cfg);
+             desc_or(L->cfg, "unit_desc",
+                     ds->stat == REL_STAT_MEAN ? "window mean: B_k = (1+2G)/n_min"
+                                               : "clipped range: B_k = 1"));
+}
+
+/* Header, rows and class checks of the CSV at L->path. */
+static core_err read_csv(struct csv_load *L)
+{
+    char line[65536];
+    FILE *fh = fopen(L->path, "r");
+    core_err rc;
+
+    if (!fh) {
+        snprintf(L->eb, L->ebn, "%s: %s", L->path, strerror(errno));
+        return CORE_EIO;
+    }
+    if ((rc = read_header(L, fh, line, sizeof(line))) == CORE_OK &&
+        (rc = read_rows(L, fh, line, sizeof(line))) == CORE_OK)
+        rc = check_classes(L);
+    fclose(fh);
+    return rc;
+}
+
+core_err eval_load_csv(const char *cfg_path, struct eval_data *ds, char *eb, size_t ebn)
+{
+    struct csv_load L = {.cfg_path = cfg_path, .ln = 1, .eb = eb, .ebn = ebn};
+    json_error_t je;
+    core_err rc;
+
+    memset(ds, 0, sizeof(*ds));
+    L.cfg = json_load_file(cfg_path, 0, &je);
+    if (!L.cfg) {
+        snprintf(eb, ebn, "%s:%d: %s", cfg_path, je.line, je.text);
+        return CORE_ECONFIG;
+    }
+    if ((rc = check_known_keys(&L)) == CORE_OK && (rc = read_description(&L, ds)) == CORE_OK &&
+        (rc = read_csv(&L)) == CORE_OK)
+        fill_data(&L, ds);
+    for (size_t i = 0; i < L.nlab; i++)
+        free(L.labels[i]);
+    free(L.labels);
+    free(L.hdr_buf);
+    free(L.x);
+    free(L.y);
+    free(L.a);
+    free(L.sp);
+    json_decref(L.cfg);
     if (rc != CORE_OK)
         eval_data_free(ds);
     return rc;

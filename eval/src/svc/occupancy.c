@@ -147,6 +147,102 @@ static int weekend(int64_t ms)
     return dow == 0 || dow == 6;
 }
 
+/* Ingest parameters: tumbling windows of window_ms, the window mean, and per channel the clip
+ * [L, U] fitted on the training rows only (their in-domain min and max), then frozen
+ * (Sec. 5.1); validated. */
+static core_err occ_ingest_params(struct ing_params *p, int64_t window_ms,
+                                  const struct occ_rows *train, char *eb, size_t ebn)
+{
+    ing_params_default(p);
+    p->window_ms = window_ms;
+    p->hop_ms = window_ms;
+    p->period_ms = 60000;
+    p->idle_timeout_ms = 0;
+    p->key_policy = ING_KEY_IGNORE;
+    p->features = ING_F_MEAN;
+    p->emit_excluded = false;
+    p->max_interp_gap = OCC_GAP;
+    p->min_coverage = OCC_COVER;
+    p->n_nodes = SIM_OCC_NVALUES;
+    for (size_t j = 0; j < SIM_OCC_NVALUES; j++) {
+        size_t c = 0;
+        double lo = INFINITY, hi = -INFINITY;
+        while (c < p->n_channels && strcmp(p->channels[c].name, sim_occ_channels[j]) != 0)
+            c++;
+        if (c == p->n_channels) {
+            snprintf(eb, ebn, "ingest default channels lack '%s'", sim_occ_channels[j]);
+            return CORE_ECONFIG;
+        }
+        for (size_t i = 0; i < train->n; i++) {
+            double v = train->r[i].value[j];
+            if (v >= p->channels[c].dom_lo && v <= p->channels[c].dom_hi) {
+                lo = fmin(lo, v);
+                hi = fmax(hi, v);
+            }
+        }
+        if (!(hi > lo)) {
+            snprintf(eb, ebn, "occupancy: channel %s constant on the training file",
+                     sim_occ_channels[j]);
+            return CORE_EINVAL;
+        }
+        p->channels[c].clip_lo = lo;
+        p->channels[c].clip_hi = hi;
+        p->node_channel[j] = c;
+    }
+    return ing_params_validate(p, eb, ebn);
+}
+
+/* Names, classes, task, attribute and protected-unit descriptions, and the B_k query for
+ * windows of `slots` one-minute slots. */
+static void describe_occupancy(struct eval_data *ds, size_t slots)
+{
+    snprintf(ds->name, sizeof(ds->name), "occupancy");
+    for (size_t j = 0; j < SIM_OCC_NVALUES; j++)
+        ds->names[j] = core_xstrdup(sim_occ_channels[j]);
+    ds->n_classes = 2;
+    ds->class_names = core_xcalloc(2, sizeof(char *));
+    ds->class_names[0] = core_xstrdup("empty");
+    ds->class_names[1] = core_xstrdup("occupied");
+    ds->positive_f1 = 1;
+    snprintf(ds->task_desc, sizeof(ds->task_desc),
+             "window occupancy (mean of the rows' label >= 0.5), positive-class F1");
+    snprintf(ds->attr_desc, sizeof(ds->attr_desc),
+             "weekend: the window's calendar date (file time read as UTC) is a Saturday "
+             "or Sunday");
+    ds->query.min_samples = (uint32_t)ceil(OCC_COVER * (double)slots);
+    ds->query.max_samples = (uint32_t)slots;
+    ds->query.interp_gap = OCC_GAP;
+    snprintf(ds->unit_desc, sizeof(ds->unit_desc),
+             "one channel value at one timestamp (one real sample of one node); window "
+             "mean over >= n_min = %u real samples of %zu slots, interpolation gap G = %d: "
+             "B_k = (1+2G)/n_min (release stage rel_stat_sensitivity)",
+             ds->query.min_samples, slots, OCC_GAP);
+}
+
+/* The windows of file f (0 train, 1 validation, 2 test) as rows of ds from *row on: node
+ * means, occupancy label from the file rows inside the window, weekend attribute. */
+static void fill_occupancy_rows(int f, const struct occ_rows *rows, const struct sink_ctx *win,
+                                struct eval_data *ds, size_t *row)
+{
+    size_t r0 = 0;
+
+    for (size_t w = 0; w < win->n; w++, (*row)++) {
+        const struct win *wn = &win->w[w];
+        double occ = 0.0, cnt = 0.0;
+        memcpy(ds->x + *row * ds->d, wn->v, SIM_OCC_NVALUES * sizeof(double));
+        while (r0 < rows->n && rows->r[r0].ts_ms < wn->start)
+            r0++;
+        for (size_t i = r0; i < rows->n && rows->r[i].ts_ms < wn->end; i++) {
+            occ += rows->r[i].occupancy;
+            cnt += 1.0;
+        }
+        ds->y[*row] = cnt > 0.0 && occ / cnt >= 0.5;
+        ds->attr[*row] = weekend(wn->start);
+        ds->split[*row] = f == 0 ? EVAL_TRAIN : f == 1 ? EVAL_VAL : EVAL_TEST;
+        ds->order[*row] = wn->start;
+    }
+}
+
 core_err eval_load_occupancy(const char *dir, int64_t window_ms, struct eval_data *ds, char *eb,
                              size_t ebn)
 {
@@ -163,93 +259,17 @@ core_err eval_load_occupancy(const char *dir, int64_t window_ms, struct eval_dat
         snprintf(path, sizeof(path), "%s/%s", dir, files[f]);
         rc = read_rows(path, &rows[f], eb, ebn);
     }
-    ing_params_default(&p);
-    p.window_ms = window_ms;
-    p.hop_ms = window_ms;
-    p.period_ms = 60000;
-    p.idle_timeout_ms = 0;
-    p.key_policy = ING_KEY_IGNORE;
-    p.features = ING_F_MEAN;
-    p.emit_excluded = false;
-    p.max_interp_gap = OCC_GAP;
-    p.min_coverage = OCC_COVER;
-    p.n_nodes = SIM_OCC_NVALUES;
-    /* clip [L, U] fitted on the training file only, then frozen (Sec. 5.1) */
-    for (size_t j = 0; rc == CORE_OK && j < SIM_OCC_NVALUES; j++) {
-        size_t c = 0;
-        double lo = INFINITY, hi = -INFINITY;
-        while (c < p.n_channels && strcmp(p.channels[c].name, sim_occ_channels[j]) != 0)
-            c++;
-        if (c == p.n_channels) {
-            snprintf(eb, ebn, "ingest default channels lack '%s'", sim_occ_channels[j]);
-            rc = CORE_ECONFIG;
-            break;
-        }
-        for (size_t i = 0; i < rows[0].n; i++) {
-            double v = rows[0].r[i].value[j];
-            if (v >= p.channels[c].dom_lo && v <= p.channels[c].dom_hi) {
-                lo = fmin(lo, v);
-                hi = fmax(hi, v);
-            }
-        }
-        if (!(hi > lo)) {
-            snprintf(eb, ebn, "occupancy: channel %s constant on the training file",
-                     sim_occ_channels[j]);
-            rc = CORE_EINVAL;
-            break;
-        }
-        p.channels[c].clip_lo = lo;
-        p.channels[c].clip_hi = hi;
-        p.node_channel[j] = c;
-    }
     if (rc == CORE_OK)
-        rc = ing_params_validate(&p, eb, ebn);
+        rc = occ_ingest_params(&p, window_ms, &rows[0], eb, ebn);
     for (int f = 0; f < 3 && rc == CORE_OK; f++) {
         rc = run_engine(&p, &rows[f], &win[f], eb, ebn);
         total += win[f].n;
     }
     if (rc == CORE_OK) {
-        size_t slots = (size_t)(window_ms / p.period_ms);
         eval_data_alloc(ds, total, SIM_OCC_NVALUES);
-        snprintf(ds->name, sizeof(ds->name), "occupancy");
-        for (size_t j = 0; j < SIM_OCC_NVALUES; j++)
-            ds->names[j] = core_xstrdup(sim_occ_channels[j]);
-        ds->n_classes = 2;
-        ds->class_names = core_xcalloc(2, sizeof(char *));
-        ds->class_names[0] = core_xstrdup("empty");
-        ds->class_names[1] = core_xstrdup("occupied");
-        ds->positive_f1 = 1;
-        snprintf(ds->task_desc, sizeof(ds->task_desc),
-                 "window occupancy (mean of the rows' label >= 0.5), positive-class F1");
-        snprintf(ds->attr_desc, sizeof(ds->attr_desc),
-                 "weekend: the window's calendar date (file time read as UTC) is a Saturday "
-                 "or Sunday");
-        ds->query.min_samples = (uint32_t)ceil(OCC_COVER * (double)slots);
-        ds->query.max_samples = (uint32_t)slots;
-        ds->query.interp_gap = OCC_GAP;
-        snprintf(ds->unit_desc, sizeof(ds->unit_desc),
-                 "one channel value at one timestamp (one real sample of one node); window "
-                 "mean over >= n_min = %u real samples of %zu slots, interpolation gap G = %d: "
-                 "B_k = (1+2G)/n_min (release stage rel_stat_sensitivity)",
-                 ds->query.min_samples, slots, OCC_GAP);
-        for (int f = 0; f < 3; f++) {
-            size_t r0 = 0;
-            for (size_t w = 0; w < win[f].n; w++, row++) {
-                const struct win *wn = &win[f].w[w];
-                double occ = 0.0, cnt = 0.0;
-                memcpy(ds->x + row * ds->d, wn->v, SIM_OCC_NVALUES * sizeof(double));
-                while (r0 < rows[f].n && rows[f].r[r0].ts_ms < wn->start)
-                    r0++;
-                for (size_t i = r0; i < rows[f].n && rows[f].r[i].ts_ms < wn->end; i++) {
-                    occ += rows[f].r[i].occupancy;
-                    cnt += 1.0;
-                }
-                ds->y[row] = cnt > 0.0 && occ / cnt >= 0.5;
-                ds->attr[row] = weekend(wn->start);
-                ds->split[row] = f == 0 ? EVAL_TRAIN : f == 1 ? EVAL_VAL : EVAL_TEST;
-                ds->order[row] = wn->start;
-            }
-        }
+        describe_occupancy(ds, (size_t)(window_ms / p.period_ms));
+        for (int f = 0; f < 3; f++)
+            fill_occupancy_rows(f, &rows[f], &win[f], ds, &row);
     }
     for (int f = 0; f < 3; f++) {
         free(rows[f].r);

@@ -254,86 +254,103 @@ static void cell(FILE *f, const struct agg *g, int k, double scale, int prec)
         fprintf(f, " %.*f ± %.*f |", prec, scale * mean(g, k), prec, scale * sd(g, k));
 }
 
-static void write_tables(FILE *f, struct aggs *A, const char *runtime_csv)
-{
-    const struct paper *P = paper_for(A->dataset);
+/* What every table of tables.md reads: the aggregates, the paper's values for this dataset
+ * (NULL when the paper has none) and the release budgets of the main phase. */
+struct tables {
+    FILE *f;
+    struct aggs *A;
+    const struct paper *P;
     double eps[16];
-    size_t ne = eps_list(A, eps, 16);
-    struct agg *np = agg_find(A, "main", "nonprivate", -1.0);
-    const char *ds = A->dataset;
-    int task_pct = 1;
+    size_t ne;
+};
 
-    fprintf(f, "# gcdp eval: %s\n\n", ds);
-    fprintf(f, "Means ± sample standard deviations over the preserved per-draw outputs "
-               "(`draws.csv`); n = draws per cell. F1 in %%, attack AUC oriented "
-               "(max{AUC, 1 − AUC}). Paper values from gc-dp Tables 6–11 where the paper has "
-               "this dataset.\n\n");
+/* The τ of the largest mean validation F1; an equal mean keeps the smaller τ. */
+static double selected_tau(const struct aggs *A)
+{
+    double best = -1.0, bt = -1.0;
+    for (size_t i = 0; i < A->n; i++) {
+        struct agg *g = &A->a[i];
+        if (strcmp(g->phase, "tau_val") == 0 &&
+            (mean(g, 0) > best || (mean(g, 0) == best && g->tau < bt))) {
+            best = mean(g, 0);
+            bt = g->tau;
+        }
+    }
+    return bt;
+}
 
-    /* Table 6 */
+/* Table 6: the τ sweep at ε = 1. */
+static void write_table6(const struct tables *T)
+{
+    FILE *f = T->f;
+    const struct paper *P = T->P;
+    double bt = selected_tau(T->A);
+
     fprintf(
         f,
         "## Table 6 — τ sweep at ε = 1 (GC-DP); selection by validation F1, ties to the "
         "smaller τ\n\n| τ | val F1 (selection) | test F1 | attack AUC |%s\n|---|---|---|---|%s\n",
         P ? " paper F1 | paper AUC |" : "", P ? "---|---|" : "");
-    {
-        double best = -1.0, bt = -1.0;
-        for (size_t i = 0; i < A->n; i++) {
-            struct agg *g = &A->a[i];
-            /* the largest mean validation F1; an equal mean keeps the smaller τ */
-            if (strcmp(g->phase, "tau_val") == 0 &&
-                (mean(g, 0) > best || (mean(g, 0) == best && g->tau < bt))) {
-                best = mean(g, 0);
-                bt = g->tau;
-            }
+    for (size_t i = 0; i < T->A->n; i++) {
+        struct agg *g = &T->A->a[i];
+        if (strcmp(g->phase, "tau_val") != 0)
+            continue;
+        struct agg *t = agg_get(T->A, "tau_test", "gcdp", 1.0, g->tau, 0);
+        fprintf(f, "| %.2f%s |", g->tau, fabs(g->tau - bt) < 1e-9 ? " (selected)" : "");
+        cell(f, g, 0, 100.0, 1);
+        cell(f, t, 0, 100.0, 1);
+        cell(f, t, 1, 1.0, 3);
+        if (P) {
+            int ti = (int)lround((g->tau - 0.10) / 0.05);
+            if (ti >= 0 && ti < 5)
+                fprintf(f, " %.1f | %.3f |", P->tau_f1[ti], P->tau_auc[ti]);
+            else
+                fprintf(f, " – | – |");
         }
-        for (size_t i = 0; i < A->n; i++) {
-            struct agg *g = &A->a[i];
-            if (strcmp(g->phase, "tau_val") != 0)
-                continue;
-            struct agg *t = agg_get(A, "tau_test", "gcdp", 1.0, g->tau, 0);
-            fprintf(f, "| %.2f%s |", g->tau, fabs(g->tau - bt) < 1e-9 ? " (selected)" : "");
-            cell(f, g, 0, 100.0, 1);
-            cell(f, t, 0, 100.0, 1);
-            cell(f, t, 1, 1.0, 3);
-            if (P) {
-                int ti = (int)lround((g->tau - 0.10) / 0.05);
-                if (ti >= 0 && ti < 5)
-                    fprintf(f, " %.1f | %.3f |", P->tau_f1[ti], P->tau_auc[ti]);
-                else
-                    fprintf(f, " – | – |");
-            }
-            fprintf(f, "\n");
-        }
+        fprintf(f, "\n");
     }
+}
 
-    /* Tables 7/8 */
+/* Tables 7/8: task F1 per release budget. */
+static void write_table_f1(const struct tables *T)
+{
+    FILE *f = T->f;
+    const struct paper *P = T->P;
+    const char *ds = T->A->dataset;
+
     fprintf(f, "\n## Table %s — task F1 (%%) under different release budgets (test split)\n\n",
             strcmp(ds, "wisdm") == 0 || strcmp(ds, "wisdm-gyro") == 0 ? "7" : "8");
     fprintf(f, "| ε | NonPrivate | Lap-DP | Gau-DP | Ada-DP | Risk-DP | GC-DP |\n"
                "|---|---|---|---|---|---|---|\n");
-    for (size_t e = 0; e < ne; e++) {
-        fprintf(f, "| %.1f |", eps[e]);
-        cell(f, agg_find(A, "main", "nonprivate", eps[e]), 0, 100.0, 1);
+    for (size_t e = 0; e < T->ne; e++) {
+        double eps = T->eps[e];
+        fprintf(f, "| %.1f |", eps);
+        cell(f, agg_find(T->A, "main", "nonprivate", eps), 0, 100.0, 1);
         for (int m = 0; m < 5; m++)
-            cell(f, agg_find(A, "main", mk[m], eps[e]), 0, task_pct ? 100.0 : 1.0, 1);
+            cell(f, agg_find(T->A, "main", mk[m], eps), 0, 100.0, 1);
         fprintf(f, "\n");
-        int pe = P ? paper_eps_index(eps[e]) : -1;
+        int pe = P ? paper_eps_index(eps) : -1;
         if (pe >= 0)
-            fprintf(f, "| %.1f (paper) | – | %.1f | %.1f | %.1f | %.1f | %.1f |\n", eps[e],
+            fprintf(f, "| %.1f (paper) | – | %.1f | %.1f | %.1f | %.1f | %.1f |\n", eps,
                     P->f1[pe][0], P->f1[pe][1], P->f1[pe][2], P->f1[pe][3], P->f1[pe][4]);
     }
-    (void)np;
+}
 
-    /* Table 9 */
+/* Table 9: attribute inference at ε = 1. */
+static void write_table9(const struct tables *T)
+{
+    FILE *f = T->f;
+    const struct paper *P = T->P;
+
     fprintf(f, "\n## Table 9 — attribute inference at ε = 1 (fixed attacker, test split)\n\n"
                "| metric | NonPrivate | Lap-DP | Gau-DP | Ada-DP | Risk-DP | GC-DP |\n"
                "|---|---|---|---|---|---|---|\n");
     for (int k = 0; k < 2; k++) {
         int col = k == 0 ? 1 : 3;
         fprintf(f, "| attack %s |", k == 0 ? "AUC" : "F1");
-        cell(f, agg_find(A, "main", "nonprivate", 1.0), col, 1.0, 3);
+        cell(f, agg_find(T->A, "main", "nonprivate", 1.0), col, 1.0, 3);
         for (int m = 0; m < 5; m++)
-            cell(f, agg_find(A, "main", mk[m], 1.0), col, 1.0, 3);
+            cell(f, agg_find(T->A, "main", mk[m], 1.0), col, 1.0, 3);
         fprintf(f, "\n");
         if (P) {
             fprintf(f, "| attack %s (paper) | – |", k == 0 ? "AUC" : "F1");
@@ -342,110 +359,163 @@ static void write_tables(FILE *f, struct aggs *A, const char *runtime_csv)
             fprintf(f, "\n");
         }
     }
+}
 
-    /* Table 10 */
+/* Table 10: oriented attack AUC per release budget. */
+static void write_table10(const struct tables *T)
+{
+    FILE *f = T->f;
+    const struct paper *P = T->P;
+
     fprintf(f, "\n## Table 10 — oriented attack AUC under different release budgets\n\n"
                "| ε | NonPrivate | Lap-DP | Gau-DP | Ada-DP | Risk-DP | GC-DP |\n"
                "|---|---|---|---|---|---|---|\n");
-    for (size_t e = 0; e < ne; e++) {
-        fprintf(f, "| %.1f |", eps[e]);
-        cell(f, agg_find(A, "main", "nonprivate", eps[e]), 1, 1.0, 3);
+    for (size_t e = 0; e < T->ne; e++) {
+        double eps = T->eps[e];
+        fprintf(f, "| %.1f |", eps);
+        cell(f, agg_find(T->A, "main", "nonprivate", eps), 1, 1.0, 3);
         for (int m = 0; m < 5; m++)
-            cell(f, agg_find(A, "main", mk[m], eps[e]), 1, 1.0, 3);
+            cell(f, agg_find(T->A, "main", mk[m], eps), 1, 1.0, 3);
         fprintf(f, "\n");
-        int pe = P ? paper_eps_index(eps[e]) : -1;
+        int pe = P ? paper_eps_index(eps) : -1;
         if (pe >= 0)
-            fprintf(f, "| %.1f (paper) | – | %.3f | %.3f | %.3f | %.3f | %.3f |\n", eps[e],
+            fprintf(f, "| %.1f (paper) | – | %.3f | %.3f | %.3f | %.3f | %.3f |\n", eps,
                     P->auc[pe][0], P->auc[pe][1], P->auc[pe][2], P->auc[pe][3], P->auc[pe][4]);
     }
+}
 
-    /* Figure 3 data: normalized MAE of the released coordinates */
+/* Figure 3 data: normalized MAE of the released coordinates. */
+static void write_figure3(const struct tables *T)
+{
+    FILE *f = T->f;
+
     fprintf(f,
             "\n## Figure 3 data — normalized MAE of the released window coordinates "
             "(test split; clip range = 1)%s\n\n"
             "| ε | Lap-DP | Gau-DP | Ada-DP | Risk-DP | GC-DP |\n|---|---|---|---|---|---|\n",
-            strcmp(ds, "intel-sim") == 0 ? "; paper Fig. 3 at ε = 1: Lap-DP 0.114, GC-DP 0.063"
-                                         : "");
-    for (size_t e = 0; e < ne; e++) {
-        fprintf(f, "| %.1f |", eps[e]);
+            strcmp(T->A->dataset, "intel-sim") == 0
+                ? "; paper Fig. 3 at ε = 1: Lap-DP 0.114, GC-DP 0.063"
+                : "");
+    for (size_t e = 0; e < T->ne; e++) {
+        fprintf(f, "| %.1f |", T->eps[e]);
         for (int m = 0; m < 5; m++)
-            cell(f, agg_find(A, "main", mk[m], eps[e]), 4, 1.0, 3);
+            cell(f, agg_find(T->A, "main", mk[m], T->eps[e]), 4, 1.0, 3);
         fprintf(f, "\n");
     }
+}
 
-    /* Table 11 */
-    if (agg_find(A, "ablation", "gcdp-nolag", 1.0)) {
-        static const char *ak[] = {"gcdp-nolag", "gcdp-nocomp", "gcdp-noutility", "gcdp-norisk"};
-        fprintf(f, "\n## Table 11 — ablations at ε = 1\n\n"
-                   "| metric | w/o Lag | w/o Comp. | w/o Utility | w/o Risk | GC-DP |\n"
-                   "|---|---|---|---|---|---|\n");
-        for (int k = 0; k < 2; k++) {
-            int col = k == 0 ? 0 : 1;
-            fprintf(f, "| %s |", k == 0 ? "F1 (%)" : "attack AUC");
-            for (int a = 0; a < 4; a++)
-                cell(f, agg_find(A, "ablation", ak[a], 1.0), col, k == 0 ? 100.0 : 1.0,
-                     k == 0 ? 1 : 3);
-            cell(f, agg_find(A, "main", "gcdp", 1.0), col, k == 0 ? 100.0 : 1.0, k == 0 ? 1 : 3);
+/* Table 11: the ablations at ε = 1 (only when the run had them). */
+static void write_table11(const struct tables *T)
+{
+    static const char *ak[] = {"gcdp-nolag", "gcdp-nocomp", "gcdp-noutility", "gcdp-norisk"};
+    FILE *f = T->f;
+    const struct paper *P = T->P;
+
+    if (!agg_find(T->A, "ablation", "gcdp-nolag", 1.0))
+        return;
+    fprintf(f, "\n## Table 11 — ablations at ε = 1\n\n"
+               "| metric | w/o Lag | w/o Comp. | w/o Utility | w/o Risk | GC-DP |\n"
+               "|---|---|---|---|---|---|\n");
+    for (int k = 0; k < 2; k++) {
+        int col = k == 0 ? 0 : 1;
+        fprintf(f, "| %s |", k == 0 ? "F1 (%)" : "attack AUC");
+        for (int a = 0; a < 4; a++)
+            cell(f, agg_find(T->A, "ablation", ak[a], 1.0), col, k == 0 ? 100.0 : 1.0,
+                 k == 0 ? 1 : 3);
+        cell(f, agg_find(T->A, "main", "gcdp", 1.0), col, k == 0 ? 100.0 : 1.0, k == 0 ? 1 : 3);
+        fprintf(f, "\n");
+        if (P) {
+            fprintf(f, "| %s (paper) |", k == 0 ? "F1 (%)" : "attack AUC");
+            for (int a = 0; a < 5; a++)
+                fprintf(f, k == 0 ? " %.1f |" : " %.3f |", k == 0 ? P->abl_f1[a] : P->abl_auc[a]);
             fprintf(f, "\n");
-            if (P) {
-                fprintf(f, "| %s (paper) |", k == 0 ? "F1 (%)" : "attack AUC");
-                for (int a = 0; a < 5; a++)
-                    fprintf(f, k == 0 ? " %.1f |" : " %.3f |",
-                            k == 0 ? P->abl_f1[a] : P->abl_auc[a]);
-                fprintf(f, "\n");
-            }
         }
     }
+}
 
-    /* Table 12 */
-    if (runtime_csv) {
-        FILE *r = fopen(runtime_csv, "r");
-        if (r) {
-            double t[6][16], m[6][16];
-            size_t cnt[6] = {0};
-            char line[512];
-            while (fgets(line, sizeof(line), r)) {
-                char v[64];
-                int rep;
-                double s, kb;
-                /* Our own runs.csv (written by this program); a short row is refused by the count. */
+/* Runtime rows of one pass variant (index 0: the idle child, i: eval_pass_label(i - 1)). */
+struct rt_runs {
+    double t[6][16], m[6][16];
+    size_t cnt[6];
+};
+
+/* Read runtime.csv (our own file; a short row is refused by the count), up to 16 runs per
+ * variant. */
+static void read_runtime(FILE *r, struct rt_runs *R)
+{
+    char line[512];
+
+    while (fgets(line, sizeof(line), r)) {
+        char v[64];
+        int rep;
+        double s, kb;
         if (sscanf(line, "%*[^,],%63[^,],%d,%lf,%lf", v, &rep, &s, &kb) != 4) // NOLINT(cert-err34-c)
-                    continue;
-                for (int i = 0; i < 6; i++)
-                    if (strcmp(v, eval_pass_label(i - 1)) == 0 && cnt[i] < 16) {
-                        t[i][cnt[i]] = s;
-                        m[i][cnt[i]++] = kb;
-                    }
+            continue;
+        for (int i = 0; i < 6; i++)
+            if (strcmp(v, eval_pass_label(i - 1)) == 0 && R->cnt[i] < 16) {
+                R->t[i][R->cnt[i]] = s;
+                R->m[i][R->cnt[i]++] = kb;
             }
-            fclose(r);
-            fprintf(f, "\n## Table 12 — one calibration-and-release pass at ε = 1 (median of "
-                       "runs in forked children; memory = child peak RSS minus an idle "
-                       "child's, same run; shared 2-core machine)\n\n"
-                       "| metric | Lap-DP | Ada-DP | Risk-DP | GC-DP | GC-DP-Cache |\n"
-                       "|---|---|---|---|---|---|\n");
-            double med_t[6], med_m[6], min_t[6];
-            for (int i = 0; i < 6; i++) {
-                struct eval_rt_stats st;
-                eval_rt_stats(cnt[i], t[i], m[i], &st);
-                med_t[i] = st.median_s;
-                min_t[i] = st.fastest_s;
-                med_m[i] = st.median_kb;
-            }
-            fprintf(f, "| runtime, median (ms) |");
-            for (int i = 1; i < 6; i++)
-                fprintf(f, " %.2f |", 1e3 * med_t[i]);
-            fprintf(f, "\n| runtime, fastest run (ms) |");
-            for (int i = 1; i < 6; i++)
-                fprintf(f, " %.2f |", 1e3 * min_t[i]);
-            fprintf(f, "\n| median runtime / Lap-DP |");
-            for (int i = 1; i < 6; i++)
-                fprintf(f, " %.1f |", med_t[i] / med_t[1]);
-            fprintf(f, "\n| peak RSS above idle child (MB) |");
-            for (int i = 1; i < 6; i++)
-                fprintf(f, " %.2f |", (med_m[i] - med_m[0]) / 1024.0);
-            fprintf(f, "\n");
-        }
     }
+}
+
+/* Table 12: runtime and memory of one calibration-and-release pass, from runtime_csv. */
+static void write_table12(FILE *f, const char *runtime_csv)
+{
+    struct rt_runs R = {.cnt = {0}};
+    double med_t[6], med_m[6], min_t[6];
+    FILE *r = fopen(runtime_csv, "r");
+
+    if (!r)
+        return;
+    read_runtime(r, &R);
+    fclose(r);
+    fprintf(f, "\n## Table 12 — one calibration-and-release pass at ε = 1 (median of "
+               "runs in forked children; memory = child peak RSS minus an idle "
+               "child's, same run; shared 2-core machine)\n\n"
+               "| metric | Lap-DP | Ada-DP | Risk-DP | GC-DP | GC-DP-Cache |\n"
+               "|---|---|---|---|---|---|\n");
+    for (int i = 0; i < 6; i++) {
+        struct eval_rt_stats st;
+        eval_rt_stats(R.cnt[i], R.t[i], R.m[i], &st);
+        med_t[i] = st.median_s;
+        min_t[i] = st.fastest_s;
+        med_m[i] = st.median_kb;
+    }
+    fprintf(f, "| runtime, median (ms) |");
+    for (int i = 1; i < 6; i++)
+        fprintf(f, " %.2f |", 1e3 * med_t[i]);
+    fprintf(f, "\n| runtime, fastest run (ms) |");
+    for (int i = 1; i < 6; i++)
+        fprintf(f, " %.2f |", 1e3 * min_t[i]);
+    fprintf(f, "\n| median runtime / Lap-DP |");
+    for (int i = 1; i < 6; i++)
+        fprintf(f, " %.1f |", med_t[i] / med_t[1]);
+    fprintf(f, "\n| peak RSS above idle child (MB) |");
+    for (int i = 1; i < 6; i++)
+        fprintf(f, " %.2f |", (med_m[i] - med_m[0]) / 1024.0);
+    fprintf(f, "\n");
+}
+
+/* tables.md: Tables 6-12 and the Figure 3 data (Table 12 only with runtime_csv). */
+static void write_tables(FILE *f, struct aggs *A, const char *runtime_csv)
+{
+    struct tables T = {.f = f, .A = A, .P = paper_for(A->dataset)};
+
+    T.ne = eps_list(A, T.eps, 16);
+    fprintf(f, "# gcdp eval: %s\n\n", A->dataset);
+    fprintf(f, "Means ± sample standard deviations over the preserved per-draw outputs "
+               "(`draws.csv`); n = draws per cell. F1 in %%, attack AUC oriented "
+               "(max{AUC, 1 − AUC}). Paper values from gc-dp Tables 6–11 where the paper has "
+               "this dataset.\n\n");
+    write_table6(&T);
+    write_table_f1(&T);
+    write_table9(&T);
+    write_table10(&T);
+    write_figure3(&T);
+    write_table11(&T);
+    if (runtime_csv)
+        write_table12(f, runtime_csv);
 }
 
 /* Median (upper median for even n, as Table 12 has always used) and fastest of n runs. */

@@ -396,18 +396,18 @@ core_err eval_run(const struct eval_opts *o, char *eb, size_t ebn)
     return rc;
 }
 
-core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
-                       const char *const *dropped, size_t n_dropped, char *eb, size_t ebn)
-{
-    const struct eval_data ds = *dsp;
-    struct ctx c;
-    struct cal_theta *theta[8] = {0}, *th_nolag = NULL, *th_nocomp = NULL;
-    char dir[4096], path[4200];
-    size_t sel = 0, e1;
-    double best = -1.0, t_start = eval_now();
-    core_err rc = CORE_OK;
+/* The calibrations of one run and the τ chosen among them. */
+struct sweep {
+    struct cal_theta *theta[8]; /* θ per τ of the grid */
+    struct cal_theta *th_nolag, *th_nocomp; /* Table 11 ablations */
+    size_t sel;  /* index of the selected τ */
+    double best; /* its mean validation F1 */
+    size_t e1;   /* index of ε = 1 in the eps list */
+};
 
-    memset(&c, 0, sizeof(c));
+/* Refuse options the protocol cannot run; one BLAS thread. */
+static core_err check_run_opts(const struct eval_opts *o, char *eb, size_t ebn)
+{
     if (o->eps_cal > 0.0 && (o->xi != EVAL_XI_LITERAL || o->n_tau != 1)) {
         snprintf(eb, ebn,
                  "eval: --eps-cal (private calibration) needs --xi literal and a "
@@ -422,155 +422,234 @@ core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
         snprintf(eb, ebn, "eval: empty tau grid, eps list or draws");
         return CORE_ECONFIG;
     }
-    c.o = o;
-    c.ds = &ds;
+    return CORE_OK;
+}
+
+/* Split rows, the release buffer, the results folder dir with draws.csv and alloc.csv (headers
+ * written) and the progress meter. */
+static core_err setup_ctx(struct ctx *c, const char *dir, double t_start, char *eb, size_t ebn)
+{
+    const struct eval_opts *o = c->o;
+    const struct eval_data *ds = c->ds;
+    char path[4200];
+
     for (int s = 0; s < 3; s++)
-        c.rows[s] = eval_split_rows(&ds, (enum eval_split)s, &c.nrows[s]);
-    if (c.nrows[0] < 4 || c.nrows[1] < 2 || c.nrows[2] < 2) {
-        snprintf(eb, ebn, "eval: too few windows (train %zu, val %zu, test %zu)", c.nrows[0],
-                 c.nrows[1], c.nrows[2]);
-        rc = CORE_EINVAL;
-        goto out;
+        c->rows[s] = eval_split_rows(ds, (enum eval_split)s, &c->nrows[s]);
+    if (c->nrows[0] < 4 || c->nrows[1] < 2 || c->nrows[2] < 2) {
+        snprintf(eb, ebn, "eval: too few windows (train %zu, val %zu, test %zu)", c->nrows[0],
+                 c->nrows[1], c->nrows[2]);
+        return CORE_EINVAL;
     }
-    c.xr = core_xmalloc(ds.n * ds.d * sizeof(double));
-    snprintf(dir, sizeof(dir), "%s/%s", o->out_dir, ds.name);
+    c->xr = core_xmalloc(ds->n * ds->d * sizeof(double));
     if (eval_mkdirs(dir) != 0) {
         snprintf(eb, ebn, "eval: cannot create %s: %s", dir, strerror(errno));
-        rc = CORE_EIO;
-        goto out;
+        return CORE_EIO;
     }
     snprintf(path, sizeof(path), "%s/draws.csv", dir);
-    c.csv = fopen(path, "w");
+    c->csv = fopen(path, "w");
     snprintf(path, sizeof(path), "%s/alloc.csv", dir);
-    c.alloc_csv = fopen(path, "w");
-    if (!c.csv || !c.alloc_csv) {
+    c->alloc_csv = fopen(path, "w");
+    if (!c->csv || !c->alloc_csv) {
         snprintf(eb, ebn, "eval: cannot write in %s", dir);
-        rc = CORE_EIO;
-        goto out;
+        return CORE_EIO;
     }
-    fprintf(c.csv, "%s\n", EVAL_CSV_HEADER);
-    fprintf(c.alloc_csv, "dataset,mechanism,eps,tau,node,B,s,eps_k,xi_hat,mu,exposure\n");
-    e1 = eps_index_of(o, 1.0);
-    c.pg.name = ds.name;
-    c.pg.quiet = o->quiet;
-    c.pg.t0 = t_start;
-    c.pg.total = o->n_tau * (size_t)(o->tune_draws + (o->tau_sweep ? o->draws : 0)) +
-                 o->n_eps * (size_t)(5 * o->draws + 1) +
-                 (o->ablations ? (size_t)(4 * o->draws) : 0);
+    fprintf(c->csv, "%s\n", EVAL_CSV_HEADER);
+    fprintf(c->alloc_csv, "dataset,mechanism,eps,tau,node,B,s,eps_k,xi_hat,mu,exposure\n");
+    c->pg.name = ds->name;
+    c->pg.quiet = o->quiet;
+    c->pg.t0 = t_start;
+    c->pg.total = o->n_tau * (size_t)(o->tune_draws + (o->tau_sweep ? o->draws : 0)) +
+                  o->n_eps * (size_t)(5 * o->draws + 1) +
+                  (o->ablations ? (size_t)(4 * o->draws) : 0);
+    return CORE_OK;
+}
 
-    /* θ per τ of the grid (public calibration on the training windows) */
+/* θ per τ of the grid (public calibration on the training windows), then τ selection (Table 6
+ * rule): mean validation F1 of GC-DP at ε = 1 over tuning draws; ties to the smaller τ (grid
+ * is ascending, strict > keeps the first). */
+static core_err tune_tau(struct ctx *c, struct sweep *S, char *eb, size_t ebn)
+{
+    const struct eval_opts *o = c->o;
+    core_err rc = CORE_OK;
+
     for (size_t i = 0; i < o->n_tau && rc == CORE_OK; i++)
-        rc = calibrate_train(o, &ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN], o->tau_grid[i], 3,
-                             0.85, &theta[i], NULL, eb, ebn);
-    /* τ selection (Table 6 rule): mean validation F1 of GC-DP at ε = 1 over tuning draws;
-     * ties to the smaller τ (grid is ascending, strict > keeps the first) */
+        rc = calibrate_train(o, c->ds, c->rows[EVAL_TRAIN], c->nrows[EVAL_TRAIN], o->tau_grid[i],
+                             3, 0.85, &S->theta[i], NULL, eb, ebn);
     for (size_t i = 0; i < o->n_tau && rc == CORE_OK; i++) {
         double f1 = 0.0;
-        rc = run_setting(&c, "tau_val", 1, EVAL_M_GCDP, theta[i], e1, 1.0, i, o->tune_draws,
-                         EVAL_VAL, &f1, eb, ebn);
-        if (rc == CORE_OK && f1 > best) {
-            best = f1;
-            sel = i;
+        rc = run_setting(c, "tau_val", 1, EVAL_M_GCDP, S->theta[i], S->e1, 1.0, i,
+                         o->tune_draws, EVAL_VAL, &f1, eb, ebn);
+        if (rc == CORE_OK && f1 > S->best) {
+            S->best = f1;
+            S->sel = i;
         }
     }
+    return rc;
+}
+
+/* The τ sweep on the test split (Table 6) and the main sweep: every mechanism at every ε
+ * with the selected θ. */
+static core_err test_sweeps(struct ctx *c, const struct sweep *S, char *eb, size_t ebn)
+{
+    const struct eval_opts *o = c->o;
+    core_err rc = CORE_OK;
+
     for (size_t i = 0; o->tau_sweep && i < o->n_tau && rc == CORE_OK; i++)
-        rc = run_setting(&c, "tau_test", 2, EVAL_M_GCDP, theta[i], e1, 1.0, i, o->draws, EVAL_TEST,
-                         NULL, eb, ebn);
-    /* main sweep */
+        rc = run_setting(c, "tau_test", 2, EVAL_M_GCDP, S->theta[i], S->e1, 1.0, i, o->draws,
+                         EVAL_TEST, NULL, eb, ebn);
     for (size_t ei = 0; ei < o->n_eps && rc == CORE_OK; ei++) {
         for (int m = EVAL_M_NONPRIVATE; m <= EVAL_M_GCDP && rc == CORE_OK; m++)
-            rc = run_setting(&c, "main", 3, (enum eval_mech)m, theta[sel], ei, o->eps[ei], sel,
-                             m == EVAL_M_NONPRIVATE ? 1 : o->draws, EVAL_TEST, NULL, eb, ebn);
+            rc = run_setting(c, "main", 3, (enum eval_mech)m, S->theta[S->sel], ei, o->eps[ei],
+                             S->sel, m == EVAL_M_NONPRIVATE ? 1 : o->draws, EVAL_TEST, NULL, eb,
+                             ebn);
     }
-    /* Table 11 ablations at ε = 1 (GC-DP itself is the main sweep's ε = 1 row) */
-    if (rc == CORE_OK && o->ablations) {
-        rc = calibrate_train(o, &ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN], o->tau_grid[sel], 0,
-                             0.85, &th_nolag, NULL, eb, ebn);
-        if (rc == CORE_OK)
-            rc = calibrate_train(o, &ds, c.rows[EVAL_TRAIN], c.nrows[EVAL_TRAIN], o->tau_grid[sel],
-                                 3, 1.0, &th_nocomp, NULL, eb, ebn);
-        if (rc == CORE_OK)
-            rc = run_setting(&c, "ablation", 4, EVAL_M_NOLAG, th_nolag, e1, 1.0, sel, o->draws,
-                             EVAL_TEST, NULL, eb, ebn);
-        if (rc == CORE_OK)
-            rc = run_setting(&c, "ablation", 4, EVAL_M_NOCOMP, th_nocomp, e1, 1.0, sel, o->draws,
-                             EVAL_TEST, NULL, eb, ebn);
-        if (rc == CORE_OK)
-            rc = run_setting(&c, "ablation", 4, EVAL_M_NOUTILITY, theta[sel], e1, 1.0, sel,
-                             o->draws, EVAL_TEST, NULL, eb, ebn);
-        if (rc == CORE_OK)
-            rc = run_setting(&c, "ablation", 4, EVAL_M_NORISK, theta[sel], e1, 1.0, sel, o->draws,
-                             EVAL_TEST, NULL, eb, ebn);
-    }
-    if (c.csv) {
-        fclose(c.csv);
-        c.csv = NULL;
-    }
-    if (c.alloc_csv) {
-        fclose(c.alloc_csv);
-        c.alloc_csv = NULL;
-    }
-    if (rc == CORE_OK) {
-        FILE *f;
-        snprintf(path, sizeof(path), "%s/theta.json", dir);
-        if (cal_theta_save_file(theta[sel], path, eb, ebn) != CORE_OK)
-            eb[0] = '\0';
-        if (o->runtime) {
-            snprintf(path, sizeof(path), "%s/runtime.csv", dir);
-            runtime_table(&c, o->tau_grid[sel], path);
+    return rc;
+}
+
+/* Table 11 ablations at ε = 1 (GC-DP itself is the main sweep's ε = 1 row). */
+static core_err run_ablations(struct ctx *c, struct sweep *S, char *eb, size_t ebn)
+{
+    const struct eval_opts *o = c->o;
+    double tau = o->tau_grid[S->sel];
+    size_t sel = S->sel, e1 = S->e1;
+    core_err rc;
+
+    rc = calibrate_train(o, c->ds, c->rows[EVAL_TRAIN], c->nrows[EVAL_TRAIN], tau, 0, 0.85,
+                         &S->th_nolag, NULL, eb, ebn);
+    if (rc == CORE_OK)
+        rc = calibrate_train(o, c->ds, c->rows[EVAL_TRAIN], c->nrows[EVAL_TRAIN], tau, 3, 1.0,
+                             &S->th_nocomp, NULL, eb, ebn);
+    if (rc == CORE_OK)
+        rc = run_setting(c, "ablation", 4, EVAL_M_NOLAG, S->th_nolag, e1, 1.0, sel, o->draws,
+                         EVAL_TEST, NULL, eb, ebn);
+    if (rc == CORE_OK)
+        rc = run_setting(c, "ablation", 4, EVAL_M_NOCOMP, S->th_nocomp, e1, 1.0, sel, o->draws,
+                         EVAL_TEST, NULL, eb, ebn);
+    if (rc == CORE_OK)
+        rc = run_setting(c, "ablation", 4, EVAL_M_NOUTILITY, S->theta[sel], e1, 1.0, sel,
+                         o->draws, EVAL_TEST, NULL, eb, ebn);
+    if (rc == CORE_OK)
+        rc = run_setting(c, "ablation", 4, EVAL_M_NORISK, S->theta[sel], e1, 1.0, sel, o->draws,
+                         EVAL_TEST, NULL, eb, ebn);
+    return rc;
+}
+
+/* run.txt: the dataset's splits and descriptions, the selected τ, the readings and seeds. */
+static void write_run_txt(FILE *f, const struct ctx *c, const struct sweep *S,
+                          const char *const *dropped, size_t n_dropped, double t_start)
+{
+    const struct eval_opts *o = c->o;
+    const struct eval_data *ds = c->ds;
+
+    fprintf(f, "dataset: %s\nwindows: train %zu, validation %zu, test %zu; nodes %zu\n",
+            ds->name, c->nrows[0], c->nrows[1], c->nrows[2], ds->d);
+    for (int sp = 0; sp < 3; sp++) {
+        size_t pos = 0, att = 0;
+        for (size_t i = 0; i < c->nrows[sp]; i++) {
+            pos += ds->y[c->rows[sp][i]] == 1;
+            att += ds->attr[c->rows[sp][i]] == 1;
         }
-        snprintf(path, sizeof(path), "%s/run.txt", dir);
-        if ((f = fopen(path, "w"))) {
-            fprintf(f, "dataset: %s\nwindows: train %zu, validation %zu, test %zu; nodes %zu\n",
-                    ds.name, c.nrows[0], c.nrows[1], c.nrows[2], ds.d);
-            for (int sp = 0; sp < 3; sp++) {
-                size_t pos = 0, att = 0;
-                for (size_t i = 0; i < c.nrows[sp]; i++) {
-                    pos += ds.y[c.rows[sp][i]] == 1;
-                    att += ds.attr[c.rows[sp][i]] == 1;
-                }
-                fprintf(f, "%s: %zu windows, task class 1: %zu, protected attribute 1: %zu\n",
-                        sp == 0   ? "train"
-                        : sp == 1 ? "validation"
-                                  : "test",
-                        c.nrows[sp], pos, att);
-            }
-            fprintf(f, "task: %s\nprotected attribute: %s\nprotected unit: %s\n", ds.task_desc,
-                    ds.attr_desc, ds.unit_desc);
-            fprintf(f, "selected tau: %.2f (validation F1 %.4f over %d tuning draws)\n",
-                    o->tau_grid[sel], best, o->tune_draws);
-            if (o->eps_cal > 0.0)
-                fprintf(f,
-                        "calibration: PRIVATE (gc-dp Sec. 4.2), eps_cal = %g (eps_G = eps_mu = "
-                        "eps_xi = %g, tau fixed); total cost per window eps_cal + eps_rel\n",
-                        o->eps_cal, o->eps_cal / 3.0);
-            else
-                fprintf(f, "calibration: public (training split assumed public; eps_cal = 0)\n");
-            fprintf(f, "xi reading: %s\n", o->xi == EVAL_XI_LITERAL ? "literal" : "neighbour");
-            fprintf(f, "exposure reading: %s\nGau-DP delta: %g\nbase seed: %llu\n",
-                    o->expo == EVAL_EXPO_MINMAX ? "minmax" : "maxnorm", o->delta,
-                    (unsigned long long)o->seed);
-            for (size_t i = 0; i < n_dropped; i++)
-                fprintf(f, "dropped duplicate file: %s\n", dropped[i]);
-            fprintf(f, "protocol wall time: %.1f s\n", eval_now() - t_start);
-            fclose(f);
-        }
-        rc = eval_write_report(dir, o, eb, ebn);
+        fprintf(f, "%s: %zu windows, task class 1: %zu, protected attribute 1: %zu\n",
+                sp == 0   ? "train"
+                : sp == 1 ? "validation"
+                          : "test",
+                c->nrows[sp], pos, att);
     }
+    fprintf(f, "task: %s\nprotected attribute: %s\nprotected unit: %s\n", ds->task_desc,
+            ds->attr_desc, ds->unit_desc);
+    fprintf(f, "selected tau: %.2f (validation F1 %.4f over %d tuning draws)\n",
+            o->tau_grid[S->sel], S->best, o->tune_draws);
+    if (o->eps_cal > 0.0)
+        fprintf(f,
+                "calibration: PRIVATE (gc-dp Sec. 4.2), eps_cal = %g (eps_G = eps_mu = "
+                "eps_xi = %g, tau fixed); total cost per window eps_cal + eps_rel\n",
+                o->eps_cal, o->eps_cal / 3.0);
+    else
+        fprintf(f, "calibration: public (training split assumed public; eps_cal = 0)\n");
+    fprintf(f, "xi reading: %s\n", o->xi == EVAL_XI_LITERAL ? "literal" : "neighbour");
+    fprintf(f, "exposure reading: %s\nGau-DP delta: %g\nbase seed: %llu\n",
+            o->expo == EVAL_EXPO_MINMAX ? "minmax" : "maxnorm", o->delta,
+            (unsigned long long)o->seed);
+    for (size_t i = 0; i < n_dropped; i++)
+        fprintf(f, "dropped duplicate file: %s\n", dropped[i]);
+    fprintf(f, "protocol wall time: %.1f s\n", eval_now() - t_start);
+}
+
+/* After the sweeps: theta.json of the selected τ, runtime.csv (--runtime), run.txt and the
+ * report. */
+static core_err write_results(struct ctx *c, const struct sweep *S, const char *dir,
+                              const char *const *dropped, size_t n_dropped, double t_start,
+                              char *eb, size_t ebn)
+{
+    const struct eval_opts *o = c->o;
+    char path[4200];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/theta.json", dir);
+    if (cal_theta_save_file(S->theta[S->sel], path, eb, ebn) != CORE_OK)
+        eb[0] = '\0';
+    if (o->runtime) {
+        snprintf(path, sizeof(path), "%s/runtime.csv", dir);
+        runtime_table(c, o->tau_grid[S->sel], path);
+    }
+    snprintf(path, sizeof(path), "%s/run.txt", dir);
+    if ((f = fopen(path, "w"))) {
+        write_run_txt(f, c, S, dropped, n_dropped, t_start);
+        fclose(f);
+    }
+    return eval_write_report(dir, o, eb, ebn);
+}
+
+/* Closes the CSV files (NULL-safe); frees rows, buffer and every θ. */
+static void run_cleanup(struct ctx *c, struct sweep *S)
+{
+    if (c->csv)
+        fclose(c->csv);
+    if (c->alloc_csv)
+        fclose(c->alloc_csv);
+    c->csv = c->alloc_csv = NULL;
+    for (size_t i = 0; i < 8; i++)
+        cal_theta_free(S->theta[i]);
+    cal_theta_free(S->th_nolag);
+    cal_theta_free(S->th_nocomp);
+    for (int s = 0; s < 3; s++)
+        free(c->rows[s]);
+    free(c->xr);
+}
+
+core_err eval_run_data(const struct eval_opts *o, const struct eval_data *dsp,
+                       const char *const *dropped, size_t n_dropped, char *eb, size_t ebn)
+{
+    const struct eval_data ds = *dsp;
+    struct ctx c;
+    struct sweep S = {.best = -1.0};
+    char dir[4096];
+    double t_start = eval_now();
+    core_err rc;
+
+    memset(&c, 0, sizeof(c));
+    if ((rc = check_run_opts(o, eb, ebn)) != CORE_OK)
+        return rc;
+    c.o = o;
+    c.ds = &ds;
+    snprintf(dir, sizeof(dir), "%s/%s", o->out_dir, ds.name);
+    if ((rc = setup_ctx(&c, dir, t_start, eb, ebn)) != CORE_OK)
+        goto out;
+    S.e1 = eps_index_of(o, 1.0);
+    rc = tune_tau(&c, &S, eb, ebn);
+    if (rc == CORE_OK)
+        rc = test_sweeps(&c, &S, eb, ebn);
+    if (rc == CORE_OK && o->ablations)
+        rc = run_ablations(&c, &S, eb, ebn);
+    fclose(c.csv);
+    fclose(c.alloc_csv);
+    c.csv = c.alloc_csv = NULL;
+    if (rc == CORE_OK)
+        rc = write_results(&c, &S, dir, dropped, n_dropped, t_start, eb, ebn);
     if (!o->quiet)
         fprintf(stderr, "eval %s: done in %.1f s; results in %s\n", ds.name, eval_now() - t_start,
                 dir);
 out:
-    if (c.csv)
-        fclose(c.csv);
-    if (c.alloc_csv)
-        fclose(c.alloc_csv);
-    for (size_t i = 0; i < 8; i++)
-        cal_theta_free(theta[i]);
-    cal_theta_free(th_nolag);
-    cal_theta_free(th_nocomp);
-    for (int s = 0; s < 3; s++)
-        free(c.rows[s]);
-    free(c.xr);
+    run_cleanup(&c, &S);
     return rc;
 }
