@@ -206,6 +206,7 @@ struct core_kconsumer {
     int32_t hit_part;
     size_t hit_idx;
     bool paused, closing, closed, closed_notified, fatal;
+    bool held; /* core_kconsumer_hold: take no message from the queue */
     struct refill refill;
 };
 
@@ -592,6 +593,8 @@ static bool consumer_drain(void *owner)
         return false;
     refill_check(c);
     for (int i = 0; i < CORE_KAFKA_BUDGET; i++) {
+        if (c->held && !c->closing)
+            return false; /* core_kconsumer_hold(c, false) restarts the turns */
         m = rd_kafka_consumer_poll(c->rk, 0);
         if (!m)
             goto done;
@@ -671,6 +674,17 @@ void core_kconsumer_pause(struct core_kconsumer *c, bool paused)
         rd_kafka_pause_partitions(c->rk, c->assigned);
     else
         rd_kafka_resume_partitions(c->rk, c->assigned);
+}
+
+void core_kconsumer_hold(struct core_kconsumer *c, bool held)
+{
+    if (c->held == held)
+        return;
+    c->held = held;
+    /* The io-event pipe is written once per non-polling spell, so a queue that filled
+     * while held may never signal again: drain on the next turn. */
+    if (!held && !c->br.closing)
+        uv_idle_start(&c->br.idle, on_idle);
 }
 
 core_err core_kconsumer_commit(struct core_kconsumer *c,

@@ -99,6 +99,16 @@ CORE_MUST_CHECK core_err core_kconsumer_new_own(uv_loop_t *loop, const struct co
 /* Stop fetching (pause every assigned partition) or resume; polling goes on (§6.2.7). */
 void core_kconsumer_pause(struct core_kconsumer *c, bool paused);
 
+/* Hold (true) or release (false) the consumer's intake without touching fetching: while
+ * held, a drain turn takes no further message from the local queue (the one being handled
+ * when the hold is set finishes), so librdkafka's prefetch fills up to its bound and then
+ * stops fetching by itself. Unlike core_kconsumer_pause there is no pause/resume version
+ * barrier, so nothing queued is purged and refetched; unlike pausing it also serves no
+ * rebalance or error event while held: hold for short spells only (the caller bounds them,
+ * well below max.poll.interval.ms). Releasing restarts draining on the next loop turn.
+ * Closing ignores the hold. Loop thread only. */
+void core_kconsumer_hold(struct core_kconsumer *c, bool held);
+
 /* Refill nudge for a bounded prefetch queue (librdkafka 2.0.2). librdkafka stops fetching
  * while the consumer queue holds queued.min.messages messages or queued.max.messages.kbytes
  * of payload, and looks again only when the partition leader's broker thread wakes up: on

@@ -23,12 +23,27 @@
 #define OUTQ_LOW  10000
 #define TICK_MS   250
 
+/* Output bound (issue 14): record bytes (value + key) handed to the producer and not yet
+ * acknowledged. Window records close in bursts (every device crosses a window boundary
+ * within one round of readings: 10,000 records of ~1.1 KB with 10,000 devices), and on the
+ * 2-core machine the broker acknowledged them more slowly than the loop made them: up to
+ * 30,000 unacknowledged records (~40 MB of RSS with librdkafka's copies) were measured,
+ * the largest and most variable part of the service's peak RSS. Above OUT_HOLD_HIGH the
+ * consumer's intake is held (core_kconsumer_hold: no purge, the prefetch bound stops
+ * fetching) until acknowledgements bring it below OUT_HOLD_LOW; a hold longer than
+ * OUT_HOLD_MAX_MS is released (a broker outage is then left to the count-based pause above
+ * and to the delivery timeout, as before). */
+#define OUT_HOLD_HIGH   ((size_t)16 << 20)
+#define OUT_HOLD_LOW    ((size_t)8 << 20)
+#define OUT_HOLD_MAX_MS 5000
+
 /* One produced record (window or dead letter) until its delivery report; referenced
  * from the offset heaps of the input partitions it was derived from. */
 struct inflight {
     uint32_t refs;
     bool acked;
     bool is_window;
+    size_t bytes; /* value + key handed to the producer; counted in out_bytes until its report */
 };
 
 struct hent {
@@ -72,6 +87,10 @@ struct ing_service {
     enum svc_state state;
     core_err status;
     bool paused, commit_in_flight, consumed_any, group_joined, done_called;
+    bool held;          /* intake held for the output bound (OUT_HOLD_*) */
+    bool hold_expired;  /* a hold ran OUT_HOLD_MAX_MS: none again until below OUT_HOLD_LOW */
+    uint64_t held_since; /* loop time the hold began */
+    size_t out_bytes;   /* record bytes produced and not yet reported (OUT_HOLD_*) */
     bool broker_down;           /* a transport / all-brokers-down error since the broker last
                                    answered (a record consumed, a commit acknowledged) */
     uint64_t broker_down_since; /* loop time of the first such error */
@@ -162,6 +181,15 @@ static bool heap_min(struct pstate *p, int64_t *out)
 
 static void fail(struct ing_service *s, core_err why, const char *what);
 
+static void hold_intake(struct ing_service *s, bool held)
+{
+    if (s->held == held)
+        return;
+    s->held = held;
+    s->held_since = uv_now(s->loop);
+    core_kconsumer_hold(s->cons, held);
+}
+
 static void on_delivery(void *arg, void *opaque, rd_kafka_resp_err_t err)
 {
     struct ing_service *s = arg;
@@ -169,6 +197,11 @@ static void on_delivery(void *arg, void *opaque, rd_kafka_resp_err_t err)
 
     if (!rec)
         return;
+    s->out_bytes -= rec->bytes;
+    if (s->out_bytes < OUT_HOLD_LOW) {
+        s->hold_expired = false;
+        hold_intake(s, false);
+    }
     if (err) {
         atomic_fetch_add(&s->a_produce_errors, 1);
         core_metric_add(s->m.produce_errors, 1);
@@ -195,6 +228,7 @@ static void produce(struct ing_service *s, const char *topic, const char *key, s
     core_err rc;
 
     rec->refs++; /* held by the delivery report */
+    rec->bytes = len + klen;
     for (int tries = 0;; tries++) {
         rc = core_kproducer_send(s->prod, topic, RD_KAFKA_PARTITION_UA, key, klen, json, len,
                                  rec);
@@ -202,11 +236,14 @@ static void produce(struct ing_service *s, const char *topic, const char *key, s
             break;
         core_kproducer_poll(s->prod, 5); /* rare: backpressure pauses us long before */
     }
-    if (rc == CORE_OK)
+    if (rc == CORE_OK) {
         atomic_store_explicit(&s->a_produced,
                               atomic_load_explicit(&s->a_produced, memory_order_relaxed) + 1,
                               memory_order_relaxed);
-    if (rc != CORE_OK) {
+        s->out_bytes += rec->bytes;
+        if (s->out_bytes > OUT_HOLD_HIGH && s->state == S_RUNNING && !s->hold_expired)
+            hold_intake(s, true);
+    } else {
         rec_unref(rec);
         atomic_fetch_add(&s->a_produce_errors, 1);
         core_metric_add(s->m.produce_errors, 1);
@@ -493,6 +530,7 @@ void ing_service_stop(struct ing_service *s)
     CORE_INFO("ingest stopping: intake stopped, waiting for acknowledgements");
     s->state = S_DRAINING;
     s->drain_started = uv_now(s->loop);
+    hold_intake(s, false); /* the pause below stops intake now; closing needs the queue */
     core_kconsumer_pause(s->cons, true);
     health_refresh(s);
 }
@@ -638,6 +676,12 @@ static void on_tick(uv_timer_t *t)
 
     s->now_ms = wall_ms();
     if (s->state == S_RUNNING) {
+        if (s->held && now - s->held_since >= OUT_HOLD_MAX_MS) {
+            CORE_WARN("%zu bytes of records unacknowledged for %d ms: intake resumed (the "
+                      "broker is slow or unreachable)", s->out_bytes, OUT_HOLD_MAX_MS);
+            s->hold_expired = true;
+            hold_intake(s, false);
+        }
         ing_engine_tick(s->eng, s->now_ms, &s->sink);
         backpressure(s);
         if (s->broker_down || core_kconsumer_assigned(s->cons) == 0)
