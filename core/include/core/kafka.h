@@ -57,8 +57,20 @@ struct core_kconsumer_ops {
                       const rd_kafka_topic_partition_list_t *offsets);
     /* The consumer left its group after core_kconsumer_close(); safe to free after. */
     void (*on_closed)(void *arg);
+    /* Optional look-ahead: called for every record as it is taken from the queue, up to
+     * CORE_KAFKA_LOOKAHEAD records before its on_message (cache prefetch hints: it must not
+     * change state the records' handling depends on). With it set, records are still
+     * handed to on_message one by one, in queue order, and every other callback (assign,
+     * revoke, gap, error, commit, closed) and every log line of the consumer comes after
+     * on_message of every record taken before it, as without a look-ahead. Records held
+     * back are handed over when the queue runs empty, before a turn ends on a hold
+     * (core_kconsumer_hold) and at close; at most CORE_KAFKA_LOOKAHEAD of them wait across
+     * turns of the loop when a turn's budget runs out. */
+    void (*on_peek)(void *arg, const rd_kafka_message_t *m);
     void *arg;
 };
+
+#define CORE_KAFKA_LOOKAHEAD 4
 
 /* The consumer's effective session.timeout.ms (its configuration; 45000 if unreadable). */
 struct core_kconsumer;

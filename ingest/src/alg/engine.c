@@ -88,6 +88,46 @@ static void tab_grow(struct ing_engine *e)
     free(old);
 }
 
+/* ---- cache hints (ing_engine_prefetch) ---- */
+
+#if defined(__GNUC__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
+/* The device of hash h if it sits in its home slot (the common case; else no hint). */
+static const struct ing__dev *home_dev(const struct ing_engine *e, uint64_t h)
+{
+    const struct ing__tslot *t = &e->tab[(size_t)h & (e->tab_size - 1)];
+    return t->dev && t->hash == h ? t->dev : NULL;
+}
+
+void ing_engine_prefetch(struct ing_engine *e, const char *payload, size_t len, const char *key,
+                         size_t key_len)
+{
+    const struct ing__dev *d;
+
+    for (size_t off = 0; payload && off < len && off < 256; off += 64)
+        PREFETCH(payload + off);
+
+    if (e->pf_valid[1] && (d = home_dev(e, e->pf_hash[1])) != NULL && d->rd) {
+        PREFETCH(d->rd + d->n); /* where an in-order reading goes */
+        PREFETCH(d->val + d->n * e->p.n_channels);
+    }
+    if (e->pf_valid[0] && (d = home_dev(e, e->pf_hash[0])) != NULL) {
+        for (size_t off = 0; off < sizeof(*d); off += 64)
+            PREFETCH((const char *)d + off);
+    }
+    e->pf_hash[1] = e->pf_hash[0];
+    e->pf_valid[1] = e->pf_valid[0];
+    e->pf_valid[0] = key != NULL && key_len <= ING_DEVICE_MAX;
+    if (e->pf_valid[0]) {
+        e->pf_hash[0] = fnv1a(key, key_len);
+        PREFETCH(&e->tab[(size_t)e->pf_hash[0] & (e->tab_size - 1)]);
+    }
+}
+
 /* ---- device lists: open (buffered readings) and idle (entries only), oldest first ---- */
 
 static struct ing__dlist *list_of(struct ing_engine *e, int which)

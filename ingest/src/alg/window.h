@@ -91,6 +91,8 @@ struct ing_engine {
     struct ing__fj *fj;     /* simdjson scanner (alg/fastjson.h); NULL: ingest.decoder=jansson */
     const char *closed_early; /* while force-closing: why ("flush", "idle_timeout",
                                  "stream_restart"); NULL when windows close on the watermark */
+    uint64_t pf_hash[2]; /* ing_engine_prefetch: key hashes of the last two calls */
+    bool pf_valid[2];
 };
 
 void ing__window_scratch_init(struct ing__wscratch *ws, const struct ing_params *p);

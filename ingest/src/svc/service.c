@@ -576,6 +576,14 @@ static void on_message(void *arg, const rd_kafka_message_t *m)
     broker_answered(s);
 }
 
+/* Look-ahead (core_kconsumer_ops.on_peek): start loading the device state of a record
+ * CORE_KAFKA_LOOKAHEAD records before it is pushed. */
+static void on_peek(void *arg, const rd_kafka_message_t *m)
+{
+    struct ing_service *s = arg;
+    ing_engine_prefetch(s->eng, m->payload, m->payload ? m->len : 0, m->key, m->key_len);
+}
+
 static void on_assign(void *arg, const rd_kafka_topic_partition_list_t *parts)
 {
     struct ing_service *s = arg;
@@ -774,7 +782,7 @@ static core_err make_clients(struct ing_service *s, char *eb, size_t ebn)
     struct core_kconsumer_ops ops = {
         .on_message = on_message, .on_assign = on_assign, .on_revoke = on_revoke,
         .on_gap = on_gap,         .on_error = on_error,   .on_commit = on_commit,
-        .on_closed = on_closed,   .arg = s,
+        .on_closed = on_closed,   .on_peek = on_peek,     .arg = s,
     };
     core_err rc;
 
