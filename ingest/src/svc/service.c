@@ -105,6 +105,7 @@ struct ing_service {
     _Atomic uint64_t a_produce_errors, a_commits, a_commit_errors, a_gaps, a_lost;
     _Atomic uint64_t a_open_devices, a_produced;
     _Atomic int64_t a_lag;
+    _Atomic uint64_t a_holds, a_held_ms;
     atomic_bool a_assigned;
 };
 
@@ -183,10 +184,16 @@ static void fail(struct ing_service *s, core_err why, const char *what);
 
 static void hold_intake(struct ing_service *s, bool held)
 {
+    uint64_t now = uv_now(s->loop);
+
     if (s->held == held)
         return;
     s->held = held;
-    s->held_since = uv_now(s->loop);
+    if (held)
+        atomic_fetch_add(&s->a_holds, 1);
+    else
+        atomic_fetch_add(&s->a_held_ms, now - s->held_since);
+    s->held_since = now;
     core_kconsumer_hold(s->cons, held);
 }
 
@@ -882,6 +889,8 @@ void ing_service_stats(const struct ing_service *s, struct ing_service_stats *ou
     out->open_devices = atomic_load(&w->a_open_devices);
     out->assigned = atomic_load(&w->a_assigned);
     out->refill_nudges = w->cons ? core_kconsumer_refill_nudges(w->cons) : 0;
+    out->output_holds = atomic_load(&w->a_holds);
+    out->output_held_ms = atomic_load(&w->a_held_ms);
     for (int i = 0; i < ING_REASON_COUNT; i++)
         out->rejected_by_reason[i] = atomic_load(&w->a_rejected_by[i]);
 }
