@@ -699,8 +699,9 @@ static void on_tick(uv_timer_t *t)
         }
         ing_engine_tick(s->eng, s->now_ms, &s->sink);
         backpressure(s);
-        if (s->broker_down || core_kconsumer_assigned(s->cons) == 0)
-            s->last_consume = now; /* idle only counts while the stream can be read */
+        if (s->broker_down || core_kconsumer_assigned(s->cons) == 0 || s->held)
+            s->last_consume = now; /* idle only counts while the stream can be read (a hold
+                                      for unacknowledged output is not the stream's end) */
         if (s->opts.exit_idle_ms > 0 && s->consumed_any &&
             now - s->last_consume >= (uint64_t)s->opts.exit_idle_ms) {
             CORE_INFO("nothing consumed for %" PRId64 " ms: stopping", s->opts.exit_idle_ms);
