@@ -75,6 +75,7 @@ struct phase_result {
     double both_at;
     long vcsw, ivcsw;    /* voluntary (waited) / involuntary (preempted) context switches */
     long long nudges;    /* ingest: prefetch refill nudges (core_kconsumer_set_refill) */
+    long long holds, held_ms; /* ingest: intake holds for unacknowledged output, their time */
     double loop_idle;    /* ingest: seconds the loop waited in the kernel for events */
     char err[256];
 };
@@ -365,6 +366,8 @@ static int ingest_run(struct core_config *cfg, const struct bench_opts *o, const
     r->messages = (long long)st.consumed;
     r->windows = (long long)st.windows_out;
     r->nudges = (long long)st.refill_nudges;
+    r->holds = (long long)st.output_holds;
+    r->held_ms = (long long)st.output_held_ms;
     r->seconds = b.last - b.first;
     r->t_first = b.first;
     r->t_last = b.last;
@@ -761,9 +764,9 @@ static int run_repeat(struct core_config *cfg, const struct bench_opts *o, int k
     f->rss_ing = rss > f->rss_ing ? rss : f->rss_ing;
     printf("  [%d] ingest    %lld readings in %.3f s = %.0f readings/s, %lld windows acked, "
            "peak RSS %.1f MiB; ratio to bare %.3f; loop waited for events %.3f s (%.0f%% of "
-           "wall); %lld refill nudges\n", k, r.messages, r.seconds, f->ing[k], r.windows,
-           (double)rss / 1024.0, f->ing[k] / f->bare[k], r.loop_idle,
-           100.0 * r.loop_idle / r.seconds, r.nudges);
+           "wall); %lld refill nudges; %lld output holds, %lld ms\n", k, r.messages, r.seconds,
+           f->ing[k], r.windows, (double)rss / 1024.0, f->ing[k] / f->bare[k], r.loop_idle,
+           100.0 * r.loop_idle / r.seconds, r.nudges, r.holds, r.held_ms);
     f->ing_cpu[k] = (double)r.messages / r.cpu;
     print_cpu(k, &r);
     if (o->core_only)

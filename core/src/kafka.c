@@ -206,7 +206,13 @@ struct core_kconsumer {
     int32_t hit_part;
     size_t hit_idx;
     bool paused, closing, closed, closed_notified, fatal;
+    bool held; /* core_kconsumer_hold: take no message from the queue */
     struct refill refill;
+    /* Look-ahead (ops.on_peek): records taken from the queue, not yet handled, oldest at
+     * ahead_first; handed over by ahead_flush / the drain loop. */
+    rd_kafka_message_t *ahead[CORE_KAFKA_LOOKAHEAD];
+    unsigned ahead_first, ahead_n;
+    bool flushing;
 };
 
 static struct part_state *part_find(struct core_kconsumer *c, const char *topic, int32_t p,
@@ -310,6 +316,42 @@ static bool parse_reset(const char *buf, char *topic, size_t tn, int32_t *p, int
     return true;
 }
 
+static void handle_message(struct core_kconsumer *c, rd_kafka_message_t *m);
+
+/* Hand every record held by the look-ahead to on_message, oldest first. Called before any
+ * other event of the consumer is acted on, so that events see the records taken before
+ * them as handled (the order without a look-ahead). */
+static void ahead_flush(struct core_kconsumer *c)
+{
+    if (c->flushing)
+        return;
+    c->flushing = true;
+    while (c->ahead_n > 0) {
+        rd_kafka_message_t *m = c->ahead[c->ahead_first];
+        c->ahead_first = (c->ahead_first + 1) % CORE_KAFKA_LOOKAHEAD;
+        c->ahead_n--;
+        handle_message(c, m);
+        rd_kafka_message_destroy(m);
+    }
+    c->flushing = false;
+}
+
+/* Take m into the look-ahead; returns the record that falls out (the oldest) when it was
+ * full, else NULL. */
+static rd_kafka_message_t *ahead_push(struct core_kconsumer *c, rd_kafka_message_t *m)
+{
+    rd_kafka_message_t *out = NULL;
+
+    if (c->ahead_n == CORE_KAFKA_LOOKAHEAD) {
+        out = c->ahead[c->ahead_first];
+        c->ahead_first = (c->ahead_first + 1) % CORE_KAFKA_LOOKAHEAD;
+        c->ahead_n--;
+    }
+    c->ahead[(c->ahead_first + c->ahead_n) % CORE_KAFKA_LOOKAHEAD] = m;
+    c->ahead_n++;
+    return out;
+}
+
 /* librdkafka logs "T [P]: offset reset (at offset N, broker B) to ..." at warning level
  * when a fetch position is no longer on the broker (KAFKA.md §3.1). */
 static void consumer_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
@@ -320,6 +362,7 @@ static void consumer_log_cb(const rd_kafka_t *rk, int level, const char *fac, co
     int32_t p;
     int64_t at;
 
+    ahead_flush(c); /* served on the loop (log.queue): after the records taken before it */
     log_line(rk, level, fac, buf);
     if (strcmp(fac, "CLUSTERID") == 0 && !c->cluster_replaced) {
         /* The brokers were replaced by another cluster (an empty one, a restore): committed
@@ -348,6 +391,7 @@ static void consumer_error_cb(rd_kafka_t *rk, int err, const char *reason, void 
     char fatal_reason[512];
     bool fatal = err == RD_KAFKA_RESP_ERR__FATAL;
 
+    ahead_flush(c);
     if (fatal) {
         err = rd_kafka_fatal_error(rk, fatal_reason, sizeof(fatal_reason));
         reason = fatal_reason;
@@ -364,6 +408,7 @@ static void commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 {
     struct core_kconsumer *c = opaque;
     (void)rk;
+    ahead_flush(c);
     if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET)
         CORE_WARN("offset commit failed: %s (the next owner re-reads; duplicates allowed)",
                   rd_kafka_err2str(err));
@@ -413,6 +458,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     rd_kafka_error_t *e = NULL;
     rd_kafka_resp_err_t r = 0;
 
+    ahead_flush(c); /* the records taken before the rebalance belong to the old assignment */
     CORE_INFO("rebalance: %s %d partition(s)",
               err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS ? "assigned" : "revoked", parts->cnt);
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
@@ -583,6 +629,21 @@ static void handle_message(struct core_kconsumer *c, rd_kafka_message_t *m)
     c->ops.on_message(c->ops.arg, m);
 }
 
+/* Hand m over now, or through the look-ahead when ops.on_peek is set. */
+static void take_message(struct core_kconsumer *c, rd_kafka_message_t *m)
+{
+    if (c->ops.on_peek && !m->err) {
+        c->ops.on_peek(c->ops.arg, m);
+        m = ahead_push(c, m);
+        if (!m)
+            return;
+    } else {
+        ahead_flush(c); /* an error event: after the records before it */
+    }
+    handle_message(c, m);
+    rd_kafka_message_destroy(m);
+}
+
 static bool consumer_drain(void *owner)
 {
     struct core_kconsumer *c = owner;
@@ -592,16 +653,20 @@ static bool consumer_drain(void *owner)
         return false;
     refill_check(c);
     for (int i = 0; i < CORE_KAFKA_BUDGET; i++) {
+        if (c->held && !c->closing) {
+            ahead_flush(c);
+            return false; /* core_kconsumer_hold(c, false) restarts the turns */
+        }
         m = rd_kafka_consumer_poll(c->rk, 0);
         if (!m)
             goto done;
         if (c->refill.bound_bytes > 0) /* mean over ~64 messages */
             c->refill.avg_len += ((double)(m->len + m->key_len) - c->refill.avg_len) / 64.0;
-        handle_message(c, m);
-        rd_kafka_message_destroy(m);
+        take_message(c, m);
     }
     return true;
 done:
+    ahead_flush(c); /* the queue is empty: nothing to look ahead to */
     refill_check(c); /* the queue is empty now: the turn's first check may have missed it */
     if (c->closing && !c->closed_notified && rd_kafka_consumer_closed(c->rk)) {
         c->closed = c->closed_notified = true;
@@ -671,6 +736,17 @@ void core_kconsumer_pause(struct core_kconsumer *c, bool paused)
         rd_kafka_pause_partitions(c->rk, c->assigned);
     else
         rd_kafka_resume_partitions(c->rk, c->assigned);
+}
+
+void core_kconsumer_hold(struct core_kconsumer *c, bool held)
+{
+    if (c->held == held)
+        return;
+    c->held = held;
+    /* The io-event pipe is written once per non-polling spell, so a queue that filled
+     * while held may never signal again: drain on the next turn. */
+    if (!held && !c->br.closing)
+        uv_idle_start(&c->br.idle, on_idle);
 }
 
 core_err core_kconsumer_commit(struct core_kconsumer *c,
@@ -769,6 +845,11 @@ void core_kconsumer_free(struct core_kconsumer *c)
         return;
     bridge_stop(&c->br);
     refill_release(c);
+    while (c->ahead_n > 0) { /* never handed over: the owner is going away */
+        rd_kafka_message_destroy(c->ahead[c->ahead_first]);
+        c->ahead_first = (c->ahead_first + 1) % CORE_KAFKA_LOOKAHEAD;
+        c->ahead_n--;
+    }
     if (c->assigned)
         rd_kafka_topic_partition_list_destroy(c->assigned);
     c->assigned = NULL;

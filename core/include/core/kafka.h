@@ -57,8 +57,20 @@ struct core_kconsumer_ops {
                       const rd_kafka_topic_partition_list_t *offsets);
     /* The consumer left its group after core_kconsumer_close(); safe to free after. */
     void (*on_closed)(void *arg);
+    /* Optional look-ahead: called for every record as it is taken from the queue, up to
+     * CORE_KAFKA_LOOKAHEAD records before its on_message (cache prefetch hints: it must not
+     * change state the records' handling depends on). With it set, records are still
+     * handed to on_message one by one, in queue order, and every other callback (assign,
+     * revoke, gap, error, commit, closed) and every log line of the consumer comes after
+     * on_message of every record taken before it, as without a look-ahead. Records held
+     * back are handed over when the queue runs empty, before a turn ends on a hold
+     * (core_kconsumer_hold) and at close; at most CORE_KAFKA_LOOKAHEAD of them wait across
+     * turns of the loop when a turn's budget runs out. */
+    void (*on_peek)(void *arg, const rd_kafka_message_t *m);
     void *arg;
 };
+
+#define CORE_KAFKA_LOOKAHEAD 4
 
 /* The consumer's effective session.timeout.ms (its configuration; 45000 if unreadable). */
 struct core_kconsumer;
@@ -98,6 +110,16 @@ CORE_MUST_CHECK core_err core_kconsumer_new_own(uv_loop_t *loop, const struct co
 
 /* Stop fetching (pause every assigned partition) or resume; polling goes on (§6.2.7). */
 void core_kconsumer_pause(struct core_kconsumer *c, bool paused);
+
+/* Hold (true) or release (false) the consumer's intake without touching fetching: while
+ * held, a drain turn takes no further message from the local queue (the one being handled
+ * when the hold is set finishes), so librdkafka's prefetch fills up to its bound and then
+ * stops fetching by itself. Unlike core_kconsumer_pause there is no pause/resume version
+ * barrier, so nothing queued is purged and refetched; unlike pausing it also serves no
+ * rebalance or error event while held: hold for short spells only (the caller bounds them,
+ * well below max.poll.interval.ms). Releasing restarts draining on the next loop turn.
+ * Closing ignores the hold. Loop thread only. */
+void core_kconsumer_hold(struct core_kconsumer *c, bool held);
 
 /* Refill nudge for a bounded prefetch queue (librdkafka 2.0.2). librdkafka stops fetching
  * while the consumer queue holds queued.min.messages messages or queued.max.messages.kbytes

@@ -332,6 +332,18 @@ CORE_MUST_CHECK core_err ing_engine_push(struct ing_engine *eng, const char *pay
                                          const struct ing_source *src, int64_t now_ms,
                                          const struct ing_sink *sink, enum ing_reason *out_reason);
 
+/* Cache hint for a message to be pushed a few calls later. Call it for every message in
+ * push order, some messages ahead of its push (the service: CORE_KAFKA_LOOKAHEAD = 4):
+ * it starts loading the payload's first bytes and the device table slot of this key, the
+ * device entry of the previous call's key, and the buffer tail of the device of the call
+ * before that (the key is the device id under ingest.key_policy require/match; otherwise
+ * that part of the hint is merely useless). With 10,000 devices each reading finds its
+ * device's state cold; loading it while the messages before it are handled hides that
+ * latency. Reads only the key (payload: prefetch only): no result, counter or later call
+ * depends on it. key NULL: no device hint. */
+void ing_engine_prefetch(struct ing_engine *eng, const char *payload, size_t len,
+                         const char *key, size_t key_len);
+
 /* Close every window of devices idle (no accepted reading) for >= idle_timeout_ms of
  * processing time as of now_ms; then drop the entries of devices without buffered readings
  * whose last accepted reading is >= device_ttl_ms old (their memory of closed windows goes

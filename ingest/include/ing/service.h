@@ -80,6 +80,8 @@ struct ing_service_stats {
     uint64_t open_devices;
     bool assigned;
     uint64_t refill_nudges; /* prefetch refill nudges (core_kconsumer_set_refill) */
+    uint64_t output_holds;  /* intake holds for unacknowledged output (> 16 MiB) */
+    uint64_t output_held_ms; /* loop time spent in them (ms) */
     uint64_t rejected_by_reason[ING_REASON_COUNT]; /* ing_reason_code() names them */
 };
 

@@ -57,27 +57,75 @@ static uint64_t fnv1a(const char *s, size_t n)
     return h;
 }
 
-static struct ing__dev **tab_slot(struct ing_engine *e, const char *id, size_t n, uint64_t h)
+/* The slot holding the device id[0..n) of hash h, or the empty slot where it belongs. */
+static struct ing__tslot *tab_slot(struct ing_engine *e, const char *id, size_t n, uint64_t h)
 {
     size_t mask = e->tab_size - 1;
     for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
-        struct ing__dev *d = e->tab[i];
-        if (!d || (d->hash == h && d->id_len == n && memcmp(d->id, id, n) == 0))
-            return &e->tab[i];
+        struct ing__tslot *t = &e->tab[i];
+        if (!t->dev || (t->hash == h && t->dev->id_len == n && memcmp(t->dev->id, id, n) == 0))
+            return t;
     }
+}
+
+static void tab_put(struct ing_engine *e, struct ing__dev *d)
+{
+    struct ing__tslot *t = tab_slot(e, d->id, d->id_len, d->hash);
+    t->hash = d->hash;
+    t->dev = d;
 }
 
 static void tab_grow(struct ing_engine *e)
 {
-    struct ing__dev **old = e->tab;
+    struct ing__tslot *old = e->tab;
     size_t old_size = e->tab_size;
 
     e->tab_size = old_size ? old_size * 2 : TAB_INITIAL;
-    e->tab = core_xcalloc(e->tab_size, sizeof(struct ing__dev *));
+    e->tab = core_xcalloc(e->tab_size, sizeof(*e->tab));
     for (size_t i = 0; i < old_size; i++)
-        if (old[i])
-            *tab_slot(e, old[i]->id, old[i]->id_len, old[i]->hash) = old[i];
+        if (old[i].dev)
+            tab_put(e, old[i].dev);
     free(old);
+}
+
+/* ---- cache hints (ing_engine_prefetch) ---- */
+
+#if defined(__GNUC__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
+/* The device of hash h if it sits in its home slot (the common case; else no hint). */
+static const struct ing__dev *home_dev(const struct ing_engine *e, uint64_t h)
+{
+    const struct ing__tslot *t = &e->tab[(size_t)h & (e->tab_size - 1)];
+    return t->dev && t->hash == h ? t->dev : NULL;
+}
+
+void ing_engine_prefetch(struct ing_engine *e, const char *payload, size_t len, const char *key,
+                         size_t key_len)
+{
+    const struct ing__dev *d;
+
+    for (size_t off = 0; payload && off < len && off < 256; off += 64)
+        PREFETCH(payload + off);
+
+    if (e->pf_valid[1] && (d = home_dev(e, e->pf_hash[1])) != NULL && d->rd) {
+        PREFETCH(d->rd + d->n); /* where an in-order reading goes */
+        PREFETCH(d->val + d->n * e->p.n_channels);
+    }
+    if (e->pf_valid[0] && (d = home_dev(e, e->pf_hash[0])) != NULL) {
+        for (size_t off = 0; off < sizeof(*d); off += 64)
+            PREFETCH((const char *)d + off);
+    }
+    e->pf_hash[1] = e->pf_hash[0];
+    e->pf_valid[1] = e->pf_valid[0];
+    e->pf_valid[0] = key != NULL && key_len <= ING_DEVICE_MAX;
+    if (e->pf_valid[0]) {
+        e->pf_hash[0] = fnv1a(key, key_len);
+        PREFETCH(&e->tab[(size_t)e->pf_hash[0] & (e->tab_size - 1)]);
+    }
 }
 
 /* ---- device lists: open (buffered readings) and idle (entries only), oldest first ---- */
@@ -130,17 +178,17 @@ static void tab_delete(struct ing_engine *e, const struct ing__dev *d)
 {
     size_t mask = e->tab_size - 1, i = (size_t)d->hash & mask, j;
 
-    while (e->tab[i] != d)
+    while (e->tab[i].dev != d)
         i = (i + 1) & mask;
-    e->tab[i] = NULL;
-    for (j = (i + 1) & mask; e->tab[j]; j = (j + 1) & mask) {
-        size_t home = (size_t)e->tab[j]->hash & mask;
+    e->tab[i].dev = NULL;
+    for (j = (i + 1) & mask; e->tab[j].dev; j = (j + 1) & mask) {
+        size_t home = (size_t)e->tab[j].hash & mask;
         /* e->tab[j] may move into the hole at i unless its home lies cyclically in (i, j] */
         bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
         if (stays)
             continue;
         e->tab[i] = e->tab[j];
-        e->tab[j] = NULL;
+        e->tab[j].dev = NULL;
         i = j;
     }
 }
@@ -187,9 +235,9 @@ void ing_engine_free(struct ing_engine *eng)
     if (!eng)
         return;
     for (size_t i = 0; i < eng->tab_size; i++) {
-        if (eng->tab[i]) {
-            dev_release_buffers(eng->tab[i]);
-            free(eng->tab[i]);
+        if (eng->tab[i].dev) {
+            dev_release_buffers(eng->tab[i].dev);
+            free(eng->tab[i].dev);
         }
     }
     free(eng->tab);
@@ -378,15 +426,15 @@ static bool dev_uses_partition(const struct ing__dev *d, int32_t partition)
 size_t ing_engine_forget_partition(struct ing_engine *eng, int32_t partition)
 {
     size_t dropped = 0, size = eng->tab_size;
-    struct ing__dev **old = eng->tab;
+    struct ing__tslot *old = eng->tab;
 
-    eng->tab = core_xcalloc(size, sizeof(struct ing__dev *));
+    eng->tab = core_xcalloc(size, sizeof(*eng->tab));
     for (size_t i = 0; i < size; i++) {
-        struct ing__dev *d = old[i];
+        struct ing__dev *d = old[i].dev;
         if (!d)
             continue;
         if (!dev_uses_partition(d, partition)) {
-            *tab_slot(eng, d->id, d->id_len, d->hash) = d;
+            tab_put(eng, d);
             continue;
         }
         dropped += d->n;
@@ -446,8 +494,8 @@ static struct ing__dev *dev_get(struct ing_engine *e, const struct ing__reading 
                                 enum ing_reason *why)
 {
     uint64_t h = fnv1a(r->device, r->device_len);
-    struct ing__dev **slot = tab_slot(e, r->device, r->device_len, h);
-    struct ing__dev *d = *slot;
+    struct ing__tslot *slot = tab_slot(e, r->device, r->device_len, h);
+    struct ing__dev *d = slot->dev;
 
     if (d)
         return d;
@@ -460,7 +508,8 @@ static struct ing__dev *dev_get(struct ing_engine *e, const struct ing__reading 
     d->id_len = r->device_len;
     d->hash = h;
     d->next_k = NO_K;
-    *slot = d;
+    slot->hash = h;
+    slot->dev = d;
     e->n_dev++;
     e->c.devices = e->n_dev;
     if (e->n_dev * 2 > e->tab_size)

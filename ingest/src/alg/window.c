@@ -36,6 +36,42 @@
 
 enum { F_MEAN, F_COUNT, F_MIN, F_MAX, F_STD };
 
+/* The constant text of every node (struct ing__wscratch.node_txt), in one block. */
+static void node_text_init(struct ing__wscratch *ws, const struct ing_params *p)
+{
+    struct core_buf b;
+    size_t at;
+
+    core_buf_init(&b, CORE_BUF_NO_CAP); /* bounded: channels x 5 x short names */
+    for (size_t c = 0; c < p->n_channels; c++) {
+        const struct ing_channel *ch = &p->channels[c];
+        for (unsigned f = 0; f < 5; f++) {
+            const char *feat = ing__feature_name(1u << f);
+            at = b.len;
+            core_buf_puts(&b, "\"");
+            core_buf_puts(&b, ch->name);
+            core_buf_puts(&b, ".");
+            core_buf_puts(&b, feat);
+            core_buf_puts(&b, "\":");
+            ws->node_txt[c][f].name_off = (uint32_t)at;
+            ws->node_txt[c][f].name_len = (uint32_t)(b.len - at);
+            at = b.len;
+            core_buf_puts(&b, "{\"stat\":\"");
+            core_buf_puts(&b, feat);
+            core_buf_puts(&b, "\",\"channel\":\"");
+            core_buf_puts(&b, ch->name);
+            core_buf_puts(&b, "\",\"clip\":[");
+            ing__buf_double(&b, ch->clip_lo);
+            core_buf_puts(&b, ",");
+            ing__buf_double(&b, ch->clip_hi);
+            core_buf_puts(&b, "],\"n_imputed\":");
+            ws->node_txt[c][f].prov_off = (uint32_t)at;
+            ws->node_txt[c][f].prov_len = (uint32_t)(b.len - at);
+        }
+    }
+    ws->text = core_buf_take(&b, &at);
+}
+
 void ing__window_scratch_init(struct ing__wscratch *ws, const struct ing_params *p)
 {
     size_t s = (size_t)(p->window_ms / p->period_ms);
@@ -48,6 +84,7 @@ void ing__window_scratch_init(struct ing__wscratch *ws, const struct ing_params 
     ws->imp_ts = core_xmalloc(s * p->n_channels * sizeof(*ws->imp_ts));
     ws->src_cap = 4;
     ws->src = core_xmalloc(ws->src_cap * sizeof(*ws->src));
+    node_text_init(ws, p);
 }
 
 void ing__window_scratch_cleanup(struct ing__wscratch *ws)
@@ -57,6 +94,7 @@ void ing__window_scratch_cleanup(struct ing__wscratch *ws)
     free(ws->u);
     free(ws->imp_ts);
     free(ws->src);
+    free(ws->text);
 }
 
 static double normalize(const struct ing_channel *ch, double x)
@@ -247,29 +285,15 @@ static void collect_src(struct ing__wscratch *ws, const struct ing__dev *d, size
     *n_src = n;
 }
 
-static void put_node_name(struct core_buf *b, const struct ing_engine *e, size_t c, unsigned bit)
+static void put_node_name(struct core_buf *b, const struct ing_engine *e, size_t c, int f)
 {
-    core_buf_puts(b, "\"");
-    core_buf_puts(b, e->p.channels[c].name);
-    core_buf_puts(b, ".");
-    core_buf_puts(b, ing__feature_name(bit));
-    core_buf_puts(b, "\":");
+    core_buf_put(b, e->ws.text + e->ws.node_txt[c][f].name_off, e->ws.node_txt[c][f].name_len);
 }
 
 /* One node's provenance: {"stat":..,"channel":..,"clip":[L,U],"n_imputed":k,"max_run":r}. */
-static void put_node_prov(struct core_buf *b, const struct ing_engine *e, size_t c, unsigned bit)
+static void put_node_prov(struct core_buf *b, const struct ing_engine *e, size_t c, int f)
 {
-    const struct ing_channel *ch = &e->p.channels[c];
-
-    core_buf_puts(b, "{\"stat\":\"");
-    core_buf_puts(b, ing__feature_name(bit));
-    core_buf_puts(b, "\",\"channel\":\"");
-    core_buf_puts(b, ch->name);
-    core_buf_puts(b, "\",\"clip\":[");
-    ing__buf_double(b, ch->clip_lo);
-    core_buf_puts(b, ",");
-    ing__buf_double(b, ch->clip_hi);
-    core_buf_puts(b, "],\"n_imputed\":");
+    core_buf_put(b, e->ws.text + e->ws.node_txt[c][f].prov_off, e->ws.node_txt[c][f].prov_len);
     core_buf_int(b, (int64_t)e->ws.imp_n[c]);
     core_buf_puts(b, ",\"max_run\":");
     core_buf_int(b, (int64_t)e->ws.imp_run[c]);
@@ -292,13 +316,13 @@ static void put_nodes(struct core_buf *b, const struct ing_engine *e, int what)
             if (!first)
                 core_buf_puts(b, ",");
             first = false;
-            put_node_name(b, e, c, bit);
+            put_node_name(b, e, c, f);
             if (what == 0) {
                 ing__buf_double(b, ws->feat[c][f]);
             } else if (what == 1) {
                 core_buf_int(b, (int64_t)ws->n_real[c]);
             } else if (what == 3) {
-                put_node_prov(b, e, c, bit);
+                put_node_prov(b, e, c, f);
             } else {
                 core_buf_puts(b, "[");
                 for (size_t i = 0; i < ws->imp_n[c]; i++) {

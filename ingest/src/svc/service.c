@@ -23,12 +23,27 @@
 #define OUTQ_LOW  10000
 #define TICK_MS   250
 
+/* Output bound (issue 14): record bytes (value + key) handed to the producer and not yet
+ * acknowledged. Window records close in bursts (every device crosses a window boundary
+ * within one round of readings: 10,000 records of ~1.1 KB with 10,000 devices), and on the
+ * 2-core machine the broker acknowledged them more slowly than the loop made them: up to
+ * 30,000 unacknowledged records (~40 MB of RSS with librdkafka's copies) were measured,
+ * the largest and most variable part of the service's peak RSS. Above OUT_HOLD_HIGH the
+ * consumer's intake is held (core_kconsumer_hold: no purge, the prefetch bound stops
+ * fetching) until acknowledgements bring it below OUT_HOLD_LOW; a hold longer than
+ * OUT_HOLD_MAX_MS is released (a broker outage is then left to the count-based pause above
+ * and to the delivery timeout, as before). */
+#define OUT_HOLD_HIGH   ((size_t)16 << 20)
+#define OUT_HOLD_LOW    ((size_t)8 << 20)
+#define OUT_HOLD_MAX_MS 5000
+
 /* One produced record (window or dead letter) until its delivery report; referenced
  * from the offset heaps of the input partitions it was derived from. */
 struct inflight {
     uint32_t refs;
     bool acked;
     bool is_window;
+    size_t bytes; /* value + key handed to the producer; counted in out_bytes until its report */
 };
 
 struct hent {
@@ -72,6 +87,10 @@ struct ing_service {
     enum svc_state state;
     core_err status;
     bool paused, commit_in_flight, consumed_any, group_joined, done_called;
+    bool held;          /* intake held for the output bound (OUT_HOLD_*) */
+    bool hold_expired;  /* a hold ran OUT_HOLD_MAX_MS: none again until below OUT_HOLD_LOW */
+    uint64_t held_since; /* loop time the hold began */
+    size_t out_bytes;   /* record bytes produced and not yet reported (OUT_HOLD_*) */
     bool broker_down;           /* a transport / all-brokers-down error since the broker last
                                    answered (a record consumed, a commit acknowledged) */
     uint64_t broker_down_since; /* loop time of the first such error */
@@ -86,6 +105,7 @@ struct ing_service {
     _Atomic uint64_t a_produce_errors, a_commits, a_commit_errors, a_gaps, a_lost;
     _Atomic uint64_t a_open_devices, a_produced;
     _Atomic int64_t a_lag;
+    _Atomic uint64_t a_holds, a_held_ms;
     atomic_bool a_assigned;
 };
 
@@ -162,6 +182,21 @@ static bool heap_min(struct pstate *p, int64_t *out)
 
 static void fail(struct ing_service *s, core_err why, const char *what);
 
+static void hold_intake(struct ing_service *s, bool held)
+{
+    uint64_t now = uv_now(s->loop);
+
+    if (s->held == held)
+        return;
+    s->held = held;
+    if (held)
+        atomic_fetch_add(&s->a_holds, 1);
+    else
+        atomic_fetch_add(&s->a_held_ms, now - s->held_since);
+    s->held_since = now;
+    core_kconsumer_hold(s->cons, held);
+}
+
 static void on_delivery(void *arg, void *opaque, rd_kafka_resp_err_t err)
 {
     struct ing_service *s = arg;
@@ -169,6 +204,11 @@ static void on_delivery(void *arg, void *opaque, rd_kafka_resp_err_t err)
 
     if (!rec)
         return;
+    s->out_bytes -= rec->bytes;
+    if (s->out_bytes < OUT_HOLD_LOW) {
+        s->hold_expired = false;
+        hold_intake(s, false);
+    }
     if (err) {
         atomic_fetch_add(&s->a_produce_errors, 1);
         core_metric_add(s->m.produce_errors, 1);
@@ -195,6 +235,7 @@ static void produce(struct ing_service *s, const char *topic, const char *key, s
     core_err rc;
 
     rec->refs++; /* held by the delivery report */
+    rec->bytes = len + klen;
     for (int tries = 0;; tries++) {
         rc = core_kproducer_send(s->prod, topic, RD_KAFKA_PARTITION_UA, key, klen, json, len,
                                  rec);
@@ -202,11 +243,14 @@ static void produce(struct ing_service *s, const char *topic, const char *key, s
             break;
         core_kproducer_poll(s->prod, 5); /* rare: backpressure pauses us long before */
     }
-    if (rc == CORE_OK)
+    if (rc == CORE_OK) {
         atomic_store_explicit(&s->a_produced,
                               atomic_load_explicit(&s->a_produced, memory_order_relaxed) + 1,
                               memory_order_relaxed);
-    if (rc != CORE_OK) {
+        s->out_bytes += rec->bytes;
+        if (s->out_bytes > OUT_HOLD_HIGH && s->state == S_RUNNING && !s->hold_expired)
+            hold_intake(s, true);
+    } else {
         rec_unref(rec);
         atomic_fetch_add(&s->a_produce_errors, 1);
         core_metric_add(s->m.produce_errors, 1);
@@ -493,6 +537,7 @@ void ing_service_stop(struct ing_service *s)
     CORE_INFO("ingest stopping: intake stopped, waiting for acknowledgements");
     s->state = S_DRAINING;
     s->drain_started = uv_now(s->loop);
+    hold_intake(s, false); /* the pause below stops intake now; closing needs the queue */
     core_kconsumer_pause(s->cons, true);
     health_refresh(s);
 }
@@ -536,6 +581,14 @@ static void on_message(void *arg, const rd_kafka_message_t *m)
     s->consumed_any = true;
     s->last_consume = uv_now(s->loop);
     broker_answered(s);
+}
+
+/* Look-ahead (core_kconsumer_ops.on_peek): start loading the device state of a record
+ * CORE_KAFKA_LOOKAHEAD records before it is pushed. */
+static void on_peek(void *arg, const rd_kafka_message_t *m)
+{
+    struct ing_service *s = arg;
+    ing_engine_prefetch(s->eng, m->payload, m->payload ? m->len : 0, m->key, m->key_len);
 }
 
 static void on_assign(void *arg, const rd_kafka_topic_partition_list_t *parts)
@@ -638,10 +691,17 @@ static void on_tick(uv_timer_t *t)
 
     s->now_ms = wall_ms();
     if (s->state == S_RUNNING) {
+        if (s->held && now - s->held_since >= OUT_HOLD_MAX_MS) {
+            CORE_WARN("%zu bytes of records unacknowledged for %d ms: intake resumed (the "
+                      "broker is slow or unreachable)", s->out_bytes, OUT_HOLD_MAX_MS);
+            s->hold_expired = true;
+            hold_intake(s, false);
+        }
         ing_engine_tick(s->eng, s->now_ms, &s->sink);
         backpressure(s);
-        if (s->broker_down || core_kconsumer_assigned(s->cons) == 0)
-            s->last_consume = now; /* idle only counts while the stream can be read */
+        if (s->broker_down || core_kconsumer_assigned(s->cons) == 0 || s->held)
+            s->last_consume = now; /* idle only counts while the stream can be read (a hold
+                                      for unacknowledged output is not the stream's end) */
         if (s->opts.exit_idle_ms > 0 && s->consumed_any &&
             now - s->last_consume >= (uint64_t)s->opts.exit_idle_ms) {
             CORE_INFO("nothing consumed for %" PRId64 " ms: stopping", s->opts.exit_idle_ms);
@@ -730,7 +790,7 @@ static core_err make_clients(struct ing_service *s, char *eb, size_t ebn)
     struct core_kconsumer_ops ops = {
         .on_message = on_message, .on_assign = on_assign, .on_revoke = on_revoke,
         .on_gap = on_gap,         .on_error = on_error,   .on_commit = on_commit,
-        .on_closed = on_closed,   .arg = s,
+        .on_closed = on_closed,   .on_peek = on_peek,     .arg = s,
     };
     core_err rc;
 
@@ -830,6 +890,8 @@ void ing_service_stats(const struct ing_service *s, struct ing_service_stats *ou
     out->open_devices = atomic_load(&w->a_open_devices);
     out->assigned = atomic_load(&w->a_assigned);
     out->refill_nudges = w->cons ? core_kconsumer_refill_nudges(w->cons) : 0;
+    out->output_holds = atomic_load(&w->a_holds);
+    out->output_held_ms = atomic_load(&w->a_held_ms);
     for (int i = 0; i < ING_REASON_COUNT; i++)
         out->rejected_by_reason[i] = atomic_load(&w->a_rejected_by[i]);
 }
