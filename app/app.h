@@ -42,9 +42,9 @@ int cmd_healthcheck(int argc, char **argv);
  * CORE_ESTATE, else 1. Returns the exit status: 0 when the service ended with CORE_OK. */
 #include <uv.h>
 struct app_service_ops {
-    const char *cmd;           /* "ingest", ... (messages, watchdog) */
-    const char *waiting_for;   /* what a graceful shutdown waits for (watchdog text) */
-    void (*stop)(void *svc);   /* begin the graceful shutdown */
+    const char *cmd;         /* "ingest", ... (messages, watchdog) */
+    const char *waiting_for; /* what a graceful shutdown waits for (watchdog text) */
+    void (*stop)(void *svc); /* begin the graceful shutdown */
     void (*summary)(const void *svc, core_err status); /* one line on stdout */
     void (*free)(void *svc);
 };
@@ -109,8 +109,8 @@ int bench_release_service(const struct cal_theta *theta, size_t windows, size_t 
  * no-change twin. mode: backlog or paced (DR_AHEAD unread at most), the monitor's span.
  * dir: scratch. Returns an exit status. */
 struct bench_drift_mode {
-    bool backlog;    /* produce every window before the services read (a backlog) */
-    long long span;  /* release.drift.span_ms for the phase; < 0: the key's default */
+    bool backlog;   /* produce every window before the services read (a backlog) */
+    long long span; /* release.drift.span_ms for the phase; < 0: the key's default */
 };
 int bench_release_drift(size_t seeds, const struct bench_drift_mode *mode, const char *dir);
 
@@ -147,8 +147,8 @@ int app_mkdir_p(const char *dir, int parent_only);
 int app_ledger_path(const struct core_config *cfg, const char *flag, char *buf, size_t n);
 
 /* As app_ledger_path; create false: state.dir is not created (--check). */
-int app_ledger_path_resolve(const struct core_config *cfg, const char *flag, char *buf,
-                            size_t n, bool create);
+int app_ledger_path_resolve(const struct core_config *cfg, const char *flag, char *buf, size_t n,
+                            bool create);
 
 /* release.ledger.store resolved as app_ledger_open does (relative: under state.dir) into buf;
  * "" when no store is configured. Returns 0, or -1 when it does not fit. */

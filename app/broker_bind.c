@@ -8,6 +8,8 @@
  * ports are checked free first (broker_bind_port_free), because a failed bind aborts the
  * process inside librdkafka (rd_assert, rdkafka_mock.c:2405). Kept apart from every other
  * source so that what overrides a libc symbol in the production binary is one small file. */
+#include "broker_bind.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -16,8 +18,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include "broker_bind.h"
 
 /* glibc exposes RTLD_NEXT only under _GNU_SOURCE, which would also turn bind()'s
  * prototype into a transparent union that an ISO C definition cannot match. */
@@ -77,7 +77,6 @@ bool broker_bind_port_free(int port)
     close(fd);
     return ok;
 }
-
 
 void broker_bind_fix_ports(int first_port)
 {

@@ -1,11 +1,12 @@
 /* calibrate_serve.c - `gcdp calibrate --serve`: the calibrate service as a process
  * (cal/service.h). SIGINT/SIGTERM: graceful shutdown. One-line JSON summary at exit. */
+#include "cal/calibrate.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "app.h"
-#include "cal/calibrate.h"
 #include "cal/ledger.h"
 #include "cal/service.h"
 #include "core/dp_ledger.h"
@@ -19,8 +20,9 @@ static void print_summary(const void *svc, core_err status)
 
     cal_service_stats(svc, &st);
     printf("{\"status\":\"%s\",\"theta_version\":%llu,\"made\":%llu,\"published\":%llu,"
-           "\"by_reason\":{", core_errname(status), (unsigned long long)st.version,
-           (unsigned long long)st.made, (unsigned long long)st.published);
+           "\"by_reason\":{",
+           core_errname(status), (unsigned long long)st.version, (unsigned long long)st.made,
+           (unsigned long long)st.published);
     for (int i = 0; i < CAL_N_REASONS; i++)
         printf("%s\"%s\":%llu", i ? "," : "", cal_reason_name(i),
                (unsigned long long)st.by_reason[i]);
@@ -40,8 +42,8 @@ static void free_svc(void *svc)
 }
 
 static const struct app_service_ops calibrate_ops = {
-    "calibrate", "waiting for the last theta version to be acknowledged", stop_svc,
-    print_summary, free_svc};
+    "calibrate", "waiting for the last theta version to be acknowledged", stop_svc, print_summary,
+    free_svc};
 
 /* calibrate.ledger.path (relative: under state.dir, created) into buf; 0 or -1 (printed). */
 static int cal_ledger_path(const struct core_config *cfg, char *buf, size_t n)
@@ -64,8 +66,8 @@ static int cal_ledger_path(const struct core_config *cfg, char *buf, size_t n)
 }
 
 /* Private mode: the service's own ledger (JSONL), with release's scheme and caps. */
-static int private_opts(const struct core_config *cfg, struct cal_service_opts *so,
-                        char *path, size_t n, struct core_dp_ledger **led)
+static int private_opts(const struct core_config *cfg, struct cal_service_opts *so, char *path,
+                        size_t n, struct core_dp_ledger **led)
 {
     struct core_dp_ledger_opts lop = {NULL, {0, 0, 0}, 0, {0, 0, 0}};
     char eb[1024] = "";
@@ -79,8 +81,8 @@ static int private_opts(const struct core_config *cfg, struct cal_service_opts *
     lop.cap.delta = core_config_double(cfg, "release.ledger.cap_delta");
     rc = core_dp_ledger_open(&lop, led, eb, sizeof(eb));
     if (rc != CORE_OK) {
-        fprintf(stderr, "gcdp calibrate: ledger '%s': %s (%s)\n", path,
-                eb[0] ? eb : "cannot open", core_errname(rc));
+        fprintf(stderr, "gcdp calibrate: ledger '%s': %s (%s)\n", path, eb[0] ? eb : "cannot open",
+                core_errname(rc));
         return APP_EXIT_FAILURE;
     }
     so->ledger = *led;

@@ -23,8 +23,7 @@
 #include "rel/plan.h"
 
 /* The stage's own options, parsed exactly as its service parses them at start. */
-static core_err stage_config(const struct core_config *cfg, const char *cmd, char *eb,
-                             size_t ebn)
+static core_err stage_config(const struct core_config *cfg, const char *cmd, char *eb, size_t ebn)
 {
     if (strcmp(cmd, "ingest") == 0) {
         struct ing_params p;
@@ -66,8 +65,7 @@ static core_err kafka_config(const struct core_config *cfg, char *eb, size_t ebn
 
 /* One control key file (key names the configuration key): loaded as the service loads it
  * (64 hex digits, mode 0600), then wiped. */
-static core_err control_key(const struct core_config *cfg, const char *key, char *eb,
-                            size_t ebn)
+static core_err control_key(const struct core_config *cfg, const char *key, char *eb, size_t ebn)
 {
     const char *path = core_config_str(cfg, key);
     struct core_ctl_key *k = NULL;
@@ -90,29 +88,33 @@ static core_err control_keys(const struct core_config *cfg, char *eb, size_t ebn
     core_err rc;
 
     if ((!kf || !kf[0]) && pf && pf[0]) {
-        snprintf(eb, ebn, "control.prev_key_file: set while control.key_file is empty (the "
-                          "previous key is only accepted beside a current one)");
+        snprintf(eb, ebn,
+                 "control.prev_key_file: set while control.key_file is empty (the "
+                 "previous key is only accepted beside a current one)");
         return CORE_ECONFIG;
     }
     rc = control_key(cfg, "control.key_file", eb, ebn);
     return rc == CORE_OK ? control_key(cfg, "control.prev_key_file", eb, ebn) : rc;
 }
 
-static core_err metrics_config(const struct core_config *cfg, const char *cmd, char *eb,
-                               size_t ebn)
+static core_err metrics_config(const struct core_config *cfg, const char *cmd, char *eb, size_t ebn)
 {
     const char *bind = core_config_str(cfg, "metrics.bind");
     int64_t port = core_config_int(cfg, "metrics.port");
     struct in_addr a;
 
     if (port > 0 && inet_pton(AF_INET, bind, &a) != 1) {
-        snprintf(eb, ebn, "metrics.bind: '%s' is not an IPv4 address (e.g. 127.0.0.1, or "
-                          "0.0.0.0 for every interface)", bind);
+        snprintf(eb, ebn,
+                 "metrics.bind: '%s' is not an IPv4 address (e.g. 127.0.0.1, or "
+                 "0.0.0.0 for every interface)",
+                 bind);
         return CORE_ECONFIG;
     }
     if (port > 0 && port < 1024 && geteuid() != 0)
-        fprintf(stderr, "gcdp %s: warning: metrics.port %lld is a privileged port and this "
-                        "user is not root\n", cmd, (long long)port);
+        fprintf(stderr,
+                "gcdp %s: warning: metrics.port %lld is a privileged port and this "
+                "user is not root\n",
+                cmd, (long long)port);
     return CORE_OK;
 }
 
@@ -147,8 +149,10 @@ static core_err writable_target(const char *key, const char *path, char *eb, siz
     } while (stat(dir, &st) != 0 && slash && strcmp(dir, "/") != 0);
     if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && access(dir, W_OK | X_OK) == 0)
         return CORE_OK;
-    snprintf(eb, ebn, "%s: '%.400s' cannot be created: '%.400s' is not a directory this user may "
-                      "write to", key, path, dir);
+    snprintf(eb, ebn,
+             "%s: '%.400s' cannot be created: '%.400s' is not a directory this user may "
+             "write to",
+             key, path, dir);
     return CORE_ECONFIG;
 }
 
@@ -174,15 +178,15 @@ static core_err ledger_binding(const struct core_config *cfg, const char *path, 
     if (have.slot_ms != want.slot_ms || have.time_radius != want.time_radius ||
         have.period_ms != want.period_ms || cap.eps != ro.cap.eps || cap.rho != ro.cap.rho ||
         cap.delta != ro.cap.delta) {
-        snprintf(eb, ebn, "release.ledger.path: the ledger '%.400s' is bound to slot_ms %lld, "
+        snprintf(eb, ebn,
+                 "release.ledger.path: the ledger '%.400s' is bound to slot_ms %lld, "
                  "time_radius %lld, period_ms %lld, cap eps %.17g delta %.17g; this "
                  "configuration has %lld, %lld, %lld, %.17g, %.17g (release.ledger.slot_ms, "
                  "release.policy.time_radius, ingest.period_ms, release.ledger.cap_*): the "
-                 "service would refuse it (`gcdp ledger --carry-to`, docs/release.md)", path,
-                 (long long)have.slot_ms, (long long)have.time_radius,
+                 "service would refuse it (`gcdp ledger --carry-to`, docs/release.md)",
+                 path, (long long)have.slot_ms, (long long)have.time_radius,
                  (long long)have.period_ms, cap.eps, cap.delta, (long long)want.slot_ms,
-                 (long long)want.time_radius, (long long)want.period_ms, ro.cap.eps,
-                 ro.cap.delta);
+                 (long long)want.time_radius, (long long)want.period_ms, ro.cap.eps, ro.cap.delta);
         return CORE_ECONFIG;
     }
     return CORE_OK;
@@ -206,8 +210,8 @@ static core_err ledger_paths(const struct core_config *cfg, const char *ledger, 
 }
 
 /* The service's local inputs: θ file, calibration source, ledger location. */
-static core_err inputs(const struct core_config *cfg, const struct app_check_opts *o,
-                       char *eb, size_t ebn)
+static core_err inputs(const struct core_config *cfg, const struct app_check_opts *o, char *eb,
+                       size_t ebn)
 {
     char why[1024] = "";
     core_err rc = CORE_OK;
@@ -225,8 +229,8 @@ static core_err inputs(const struct core_config *cfg, const struct app_check_opt
         rc = cal_opts_from_config(cfg, &co, eb, ebn);
         if (rc == CORE_OK)
             rc = cal_matrix_load_ts(o->cal_input, co.format, co.label_column,
-                                    co.ts_column[0] ? co.ts_column : NULL, co.max_rows, &mx,
-                                    why, sizeof(why));
+                                    co.ts_column[0] ? co.ts_column : NULL, co.max_rows, &mx, why,
+                                    sizeof(why));
         cal_matrix_free(mx);
         if (rc != CORE_OK && why[0])
             snprintf(eb, ebn, "--input '%s' (calibrate.input.format %s): %s", o->cal_input,

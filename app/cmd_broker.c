@@ -21,10 +21,10 @@
 #include <unistd.h>
 
 #include "app.h"
-#include "flags.h"
 #include "broker_bind.h"
 #include "core/broker.h"
 #include "core/log.h"
+#include "flags.h"
 
 #define MAX_EXTRA_TOPICS 32
 
@@ -87,9 +87,12 @@ struct broker_opts {
 static int parse_opts(int argc, char **argv, struct broker_opts *o)
 {
     static const struct option longopts[] = {
-        {"bootstrap-file", required_argument, NULL, 'f'}, {"port", required_argument, NULL, 'p'},
-        {"brokers", required_argument, NULL, 'b'}, {"partitions", required_argument, NULL, 'n'},
-        {"topic", required_argument, NULL, 't'},   {"control", required_argument, NULL, 'c'},
+        {"bootstrap-file", required_argument, NULL, 'f'},
+        {"port", required_argument, NULL, 'p'},
+        {"brokers", required_argument, NULL, 'b'},
+        {"partitions", required_argument, NULL, 'n'},
+        {"topic", required_argument, NULL, 't'},
+        {"control", required_argument, NULL, 'c'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -140,10 +143,10 @@ bad:
 }
 
 static const char *const topic_keys[] = {
-    "topics.raw",         "topics.rejected",       "topics.windows",
-    "topics.calibration", "topics.released",       "topics.control",
+    "topics.raw",         "topics.rejected",        "topics.windows",
+    "topics.calibration", "topics.released",        "topics.control",
     "topics.audit",       "topics.learner_updates", "topics.learner_global",
-    "topics.learner_dag", "topics.status",      "topics.ledger_changelog",
+    "topics.learner_dag", "topics.status",          "topics.ledger_changelog",
 };
 #define NTOPIC_KEYS (sizeof(topic_keys) / sizeof(topic_keys[0]))
 
@@ -255,9 +258,8 @@ static void announce(const struct broker_opts *o, struct core_broker *b)
             "  %ld broker(s), %zu topics x %ld partitions; retention is fixed by the mock at\n"
             "  %u MiB or %u batches PER PARTITION (older records are dropped); no persistence.\n"
             "  bootstrap file: %s (use --set broker.bootstrap=@%s)\n",
-            o->brokers, NTOPIC_KEYS + o->nextra, o->partitions,
-            CORE_BROKER_RETENTION_BYTES >> 20, CORE_BROKER_RETENTION_BATCHES,
-            o->bootstrap_file, o->bootstrap_file);
+            o->brokers, NTOPIC_KEYS + o->nextra, o->partitions, CORE_BROKER_RETENTION_BYTES >> 20,
+            CORE_BROKER_RETENTION_BATCHES, o->bootstrap_file, o->bootstrap_file);
     printf("BOOTSTRAP %s\n", core_broker_bootstrap(b));
     fflush(stdout);
 }

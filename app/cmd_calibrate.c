@@ -8,10 +8,6 @@
 #include <jansson.h>
 
 #include "app.h"
-#include "flags.h"
-#include "core/mem.h"
-#include "rel/bounds.h"
-#include "core/dp_ledger.h"
 #include "cal/calibrate.h"
 #include "cal/ledger.h"
 #include "cal/matrix.h"
@@ -20,6 +16,9 @@
 #include "core/dp_ledger.h"
 #include "core/dp_rng.h"
 #include "core/log.h"
+#include "core/mem.h"
+#include "flags.h"
+#include "rel/bounds.h"
 
 /* The --help text of the offline command. */
 static const char usage_text[] =
@@ -217,8 +216,9 @@ static int run_private(struct core_config *cfg, const struct cal_opts *o,
     lop.cap = lo.cap;
     rc = app_ledger_open(cfg, &lop, &led, eb, sizeof(eb));
     if (rc != CORE_OK) {
-        fprintf(stderr, "gcdp calibrate: ledger '%s': %s (%s); nothing charged, no noise "
-                        "drawn, no theta written\n",
+        fprintf(stderr,
+                "gcdp calibrate: ledger '%s': %s (%s); nothing charged, no noise "
+                "drawn, no theta written\n",
                 lop.path, eb[0] ? eb : "cannot open", core_errname(rc));
         return APP_EXIT_FAILURE;
     }
@@ -241,8 +241,8 @@ static int run_private(struct core_config *cfg, const struct cal_opts *o,
     if (!res->replayed)
         CORE_INFO("theta version=%llu charged eps_cal=%.17g to %zu ledger units in %zu row(s) "
                   "of %s (release id calibrate|%llu), committed before output",
-                  (unsigned long long)res->version, res->eps_charged, res->n_units,
-                  res->n_parts, lop.path, (unsigned long long)res->version);
+                  (unsigned long long)res->version, res->eps_charged, res->n_units, res->n_parts,
+                  lop.path, (unsigned long long)res->version);
     return APP_EXIT_OK;
 }
 
@@ -266,14 +266,17 @@ static int expansion_from_policy(const struct core_config *cfg, const struct cal
             while (j < m && (!nm || strcmp(mx->names[j], nm) != 0))
                 j++;
             if (j == m) {
-                fprintf(stderr, "gcdp calibrate: release.policy.edges[%zu]: '%s' is not a node "
-                                "of the calibration matrix\n", e, nm ? nm : "?");
+                fprintf(stderr,
+                        "gcdp calibrate: release.policy.edges[%zu]: '%s' is not a node "
+                        "of the calibration matrix\n",
+                        e, nm ? nm : "?");
                 ret = -1;
             }
             ev[2 * e + side] = (uint32_t)j;
         }
-    if (ret == 0 && rel_policy_counts(m, ev, ne, (uint32_t)core_config_int(cfg, "release.policy.hops"),
-                                      0, 1, counts, work) != CORE_OK) {
+    if (ret == 0 &&
+        rel_policy_counts(m, ev, ne, (uint32_t)core_config_int(cfg, "release.policy.hops"), 0, 1,
+                          counts, work) != CORE_OK) {
         fprintf(stderr, "gcdp calibrate: release.policy: invalid policy graph\n");
         ret = -1;
     }
@@ -293,15 +296,15 @@ static int expansion_from_policy(const struct core_config *cfg, const struct cal
 /* Private mode from the loaded matrix: |A| from the policy graph, row timestamps required,
  * then run_private. */
 static int calibrate_private(struct core_config *cfg, struct cal_opts *o,
-                             const struct cal_matrix *mx, const char *const *devices,
-                             size_t n_dev, const char *source, const char *ledger_flag,
-                             struct cal_charged *res)
+                             const struct cal_matrix *mx, const char *const *devices, size_t n_dev,
+                             const char *source, const char *ledger_flag, struct cal_charged *res)
 {
     if (expansion_from_policy(cfg, mx, o) != 0)
         return APP_EXIT_USAGE;
     if (!mx->ts) {
-        fprintf(stderr, "gcdp calibrate: private mode needs row timestamps to charge the "
-                        "ledger: %s\n",
+        fprintf(stderr,
+                "gcdp calibrate: private mode needs row timestamps to charge the "
+                "ledger: %s\n",
                 o->format == CAL_FORMAT_OCCUPANCY
                     ? "the occupancy file has no date column"
                     : "add a timestamp column to the CSV (calibrate.input.ts_column)");
@@ -418,19 +421,30 @@ static bool take_serve_check(int *argc, char **argv)
 
 /* One getopt result c (argument arg) into cli or cfg. Returns APP_EXIT_OK or APP_EXIT_USAGE
  * (message printed). */
-static int apply_flag(int c, const char *arg, struct core_config *cfg,
-                      struct calibrate_cli *cli)
+static int apply_flag(int c, const char *arg, struct core_config *cfg, struct calibrate_cli *cli)
 {
     char eb[512] = "";
     core_err rc = CORE_OK;
 
     switch (c) {
-    case 'i': cli->input = arg; break;
-    case 'o': cli->output = arg; break;
-    case 'c': cli->check = arg; break;
-    case 'p': cli->publish = 1; break;
-    case 'S': cli->serve = 1; break;
-    case 'l': cli->ledger = arg; break;
+    case 'i':
+        cli->input = arg;
+        break;
+    case 'o':
+        cli->output = arg;
+        break;
+    case 'c':
+        cli->check = arg;
+        break;
+    case 'p':
+        cli->publish = 1;
+        break;
+    case 'S':
+        cli->serve = 1;
+        break;
+    case 'l':
+        cli->ledger = arg;
+        break;
     case 'x':
         if (app_flag_parse_double(arg, 0, 1e6, &cli->exit_after) != 0) {
             fprintf(stderr, "gcdp calibrate: --exit-after %s: not seconds in [0, 1e6]\n", arg);
@@ -446,8 +460,12 @@ static int apply_flag(int c, const char *arg, struct core_config *cfg,
         }
         cli->dev[cli->n_dev++] = arg;
         break;
-    case 'f': rc = core_config_set(cfg, "calibrate.input.format", arg, "flag", eb, sizeof(eb)); break;
-    case 'm': rc = core_config_set(cfg, "calibrate.mode", arg, "flag", eb, sizeof(eb)); break;
+    case 'f':
+        rc = core_config_set(cfg, "calibrate.input.format", arg, "flag", eb, sizeof(eb));
+        break;
+    case 'm':
+        rc = core_config_set(cfg, "calibrate.mode", arg, "flag", eb, sizeof(eb));
+        break;
     default:
         fprintf(stderr, "gcdp calibrate: see gcdp calibrate --help\n");
         return APP_EXIT_USAGE;
@@ -463,13 +481,12 @@ static int apply_flag(int c, const char *arg, struct core_config *cfg,
 static int parse_args(int argc, char **argv, struct core_config *cfg, struct calibrate_cli *cli)
 {
     static const struct option opts[] = {
-        {"input", required_argument, NULL, 'i'}, {"format", required_argument, NULL, 'f'},
-        {"output", required_argument, NULL, 'o'}, {"mode", required_argument, NULL, 'm'},
-        {"check", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
-        {"publish", no_argument, NULL, 'p'}, {"device", required_argument, NULL, 'd'},
-        {"ledger", required_argument, NULL, 'l'}, {"serve", no_argument, NULL, 'S'},
-        {"exit-after", required_argument, NULL, 'x'},
-        {NULL, 0, NULL, 0},
+        {"input", required_argument, NULL, 'i'},      {"format", required_argument, NULL, 'f'},
+        {"output", required_argument, NULL, 'o'},     {"mode", required_argument, NULL, 'm'},
+        {"check", required_argument, NULL, 'c'},      {"help", no_argument, NULL, 'h'},
+        {"publish", no_argument, NULL, 'p'},          {"device", required_argument, NULL, 'd'},
+        {"ledger", required_argument, NULL, 'l'},     {"serve", no_argument, NULL, 'S'},
+        {"exit-after", required_argument, NULL, 'x'}, {NULL, 0, NULL, 0},
     };
     int c, st;
 

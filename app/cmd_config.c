@@ -10,13 +10,13 @@
  * effective configuration is printed to terminals, logs and bug reports). */
 static void redact_secrets(json_t *dump)
 {
-    static const char *const secret[] = {"password", "secret", "sasl.jaas.config",
-                                         "ssl.key.pem"};
+    static const char *const secret[] = {"password", "secret", "sasl.jaas.config", "ssl.key.pem"};
     const char *name;
     json_t *v;
     void *tmp;
 
-    json_object_foreach_safe(dump, tmp, name, v) {
+    json_object_foreach_safe(dump, tmp, name, v)
+    {
         if (strncmp(name, "kafka.", 6) != 0)
             continue;
         for (size_t i = 0; i < sizeof(secret) / sizeof(secret[0]); i++)

@@ -13,13 +13,13 @@
 #include <librdkafka/rdkafka.h>
 
 #include "app.h"
-#include "flags.h"
 #include "core/ctl.h"
 #include "core/ctl_listen.h"
 #include "core/kafka.h"
 #include "core/kconf.h"
 #include "core/ksync.h"
 #include "core/log.h"
+#include "flags.h"
 #include "producer_flags.h"
 
 #define DELIVERY_TIMEOUT_MS "15000"
@@ -59,8 +59,7 @@ static void usage(FILE *f)
 
 static int keygen(int argc, char **argv)
 {
-    static const struct option lo[] = {{"out", required_argument, NULL, 'o'},
-                                       {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {{"out", required_argument, NULL, 'o'}, {NULL, 0, NULL, 0}};
     const char *out = NULL;
     char id[17], eb[512];
     int c;
@@ -84,8 +83,10 @@ static int keygen(int argc, char **argv)
         return APP_EXIT_FAILURE;
     }
     printf("%s\n", id);
-    fprintf(stderr, "gcdp ctl keygen: wrote %s (mode 0600, key id %s); copy it to the "
-                    "services' control.key_file over a trusted channel\n", out, id);
+    fprintf(stderr,
+            "gcdp ctl keygen: wrote %s (mode 0600, key id %s); copy it to the "
+            "services' control.key_file over a trusted channel\n",
+            out, id);
     return APP_EXIT_OK;
 }
 
@@ -106,8 +107,10 @@ static int parse_opts(int argc, char **argv, struct ctl_opts *o)
     int c;
 
     if (core_ctl_cmd_parse(argv[1], &o->cmd) != CORE_OK) {
-        fprintf(stderr, "gcdp ctl: unknown command '%s' (keygen|recalibrate|pause|resume|"
-                        "status)\n", argv[1]);
+        fprintf(stderr,
+                "gcdp ctl: unknown command '%s' (keygen|recalibrate|pause|resume|"
+                "status)\n",
+                argv[1]);
         return APP_EXIT_USAGE;
     }
     o->wait_s = o->cmd == CORE_CTL_STATUS ? STATUS_WAIT_S : 0;
@@ -161,8 +164,7 @@ static void on_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 static rd_kafka_t *client(const struct core_config *cfg, enum core_kafka_role role,
                           struct dr_state *dr)
 {
-    static const char *const producer_extra[] = {"message.timeout.ms", DELIVERY_TIMEOUT_MS,
-                                                 NULL};
+    static const char *const producer_extra[] = {"message.timeout.ms", DELIVERY_TIMEOUT_MS, NULL};
     rd_kafka_t *rk;
     char eb[512], group[400], inst[300];
 
@@ -217,8 +219,8 @@ static int is_reply(const rd_kafka_message_t *m, const char *nonce)
     json_t *j = json_loadb(m->payload, m->len, 0, NULL);
     const char *irt = json_string_value(json_object_get(j, "in_reply_to"));
     const char *schema = json_string_value(json_object_get(j, "schema"));
-    int ok = irt && schema && strcmp(schema, CORE_CTL_STATUS_SCHEMA) == 0 &&
-             strcmp(irt, nonce) == 0;
+    int ok =
+        irt && schema && strcmp(schema, CORE_CTL_STATUS_SCHEMA) == 0 && strcmp(irt, nonce) == 0;
     json_decref(j);
     return ok;
 }
@@ -255,17 +257,18 @@ static int publish(rd_kafka_t *rk, const char *topic, const struct core_ctl_cmd 
     if (err || !dr->done || dr->err) {
         fprintf(stderr, "gcdp ctl: %s was NOT acknowledged by the broker (%s): %s\n",
                 core_ctl_cmd_name(c->cmd), topic,
-                rd_kafka_err2str(err ? err : dr->done ? dr->err : RD_KAFKA_RESP_ERR__TIMED_OUT));
+                rd_kafka_err2str(err        ? err
+                                 : dr->done ? dr->err
+                                            : RD_KAFKA_RESP_ERR__TIMED_OUT));
         return APP_EXIT_FAILURE;
     }
     fprintf(stderr, "gcdp ctl: %s for \"%s\" (nonce %s, key %s) acknowledged: %s[%d]@%lld\n",
-            core_ctl_cmd_name(c->cmd), c->target, c->nonce, c->key_id, topic,
-            (int)dr->partition, (long long)dr->offset);
+            core_ctl_cmd_name(c->cmd), c->target, c->nonce, c->key_id, topic, (int)dr->partition,
+            (long long)dr->offset);
     return APP_EXIT_OK;
 }
 
-static core_err load_key(const struct core_config *cfg, const char *flag,
-                         struct core_ctl_key **k)
+static core_err load_key(const struct core_config *cfg, const char *flag, struct core_ctl_key **k)
 {
     const char *path = flag ? flag : core_config_str(cfg, "control.key_file");
     char eb[512];
@@ -308,9 +311,10 @@ static int send_command(const struct core_config *cfg, const struct ctl_opts *o,
         goto out;
     n = await_replies(cons, c.nonce, o->wait_s, o->count);
     if (n == 0) {
-        fprintf(stderr, "gcdp ctl: no reply to %s (nonce %s) on %s within %ld s: no service "
-                        "answered (is control.key_file set on the services, is the target "
-                        "right, are their clocks within control.max_skew_s?)\n",
+        fprintf(stderr,
+                "gcdp ctl: no reply to %s (nonce %s) on %s within %ld s: no service "
+                "answered (is control.key_file set on the services, is the target "
+                "right, are their clocks within control.max_skew_s?)\n",
                 core_ctl_cmd_name(c.cmd), c.nonce, core_config_str(cfg, "topics.status"),
                 o->wait_s);
         code = APP_EXIT_FAILURE;

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "app.h"
-#include "flags.h"
 #include "eval/eval.h"
+#include "flags.h"
 
 static void usage(FILE *f)
 {
@@ -177,8 +177,8 @@ static int parse_scaling_count(int c, const char *arg, struct eval_opts *o)
     long v, vlo = c == 9 ? 20 : 1, vhi = c == 9 ? 1000000 : 1000;
 
     if (app_flag_parse_long(arg, vlo, vhi, &v) != 0) {
-        fprintf(stderr, "gcdp eval: --%s: integer in %ld..%ld\n", c == 9 ? "windows" : "reps",
-                vlo, vhi);
+        fprintf(stderr, "gcdp eval: --%s: integer in %ld..%ld\n", c == 9 ? "windows" : "reps", vlo,
+                vhi);
         return APP_EXIT_USAGE;
     }
     if (c == 9)

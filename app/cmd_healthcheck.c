@@ -34,8 +34,7 @@ static void usage(FILE *f)
 
 /* One GET /healthz; the status line's code into *code (0: no HTTP answer), the first body
  * line into reason. Returns 0, or -1 with errno (connect/send/receive failed). */
-static int probe(const char *host, int port, double timeout_s, int *code, char *reason,
-                 size_t rn)
+static int probe(const char *host, int port, double timeout_s, int *code, char *reason, size_t rn)
 {
     static const char req[] = "GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n";
     long ms = (long)(timeout_s * 1000);
@@ -81,9 +80,10 @@ static int probe(const char *host, int port, double timeout_s, int *code, char *
 
 static int parse_opts(int argc, char **argv, long *port, const char **host, double *timeout)
 {
-    static const struct option lo[] = {
-        {"port", required_argument, NULL, 'p'}, {"host", required_argument, NULL, 'H'},
-        {"timeout", required_argument, NULL, 't'}, {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {{"port", required_argument, NULL, 'p'},
+                                       {"host", required_argument, NULL, 'H'},
+                                       {"timeout", required_argument, NULL, 't'},
+                                       {NULL, 0, NULL, 0}};
     int ch;
 
     optind = 1;

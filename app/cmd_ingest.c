@@ -12,11 +12,10 @@
 #include <uv.h>
 
 #include "app.h"
-#include "flags.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "flags.h"
 #include "ing/service.h"
-
 
 struct ingest_opts {
     const char *group;
@@ -118,11 +117,11 @@ static void print_summary(const void *svc, core_err status)
     printf("{\"status\":\"%s\",\"consumed\":%llu,\"accepted\":%llu,\"rejected\":%llu,"
            "\"windows_out\":%llu,\"dead_letters_out\":%llu,\"produce_errors\":%llu,"
            "\"commits\":%llu,\"offset_gaps\":%llu,\"offsets_lost\":%llu}\n",
-           core_errname(status), (unsigned long long)st.consumed,
-           (unsigned long long)st.accepted, (unsigned long long)st.rejected,
-           (unsigned long long)st.windows_out, (unsigned long long)st.rejected_out,
-           (unsigned long long)st.produce_errors, (unsigned long long)st.commits,
-           (unsigned long long)st.offset_gaps, (unsigned long long)st.offsets_lost);
+           core_errname(status), (unsigned long long)st.consumed, (unsigned long long)st.accepted,
+           (unsigned long long)st.rejected, (unsigned long long)st.windows_out,
+           (unsigned long long)st.rejected_out, (unsigned long long)st.produce_errors,
+           (unsigned long long)st.commits, (unsigned long long)st.offset_gaps,
+           (unsigned long long)st.offsets_lost);
     fflush(stdout);
 }
 
@@ -177,8 +176,9 @@ int cmd_ingest(int argc, char **argv)
         goto out;
     }
     app_serve_init(&srv, cfg, &ingest_ops);
-    so = (struct ing_service_opts){o.group, o.commit_ms, (int64_t)(o.exit_idle_s * 1000),
-                                   o.flush_on_idle, app_serve_on_done, &srv};
+    so = (struct ing_service_opts){
+        o.group,         o.commit_ms,       (int64_t)(o.exit_idle_s * 1000),
+        o.flush_on_idle, app_serve_on_done, &srv};
     err = ing_service_new(&srv.loop, cfg, &so, metrics, &svc, eb, sizeof(eb));
     rc = app_serve_run(&srv, svc, err, eb); /* a bad setting: 2 */
 out:

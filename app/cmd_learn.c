@@ -1,8 +1,8 @@
 /* cmd_learn.c - `gcdp learn`: structure learning over participant CSV files with any of the
  * learner's methods (Fed-Sparse-BNSL and the paper's baselines); writes the DAG as JSON, CSV,
  * DOT and PNG, and a metrics JSON. */
-#include <float.h>
 #include <errno.h>
+#include <float.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,18 +13,18 @@
 #include <jansson.h>
 
 #include "app.h"
-#include "flags.h"
 #include "core/dp_rng.h"
 #include "core/mem.h"
 #include "core/pool.h"
+#include "flags.h"
 #include "lrn/admm.h"
 #include "lrn/baselines.h"
 #include "lrn/config.h"
-#include "lrn/dppgcd.h"
-#include "lrn/pgcd.h"
 #include "lrn/csvio.h"
+#include "lrn/dppgcd.h"
 #include "lrn/graphout.h"
 #include "lrn/metrics.h"
+#include "lrn/pgcd.h"
 #include "lrn/runner.h"
 
 #define LEARN_MAX_P 1024
@@ -157,48 +157,75 @@ static void apply_overrides(struct lrn_runner_opts *o, const struct overrides *v
         o->pgcd.tol = v->ptol;
 }
 
-static const struct option learn_opts[] = {
-    {"method", required_argument, 0, 'm'},   {"out", required_argument, 0, 'o'},
-    {"truth", required_argument, 0, 't'},    {"personalize", no_argument, 0, 'z'},
-    {"participant-truth", required_argument, 0, 'q'},
-    {"min-rows", required_argument, 0, 'r'}, {"rounds", required_argument, 0, 'T'},
-    {"rho1", required_argument, 0, '1'},     {"rho2", required_argument, 0, '2'},
-    {"lambda", required_argument, 0, 'l'},   {"gamma", required_argument, 0, 'g'},
-    {"steps", required_argument, 0, 'K'},    {"threshold", required_argument, 0, 'x'},
-    {"eps", required_argument, 0, 'e'},      {"delta", required_argument, 0, 'D'},
-    {"clip", required_argument, 0, 'C'},     {"cov-bound", required_argument, 0, 'b'},
-    {"server-iters", required_argument, 0, 'I'}, {"pgcd-tol", required_argument, 0, 'p'},
-    {"cov-by-p", no_argument, 0, 'B'},      {"threads", required_argument, 0, 'j'},
-    {"workers", required_argument, 0, 'W'},
-    {"no-center", no_argument, 0, 'c'},      {"standardize", no_argument, 0, 's'},
-    {"trace", no_argument, 0, 'R'},
-    {"no-png", no_argument, 0, 'N'},         {"quiet", no_argument, 0, 'Q'},
-    {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+static const struct option learn_opts[] = {{"method", required_argument, 0, 'm'},
+                                           {"out", required_argument, 0, 'o'},
+                                           {"truth", required_argument, 0, 't'},
+                                           {"personalize", no_argument, 0, 'z'},
+                                           {"participant-truth", required_argument, 0, 'q'},
+                                           {"min-rows", required_argument, 0, 'r'},
+                                           {"rounds", required_argument, 0, 'T'},
+                                           {"rho1", required_argument, 0, '1'},
+                                           {"rho2", required_argument, 0, '2'},
+                                           {"lambda", required_argument, 0, 'l'},
+                                           {"gamma", required_argument, 0, 'g'},
+                                           {"steps", required_argument, 0, 'K'},
+                                           {"threshold", required_argument, 0, 'x'},
+                                           {"eps", required_argument, 0, 'e'},
+                                           {"delta", required_argument, 0, 'D'},
+                                           {"clip", required_argument, 0, 'C'},
+                                           {"cov-bound", required_argument, 0, 'b'},
+                                           {"server-iters", required_argument, 0, 'I'},
+                                           {"pgcd-tol", required_argument, 0, 'p'},
+                                           {"cov-by-p", no_argument, 0, 'B'},
+                                           {"threads", required_argument, 0, 'j'},
+                                           {"workers", required_argument, 0, 'W'},
+                                           {"no-center", no_argument, 0, 'c'},
+                                           {"standardize", no_argument, 0, 's'},
+                                           {"trace", no_argument, 0, 'R'},
+                                           {"no-png", no_argument, 0, 'N'},
+                                           {"quiet", no_argument, 0, 'Q'},
+                                           {"help", no_argument, 0, 'h'},
+                                           {0, 0, 0, 0}};
 
 static double *ov_slot(struct overrides *v, int c)
 {
     switch (c) {
-    case 'T': return &v->rounds;
-    case '1': return &v->rho1;
-    case '2': return &v->rho2;
-    case 'l': return &v->lambda;
-    case 'g': return &v->gamma;
-    case 'K': return &v->steps;
-    case 'x': return &v->thr;
-    case 'e': return &v->eps;
-    case 'D': return &v->delta;
-    case 'C': return &v->clip;
-    case 'b': return &v->covb;
-    case 'I': return &v->siters;
-    case 'p': return &v->ptol;
-    case 'j': return &v->threads;
-    case 'W': return &v->workers;
-    default: return NULL;
+    case 'T':
+        return &v->rounds;
+    case '1':
+        return &v->rho1;
+    case '2':
+        return &v->rho2;
+    case 'l':
+        return &v->lambda;
+    case 'g':
+        return &v->gamma;
+    case 'K':
+        return &v->steps;
+    case 'x':
+        return &v->thr;
+    case 'e':
+        return &v->eps;
+    case 'D':
+        return &v->delta;
+    case 'C':
+        return &v->clip;
+    case 'b':
+        return &v->covb;
+    case 'I':
+        return &v->siters;
+    case 'p':
+        return &v->ptol;
+    case 'j':
+        return &v->threads;
+    case 'W':
+        return &v->workers;
+    default:
+        return NULL;
     }
 }
 
-static int parse_one(int c, int li, struct learn_args *a, struct overrides *v,
-                     enum lrn_method *m)
+static int parse_one(int c, int li, struct learn_args *a, struct overrides *v, enum lrn_method *m)
 {
     double tmp, *slot = ov_slot(v, c);
     if (slot) {
@@ -216,9 +243,15 @@ static int parse_one(int c, int li, struct learn_args *a, struct overrides *v,
             return -1;
         }
         return 0;
-    case 'o': a->out = optarg; return 0;
-    case 't': a->truth = optarg; return 0;
-    case 'z': a->personalize = 1; return 0;
+    case 'o':
+        a->out = optarg;
+        return 0;
+    case 't':
+        a->truth = optarg;
+        return 0;
+    case 'z':
+        a->personalize = 1;
+        return 0;
     case 'q':
         if (a->n_ptruth >= LEARN_MAX_P)
             return -1;
@@ -231,19 +264,32 @@ static int parse_one(int c, int li, struct learn_args *a, struct overrides *v,
         }
         a->min_rows = (size_t)tmp;
         return 0;
-    case 'N': a->png = 0; return 0;
-    case 'B': a->cov_by_p = 1; return 0;
-    case 'c': a->no_center = 1; return 0;
-    case 'R': a->trace = 1; return 0;
-    case 's': a->standardize = 1; return 0;
-    case 'Q': a->quiet = 1; return 0;
+    case 'N':
+        a->png = 0;
+        return 0;
+    case 'B':
+        a->cov_by_p = 1;
+        return 0;
+    case 'c':
+        a->no_center = 1;
+        return 0;
+    case 'R':
+        a->trace = 1;
+        return 0;
+    case 's':
+        a->standardize = 1;
+        return 0;
+    case 'Q':
+        a->quiet = 1;
+        return 0;
     case 'h':
         fputs(learn_help, stdout);
         fputs(learn_help_more, stdout);
         fputs(learn_help_exit, stdout);
         fputs(app_common_help, stdout);
         return 1;
-    default: return -1;
+    default:
+        return -1;
     }
 }
 
@@ -263,8 +309,7 @@ static int parse_args(int argc, char **argv, struct learn_args *a, struct overri
     a->files = argv + optind;
     a->P = (size_t)(argc - optind);
     if (a->P == 0 || a->P > LEARN_MAX_P) {
-        fprintf(stderr, "gcdp learn: give 1..%d participant CSV files (see --help)\n",
-                LEARN_MAX_P);
+        fprintf(stderr, "gcdp learn: give 1..%d participant CSV files (see --help)\n", LEARN_MAX_P);
         return -1;
     }
     if (a->n_ptruth && a->n_ptruth != a->P) {
@@ -353,18 +398,16 @@ static int write_graph(const struct learn_args *a, const char *tag, const double
 
 static json_t *opts_json(const struct lrn_runner_opts *o)
 {
-    return json_pack("{s:s,s:I,s:f,s:f,s:s,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:f,s:f}", "method",
-                     lrn_method_name(o->method), "rounds", (json_int_t)o->admm.max_rounds,
-                     "rho1", o->admm.rho1, "rho2", o->admm.rho2, "wire",
-                     o->admm.wire == LRN_WIRE_DENSE ? "dense" : "sparse", "lambda",
-                     lrn_method_is_dppgcd(o->method) ? o->dppgcd.lambda : o->pgcd.lambda,
-                     "gamma",
-                     lrn_method_is_dppgcd(o->method) ? o->dppgcd.gamma : o->pgcd.gamma,
-                     "threshold", o->admm.w_threshold, "steps",
-                     (json_int_t)(lrn_method_is_dppgcd(o->method) ? o->dppgcd.steps
-                                                                   : o->pgcd.max_steps),
-                     "eps", o->dppgcd.eps, "clip", o->dppgcd.clip, "cov_bound", o->cov_bound,
-                     "notears_lambda", o->notears.lambda, "delta", o->dppgcd.delta);
+    return json_pack(
+        "{s:s,s:I,s:f,s:f,s:s,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:f,s:f}", "method",
+        lrn_method_name(o->method), "rounds", (json_int_t)o->admm.max_rounds, "rho1", o->admm.rho1,
+        "rho2", o->admm.rho2, "wire", o->admm.wire == LRN_WIRE_DENSE ? "dense" : "sparse", "lambda",
+        lrn_method_is_dppgcd(o->method) ? o->dppgcd.lambda : o->pgcd.lambda, "gamma",
+        lrn_method_is_dppgcd(o->method) ? o->dppgcd.gamma : o->pgcd.gamma, "threshold",
+        o->admm.w_threshold, "steps",
+        (json_int_t)(lrn_method_is_dppgcd(o->method) ? o->dppgcd.steps : o->pgcd.max_steps), "eps",
+        o->dppgcd.eps, "clip", o->dppgcd.clip, "cov_bound", o->cov_bound, "notears_lambda",
+        o->notears.lambda, "delta", o->dppgcd.delta);
 }
 
 static const char *m_source_name(enum lrn_m_source m)
@@ -388,9 +431,8 @@ static json_t *result_json(const struct lrn_runner_opts *o, const struct lrn_run
                            double secs)
 {
     json_t *j = json_pack("{s:f,s:I,s:I,s:f,s:f,s:I}", "wall_seconds", secs, "rounds",
-                          (json_int_t)r->admm.rounds, "pruned", (json_int_t)r->admm.pruned,
-                          "h_raw", !lrn_method_is_federated(o->method) ? r->notears.h_raw
-                                                                      : r->admm.h_raw,
+                          (json_int_t)r->admm.rounds, "pruned", (json_int_t)r->admm.pruned, "h_raw",
+                          !lrn_method_is_federated(o->method) ? r->notears.h_raw : r->admm.h_raw,
                           "bytes_model_mb", (double)r->admm.bytes_model / 1e6, "bytes_wire",
                           (json_int_t)r->admm.bytes_wire);
     json_object_set_new(j, "bytes_model", json_integer((json_int_t)r->admm.bytes_model));
@@ -398,8 +440,7 @@ static json_t *result_json(const struct lrn_runner_opts *o, const struct lrn_run
     json_object_set_new(j, "standardized", json_boolean(r->standardized));
     if (lrn_method_is_federated(o->method)) {
         json_t *c = json_object();
-        json_object_set_new(c, "converged",
-                            json_boolean(r->admm.status == LRN_ADMM_CONVERGED));
+        json_object_set_new(c, "converged", json_boolean(r->admm.status == LRN_ADMM_CONVERGED));
         json_object_set_new(c, "stop_reason", json_string(stop_reason(o, r)));
         json_object_set_new(c, "rounds", json_integer((json_int_t)r->admm.rounds));
         json_object_set_new(c, "max_rounds", json_integer((json_int_t)o->admm.max_rounds));
@@ -418,16 +459,16 @@ static json_t *result_json(const struct lrn_runner_opts *o, const struct lrn_run
         bool priv = o->method == LRN_METHOD_DP_FED_BNSL || r->m_private;
         /* never a finite ε alone for a run that is not end-to-end private */
         json_object_set_new(j, "private", json_boolean(priv));
-        json_object_set_new(j, "eps_spent", priv && isfinite(r->eps_spent)
-                                                ? json_real(r->eps_spent)
-                                                : json_null());
+        json_object_set_new(j, "eps_spent",
+                            priv && isfinite(r->eps_spent) ? json_real(r->eps_spent) : json_null());
         json_object_set_new(j, "m_private", json_boolean(priv));
         if (lrn_method_is_dppgcd(o->method)) {
             json_object_set_new(j, "m_source", json_string(m_source_name(o->dppgcd.m_source)));
-            json_object_set_new(j, "eps_m", r->m_private && o->dppgcd.m_source == LRN_M_PRIVATE
-                                                ? json_real(o->dppgcd.eps_m)
-                                                : r->m_private ? json_real(0.0)
-                                                               : json_null());
+            json_object_set_new(j, "eps_m",
+                                r->m_private && o->dppgcd.m_source == LRN_M_PRIVATE
+                                    ? json_real(o->dppgcd.eps_m)
+                                : r->m_private ? json_real(0.0)
+                                               : json_null());
             json_object_set_new(j, "eps_optimisation_and_m", json_real(r->eps_opt));
         }
     }
@@ -449,8 +490,8 @@ static int add_metrics(json_t *arr, const double *truth, const double *w, size_t
 }
 
 /* --personalize / --participant-truth: OLS refit per participant, NMSE (Appendix B.2.2). */
-static int personalize(const struct learn_args *a, struct lrn_csv **csv, const double *w,
-                       size_t d, json_t *out)
+static int personalize(const struct learn_args *a, struct lrn_csv **csv, const double *w, size_t d,
+                       json_t *out)
 {
     double *sig = core_xmalloc(d * d * sizeof(double)), *bp = core_xmalloc(d * d * sizeof(double));
     double *work = core_xmalloc((d * d + d) * sizeof(double)), *tp = NULL;
@@ -516,10 +557,10 @@ static void print_status(const struct lrn_runner_opts *o, const struct lrn_runne
     if (lrn_method_is_federated(o->method))
         printf("%s after %zu of %zu rounds (%s); primal %.2e (tol %g), dual %.2e (tol %g), "
                "h(W~) %.2e (tol %g), support stable %zu rounds (need %zu)\n",
-               r->admm.status == LRN_ADMM_CONVERGED ? "converged" : "NOT converged",
-               r->admm.rounds, o->admm.max_rounds, stop_reason(o, r), r->admm.primal_residual,
-               o->admm.primal_tol, r->admm.dual_residual, o->admm.dual_tol, r->admm.h_server,
-               o->admm.h_tol, r->admm.stable_rounds, o->admm.stable_rounds);
+               r->admm.status == LRN_ADMM_CONVERGED ? "converged" : "NOT converged", r->admm.rounds,
+               o->admm.max_rounds, stop_reason(o, r), r->admm.primal_residual, o->admm.primal_tol,
+               r->admm.dual_residual, o->admm.dual_tol, r->admm.h_server, o->admm.h_tol,
+               r->admm.stable_rounds, o->admm.stable_rounds);
     printf("data: %s\n", r->standardized ? "each participant centred and standardized"
                          : r->centered   ? "each participant centred"
                                          : "raw (not centred)");
@@ -539,7 +580,8 @@ static void print_status(const struct lrn_runner_opts *o, const struct lrn_runne
     else
         printf("privacy: NOT end-to-end private: smoothness constants M exact from the data "
                "(eps for M = inf, private: false); the optimisation's mechanisms alone "
-               "spent eps %.4g\n", r->eps_opt);
+               "spent eps %.4g\n",
+               r->eps_opt);
 }
 
 static int run_and_report(struct learn_args *a, struct learn_state *s, size_t d)
@@ -564,9 +606,9 @@ static int run_and_report(struct learn_args *a, struct learn_state *s, size_t d)
     if (!a->quiet && lrn_method_is_federated(a->ro.method)) /* closes the progress lines */
         fprintf(stderr, "stop after round %zu: %s\n", res.admm.rounds, stop_reason(&a->ro, &res));
     printf("%s: d = %zu, P = %zu, %.3f s, %zu rounds, communication %.3f MB (paper model), "
-           "%llu bytes encoded\n", lrn_method_name(a->ro.method), d, a->P, secs,
-           res.admm.rounds, (double)res.admm.bytes_model / 1e6,
-           (unsigned long long)res.admm.bytes_wire);
+           "%llu bytes encoded\n",
+           lrn_method_name(a->ro.method), d, a->P, secs, res.admm.rounds,
+           (double)res.admm.bytes_model / 1e6, (unsigned long long)res.admm.bytes_wire);
     print_status(&a->ro, &res);
     for (size_t g = 0; ret == 0 && g < ngraph; g++) {
         if (ngraph > 1)
@@ -640,7 +682,8 @@ int cmd_learn(int argc, char **argv)
         ret = APP_EXIT_FAILURE;
         goto out;
     }
-    if (load_data(&a, pool, s.csv) != 0) { /* bad data is a runtime failure (exit 1), as in calibrate */
+    if (load_data(&a, pool, s.csv) !=
+        0) { /* bad data is a runtime failure (exit 1), as in calibrate */
         ret = APP_EXIT_FAILURE;
         goto out;
     }

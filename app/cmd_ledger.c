@@ -100,7 +100,8 @@ static int on_row(void *arg, const struct core_dp_row *r)
     size_t i;
     json_t *u;
 
-    json_array_foreach(r->units, i, u) {
+    json_array_foreach(r->units, i, u)
+    {
         if (!a->prefix || strncmp(json_string_value(u), a->prefix, strlen(a->prefix)) == 0)
             push(s, json_string_value(u), &r->cost);
     }
@@ -191,8 +192,9 @@ static int carry_commit(struct core_dp_ledger *l, const struct carried *v, size_
         snprintf(id, sizeof(id), "carry|%.200s", u);
         rc = core_dp_ledger_charge(l, id, "carry", &u, 1, &v[i].cost, NULL);
         if (rc == CORE_EBUDGET)
-            fprintf(stderr, "gcdp ledger: unit '%s' carries eps=%.6g delta=%.4g, over the new "
-                            "ledger's cap: refused (nothing is usable in the new ledger)\n",
+            fprintf(stderr,
+                    "gcdp ledger: unit '%s' carries eps=%.6g delta=%.4g, over the new "
+                    "ledger's cap: refused (nothing is usable in the new ledger)\n",
                     u, v[i].cost.eps, v[i].cost.delta);
         if (rc == CORE_OK)
             rc = core_dp_ledger_commit_output(l, id, mark, (size_t)len);
@@ -223,8 +225,7 @@ static int carry_replays(struct core_dp_ledger *nl, const struct scan *s, const 
         const struct core_dp_cost none = {0, 0, 0};
         const char *u;
         if (map_unit(s->ids[i].unit0, &none, old, nw, &one, &nu, &cu) != 0 || nu == 0) {
-            fprintf(stderr, "gcdp ledger: release %s: unit is not <device>|<slot>\n",
-                    s->ids[i].id);
+            fprintf(stderr, "gcdp ledger: release %s: unit is not <device>|<slot>\n", s->ids[i].id);
             rc = CORE_EPARSE;
             break;
         }
@@ -302,8 +303,10 @@ static int carry_to(struct scan *s, const char *old_path, const struct core_dp_s
     int ex = APP_EXIT_FAILURE;
 
     if (access(new_path, F_OK) == 0 || core_path_same(new_path, old_path)) {
-        fprintf(stderr, "gcdp ledger: --carry-to %s: exists already; the new ledger must be a "
-                        "new file\n", new_path);
+        fprintf(stderr,
+                "gcdp ledger: --carry-to %s: exists already; the new ledger must be a "
+                "new file\n",
+                new_path);
         return APP_EXIT_USAGE;
     }
     app_ledger_scheme(cfg, &lo.scheme);
@@ -315,10 +318,12 @@ static int carry_to(struct scan *s, const char *old_path, const struct core_dp_s
         fprintf(stderr, "gcdp ledger: --carry-to %s: %s\n", new_path, eb);
         goto out;
     }
-    if (carry_commit(l, v, m, old_path) == 0 && carry_replays(l, s, old_path, old, old_cap, &lo.scheme) == 0) {
-        fprintf(stderr, "gcdp ledger: %zu units and %zu releases carried to %s (slot_ms %lld -> "
-                        "%lld); use it from now on and keep %s as the record of what was "
-                        "spent\n",
+    if (carry_commit(l, v, m, old_path) == 0 &&
+        carry_replays(l, s, old_path, old, old_cap, &lo.scheme) == 0) {
+        fprintf(stderr,
+                "gcdp ledger: %zu units and %zu releases carried to %s (slot_ms %lld -> "
+                "%lld); use it from now on and keep %s as the record of what was "
+                "spent\n",
                 m, s->n_ids, new_path, (long long)old->slot_ms, (long long)lo.scheme.slot_ms,
                 old_path);
         ex = APP_EXIT_OK;
@@ -353,9 +358,11 @@ static int import_to(const char *old, const char *nw)
                 eb[0] ? eb : core_strerror(rc), core_errname(rc));
         return APP_EXIT_FAILURE;
     }
-    fprintf(stderr, "gcdp ledger: imported %" PRIu64 " releases from %s into the store %s; "
+    fprintf(stderr,
+            "gcdp ledger: imported %" PRIu64 " releases from %s into the store %s; "
             "every unit's total and every release's bytes verified equal. %s stays in place "
-            "as the store's audit log\n", rows, old, nw, old);
+            "as the store's audit log\n",
+            rows, old, nw, old);
     return APP_EXIT_OK;
 }
 
@@ -384,10 +391,9 @@ static void print_units(struct scan *s, int as_json, const struct core_dp_cost *
             if (core_dp_cost_add(&tot, &s->v[j].cost) != CORE_OK)
                 tot.eps = tot.delta = tot.rho = INFINITY; /* fail closed: never undercount */
         if (as_json) {
-            json_t *o = json_pack("{s:s,s:I,s:f,s:f,s:f,s:f,s:f}", "unit", s->v[i].unit,
-                                  "releases", (json_int_t)(j - i), "eps", tot.eps, "delta",
-                                  tot.delta, "rho", tot.rho, "eps_cap", cap->eps, "delta_cap",
-                                  cap->delta);
+            json_t *o = json_pack("{s:s,s:I,s:f,s:f,s:f,s:f,s:f}", "unit", s->v[i].unit, "releases",
+                                  (json_int_t)(j - i), "eps", tot.eps, "delta", tot.delta, "rho",
+                                  tot.rho, "eps_cap", cap->eps, "delta_cap", cap->delta);
             json_dumpf(o, stdout, JSON_COMPACT | JSON_REAL_PRECISION(17));
             putchar('\n');
             json_decref(o);
@@ -399,9 +405,10 @@ static void print_units(struct scan *s, int as_json, const struct core_dp_cost *
         n_units++;
         i = j;
     }
-    fprintf(stderr, "gcdp ledger: %" PRIu64 " releases, %zu units, max per unit eps=%.6g "
-            "delta=%.4g (cap eps=%.6g delta=%.4g)%s\n", s->rows, n_units, worst.eps,
-            worst.delta, cap->eps, cap->delta,
+    fprintf(stderr,
+            "gcdp ledger: %" PRIu64 " releases, %zu units, max per unit eps=%.6g "
+            "delta=%.4g (cap eps=%.6g delta=%.4g)%s\n",
+            s->rows, n_units, worst.eps, worst.delta, cap->eps, cap->delta,
             s->torn ? "; torn last line ignored (never published)" : "");
 }
 
@@ -414,27 +421,39 @@ struct ledger_cli {
 /* Parse argv into cli. Returns -1 to go on, else the exit status (--help printed: OK). */
 static int parse_args(int argc, char **argv, struct ledger_cli *cli)
 {
-    static const struct option lo[] = {{"ledger", required_argument, NULL, 'l'},
-                                       {"unit", required_argument, NULL, 'u'},
-                                       {"json", no_argument, NULL, 'j'},
-                                       {"carry-to", required_argument, NULL, 'c'},
-                                       {"import", required_argument, NULL, 'i'},
-                                       {"to", required_argument, NULL, 't'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+    static const struct option lo[] = {
+        {"ledger", required_argument, NULL, 'l'}, {"unit", required_argument, NULL, 'u'},
+        {"json", no_argument, NULL, 'j'},         {"carry-to", required_argument, NULL, 'c'},
+        {"import", required_argument, NULL, 'i'}, {"to", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     int ch;
 
     optind = 1;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (ch) {
-        case 'l': cli->flag = optarg; break;
-        case 'u': cli->prefix = optarg; break;
-        case 'j': cli->as_json = 1; break;
-        case 'c': cli->carry = optarg; break;
-        case 'i': cli->imp = optarg; break;
-        case 't': cli->to = optarg; break;
-        case 'h': printf("%s%s", ledger_help, app_common_help); return APP_EXIT_OK;
-        default: return APP_EXIT_USAGE;
+        case 'l':
+            cli->flag = optarg;
+            break;
+        case 'u':
+            cli->prefix = optarg;
+            break;
+        case 'j':
+            cli->as_json = 1;
+            break;
+        case 'c':
+            cli->carry = optarg;
+            break;
+        case 'i':
+            cli->imp = optarg;
+            break;
+        case 't':
+            cli->to = optarg;
+            break;
+        case 'h':
+            printf("%s%s", ledger_help, app_common_help);
+            return APP_EXIT_OK;
+        default:
+            return APP_EXIT_USAGE;
         }
     }
     if (optind != argc) {
@@ -459,9 +478,11 @@ static int inspect(const char *path, const struct ledger_cli *cli, const struct 
     ex = scan_file(path, s, cli->prefix, &sc, &cap);
     if (ex != APP_EXIT_OK)
         return ex;
-    fprintf(stderr, "gcdp ledger: %s: units " CORE_DP_UNIT_FORMAT ", slot_ms %lld, time radius "
-            "%lld x period %lld ms; cap eps=%.6g delta=%.4g\n", path, (long long)sc.slot_ms,
-            (long long)sc.time_radius, (long long)sc.period_ms, cap.eps, cap.delta);
+    fprintf(stderr,
+            "gcdp ledger: %s: units " CORE_DP_UNIT_FORMAT ", slot_ms %lld, time radius "
+            "%lld x period %lld ms; cap eps=%.6g delta=%.4g\n",
+            path, (long long)sc.slot_ms, (long long)sc.time_radius, (long long)sc.period_ms,
+            cap.eps, cap.delta);
     if (cli->carry)
         return carry_to(s, path, &sc, &cap, cfg, cli->carry);
     print_units(s, cli->as_json, &cap);

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "app.h"
-#include "flags.h"
 #include "cal/theta.h"
 #include "core/dp_ledger.h"
 #include "core/dp_rng.h"
@@ -18,6 +17,7 @@
 #include "core/lines.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "flags.h"
 #include "rel/plan.h"
 #include "rel/release.h"
 
@@ -112,8 +112,8 @@ struct args {
 static int check_args(int argc, const struct args *a)
 {
     if (optind != argc || (!a->theta && !a->serve)) {
-        fprintf(stderr, "gcdp release: %s\n", optind != argc ? "unexpected argument"
-                                                            : "--theta FILE is required");
+        fprintf(stderr, "gcdp release: %s\n",
+                optind != argc ? "unexpected argument" : "--theta FILE is required");
         return APP_EXIT_USAGE;
     }
     if (a->check && !a->serve) {
@@ -128,8 +128,10 @@ static int check_args(int argc, const struct args *a)
         return APP_EXIT_USAGE;
     }
     if (a->format && strcmp(a->format, "jsonl") != 0) {
-        fprintf(stderr, "gcdp release: --format %s: only jsonl (gcdp.window/2 records): CSV "
-                        "rows carry no provenance to certify from\n", a->format);
+        fprintf(stderr,
+                "gcdp release: --format %s: only jsonl (gcdp.window/2 records): CSV "
+                "rows carry no provenance to certify from\n",
+                a->format);
         return APP_EXIT_USAGE;
     }
     return APP_EXIT_OK;
@@ -140,14 +142,14 @@ static int check_args(int argc, const struct args *a)
 static int parse_args(int argc, char **argv, struct args *a)
 {
     static const struct option lo[] = {
-        {"theta", required_argument, NULL, 't'},  {"input", required_argument, NULL, 'i'},
-        {"format", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
-        {"ledger", required_argument, NULL, 'l'}, {"mechanism", required_argument, NULL, 'm'},
-        {"eps-rel", required_argument, NULL, 'e'}, {"plan", no_argument, NULL, 'p'},
+        {"theta", required_argument, NULL, 't'},     {"input", required_argument, NULL, 'i'},
+        {"format", required_argument, NULL, 'f'},    {"output", required_argument, NULL, 'o'},
+        {"ledger", required_argument, NULL, 'l'},    {"mechanism", required_argument, NULL, 'm'},
+        {"eps-rel", required_argument, NULL, 'e'},   {"plan", no_argument, NULL, 'p'},
         {"theta-out", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
-        {"skip-refused", no_argument, NULL, 's'}, {"serve", no_argument, NULL, 'S'},
-        {"group", required_argument, NULL, 'g'},  {"exit-idle", required_argument, NULL, 'x'},
-        {"check", no_argument, NULL, 'C'}, {NULL, 0, NULL, 0}};
+        {"skip-refused", no_argument, NULL, 's'},    {"serve", no_argument, NULL, 'S'},
+        {"group", required_argument, NULL, 'g'},     {"exit-idle", required_argument, NULL, 'x'},
+        {"check", no_argument, NULL, 'C'},           {NULL, 0, NULL, 0}};
     int ch;
 
     memset(a, 0, sizeof(*a));
@@ -157,28 +159,65 @@ static int parse_args(int argc, char **argv, struct args *a)
     optind = 1;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (ch) {
-        case 't': a->theta = optarg; break;
-        case 'i': a->input = optarg; a->n_offline++; break;
-        case 'f': a->format = optarg; a->n_offline++; break;
-        case 'o': a->output = optarg; a->n_offline++; break;
-        case 'l': a->ledger = optarg; break;
-        case 'm': a->mech = optarg; break;
-        case 'e': a->eps = optarg; break;
-        case 'p': a->plan_only = 1; a->n_offline++; break;
-        case 's': a->skip = 1; a->n_offline++; break;
-        case 'T': a->theta_out = optarg; a->n_offline++; break;
-        case 'S': a->serve = 1; break;
-        case 'C': a->check = 1; break;
-        case 'g': a->group = optarg; break;
+        case 't':
+            a->theta = optarg;
+            break;
+        case 'i':
+            a->input = optarg;
+            a->n_offline++;
+            break;
+        case 'f':
+            a->format = optarg;
+            a->n_offline++;
+            break;
+        case 'o':
+            a->output = optarg;
+            a->n_offline++;
+            break;
+        case 'l':
+            a->ledger = optarg;
+            break;
+        case 'm':
+            a->mech = optarg;
+            break;
+        case 'e':
+            a->eps = optarg;
+            break;
+        case 'p':
+            a->plan_only = 1;
+            a->n_offline++;
+            break;
+        case 's':
+            a->skip = 1;
+            a->n_offline++;
+            break;
+        case 'T':
+            a->theta_out = optarg;
+            a->n_offline++;
+            break;
+        case 'S':
+            a->serve = 1;
+            break;
+        case 'C':
+            a->check = 1;
+            break;
+        case 'g':
+            a->group = optarg;
+            break;
         case 'x':
             if (app_flag_parse_double(optarg, 0, 1e6, &a->exit_idle_s) != 0) {
-                fprintf(stderr, "gcdp release: --exit-idle %s: not a number of seconds in "
-                                "[0, 1e6]\n", optarg);
+                fprintf(stderr,
+                        "gcdp release: --exit-idle %s: not a number of seconds in "
+                        "[0, 1e6]\n",
+                        optarg);
                 return APP_EXIT_USAGE;
             }
             break;
-        case 'h': printf("%s%s%s", release_help, release_serve_help, app_common_help); return APP_EXIT_OK + 100;
-        default: return APP_EXIT_USAGE;
+        case 'h':
+            printf("%s%s%s", release_help, release_serve_help, app_common_help);
+            return APP_EXIT_OK + 100;
+        default:
+            return APP_EXIT_USAGE;
         }
     }
     return check_args(argc, a);
@@ -212,8 +251,8 @@ static void print_plan(const struct rel_plan *p)
         json_object_set_new(c, "lo", json_real(p->lo[k]));
         json_object_set_new(c, "hi", json_real(p->hi[k]));
         json_object_set_new(c, "B", json_real(p->B[k]));
-        json_object_set_new(c, "certificate", json_string(p->analytic[k] ? "analytic"
-                                                                          : "clipped_range"));
+        json_object_set_new(c, "certificate",
+                            json_string(p->analytic[k] ? "analytic" : "clipped_range"));
         json_object_set_new(c, "xi_hat", json_real(p->theta->xi_hat[k]));
         json_object_set_new(c, "s", json_real(p->s[k]));
         json_object_set_new(c, "eps", json_real(p->eps[k]));
@@ -221,17 +260,17 @@ static void print_plan(const struct rel_plan *p)
         json_array_append_new(coords, c);
     }
     json_object_set_new(o, "theta_version", json_integer((json_int_t)p->theta->version));
-    json_object_set_new(o, "provenance", json_pack("{s:i,s:I}", "interp_gap",
-                                                   (int)p->prof.interp_gap, "period_ms",
-                                                   (json_int_t)p->prof.period_ms));
+    json_object_set_new(o, "provenance",
+                        json_pack("{s:i,s:I}", "interp_gap", (int)p->prof.interp_gap, "period_ms",
+                                  (json_int_t)p->prof.period_ms));
     json_object_set_new(o, "mechanism", json_string(p->opts.mech->name));
     json_object_set_new(o, "eps_rel", json_real(p->opts.eps_rel));
     json_object_set_new(o, "eps_cal", json_real(cal_theta_eps_cal_total(p->theta)));
     json_object_set_new(o, "eps_min", json_real(p->eps_min));
     json_object_set_new(o, "d", json_integer((json_int_t)p->d));
     json_object_set_new(o, "d_noisy", json_integer((json_int_t)p->n_noisy));
-    json_object_set_new(o, "charge_per_unit", json_pack("{s:f,s:f}", "eps", p->cost.eps,
-                                                        "delta", p->cost.delta));
+    json_object_set_new(o, "charge_per_unit",
+                        json_pack("{s:f,s:f}", "eps", p->cost.eps, "delta", p->cost.delta));
     json_object_set_new(o, "coords", coords);
     json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
     putchar('\n');
@@ -269,8 +308,8 @@ struct run {
 
 static core_err build_plan(struct run *r, const struct rel_window *w, char *eb, size_t ebn)
 {
-    core_err rc = rel_plan_for_window(r->theta, &r->opts, w,
-                                      r->ledger ? r->scheme.period_ms : 0, &r->plan, eb, ebn);
+    core_err rc = rel_plan_for_window(r->theta, &r->opts, w, r->ledger ? r->scheme.period_ms : 0,
+                                      &r->plan, eb, ebn);
 
     if (rc != CORE_OK)
         return rc;
@@ -313,8 +352,8 @@ static core_err one_record(struct run *r, struct rel_window *w, const char *line
 /* Read records one line at a time and release them; stops at the first refusal after
  * committing and writing everything before it (or, with --skip-refused, goes on).
  * *lineno: the line of the last record read. */
-static core_err read_records(struct run *r, struct core_lines *ln, struct rel_window *w,
-                             FILE *out, char *eb, size_t ebn, size_t *lineno, size_t *skipped)
+static core_err read_records(struct run *r, struct core_lines *ln, struct rel_window *w, FILE *out,
+                             char *eb, size_t ebn, size_t *lineno, size_t *skipped)
 {
     core_err rc = CORE_OK;
     char *line;
@@ -363,7 +402,8 @@ static int run_stream(struct run *r, FILE *in, FILE *out)
         }
     }
     if (rc == CORE_OK && !r->plan && r->a->plan_only) {
-        snprintf(eb, sizeof(eb), "no non-excluded window record in the input: the plan is "
+        snprintf(eb, sizeof(eb),
+                 "no non-excluded window record in the input: the plan is "
                  "built from a record's provenance");
         rc = CORE_EPARSE;
         lineno = 0;
@@ -372,8 +412,7 @@ static int run_stream(struct run *r, FILE *in, FILE *out)
         fprintf(stderr, "gcdp release: input line %zu: %s (%s)\n", lineno,
                 eb[0] ? eb : "output error", core_errname(rc));
     else if (rc != CORE_OK)
-        fprintf(stderr, "gcdp release: %s (%s)\n", eb[0] ? eb : "output error",
-                core_errname(rc));
+        fprintf(stderr, "gcdp release: %s (%s)\n", eb[0] ? eb : "output error", core_errname(rc));
     if (skipped)
         fprintf(stderr, "gcdp release: %zu record(s) refused and skipped\n", skipped);
     core_lines_free(ln);
@@ -454,8 +493,9 @@ static int run_release(struct run *r)
         rel_releaser_stats(r->rr, &st);
         CORE_INFO("release done: released=%" PRIu64 " replayed=%" PRIu64 " (with other "
                   "parameters: %" PRIu64 ") excluded=%" PRIu64 " coords_noisy=%" PRIu64
-                  " coords_exact=%" PRIu64, st.released, st.replayed, st.replayed_other,
-                  st.excluded + r->excluded_before, st.coords_noisy, st.coords_exact);
+                  " coords_exact=%" PRIu64,
+                  st.released, st.replayed, st.replayed_other, st.excluded + r->excluded_before,
+                  st.coords_noisy, st.coords_exact);
     } else if (!a->plan_only && ex == APP_EXIT_OK) {
         CORE_INFO("release done: released=0 excluded=%" PRIu64 " (no window to release)",
                   r->excluded_before);
@@ -476,11 +516,14 @@ static int check_paths(const struct core_config *cfg, const struct args *a)
     char store[4096];
     if (app_ledger_store_path(cfg, store, sizeof(store)) != 0)
         return -1;
-    const char *paths[] = {a->plan_only ? NULL : a->output, a->theta_out, a->input, a->theta,
+    const char *paths[] = {a->plan_only ? NULL : a->output,
+                           a->theta_out,
+                           a->input,
+                           a->theta,
                            a->plan_only ? NULL : a->ledger_path,
                            a->plan_only || !store[0] ? NULL : store};
-    const char *roles[] = {"--output", "--theta-out", "--input", "--theta", "the ledger",
-                           "the ledger store"};
+    const char *roles[] = {"--output", "--theta-out", "--input",
+                           "--theta",  "the ledger",  "the ledger store"};
     return app_paths_distinct("release", paths, roles, 2, 6);
 }
 
@@ -506,8 +549,8 @@ int cmd_release(int argc, char **argv)
         goto out;
     }
     ex = APP_EXIT_USAGE;
-    if (app_ledger_path_resolve(cfg, a.ledger, a.ledger_path, sizeof(a.ledger_path),
-                                !a.check) != 0 ||
+    if (app_ledger_path_resolve(cfg, a.ledger, a.ledger_path, sizeof(a.ledger_path), !a.check) !=
+            0 ||
         check_paths(cfg, &a) != 0)
         goto out;
     if (a.check) {

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "app.h"
-#include "flags.h"
 #include "core/log.h"
+#include "flags.h"
 #include "producer_flags.h"
 #include "sim/sim.h"
 

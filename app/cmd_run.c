@@ -26,11 +26,11 @@
 #include <uv.h>
 
 #include "app.h"
-#include "flags.h"
-#include "run.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "flags.h"
 #include "ing/service.h"
+#include "run.h"
 #include "sim/sim.h"
 
 /* ------------------------------------------------------------------------------------ */
@@ -155,7 +155,7 @@ static core_err broker_spawn(struct run_ctx *c, char *eb, size_t ebn)
     if (c->broker_pid == 0) {
         int devnull = open("/dev/null", O_WRONLY), log;
         char path[4200];
-        setpgid(0, 0);                   /* terminal Ctrl-C goes to us, not the broker */
+        setpgid(0, 0);                    /* terminal Ctrl-C goes to us, not the broker */
         prctl(PR_SET_PDEATHSIG, SIGTERM); /* ... and it dies with us */
         snprintf(path, sizeof(path), "%s.log", c->o.bootstrap_file);
         log = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -163,8 +163,8 @@ static core_err broker_spawn(struct run_ctx *c, char *eb, size_t ebn)
             dup2(devnull, 1);
         if (log >= 0)
             dup2(log, 2);
-        execl(exe, exe, "broker", "--bootstrap-file", c->o.bootstrap_file, "--log-level",
-              "warn", (char *)NULL);
+        execl(exe, exe, "broker", "--bootstrap-file", c->o.bootstrap_file, "--log-level", "warn",
+              (char *)NULL);
         _exit(127);
     }
     while (!(text = (access(c->o.bootstrap_file, R_OK) == 0) ? (char *)"" : NULL)) {
@@ -174,8 +174,7 @@ static core_err broker_spawn(struct run_ctx *c, char *eb, size_t ebn)
             return CORE_EIO;
         }
         if (waited >= BROKER_START_MS) {
-            snprintf(eb, ebn, "the embedded broker did not start within %d ms",
-                     BROKER_START_MS);
+            snprintf(eb, ebn, "the embedded broker did not start within %d ms", BROKER_START_MS);
             return CORE_EIO;
         }
         usleep(20000);
@@ -218,13 +217,13 @@ static void progress_line(struct run_ctx *c, bool final)
         return;
     run_live_progress(c, live, sizeof(live));
     run_lrn_progress(c, lrn, sizeof(lrn));
-    fprintf(stderr, "%s[%6.1fs] sim sent %llu | readings in %llu (%.0f/s) | windows out %llu "
-                    "| rejected %llu | lag %lld | gaps %llu%s%s%s",
+    fprintf(stderr,
+            "%s[%6.1fs] sim sent %llu | readings in %llu (%.0f/s) | windows out %llu "
+            "| rejected %llu | lag %lld | gaps %llu%s%s%s",
             c->tty ? "\r" : "", el, (unsigned long long)sent, (unsigned long long)st.consumed,
             el > 0 ? (double)st.consumed / el : 0.0, (unsigned long long)st.windows_out,
-            (unsigned long long)st.rejected, (long long)st.lag,
-            (unsigned long long)st.offset_gaps, live, lrn,
-            c->tty ? "   " : "\n");
+            (unsigned long long)st.rejected, (long long)st.lag, (unsigned long long)st.offset_gaps,
+            live, lrn, c->tty ? "   " : "\n");
     fflush(stderr);
 }
 
@@ -417,13 +416,18 @@ static int parse_number_opt(int ch, const char *arg, struct run_opts *o)
 static int parse_opts(int argc, char **argv, struct run_opts *o)
 {
     static const struct option longopts[] = {
-        {"duration", required_argument, NULL, 'd'}, {"devices", required_argument, NULL, 'n'},
-        {"rate", required_argument, NULL, 'r'},     {"seed", required_argument, NULL, 's'},
+        {"duration", required_argument, NULL, 'd'},
+        {"devices", required_argument, NULL, 'n'},
+        {"rate", required_argument, NULL, 'r'},
+        {"seed", required_argument, NULL, 's'},
         {"no-simulator", no_argument, NULL, 'N'},
         {"bootstrap-file", required_argument, NULL, 'f'},
-        {"dir", required_argument, NULL, 'D'},      {"ledger", required_argument, NULL, 'L'},
-        {"calibration", required_argument, NULL, 'C'}, {"sites", required_argument, NULL, 'S'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"dir", required_argument, NULL, 'D'},
+        {"ledger", required_argument, NULL, 'L'},
+        {"calibration", required_argument, NULL, 'C'},
+        {"sites", required_argument, NULL, 'S'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int ch;
 
@@ -440,11 +444,21 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
                 return APP_EXIT_USAGE;
             }
             break;
-        case 'N': o->no_sim = true; break;
-        case 'f': o->bootstrap_file = optarg; break;
-        case 'D': o->dir = optarg; break;
-        case 'L': o->ledger = optarg; break;
-        case 'C': o->calibration = optarg; break;
+        case 'N':
+            o->no_sim = true;
+            break;
+        case 'f':
+            o->bootstrap_file = optarg;
+            break;
+        case 'D':
+            o->dir = optarg;
+            break;
+        case 'L':
+            o->ledger = optarg;
+            break;
+        case 'C':
+            o->calibration = optarg;
+            break;
         case 'h':
             usage(stdout);
             return APP_EXIT_OK;
@@ -471,8 +485,9 @@ static void ingest_reasons(const struct ing_service_stats *st, FILE *human, FILE
                 (unsigned long long)st->rejected_by_reason[i]);
         if (st->rejected_by_reason[i] == 0)
             continue;
-        fprintf(human, "%s%s %llu", *sep ? ", " : "ingest rejected by reason: ",
-                ing_reason_code((enum ing_reason)i), (unsigned long long)st->rejected_by_reason[i]);
+        fprintf(human, "%s%s %llu",
+                *sep ? ", " : "ingest rejected by reason: ", ing_reason_code((enum ing_reason)i),
+                (unsigned long long)st->rejected_by_reason[i]);
         sep = ",";
     }
     fprintf(json, "}");
@@ -515,8 +530,7 @@ static void print_summary(struct run_ctx *c)
     printf("}\n");
     fflush(stdout);
     if (st.offset_gaps > 0 || c->ingest_status != CORE_OK || run_live_failed(c) ||
-        run_lrn_failed(c) ||
-        (c->sim_started && c->sim_status != CORE_OK))
+        run_lrn_failed(c) || (c->sim_started && c->sim_status != CORE_OK))
         c->exit_code = APP_EXIT_FAILURE;
     if (c->sim_started && c->sim_status != CORE_OK)
         fprintf(stderr, "gcdp run: simulator: %s\n", c->sim_err);

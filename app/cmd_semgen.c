@@ -1,9 +1,9 @@
 /* cmd_semgen.c - `gcdp sem-gen`: synthetic linear Gaussian SEM data for the learner
  * (Fed-Sparse-BNSL paper Appendix B.1), one CSV per participant plus the true DAG. */
-#include <float.h>
-#include <stdint.h>
 #include <errno.h>
+#include <float.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +12,8 @@
 #include <jansson.h>
 
 #include "app.h"
-#include "flags.h"
 #include "core/mem.h"
+#include "flags.h"
 #include "lrn/csvio.h"
 #include "lrn/graphout.h"
 #include "lrn/sem.h"
@@ -55,36 +55,68 @@ static int parse_double(const char *s, double *out)
 
 static int parse_opts(int argc, char **argv, struct lrn_sem_opts *o, const char **dir)
 {
-    static const struct option lo[] = {
-        {"out", required_argument, 0, 'o'},      {"d", required_argument, 0, 'd'},
-        {"participants", required_argument, 0, 'P'}, {"n", required_argument, 0, 'n'},
-        {"edges", required_argument, 0, 'E'},    {"w-lo", required_argument, 0, 'l'},
-        {"w-hi", required_argument, 0, 'u'},     {"noise-sd", required_argument, 0, 's'},
-        {"hetero-var", required_argument, 0, 'v'}, {"heterogeneous", no_argument, 0, 'H'},
-        {"seed", required_argument, 0, 'S'},     {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option lo[] = {{"out", required_argument, 0, 'o'},
+                                       {"d", required_argument, 0, 'd'},
+                                       {"participants", required_argument, 0, 'P'},
+                                       {"n", required_argument, 0, 'n'},
+                                       {"edges", required_argument, 0, 'E'},
+                                       {"w-lo", required_argument, 0, 'l'},
+                                       {"w-hi", required_argument, 0, 'u'},
+                                       {"noise-sd", required_argument, 0, 's'},
+                                       {"hetero-var", required_argument, 0, 'v'},
+                                       {"heterogeneous", no_argument, 0, 'H'},
+                                       {"seed", required_argument, 0, 'S'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
     int c, li = 0, edges_set = 0, bad = 0;
     size_t seed = 0;
 
     while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
         switch (c) {
-        case 'o': *dir = optarg; break;
-        case 'd': bad |= parse_size(optarg, &o->d); break;
-        case 'P': bad |= parse_size(optarg, &o->participants); break;
-        case 'n': bad |= parse_size(optarg, &o->n_per); break;
-        case 'E': bad |= parse_double(optarg, &o->expected_edges); edges_set = 1; break;
-        case 'l': bad |= parse_double(optarg, &o->w_lo); break;
-        case 'u': bad |= parse_double(optarg, &o->w_hi); break;
-        case 's': bad |= parse_double(optarg, &o->noise_sd); break;
-        case 'v': bad |= parse_double(optarg, &o->hetero_var); break;
-        case 'H': o->hetero_var = 0.1; break;
-        case 'S': bad |= parse_size(optarg, &seed); o->seed = seed; break;
-        case 'h': fputs(semgen_help, stdout); fputs(app_common_help, stdout); return 1;
-        default: return -1;
+        case 'o':
+            *dir = optarg;
+            break;
+        case 'd':
+            bad |= parse_size(optarg, &o->d);
+            break;
+        case 'P':
+            bad |= parse_size(optarg, &o->participants);
+            break;
+        case 'n':
+            bad |= parse_size(optarg, &o->n_per);
+            break;
+        case 'E':
+            bad |= parse_double(optarg, &o->expected_edges);
+            edges_set = 1;
+            break;
+        case 'l':
+            bad |= parse_double(optarg, &o->w_lo);
+            break;
+        case 'u':
+            bad |= parse_double(optarg, &o->w_hi);
+            break;
+        case 's':
+            bad |= parse_double(optarg, &o->noise_sd);
+            break;
+        case 'v':
+            bad |= parse_double(optarg, &o->hetero_var);
+            break;
+        case 'H':
+            o->hetero_var = 0.1;
+            break;
+        case 'S':
+            bad |= parse_size(optarg, &seed);
+            o->seed = seed;
+            break;
+        case 'h':
+            fputs(semgen_help, stdout);
+            fputs(app_common_help, stdout);
+            return 1;
+        default:
+            return -1;
         }
         if (bad) {
-            fprintf(stderr, "gcdp sem-gen: invalid value '%s' for --%s\n", optarg,
-                    lo[li].name);
+            fprintf(stderr, "gcdp sem-gen: invalid value '%s' for --%s\n", optarg, lo[li].name);
             return -1;
         }
     }
@@ -104,13 +136,12 @@ static int parse_opts(int argc, char **argv, struct lrn_sem_opts *o, const char 
 static core_err write_manifest(const char *dir, const struct lrn_sem_opts *o)
 {
     char path[4096];
-    json_t *m = json_pack("{s:s,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:s}", "schema",
-                          "gcdp.semgen/1", "d", (json_int_t)o->d, "participants",
-                          (json_int_t)o->participants, "n_per", (json_int_t)o->n_per,
-                          "expected_edges", o->expected_edges, "w_lo", o->w_lo, "w_hi",
-                          o->w_hi, "noise_sd", o->noise_sd, "hetero_var", o->hetero_var,
-                          "seed", (json_int_t)o->seed, "generator",
-                          "ER G(n,p) + xoshiro256**/Box-Muller");
+    json_t *m =
+        json_pack("{s:s,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:s}", "schema", "gcdp.semgen/1", "d",
+                  (json_int_t)o->d, "participants", (json_int_t)o->participants, "n_per",
+                  (json_int_t)o->n_per, "expected_edges", o->expected_edges, "w_lo", o->w_lo,
+                  "w_hi", o->w_hi, "noise_sd", o->noise_sd, "hetero_var", o->hetero_var, "seed",
+                  (json_int_t)o->seed, "generator", "ER G(n,p) + xoshiro256**/Box-Muller");
     int r;
     snprintf(path, sizeof(path), "%s/manifest.json", dir);
     r = json_dump_file(m, path, JSON_INDENT(1));
@@ -178,7 +209,8 @@ int cmd_semgen(int argc, char **argv)
     }
     rc = lrn_sem_problem_new(&o, &pb);
     if (rc != CORE_OK) {
-        fprintf(stderr, "gcdp sem-gen: invalid options (%s): need 2 <= d <= %d, P >= 1, "
+        fprintf(stderr,
+                "gcdp sem-gen: invalid options (%s): need 2 <= d <= %d, P >= 1, "
                 "n >= 1, 0 <= edges <= d(d-1)/2, 0 < w-lo <= w-hi, hetero-var >= 0\n",
                 core_strerror(rc), LRN_SEM_MAX_D);
         goto out;
@@ -195,8 +227,8 @@ int cmd_semgen(int argc, char **argv)
     }
     for (size_t k = 0; k < o.d * o.d; k++)
         edges += pb->w[k] != 0.0;
-    printf("wrote %zu participants x %zu samples, d = %zu, %zu true edges, to %s\n",
-           o.participants, o.n_per, o.d, edges, dir);
+    printf("wrote %zu participants x %zu samples, d = %zu, %zu true edges, to %s\n", o.participants,
+           o.n_per, o.d, edges, dir);
     ret = APP_EXIT_OK;
 out:
     lrn_sem_problem_free(pb);

@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "app.h"
-#include "flags.h"
 #include "core/log.h"
 #include "core/timefmt.h"
+#include "flags.h"
 #include "producer_flags.h"
 #include "sim/encode.h"
 #include "sim/sim.h"
@@ -177,7 +177,8 @@ static int apply_opt(int c, const char *arg, struct sim_options *o, const char *
         o->wall_clock = true;
         break;
     case O_REGIME:
-        bad = app_flag_parse_double(arg, -1e300, 1e300, &o->regime_change_at_s) || o->regime_change_at_s < 0;
+        bad = app_flag_parse_double(arg, -1e300, 1e300, &o->regime_change_at_s) ||
+              o->regime_change_at_s < 0;
         break;
     case O_HETERO:
         bad = app_flag_parse_double(arg, -1e300, 1e300, &o->hetero_sd);

@@ -1,19 +1,18 @@
 /* common.c - the options every subcommand shares: --config, --set, --log-level. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <uv.h>
 
 #include "app.h"
-
+#include "cal/config.h"
 #include "core/dp_ledger.h"
 #include "core/fsutil.h"
-#include "cal/config.h"
 #include "core/kconf.h"
 #include "core/log.h"
 #include "core/metrics.h"
@@ -36,6 +35,8 @@ static const struct core_cfg_key *const all_tables[] = {
     core_config_keys, ing_config_keys, sim_config_keys,
     cal_config_keys,  rel_config_keys, lrn_config_keys,
 };
+// NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
+static const size_t n_all_tables = sizeof(all_tables) / sizeof(*all_tables);
 
 /* Remove argv[i..i+n) and shift the rest down. */
 static void drop_args(int *argc, char **argv, int i, int n)
@@ -131,7 +132,7 @@ static core_err apply_log_level(const struct core_config *cfg, const char *level
  * runs on this defaults-only configuration (tests/integration/test_commands.c). */
 core_err app_config_load(int *argc, char **argv, struct core_config **out)
 {
-    struct core_config *cfg = core_config_new(all_tables, sizeof(all_tables) / sizeof(*all_tables)); // NOLINT(bugprone-sizeof-expression): array of pointers
+    struct core_config *cfg = core_config_new(all_tables, n_all_tables);
     const char *file = getenv("GCDP_CONFIG"), *level = getenv("GCDP_LOG_LEVEL");
     const bool help = app_help_requested(*argc, argv);
     char eb[1024] = "";
@@ -206,8 +207,8 @@ int app_ledger_path(const struct core_config *cfg, const char *flag, char *buf, 
     return app_ledger_path_resolve(cfg, flag, buf, n, true);
 }
 
-int app_ledger_path_resolve(const struct core_config *cfg, const char *flag, char *buf,
-                            size_t n, bool create)
+int app_ledger_path_resolve(const struct core_config *cfg, const char *flag, char *buf, size_t n,
+                            bool create)
 {
     const char *p = flag ? flag : core_config_str(cfg, "release.ledger.path");
     const char *dir = core_config_str(cfg, "state.dir");
@@ -257,8 +258,8 @@ core_err app_ledger_open(const struct core_config *cfg, const struct core_dp_led
 {
     char path[4096];
     int64_t horizon = core_config_int(cfg, "release.ledger.replay_horizon_ms");
-    struct core_dp_store_opts so = {.path = path, .replay_horizon_ms = horizon,
-                                    .compact_step_ms = horizon / 4};
+    struct core_dp_store_opts so = {
+        .path = path, .replay_horizon_ms = horizon, .compact_step_ms = horizon / 4};
 
     if (app_ledger_store_path(cfg, path, sizeof(path)) != 0)
         return CORE_EINVAL;
@@ -280,8 +281,9 @@ int app_paths_distinct(const char *cmd, const char *const *paths, const char *co
     for (size_t i = 0; i < n_out; i++)
         for (size_t j = 0; j < n; j++)
             if (j != i && paths[i] && paths[j] && core_path_same(paths[i], paths[j])) {
-                fprintf(stderr, "gcdp %s: %s '%s' is the same file as %s '%s'; refused "
-                                "before anything was opened for writing\n",
+                fprintf(stderr,
+                        "gcdp %s: %s '%s' is the same file as %s '%s'; refused "
+                        "before anything was opened for writing\n",
                         cmd, roles[i], paths[i], roles[j], paths[j]);
                 return -1;
             }
@@ -333,8 +335,10 @@ int app_require_bootstrap(struct core_config *cfg, const char *cmd)
     }
     if (core_config_is_set(cfg, "broker.bootstrap"))
         return 0;
-    fprintf(stderr, "gcdp %s: broker.bootstrap is not set (start `gcdp broker` and pass --set "
-                    "broker.bootstrap=@%s)\n", cmd, APP_BOOTSTRAP_FILE);
+    fprintf(stderr,
+            "gcdp %s: broker.bootstrap is not set (start `gcdp broker` and pass --set "
+            "broker.bootstrap=@%s)\n",
+            cmd, APP_BOOTSTRAP_FILE);
     return -1;
 }
 
@@ -343,8 +347,8 @@ int app_metrics_start(const struct core_config *cfg, const char *cmd, struct cor
     int port = (int)core_config_int(cfg, "metrics.port");
 
     *out = core_metrics_new();
-    if (port > 0 && core_metrics_serve(*out, core_config_str(cfg, "metrics.bind"), port, NULL) !=
-                        CORE_OK) {
+    if (port > 0 &&
+        core_metrics_serve(*out, core_config_str(cfg, "metrics.bind"), port, NULL) != CORE_OK) {
         fprintf(stderr, "gcdp %s: cannot serve metrics on %s:%d\n", cmd,
                 core_config_str(cfg, "metrics.bind"), port);
         return -1;

@@ -58,8 +58,7 @@ int app_flag_parse_double(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
-int app_flag_parse_doubles(const char *s, double lo, double hi, double *out, size_t cap,
-                           size_t *n)
+int app_flag_parse_doubles(const char *s, double lo, double hi, double *out, size_t cap, size_t *n)
 {
     char item[64];
 

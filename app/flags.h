@@ -26,7 +26,6 @@ int app_flag_parse_double(const char *s, double lo, double hi, double *out);
 
 /* Comma-separated list of at most cap numbers, each as app_flag_parse_double(lo, hi);
  * at least one. Returns 0 with out[0..*n) set, or -1 (*n = 0). */
-int app_flag_parse_doubles(const char *s, double lo, double hi, double *out, size_t cap,
-                           size_t *n);
+int app_flag_parse_doubles(const char *s, double lo, double hi, double *out, size_t cap, size_t *n);
 
 #endif /* GCDP_APP_FLAGS_H */

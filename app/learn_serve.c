@@ -5,16 +5,16 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "app.h"
-#include "flags.h"
 #include "core/metrics.h"
+#include "flags.h"
 #include "lrn/config.h"
 #include "lrn/fedsvc.h"
 
@@ -74,10 +74,10 @@ static int num(const char *flag, const char *s, double *v)
 static int parse(int argc, char **argv, struct serve_args *a)
 {
     static const struct option opts[] = {
-        {"server", no_argument, NULL, 'S'},       {"participant", required_argument, NULL, 'P'},
-        {"devices", required_argument, NULL, 'D'}, {"check", no_argument, NULL, 'C'},
+        {"server", no_argument, NULL, 'S'},         {"participant", required_argument, NULL, 'P'},
+        {"devices", required_argument, NULL, 'D'},  {"check", no_argument, NULL, 'C'},
         {"sessions", required_argument, NULL, 'N'}, {"exit-after", required_argument, NULL, 'E'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
     int c;
 
     if (app_help_requested(argc, argv)) { /* also as a flag's value: help, never a run */
@@ -102,8 +102,7 @@ static int parse(int argc, char **argv, struct serve_args *a)
                  (c == 'E' && num("--exit-after", optarg, &a->exit_after) != 0) || c == '?')
             return -1;
     }
-    if (optind < argc || a->server == (a->participant != NULL) ||
-        (a->server && a->devices)) {
+    if (optind < argc || a->server == (a->participant != NULL) || (a->server && a->devices)) {
         fprintf(stderr, "gcdp learn: give --server or --participant ID (--devices with a "
                         "participant only; see --help)\n");
         return -1;
@@ -126,22 +125,24 @@ static core_err run_service(struct core_config *cfg, const struct serve_args *a,
                             struct core_metrics *m, char *eb, size_t ebn)
 {
     if (a->server) {
-        struct lrn_fedsvc_server_opts o = {.cfg = cfg, .metrics = m,
-                                           .max_sessions = (uint64_t)a->sessions};
+        struct lrn_fedsvc_server_opts o = {
+            .cfg = cfg, .metrics = m, .max_sessions = (uint64_t)a->sessions};
         struct lrn_fedsvc_server_progress pr;
         core_err rc = lrn_fedsvc_server_run(&o, &g_stop, &pr, eb, ebn);
         printf("gcdp learn --server: %" PRIu64 " sessions completed, last session %" PRIu64
-               " at round %" PRIu64 " (%s)\n", atomic_load(&pr.sessions_completed),
-               atomic_load(&pr.session), atomic_load(&pr.round), core_strerror(rc));
+               " at round %" PRIu64 " (%s)\n",
+               atomic_load(&pr.sessions_completed), atomic_load(&pr.session),
+               atomic_load(&pr.round), core_strerror(rc));
         return rc;
     }
-    struct lrn_fedsvc_participant_opts o = {.cfg = cfg, .id = a->participant,
-                                            .devices = a->devices, .metrics = m};
+    struct lrn_fedsvc_participant_opts o = {
+        .cfg = cfg, .id = a->participant, .devices = a->devices, .metrics = m};
     struct lrn_fedsvc_participant_progress pr;
     core_err rc = lrn_fedsvc_participant_run(&o, &g_stop, &pr, eb, ebn);
     printf("gcdp learn --participant %s: %" PRIu64 " rows held, %" PRIu64 " skipped, %" PRIu64
-           " replies (%s)\n", a->participant, atomic_load(&pr.samples),
-           atomic_load(&pr.skipped), atomic_load(&pr.replies), core_strerror(rc));
+           " replies (%s)\n",
+           a->participant, atomic_load(&pr.samples), atomic_load(&pr.skipped),
+           atomic_load(&pr.replies), core_strerror(rc));
     return rc;
 }
 
@@ -177,8 +178,8 @@ int learn_serve(int argc, char **argv)
     signal(SIGTERM, on_signal);
     port = (int)core_config_int(cfg, "metrics.port");
     m = core_metrics_new();
-    if (port > 0 && core_metrics_serve(m, core_config_str(cfg, "metrics.bind"), port, NULL) !=
-                        CORE_OK) {
+    if (port > 0 &&
+        core_metrics_serve(m, core_config_str(cfg, "metrics.bind"), port, NULL) != CORE_OK) {
         fprintf(stderr, "gcdp learn: cannot serve metrics on port %d\n", port);
         ret = APP_EXIT_FAILURE;
         goto out;

@@ -37,9 +37,9 @@ static void print_summary(const void *arg, core_err status)
         core_audit_mirror_stats(p->mirror, &ms);
     printf("{\"status\":\"%s\",\"consumed\":%llu,\"released\":%llu,\"replayed\":%llu,"
            "\"excluded\":%llu,\"dead_letters\":%llu,\"refused\":{",
-           core_errname(status), (unsigned long long)st.consumed,
-           (unsigned long long)st.released, (unsigned long long)st.replayed,
-           (unsigned long long)st.excluded, (unsigned long long)st.dead_letters);
+           core_errname(status), (unsigned long long)st.consumed, (unsigned long long)st.released,
+           (unsigned long long)st.replayed, (unsigned long long)st.excluded,
+           (unsigned long long)st.dead_letters);
     for (int i = 0; i < REL_DLQ_COUNT; i++)
         printf("%s\"%s\":%llu", i ? "," : "", rel_dlq_reason_code((enum rel_dlq_reason)i),
                (unsigned long long)st.by_reason[i]);
@@ -52,10 +52,10 @@ static void print_summary(const void *arg, core_err status)
            (unsigned long long)st.produce_errors, (unsigned long long)st.commits,
            (unsigned long long)st.offset_gaps, (unsigned long long)st.changelog_sent,
            (unsigned long long)st.adopted, (unsigned long long)st.adopted_over_cap,
-           (unsigned long long)st.refused_partitions,
-           (unsigned long long)st.changelog_refusals, p->mirror ? "true" : "false",
-           (unsigned long long)ms.rows, (unsigned long long)ms.lag_bytes,
-           (unsigned long long)ms.errors, (unsigned long long)ms.skipped);
+           (unsigned long long)st.refused_partitions, (unsigned long long)st.changelog_refusals,
+           p->mirror ? "true" : "false", (unsigned long long)ms.rows,
+           (unsigned long long)ms.lag_bytes, (unsigned long long)ms.errors,
+           (unsigned long long)ms.skipped);
     fflush(stdout);
 }
 
@@ -108,9 +108,11 @@ static core_err mirror_start(struct core_config *cfg, uv_loop_t *loop, const cha
     if (!core_config_bool(cfg, "release.audit.mirror"))
         return CORE_OK;
     snprintf(state, sizeof(state), "%s.mirror", ledger_path);
-    struct core_audit_mirror_opts o = {.audit_path = ledger_path, .state_path = state,
+    struct core_audit_mirror_opts o = {.audit_path = ledger_path,
+                                       .state_path = state,
                                        .topic = core_config_str(cfg, "topics.audit"),
-                                       .durable = ledger_durable, .arg = p->ledger,
+                                       .durable = ledger_durable,
+                                       .arg = p->ledger,
                                        .metrics = metrics};
     err = core_kafka_conf_new(cfg, CORE_KAFKA_PRODUCER, NULL, &conf, eb, ebn);
     if (err == CORE_OK)

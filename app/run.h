@@ -70,7 +70,7 @@ struct run_ctx {
     /* files of this run (under --dir) */
     char bootstrap_buf[RUN_PATH_MAX];
     char dir[RUN_PATH_MAX], ledger_path[RUN_PATH_MAX], calib_path[RUN_PATH_MAX];
-    bool ledger_new; /* the ledger did not exist before this run */
+    bool ledger_new;               /* the ledger did not exist before this run */
     char truth_path[RUN_PATH_MAX]; /* the simulator's true DAG ("" when none) */
     char stamp[32];                /* UTC time of the run's start, names its files */
     char absdir[RUN_PATH_MAX];     /* realpath of --dir */
@@ -121,5 +121,3 @@ bool run_lrn_failed(const struct run_ctx *c);
 void run_lrn_free(struct run_ctx *c); /* joins the threads */
 
 #endif /* APP_RUN_H */
-
-

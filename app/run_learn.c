@@ -4,6 +4,8 @@
  * the simulator's true DAG (lrn/metrics.h) and with what a random graph of the same edge
  * count would score. Wiring only: the services are the learner library's, the same ones
  * `gcdp learn --server` / `--participant ID` run. */
+#include "run.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,11 +22,10 @@
 #include "lrn/fedsvc.h"
 #include "lrn/graphout.h"
 #include "lrn/metrics.h"
-#include "run.h"
 
-#define LEARN_FINISH_MS 30000 /* at stop: wait this long for a session in progress */
+#define LEARN_FINISH_MS  30000 /* at stop: wait this long for a session in progress */
 #define SITE_DEVICES_MAX ((size_t)64 * 1024)
-#define RANDOM_DAGS 2000 /* draws of the random-graph baseline (fixed seed: reproducible) */
+#define RANDOM_DAGS      2000 /* draws of the random-graph baseline (fixed seed: reproducible) */
 
 struct run_learner {
     size_t sites;
@@ -102,8 +103,8 @@ static void on_result(void *arg, const struct lrn_fedsvc_result *r)
 static void server_main(void *arg)
 {
     struct run_learner *l = arg;
-    l->server_status = lrn_fedsvc_server_run(&l->so, &l->stop, &l->sprog, l->server_err,
-                                             sizeof(l->server_err));
+    l->server_status =
+        lrn_fedsvc_server_run(&l->so, &l->stop, &l->sprog, l->server_err, sizeof(l->server_err));
     if (l->server_status != CORE_OK)
         CORE_ERROR("learner server stopped: %s", l->server_err);
     atomic_store(&l->server_done, true);
@@ -114,8 +115,7 @@ static void part_main(void *arg)
     struct part_arg *a = arg;
     struct run_learner *l = a->l;
     l->part_status[a->k] = lrn_fedsvc_participant_run(&l->po[a->k], &l->stop, &l->pprog[a->k],
-                                                      l->part_err[a->k],
-                                                      sizeof(l->part_err[a->k]));
+                                                      l->part_err[a->k], sizeof(l->part_err[a->k]));
     if (l->part_status[a->k] != CORE_OK)
         CORE_ERROR("learner %s stopped: %s", l->ids[a->k], l->part_err[a->k]);
     atomic_fetch_add(&l->parts_done, 1);
@@ -129,8 +129,7 @@ static char *site_devices(size_t k, size_t sites, size_t n)
     size_t len = 0;
 
     for (size_t i = k * n / sites; i < (k + 1) * n / sites && len + 32 < SITE_DEVICES_MAX; i++)
-        len += (size_t)snprintf(buf + len, SITE_DEVICES_MAX - len, "%smote-%zu",
-                                len ? "," : "", i);
+        len += (size_t)snprintf(buf + len, SITE_DEVICES_MAX - len, "%smote-%zu", len ? "," : "", i);
     return buf;
 }
 
@@ -199,8 +198,8 @@ bool run_lrn_done(struct run_ctx *c)
         return true;
     if (l->stop_requested && !l->stop_set) {
         uint64_t sess = atomic_load(&l->sprog.session);
-        bool in_session = sess > atomic_load(&l->sprog.sessions_completed) &&
-                          atomic_load(&l->sprog.round) > 0;
+        bool in_session =
+            sess > atomic_load(&l->sprog.sessions_completed) && atomic_load(&l->sprog.round) > 0;
         if (!in_session || c->signals > 1 || uv_now(&c->loop) >= l->stop_deadline) {
             l->stop_set = true;
             atomic_store(&l->stop, true);
@@ -217,8 +216,7 @@ bool run_lrn_done(struct run_ctx *c)
 bool run_lrn_failed_early(const struct run_ctx *c)
 {
     const struct run_learner *l = c->lrn;
-    return l && !c->stopping &&
-           (atomic_load(&l->server_done) || atomic_load(&l->parts_done) > 0);
+    return l && !c->stopping && (atomic_load(&l->server_done) || atomic_load(&l->parts_done) > 0);
 }
 
 void run_lrn_progress(struct run_ctx *c, char *buf, size_t n)
@@ -232,12 +230,12 @@ void run_lrn_progress(struct run_ctx *c, char *buf, size_t n)
     }
     for (size_t k = 0; k < l->sites; k++)
         samples += atomic_load(&l->pprog[k].samples);
-    snprintf(buf, n, " | learner samples %" PRIu64 " session %" PRIu64 " round %" PRIu64
-             " h %.1e edges %" PRIu64 " %.2f MB done %" PRIu64, samples,
-             atomic_load(&l->sprog.session), atomic_load(&l->sprog.round),
+    snprintf(buf, n,
+             " | learner samples %" PRIu64 " session %" PRIu64 " round %" PRIu64
+             " h %.1e edges %" PRIu64 " %.2f MB done %" PRIu64,
+             samples, atomic_load(&l->sprog.session), atomic_load(&l->sprog.round),
              atomic_load(&l->sprog.h), atomic_load(&l->sprog.edges),
-             (double)atomic_load(&l->sprog.bytes) / 1e6,
-             atomic_load(&l->sprog.sessions_completed));
+             (double)atomic_load(&l->sprog.bytes) / 1e6, atomic_load(&l->sprog.sessions_completed));
 }
 
 /* ---- summary: the learned DAG beside the simulator's true one ---- */
@@ -251,14 +249,15 @@ static bool truth_matrix(const char *path, char *const *nodes, size_t d, double 
     size_t k, hits = 0;
 
     memset(T, 0, d * d * sizeof(double));
-    json_array_foreach(edges, k, e) {
+    json_array_foreach(edges, k, e)
+    {
         const char *from = json_string_value(json_object_get(e, "from"));
         const char *to = json_string_value(json_object_get(e, "to"));
         for (size_t i = 0; from && to && i < d; i++)
             for (size_t m = 0; m < d; m++) {
                 size_t li = strcspn(nodes[i], "."), lm = strcspn(nodes[m], ".");
-                if (strlen(from) == li && strncmp(nodes[i], from, li) == 0 &&
-                    strlen(to) == lm && strncmp(nodes[m], to, lm) == 0) {
+                if (strlen(from) == li && strncmp(nodes[i], from, li) == 0 && strlen(to) == lm &&
+                    strncmp(nodes[m], to, lm) == 0) {
                     T[i * d + m] = json_number_value(json_object_get(e, "weight"));
                     hits++;
                 }
@@ -335,16 +334,16 @@ static void random_baseline(const double *T, size_t d, size_t edges, double *shd
 
 /* <out_dir>/dag-vs-truth.{dot,png}: the learned DAG coloured against the truth. Returns the
  * picture's path in buf ("" when none could be written). */
-static void truth_picture(const struct run_ctx *c, const struct run_learner *l,
-                          const double *T, char *buf, size_t n)
+static void truth_picture(const struct run_ctx *c, const struct run_learner *l, const double *T,
+                          char *buf, size_t n)
 {
     const char *dir = core_config_str(c->cfg, "learner.service.out_dir");
     char dot[RUN_PATH_MAX], eb[256];
 
     buf[0] = '\0';
     snprintf(dot, sizeof(dot), "%s/dag-vs-truth.dot", dir ? dir : ".");
-    if (lrn_graph_write_dot(dot, l->w, T, l->d, (const char *const *)l->nodes, eb,
-                            sizeof(eb)) != CORE_OK)
+    if (lrn_graph_write_dot(dot, l->w, T, l->d, (const char *const *)l->nodes, eb, sizeof(eb)) !=
+        CORE_OK)
         return;
     snprintf(buf, n, "%s/dag-vs-truth.png", dir ? dir : ".");
     if (lrn_graph_render_png(dot, buf, eb, sizeof(eb)) != CORE_OK)
@@ -368,16 +367,18 @@ static json_t *truth_out(const struct run_ctx *c, const struct run_learner *l,
                 "vs the simulator's true DAG (%s, regime 0: %zu edges): SHD %zu, TPR %.2f, "
                 "FDR %.2f; skeleton recall %.2f, precision %.2f, F1 %.2f. A random DAG with "
                 "the same %zu edges: SHD %.2f, skeleton F1 %.2f (mean of %d draws)\n",
-                truth_path, m.true_edges, m.shd, m.tpr, m.fdr, r, p, f1, m.pred_edges, rshd,
-                rf1, RANDOM_DAGS);
+                truth_path, m.true_edges, m.shd, m.tpr, m.fdr, r, p, f1, m.pred_edges, rshd, rf1,
+                RANDOM_DAGS);
         truth_picture(c, l, T, pic, sizeof(pic));
         if (pic[0])
-            fprintf(human, "picture of both: %s (black: right, orange: reversed, red: extra, "
-                    "grey dashed: missed)\n", pic);
+            fprintf(human,
+                    "picture of both: %s (black: right, orange: reversed, red: extra, "
+                    "grey dashed: missed)\n",
+                    pic);
         o = json_pack("{s:s,s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "file", truth_path,
-                      "picture", pic, "true_edges", (int)m.true_edges, "shd", (int)m.shd,
-                      "tpr", m.tpr, "fdr", m.fdr, "skel_recall", r, "skel_precision", p,
-                      "skel_f1", f1, "random_shd", rshd, "random_skel_f1", rf1);
+                      "picture", pic, "true_edges", (int)m.true_edges, "shd", (int)m.shd, "tpr",
+                      m.tpr, "fdr", m.fdr, "skel_recall", r, "skel_precision", p, "skel_f1", f1,
+                      "random_shd", rshd, "random_skel_f1", rf1);
     } else {
         fprintf(human, "no true DAG to compare with (%s)\n",
                 truth_path ? truth_path : "not a simulator run");
@@ -397,22 +398,24 @@ void run_lrn_summary(struct run_ctx *c, FILE *human, FILE *json)
     uv_mutex_lock(&l->mu);
     if (!l->have) {
         uv_mutex_unlock(&l->mu);
-        fprintf(human, "learner: no DAG yet (%" PRIu64 " session(s) started; each needs "
+        fprintf(human,
+                "learner: no DAG yet (%" PRIu64 " session(s) started; each needs "
                 "learner.service.min_samples rows at learner.service.participants sites)\n",
                 atomic_load(&l->sprog.session));
         fprintf(json, ",\"learner\":null");
         return;
     }
     edges = json_array();
-    fprintf(human, "learner: session %" PRIu64 ", %zu rounds (%s), %zu site(s), %zu missing; "
-            "DAG: ", l->session, l->rounds, l->converged ? "converged" : "NOT converged",
-            l->participants, l->missing);
+    fprintf(human,
+            "learner: session %" PRIu64 ", %zu rounds (%s), %zu site(s), %zu missing; "
+            "DAG: ",
+            l->session, l->rounds, l->converged ? "converged" : "NOT converged", l->participants,
+            l->missing);
     edges_out(l, human, edges);
     fprintf(human, "\n");
-    o = json_pack("{s:I,s:i,s:b,s:i,s:i,s:o,s:o,s:s}", "session", (json_int_t)l->session,
-                  "rounds", (int)l->rounds, "converged", l->converged, "sites",
-                  (int)l->participants, "missing", (int)l->missing, "edges", edges, "truth",
-                  json_null(), "dot", l->dot);
+    o = json_pack("{s:I,s:i,s:b,s:i,s:i,s:o,s:o,s:s}", "session", (json_int_t)l->session, "rounds",
+                  (int)l->rounds, "converged", l->converged, "sites", (int)l->participants,
+                  "missing", (int)l->missing, "edges", edges, "truth", json_null(), "dot", l->dot);
     json_t *t = truth_out(c, l, c->truth_path[0] ? c->truth_path : NULL, human);
     if (t)
         json_object_set_new(o, "truth", t);

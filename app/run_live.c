@@ -4,9 +4,11 @@
  * charging the run's ledger), on the run's loop. Wiring only: the services are the libraries'
  * (cal/service.h, rel/service.h), the same ones `gcdp calibrate --serve` and
  * `gcdp release --serve` run. */
+#include "run.h"
+
 #include <errno.h>
-#include <limits.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,6 @@
 #include "core/log.h"
 #include "ing/engine.h"
 #include "rel/service.h"
-#include "run.h"
 
 /* The run's own defaults, applied to every key the user did not set (flag, file or
  * environment), chosen so that the DAG learned from the privatized stream in 60-120 s is
@@ -39,11 +40,10 @@
 static const struct {
     const char *key, *json;
 } run_defaults[] = {
-    {"sim.channel_params",
-     "{\"temperature\":{\"base\":25,\"amp\":0,\"scale\":6,\"offset_sd\":0.2},"
-     "\"humidity\":{\"base\":50,\"amp\":0,\"scale\":20,\"offset_sd\":0.5},"
-     "\"light\":{\"base\":1000,\"amp\":0,\"scale\":400,\"offset_sd\":5},"
-     "\"voltage\":{\"base\":2.5,\"scale\":0.2,\"offset_sd\":0.005}}"},
+    {"sim.channel_params", "{\"temperature\":{\"base\":25,\"amp\":0,\"scale\":6,\"offset_sd\":0.2},"
+                           "\"humidity\":{\"base\":50,\"amp\":0,\"scale\":20,\"offset_sd\":0.5},"
+                           "\"light\":{\"base\":1000,\"amp\":0,\"scale\":400,\"offset_sd\":5},"
+                           "\"voltage\":{\"base\":2.5,\"scale\":0.2,\"offset_sd\":0.005}}"},
     {"sim.ar", "0.9"},
     {"ingest.max_interp_gap", "0"},
     {"ingest.min_coverage", "1"},
@@ -66,7 +66,7 @@ static const struct {
 #define PILOT_ROWS        25000
 #define PILOT_MAX_WINDOWS 250
 #define PILOT_MIN_WINDOWS 16
-#define PILOT_NOISE_SALT 0x9e3779b97f4a7c15ULL
+#define PILOT_NOISE_SALT  0x9e3779b97f4a7c15ULL
 
 core_err run_config_set_str(struct run_ctx *c, const char *key, const char *value, char *eb,
                             size_t ebn)
@@ -84,8 +84,8 @@ core_err run_config_set_str(struct run_ctx *c, const char *key, const char *valu
 }
 
 /* The four clip intervals of the simulated channels and the window length in ticks. */
-static core_err pilot_shape(const struct core_config *cfg, double *lo, double *hi,
-                            size_t *ticks, char *eb, size_t ebn)
+static core_err pilot_shape(const struct core_config *cfg, double *lo, double *hi, size_t *ticks,
+                            char *eb, size_t ebn)
 {
     struct ing_params p;
 
@@ -97,8 +97,10 @@ static core_err pilot_shape(const struct core_config *cfg, double *lo, double *h
         while (i < p.n_channels && strcmp(p.channels[i].name, nm) != 0)
             i++;
         if (i == p.n_channels) {
-            snprintf(eb, ebn, "ingest.channels has no '%s' (the simulator's channel): give "
-                     "--calibration FILE", nm);
+            snprintf(eb, ebn,
+                     "ingest.channels has no '%s' (the simulator's channel): give "
+                     "--calibration FILE",
+                     nm);
             return CORE_ECONFIG;
         }
         lo[ch] = p.channels[i].clip_lo;
@@ -124,11 +126,12 @@ static core_err make_calibration(struct run_ctx *c, char *eb, size_t ebn)
     so.seed = c->o.seed;
     so.devices = c->o.devices;
     windows = PILOT_ROWS / (so.devices ? so.devices : 1);
-    windows = windows > PILOT_MAX_WINDOWS ? PILOT_MAX_WINDOWS
-              : windows < PILOT_MIN_WINDOWS ? PILOT_MIN_WINDOWS : windows;
+    windows = windows > PILOT_MAX_WINDOWS   ? PILOT_MAX_WINDOWS
+              : windows < PILOT_MIN_WINDOWS ? PILOT_MIN_WINDOWS
+                                            : windows;
     snprintf(c->calib_path, sizeof(c->calib_path), "%s/calibration.csv", c->o.dir);
-    return sim_calibration_csv(&so, (c->o.seed ^ PILOT_NOISE_SALT) | 1u, lo, hi, windows,
-                               ticks, c->calib_path, eb, ebn);
+    return sim_calibration_csv(&so, (c->o.seed ^ PILOT_NOISE_SALT) | 1u, lo, hi, windows, ticks,
+                               c->calib_path, eb, ebn);
 }
 
 /* The learner's run-scoped settings: as many participants as sites, its checkpoints and
@@ -214,8 +217,7 @@ core_err run_files_prepare(struct run_ctx *c, char *eb, size_t ebn)
     if (c->o.ledger) /* else a new ledger per run: the simulated devices and times repeat */
         snprintf(c->ledger_path, sizeof(c->ledger_path), "%s", c->o.ledger);
     else
-        snprintf(c->ledger_path, sizeof(c->ledger_path), "%s/ledger-%s.jsonl", c->o.dir,
-                 c->stamp);
+        snprintf(c->ledger_path, sizeof(c->ledger_path), "%s/ledger-%s.jsonl", c->o.dir, c->stamp);
     c->ledger_new = access(c->ledger_path, F_OK) != 0;
     if (c->o.calibration) {
         snprintf(c->calib_path, sizeof(c->calib_path), "%s", c->o.calibration);
@@ -332,7 +334,8 @@ void run_live_progress(struct run_ctx *c, char *buf, size_t n)
         core_dp_ledger_stats(c->ledger, &ls);
     if (rs.drift_ppm >= 0)
         snprintf(drift, sizeof(drift), "%.3f", (double)rs.drift_ppm / 1e6);
-    snprintf(buf, n, " | released %" PRIu64 " | refused %" PRIu64 " | theta v%" PRIu64
+    snprintf(buf, n,
+             " | released %" PRIu64 " | refused %" PRIu64 " | theta v%" PRIu64
              " | eps max %.3g | drift %s",
              rs.released + rs.replayed, rs.dead_letters, rs.theta_version, ls.max_eps, drift);
 }
@@ -350,8 +353,8 @@ static void cal_summary(struct run_ctx *c, FILE *human, FILE *json)
         fprintf(human, "%s%s %" PRIu64, i ? ", " : "", cal_reason_name(i), cs.by_reason[i]);
         fprintf(json, "%s\"%s\":%" PRIu64, i ? "," : "", cal_reason_name(i), cs.by_reason[i]);
     }
-    fprintf(human, "), rate-limited requests %" PRIu64 ", newest v%" PRIu64 "\n",
-            cs.rate_limited, cs.version);
+    fprintf(human, "), rate-limited requests %" PRIu64 ", newest v%" PRIu64 "\n", cs.rate_limited,
+            cs.version);
     fprintf(json, "},\"rate_limited\":%" PRIu64 ",\"failures\":%" PRIu64 "}", cs.rate_limited,
             cs.failures);
 }
@@ -365,12 +368,14 @@ static void rel_summary(struct run_ctx *c, FILE *human, FILE *json)
         rel_service_stats(c->rel, &rs);
     if (c->ledger)
         core_dp_ledger_stats(c->ledger, &ls);
-    fprintf(human, "release: consumed %" PRIu64 " windows; released %" PRIu64 " (replayed %"
-            PRIu64 "), excluded %" PRIu64 ", refused %" PRIu64 " (", rs.consumed, rs.released,
-            rs.replayed, rs.excluded, rs.dead_letters);
-    fprintf(json, ",\"release\":{\"consumed\":%" PRIu64 ",\"released\":%" PRIu64
-            ",\"replayed\":%" PRIu64 ",\"excluded\":%" PRIu64 ",\"refused\":{", rs.consumed,
-            rs.released, rs.replayed, rs.excluded);
+    fprintf(human,
+            "release: consumed %" PRIu64 " windows; released %" PRIu64 " (replayed %" PRIu64
+            "), excluded %" PRIu64 ", refused %" PRIu64 " (",
+            rs.consumed, rs.released, rs.replayed, rs.excluded, rs.dead_letters);
+    fprintf(json,
+            ",\"release\":{\"consumed\":%" PRIu64 ",\"released\":%" PRIu64 ",\"replayed\":%" PRIu64
+            ",\"excluded\":%" PRIu64 ",\"refused\":{",
+            rs.consumed, rs.released, rs.replayed, rs.excluded);
     for (int i = 0; i < REL_DLQ_COUNT; i++) {
         const char *r = rel_dlq_reason_code((enum rel_dlq_reason)i);
         fprintf(human, "%s%s %" PRIu64, i ? ", " : "", r, rs.by_reason[i]);
@@ -378,15 +383,18 @@ static void rel_summary(struct run_ctx *c, FILE *human, FILE *json)
     }
     fprintf(human, "); theta swaps %" PRIu64 "\n", rs.theta_swaps);
     if (c->ledger)
-        fprintf(human, "privacy: %" PRIu64 " units charged, max eps per unit %.6g of the cap "
-                "%.6g; ledger %s (%s)\n", ls.units, ls.max_eps, c->lo.cap.eps, c->ledger_path,
+        fprintf(human,
+                "privacy: %" PRIu64 " units charged, max eps per unit %.6g of the cap "
+                "%.6g; ledger %s (%s)\n",
+                ls.units, ls.max_eps, c->lo.cap.eps, c->ledger_path,
                 c->ledger_new ? "new, made by this run" : "existing, reopened");
     else
         fprintf(human, "privacy: nothing charged; the ledger was not opened\n");
     json_t *path = json_string(c->ledger_path);
     char *quoted = path ? json_dumps(path, JSON_ENCODE_ANY) : NULL;
-    fprintf(json, "},\"theta_swaps\":%" PRIu64 ",\"status\":\"%s\"},\"privacy\":{\"units\":%"
-            PRIu64 ",\"max_eps\":%.17g,\"cap_eps\":%.17g,\"ledger\":%s,\"ledger_new\":%s}",
+    fprintf(json,
+            "},\"theta_swaps\":%" PRIu64 ",\"status\":\"%s\"},\"privacy\":{\"units\":%" PRIu64
+            ",\"max_eps\":%.17g,\"cap_eps\":%.17g,\"ledger\":%s,\"ledger_new\":%s}",
             rs.theta_swaps, core_errname(c->rel_status), ls.units, ls.max_eps, c->lo.cap.eps,
             c->ledger && quoted ? quoted : "null", c->ledger_new ? "true" : "false");
     free(quoted);
@@ -408,8 +416,10 @@ bool run_live_failed(const struct run_ctx *c)
     if (c->rel)
         rel_service_stats(c->rel, &rs);
     if (rs.consumed > rs.excluded && rs.released + rs.replayed == 0) {
-        fprintf(stderr, "gcdp run: no window was released (%" PRIu64 " refused): see the "
-                "release line above\n", rs.dead_letters);
+        fprintf(stderr,
+                "gcdp run: no window was released (%" PRIu64 " refused): see the "
+                "release line above\n",
+                rs.dead_letters);
         return true;
     }
     return false;

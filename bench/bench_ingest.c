@@ -58,7 +58,7 @@ struct bench_opts {
     long devices;
     long partitions;
     int repeat;
-    bool core_only; /* --core-only: preload, bare consumer and ingest only */
+    bool core_only;      /* --core-only: preload, bare consumer and ingest only */
     long long period_ms; /* ingest.period_ms: the readings' spacing per device */
 };
 
@@ -68,15 +68,15 @@ struct phase_result {
     long long messages;
     double seconds;
     long long windows;
-    double cpu;          /* CPU seconds of the measuring thread over the same interval */
-    double cpu_proc;     /* CPU seconds of the whole phase process over the interval */
-    double t_first, t_last; /* CLOCK_MONOTONIC of the first and last message (group phase) */
+    double cpu;              /* CPU seconds of the measuring thread over the same interval */
+    double cpu_proc;         /* CPU seconds of the whole phase process over the interval */
+    double t_first, t_last;  /* CLOCK_MONOTONIC of the first and last message (group phase) */
     long long both_consumed; /* group phase: consumed when both members were consuming */
     double both_at;
-    long vcsw, ivcsw;    /* voluntary (waited) / involuntary (preempted) context switches */
-    long long nudges;    /* ingest: prefetch refill nudges (core_kconsumer_set_refill) */
+    long vcsw, ivcsw;         /* voluntary (waited) / involuntary (preempted) context switches */
+    long long nudges;         /* ingest: prefetch refill nudges (core_kconsumer_set_refill) */
     long long holds, held_ms; /* ingest: intake holds for unacknowledged output, their time */
-    double loop_idle;    /* ingest: seconds the loop waited in the kernel for events */
+    double loop_idle;         /* ingest: seconds the loop waited in the kernel for events */
     char err[256];
 };
 
@@ -127,8 +127,8 @@ static double now_s(void)
  * simulated time from 2026-11-01T00:00:00Z, on the window grid); deterministic in-domain
  * values.
  * Returns the key length. */
-static int reading_json(const struct bench_opts *o, long long i, char *key, size_t kn,
-                        char *val, size_t vn)
+static int reading_json(const struct bench_opts *o, long long i, char *key, size_t kn, char *val,
+                        size_t vn)
 {
     long dev = (long)(i % o->devices);
     long long tick = i / o->devices;
@@ -146,8 +146,9 @@ static int reading_json(const struct bench_opts *o, long long i, char *key, size
 static int preload(const struct core_config *cfg, const struct bench_opts *o, const char *topic,
                    struct phase_result *r)
 {
-    static const char *const extra[] = {"compression.type", "zstd", "linger.ms", "20",
-                                        "queue.buffering.max.messages", "1000000", NULL};
+    static const char *const extra[] = {
+        "compression.type", "zstd", "linger.ms", "20", "queue.buffering.max.messages",
+        "1000000",          NULL};
     struct core_ksync_opts ko = {.topic = topic, .extra = extra};
     struct core_ksync *ks = NULL;
     rd_kafka_t *rk;
@@ -163,8 +164,8 @@ static int preload(const struct core_config *cfg, const struct bench_opts *o, co
     r->ok = 1;
     for (long long i = 0; i < o->readings; i++) {
         int kl = reading_json(o, i, key, sizeof(key), val, sizeof(val));
-        if (core_ksync_send(ks, key, (size_t)kl, val, strlen(val), NULL, NULL, 0, eb,
-                            sizeof(eb)) != CORE_OK) {
+        if (core_ksync_send(ks, key, (size_t)kl, val, strlen(val), NULL, NULL, 0, eb, sizeof(eb)) !=
+            CORE_OK) {
             r->ok = 0;
             break;
         }
@@ -182,7 +183,8 @@ static int preload(const struct core_config *cfg, const struct bench_opts *o, co
             r->ok = 0;
             snprintf(r->err, sizeof(r->err),
                      "partition %d lost data to the mock's 5 MiB retention (low watermark "
-                     "%" PRId64 "); use more --partitions or fewer --readings", p, lo);
+                     "%" PRId64 "); use more --partitions or fewer --readings",
+                     p, lo);
         }
     }
     core_ksync_free(ks);
@@ -373,12 +375,11 @@ static int ingest_run(struct core_config *cfg, const struct bench_opts *o, const
     r->t_last = b.last;
     cpu_mark_diff(&b.c0, &b.c1, r);
     r->loop_idle = b.idle1 > b.idle0 ? (double)(b.idle1 - b.idle0) * 1e-9 : 0;
-    r->ok = (g ? st.consumed > 0 : st.consumed == (uint64_t)o->readings) &&
-            st.offset_gaps == 0 && !r->err[0];
+    r->ok = (g ? st.consumed > 0 : st.consumed == (uint64_t)o->readings) && st.offset_gaps == 0 &&
+            !r->err[0];
     if (!r->err[0] && !r->ok)
         snprintf(r->err, sizeof(r->err), "ingest consumed %llu of %lld (gaps %llu)",
-                 (unsigned long long)st.consumed, o->readings,
-                 (unsigned long long)st.offset_gaps);
+                 (unsigned long long)st.consumed, o->readings, (unsigned long long)st.offset_gaps);
     ing_service_free(b.svc);
     uv_run(&b.loop, UV_RUN_DEFAULT);
     uv_loop_close(&b.loop);
@@ -444,10 +445,10 @@ static int engine_only(const struct core_config *cfg, const struct bench_opts *o
             long long i = base + j;
             struct ing_source src = {"bench", (int32_t)(i % o->partitions), i / o->partitions};
             bool ok = mode >= EM_DEC_FAST
-                          ? ing_engine_decode_only(e, val[j], strlen(val[j]), key[j],
-                                                   (size_t)kl[j], mode == EM_DEC_REF) == ING_R_NONE
-                          : ing_engine_push(e, val[j], strlen(val[j]), key[j], (size_t)kl[j],
-                                            &src, 0, &sink, NULL) == CORE_OK;
+                          ? ing_engine_decode_only(e, val[j], strlen(val[j]), key[j], (size_t)kl[j],
+                                                   mode == EM_DEC_REF) == ING_R_NONE
+                          : ing_engine_push(e, val[j], strlen(val[j]), key[j], (size_t)kl[j], &src,
+                                            0, &sink, NULL) == CORE_OK;
             if (!ok) {
                 snprintf(r->err, sizeof(r->err), "engine refused reading %lld", i);
                 goto out;
@@ -484,8 +485,7 @@ enum phase { PH_PRELOAD, PH_BARE, PH_INGEST, PH_ENGINE, PH_ENGINE_REF, PH_DEC_FA
 
 /* Run one phase in a child; fills r and *maxrss_kb. Returns 0 when the phase succeeded. */
 static int run_phase(enum phase ph, struct core_config *cfg, const struct bench_opts *o,
-                     const char *topic, const char *group, struct phase_result *r,
-                     long *maxrss_kb)
+                     const char *topic, const char *group, struct phase_result *r, long *maxrss_kb)
 {
     int fds[2], st = 0;
     pid_t pid;
@@ -531,8 +531,8 @@ static int run_phase(enum phase ph, struct core_config *cfg, const struct bench_
 static int run_group(struct core_config *cfg, const struct bench_opts *o, const char *group,
                      struct phase_result r[2], long rss_kb[2])
 {
-    struct group_shared *g = mmap(NULL, sizeof(*g), PROT_READ | PROT_WRITE,
-                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    struct group_shared *g =
+        mmap(NULL, sizeof(*g), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     int fds[2][2], ok = 0;
     pid_t pid[2];
 
@@ -654,9 +654,12 @@ static void usage(FILE *f)
 static int parse_opts(int argc, char **argv, struct bench_opts *o)
 {
     static const struct option longopts[] = {
-        {"readings", required_argument, NULL, 'n'}, {"devices", required_argument, NULL, 'd'},
-        {"partitions", required_argument, NULL, 'p'}, {"repeat", required_argument, NULL, 'k'},
-        {"core-only", no_argument, NULL, 'c'},      {"help", no_argument, NULL, 'h'},
+        {"readings", required_argument, NULL, 'n'},
+        {"devices", required_argument, NULL, 'd'},
+        {"partitions", required_argument, NULL, 'p'},
+        {"repeat", required_argument, NULL, 'k'},
+        {"core-only", no_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int ch;
@@ -726,9 +729,9 @@ struct bench_figs {
 static void print_cpu(int k, const struct phase_result *r)
 {
     printf("      [%d] thread CPU %.3f s (%.0f per CPU-s, %.0f%% of wall), process CPU %.3f s, "
-           "context switches %ld voluntary / %ld involuntary\n", k, r->cpu,
-           (double)r->messages / r->cpu, 100.0 * r->cpu / r->seconds, r->cpu_proc, r->vcsw,
-           r->ivcsw);
+           "context switches %ld voluntary / %ld involuntary\n",
+           k, r->cpu, (double)r->messages / r->cpu, 100.0 * r->cpu / r->seconds, r->cpu_proc,
+           r->vcsw, r->ivcsw);
 }
 
 /* One repeat k: fresh topics, preload, bare consumer, ingest, engine alone. */
@@ -754,8 +757,8 @@ static int run_repeat(struct core_config *cfg, const struct bench_opts *o, int k
     f->bare[k] = (double)r.messages / r.seconds;
     f->rss_bare = rss > f->rss_bare ? rss : f->rss_bare;
     f->bare_cpu[k] = (double)r.messages / r.cpu;
-    printf("  [%d] bare      %lld msgs in %.3f s = %.0f msg/s, peak RSS %.1f MiB\n", k,
-           r.messages, r.seconds, f->bare[k], (double)rss / 1024.0);
+    printf("  [%d] bare      %lld msgs in %.3f s = %.0f msg/s, peak RSS %.1f MiB\n", k, r.messages,
+           r.seconds, f->bare[k], (double)rss / 1024.0);
     print_cpu(k, &r);
     snprintf(group, sizeof(group), "bench-ingest-%d", k);
     if (run_phase(PH_INGEST, cfg, o, topic, group, &r, &rss) != 0)
@@ -764,9 +767,10 @@ static int run_repeat(struct core_config *cfg, const struct bench_opts *o, int k
     f->rss_ing = rss > f->rss_ing ? rss : f->rss_ing;
     printf("  [%d] ingest    %lld readings in %.3f s = %.0f readings/s, %lld windows acked, "
            "peak RSS %.1f MiB; ratio to bare %.3f; loop waited for events %.3f s (%.0f%% of "
-           "wall); %lld refill nudges; %lld output holds, %lld ms\n", k, r.messages, r.seconds,
-           f->ing[k], r.windows, (double)rss / 1024.0, f->ing[k] / f->bare[k], r.loop_idle,
-           100.0 * r.loop_idle / r.seconds, r.nudges, r.holds, r.held_ms);
+           "wall); %lld refill nudges; %lld output holds, %lld ms\n",
+           k, r.messages, r.seconds, f->ing[k], r.windows, (double)rss / 1024.0,
+           f->ing[k] / f->bare[k], r.loop_idle, 100.0 * r.loop_idle / r.seconds, r.nudges, r.holds,
+           r.held_ms);
     f->ing_cpu[k] = (double)r.messages / r.cpu;
     print_cpu(k, &r);
     if (o->core_only)
@@ -775,8 +779,8 @@ static int run_repeat(struct core_config *cfg, const struct bench_opts *o, int k
         goto fail;
     f->eng[k] = (double)r.messages / r.seconds;
     printf("  [%d] engine    %lld readings in %.3f s = %.0f readings/s (ing_engine_push "
-           "alone, no Kafka; %lld windows), peak RSS %.1f MiB\n", k, r.messages, r.seconds,
-           f->eng[k], r.windows, (double)rss / 1024.0);
+           "alone, no Kafka; %lld windows), peak RSS %.1f MiB\n",
+           k, r.messages, r.seconds, f->eng[k], r.windows, (double)rss / 1024.0);
     f->eng_cpu[k] = (double)r.messages / r.cpu;
     print_cpu(k, &r);
     if (run_phase(PH_ENGINE_REF, cfg, o, topic, NULL, &r, &rss) != 0)
@@ -784,7 +788,8 @@ static int run_repeat(struct core_config *cfg, const struct bench_opts *o, int k
     f->eng_ref[k] = (double)r.messages / r.seconds;
     f->eng_ref_cpu[k] = (double)r.messages / r.cpu;
     printf("  [%d] engine/jansson %.0f readings/s (same, ingest.decoder=jansson), peak RSS "
-           "%.1f MiB\n", k, f->eng_ref[k], (double)rss / 1024.0);
+           "%.1f MiB\n",
+           k, f->eng_ref[k], (double)rss / 1024.0);
     print_cpu(k, &r);
     if (run_phase(PH_DEC_FAST, cfg, o, topic, NULL, &r, &rss) != 0)
         goto fail;
@@ -793,8 +798,8 @@ static int run_repeat(struct core_config *cfg, const struct bench_opts *o, int k
         goto fail;
     f->dec_ref[k] = r.cpu / (double)r.messages * 1e9;
     printf("  [%d] decoder alone (ing_engine_decode_only, thread CPU per reading): simdjson "
-           "%.0f ns, jansson reference %.0f ns, speed-up %.2fx\n", k, f->dec_fast[k],
-           f->dec_ref[k], f->dec_ref[k] / f->dec_fast[k]);
+           "%.0f ns, jansson reference %.0f ns, speed-up %.2fx\n",
+           k, f->dec_fast[k], f->dec_ref[k], f->dec_ref[k] / f->dec_fast[k]);
     {
         struct phase_result g[2];
         long grss[2];
@@ -812,15 +817,15 @@ static int run_repeat(struct core_config *cfg, const struct bench_opts *o, int k
         printf("  [%d] group of 2 %lld readings in %.3f s from the first message = %.0f "
                "readings/s (%lld consumed in all: %lld re-delivered after the rebalance the "
                "second member's join causes); both members consuming: %lld readings in "
-               "%.3f s = %.0f readings/s aggregate, ratio to one member %.3f\n", k,
-               o->readings, t1 - t0, (double)o->readings / (t1 - t0),
+               "%.3f s = %.0f readings/s aggregate, ratio to one member %.3f\n",
+               k, o->readings, t1 - t0, (double)o->readings / (t1 - t0),
                g[0].messages + g[1].messages, g[0].messages + g[1].messages - o->readings, nb,
                t1 - tb, f->group[k], f->group[k] / f->ing[k]);
         for (int m = 0; m < 2; m++)
             printf("      member %d: %lld readings, loop-thread CPU %.3f s = %.0f ns per reading, "
-                   "process CPU %.3f s, peak RSS %.1f MiB\n", m, g[m].messages, g[m].cpu,
-                   g[m].cpu / (double)g[m].messages * 1e9, g[m].cpu_proc,
-                   (double)grss[m] / 1024.0);
+                   "process CPU %.3f s, peak RSS %.1f MiB\n",
+                   m, g[m].messages, g[m].cpu, g[m].cpu / (double)g[m].messages * 1e9,
+                   g[m].cpu_proc, (double)grss[m] / 1024.0);
     }
     return 0;
 fail:
@@ -896,7 +901,8 @@ int bench_ingest(int argc, char **argv)
         goto out;
     }
     printf("gcdp bench ingest: %lld readings, %ld devices, %ld partitions, embedded broker "
-           "(separate process), %d repeat(s)\n", o.readings, o.devices, o.partitions, o.repeat);
+           "(separate process), %d repeat(s)\n",
+           o.readings, o.devices, o.partitions, o.repeat);
     for (int k = 0; k < o.repeat; k++)
         if (run_repeat(cfg, &o, k, &figs) != 0)
             goto out;

@@ -72,7 +72,7 @@ static const char bench_help[] =
 
 struct bl_args {
     int table1, fig3, fig4, c4, profile, threads, seeds_given;
-    size_t workers; /* --profile: 0 = gcdp learn's default */
+    size_t workers;       /* --profile: 0 = gcdp learn's default */
     int skip_fs, skip_fb; /* --methods (table1) */
     size_t dims[BL_MAX_LIST], ndims;
     double eps[BL_MAX_LIST];
@@ -83,8 +83,8 @@ struct bl_args {
 
 /* Per-run values. */
 enum { V_SHD, V_TPR, V_FDR, V_MB, V_SEC, V_EDGES, V_WIRE_MB, V_CPU, V_EPS, NV };
-static const char *const v_names[NV] = {"shd", "tpr", "fdr", "mb", "seconds", "edges",
-                                        "wire_mb", "cpu_seconds", "eps_spent"};
+static const char *const v_names[NV] = {"shd",   "tpr",     "fdr",         "mb",       "seconds",
+                                        "edges", "wire_mb", "cpu_seconds", "eps_spent"};
 
 struct agg {
     double v[NV][64];
@@ -237,12 +237,12 @@ static FILE *open_out(const struct bl_args *a, const char *name)
 
 static void print_row(FILE *f, const char *label, size_t d, const struct agg *g)
 {
-    fprintf(f, "| %s | %zu | %.3f ± %.3f | %.2f ± %.2f | %.3f ± %.3f | %.3f ± %.3f | %.3f "
+    fprintf(f,
+            "| %s | %zu | %.3f ± %.3f | %.2f ± %.2f | %.3f ± %.3f | %.3f ± %.3f | %.3f "
             "(median %.3f) | %.3f (median %.3f) | %zu |\n",
             label, d, mean_of(g, V_MB), sd_of(g, V_MB), mean_of(g, V_SHD), sd_of(g, V_SHD),
             mean_of(g, V_TPR), sd_of(g, V_TPR), mean_of(g, V_FDR), sd_of(g, V_FDR),
-            mean_of(g, V_SEC), median_of(g, V_SEC), mean_of(g, V_CPU), median_of(g, V_CPU),
-            g->n);
+            mean_of(g, V_SEC), median_of(g, V_SEC), mean_of(g, V_CPU), median_of(g, V_CPU), g->n);
 }
 
 static void write_runs_csv(FILE *f, const char *method, size_t d, size_t first_seed,
@@ -284,9 +284,10 @@ static void paper_table1(size_t d, FILE *f)
                    "0.057 ± 0.078 | – | – | 10 |\n| paper Fed-BNSL | 20 | 5.12 ± 0 | 2.9 ± 4.483 | "
                    "0.95 ± 0.033 | 0.086 ± 0.145 | – | – | 10 |\n");
     else if (d == 200)
-        fprintf(f, "| paper Fed-Sparse-BNSL | 200 | 13.7 ± 0.8 | 27.4 ± 14.516 | 0.922 ± 0.03 | "
-                   "0.084 ± 0.05 | – | – | 10 |\n| paper Fed-BNSL | 200 | 512 ± 0 | 50.7 ± 12.859 | "
-                   "0.934 ± 0.007 | 0.19 ± 0.045 | – | – | 10 |\n");
+        fprintf(f,
+                "| paper Fed-Sparse-BNSL | 200 | 13.7 ± 0.8 | 27.4 ± 14.516 | 0.922 ± 0.03 | "
+                "0.084 ± 0.05 | – | – | 10 |\n| paper Fed-BNSL | 200 | 512 ± 0 | 50.7 ± 12.859 | "
+                "0.934 ± 0.007 | 0.19 ± 0.045 | – | – | 10 |\n");
 }
 
 static const char table_head[] =
@@ -329,20 +330,21 @@ static int table1_dim(const struct bl_args *a, size_t d, FILE *md, FILE *csv)
                 fprintf(outs[k], "\n(--methods: only one method run, so no ratios)\n\n");
                 continue;
             }
-            fprintf(outs[k], "\nratios measured in this run (fed-bnsl / fed-sparse): wall time "
+            fprintf(outs[k],
+                    "\nratios measured in this run (fed-bnsl / fed-sparse): wall time "
                     "%.2fx (median %.2fx), CPU time %.2fx, communication %.2fx; fed-sparse "
                     "encoded bytes %.3f MB (model %.3f MB)\n",
                     mean_of(fb, V_SEC) / mean_of(fs, V_SEC),
                     median_of(fb, V_SEC) / median_of(fs, V_SEC),
-                    mean_of(fb, V_CPU) / mean_of(fs, V_CPU),
-                    mean_of(fb, V_MB) / mean_of(fs, V_MB), mean_of(fs, V_WIRE_MB),
-                    mean_of(fs, V_MB));
+                    mean_of(fb, V_CPU) / mean_of(fs, V_CPU), mean_of(fb, V_MB) / mean_of(fs, V_MB),
+                    mean_of(fs, V_WIRE_MB), mean_of(fs, V_MB));
             if (d == 20)
-                fprintf(outs[k], "against the Python NOTEARS-ADMM reference (17.5 s median on "
+                fprintf(outs[k],
+                        "against the Python NOTEARS-ADMM reference (17.5 s median on "
                         "this machine class, SHD 1.9 ± 1.2; NOT re-measured here): fed-sparse "
                         "median wall %.3f s = %.0fx faster (median CPU %.3f s = %.0fx)\n\n",
-                        median_of(fs, V_SEC), 17.5 / median_of(fs, V_SEC),
-                        median_of(fs, V_CPU), 17.5 / median_of(fs, V_CPU));
+                        median_of(fs, V_SEC), 17.5 / median_of(fs, V_SEC), median_of(fs, V_CPU),
+                        17.5 / median_of(fs, V_CPU));
             else
                 fprintf(outs[k], "\n");
         }
@@ -369,9 +371,11 @@ static int run_table1(const struct bl_args *a, const char *cmdline)
         if (!md || !csv) {
             ret = -1;
         } else {
-            fprintf(md, "# Table 1, d = %zu (P = %zu, n_p = %zu, seeds %zu..%zu)\n\n"
-                    "command: `%s`\n\n", a->dims[i], a->participants, a->n, a->first_seed,
-                    a->first_seed + a->seeds - 1, cmdline);
+            fprintf(md,
+                    "# Table 1, d = %zu (P = %zu, n_p = %zu, seeds %zu..%zu)\n\n"
+                    "command: `%s`\n\n",
+                    a->dims[i], a->participants, a->n, a->first_seed, a->first_seed + a->seeds - 1,
+                    cmdline);
             csv_header(csv, "method");
             ret = table1_dim(a, a->dims[i], md, csv);
         }
@@ -401,23 +405,23 @@ static int run_gnuplot(const struct bl_args *a, const char *script)
 
 /* Three panels (SHD, TPR, FDR) against column 1 of dat; series are column groups of 6
  * (shd, shd_sd, tpr, tpr_sd, fdr, fdr_sd) after column 1, titled by names. */
-static void write_plot(const struct bl_args *a, const char *gp, const char *dat,
-                       const char *png, const char *xlabel, int logx, const char *const *names,
-                       int nseries)
+static void write_plot(const struct bl_args *a, const char *gp, const char *dat, const char *png,
+                       const char *xlabel, int logx, const char *const *names, int nseries)
 {
     static const char *const panel[3] = {"SHD", "TPR", "FDR"};
     FILE *f = open_out(a, gp);
     if (!f)
         return;
-    fprintf(f, "set terminal pngcairo size 1500,420 noenhanced\nset output '%s/%s'\n"
-               "set multiplot layout 1,3\nset xlabel '%s'\nset key top right\nset grid\n%s",
+    fprintf(f,
+            "set terminal pngcairo size 1500,420 noenhanced\nset output '%s/%s'\n"
+            "set multiplot layout 1,3\nset xlabel '%s'\nset key top right\nset grid\n%s",
             a->out, png, xlabel, logx ? "set logscale x\n" : "");
     for (int p = 0; p < 3; p++) {
         fprintf(f, "set title '%s'\nplot ", panel[p]);
         for (int s = 0; s < nseries; s++) {
             int c = 2 + 6 * s + 2 * p;
-            fprintf(f, "%s'%s/%s' using 1:%d:%d with yerrorlines title '%s'",
-                    s ? ", " : "", a->out, dat, c, c + 1, names[s]);
+            fprintf(f, "%s'%s/%s' using 1:%d:%d with yerrorlines title '%s'", s ? ", " : "", a->out,
+                    dat, c, c + 1, names[s]);
         }
         fprintf(f, "\n");
     }
@@ -452,9 +456,9 @@ static const char sweep_head[] =
 static void sweep_row(FILE *f, const char *setting, const char *method, const struct agg *g)
 {
     fprintf(f, "| %s | %s | %.2f ± %.2f | %.3f ± %.3f | %.3f ± %.3f | %.1f | %.3f | %.3f | %zu |\n",
-            setting, method, mean_of(g, V_SHD), sd_of(g, V_SHD), mean_of(g, V_TPR),
-            sd_of(g, V_TPR), mean_of(g, V_FDR), sd_of(g, V_FDR), mean_of(g, V_EDGES),
-            mean_of(g, V_MB), mean_of(g, V_SEC), g->n);
+            setting, method, mean_of(g, V_SHD), sd_of(g, V_SHD), mean_of(g, V_TPR), sd_of(g, V_TPR),
+            mean_of(g, V_FDR), sd_of(g, V_FDR), mean_of(g, V_EDGES), mean_of(g, V_MB),
+            mean_of(g, V_SEC), g->n);
 }
 
 /* Figure 3: DP-Fed-Sparse-BNSL vs eps at d = 20 (Table 5 hyperparameters), non-private
@@ -469,9 +473,11 @@ static int run_fig3(const struct bl_args *a, const char *cmdline)
     int ret = (md && dat) ? seeds_loop(a, 20, &o, ref) : -1;
 
     if (ret == 0) {
-        fprintf(md, "# Figure 3: privacy-utility, d = 20, P = %zu, n_p = %zu, seeds %zu..%zu, "
-                "delta = 1/n_p^2\n\ncommand: `%s`\n\n%s", a->participants, a->n, a->first_seed,
-                a->first_seed + a->seeds - 1, cmdline, sweep_head);
+        fprintf(md,
+                "# Figure 3: privacy-utility, d = 20, P = %zu, n_p = %zu, seeds %zu..%zu, "
+                "delta = 1/n_p^2\n\ncommand: `%s`\n\n%s",
+                a->participants, a->n, a->first_seed, a->first_seed + a->seeds - 1, cmdline,
+                sweep_head);
         sweep_row(md, "non-private", "fed-sparse", ref);
         fputs(sweep_head, stdout);
         sweep_row(stdout, "non-private", "fed-sparse", ref);
@@ -519,9 +525,11 @@ static int run_fig4(const struct bl_args *a, const char *cmdline)
     int ret = (md && dat) ? 0 : -1;
 
     if (ret == 0) {
-        fprintf(md, "# Figure 4: dimension sweep, eps = 10, P = %zu, n_p = %zu, seeds %zu..%zu\n\n"
-                "command: `%s`\n\n%s", a->participants, a->n, a->first_seed,
-                a->first_seed + a->seeds - 1, cmdline, sweep_head);
+        fprintf(md,
+                "# Figure 4: dimension sweep, eps = 10, P = %zu, n_p = %zu, seeds %zu..%zu\n\n"
+                "command: `%s`\n\n%s",
+                a->participants, a->n, a->first_seed, a->first_seed + a->seeds - 1, cmdline,
+                sweep_head);
         fputs(sweep_head, stdout);
     }
     for (size_t i = 0; ret == 0 && i < a->ndims; i++) {
@@ -577,8 +585,7 @@ static void c4_row(FILE *f, const char *eps, const char *method, const struct ag
         emax = fmax(emax, g->v[V_EPS][i]);
     fprintf(f, "| %s | %s | %.2f ± %.2f | %.3f ± %.3f | %.3f ± %.3f | %.1f | %.4g | %.2f | %zu |\n",
             eps, method, mean_of(g, V_SHD), sd_of(g, V_SHD), mean_of(g, V_TPR), sd_of(g, V_TPR),
-            mean_of(g, V_FDR), sd_of(g, V_FDR), mean_of(g, V_EDGES), emax, mean_of(g, V_CPU),
-            g->n);
+            mean_of(g, V_FDR), sd_of(g, V_FDR), mean_of(g, V_EDGES), emax, mean_of(g, V_CPU), g->n);
 }
 
 static int run_c4(const struct bl_args *a, const char *cmdline)
@@ -591,10 +598,11 @@ static int run_c4(const struct bl_args *a, const char *cmdline)
     int ret = md ? seeds_loop(a, 20, &o, ref) : -1;
 
     if (ret == 0) {
-        fprintf(md, "# Appendix C.4: DP-PGCD variants, d = 20, P = %zu, n_p = %zu, seeds "
+        fprintf(md,
+                "# Appendix C.4: DP-PGCD variants, d = 20, P = %zu, n_p = %zu, seeds "
                 "%zu..%zu, delta = 1/n_p^2, clip = %g x Table 5 C\n\ncommand: `%s`\n\n%s",
-                a->participants, a->n, a->first_seed, a->first_seed + a->seeds - 1,
-                a->clip_scale, cmdline, c4_head);
+                a->participants, a->n, a->first_seed, a->first_seed + a->seeds - 1, a->clip_scale,
+                cmdline, c4_head);
         c4_row(md, "inf", "fed-sparse (non-private)", ref);
         fputs(c4_head, stdout);
         c4_row(stdout, "inf", "fed-sparse (non-private)", ref);
@@ -619,10 +627,12 @@ static int run_c4(const struct bl_args *a, const char *cmdline)
         c4_row(md, eps, "dp-fed-sparse-mangold (EM + Laplace, adv. comp.)", gm);
         c4_row(stdout, eps, "dp-fed-sparse", gz);
         c4_row(stdout, eps, "dp-fed-sparse-mangold", gm);
-        fprintf(md, "| %g | ratio mangold / ours | SHD %.2fx | TPR %.2fx | FDR %.2fx | | | CPU %.2fx | |\n",
-                a->eps[e], mean_of(gm, V_SHD) / mean_of(gz, V_SHD),
-                mean_of(gm, V_TPR) / mean_of(gz, V_TPR), mean_of(gm, V_FDR) / mean_of(gz, V_FDR),
-                mean_of(gm, V_CPU) / mean_of(gz, V_CPU));
+        fprintf(
+            md,
+            "| %g | ratio mangold / ours | SHD %.2fx | TPR %.2fx | FDR %.2fx | | | CPU %.2fx | |\n",
+            a->eps[e], mean_of(gm, V_SHD) / mean_of(gz, V_SHD),
+            mean_of(gm, V_TPR) / mean_of(gz, V_TPR), mean_of(gm, V_FDR) / mean_of(gz, V_FDR),
+            mean_of(gm, V_CPU) / mean_of(gz, V_CPU));
         fflush(md);
         fflush(stdout);
     }
@@ -633,7 +643,6 @@ static int run_c4(const struct bl_args *a, const char *cmdline)
     free(gm);
     return ret;
 }
-
 
 /* ---- --profile: where `gcdp learn` spends its time (issue 9) ---- */
 
@@ -668,9 +677,7 @@ static void timed_par_run(void *par, size_t n, void (*fn)(void *arg, size_t i), 
     to->wall += now_s() - t0;
 }
 
-enum {
-    PR_START, PR_CSV, PR_COV, PR_LOCAL, PR_SERVER, PR_PROC, PR_ROUNDS, PR_N
-};
+enum { PR_START, PR_CSV, PR_COV, PR_LOCAL, PR_SERVER, PR_PROC, PR_ROUNDS, PR_N };
 
 /* Spawn `gcdp ARGS...` (stdout to /dev/null); wall and CPU (rusage) seconds. */
 static int spawn_gcdp(char *const *argv, double *wall, double *cpu)
@@ -793,7 +800,8 @@ static int profile_seed(const struct bl_args *a, size_t d, size_t seed, const ch
     struct lrn_sem_problem *pb = make_problem(a, d, seed);
     struct lrn_runner_opts o = lrn_runner_opts_default(LRN_METHOD_FED_SPARSE, d);
     size_t P = a->participants;
-    struct lrn_csv **csv = core_xcalloc(P, sizeof(*csv)); // NOLINT(bugprone-sizeof-expression): array of pointers
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): array of pointers
+    struct lrn_csv **csv = core_xcalloc(P, sizeof(*csv));
     char **paths = core_xcalloc(P, sizeof(*paths)), eb[512] = "";
     double *sig = core_xmalloc(P * d * d * sizeof(double));
     const double **sp = core_xmalloc(P * sizeof(*sp));
@@ -811,8 +819,7 @@ static int profile_seed(const struct bl_args *a, size_t d, size_t seed, const ch
     if (!pb || spawn_start(&w[PR_START], &c[PR_START]) != 0)
         goto out;
     stage_begin(&sc);
-    if (lrn_csv_read_all((const char *const *)paths, P, 10, pool, csv, eb, sizeof(eb)) !=
-        CORE_OK)
+    if (lrn_csv_read_all((const char *const *)paths, P, 10, pool, csv, eb, sizeof(eb)) != CORE_OK)
         goto out;
     stage_end(&sc, &w[PR_CSV], &c[PR_CSV]);
     for (size_t p = 0; p < P; p++)
@@ -867,19 +874,23 @@ static void profile_table(FILE *f, const struct bl_args *a, const char *cmdline,
 {
     static const char *const names[PR_N] = {
         "process start alone (`gcdp learn --help`: dynamic linking, OpenBLAS start-up)",
-        "CSV parse (all files, lrn_csv_read_all)", "centred covariance (one after another)",
+        "CSV parse (all files, lrn_csv_read_all)",
+        "centred covariance (one after another)",
         "local PGCD (all participants; CPU summed over threads)",
-        "server step + rest of ADMM", "**whole `gcdp learn` process**", "ADMM rounds"};
+        "server step + rest of ADMM",
+        "**whole `gcdp learn` process**",
+        "ADMM rounds"};
     double tot = 0.0, la[3];
 
     for (int k = PR_CSV; k <= PR_SERVER; k++)
         tot += median_of(&g[k], 1);
-    fprintf(f, "\n`%s` (d = %zu, P = %zu, n = %zu, seeds %zu..%zu, OpenBLAS threads %d, "
-               "pool threads %zu; seconds, medians over the seeds; the machine is shared)\n\n"
-               "| stage | wall | CPU | CPU mean | share of the in-process CPU |\n"
-               "|---|---|---|---|---|\n",
-            cmdline, d, a->participants, a->n, a->first_seed, a->first_seed + ns - 1,
-            a->threads, threads);
+    fprintf(f,
+            "\n`%s` (d = %zu, P = %zu, n = %zu, seeds %zu..%zu, OpenBLAS threads %d, "
+            "pool threads %zu; seconds, medians over the seeds; the machine is shared)\n\n"
+            "| stage | wall | CPU | CPU mean | share of the in-process CPU |\n"
+            "|---|---|---|---|---|\n",
+            cmdline, d, a->participants, a->n, a->first_seed, a->first_seed + ns - 1, a->threads,
+            threads);
     for (int k = 0; k < PR_N; k++) {
         char share[32] = "–";
         if (k >= PR_CSV && k <= PR_SERVER)
@@ -891,9 +902,10 @@ static void profile_table(FILE *f, const struct bl_args *a, const char *cmdline,
             fprintf(f, "| %s | %.3f | %.3f | %.3f | %s |\n", names[k], median_of(&g[k], 0),
                     median_of(&g[k], 1), mean_of(&g[k], 1), share);
     }
-    fprintf(f, "\nwhole process against the Python NOTEARS-ADMM reference (issue 9: median 18.2 s "
-               "measured on this machine class, NOT re-measured here): wall %.0fx, CPU %.0fx; "
-               "target: wall median <= 0.18 s (100x): %s",
+    fprintf(f,
+            "\nwhole process against the Python NOTEARS-ADMM reference (issue 9: median 18.2 s "
+            "measured on this machine class, NOT re-measured here): wall %.0fx, CPU %.0fx; "
+            "target: wall median <= 0.18 s (100x): %s",
             18.2 / median_of(&g[PR_PROC], 0), 18.2 / median_of(&g[PR_PROC], 1),
             median_of(&g[PR_PROC], 0) <= 0.18 ? "met" : "NOT met");
     if (getloadavg(la, 3) == 3)
@@ -932,11 +944,13 @@ static int run_profile(const struct bl_args *a, const char *cmdline)
             g[k].v[1][g[k].n++] = c[k];
         }
         if (ret == 0)
-            fprintf(stderr, "profile d=%zu seed=%zu (wall/CPU s): start %.3f/%.3f csv %.3f/%.3f "
+            fprintf(stderr,
+                    "profile d=%zu seed=%zu (wall/CPU s): start %.3f/%.3f csv %.3f/%.3f "
                     "cov %.3f/%.3f local %.3f/%.3f server %.3f/%.3f | process %.3f/%.3f, %g "
-                    "rounds\n", d, s, w[PR_START], c[PR_START], w[PR_CSV], c[PR_CSV], w[PR_COV],
-                    c[PR_COV], w[PR_LOCAL], c[PR_LOCAL], w[PR_SERVER], c[PR_SERVER], w[PR_PROC],
-                    c[PR_PROC], w[PR_ROUNDS]);
+                    "rounds\n",
+                    d, s, w[PR_START], c[PR_START], w[PR_CSV], c[PR_CSV], w[PR_COV], c[PR_COV],
+                    w[PR_LOCAL], c[PR_LOCAL], w[PR_SERVER], c[PR_SERVER], w[PR_PROC], c[PR_PROC],
+                    w[PR_ROUNDS]);
     }
     profile_cleanup(dir, a->participants);
     core_pool_free(pool);
@@ -954,14 +968,31 @@ static int run_profile(const struct bl_args *a, const char *cmdline)
 static void set_size_opt(struct bl_args *a, int c, size_t v)
 {
     switch (c) {
-    case 's': a->seeds = v; a->seeds_given = 1; break;
-    case 'f': a->first_seed = v; break;
-    case 'P': a->participants = v; break;
-    case 'n': a->n = v; break;
-    case 'K': a->fs_steps = v; break;
-    case 'I': a->fs_iters = v; break;
-    case 'w': a->workers = v; break;
-    default: a->threads = (int)v; break;
+    case 's':
+        a->seeds = v;
+        a->seeds_given = 1;
+        break;
+    case 'f':
+        a->first_seed = v;
+        break;
+    case 'P':
+        a->participants = v;
+        break;
+    case 'n':
+        a->n = v;
+        break;
+    case 'K':
+        a->fs_steps = v;
+        break;
+    case 'I':
+        a->fs_iters = v;
+        break;
+    case 'w':
+        a->workers = v;
+        break;
+    default:
+        a->threads = (int)v;
+        break;
     }
 }
 
@@ -992,21 +1023,27 @@ static int parse_methods(const char *list, struct bl_args *a)
 
 static int bl_parse(int argc, char **argv, struct bl_args *a)
 {
-    static const struct option lo[] = {
-        {"table1", no_argument, 0, '1'},        {"fig3", no_argument, 0, '3'},
-        {"fig4", no_argument, 0, '4'},          {"dims", required_argument, 0, 'd'},
-        {"c4", no_argument, 0, '8'},
-        {"eps", required_argument, 0, 'e'},     {"seeds", required_argument, 0, 's'},
-        {"first-seed", required_argument, 0, 'f'}, {"participants", required_argument, 0, 'P'},
-        {"n", required_argument, 0, 'n'},       {"fs-steps", required_argument, 0, 'K'},
-        {"fs-server-iters", required_argument, 0, 'I'}, {"threads", required_argument, 0, 't'},
-        {"out", required_argument, 0, 'o'},     {"help", no_argument, 0, 'h'},
-        {"dp-clip-scale", required_argument, 0, 'c'},
-        {"fs-pgcd-tol", required_argument, 0, 'T'},
-        {"methods", required_argument, 0, 'M'},
-        {"profile", no_argument, 0, 'R'},
-        {"workers", required_argument, 0, 'w'},
-        {0, 0, 0, 0}};
+    static const struct option lo[] = {{"table1", no_argument, 0, '1'},
+                                       {"fig3", no_argument, 0, '3'},
+                                       {"fig4", no_argument, 0, '4'},
+                                       {"dims", required_argument, 0, 'd'},
+                                       {"c4", no_argument, 0, '8'},
+                                       {"eps", required_argument, 0, 'e'},
+                                       {"seeds", required_argument, 0, 's'},
+                                       {"first-seed", required_argument, 0, 'f'},
+                                       {"participants", required_argument, 0, 'P'},
+                                       {"n", required_argument, 0, 'n'},
+                                       {"fs-steps", required_argument, 0, 'K'},
+                                       {"fs-server-iters", required_argument, 0, 'I'},
+                                       {"threads", required_argument, 0, 't'},
+                                       {"out", required_argument, 0, 'o'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {"dp-clip-scale", required_argument, 0, 'c'},
+                                       {"fs-pgcd-tol", required_argument, 0, 'T'},
+                                       {"methods", required_argument, 0, 'M'},
+                                       {"profile", no_argument, 0, 'R'},
+                                       {"workers", required_argument, 0, 'w'},
+                                       {0, 0, 0, 0}};
     int c, li = 0, bad = 0;
     size_t one[BL_MAX_LIST], k;
     double dl[BL_MAX_LIST];
@@ -1017,27 +1054,55 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
     }
     while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
         switch (c) {
-        case '1': a->table1 = 1; break;
-        case '3': a->fig3 = 1; break;
-        case '4': a->fig4 = 1; break;
-        case '8': a->c4 = 1; break;
-        case 'R': a->profile = 1; break;
-        case 'd': bad = parse_list_size(optarg, a->dims, &a->ndims); break;
-        case 'e': bad = parse_list_dbl(optarg, a->eps, &a->neps); break;
-        case 'o': a->out = optarg; break;
+        case '1':
+            a->table1 = 1;
+            break;
+        case '3':
+            a->fig3 = 1;
+            break;
+        case '4':
+            a->fig4 = 1;
+            break;
+        case '8':
+            a->c4 = 1;
+            break;
+        case 'R':
+            a->profile = 1;
+            break;
+        case 'd':
+            bad = parse_list_size(optarg, a->dims, &a->ndims);
+            break;
+        case 'e':
+            bad = parse_list_dbl(optarg, a->eps, &a->neps);
+            break;
+        case 'o':
+            a->out = optarg;
+            break;
         case 'c':
         case 'T':
             bad = parse_list_dbl(optarg, dl, &k) || k != 1;
             *(c == 'c' ? &a->clip_scale : &a->fs_tol) = dl[0];
             break;
-        case 'M': bad = parse_methods(optarg, a); break;
-        case 'h': fputs(bench_help, stdout); return 1;
-        case 's': case 'f': case 'P': case 'n': case 'K': case 'I': case 't': case 'w':
+        case 'M':
+            bad = parse_methods(optarg, a);
+            break;
+        case 'h':
+            fputs(bench_help, stdout);
+            return 1;
+        case 's':
+        case 'f':
+        case 'P':
+        case 'n':
+        case 'K':
+        case 'I':
+        case 't':
+        case 'w':
             bad = parse_list_size(optarg, one, &k) || k != 1;
             if (!bad)
                 set_size_opt(a, c, one[0]);
             break;
-        default: return -1;
+        default:
+            return -1;
         }
         if (bad) {
             fprintf(stderr, "gcdp bench learner: bad value '%s' for --%s\n", optarg, lo[li].name);
@@ -1055,8 +1120,13 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
 
 int bench_learner(int argc, char **argv)
 {
-    struct bl_args a = {.threads = 1, .seeds = 10, .first_seed = 2, .participants = 8,
-                        .n = 5000, .clip_scale = 1.0, .out = "bench/results"};
+    struct bl_args a = {.threads = 1,
+                        .seeds = 10,
+                        .first_seed = 2,
+                        .participants = 8,
+                        .n = 5000,
+                        .clip_scale = 1.0,
+                        .out = "bench/results"};
     char cmdline[1024] = "gcdp bench";
     size_t pos = strlen(cmdline);
     int r, ret = APP_EXIT_OK, dims_given;

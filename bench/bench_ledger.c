@@ -96,8 +96,8 @@ static core_err lopen(const char *audit, const char *store, int64_t horizon_ms,
                       struct core_dp_ledger **l)
 {
     struct core_dp_ledger_opts o;
-    struct core_dp_store_opts so = {.path = store, .replay_horizon_ms = horizon_ms,
-                                     .compact_step_ms = horizon_ms / 4};
+    struct core_dp_store_opts so = {
+        .path = store, .replay_horizon_ms = horizon_ms, .compact_step_ms = horizon_ms / 4};
     char eb[1024] = "";
     core_err rc;
     memset(&o, 0, sizeof(o));
@@ -113,8 +113,8 @@ static core_err lopen(const char *audit, const char *store, int64_t horizon_ms,
 }
 
 /* One minute of releases: every device's window, B per group commit. */
-static core_err minute(struct core_dp_ledger *l, const struct lbench *b, long m,
-                       const uint8_t *out, size_t out_len)
+static core_err minute(struct core_dp_ledger *l, const struct lbench *b, long m, const uint8_t *out,
+                       size_t out_len)
 {
     static char ids[65536][48];
     const char *idp[65536];
@@ -366,12 +366,16 @@ static int parse(int argc, char **argv, struct lbench *b)
             fprintf(stderr, "gcdp bench ledger: bad option or value\n");
             return APP_EXIT_USAGE;
         }
-        *(ch == 'n' ? &b->devices : ch == 'm' ? &b->minutes : ch == 'b' ? &b->batch :
-          ch == 'H' ? &b->horizon_min : ch == 'r' ? &b->release_d : &b->base_minutes) = v;
+        *(ch == 'n'   ? &b->devices
+          : ch == 'm' ? &b->minutes
+          : ch == 'b' ? &b->batch
+          : ch == 'H' ? &b->horizon_min
+          : ch == 'r' ? &b->release_d
+                      : &b->base_minutes) = v;
     }
     if (b->batch > 65536 || b->devices > 999999 || b->release_d > 4096) {
         fprintf(stderr, "gcdp bench ledger: --batch <= 65536, --devices <= 999999, "
-                "--release <= 4096\n");
+                        "--release <= 4096\n");
         return APP_EXIT_USAGE;
     }
     if (b->base_minutes == 0 || b->base_minutes > b->minutes)
@@ -394,11 +398,12 @@ int bench_ledger(int argc, char **argv)
     }
     if (b.release_d > 0)
         printf("gcdp bench ledger: %ld devices x %ld minutes, batch %ld, the release path "
-               "(d = %ld windows, secure noise, JSON records), in %s\n", b.devices, b.minutes,
-               b.batch, b.release_d, b.dir);
+               "(d = %ld windows, secure noise, JSON records), in %s\n",
+               b.devices, b.minutes, b.batch, b.release_d, b.dir);
     else
         printf("gcdp bench ledger: %ld devices x %ld minutes, batch %ld, d = 10 (740-byte "
-               "outputs), in %s\n", b.devices, b.minutes, b.batch, b.dir);
+               "outputs), in %s\n",
+               b.devices, b.minutes, b.batch, b.dir);
     fflush(stdout);
     if (in_child(&b, 0, &base) == 0) {
         print_result("jsonl", &b, &base, b.base_minutes);
@@ -410,8 +415,9 @@ int bench_ledger(int argc, char **argv)
     } else {
         print_result("store", &b, &st, b.minutes);
         printf("  store/jsonl throughput %.3f wall, %.3f CPU (target >= 0.8); last hour of each "
-               "%.3f wall, %.3f CPU%s\n  ", st.rate / base.rate, st.cpu_rate / base.cpu_rate,
-               st.last_rate / base.last_rate, st.last_cpu_rate / base.last_cpu_rate,
+               "%.3f wall, %.3f CPU%s\n  ",
+               st.rate / base.rate, st.cpu_rate / base.cpu_rate, st.last_rate / base.last_rate,
+               st.last_cpu_rate / base.last_cpu_rate,
                b.base_minutes == b.minutes ? " (the same simulated hour)" : "");
         if (st.rss_hour_kb > 0)
             printf("store RSS end/hour 1 %.3f (target <= 1.2); ",

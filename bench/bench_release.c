@@ -9,11 +9,11 @@
 #include <time.h>
 
 #include "app.h"
-#include "flags.h"
 #include "cal/theta.h"
 #include "core/dp_ledger.h"
 #include "core/dp_mech.h"
 #include "core/dp_rng.h"
+#include "flags.h"
 #include "rel/plan.h"
 #include "rel/release.h"
 
@@ -92,8 +92,8 @@ static core_err make_theta(size_t n, struct cal_theta **out)
     return CORE_OK;
 }
 
-static void fill_window(struct rel_window *w, const struct rel_plan *p, size_t n,
-                        uint32_t samples, size_t i)
+static void fill_window(struct rel_window *w, const struct rel_plan *p, size_t n, uint32_t samples,
+                        size_t i)
 {
     if (!w->prof.from_record) { /* the provenance a record of this plan's profile states */
         rel_profile_copy(&w->prof, &p->prof);
@@ -123,7 +123,7 @@ struct bench {
     unsigned threads;
     const char *dir;
     struct rel_plan *plan;
-    size_t drift_seeds; /* --drift S: the drift phase (bench/bench_release_drift.c) */
+    size_t drift_seeds;            /* --drift S: the drift phase (bench/bench_release_drift.c) */
     struct bench_drift_mode drift; /* --drift-backlog, --drift-span */
 };
 
@@ -157,8 +157,8 @@ static struct timing run_noise(struct bench *b, struct rel_window *w, double *y,
     return (struct timing){now_s() - t0, cpu_s() - c0};
 }
 
-static struct timing run_full(struct bench *b, struct rel_window *w, core_err *rc,
-                              uint64_t *bytes, uint64_t *fsyncs, int use_store)
+static struct timing run_full(struct bench *b, struct rel_window *w, core_err *rc, uint64_t *bytes,
+                              uint64_t *fsyncs, int use_store)
 {
     char path[4200], db[4200], eb[1024] = "";
     struct core_dp_store_opts so = {.path = db};
@@ -265,8 +265,7 @@ static int parse(int argc, char **argv, struct bench *b)
             b->batch = (size_t)v;
     }
     if (b->n > CAL_MAX_NODES || b->batch > 65536) {
-        fprintf(stderr, "gcdp bench release: --coords <= %u, --batch <= 65536\n",
-                CAL_MAX_NODES);
+        fprintf(stderr, "gcdp bench release: --coords <= %u, --batch <= 65536\n", CAL_MAX_NODES);
         return APP_EXIT_USAGE;
     }
     return APP_EXIT_OK;
@@ -278,7 +277,8 @@ static void report(const struct bench *b, struct timing tp, struct timing tn, st
     double coords = (double)b->n * (double)b->windows;
     double rp = coords / tp.wall, rn = coords / tn.wall, rf = coords / tf.wall;
     printf("gcdp bench release: %zu windows x %zu coords (mechanism gcdp, eps_rel 1, "
-           "batch %zu, %u noise threads)\n", b->windows, b->n, b->batch, b->threads);
+           "batch %zu, %u noise threads)\n",
+           b->windows, b->n, b->batch, b->threads);
     printf("  %-30s %14s %10s %16s\n", "", "coords/s", "wall s", "coords/CPU-s");
     printf("  %-30s %14.0f %10.3f %16.0f\n", "plain (constant, no ledger)", rp, tp.wall,
            coords / tp.cpu);
@@ -289,8 +289,7 @@ static void report(const struct bench *b, struct timing tp, struct timing tn, st
            (double)bytes / 1e6);
     printf("  ratios (wall): noise/plain %.4f  full/plain %.4f  full/noise %.4f\n", rn / rp,
            rf / rp, rf / rn);
-    printf("  target >= 1000000 coords/s (full, wall clock): %s\n",
-           rf >= 1e6 ? "MET" : "NOT MET");
+    printf("  target >= 1000000 coords/s (full, wall clock): %s\n", rf >= 1e6 ? "MET" : "NOT MET");
 }
 
 /* The benchmark's release plan: mechanism gcdp, eps_rel 1, Table 5's allocation, one window
@@ -317,7 +316,10 @@ core_err bench_release_plan(size_t n, struct cal_theta **theta, struct rel_plan 
 
 int bench_release(int argc, char **argv)
 {
-    struct bench b = {.n = 1000, .windows = 2000, .batch = 64, .threads = 2,
+    struct bench b = {.n = 1000,
+                      .windows = 2000,
+                      .batch = 64,
+                      .threads = 2,
                       .drift = {.backlog = false, .span = -1}};
     struct cal_theta *theta = NULL;
     struct rel_window w;
@@ -352,10 +354,10 @@ int bench_release(int argc, char **argv)
         ts = run_full(&b, &w, &rc, &sb, &sf, 1);
         if (rc == CORE_OK)
             printf("  %-30s %14.0f %10.3f %16.0f  (%" PRIu64 " commits); store/JSONL %.3f wall, "
-                   "%.3f CPU\n", "full, ledger store (SQLite)", coords / ts.wall, ts.wall,
-                   coords / ts.cpu, sf, tf.wall / ts.wall, tf.cpu / ts.cpu);
-    }
-    else
+                   "%.3f CPU\n",
+                   "full, ledger store (SQLite)", coords / ts.wall, ts.wall, coords / ts.cpu, sf,
+                   tf.wall / ts.wall, tf.cpu / ts.cpu);
+    } else
         ex = APP_EXIT_FAILURE;
     if (ex == APP_EXIT_OK && b.service_windows > 0)
         ex = bench_release_service(theta, b.service_windows, b.batch,

@@ -34,13 +34,13 @@
 #include "sim/gen.h"
 #include "sim/sim.h"
 
-#define DR_DEVICES  64
-#define DR_TICKS    ((uint64_t)5 * 1440)
-#define DR_CHANGE   (1440 + 720)
-#define DR_WIN      10
-#define DR_PERIOD   60000LL
-#define DR_START    1793491200000LL /* the simulator's default start */
-#define DR_SEED0    31u             /* not the tuning (101-108) nor the tests' (11-13, 21) */
+#define DR_DEVICES 64
+#define DR_TICKS   ((uint64_t)5 * 1440)
+#define DR_CHANGE  (1440 + 720)
+#define DR_WIN     10
+#define DR_PERIOD  60000LL
+#define DR_START   1793491200000LL /* the simulator's default start */
+#define DR_SEED0   31u             /* not the tuning (101-108) nor the tests' (11-13, 21) */
 
 /* ---- windows: simulator -> ingest engine -> memory; produced while the services run ---- */
 
@@ -48,7 +48,7 @@
  * gcdp.windows a simulated hour at a time while the release service keeps up (at most
  * DR_AHEAD unread), as a live pipeline feeds it: a backlog read partition by partition would
  * make horizons of a few devices over several days, not of every device over one. */
-#define DR_CHUNK 384  /* one simulated hour of 64 motes */
+#define DR_CHUNK 384 /* one simulated hour of 64 motes */
 #define DR_AHEAD 1024
 
 struct dr_prod {
@@ -61,8 +61,8 @@ struct dr_prod {
     char eb[512];
 };
 
-static void dr_on_window(void *arg, const char *key, size_t key_len, const char *json,
-                         size_t len, const struct ing_window_info *info)
+static void dr_on_window(void *arg, const char *key, size_t key_len, const char *json, size_t len,
+                         const struct ing_window_info *info)
 {
     struct dr_prod *p = arg;
 
@@ -107,9 +107,8 @@ static void dr_produce(struct dr_prod *p, uint64_t consumed)
     if (p->backlog)
         end = p->n;
     for (; p->next < end && p->rc == CORE_OK; p->next++)
-        p->rc = core_ksync_send(p->ks, p->key[p->next], strlen(p->key[p->next]),
-                                p->json[p->next], p->len[p->next], NULL, NULL, 0, p->eb,
-                                sizeof(p->eb));
+        p->rc = core_ksync_send(p->ks, p->key[p->next], strlen(p->key[p->next]), p->json[p->next],
+                                p->len[p->next], NULL, NULL, 0, p->eb, sizeof(p->eb));
     core_ksync_poll(p->ks, 0);
 }
 
@@ -147,8 +146,7 @@ static core_err dr_readings(struct ing_engine *eng, struct sim_gen *g, bool chan
     return p->rc;
 }
 
-static core_err dr_windows(uint64_t seed, bool change, struct dr_prod *p, char *eb,
-                           size_t ebn)
+static core_err dr_windows(uint64_t seed, bool change, struct dr_prod *p, char *eb, size_t ebn)
 {
     struct sim_options so;
     struct sim_gen_params gp;
@@ -189,8 +187,7 @@ static core_err dr_pilot(uint64_t seed, const char *path, char *eb, size_t ebn)
     ing_params_default(&ip);
     for (size_t c = 0; c < SIM_NCH; c++) {
         size_t i = 0;
-        while (i < ip.n_channels &&
-               strcmp(ip.channels[i].name, sim_gen_channel_info(c)->name) != 0)
+        while (i < ip.n_channels && strcmp(ip.channels[i].name, sim_gen_channel_info(c)->name) != 0)
             i++;
         if (i == ip.n_channels) {
             snprintf(eb, ebn, "ingest has no channel %s", sim_gen_channel_info(c)->name);
@@ -216,7 +213,7 @@ struct dr_loop {
     struct core_metric *horizons; /* gcdp_release_drift_horizons_total */
     int64_t last_h;
     size_t n_scores;
-    double scores[16];            /* each horizon's score, in order */
+    double scores[16]; /* each horizon's score, in order */
     bool stopping, cal_done, rel_done;
     core_err rel_status;
 };
@@ -301,8 +298,8 @@ static core_err dr_services(struct dr_loop *d, const struct core_config *cfg, co
         cal_service_stop(d->cal);
         return rc;
     }
-    d->reports = core_metrics_get(m, CORE_METRIC_COUNTER, "gcdp_release_drift_reports_total",
-                                  NULL, "drift reports (recalibration requests) sent");
+    d->reports = core_metrics_get(m, CORE_METRIC_COUNTER, "gcdp_release_drift_reports_total", NULL,
+                                  "drift reports (recalibration requests) sent");
     d->horizons = core_metrics_get(m, CORE_METRIC_COUNTER, "gcdp_release_drift_horizons_total",
                                    NULL, "drift horizons evaluated");
     return CORE_OK;
@@ -310,7 +307,7 @@ static core_err dr_services(struct dr_loop *d, const struct core_config *cfg, co
 
 /* What one run measured. */
 struct dr_result {
-    size_t windows, old_post;   /* released; post-change windows under the initial θ */
+    size_t windows, old_post; /* released; post-change windows under the initial θ */
     uint64_t v1, drift_versions;
     bool swapped;
     double report_to_swap_s, secs;
@@ -408,20 +405,34 @@ static int dr_row(void *arg, const struct core_dp_row *row)
 
 /* One pipeline on a fresh embedded broker: windows, then both services until every window
  * is released, then the ledger read back. */
-static int dr_one(uint64_t seed, bool change, const struct bench_drift_mode *mode,
-                  const char *dir, struct dr_result *r)
+static int dr_one(uint64_t seed, bool change, const struct bench_drift_mode *mode, const char *dir,
+                  struct dr_result *r)
 {
-    const char *topics[] = {"gcdp.windows", "gcdp.released", "gcdp.windows.rejected",
-                            "gcdp.calibration", "gcdp.control", "gcdp.status"};
+    const char *topics[] = {"gcdp.windows",     "gcdp.released", "gcdp.windows.rejected",
+                            "gcdp.calibration", "gcdp.control",  "gcdp.status"};
     struct core_broker *br = NULL;
     struct core_config *cfg = NULL;
     struct dr_scan sc = {DR_START + (int64_t)DR_CHANGE * DR_PERIOD, 0, false, 0, 0};
     struct dr_prod prod;
     char eb[1024] = "", boot[300], key[4200], kset[4300], csv[4200], ledger[4200], span[64];
-    char *argv[] = {"bench", "--set", boot, "--set", kset, "--set", "release.mechanism=lap",
-                    "--set", "release.eps_rel=20", "--set", "release.ledger.cap_eps=1e6",
-                    "--set", "calibrate.service.min_interval_s=0", "--log-level", "error",
-                    "--set", span, NULL};
+    char *argv[] = {"bench",
+                    "--set",
+                    boot,
+                    "--set",
+                    kset,
+                    "--set",
+                    "release.mechanism=lap",
+                    "--set",
+                    "release.eps_rel=20",
+                    "--set",
+                    "release.ledger.cap_eps=1e6",
+                    "--set",
+                    "calibrate.service.min_interval_s=0",
+                    "--log-level",
+                    "error",
+                    "--set",
+                    span,
+                    NULL};
     int argc = mode->span >= 0 ? 17 : 15, ex = APP_EXIT_FAILURE;
     double t0 = dr_now();
     struct core_dp_scheme scheme;
@@ -454,11 +465,10 @@ static int dr_one(uint64_t seed, bool change, const struct bench_drift_mode *mod
     r->windows = prod.n;
     if ((ex = dr_run_services(cfg, csv, ledger, &prod, r)) != APP_EXIT_OK)
         goto out;
-    if (core_dp_ledger_scan(ledger, &scheme, &cap, dr_row, &sc, &torn, eb, sizeof(eb)) !=
-            CORE_OK ||
+    if (core_dp_ledger_scan(ledger, &scheme, &cap, dr_row, &sc, &torn, eb, sizeof(eb)) != CORE_OK ||
         sc.rows != r->windows) {
-        fprintf(stderr, "gcdp bench release: drift: ledger %s: %zu rows of %zu windows\n",
-                eb, sc.rows, r->windows);
+        fprintf(stderr, "gcdp bench release: drift: ledger %s: %zu rows of %zu windows\n", eb,
+                sc.rows, r->windows);
         ex = APP_EXIT_FAILURE;
     }
     r->v1 = sc.v1;
@@ -486,14 +496,16 @@ static void dr_print(uint64_t seed, const struct dr_result *c, const struct dr_r
 {
     if (c->swapped)
         printf("  seed %3" PRIu64 "  %6zu windows (%5.1f per device, %.2f days) from the change "
-               "to the new theta; report -> swap %.2f s; %6.1f s\n", seed, c->old_post,
-               (double)c->old_post / DR_DEVICES, (double)c->old_post / DR_DEVICES / 144.0,
-               c->report_to_swap_s, c->secs);
+               "to the new theta; report -> swap %.2f s; %6.1f s\n",
+               seed, c->old_post, (double)c->old_post / DR_DEVICES,
+               (double)c->old_post / DR_DEVICES / 144.0, c->report_to_swap_s, c->secs);
     else
         printf("  seed %3" PRIu64 "  NOT DETECTED within %zu windows (%zu after the change "
-               "under the initial theta); %6.1f s\n", seed, c->windows, c->old_post, c->secs);
+               "under the initial theta); %6.1f s\n",
+               seed, c->windows, c->old_post, c->secs);
     printf("            no change: %" PRIu64 " drift version(s) (false alarms) over %zu "
-           "windows; %6.1f s\n", n->drift_versions, n->windows, n->secs);
+           "windows; %6.1f s\n",
+           n->drift_versions, n->windows, n->secs);
     dr_scores("change   ", c);
     dr_scores("no change", n);
 }
@@ -508,7 +520,8 @@ int bench_release_drift(size_t seeds, const struct bench_drift_mode *mode, const
         snprintf(span, sizeof(span), "%lld", mode->span);
     printf("drift detection delay (64 motes, 10-minute windows, change at day 1.5 of 5, lap "
            "eps_rel 20, release.drift.* defaults but span_ms %s; public pilot theta over the "
-           "same motes; %s):\n", span,
+           "same motes; %s):\n",
+           span,
            mode->backlog ? "BACKLOG: every window produced before the release reads"
                          : "paced: the release keeps up");
     for (size_t i = 0; i < seeds; i++) {
@@ -524,8 +537,8 @@ int bench_release_drift(size_t seeds, const struct bench_drift_mode *mode, const
         alarms += n.drift_versions > 0;
     }
     printf("  detected %zu of %zu (mean %.0f windows = %.1f per device); false alarms: %zu of "
-           "%zu no-change runs\n", detected, seeds,
-           detected ? (double)sum_old / (double)detected : 0.0,
+           "%zu no-change runs\n",
+           detected, seeds, detected ? (double)sum_old / (double)detected : 0.0,
            detected ? (double)sum_old / (double)detected / DR_DEVICES : 0.0, alarms, seeds);
     return APP_EXIT_OK;
 }

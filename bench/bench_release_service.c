@@ -16,11 +16,11 @@
 #include "cal/theta.h"
 #include "core/broker.h"
 #include "core/dp_ledger.h"
+#include "core/dp_rng.h"
 #include "core/kafka.h"
 #include "core/kconf.h"
 #include "core/ksync.h"
 #include "core/log.h"
-#include "core/dp_rng.h"
 #include "rel/plan.h"
 #include "rel/release.h"
 #include "rel/service.h"
@@ -52,9 +52,9 @@ static char *window_json(size_t n, size_t i)
         json_object_set_new(nodes, key, json_real((double)((m * 7919 + i * 31) % 1000) / 1000.0));
         json_object_set_new(nn, key, json_integer(30));
         json_object_set_new(imp, key, json_array());
-        json_object_set_new(pn, key, json_pack("{s:s,s:s,s:[i,i],s:i,s:i}", "stat", "mean",
-                                               "channel", chan, "clip", 0, 1, "n_imputed", 0,
-                                               "max_run", 0));
+        json_object_set_new(pn, key,
+                            json_pack("{s:s,s:s,s:[i,i],s:i,s:i}", "stat", "mean", "channel", chan,
+                                      "clip", 0, 1, "n_imputed", 0, "max_run", 0));
     }
     snprintf(dev, sizeof(dev), "bench-%zu", i % SVC_DEVICES);
     snprintf(id, sizeof(id), "%s|%lld", dev, start);
@@ -70,16 +70,17 @@ static char *window_json(size_t n, size_t i)
     json_object_set_new(w, "nodes", nodes);
     json_object_set_new(w, "n_node", nn);
     json_object_set_new(w, "imputed", imp);
-    json_object_set_new(w, "prov", json_pack("{s:i,s:i,s:s,s:o}", "interp_gap", 0, "period_ms",
-                                             1000, "norm", "clip_minmax", "nodes", pn));
+    json_object_set_new(w, "prov",
+                        json_pack("{s:i,s:i,s:s,s:o}", "interp_gap", 0, "period_ms", 1000, "norm",
+                                  "clip_minmax", "nodes", pn));
     txt = json_dumps(w, JSON_COMPACT | JSON_REAL_PRECISION(17));
     json_decref(w);
     return txt;
 }
 
 /* Produce the records synchronously (acks=all) before the service starts. */
-static core_err produce_windows(const struct core_config *cfg, size_t n, size_t windows,
-                                char *eb, size_t ebn)
+static core_err produce_windows(const struct core_config *cfg, size_t n, size_t windows, char *eb,
+                                size_t ebn)
 {
     struct core_ksync_opts ko = {.topic = core_config_str(cfg, "topics.windows")};
     struct core_ksync *ks = NULL;
@@ -235,31 +236,44 @@ static int run_service(struct core_config *cfg, size_t windows, const char *thet
     uv_loop_close(&b.loop);
     core_dp_ledger_free(l);
     if (b.status != CORE_OK || st.released != windows || b.t_last <= b.t_first) {
-        fprintf(stderr, "gcdp bench release: service phase: %s, %" PRIu64 " of %zu released, "
-                "%" PRIu64 " refused\n", core_strerror(b.status), st.released, windows,
-                st.dead_letters);
+        fprintf(stderr,
+                "gcdp bench release: service phase: %s, %" PRIu64 " of %zu released, "
+                "%" PRIu64 " refused\n",
+                core_strerror(b.status), st.released, windows, st.dead_letters);
         return APP_EXIT_FAILURE;
     }
     *wps = (double)windows / (b.t_last - b.t_first);
     *cps = *wps * (double)n;
     *steady = b.t90 > b.t10 ? 0.8 * (double)windows * (double)n / (b.t90 - b.t10) : 0.0;
     printf("  service timeline (s after the first read): all read %.3f, 10 %% acknowledged "
-           "%.3f, 90 %% %.3f, all %.3f\n", b.t_read_all - 1e-9 * (double)st.first_read_ns,
-           b.t10 - b.t_first, b.t90 - b.t_first, b.t_last - b.t_first);
+           "%.3f, 90 %% %.3f, all %.3f\n",
+           b.t_read_all - 1e-9 * (double)st.first_read_ns, b.t10 - b.t_first, b.t90 - b.t_first,
+           b.t_last - b.t_first);
     return APP_EXIT_OK;
 }
 
 int bench_release_service(const struct cal_theta *theta, size_t windows, size_t batch,
                           double offline_cps, const char *dir)
 {
-    const char *topics[] = {"gcdp.windows", "gcdp.released", "gcdp.windows.rejected",
-                            "gcdp.calibration", "gcdp.control", "gcdp.status"};
+    const char *topics[] = {"gcdp.windows",     "gcdp.released", "gcdp.windows.rejected",
+                            "gcdp.calibration", "gcdp.control",  "gcdp.status"};
     struct core_broker *br = NULL;
     struct core_config *cfg = NULL;
     char eb[1024] = "", boot[300], theta_path[4200], ledger[4200], store[4200], bset[64];
-    char *argv[] = {"bench", "--set", boot, "--set", "ingest.period_ms=1000", "--set",
-                    "release.ledger.cap_eps=1e6", "--set", "release.drift.enabled=false",
-                    "--set", bset, "--log-level", "warn", NULL};
+    char *argv[] = {"bench",
+                    "--set",
+                    boot,
+                    "--set",
+                    "ingest.period_ms=1000",
+                    "--set",
+                    "release.ledger.cap_eps=1e6",
+                    "--set",
+                    "release.drift.enabled=false",
+                    "--set",
+                    bset,
+                    "--log-level",
+                    "warn",
+                    NULL};
     int argc = 13, ex = APP_EXIT_FAILURE;
     double wps = 0, cps = 0, steady = 0, parsed_cps = 0, s_wps = 0, s_cps = 0, s_steady = 0;
 
@@ -282,8 +296,8 @@ int bench_release_service(const struct cal_theta *theta, size_t windows, size_t 
         goto out;
     }
     parsed_cps = offline_parsed(cfg, theta, windows, ledger);
-    ex = run_service(cfg, windows, theta_path, ledger, NULL, "gcdp-bench-release", theta->d,
-                     &wps, &cps, &steady);
+    ex = run_service(cfg, windows, theta_path, ledger, NULL, "gcdp-bench-release", theta->d, &wps,
+                     &cps, &steady);
     remove(ledger);
     /* the same records again, by another group, on the ledger store (issue 16's baseline:
      * the JSONL path above, same run) */
@@ -292,18 +306,21 @@ int bench_release_service(const struct cal_theta *theta, size_t windows, size_t 
                          theta->d, &s_wps, &s_cps, &s_steady);
     if (ex == APP_EXIT_OK) {
         printf("  service: %zu windows x %zu coords, gcdp.windows -> gcdp.released on the "
-               "embedded broker, ledger on disk, batch %zu\n", windows, theta->d, batch);
+               "embedded broker, ledger on disk, batch %zu\n",
+               windows, theta->d, batch);
         printf("  %-30s %14.0f windows/s %14.0f coords/s\n", "service (first read to last ack)",
                wps, cps);
         printf("  %-30s %14.0f coords/s (the same records parsed from JSON, released, "
-               "no broker)\n", "offline path, parsed", parsed_cps);
+               "no broker)\n",
+               "offline path, parsed", parsed_cps);
         printf("  ratio service / offline parsed: %.4f (target >= 0.5: %s); service / "
                "offline pre-parsed (above): %.4f; >= 1000000 coords/s: %s\n",
-               cps / parsed_cps, cps / parsed_cps >= 0.5 ? "MET" : "NOT MET",
-               cps / offline_cps, cps >= 1e6 ? "MET" : "NOT MET");
+               cps / parsed_cps, cps / parsed_cps >= 0.5 ? "MET" : "NOT MET", cps / offline_cps,
+               cps >= 1e6 ? "MET" : "NOT MET");
         printf("  %-30s %14.0f windows/s %14.0f coords/s; store / JSONL %.3f (first read to "
-               "last ack), %.3f (10-90 %% acknowledged)\n", "service, ledger store", s_wps,
-               s_cps, s_cps / cps, steady > 0 ? s_steady / steady : 0.0);
+               "last ack), %.3f (10-90 %% acknowledged)\n",
+               "service, ledger store", s_wps, s_cps, s_cps / cps,
+               steady > 0 ? s_steady / steady : 0.0);
     }
 out:
     remove(ledger);

@@ -4,12 +4,10 @@
 #      strtok, rand/srand, system), with the few reasoned exceptions listed below;
 #   2. clang-tidy (.clang-tidy) on every product source in the clang preset's
 #      compile_commands.json; readability-function-size findings are listed, not fatal yet;
-#   3. with --format only: clang-format --dry-run --Werror on every .c/.h/.cpp of the
-#      product and the tests (.clang-format). Not part of the test command until the tree
-#      has been reformatted once (ops/style.sh --fix-format, one commit of its own, done when
-#      no other branch is open: it touches every file).
-#   ops/style.sh              1 and 2 (what ops/test.sh runs)
-#   ops/style.sh --format     1, 2 and 3
+#   3. with --format: clang-format --dry-run --Werror on every .c/.h/.cpp of the product
+#      and the tests (.clang-format; the tree was reformatted once on 2 December 2026).
+#   ops/style.sh              1 and 2
+#   ops/style.sh --format     1, 2 and 3 (what ops/test.sh runs)
 #   ops/style.sh --analyzer   2 with clang-analyzer-* as well (slow; by hand)
 #   ops/style.sh --fix-format reformat in place, nothing else
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's test command (and what .ci/run runs): install what is missing, check layering
-# and style (ops/style.sh: banned functions, clang-tidy), build, and run the whole Criterion suite through CTest (unit + integration) twice:
+# and style (ops/style.sh: banned functions, clang-tidy, clang-format), build, and run the whole Criterion suite through CTest (unit + integration) twice:
 # in the release build and in the ASan+UBSan debug build (leaks fail the run); the default
 # run also compiles everything with clang (-Werror, -O0: the `clang` preset) without running it,
 # so clang-only warnings cannot creep in.
@@ -18,7 +18,7 @@ case "${1:-}" in
 esac
 bash ops/install-deps.sh
 bash ops/check-layering.sh
-bash ops/style.sh   # banned functions, clang-tidy (STYLE.md §8)
+bash ops/style.sh --format   # banned functions, clang-tidy, clang-format (STYLE.md §8)
 for p in "${presets[@]}"; do
   echo "== build and test: preset $p" >&2
   bash ops/build.sh "$p"

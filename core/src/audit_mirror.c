@@ -6,13 +6,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <jansson.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <jansson.h>
+#include <sodium.h>
 
 #include "core/fsutil.h"
 #include "core/kafka.h"
@@ -36,14 +37,14 @@ struct core_audit_mirror {
     void *arg;
     /* in flight: seq in [done_seq, next_seq); slot seq % cap holds the row's end offset */
     uint64_t *ends;
-    uint8_t *acked;     /* SLOT_* */
+    uint8_t *acked; /* SLOT_* */
     size_t cap, outstanding;
     uint64_t done_seq, next_seq;
     uint64_t next_off;  /* where the next row to send starts */
     uint64_t acked_off; /* every row before it acknowledged */
     uint64_t saved_off; /* what the state file holds */
     uint64_t last_save_ms;
-    int rewind;         /* a delivery failed: resend from acked_off once in flight settles */
+    int rewind; /* a delivery failed: resend from acked_off once in flight settles */
     char *buf;
     struct core_audit_mirror_stats st;
     struct core_metric *m_rows, *m_errors, *m_lag, *m_skipped;
@@ -83,12 +84,12 @@ static uint64_t state_load(const struct core_audit_mirror *m)
     uint64_t ret = 0;
 
     sodium_bin2hex(hex, sizeof(hex), m->head_hash, sizeof(m->head_hash));
-    if (j && h && strcmp(h, hex) == 0 && off >= 0 && fstat(m->fd, &st) == 0 &&
-        off <= st.st_size)
+    if (j && h && strcmp(h, hex) == 0 && off >= 0 && fstat(m->fd, &st) == 0 && off <= st.st_size)
         ret = (uint64_t)off;
     else if (j)
         CORE_WARN("audit mirror: state file %s is for another audit log or beyond the end of "
-                  "%s: mirroring it from the beginning", m->state, m->audit);
+                  "%s: mirroring it from the beginning",
+                  m->state, m->audit);
     json_decref(j);
     return ret;
 }
@@ -141,7 +142,8 @@ static void on_delivery(void *arg, void *opaque, rd_kafka_resp_err_t err)
         m->rewind = 1;
         m->acked[seq % m->cap] = SLOT_FAILED;
         CORE_WARN("audit mirror: delivery to %s failed (%s): the rows from byte %" PRIu64
-                  " on are sent again", m->topic, rd_kafka_err2str(err), m->acked_off);
+                  " on are sent again",
+                  m->topic, rd_kafka_err2str(err), m->acked_off);
     } else {
         m->st.rows++;
         core_metric_add(m->m_rows, 1);
@@ -224,7 +226,8 @@ static void pump(struct core_audit_mirror *m)
                 m->st.skipped++;
                 core_metric_add(m->m_skipped, 1);
                 CORE_WARN("audit mirror: row at byte %" PRIu64 " of %s is longer than %u "
-                          "bytes: not mirrored", m->next_off, m->audit, CHUNK);
+                          "bytes: not mirrored",
+                          m->next_off, m->audit, CHUNK);
                 m->ends[m->next_seq % m->cap] = o;
                 m->acked[m->next_seq % m->cap] = SLOT_ACKED;
                 m->next_seq++;
@@ -252,8 +255,7 @@ static void on_timer(uv_timer_t *t)
         return;
     }
     pump(m); /* the owner stopped: what is durable now is final */
-    if ((m->outstanding == 0 && m->done_seq == m->next_seq &&
-         m->next_off >= m->durable(m->arg)) ||
+    if ((m->outstanding == 0 && m->done_seq == m->next_seq && m->next_off >= m->durable(m->arg)) ||
         now_ms(m) >= m->stop_deadline_ms)
         finish(m);
 }
@@ -271,7 +273,8 @@ static void finish(struct core_audit_mirror *m)
     uv_timer_stop(&m->timer);
     if (m->done_seq != m->next_seq)
         CORE_WARN("audit mirror: stopped with %" PRIu64 " rows unacknowledged; they are sent "
-                  "again at the next start", m->next_seq - m->done_seq);
+                  "again at the next start",
+                  m->next_seq - m->done_seq);
     state_save(m);
     core_kproducer_detach(m->p);
     uv_close((uv_handle_t *)&m->timer, timer_closed);
@@ -296,12 +299,12 @@ static core_err mirror_init(struct core_audit_mirror *m, const struct core_audit
     m->durable = o->durable;
     m->arg = o->arg;
     if (o->metrics) {
-        m->m_rows = core_metrics_get(o->metrics, CORE_METRIC_COUNTER,
-                                     "gcdp_audit_mirror_rows_total", NULL,
-                                     "ledger audit rows acknowledged on topics.audit");
-        m->m_errors = core_metrics_get(o->metrics, CORE_METRIC_COUNTER,
-                                       "gcdp_audit_mirror_errors_total", NULL,
-                                       "failed deliveries to topics.audit (each resends)");
+        m->m_rows =
+            core_metrics_get(o->metrics, CORE_METRIC_COUNTER, "gcdp_audit_mirror_rows_total", NULL,
+                             "ledger audit rows acknowledged on topics.audit");
+        m->m_errors =
+            core_metrics_get(o->metrics, CORE_METRIC_COUNTER, "gcdp_audit_mirror_errors_total",
+                             NULL, "failed deliveries to topics.audit (each resends)");
         m->m_lag = core_metrics_get(o->metrics, CORE_METRIC_GAUGE, "gcdp_audit_mirror_lag_bytes",
                                     NULL, "committed audit log bytes not yet acknowledged");
         m->m_skipped = core_metrics_get(o->metrics, CORE_METRIC_COUNTER,
@@ -360,8 +363,7 @@ void core_audit_mirror_stop(struct core_audit_mirror *m, int timeout_ms, void (*
     uv_timer_start(&m->timer, on_timer, 0, 20);
 }
 
-void core_audit_mirror_stats(const struct core_audit_mirror *m,
-                             struct core_audit_mirror_stats *out)
+void core_audit_mirror_stats(const struct core_audit_mirror *m, struct core_audit_mirror_stats *out)
 {
     *out = m->st;
     out->acked_bytes = m->acked_off; /* kept once, in acked_off */

@@ -28,8 +28,8 @@ core_err core_broker_topic_create(struct core_broker *b, const char *topic, int 
     return CORE_OK;
 }
 
-core_err core_broker_new(int nbrokers, const char *const *topics, size_t ntopics,
-                         int partitions, struct core_broker **out, char *eb, size_t ebn)
+core_err core_broker_new(int nbrokers, const char *const *topics, size_t ntopics, int partitions,
+                         struct core_broker **out, char *eb, size_t ebn)
 {
     struct core_broker *b;
     rd_kafka_conf_t *conf;
@@ -38,8 +38,7 @@ core_err core_broker_new(int nbrokers, const char *const *topics, size_t ntopics
 
     if (nbrokers < 1 || nbrokers > CORE_BROKER_MAX_BROKERS || partitions < 1 ||
         partitions > 10000) {
-        snprintf(eb, ebn, "brokers must be 1..%d and partitions 1..10000",
-                 CORE_BROKER_MAX_BROKERS);
+        snprintf(eb, ebn, "brokers must be 1..%d and partitions 1..10000", CORE_BROKER_MAX_BROKERS);
         return CORE_EINVAL;
     }
     b = core_xcalloc(1, sizeof(*b));

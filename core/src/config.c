@@ -19,8 +19,8 @@
 struct core_config {
     const struct core_cfg_key *const *tables;
     size_t ntables;
-    json_t *values; /* flat {key: value} */
-    json_t *kafka;  /* flat {librdkafka property: "string"} */
+    json_t *values;        /* flat {key: value} */
+    json_t *kafka;         /* flat {librdkafka property: "string"} */
     json_t *explicit_keys; /* {key: source} for keys set by file, env or flag */
 };
 
@@ -72,8 +72,7 @@ static core_err check_range(const struct core_cfg_key *k, double v, char *eb, si
         return CORE_ECONFIG;
     }
     if (k->min <= k->max && !(v >= k->min && v <= k->max)) {
-        snprintf(eb, ebn, "config key '%s': %g is outside [%g, %g]", k->name, v, k->min,
-                 k->max);
+        snprintf(eb, ebn, "config key '%s': %g is outside [%g, %g]", k->name, v, k->min, k->max);
         return CORE_ECONFIG;
     }
     return CORE_OK;
@@ -186,8 +185,8 @@ static void field_put(const struct core_cfg_key *k, const json_t *v, void *obj)
     }
 }
 
-core_err core_cfg_defaults(const struct core_cfg_key *table, unsigned grp, void *obj,
-                           char *eb, size_t ebn)
+core_err core_cfg_defaults(const struct core_cfg_key *table, unsigned grp, void *obj, char *eb,
+                           size_t ebn)
 {
     for (const struct core_cfg_key *k = table; k->name; k++) {
         json_t *v;
@@ -198,8 +197,7 @@ core_err core_cfg_defaults(const struct core_cfg_key *table, unsigned grp, void 
         rc = v && binding_fits(k) ? check_value(k, v, eb, ebn) : CORE_ECONFIG;
         if (rc != CORE_OK) {
             json_decref(v);
-            snprintf(eb, ebn, "default of config key '%s' does not fit its field (a bug)",
-                     k->name);
+            snprintf(eb, ebn, "default of config key '%s' does not fit its field (a bug)", k->name);
             return CORE_EINVAL;
         }
         field_put(k, v, obj);
@@ -208,8 +206,8 @@ core_err core_cfg_defaults(const struct core_cfg_key *table, unsigned grp, void 
     return CORE_OK;
 }
 
-void core_cfg_read(const struct core_config *cfg, const struct core_cfg_key *table,
-                   unsigned grp, void *obj)
+void core_cfg_read(const struct core_config *cfg, const struct core_cfg_key *table, unsigned grp,
+                   void *obj)
 {
     for (const struct core_cfg_key *k = table; k->name; k++) {
         const json_t *v;
@@ -266,8 +264,8 @@ void core_config_free(struct core_config *cfg)
     free(cfg);
 }
 
-static core_err set_kafka(struct core_config *cfg, const char *key, const json_t *value,
-                          char *eb, size_t ebn)
+static core_err set_kafka(struct core_config *cfg, const char *key, const json_t *value, char *eb,
+                          size_t ebn)
 {
     char buf[64];
     const char *s;
@@ -304,8 +302,8 @@ core_err core_config_set_json(struct core_config *cfg, const char *key, const js
         return set_kafka(cfg, key, value, eb, ebn);
     k = find_key(cfg, key);
     if (!k) {
-        snprintf(eb, ebn, "unknown config key '%s' (from %s); `gcdp config keys` lists them",
-                 key, source);
+        snprintf(eb, ebn, "unknown config key '%s' (from %s); `gcdp config keys` lists them", key,
+                 source);
         return CORE_ECONFIG;
     }
     rc = check_value(k, value, eb, ebn);
@@ -328,15 +326,13 @@ core_err core_config_set(struct core_config *cfg, const char *key, const char *t
     core_err rc;
 
     /* Strings may be written bare (--set ingest.feature=mean); everything else is JSON. */
-    bool bare = (k && (k->type == CORE_CFG_STRING || k->type == CORE_CFG_ENUM) &&
-                 text[0] != '"') ||
+    bool bare = (k && (k->type == CORE_CFG_STRING || k->type == CORE_CFG_ENUM) && text[0] != '"') ||
                 (!k && strncmp(key, KAFKA_PREFIX, strlen(KAFKA_PREFIX)) == 0);
     json_t *probe = json_string(text); /* NULL: not UTF-8, and then never echoed */
 
     v = bare ? json_incref(probe) : json_loads(text, JSON_DECODE_ANY, &jerr);
     if (!v && !probe)
-        snprintf(eb, ebn, "config key '%s' (from %s): the value is not valid UTF-8", key,
-                 source);
+        snprintf(eb, ebn, "config key '%s' (from %s): the value is not valid UTF-8", key, source);
     else if (!v)
         snprintf(eb, ebn, "config key '%s' (from %s): cannot parse '%s': %s", key, source, text,
                  jerr.text);
@@ -369,7 +365,8 @@ static core_err merge_object(struct core_config *cfg, const char *prefix, json_t
     const char *name;
     json_t *v;
 
-    json_object_foreach(obj, name, v) {
+    json_object_foreach(obj, name, v)
+    {
         char key[MAX_KEY_LEN];
         const struct core_cfg_key *k;
         core_err rc;
@@ -399,8 +396,8 @@ core_err core_config_load_file(struct core_config *cfg, const char *path, char *
     core_err rc;
 
     if (!root) {
-        snprintf(eb, ebn, "config file %s: line %d column %d: %s", path, jerr.line,
-                 jerr.column, jerr.text);
+        snprintf(eb, ebn, "config file %s: line %d column %d: %s", path, jerr.line, jerr.column,
+                 jerr.text);
         return jerr.line < 0 ? CORE_EIO : CORE_EPARSE;
     }
     if (!json_is_object(root)) {
@@ -523,7 +520,8 @@ json_t *core_config_dump(const struct core_config *cfg)
     const char *name;
     json_t *v;
     char key[MAX_KEY_LEN];
-    json_object_foreach(cfg->kafka, name, v) {
+    json_object_foreach(cfg->kafka, name, v)
+    {
         snprintf(key, sizeof(key), KAFKA_PREFIX "%s", name);
         json_object_set(out, key, v);
     }
@@ -539,7 +537,8 @@ void core_config_version(const struct core_config *cfg, const char *prefix, char
     char *text;
     size_t n = strlen(prefix);
 
-    json_object_foreach(cfg->values, name, v) {
+    json_object_foreach(cfg->values, name, v)
+    {
         if (strncmp(name, prefix, n) == 0)
             json_object_set(sub, name, v);
     }

@@ -164,8 +164,10 @@ static core_err key_decode(int fd, const char *path, uint8_t *raw, char *eb, siz
         return CORE_ECONFIG;
     }
     if (st.st_mode & 077) {
-        snprintf(eb, ebn, "key file '%s': mode %04o lets group/other access it; refused "
-                 "(chmod 600 '%s')", path, (unsigned)(st.st_mode & 07777), path);
+        snprintf(eb, ebn,
+                 "key file '%s': mode %04o lets group/other access it; refused "
+                 "(chmod 600 '%s')",
+                 path, (unsigned)(st.st_mode & 07777), path);
         return CORE_ECONFIG;
     }
     if (read_small(fd, hex, sizeof(hex), &n) != CORE_OK) {
@@ -174,8 +176,10 @@ static core_err key_decode(int fd, const char *path, uint8_t *raw, char *eb, siz
         return CORE_EIO;
     }
     if ((n == KEY_HEX + 1 && hex[KEY_HEX] == '\n' ? KEY_HEX : n) != KEY_HEX)
-        snprintf(eb, ebn, "key file '%s': %zu bytes; want %zu hex digits and an optional "
-                 "newline (gcdp ctl keygen writes one)", path, n, KEY_HEX);
+        snprintf(eb, ebn,
+                 "key file '%s': %zu bytes; want %zu hex digits and an optional "
+                 "newline (gcdp ctl keygen writes one)",
+                 path, n, KEY_HEX);
     else if (sodium_hex2bin(raw, CORE_CTL_KEY_BYTES, hex, KEY_HEX, NULL, &bin_len, NULL) != 0 ||
              bin_len != CORE_CTL_KEY_BYTES)
         snprintf(eb, ebn, "key file '%s': not %zu hex digits", path, KEY_HEX);
@@ -265,9 +269,9 @@ core_err core_ctl_keygen(const char *path, char key_id_out[17], char *eb, size_t
 /* The signed bytes (see the header); returns the length, 0 when it does not fit. */
 static size_t canon(const struct core_ctl_cmd *c, const char *key_id, char *buf, size_t n)
 {
-    int len = snprintf(buf, n, "%s\n%s\n%s\n%s\n%lld\n%s\n%s", CORE_CTL_SCHEMA,
-                       core_ctl_cmd_name(c->cmd), c->target, c->reason,
-                       (long long)c->issued_at_ms, c->nonce, key_id);
+    int len =
+        snprintf(buf, n, "%s\n%s\n%s\n%s\n%lld\n%s\n%s", CORE_CTL_SCHEMA, core_ctl_cmd_name(c->cmd),
+                 c->target, c->reason, (long long)c->issued_at_ms, c->nonce, key_id);
     return len > 0 && (size_t)len < n ? (size_t)len : 0;
 }
 
@@ -315,9 +319,8 @@ core_err core_ctl_encode(const struct core_ctl_key *k, const struct core_ctl_cmd
     }
     mac_hex(k, buf, n, sig);
     j = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:s}", "schema", CORE_CTL_SCHEMA, "cmd",
-                  core_ctl_cmd_name(c->cmd), "target", c->target, "reason", c->reason,
-                  "issued_at", (json_int_t)c->issued_at_ms, "nonce", c->nonce, "key_id", k->id,
-                  "sig", sig);
+                  core_ctl_cmd_name(c->cmd), "target", c->target, "reason", c->reason, "issued_at",
+                  (json_int_t)c->issued_at_ms, "nonce", c->nonce, "key_id", k->id, "sig", sig);
     if (!j) { /* json_pack refuses text that is not valid UTF-8 */
         snprintf(eb, ebn, "target or reason is not valid UTF-8");
         return CORE_EINVAL;
@@ -367,14 +370,14 @@ core_err core_ctl_verifier_new(const struct core_ctl_verifier_opts *o,
 {
     struct core_ctl_verifier *v;
     char why[128];
-    const char *bad = !o->key                ? "no control key"
-                      : o->max_skew_ms <= 0    ? "max skew must be > 0"
-                      : core_ctl_text_check(o->target, CORE_CTL_MAX_TARGET, 1, why,
-                                            sizeof(why)) != CORE_OK
-                          ? "service name is not a valid control target"
-                      : o->prev_key && strcmp(o->key->id, o->prev_key->id) == 0
-                          ? "the previous key is the current key (same key id)"
-                          : NULL;
+    const char *bad =
+        !o->key               ? "no control key"
+        : o->max_skew_ms <= 0 ? "max skew must be > 0"
+        : core_ctl_text_check(o->target, CORE_CTL_MAX_TARGET, 1, why, sizeof(why)) != CORE_OK
+            ? "service name is not a valid control target"
+        : o->prev_key && strcmp(o->key->id, o->prev_key->id) == 0
+            ? "the previous key is the current key (same key id)"
+            : NULL;
 
     if (bad) {
         snprintf(eb, ebn, "%s", bad);
@@ -413,7 +416,7 @@ size_t core_ctl_verifier_cached(const struct core_ctl_verifier *v)
     return v->ncache;
 }
 
-static const char *const field_names[NFIELDS] = {"schema", "cmd",   "target", "reason",
+static const char *const field_names[NFIELDS] = {"schema",    "cmd",   "target", "reason",
                                                  "issued_at", "nonce", "key_id", "sig"};
 
 /* Copy string member name of j into dst (cap bytes incl. NUL); false when absent, not a
@@ -438,7 +441,8 @@ static enum core_ctl_verdict check_members(const json_t *j, struct core_ctl_cmd 
     const char *k;
     const json_t *val;
 
-    json_object_foreach((json_t *)j, k, val) {
+    json_object_foreach((json_t *)j, k, val)
+    {
         size_t i = 0;
         while (i < NFIELDS && strcmp(k, field_names[i]) != 0)
             i++;
@@ -491,8 +495,11 @@ static enum core_ctl_verdict parse_record(const void *buf, size_t len, struct co
     j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &e);
     if (!j || !json_is_object(j)) {
         /* position only: jansson's text quotes the input ("near '...'") */
-        snprintf(d, dn, j ? "not a JSON object" : "not JSON, or invalid UTF-8, or a repeated "
-                 "member (line %d column %d)", e.line, e.column);
+        snprintf(d, dn,
+                 j ? "not a JSON object"
+                   : "not JSON, or invalid UTF-8, or a repeated "
+                     "member (line %d column %d)",
+                 e.line, e.column);
         json_decref(j);
         return CORE_CTL_MALFORMED;
     }
@@ -507,8 +514,8 @@ static enum core_ctl_verdict parse_record(const void *buf, size_t len, struct co
 }
 
 static enum core_ctl_verdict check_sig(const struct core_ctl_verifier *v,
-                                       const struct core_ctl_cmd *c, const char *sig_hex,
-                                       char *d, size_t dn)
+                                       const struct core_ctl_cmd *c, const char *sig_hex, char *d,
+                                       size_t dn)
 {
     const struct core_ctl_key *k = NULL;
     uint8_t want[crypto_auth_hmacsha256_BYTES], got[crypto_auth_hmacsha256_BYTES];
@@ -546,9 +553,8 @@ static void cache_evict(struct core_ctl_verifier *v, int64_t now_ms)
     v->ncache = w;
 }
 
-static enum core_ctl_verdict check_fresh(struct core_ctl_verifier *v,
-                                         const struct core_ctl_cmd *c, int64_t now_ms,
-                                         char *d, size_t dn)
+static enum core_ctl_verdict check_fresh(struct core_ctl_verifier *v, const struct core_ctl_cmd *c,
+                                         int64_t now_ms, char *d, size_t dn)
 {
     uint8_t nonce[CORE_CTL_NONCE_BYTES];
     size_t bin_len = 0;
@@ -556,7 +562,7 @@ static enum core_ctl_verdict check_fresh(struct core_ctl_verifier *v,
     if (c->issued_at_ms < now_ms - v->skew_ms || c->issued_at_ms > now_ms + v->skew_ms) {
         snprintf(d, dn, "issued_at is %lld ms %s now; the allowed skew is %lld ms",
                  (long long)(c->issued_at_ms < now_ms ? now_ms - c->issued_at_ms
-                                                       : c->issued_at_ms - now_ms),
+                                                      : c->issued_at_ms - now_ms),
                  c->issued_at_ms < now_ms ? "before" : "after", (long long)v->skew_ms);
         return c->issued_at_ms < now_ms ? CORE_CTL_STALE : CORE_CTL_FUTURE;
     }
@@ -574,8 +580,10 @@ static enum core_ctl_verdict check_fresh(struct core_ctl_verifier *v,
     if (v->ncache == v->cap)
         cache_evict(v, now_ms);
     if (v->ncache == v->cap) {
-        snprintf(d, dn, "%zu nonces within the skew window are remembered already; refused "
-                 "(fail closed)", v->cap);
+        snprintf(d, dn,
+                 "%zu nonces within the skew window are remembered already; refused "
+                 "(fail closed)",
+                 v->cap);
         return CORE_CTL_REPLAY_CACHE_FULL;
     }
     memcpy(v->cache[v->ncache].nonce, nonce, sizeof(nonce));

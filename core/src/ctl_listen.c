@@ -1,5 +1,4 @@
 /* ctl_listen.c - control-topic listener and status replies (core/ctl_listen.h). */
-#include "core/clock.h"
 #include "core/ctl_listen.h"
 
 #include <stdio.h>
@@ -7,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/kconf.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -45,9 +45,9 @@ static void log_verdict(struct core_ctl_listener *l, const rd_kafka_message_t *m
 {
     uint64_t n = core_ctl_verifier_count(l->ver, r);
     if (n <= LOG_FIRST || n % LOG_EVERY == 0)
-        CORE_WARN("control: record %s[%d]@%lld rejected: %s (%s); %llu %s so far",
-                  l->topic, (int)m->partition, (long long)m->offset, core_ctl_verdict_name(r),
-                  detail, (unsigned long long)n, core_ctl_verdict_name(r));
+        CORE_WARN("control: record %s[%d]@%lld rejected: %s (%s); %llu %s so far", l->topic,
+                  (int)m->partition, (long long)m->offset, core_ctl_verdict_name(r), detail,
+                  (unsigned long long)n, core_ctl_verdict_name(r));
 }
 
 static void on_message(void *arg, const rd_kafka_message_t *m)
@@ -74,8 +74,8 @@ static void on_gap(void *arg, const char *topic, int32_t p, int64_t from, int64_
 {
     struct core_ctl_listener *l = arg;
     (void)l;
-    CORE_WARN("control: records %lld..%lld of %s[%d] were never seen (retention)",
-              (long long)from, (long long)to, topic, (int)p);
+    CORE_WARN("control: records %lld..%lld of %s[%d] were never seen (retention)", (long long)from,
+              (long long)to, topic, (int)p);
 }
 
 static void on_error(void *arg, rd_kafka_resp_err_t err, const char *reason, bool fatal)
@@ -95,8 +95,8 @@ static void on_cons_closed(void *arg)
 }
 
 /* The verifier from control.key_file / control.prev_key_file / control.max_skew_s. */
-static core_err make_verifier(const struct core_config *cfg, struct core_ctl_listener *l,
-                              char *eb, size_t ebn)
+static core_err make_verifier(const struct core_config *cfg, struct core_ctl_listener *l, char *eb,
+                              size_t ebn)
 {
     const char *kf = core_config_str(cfg, "control.key_file");
     const char *pf = core_config_str(cfg, "control.prev_key_file");
@@ -118,8 +118,7 @@ static core_err make_verifier(const struct core_config *cfg, struct core_ctl_lis
         return CORE_ECONFIG;
     }
     if (core_ctl_verifier_new(&vo, &l->ver, why, sizeof(why)) != CORE_OK) { /* takes keys */
-        snprintf(eb, ebn, "%s: %s", vo.prev_key ? "control.prev_key_file" : "control",
-                 why);
+        snprintf(eb, ebn, "%s: %s", vo.prev_key ? "control.prev_key_file" : "control", why);
         return CORE_ECONFIG;
     }
     return CORE_OK;
@@ -128,16 +127,17 @@ static core_err make_verifier(const struct core_config *cfg, struct core_ctl_lis
 static core_err make_consumer(uv_loop_t *loop, const struct core_config *cfg,
                               struct core_ctl_listener *l, char *eb, size_t ebn)
 {
-    struct core_kconsumer_ops ops = {.on_message = on_message, .on_gap = on_gap,
-                                     .on_error = on_error, .on_closed = on_cons_closed,
+    struct core_kconsumer_ops ops = {.on_message = on_message,
+                                     .on_gap = on_gap,
+                                     .on_error = on_error,
+                                     .on_closed = on_cons_closed,
                                      .arg = l};
     char prefix[256];
 
     /* one group per instance: every instance is assigned every partition; "latest": never
      * replay old commands */
     snprintf(prefix, sizeof(prefix), "gcdp.ctl.%s", l->service);
-    return core_kconsumer_new_own(loop, cfg, prefix, l->topic, "latest", &ops, &l->cons, eb,
-                                  ebn);
+    return core_kconsumer_new_own(loop, cfg, prefix, l->topic, "latest", &ops, &l->cons, eb, ebn);
 }
 
 static void register_metrics(struct core_ctl_listener *l)
@@ -170,7 +170,8 @@ core_err core_ctl_listener_new(uv_loop_t *loop, const struct core_config *cfg,
         return CORE_EINVAL;
     }
     if ((!kf || !kf[0]) && pf && pf[0]) {
-        snprintf(eb, ebn, "control.prev_key_file: set while control.key_file is empty (the "
+        snprintf(eb, ebn,
+                 "control.prev_key_file: set while control.key_file is empty (the "
                  "previous key is only accepted beside a current one)");
         return CORE_ECONFIG;
     }
@@ -216,9 +217,9 @@ json_t *core_ctl_listener_counts_json(const struct core_ctl_listener *l)
 {
     json_t *o = json_object();
     for (int r = 0; r < CORE_CTL_NVERDICTS; r++)
-        json_object_set_new(o, core_ctl_verdict_name((enum core_ctl_verdict)r),
-                            json_integer((json_int_t)core_ctl_listener_count(
-                                l, (enum core_ctl_verdict)r)));
+        json_object_set_new(
+            o, core_ctl_verdict_name((enum core_ctl_verdict)r),
+            json_integer((json_int_t)core_ctl_listener_count(l, (enum core_ctl_verdict)r)));
     return o;
 }
 
@@ -256,16 +257,15 @@ void core_ctl_listener_free(struct core_ctl_listener *l)
     free(l);
 }
 
-core_err core_ctl_status_encode(const char *service, const char *instance,
-                                const char *in_reply_to, int64_t at_ms, const json_t *status,
-                                char **out)
+core_err core_ctl_status_encode(const char *service, const char *instance, const char *in_reply_to,
+                                int64_t at_ms, const json_t *status, char **out)
 {
     json_t *j;
 
     if (!json_is_object(status) || !service || !instance)
         return CORE_EINVAL;
-    j = json_pack("{s:s, s:s, s:s, s:o, s:I, s:O}", "schema", CORE_CTL_STATUS_SCHEMA,
-                  "service", service, "instance", instance, "in_reply_to",
+    j = json_pack("{s:s, s:s, s:s, s:o, s:I, s:O}", "schema", CORE_CTL_STATUS_SCHEMA, "service",
+                  service, "instance", instance, "in_reply_to",
                   in_reply_to ? json_string(in_reply_to) : json_null(), "at", (json_int_t)at_ms,
                   "status", (json_t *)status);
     if (!j)
@@ -276,12 +276,12 @@ core_err core_ctl_status_encode(const char *service, const char *instance,
 }
 
 core_err core_ctl_reply_status(struct core_kproducer *p, const char *topic, const char *service,
-                               const char *instance, const char *in_reply_to,
-                               const json_t *status, void *opaque, char *eb, size_t ebn)
+                               const char *instance, const char *in_reply_to, const json_t *status,
+                               void *opaque, char *eb, size_t ebn)
 {
     char *text = NULL;
-    core_err rc = core_ctl_status_encode(service, instance, in_reply_to, core_ctl_now_ms(),
-                                         status, &text);
+    core_err rc =
+        core_ctl_status_encode(service, instance, in_reply_to, core_ctl_now_ms(), status, &text);
 
     if (rc != CORE_OK) {
         snprintf(eb, ebn, "status record: %s", core_strerror(rc));

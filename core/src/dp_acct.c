@@ -139,8 +139,7 @@ core_err core_dp_cdp_delta(double rho, double eps, double *delta)
  * (f(lo) > delta or lo = 0) and hi (f(hi) <= delta). */
 typedef core_err (*delta_of_eps_fn)(double param, double eps, double *delta);
 
-static core_err invert_delta(delta_of_eps_fn f, double param, double delta, double hi,
-                             double *eps)
+static core_err invert_delta(delta_of_eps_fn f, double param, double delta, double hi, double *eps)
 {
     double lo = 0.0, d;
 

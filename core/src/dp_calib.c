@@ -5,8 +5,9 @@
  */
 #include "core/dp_calib.h"
 
-#include <gsl/gsl_sf_erf.h>
 #include <math.h>
+
+#include <gsl/gsl_sf_erf.h>
 
 #include "dp_round.h"
 

@@ -5,11 +5,11 @@
  */
 #include "core/dp_exact.h"
 
-#include "dp_exact_internal.h"
-
 #include <string.h>
 
-#define U128_MAX (~(core_u128)0)
+#include "dp_exact_internal.h"
+
+#define U128_MAX  (~(core_u128)0)
 #define DEN_LIMIT ((core_u128)1 << 100)
 
 /* Random bits for one sampler call ("keep the bit position per release", NOISE.md §4.3):
@@ -49,7 +49,7 @@ static void pool_wipe(struct bitpool *p)
  * bern_exp1) the same long division runs in 64-bit registers; it consumes exactly the same
  * random bits and returns exactly the same result as the 128-bit loop. */
 static inline __attribute__((always_inline)) core_err pool_bern_rat(void *ctx, core_u128 num,
-                                                                   core_u128 den, bool *out)
+                                                                    core_u128 den, bool *out)
 {
     struct bitpool *p = ctx;
 
@@ -129,8 +129,8 @@ typedef core_err bern_rat_fn(void *ctx, core_u128 num, core_u128 den, bool *out)
 /* CKS20 Alg. 1 (first half), NOISE.md §4.4 item 2: Bernoulli(exp(-a/b)) for 0 <= a <= b.
  * Von Neumann's series: the loop stops at the first k with not Bernoulli(a/(b k)); the
  * probability that it stops at an odd k is exp(-a/b). */
-static inline __attribute__((always_inline)) core_err
-bern_exp1(bern_rat_fn *bern_rat, void *ctx, core_u128 a, core_u128 b, bool *out)
+static inline __attribute__((always_inline)) core_err bern_exp1(bern_rat_fn *bern_rat, void *ctx,
+                                                                core_u128 a, core_u128 b, bool *out)
 {
     core_u128 k = 1;
 

@@ -9,11 +9,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <libgen.h>
 #include <math.h>
 #include <pthread.h>
-#include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +19,9 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <jansson.h>
+#include <sodium.h>
 
 #include "core/buf.h"
 #include "core/lines.h"
@@ -30,8 +31,8 @@
 #include "dp_round.h"
 
 #define LEDGER_FORMAT 2 /* header version; 1 had no unit scheme and is refused */
-#define ROW_VERSION 1
-#define HEADER_MAX 1024
+#define ROW_VERSION   1
+#define HEADER_MAX    1024
 
 /* ---- string map with SipHash (keys may come from device ids: no hash flooding) ---- */
 
@@ -160,10 +161,10 @@ struct rel {
  * order, what the store holds and what a JSONL reopen rebuilds. */
 struct unit_ent {
     struct core_dp_cost total, committed;
-    uint32_t pending;  /* pending releases naming the unit (store: pins it in the cache) */
-    int has_slot;      /* name is "<device>|<slot>" with a representable slot end */
-    int64_t slot_end;  /* (slot + 1) * slot_ms */
-    int in_store;      /* store: a row exists */
+    uint32_t pending; /* pending releases naming the unit (store: pins it in the cache) */
+    int has_slot;     /* name is "<device>|<slot>" with a representable slot end */
+    int64_t slot_end; /* (slot + 1) * slot_ms */
+    int in_store;     /* store: a row exists */
 };
 
 struct core_dp_ledger {
@@ -184,13 +185,13 @@ struct core_dp_ledger {
     char *absent_id;   /* store: the last id lookup found absent (charge need not ask again) */
     struct ldb_meta meta;
     int64_t horizon_ms, step_ms; /* store: replay horizon; compaction step */
-    uint64_t size;     /* bytes of valid file content */
-    int broken;        /* a write/fsync failed: refuse all further commits */
+    uint64_t size;               /* bytes of valid file content */
+    int broken;                  /* a write/fsync failed: refuse all further commits */
     /* Row-text cache: releases of one plan share mech, cost and params, whose JSON (17-digit
      * doubles through printf, params parsed and re-serialised) was most of a charge's CPU.
      * Key: params text and cost bits; value: ,"eps":..,"rho":..,"delta":..[,"params":{..}]
      * exactly as jansson writes it inside the row. */
-    char *tail_params;  /* the params_json the tail was built from ("" for NULL) */
+    char *tail_params; /* the params_json the tail was built from ("" for NULL) */
     struct core_dp_cost tail_cost;
     char *tail;
     struct core_dp_ledger_stats st;
@@ -333,8 +334,7 @@ static int json_cost_field(const json_t *row, const char *key, double *out)
 }
 
 /* Apply one committed row found at off/len. Returns CORE_OK or CORE_EPARSE/ETOOBIG. */
-core_err core_dp_ledger_parse_row(const json_t *row, struct core_dp_row *out, char *eb,
-                                  size_t ebn)
+core_err core_dp_ledger_parse_row(const json_t *row, struct core_dp_row *out, char *eb, size_t ebn)
 {
     const json_t *units = json_object_get(row, "units");
     size_t n = json_array_size(units);
@@ -359,15 +359,14 @@ core_err core_dp_ledger_parse_row(const json_t *row, struct core_dp_row *out, ch
     }
     for (size_t i = 0; i < n; i++)
         if (!name_ok(json_string_value(json_array_get(units, i)), CORE_DP_LEDGER_MAX_ID)) {
-            set_err(eb, ebn, "release %s: unit %zu is not a string of 1..%d bytes", out->id,
-                    i, CORE_DP_LEDGER_MAX_ID);
+            set_err(eb, ebn, "release %s: unit %zu is not a string of 1..%d bytes", out->id, i,
+                    CORE_DP_LEDGER_MAX_ID);
             return CORE_EPARSE;
         }
     if (!json_cost_field(row, "eps", &out->cost.eps) ||
         !json_cost_field(row, "rho", &out->cost.rho) ||
         !json_cost_field(row, "delta", &out->cost.delta)) {
-        set_err(eb, ebn, "release %s: eps, rho or delta missing, negative or not finite",
-                out->id);
+        set_err(eb, ebn, "release %s: eps, rho or delta missing, negative or not finite", out->id);
         return CORE_EPARSE;
     }
     return CORE_OK;
@@ -473,7 +472,7 @@ static core_err scan_file(struct core_dp_ledger *l, uint64_t start, char *errbuf
         }
         /* a NUL byte or no "\n" (cut by end of file): unparsable, a torn append if last */
         rc = got == CORE_OK && core_lines_terminated(ln) ? scan_line(l, line, len, off, &unparsable)
-                                                        : CORE_EPARSE;
+                                                         : CORE_EPARSE;
         if (rc != CORE_OK && !unparsable) {
             set_err(errbuf, errbuf_size, "ledger %s: row at byte %llu: %s", l->path,
                     (unsigned long long)off,
@@ -507,7 +506,6 @@ static int scheme_ok(const struct core_dp_scheme *s)
     return s->slot_ms >= 1 && s->time_radius >= 0 && s->time_radius <= 1000000 &&
            s->period_ms >= 1 && s->period_ms <= ((int64_t)1 << 40);
 }
-
 
 static int64_t floor_div(int64_t a, int64_t b)
 {
@@ -544,17 +542,17 @@ int core_dp_unit_parse(const char *unit, char *dev, size_t dev_size, int64_t *sl
     return 0;
 }
 
-core_err core_dp_units(const struct core_dp_scheme *s, const char *device, int64_t t0,
-                       int64_t t1, int64_t extra_ms, char *buf, size_t buf_size,
-                       const char **units, size_t max_units, size_t *n)
+core_err core_dp_units(const struct core_dp_scheme *s, const char *device, int64_t t0, int64_t t1,
+                       int64_t extra_ms, char *buf, size_t buf_size, const char **units,
+                       size_t max_units, size_t *n)
 {
     const int64_t lim = (int64_t)1 << 62;
     int64_t widen, s0, s1;
     size_t used = 0;
 
     *n = 0;
-    if (!scheme_ok(s) || !device || !device[0] || strchr(device, '|') || t1 <= t0 ||
-        t0 < -lim || t1 > lim || extra_ms < 0 || extra_ms > lim / 4)
+    if (!scheme_ok(s) || !device || !device[0] || strchr(device, '|') || t1 <= t0 || t0 < -lim ||
+        t1 > lim || extra_ms < 0 || extra_ms > lim / 4)
         return CORE_EINVAL;
     widen = s->time_radius * s->period_ms + extra_ms;
     if (widen > lim / 4)
@@ -575,8 +573,8 @@ core_err core_dp_units(const struct core_dp_scheme *s, const char *device, int64
 
 /* ---- header: the unit scheme and caps, bound once ---- */
 
-static size_t header_text(const struct core_dp_scheme *s, const struct core_dp_cost *cap,
-                          char *buf, size_t n)
+static size_t header_text(const struct core_dp_scheme *s, const struct core_dp_cost *cap, char *buf,
+                          size_t n)
 {
     int w = snprintf(buf, n,
                      "{\"gcdp_ledger\":%d,\"scheme\":{\"unit\":\"%s\",\"slot_ms\":%lld,"
@@ -601,21 +599,26 @@ static core_err parse_header(const char *line, size_t len, const char *path,
     core_err rc = CORE_ESTATE;
 
     if (!json_is_object(h) || !json_is_integer(json_object_get(h, "gcdp_ledger"))) {
-        set_err(eb, ebn, "ledger %s: the first line is not a ledger header; refusing to take "
-                "this file for a ledger", path);
+        set_err(eb, ebn,
+                "ledger %s: the first line is not a ledger header; refusing to take "
+                "this file for a ledger",
+                path);
     } else if (fmt != LEDGER_FORMAT) {
-        set_err(eb, ebn, "ledger %s: format %lld records no unit scheme or caps (format %d "
+        set_err(eb, ebn,
+                "ledger %s: format %lld records no unit scheme or caps (format %d "
                 "does); its totals cannot be bound to a scheme, so it is refused (start a new "
-                "ledger file and keep this one as the record of what was spent)", path,
-                (long long)fmt, LEDGER_FORMAT);
+                "ledger file and keep this one as the record of what was spent)",
+                path, (long long)fmt, LEDGER_FORMAT);
     } else if (!unit || strcmp(unit, CORE_DP_UNIT_FORMAT) != 0 ||
                !json_is_integer(json_object_get(sc, "slot_ms")) ||
                !json_is_integer(json_object_get(sc, "time_radius")) ||
                !json_is_integer(json_object_get(sc, "period_ms")) ||
                !json_cost_field(cp, "eps", &cap->eps) || !json_cost_field(cp, "rho", &cap->rho) ||
                !json_cost_field(cp, "delta", &cap->delta) ||
-               strcmp(json_string_value(json_object_get(h, "accounting")) ?
-                      json_string_value(json_object_get(h, "accounting")) : "", "basic") != 0) {
+               strcmp(json_string_value(json_object_get(h, "accounting"))
+                          ? json_string_value(json_object_get(h, "accounting"))
+                          : "",
+                      "basic") != 0) {
         set_err(eb, ebn, "ledger %s: header malformed (scheme, cap or accounting)", path);
     } else {
         s->slot_ms = json_integer_value(json_object_get(sc, "slot_ms"));
@@ -653,7 +656,8 @@ static core_err read_header_fd(int fd, const char *path, struct core_dp_scheme *
         return CORE_EIO;
     }
     if (st.st_size == 0) {
-        set_err(eb, ebn, "ledger %s: the file exists but is empty (truncated?); a ledger is "
+        set_err(eb, ebn,
+                "ledger %s: the file exists but is empty (truncated?); a ledger is "
                 "never silently new: remove the file explicitly if it really holds no history",
                 path);
         return CORE_ESTATE;
@@ -765,13 +769,14 @@ static core_err header_matches(const struct core_dp_ledger *l, const char *where
                                const struct core_dp_scheme s, const struct core_dp_cost cap,
                                char *eb, size_t ebn)
 {
-#define DIFF(field, fmt, mine, theirs, what)                                                \
-    if ((mine) != (theirs)) {                                                             \
-        set_err(eb, ebn, "ledger %s was created with %s " fmt "; this run has " fmt        \
-                " (%s). A ledger's unit scheme and caps never change: a different "       \
-                "setting needs a new ledger file (docs/release.md, \"The ledger\")",       \
-                where, field, theirs, mine, what);                                         \
-        return CORE_ESTATE;                                                               \
+#define DIFF(field, fmt, mine, theirs, what)                                                       \
+    if ((mine) != (theirs)) {                                                                      \
+        set_err(eb, ebn,                                                                           \
+                "ledger %s was created with %s " fmt "; this run has " fmt                         \
+                " (%s). A ledger's unit scheme and caps never change: a different "                \
+                "setting needs a new ledger file (docs/release.md, \"The ledger\")",               \
+                where, field, theirs, mine, what);                                                 \
+        return CORE_ESTATE;                                                                        \
     }
     DIFF("slot_ms", "%lld", (long long)l->scheme.slot_ms, (long long)s.slot_ms,
          "release.ledger.slot_ms")
@@ -912,7 +917,8 @@ core_err core_dp_ledger_open_store(const struct core_dp_ledger_opts *opts,
     if (!out || !opts_ok(opts) ||
         (store && (!store->path || !store->path[0] || strcmp(store->path, opts->path) == 0 ||
                    store->replay_horizon_ms < 0))) {
-        set_err(errbuf, errbuf_size, "ledger: path, finite non-negative caps and a unit scheme "
+        set_err(errbuf, errbuf_size,
+                "ledger: path, finite non-negative caps and a unit scheme "
                 "(slot_ms >= 1, time_radius >= 0, period_ms >= 1) required");
         return CORE_EINVAL;
     }
@@ -991,8 +997,7 @@ static const char *row_tail(struct core_dp_ledger *l, const struct core_dp_cost 
     json_t *obj;
     char *text;
 
-    if (l->tail && strcmp(l->tail_params, pj) == 0 &&
-        core_dp_cost_same(&l->tail_cost, c))
+    if (l->tail && strcmp(l->tail_params, pj) == 0 && core_dp_cost_same(&l->tail_cost, c))
         return l->tail;
     free(l->tail);
     free(l->tail_params);
@@ -1081,8 +1086,8 @@ static void row_format(const struct rel *r, const void *bytes, size_t len, char 
 
 /* Charge checks the JSONL back end makes from memory: the id committed (CORE_EEXIST), a unit
  * at or before the compaction floor (CORE_EEXPIRED: its history is gone, never re-noised). */
-static core_err store_precheck(struct core_dp_ledger *l, const char *id,
-                               const char *const *units, size_t n)
+static core_err store_precheck(struct core_dp_ledger *l, const char *id, const char *const *units,
+                               size_t n)
 {
     int64_t end;
     if (!l->db)
@@ -1208,8 +1213,7 @@ static core_err store_commit(struct core_dp_ledger *l, size_t n, const char *con
 }
 
 /* The earliest slot end of units (the release's time); 0 when no unit has a slot. */
-static int units_time(const struct core_dp_ledger *l, const char *const *u, size_t n,
-                      int64_t *t)
+static int units_time(const struct core_dp_ledger *l, const char *const *u, size_t n, int64_t *t)
 {
     int has = 0;
     for (size_t i = 0; i < n; i++) {
@@ -1251,8 +1255,7 @@ static core_err tail_row(struct core_dp_ledger *l, const json_t *row, uint64_t o
         rc = core_dp_cost_add(&e->committed, &pr.cost) == CORE_OK ? CORE_OK : CORE_EPARSE;
         e->total = e->committed;
         if (rc == CORE_OK)
-            rc = ldb_put_unit(l->db, u[i], &e->committed,
-                              e->has_slot ? e->slot_end : LDB_NO_SLOT);
+            rc = ldb_put_unit(l->db, u[i], &e->committed, e->has_slot ? e->slot_end : LDB_NO_SLOT);
     }
     l->meta.releases++;
     return rc;
@@ -1283,8 +1286,8 @@ static core_err store_replay_tail(struct core_dp_ledger *l, char *eb, size_t ebn
     }
     if (l->meta.releases > m0.releases)
         CORE_WARN("ledger %s: %lld rows of the audit log beyond the store's last transaction "
-                  "applied to the store %s (a crash or power loss between the two)", l->path,
-                  (long long)(l->meta.releases - m0.releases), l->store);
+                  "applied to the store %s (a crash or power loss between the two)",
+                  l->path, (long long)(l->meta.releases - m0.releases), l->store);
     return CORE_OK;
 }
 
@@ -1298,7 +1301,8 @@ static core_err store_audit_size(struct core_dp_ledger *l, size_t hdr_len, char 
         return CORE_EIO;
     if (l->meta.audit_size == 0) { /* created, audit log not yet bound: header only */
         if ((size_t)st.st_size != hdr_len) {
-            set_err(eb, ebn, "ledger store %s is new but the audit log %s holds rows; refusing "
+            set_err(eb, ebn,
+                    "ledger store %s is new but the audit log %s holds rows; refusing "
                     "to bind them (import an existing ledger with gcdp ledger --import)",
                     l->store, l->path);
             return CORE_ESTATE;
@@ -1312,7 +1316,8 @@ static core_err store_audit_size(struct core_dp_ledger *l, size_t hdr_len, char 
     }
     l->size = (uint64_t)st.st_size;
     if (st.st_size < l->meta.audit_size) {
-        set_err(eb, ebn, "ledger audit log %s has %lld bytes but its store %s recorded %lld: "
+        set_err(eb, ebn,
+                "ledger audit log %s has %lld bytes but its store %s recorded %lld: "
                 "rows the store committed are missing from the audit log (it is written and "
                 "fsync'd before the store); refusing (restore the audit log, inspect both)",
                 l->path, (long long)st.st_size, l->store, (long long)l->meta.audit_size);
@@ -1337,8 +1342,10 @@ static core_err store_open(struct core_dp_ledger *l, char *eb, size_t ebn)
         return CORE_EINVAL;
     if (access(l->store, F_OK) != 0 && errno == ENOENT) {
         if (access(l->path, F_OK) == 0) {
-            set_err(eb, ebn, "ledger %s exists but its store %s does not: import it once "
-                    "(gcdp ledger --import %s --to %s)", l->path, l->store, l->path, l->store);
+            set_err(eb, ebn,
+                    "ledger %s exists but its store %s does not: import it once "
+                    "(gcdp ledger --import %s --to %s)",
+                    l->path, l->store, l->path, l->store);
             return CORE_ESTATE;
         }
         hdr[hn - 1] = '\0'; /* the stored header has no newline */
@@ -1429,8 +1436,7 @@ static core_err store_compact(struct core_dp_ledger *l, int64_t floor)
     return CORE_OK;
 }
 
-core_err core_dp_ledger_advance(struct core_dp_ledger *l, int64_t watermark_ms,
-                                int64_t lateness_ms)
+core_err core_dp_ledger_advance(struct core_dp_ledger *l, int64_t watermark_ms, int64_t lateness_ms)
 {
     int64_t cut, floor = INT64_MIN;
     if (!l || lateness_ms < 0)
@@ -1524,8 +1530,8 @@ static core_err import_verify(struct core_dp_ledger *old, struct ldb *d, uint64_
         int found = 0;
         if (!old->units.slots[i].key)
             continue;
-        rc = ldb_unit_get(d, old->units.slots[i].key,
-                          e->has_slot ? e->slot_end : LDB_NO_SLOT, &c, &found);
+        rc = ldb_unit_get(d, old->units.slots[i].key, e->has_slot ? e->slot_end : LDB_NO_SLOT, &c,
+                          &found);
         if (rc == CORE_OK && (!found || !core_dp_cost_same(&c, &e->total)))
             rc = CORE_EINVARIANT;
     }
@@ -1547,8 +1553,8 @@ static core_err import_verify(struct core_dp_ledger *old, struct ldb *d, uint64_
 }
 
 /* Fill and verify the new store at tmp (already created). */
-static core_err import_fill(struct core_dp_ledger *old, const char *tmp, uint64_t *rows,
-                            char *eb, size_t ebn)
+static core_err import_fill(struct core_dp_ledger *old, const char *tmp, uint64_t *rows, char *eb,
+                            size_t ebn)
 {
     struct ldb *d = NULL;
     struct ldb_meta m;
@@ -1562,8 +1568,10 @@ static core_err import_fill(struct core_dp_ledger *old, const char *tmp, uint64_
     if (rc == CORE_EIO)
         set_err(eb, ebn, "ledger import: store write failed: %s", ldb_errmsg(d));
     if (rc == CORE_OK && (rc = import_verify(old, d, *rows)) != CORE_OK)
-        set_err(eb, ebn, "ledger import: the new store does not hold the same totals and "
-                "outputs as %s (%s); nothing put in place", old->path, core_errname(rc));
+        set_err(eb, ebn,
+                "ledger import: the new store does not hold the same totals and "
+                "outputs as %s (%s); nothing put in place",
+                old->path, core_errname(rc));
     ldb_close(d);
     return rc;
 }
@@ -1602,8 +1610,7 @@ core_err core_dp_ledger_import(const struct core_dp_ledger_opts *opts, const cha
     if (rc == CORE_OK)
         rc = import_fill(old, tmp, rows, eb, ebn);
     if (rc == CORE_OK && link(tmp, store) != 0) {
-        set_err(eb, ebn, "ledger import: cannot put %s in place: %s", store,
-                strerror(errno));
+        set_err(eb, ebn, "ledger import: cannot put %s in place: %s", store, strerror(errno));
         rc = errno == EEXIST ? CORE_EEXIST : CORE_EIO;
     }
     if (rc == CORE_OK && fsync(old->dfd) != 0)
@@ -1616,12 +1623,12 @@ core_err core_dp_ledger_import(const struct core_dp_ledger_opts *opts, const cha
 
 /* ---- charge / cancel ---- */
 
-static core_err charge_args_ok(const struct core_dp_ledger *l, const char *id,
-                               const char *mech, const char *const *units, size_t n_units,
+static core_err charge_args_ok(const struct core_dp_ledger *l, const char *id, const char *mech,
+                               const char *const *units, size_t n_units,
                                const struct core_dp_cost *cost, const char *params_json)
 {
-    if (!name_ok(id, CORE_DP_LEDGER_MAX_ID) || !name_ok(mech, CORE_DP_LEDGER_MAX_MECH) ||
-        !units || !cost_ok(cost))
+    if (!name_ok(id, CORE_DP_LEDGER_MAX_ID) || !name_ok(mech, CORE_DP_LEDGER_MAX_MECH) || !units ||
+        !cost_ok(cost))
         return CORE_EINVAL;
     if (n_units == 0)
         return CORE_EINVAL;
@@ -1668,8 +1675,8 @@ static int within_cap(const struct core_dp_ledger *l, const char *const *u, size
 }
 
 void core_dp_ledger_refusal(const struct core_dp_ledger *l, const char *const *units, size_t n,
-                            const struct core_dp_cost *cost, const char *what,
-                            const char *eps_name, char *errbuf, size_t errbuf_size)
+                            const struct core_dp_cost *cost, const char *what, const char *eps_name,
+                            char *errbuf, size_t errbuf_size)
 {
     size_t i = first_over_cap(l, units, n, cost);
     struct core_dp_cost spent = {0, 0, 0};
@@ -1681,10 +1688,12 @@ void core_dp_ledger_refusal(const struct core_dp_ledger *l, const char *const *u
     }
     if (core_dp_ledger_spent(l, units[i], &spent) != CORE_OK)
         spent.eps = spent.delta = NAN;
-    set_err(errbuf, errbuf_size, "privacy budget: unit '%s' has spent eps=%.6g delta=%.3g; this %s needs "
+    set_err(errbuf, errbuf_size,
+            "privacy budget: unit '%s' has spent eps=%.6g delta=%.3g; this %s needs "
             "%s=%.6g delta=%.3g; lifetime cap eps=%.6g delta=%.3g (release.ledger.cap_*); "
-            "refused", units[i], spent.eps, spent.delta, what, eps_name, cost->eps,
-            cost->delta, l->cap.eps, l->cap.delta);
+            "refused",
+            units[i], spent.eps, spent.delta, what, eps_name, cost->eps, cost->delta, l->cap.eps,
+            l->cap.delta);
 }
 
 static size_t count_new_units(const struct core_dp_ledger *l, const char *const *u, size_t n)
@@ -1724,8 +1733,8 @@ static void rel_pending(struct core_dp_ledger *l, struct rel *r, const char *id,
     l->st.pending++;
 }
 
-core_err core_dp_ledger_charge(struct core_dp_ledger *l, const char *release_id,
-                               const char *mech, const char *const *units, size_t n_units,
+core_err core_dp_ledger_charge(struct core_dp_ledger *l, const char *release_id, const char *mech,
+                               const char *const *units, size_t n_units,
                                const struct core_dp_cost *cost, const char *params_json)
 {
     const char **uniq = NULL;
@@ -1841,7 +1850,8 @@ core_err core_dp_ledger_commit_batch(struct core_dp_ledger *l, size_t n, const c
         return CORE_EINVAL;
     if (l->broken)
         return CORE_EIO;
-    rs = core_xcalloc(n, sizeof(*rs)); // NOLINT(bugprone-sizeof-expression): array of pointers
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): array of pointers
+    rs = core_xcalloc(n, sizeof(*rs));
     for (size_t i = 0; i < n; i++) {
         struct rel *r = ids[i] ? smap_get(&l->rels, ids[i]) : NULL;
         if (!r || r->state != REL_PENDING) {
@@ -1893,8 +1903,8 @@ core_err core_dp_ledger_commit_output(struct core_dp_ledger *l, const char *rele
 
 /* The output bytes of release_id's row, the len bytes at off of the ledger file (JSONL) or
  * audit log (store). CORE_EPARSE when the row there is not release_id's. */
-static core_err read_output(const struct core_dp_ledger *l, const char *release_id,
-                            uint64_t off, size_t n, uint8_t **bytes, size_t *len)
+static core_err read_output(const struct core_dp_ledger *l, const char *release_id, uint64_t off,
+                            size_t n, uint8_t **bytes, size_t *len)
 {
     char *line = NULL;
     json_t *row = NULL;
@@ -1931,8 +1941,8 @@ out:
     return rc;
 }
 
-core_err core_dp_ledger_lookup(struct core_dp_ledger *l, const char *release_id,
-                               uint8_t **bytes, size_t *len)
+core_err core_dp_ledger_lookup(struct core_dp_ledger *l, const char *release_id, uint8_t **bytes,
+                               size_t *len)
 {
     if (!l || !release_id || !bytes || !len)
         return CORE_EINVAL;
@@ -2122,9 +2132,11 @@ static core_err adopt_known(const char *id, const uint8_t *have, size_t hl, cons
                             size_t len, enum core_dp_adopted *what, char *eb, size_t ebn)
 {
     if (hl != len || (len > 0 && memcmp(have, bytes, len) != 0)) {
-        set_err(eb, ebn, "release %s: committed in this ledger with other output bytes than "
+        set_err(eb, ebn,
+                "release %s: committed in this ledger with other output bytes than "
                 "the row adopted from another instance (two outputs for one release); "
-                "refused, nothing published", id);
+                "refused, nothing published",
+                id);
         return CORE_EINVARIANT;
     }
     *what = CORE_DP_ADOPTED_SAME;
@@ -2134,8 +2146,8 @@ static core_err adopt_known(const char *id, const uint8_t *have, size_t hl, cons
 core_err core_dp_ledger_adopt(struct core_dp_ledger *l, const char *id, const char *mech,
                               const char *const *units, size_t n_units,
                               const struct core_dp_cost *cost, const char *params_json,
-                              const void *bytes, size_t len, enum core_dp_adopted *what,
-                              char *eb, size_t ebn)
+                              const void *bytes, size_t len, enum core_dp_adopted *what, char *eb,
+                              size_t ebn)
 {
     static const struct core_dp_cost no_cap = {INFINITY, INFINITY, INFINITY};
     uint8_t *have = NULL;
@@ -2168,14 +2180,14 @@ core_err core_dp_ledger_adopt(struct core_dp_ledger *l, const char *id, const ch
         core_dp_ledger_cancel(l, id) != CORE_OK)
         CORE_WARN("adopted release %s: reservation not cancelled", id);
     if (rc != CORE_OK) {
-        set_err(eb, ebn, "release %s: cannot record the adopted row (%s)", id,
-                core_strerror(rc));
+        set_err(eb, ebn, "release %s: cannot record the adopted row (%s)", id, core_strerror(rc));
         return rc;
     }
     *what = over < n_units ? CORE_DP_ADOPTED_OVER_CAP : CORE_DP_ADOPTED_NEW;
     if (over < n_units)
         CORE_WARN("adopted release %s takes unit '%s' above its lifetime cap (eps cap %.6g): "
-                  "published by another instance, recorded", id, units[over], l->cap.eps);
+                  "published by another instance, recorded",
+                  id, units[over], l->cap.eps);
     return CORE_OK;
 }
 
@@ -2207,8 +2219,8 @@ static core_err row_out(const json_t *j, uint8_t **bin, size_t *n)
 }
 
 core_err core_dp_ledger_adopt_row(struct core_dp_ledger *l, const char *row, size_t len,
-                                  enum core_dp_adopted *what, char *id, size_t id_size,
-                                  char *eb, size_t ebn)
+                                  enum core_dp_adopted *what, char *id, size_t id_size, char *eb,
+                                  size_t ebn)
 {
     struct core_dp_row r;
     json_error_t je;
@@ -2235,8 +2247,7 @@ core_err core_dp_ledger_adopt_row(struct core_dp_ledger *l, const char *row, siz
         set_err(eb, ebn, "release %s: \"out\" is not base64", r.id);
     if (rc == CORE_OK) {
         const json_t *p = json_object_get(j, "params");
-        params = json_is_object(p) ? json_dumps(p, JSON_COMPACT | JSON_REAL_PRECISION(17))
-                                   : NULL;
+        params = json_is_object(p) ? json_dumps(p, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
         units = row_units(r.units, &n_units);
         rc = core_dp_ledger_adopt(l, r.id, r.mech, units, n_units, &r.cost, params, bin, n_bin,
                                   what, eb, ebn);
@@ -2258,8 +2269,7 @@ struct adopt_in {
     char *params;
 };
 
-static core_err adopt_parse(const char *row, size_t len, struct adopt_in *in, char *eb,
-                            size_t ebn)
+static core_err adopt_parse(const char *row, size_t len, struct adopt_in *in, char *eb, size_t ebn)
 {
     json_error_t je;
     const json_t *p;
@@ -2278,8 +2288,7 @@ static core_err adopt_parse(const char *row, size_t len, struct adopt_in *in, ch
         return CORE_EPARSE;
     }
     p = json_object_get(in->j, "params");
-    in->params = json_is_object(p) ? json_dumps(p, JSON_COMPACT | JSON_REAL_PRECISION(17))
-                                   : NULL;
+    in->params = json_is_object(p) ? json_dumps(p, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     in->units = row_units(in->r.units, &in->n_units);
     return CORE_OK;
 }
@@ -2301,8 +2310,7 @@ struct adopt_batch {
 
 /* Charge one parsed row as adopt does (no cap), or decide it is known / in the batch. */
 static core_err adopt_stage(struct core_dp_ledger *l, const struct adopt_in *in,
-                            struct adopt_batch *b, enum core_dp_adopted *what, char *eb,
-                            size_t ebn)
+                            struct adopt_batch *b, enum core_dp_adopted *what, char *eb, size_t ebn)
 {
     static const struct core_dp_cost no_cap = {INFINITY, INFINITY, INFINITY};
     const char *id = in->r.id;
@@ -2325,16 +2333,14 @@ static core_err adopt_stage(struct core_dp_ledger *l, const struct adopt_in *in,
     over = first_over_cap(l, in->units, in->n_units, &in->r.cost);
     cap = l->cap;
     l->cap = no_cap;
-    rc = core_dp_ledger_charge(l, id, in->r.mech, in->units, in->n_units, &in->r.cost,
-                               in->params);
+    rc = core_dp_ledger_charge(l, id, in->r.mech, in->units, in->n_units, &in->r.cost, in->params);
     l->cap = cap;
     if (rc == CORE_EEXPIRED) {
         *what = CORE_DP_ADOPTED_EXPIRED;
         return CORE_OK;
     }
     if (rc != CORE_OK) {
-        set_err(eb, ebn, "release %s: cannot record the adopted row (%s)", id,
-                core_strerror(rc));
+        set_err(eb, ebn, "release %s: cannot record the adopted row (%s)", id, core_strerror(rc));
         return rc;
     }
     b->ids[b->k] = id;
@@ -2343,13 +2349,14 @@ static core_err adopt_stage(struct core_dp_ledger *l, const struct adopt_in *in,
     *what = over < in->n_units ? CORE_DP_ADOPTED_OVER_CAP : CORE_DP_ADOPTED_NEW;
     if (over < in->n_units)
         CORE_WARN("adopted release %s takes unit '%s' above its lifetime cap (eps cap %.6g): "
-                  "published by another instance, recorded", id, in->units[over], l->cap.eps);
+                  "published by another instance, recorded",
+                  id, in->units[over], l->cap.eps);
     return CORE_OK;
 }
 
 core_err core_dp_ledger_adopt_rows(struct core_dp_ledger *l, size_t n, const char *const *rows,
-                                   const size_t *lens, enum core_dp_adopted *what,
-                                   size_t *bad, char *eb, size_t ebn)
+                                   const size_t *lens, enum core_dp_adopted *what, size_t *bad,
+                                   char *eb, size_t ebn)
 {
     struct adopt_in *in;
     struct adopt_batch b = {0};

@@ -22,8 +22,17 @@
 
 #include "core/mem.h"
 
-enum { S_UNIT_GET, S_REL_EXISTS, S_REL_GET, S_PUT_REL, S_PUT_UNIT, S_PUT_META, S_DEL_REL,
-       S_DEL_UNIT, S_N };
+enum {
+    S_UNIT_GET,
+    S_REL_EXISTS,
+    S_REL_GET,
+    S_PUT_REL,
+    S_PUT_UNIT,
+    S_PUT_META,
+    S_DEL_REL,
+    S_DEL_UNIT,
+    S_N
+};
 
 static const char *const sql_text[S_N] = {
     "SELECT eps, rho, delta FROM unit WHERE slot_end = ?2 AND name = ?1",
@@ -63,8 +72,8 @@ static void set_err(char *eb, size_t ebn, const char *what, const char *path, co
 core_err ldb_max_slot_end(struct ldb *d, int64_t *max)
 {
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(d->db, "SELECT max(slot_end) FROM unit WHERE slot_end < ?1",
-                                -1, &s, NULL);
+    int rc = sqlite3_prepare_v2(d->db, "SELECT max(slot_end) FROM unit WHERE slot_end < ?1", -1, &s,
+                                NULL);
     *max = INT64_MIN;
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int64(s, 1, LDB_NO_SLOT);
@@ -88,19 +97,21 @@ static int pragmas(sqlite3 *db)
      * reads the audit log; one lock for the connection's life instead of per statement.
      * secure_delete OFF (Debian builds it on): the store holds public outputs and public
      * accounting only, so compaction need not overwrite what it frees. */
-    return sqlite3_exec(db, "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL;"
-                            "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384;"
-                            "PRAGMA wal_autocheckpoint=8192; PRAGMA secure_delete=OFF;",
+    return sqlite3_exec(db,
+                        "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL;"
+                        "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384;"
+                        "PRAGMA wal_autocheckpoint=8192; PRAGMA secure_delete=OFF;",
                         NULL, NULL, NULL);
 }
 
 static int meta_text(sqlite3 *db, const char *header)
 {
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(db, "INSERT INTO meta(k, v) VALUES('header', ?1),"
-                                    "('audit_size', 0), ('floor_ms', NULL),"
-                                    "('releases', 0), ('units', 0), ('format', " LDB_FORMAT_TEXT ")",
-                            -1, &s, NULL);
+    int rc = sqlite3_prepare_v2(db,
+                                "INSERT INTO meta(k, v) VALUES('header', ?1),"
+                                "('audit_size', 0), ('floor_ms', NULL),"
+                                "('releases', 0), ('units', 0), ('format', " LDB_FORMAT_TEXT ")",
+                                -1, &s, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_text(s, 1, header, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK)
@@ -213,8 +224,8 @@ static core_err load_meta(struct ldb *d, char **header, struct ldb_meta *m, cons
     return CORE_OK;
 }
 
-core_err ldb_open(const char *path, struct ldb **out, char **header, struct ldb_meta *m,
-                  char *eb, size_t ebn)
+core_err ldb_open(const char *path, struct ldb **out, char **header, struct ldb_meta *m, char *eb,
+                  size_t ebn)
 {
     struct stat st;
     struct ldb *d;
@@ -235,8 +246,7 @@ core_err ldb_open(const char *path, struct ldb **out, char **header, struct ldb_
     /* NOMUTEX: the ledger is used by one thread at a time (its contract) */
     if (sqlite3_open_v2(path, &d->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
             SQLITE_OK ||
-        sqlite3_exec(d->db, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL) !=
-            SQLITE_OK) {
+        sqlite3_exec(d->db, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL) != SQLITE_OK) {
         set_err(eb, ebn, "refusing to take this file for a ledger store", path,
                 d->db ? sqlite3_errmsg(d->db) : "out of memory");
         ldb_close(d);
@@ -276,8 +286,8 @@ static sqlite3_stmt *stmt(struct ldb *d, int i)
     return d->st[i];
 }
 
-core_err ldb_unit_get(struct ldb *d, const char *name, int64_t slot_end,
-                      struct core_dp_cost *c, int *found)
+core_err ldb_unit_get(struct ldb *d, const char *name, int64_t slot_end, struct core_dp_cost *c,
+                      int *found)
 {
     sqlite3_stmt *s = stmt(d, S_UNIT_GET);
     int rc;

@@ -30,7 +30,7 @@
 struct ldb;
 
 /* Store format: 2 = output bytes in the audit log only (format 1 kept them in rel). */
-#define LDB_FORMAT 2
+#define LDB_FORMAT      2
 #define LDB_FORMAT_TEXT "2"
 
 /* Numeric meta keys (kept in the same transaction as the rows they describe). */
@@ -63,8 +63,7 @@ CORE_MUST_CHECK core_err ldb_unit_get(struct ldb *d, const char *name, int64_t s
 int ldb_rel_exists(struct ldb *d, const char *id);
 
 /* Where id's row is in the audit log. CORE_OK, CORE_ENOTFOUND, CORE_EIO. */
-CORE_MUST_CHECK core_err ldb_rel_get(struct ldb *d, const char *id, int64_t *off,
-                                     size_t *len);
+CORE_MUST_CHECK core_err ldb_rel_get(struct ldb *d, const char *id, int64_t *off, size_t *len);
 
 /* One transaction (group commit): begin, then rows and units, then meta, then commit. */
 CORE_MUST_CHECK core_err ldb_begin(struct ldb *d);
@@ -72,20 +71,19 @@ struct ldb_rel {
     const char *id;
     int64_t off, t; /* off: the row's offset in the audit log */
     int has_t;
-    size_t len;     /* the row's length in the audit log (with its newline) */
+    size_t len; /* the row's length in the audit log (with its newline) */
 };
 CORE_MUST_CHECK core_err ldb_put_rel(struct ldb *d, const struct ldb_rel *r);
 
-CORE_MUST_CHECK core_err ldb_put_unit(struct ldb *d, const char *name,
-                                      const struct core_dp_cost *c, int64_t slot_end);
+CORE_MUST_CHECK core_err ldb_put_unit(struct ldb *d, const char *name, const struct core_dp_cost *c,
+                                      int64_t slot_end);
 CORE_MUST_CHECK core_err ldb_put_meta(struct ldb *d, const struct ldb_meta *m);
 CORE_MUST_CHECK core_err ldb_commit(struct ldb *d);
 void ldb_rollback(struct ldb *d);
 
 /* Inside a transaction: delete releases with t <= floor and units with slot_end <= floor;
  * *rels / *units: rows deleted. */
-CORE_MUST_CHECK core_err ldb_compact(struct ldb *d, int64_t floor, int64_t *rels,
-                                     int64_t *units);
+CORE_MUST_CHECK core_err ldb_compact(struct ldb *d, int64_t floor, int64_t *rels, int64_t *units);
 
 /* The largest slot end of the units with a slot (INT64_MIN: none). O(log n). */
 CORE_MUST_CHECK core_err ldb_max_slot_end(struct ldb *d, int64_t *max);

@@ -17,8 +17,7 @@ _Static_assert(FLT_EVAL_METHOD == 0, "gcdp needs FLT_EVAL_METHOD == 0 (NOISE.md 
 #error "gcdp needs IEEE 754 binary64 doubles"
 #endif
 
-
-#define LAP_T_MAX ((uint64_t)1 << 42)
+#define LAP_T_MAX   ((uint64_t)1 << 42)
 #define GAUSS_S_MAX ((uint64_t)1 << 44)
 
 static int valid_pos(double x)
@@ -250,12 +249,12 @@ core_err core_dp_gauss_params_agm(double eps, double delta, double l2, uint64_t 
 
 static int gauss_valid(const struct core_dp_gauss *p)
 {
-    return p && p->S >= 1 && p->S <= GAUSS_S_MAX && p->k >= -1022 &&
-           valid_pos(p->bound) && bound_fits(p->bound, p->k);
+    return p && p->S >= 1 && p->S <= GAUSS_S_MAX && p->k >= -1022 && valid_pos(p->bound) &&
+           bound_fits(p->bound, p->k);
 }
 
-core_err core_dp_gauss_release(const struct core_rng *rng, const struct core_dp_gauss *p,
-                               size_t n, const double *x, double *y)
+core_err core_dp_gauss_release(const struct core_rng *rng, const struct core_dp_gauss *p, size_t n,
+                               const double *x, double *y)
 {
     if (!rng || !gauss_valid(p))
         return CORE_EINVAL;
@@ -264,7 +263,7 @@ core_err core_dp_gauss_release(const struct core_rng *rng, const struct core_dp_
 
 /* ---- selection (NOISE.md §4.8) ---- */
 
-#define SCORE_MAX 0x1p40
+#define SCORE_MAX  0x1p40
 #define SEL_Q_BITS 32
 
 struct sel_ctx {
@@ -284,8 +283,7 @@ static core_err quantise(double score, int f, int64_t *u)
 }
 
 /* Validate everything (nothing is drawn on a bad input) and compute u_max and p. */
-static core_err sel_prepare(size_t n, const double *score, double scale, int f,
-                            struct sel_ctx *c)
+static core_err sel_prepare(size_t n, const double *score, double scale, int f, struct sel_ctx *c)
 {
     if (n == 0 || n > CORE_DP_SELECT_MAX_N || !score || !valid_pos(scale) || f < 0 || f > 40)
         return CORE_EINVAL;
@@ -307,8 +305,8 @@ static core_err sel_prepare(size_t n, const double *score, double scale, int f,
 }
 
 /* Accept candidate i with probability exp(-(u_max - u_i) 2^32 / p) = exp((q_i - q_max)/scale'). */
-static core_err sel_accept(const struct core_rng *rng, const struct sel_ctx *c, double score,
-                           int f, bool *ok)
+static core_err sel_accept(const struct core_rng *rng, const struct sel_ctx *c, double score, int f,
+                           bool *ok)
 {
     int64_t u;
     core_err rc = quantise(score, f, &u);
@@ -321,8 +319,8 @@ static core_err sel_accept(const struct core_rng *rng, const struct sel_ctx *c, 
 /* Exact EM by rejection (OpenDP; NOISE.md §4.8): propose i uniformly, accept with
  * exp((q_i - q_max)/scale'); P(i) is proportional to exp(q_i/scale'), exactly the law of
  * argmax_i(q_i/scale' + Gumbel_i). */
-core_err core_dp_em_select(const struct core_rng *rng, size_t n, const double *score,
-                           double scale, int frac_bits, size_t *out)
+core_err core_dp_em_select(const struct core_rng *rng, size_t n, const double *score, double scale,
+                           int frac_bits, size_t *out)
 {
     struct sel_ctx c;
 
@@ -349,8 +347,8 @@ core_err core_dp_em_select(const struct core_rng *rng, size_t n, const double *s
 /* Permute-and-flip (McKenna & Sheldon 2020, Alg. 1): a running Fisher-Yates shuffle visits
  * candidates without replacement; the first accepted one is returned. The maximum is
  * always accepted, so at most n steps. */
-core_err core_dp_pf_select(const struct core_rng *rng, size_t n, const double *score,
-                           double scale, int frac_bits, size_t *work, size_t *out)
+core_err core_dp_pf_select(const struct core_rng *rng, size_t n, const double *score, double scale,
+                           int frac_bits, size_t *work, size_t *out)
 {
     struct sel_ctx c;
 

@@ -69,8 +69,8 @@ static core_err os_fill(void *self, uint8_t *buf, size_t len)
         return CORE_ERNG;
     while (len > 0) {
         if (tl_buf.pos == OS_BUF_LEN) {
-            if (core__getrandom_fill_chunked(sys_getrandom, tl_buf.b, OS_BUF_LEN,
-                                             OS_FILL_CHUNK) != CORE_OK) {
+            if (core__getrandom_fill_chunked(sys_getrandom, tl_buf.b, OS_BUF_LEN, OS_FILL_CHUNK) !=
+                CORE_OK) {
                 core_rng_os_wipe();
                 return CORE_ERNG;
             }

@@ -78,9 +78,8 @@ static inline double rd_div_up(double a, double b)
     double q = a / b;
     if (!isfinite(q))
         return q;
-    return fma(-q, b, a) > 0 || (q != 0 && fabs(q) < DBL_MIN) || (q == 0 && a != 0)
-               ? rd_next_up(q)
-               : q;
+    return fma(-q, b, a) > 0 || (q != 0 && fabs(q) < DBL_MIN) || (q == 0 && a != 0) ? rd_next_up(q)
+                                                                                    : q;
 }
 
 static inline double rd_div_down(double a, double b)

@@ -4,8 +4,8 @@
 const char *core_strerror(core_err err)
 {
     switch (err) {
-#define X(name, value, msg)                                                            \
-    case name:                                                                         \
+#define X(name, value, msg)                                                                        \
+    case name:                                                                                     \
         return msg;
         CORE_ERR_MAP(X)
 #undef X
@@ -16,8 +16,8 @@ const char *core_strerror(core_err err)
 const char *core_errname(core_err err)
 {
     switch (err) {
-#define X(name, value, msg)                                                            \
-    case name:                                                                         \
+#define X(name, value, msg)                                                                        \
+    case name:                                                                                     \
         return #name;
         CORE_ERR_MAP(X)
 #undef X

@@ -29,8 +29,7 @@ static char *canonical(const char *path)
         if (path[0] == '/' || getcwd(cwd, sizeof(cwd))) {
             n = (path[0] == '/' ? 0 : strlen(cwd)) + strlen(path) + 2;
             out = core_xmalloc(n);
-            snprintf(out, n, "%s%s%s", path[0] == '/' ? "" : cwd, path[0] == '/' ? "" : "/",
-                     path);
+            snprintf(out, n, "%s%s%s", path[0] == '/' ? "" : cwd, path[0] == '/' ? "" : "/", path);
         }
         free(d);
         free(b);

@@ -31,10 +31,10 @@
 struct core_jalloc {
     unsigned char *base;
     size_t cap, off;
-    bool routing;                 /* inside json_loadb of this arena's scope */
-    bool open;                    /* between core_jalloc_parse and core_jalloc_release */
-    struct core_jalloc *outer;    /* scope of this thread when ours opened (nesting) */
-    struct core_jalloc_stats st;  /* current / last scope */
+    bool routing;                /* inside json_loadb of this arena's scope */
+    bool open;                   /* between core_jalloc_parse and core_jalloc_release */
+    struct core_jalloc *outer;   /* scope of this thread when ours opened (nesting) */
+    struct core_jalloc_stats st; /* current / last scope */
 };
 
 static json_malloc_t prev_malloc = malloc;

@@ -30,8 +30,8 @@ struct bridge {
     rd_kafka_queue_t *q; /* the final queue the io-event is enabled on; ours */
     drain_fn *drain;
     void *owner;
-    int open;     /* uv handles not yet closed */
-    bool closing; /* handles being closed */
+    int open;                     /* uv handles not yet closed */
+    bool closing;                 /* handles being closed */
     void (*release)(void *owner); /* set by _free: frees the owner when open reaches 0 */
 };
 
@@ -62,8 +62,8 @@ static void on_keepalive(uv_timer_t *h)
         uv_idle_start(&b->idle, on_idle);
 }
 
-static core_err bridge_init(struct bridge *b, uv_loop_t *loop, rd_kafka_queue_t *q,
-                            drain_fn *drain, void *owner, char *eb, size_t ebn)
+static core_err bridge_init(struct bridge *b, uv_loop_t *loop, rd_kafka_queue_t *q, drain_fn *drain,
+                            void *owner, char *eb, size_t ebn)
 {
     b->fds[0] = b->fds[1] = -1;
     b->q = q;
@@ -153,9 +153,10 @@ static void bridge_release(struct bridge *b, void (*release)(void *))
 /* librdkafka log lines (served on the loop thanks to log.queue=true). */
 static void log_line(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
-    int lvl = level <= 3 ? CORE_LOG_ERROR : level <= 4 ? CORE_LOG_WARN
-              : level <= 6                             ? CORE_LOG_INFO
-                                                       : CORE_LOG_DEBUG;
+    int lvl = level <= 3   ? CORE_LOG_ERROR
+              : level <= 4 ? CORE_LOG_WARN
+              : level <= 6 ? CORE_LOG_INFO
+                           : CORE_LOG_DEBUG;
     CORE_LOG(lvl, "librdkafka %s %s: %s", rd_kafka_name(rk), fac, buf);
 }
 
@@ -182,12 +183,12 @@ struct nudge {
 };
 
 struct refill {
-    double bound_bytes;  /* queued.max.messages.kbytes in bytes; 0: nudging off */
-    double bound_msgs;   /* queued.min.messages */
-    double avg_len;      /* running mean of key + payload bytes per message */
-    bool armed;          /* the queue held 3/4 of a bound since the last nudge */
+    double bound_bytes; /* queued.max.messages.kbytes in bytes; 0: nudging off */
+    double bound_msgs;  /* queued.min.messages */
+    double avg_len;     /* running mean of key + payload bytes per message */
+    bool armed;         /* the queue held 3/4 of a bound since the last nudge */
     struct nudge *inflight;
-    size_t next;         /* rotation over the assigned partitions */
+    size_t next;             /* rotation over the assigned partitions */
     _Atomic uint64_t nudges; /* read from any thread */
 };
 
@@ -242,8 +243,8 @@ static struct part_state *part_find(struct core_kconsumer *c, const char *topic,
 static void report_gap(struct core_kconsumer *c, const char *topic, int32_t p, int64_t from,
                        int64_t to)
 {
-    CORE_ERROR("offset gap on %s [%" PRId32 "]: offsets %" PRId64 "..%" PRId64
-               " (%" PRId64 " records) will never be consumed",
+    CORE_ERROR("offset gap on %s [%" PRId32 "]: offsets %" PRId64 "..%" PRId64 " (%" PRId64
+               " records) will never be consumed",
                topic, p, from, to - 1, to - from);
     if (c->ops.on_gap)
         c->ops.on_gap(c->ops.arg, topic, p, from, to);
@@ -274,8 +275,8 @@ static void check_offset(struct core_kconsumer *c, const rd_kafka_message_t *m)
          * not consumed is gone: a gap of unknown size, reported, never a silent re-read. */
         CORE_ERROR("kafka: %s [%d] went back from offset %lld to %lld after an offset "
                    "reset: the partition's log was replaced or truncated; records not yet "
-                   "consumed from it are lost", s->topic, (int)m->partition,
-                   (long long)s->reset_from, (long long)m->offset);
+                   "consumed from it are lost",
+                   s->topic, (int)m->partition, (long long)s->reset_from, (long long)m->offset);
         if (c->ops.on_gap)
             c->ops.on_gap(c->ops.arg, s->topic, m->partition, -1, -1);
     }
@@ -397,8 +398,8 @@ static void consumer_error_cb(rd_kafka_t *rk, int err, const char *reason, void 
         reason = fatal_reason;
         c->fatal = true;
     }
-    CORE_LOG(fatal ? CORE_LOG_ERROR : CORE_LOG_WARN, "kafka consumer %s: %s: %s",
-             rd_kafka_name(rk), rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+    CORE_LOG(fatal ? CORE_LOG_ERROR : CORE_LOG_WARN, "kafka consumer %s: %s: %s", rd_kafka_name(rk),
+             rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
     if (c->ops.on_error)
         c->ops.on_error(c->ops.arg, (rd_kafka_resp_err_t)err, reason, fatal);
 }
@@ -546,15 +547,13 @@ static void refill_check(struct core_kconsumer *c)
     struct refill *r = &c->refill;
     double q, bytes;
 
-    if (r->bound_bytes <= 0 || c->closing || c->paused || !c->assigned ||
-        c->assigned->cnt == 0)
+    if (r->bound_bytes <= 0 || c->closing || c->paused || !c->assigned || c->assigned->cnt == 0)
         return;
     q = (double)rd_kafka_queue_length(c->br.q);
     bytes = q * r->avg_len;
     if (bytes >= 0.75 * r->bound_bytes || q >= 0.75 * r->bound_msgs)
         r->armed = true;
-    else if (r->armed && !r->inflight && bytes < 0.5 * r->bound_bytes &&
-             q < 0.5 * r->bound_msgs) {
+    else if (r->armed && !r->inflight && bytes < 0.5 * r->bound_bytes && q < 0.5 * r->bound_msgs) {
         r->armed = false;
         nudge_start(c);
     }
@@ -666,7 +665,7 @@ static bool consumer_drain(void *owner)
     }
     return true;
 done:
-    ahead_flush(c); /* the queue is empty: nothing to look ahead to */
+    ahead_flush(c);  /* the queue is empty: nothing to look ahead to */
     refill_check(c); /* the queue is empty now: the turn's first check may have missed it */
     if (c->closing && !c->closed_notified && rd_kafka_consumer_closed(c->rk)) {
         c->closed = c->closed_notified = true;
@@ -701,10 +700,9 @@ core_err core_kconsumer_new(uv_loop_t *loop, rd_kafka_conf_t *conf, const char *
         return CORE_EKAFKA;
     }
     /* conf is owned by rk from here on. */
-    rd_kafka_poll_set_consumer(c->rk);      /* main queue -> consumer queue */
-    rd_kafka_set_log_queue(c->rk, NULL);    /* logs -> main -> consumer queue */
-    rc = bridge_init(&c->br, loop, rd_kafka_queue_get_consumer(c->rk), consumer_drain, c, eb,
-                     ebn);
+    rd_kafka_poll_set_consumer(c->rk);   /* main queue -> consumer queue */
+    rd_kafka_set_log_queue(c->rk, NULL); /* logs -> main -> consumer queue */
+    rc = bridge_init(&c->br, loop, rd_kafka_queue_get_consumer(c->rk), consumer_drain, c, eb, ebn);
     if (rc != CORE_OK)
         goto out;
     sub = rd_kafka_topic_partition_list_new((int)ntopics);
@@ -781,8 +779,8 @@ int64_t core_kconsumer_session_timeout_ms(const struct core_kconsumer *c)
     size_t n = sizeof(buf);
     long long v;
 
-    if (!c->rk || rd_kafka_conf_get(rd_kafka_conf(c->rk), "session.timeout.ms", buf, &n) !=
-                      RD_KAFKA_CONF_OK)
+    if (!c->rk ||
+        rd_kafka_conf_get(rd_kafka_conf(c->rk), "session.timeout.ms", buf, &n) != RD_KAFKA_CONF_OK)
         return 45000;
     v = strtoll(buf, NULL, 10);
     return v > 0 ? (int64_t)v : 45000;
@@ -912,9 +910,8 @@ static bool producer_drain(void *owner)
     return true;
 }
 
-core_err core_kproducer_new(uv_loop_t *loop, rd_kafka_conf_t *conf,
-                            core_kdelivery_fn *on_delivery, void *arg,
-                            struct core_kproducer **out, char *eb, size_t ebn)
+core_err core_kproducer_new(uv_loop_t *loop, rd_kafka_conf_t *conf, core_kdelivery_fn *on_delivery,
+                            void *arg, struct core_kproducer **out, char *eb, size_t ebn)
 {
     struct core_kproducer *p = core_xcalloc(1, sizeof(*p));
     char why[512];
@@ -944,10 +941,9 @@ core_err core_kproducer_new(uv_loop_t *loop, rd_kafka_conf_t *conf,
 }
 
 rd_kafka_resp_err_t core_kafka_produce_copy_hdrs(rd_kafka_t *rk, const char *topic,
-                                                 int32_t partition, const void *key,
-                                                 size_t key_len, const void *value,
-                                                 size_t value_len, rd_kafka_headers_t *hdrs,
-                                                 void *opaque)
+                                                 int32_t partition, const void *key, size_t key_len,
+                                                 const void *value, size_t value_len,
+                                                 rd_kafka_headers_t *hdrs, void *opaque)
 {
     rd_kafka_vu_t vu[7];
     rd_kafka_error_t *e;
@@ -987,16 +983,16 @@ rd_kafka_resp_err_t core_kafka_produce_copy(rd_kafka_t *rk, const char *topic, i
                                             const void *key, size_t key_len, const void *value,
                                             size_t value_len, void *opaque)
 {
-    return core_kafka_produce_copy_hdrs(rk, topic, partition, key, key_len, value, value_len,
-                                        NULL, opaque);
+    return core_kafka_produce_copy_hdrs(rk, topic, partition, key, key_len, value, value_len, NULL,
+                                        opaque);
 }
 
 core_err core_kproducer_send(struct core_kproducer *p, const char *topic, int32_t partition,
-                             const void *key, size_t key_len, const void *value,
-                             size_t value_len, void *opaque)
+                             const void *key, size_t key_len, const void *value, size_t value_len,
+                             void *opaque)
 {
-    rd_kafka_resp_err_t err = core_kafka_produce_copy(p->rk, topic, partition, key, key_len,
-                                                      value, value_len, opaque);
+    rd_kafka_resp_err_t err =
+        core_kafka_produce_copy(p->rk, topic, partition, key, key_len, value, value_len, opaque);
 
     switch (err) {
     case RD_KAFKA_RESP_ERR_NO_ERROR:
@@ -1051,10 +1047,10 @@ void core_kproducer_free(struct core_kproducer *p)
     bridge_release(&p->br, producer_release);
 }
 
-core_err core_kconsumer_new_own(uv_loop_t *loop, const struct core_config *cfg,
-                                const char *prefix, const char *topic, const char *offset_reset,
-                                const struct core_kconsumer_ops *ops,
-                                struct core_kconsumer **out, char *eb, size_t ebn)
+core_err core_kconsumer_new_own(uv_loop_t *loop, const struct core_config *cfg, const char *prefix,
+                                const char *topic, const char *offset_reset,
+                                const struct core_kconsumer_ops *ops, struct core_kconsumer **out,
+                                char *eb, size_t ebn)
 {
     const char *topics[1] = {topic};
     char group[512], host[256] = "unknown";

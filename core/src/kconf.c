@@ -24,8 +24,10 @@ static core_err check_topic(const json_t *v, char *eb, size_t ebn)
     for (size_t i = 0; i < n; i++)
         if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
               (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '_' || s[i] == '-')) {
-            snprintf(eb, ebn, "not a Kafka topic name: character %zu is not one of "
-                     "[A-Za-z0-9._-] (patterns are not supported)", i + 1);
+            snprintf(eb, ebn,
+                     "not a Kafka topic name: character %zu is not one of "
+                     "[A-Za-z0-9._-] (patterns are not supported)",
+                     i + 1);
             return CORE_ECONFIG;
         }
     return CORE_OK;
@@ -37,7 +39,8 @@ static core_err check_bootstrap(const json_t *v, char *eb, size_t ebn)
     const char *s = json_string_value(v), *p;
 
     if (!s || !s[0] || (s[0] == '@' && !s[1])) {
-        snprintf(eb, ebn, "empty (give host:port[,host:port] or @FILE; unset it for the "
+        snprintf(eb, ebn,
+                 "empty (give host:port[,host:port] or @FILE; unset it for the "
                  "embedded broker where a command starts one)");
         return CORE_ECONFIG;
     }
@@ -65,12 +68,13 @@ static core_err check_bootstrap(const json_t *v, char *eb, size_t ebn)
 
 const struct core_cfg_key core_config_keys[] = {
     CORE_KEY("log.level", CORE_CFG_ENUM, "\"info\"", 1, 0, "debug|info|warn|error|off",
-     "structured log level on stderr", NULL),
+             "structured log level on stderr", NULL),
     CORE_KEY("broker.bootstrap", CORE_CFG_STRING, NULL, 1, 0, NULL,
-     "Kafka bootstrap servers host:port[,...], or @file written by `gcdp broker`; unset: "
-     "embedded broker", check_bootstrap),
+             "Kafka bootstrap servers host:port[,...], or @file written by `gcdp broker`; unset: "
+             "embedded broker",
+             check_bootstrap),
     CORE_KEY("broker.profile", CORE_CFG_ENUM, "\"embedded\"", 1, 0, "embedded|production",
-     "librdkafka client profile (see core/kconf.h)", NULL),
+             "librdkafka client profile (see core/kconf.h)", NULL),
     K_INT("broker.partitions", "4", 1, 256, "partitions per topic created by the embedded broker"),
     K_TOPIC("topics.raw", "\"sensors.raw\"", "raw sensor readings (input)"),
     K_TOPIC("topics.rejected", "\"sensors.rejected\"", "dead letters"),
@@ -110,8 +114,8 @@ const struct core_cfg_key core_config_keys[] = {
     {0},
 };
 
-core_err core_kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
-                             char *eb, size_t ebn)
+core_err core_kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, char *eb,
+                             size_t ebn)
 {
     char why[512];
     if (rd_kafka_conf_set(conf, name, value, why, sizeof(why)) != RD_KAFKA_CONF_OK) {
@@ -160,9 +164,12 @@ static const struct kv common_props[] = {
     {NULL, NULL},
 };
 static const struct kv embedded_consumer[] = {
-    {"fetch.wait.max.ms", "10"},        {"session.timeout.ms", "6000"},
-    {"heartbeat.interval.ms", "500"},   {"reconnect.backoff.max.ms", "1000"},
-    {"topic.metadata.refresh.interval.ms", "5000"}, {NULL, NULL},
+    {"fetch.wait.max.ms", "10"},
+    {"session.timeout.ms", "6000"},
+    {"heartbeat.interval.ms", "500"},
+    {"reconnect.backoff.max.ms", "1000"},
+    {"topic.metadata.refresh.interval.ms", "5000"},
+    {NULL, NULL},
 };
 static const struct kv consumer_props[] = {
     /* One list on every member: the mock broker aborts on mixed lists (KAFKA.md §3.4). */

@@ -1,11 +1,11 @@
 /* ksync.c - client handles and the synchronous producer (see core/ksync.h). */
-#include "core/clock.h"
 #include "core/ksync.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/kafka.h"
 #include "core/mem.h"
 
@@ -21,8 +21,8 @@ struct core_ksync {
 
 core_err core_kafka_client_new(const struct core_config *cfg, enum core_kafka_role role,
                                const char *group_id, const char *const *extra,
-                               core_kafka_dr_fn *dr_cb, void *opaque, rd_kafka_t **out,
-                               char *eb, size_t ebn)
+                               core_kafka_dr_fn *dr_cb, void *opaque, rd_kafka_t **out, char *eb,
+                               size_t ebn)
 {
     rd_kafka_conf_t *conf = NULL;
     char why[512];
@@ -57,15 +57,14 @@ core_err core_kafka_partitions(rd_kafka_t *rk, const char *topic, int timeout_ms
 {
     const struct rd_kafka_metadata *md = NULL;
     rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
-    rd_kafka_resp_err_t err = t ? rd_kafka_metadata(rk, 0, t, &md, timeout_ms)
-                                : rd_kafka_last_error();
+    rd_kafka_resp_err_t err =
+        t ? rd_kafka_metadata(rk, 0, t, &md, timeout_ms) : rd_kafka_last_error();
     core_err rc = CORE_OK;
 
     *n = 0;
     if (!err && md->topic_cnt != 1)
         err = RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
-    if (!err && md->topics[0].err &&
-        md->topics[0].err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+    if (!err && md->topics[0].err && md->topics[0].err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
         err = md->topics[0].err;
     if (err) {
         snprintf(eb, ebn, "%s: no metadata: %s", topic, rd_kafka_err2str(err));
@@ -140,10 +139,10 @@ core_err core_ksync_new(const struct core_config *cfg, const struct core_ksync_o
 }
 
 /* One produce attempt; the headers (built here) are freed unless librdkafka took them. */
-static rd_kafka_resp_err_t produce_once(struct core_ksync *p, int32_t partition,
-                                        const void *key, size_t key_len, const void *value,
-                                        size_t len, const char *const *names,
-                                        const char *const *values, size_t nhdr)
+static rd_kafka_resp_err_t produce_once(struct core_ksync *p, int32_t partition, const void *key,
+                                        size_t key_len, const void *value, size_t len,
+                                        const char *const *names, const char *const *values,
+                                        size_t nhdr)
 {
     rd_kafka_headers_t *h = NULL;
     rd_kafka_resp_err_t err;
@@ -154,25 +153,24 @@ static rd_kafka_resp_err_t produce_once(struct core_ksync *p, int32_t partition,
             if (values[i])
                 rd_kafka_header_add(h, names[i], -1, values[i], -1);
     }
-    err = core_kafka_produce_copy_hdrs(p->rk, p->topic, partition, key, key_len, value, len, h,
-                                       NULL);
+    err =
+        core_kafka_produce_copy_hdrs(p->rk, p->topic, partition, key, key_len, value, len, h, NULL);
     if (err && h)
         rd_kafka_headers_destroy(h);
     return err;
 }
 
-core_err core_ksync_send(struct core_ksync *p, const void *key, size_t key_len,
-                         const void *value, size_t len, const char *const *names,
-                         const char *const *values, size_t nhdr, char *eb, size_t ebn)
+core_err core_ksync_send(struct core_ksync *p, const void *key, size_t key_len, const void *value,
+                         size_t len, const char *const *names, const char *const *values,
+                         size_t nhdr, char *eb, size_t ebn)
 {
     return core_ksync_send_to(p, RD_KAFKA_PARTITION_UA, key, key_len, value, len, names, values,
                               nhdr, eb, ebn);
 }
 
 core_err core_ksync_send_to(struct core_ksync *p, int32_t partition, const void *key,
-                            size_t key_len, const void *value, size_t len,
-                            const char *const *names, const char *const *values, size_t nhdr,
-                            char *eb, size_t ebn)
+                            size_t key_len, const void *value, size_t len, const char *const *names,
+                            const char *const *values, size_t nhdr, char *eb, size_t ebn)
 {
     rd_kafka_resp_err_t err;
 

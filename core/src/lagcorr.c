@@ -9,10 +9,11 @@
  */
 #include "core/lagcorr.h"
 
-#include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
+
+#include <cblas.h>
 
 size_t core_lagcorr_work_len(size_t n, size_t m, int max_lag)
 {
@@ -22,8 +23,8 @@ size_t core_lagcorr_work_len(size_t n, size_t m, int max_lag)
 
 /* Workspace views (all doubles). */
 struct lc_ws {
-    double *xs;     /* n x m standardized copy (row-major, ld m) */
-    double *c;      /* m x m product */
+    double *xs;                /* n x m standardized copy (row-major, ld m) */
+    double *c;                 /* m x m product */
     double *hs, *hq, *ts, *tq; /* (L+1) x m window sums: head [0, n-l), tail [l, n) */
     double *hc, *tc;           /* (L+1) x m: 1.0 when that window is constant */
 };
@@ -80,8 +81,7 @@ static void constancy(size_t n, size_t m, const double *x, size_t ld, int max_la
 
 /* Column means and population standard deviations of x (n x m, leading dimension ld), each
  * summed in row order; a zero deviation becomes 1. */
-static void column_moments(size_t n, size_t m, const double *x, size_t ld, double *mean,
-                           double *sd)
+static void column_moments(size_t n, size_t m, const double *x, size_t ld, double *mean, double *sd)
 {
     memset(mean, 0, m * sizeof(*mean));
     memset(sd, 0, m * sizeof(*sd));
@@ -142,8 +142,8 @@ static void standardize(size_t n, size_t m, const double *x, size_t ld, int max_
 }
 
 /* |Pearson| of head-window of i and tail-window of j at lag l from the cross product cij. */
-static double window_rho(const struct lc_ws *w, size_t m, size_t nl, size_t l, size_t i,
-                         size_t j, double cij)
+static double window_rho(const struct lc_ws *w, size_t m, size_t nl, size_t l, size_t i, size_t j,
+                         double cij)
 {
     size_t a = l * m + i, b = l * m + j;
     double fn = (double)nl, num, vi, vj, r;
@@ -193,7 +193,7 @@ static core_err finish(size_t m, double *rho0, double *rhomax)
 }
 
 core_err core_lagcorr_blas(size_t n, size_t m, const double *x, size_t ld, int max_lag,
-                          double *rho0, double *rhomax, double *work)
+                           double *rho0, double *rhomax, double *work)
 {
     struct lc_ws w;
     core_err rc = check_args(n, m, ld, max_lag);
@@ -209,18 +209,18 @@ core_err core_lagcorr_blas(size_t n, size_t m, const double *x, size_t ld, int m
         if (ul + 2 > n)
             break; /* fewer than two aligned pairs: rho^(l) = 0 */
         if (l == 0)
-            cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)m, (int)n, 1.0, w.xs,
-                        (int)m, 0.0, w.c, (int)m);
+            cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)m, (int)n, 1.0, w.xs, (int)m,
+                        0.0, w.c, (int)m);
         else
-            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)m, (int)(n - ul),
-                        1.0, w.xs, (int)m, w.xs + ul * m, (int)m, 0.0, w.c, (int)m);
+            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)m, (int)(n - ul), 1.0,
+                        w.xs, (int)m, w.xs + ul * m, (int)m, 0.0, w.c, (int)m);
         fold_lag(&w, n, m, ul, rho0, rhomax);
     }
     return finish(m, rho0, rhomax);
 }
 
 core_err core_lagcorr_blas_f32(size_t n, size_t m, const double *x, size_t ld, int max_lag,
-                              double *rho0, double *rhomax, double *work, float *fwork)
+                               double *rho0, double *rhomax, double *work, float *fwork)
 {
     struct lc_ws w;
     float *xf = fwork, *cf = fwork + n * m;
@@ -286,7 +286,7 @@ static double pearson_pair(const double *a, const double *b, size_t len)
 }
 
 core_err core_lagcorr_direct(size_t n, size_t m, const double *x, size_t ld, int max_lag,
-                            double *rho0, double *rhomax, double *work)
+                             double *rho0, double *rhomax, double *work)
 {
     double *col = work; /* column-major copy: col[j*n + t] */
     core_err rc = check_args(n, m, ld, max_lag);

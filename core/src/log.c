@@ -76,12 +76,11 @@ void core_log_emit(int lvl, const char *fn, int line, const char *fmt, ...)
     clock_gettime(CLOCK_REALTIME, &now);
     core_time_format((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000, CORE_TIME_MS, ts,
                      sizeof(ts));
-    n = snprintf(out, sizeof(out), "%s{\"ts\":\"%s\",\"level\":\"%s\",\"component\":\"",
-                 log_prefix, ts, level_names[lvl]);
+    n = snprintf(out, sizeof(out), "%s{\"ts\":\"%s\",\"level\":\"%s\",\"component\":\"", log_prefix,
+                 ts, level_names[lvl]);
     len = (size_t)n;
     append_escaped(out, &len, sizeof(out) - 64, log_component);
-    n = snprintf(out + len, sizeof(out) - len, "\",\"fn\":\"%s\",\"line\":%d,\"msg\":\"", fn,
-                 line);
+    n = snprintf(out + len, sizeof(out) - len, "\",\"fn\":\"%s\",\"line\":%d,\"msg\":\"", fn, line);
     len += (size_t)n;
     append_escaped(out, &len, sizeof(out) - 8, msg);
     memcpy(out + len, "\"}\n", 3);

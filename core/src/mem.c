@@ -7,8 +7,7 @@
 
 static void oom(size_t size)
 {
-    fprintf(stderr, "{\"level\":\"fatal\",\"msg\":\"out of memory allocating %zu bytes\"}\n",
-            size);
+    fprintf(stderr, "{\"level\":\"fatal\",\"msg\":\"out of memory allocating %zu bytes\"}\n", size);
     abort();
 }
 

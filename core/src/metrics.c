@@ -2,6 +2,7 @@
 #include "core/metrics.h"
 
 #include <arpa/inet.h>
+#include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -9,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-
-#include <microhttpd.h>
 
 #include "core/buf.h"
 #include "core/log.h"
@@ -173,10 +172,9 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, char *body
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data,
-                                  size_t *upload_data_size, // NOLINT: libmicrohttpd's signature
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  // NOLINTNEXTLINE: libmicrohttpd's signature
+                                  size_t *upload_data_size, void **con_cls)
 {
     struct core_metrics *m = cls;
     char health[200], *text = NULL;
@@ -217,10 +215,9 @@ core_err core_metrics_serve(struct core_metrics *m, const char *bind_addr, int p
     sa.sin_port = htons((uint16_t)port);
     if (inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1)
         return CORE_EINVAL;
-    m->httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
-                                (uint16_t)port, NULL, NULL, on_request, m,
-                                MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                                MHD_OPTION_CONNECTION_LIMIT, 16u,
+    m->httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port,
+                                NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR,
+                                (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, 16u,
                                 MHD_OPTION_CONNECTION_TIMEOUT, 5u, MHD_OPTION_END);
     if (!m->httpd)
         return CORE_EIO;

@@ -14,8 +14,8 @@
 #include "core/err.h"
 #include "ing/engine.h"
 
-#define ING_TS_FLOOR       INT64_C(0)               /* 1970-01-01 */
-#define ING_TS_CEIL        INT64_C(253402300800000) /* 10000-01-01 */
+#define ING_TS_FLOOR INT64_C(0)               /* 1970-01-01 */
+#define ING_TS_CEIL  INT64_C(253402300800000) /* 10000-01-01 */
 
 extern const char ing_default_channels_json[];
 

@@ -70,25 +70,27 @@ static uint64_t mirror_run(struct core_dp_ledger *l, struct core_broker *b, cons
     rd_kafka_conf_t *pc = NULL;
     struct run r;
     char eb[512], arg[300];
-    struct core_audit_mirror_opts o = {.audit_path = audit, .state_path = state,
-                                       .topic = "gcdp.audit", .interval_ms = 20,
-                                       .max_inflight = 64, .durable = durable, .arg = l};
+    struct core_audit_mirror_opts o = {.audit_path = audit,
+                                       .state_path = state,
+                                       .topic = "gcdp.audit",
+                                       .interval_ms = 20,
+                                       .max_inflight = 64,
+                                       .durable = durable,
+                                       .arg = l};
     memset(&r, 0, sizeof(r));
     r.l = l;
     snprintf(arg, sizeof(arg), "broker.bootstrap=%s", core_broker_bootstrap(b));
     cr_assert_eq(core_config_set_arg(cfg, arg, eb, sizeof(eb)), CORE_OK, "%s", eb);
     /* a delivery fails after 1.5 s instead of 5 minutes (the outage test) */
-    cr_assert_eq(core_config_set_arg(cfg, "kafka.message.timeout.ms=1500", eb, sizeof(eb)),
-                 CORE_OK, "%s", eb);
+    cr_assert_eq(core_config_set_arg(cfg, "kafka.message.timeout.ms=1500", eb, sizeof(eb)), CORE_OK,
+                 "%s", eb);
     if (outage) {
         cr_assert_eq(core_broker_control(b, "down"), CORE_OK);
         r.down = b;
     }
-    cr_assert_eq(core_kafka_conf_new(cfg, CORE_KAFKA_PRODUCER, NULL, &pc, eb, sizeof(eb)),
-                 CORE_OK);
+    cr_assert_eq(core_kafka_conf_new(cfg, CORE_KAFKA_PRODUCER, NULL, &pc, eb, sizeof(eb)), CORE_OK);
     uv_loop_init(&r.loop);
-    cr_assert_eq(core_audit_mirror_new(&r.loop, pc, &o, &r.m, eb, sizeof(eb)), CORE_OK, "%s",
-                 eb);
+    cr_assert_eq(core_audit_mirror_new(&r.loop, pc, &o, &r.m, eb, sizeof(eb)), CORE_OK, "%s", eb);
     uv_timer_init(&r.loop, &r.poll);
     r.poll.data = &r;
     r.t0 = uv_now(&r.loop);
@@ -120,8 +122,9 @@ static void commit_n(struct core_dp_ledger *l, int from, int n)
         snprintf(id, sizeof(id), "w%d@1", i);
         snprintf(unit, sizeof(unit), "dev%d|%d", i % 7, i / 7);
         const char *u[1] = {unit};
-        cr_assert_eq(core_dp_ledger_charge(l, id, "lap", u, 1, &(struct core_dp_cost){0.5, 0, 0},
-                                           NULL), CORE_OK);
+        cr_assert_eq(
+            core_dp_ledger_charge(l, id, "lap", u, 1, &(struct core_dp_cost){0.5, 0, 0}, NULL),
+            CORE_OK);
         cr_assert_eq(core_dp_ledger_commit_output(l, id, id, strlen(id)), CORE_OK);
     }
 }
@@ -137,8 +140,8 @@ static void fx_open(struct fx *f)
 {
     const char *topics[] = {"gcdp.audit"};
     char eb[512];
-    struct core_dp_ledger_opts lo = {.path = f->audit, .cap = {1e6, 1e6, 1},
-                                     .scheme = {60000, 0, 1000}};
+    struct core_dp_ledger_opts lo = {
+        .path = f->audit, .cap = {1e6, 1e6, 1}, .scheme = {60000, 0, 1000}};
     f->dir = ts_tmpdir();
     snprintf(f->audit, sizeof(f->audit), "%s/ledger.jsonl", f->dir);
     snprintf(f->state, sizeof(f->state), "%s/ledger.jsonl.mirror", f->dir);

@@ -92,8 +92,8 @@ Test(kafka, producer_and_consumer_on_one_loop_deliver_everything_in_order)
     struct core_config *cfg = core_config_new(tables, 1);
     rd_kafka_conf_t *pc = NULL, *cc = NULL;
     struct rt r;
-    struct core_kconsumer_ops ops = {.on_message = rt_message, .on_gap = rt_gap,
-                                     .on_closed = rt_closed, .arg = &r};
+    struct core_kconsumer_ops ops = {
+        .on_message = rt_message, .on_gap = rt_gap, .on_closed = rt_closed, .arg = &r};
     char eb[512], boot[300], key[16], val[16];
 
     memset(&r, 0, sizeof(r));
@@ -102,20 +102,18 @@ Test(kafka, producer_and_consumer_on_one_loop_deliver_everything_in_order)
     cr_assert_eq(core_broker_new(1, topics, 1, 4, &b, eb, sizeof(eb)), CORE_OK, "%s", eb);
     snprintf(boot, sizeof(boot), "broker.bootstrap=%s", core_broker_bootstrap(b));
     cr_assert_eq(core_config_set_arg(cfg, boot, eb, sizeof(eb)), CORE_OK, "%s", eb);
-    cr_assert_eq(core_kafka_conf_new(cfg, CORE_KAFKA_PRODUCER, NULL, &pc, eb, sizeof(eb)),
-                 CORE_OK);
-    cr_assert_eq(core_kafka_conf_new(cfg, CORE_KAFKA_CONSUMER, "rt", &cc, eb, sizeof(eb)),
-                 CORE_OK);
+    cr_assert_eq(core_kafka_conf_new(cfg, CORE_KAFKA_PRODUCER, NULL, &pc, eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_kafka_conf_new(cfg, CORE_KAFKA_CONSUMER, "rt", &cc, eb, sizeof(eb)), CORE_OK);
     uv_loop_init(&r.loop);
-    cr_assert_eq(core_kproducer_new(&r.loop, pc, rt_delivery, &r, &r.p, eb, sizeof(eb)),
-                 CORE_OK, "%s", eb);
-    cr_assert_eq(core_kconsumer_new(&r.loop, cc, topics, 1, &ops, &r.c, eb, sizeof(eb)),
-                 CORE_OK, "%s", eb);
+    cr_assert_eq(core_kproducer_new(&r.loop, pc, rt_delivery, &r, &r.p, eb, sizeof(eb)), CORE_OK,
+                 "%s", eb);
+    cr_assert_eq(core_kconsumer_new(&r.loop, cc, topics, 1, &ops, &r.c, eb, sizeof(eb)), CORE_OK,
+                 "%s", eb);
     for (int i = 1; i <= N_MSGS; i++) {
         int kl = snprintf(key, sizeof(key), "k%d", i % 37);
         int vl = snprintf(val, sizeof(val), "%d", i);
-        cr_assert_eq(core_kproducer_send(r.p, "rt.topic", RD_KAFKA_PARTITION_UA, key,
-                                         (size_t)kl, val, (size_t)vl, NULL),
+        cr_assert_eq(core_kproducer_send(r.p, "rt.topic", RD_KAFKA_PARTITION_UA, key, (size_t)kl,
+                                         val, (size_t)vl, NULL),
                      CORE_OK);
     }
     uv_timer_init(&r.loop, &r.deadline);
@@ -146,10 +144,8 @@ Test(kafka, producer_reports_oversized_record)
     uv_loop_t loop;
     char eb[512], *big = calloc(1, 2000000);
 
-    cr_assert_eq(core_config_set_arg(cfg, "broker.bootstrap=127.0.0.1:1", eb, sizeof(eb)),
-                 CORE_OK);
-    cr_assert_eq(core_kafka_conf_new(cfg, CORE_KAFKA_PRODUCER, NULL, &pc, eb, sizeof(eb)),
-                 CORE_OK);
+    cr_assert_eq(core_config_set_arg(cfg, "broker.bootstrap=127.0.0.1:1", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_kafka_conf_new(cfg, CORE_KAFKA_PRODUCER, NULL, &pc, eb, sizeof(eb)), CORE_OK);
     uv_loop_init(&loop);
     cr_assert_eq(core_kproducer_new(&loop, pc, NULL, NULL, &p, eb, sizeof(eb)), CORE_OK);
     cr_assert_eq(core_kproducer_send(p, "t", 0, NULL, 0, big, 2000000, NULL), CORE_ETOOBIG);

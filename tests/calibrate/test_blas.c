@@ -1,11 +1,11 @@
 /* test_blas.c - the CBLAS that Algorithm 1 calls at run time is OpenBLAS, not GSL's
  * reference libgslcblas (a link-order accident made every dgemm ~20x slower once). */
 #define _GNU_SOURCE
-#include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <string.h>
 
 #include <cblas.h>
+#include <criterion/criterion.h>
 
 typedef void any_fn(void);
 
@@ -23,6 +23,6 @@ Test(blas, cblas_symbols_bind_to_openblas)
     any_fn *fns[] = {(any_fn *)cblas_dgemm, (any_fn *)cblas_dsyrk, (any_fn *)cblas_sgemm,
                      (any_fn *)cblas_ssyrk};
     for (size_t i = 0; i < sizeof(fns) / sizeof(*fns); i++)
-        cr_assert(strstr(provider(fns[i]), "openblas") != NULL,
-                  "cblas symbol %zu comes from %s", i, provider(fns[i]));
+        cr_assert(strstr(provider(fns[i]), "openblas") != NULL, "cblas symbol %zu comes from %s", i,
+                  provider(fns[i]));
 }

@@ -1,10 +1,11 @@
 /* test_calibrate.c - one calibration run end to end: loaders, options and their errors,
  * public and private mode (seeded noise source), ε_cal accounting. */
-#include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <criterion/criterion.h>
 
 #include "cal/calibrate.h"
 #include "cal/config.h"
@@ -42,10 +43,12 @@ Test(calibrate, csv_loader_errors_name_line_and_column)
     struct cal_matrix *mx = NULL;
     snprintf(p, sizeof(p), "%s/m.csv", dir);
     ts_write_file(p, "a,b,label\n1,2,x\n3,,y\n");
-    cr_assert_eq(cal_matrix_load(p, CAL_FORMAT_CSV, "label", 100, &mx, eb, sizeof(eb)), CORE_EPARSE);
+    cr_assert_eq(cal_matrix_load(p, CAL_FORMAT_CSV, "label", 100, &mx, eb, sizeof(eb)),
+                 CORE_EPARSE);
     cr_assert(strstr(eb, "line 3") && strstr(eb, "\"b\""), "%s", eb);
     ts_write_file(p, "a,b,label\n1,2,x\n3,4,y\n5,6,x\n");
-    cr_assert_eq(cal_matrix_load(p, CAL_FORMAT_CSV, "label", 100, &mx, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(cal_matrix_load(p, CAL_FORMAT_CSV, "label", 100, &mx, eb, sizeof(eb)), CORE_OK,
+                 "%s", eb);
     cr_assert_eq(mx->m, 2, "label column is not a node");
     cr_assert_eq(mx->n_classes, 2);
     cr_assert_eq(mx->labels[2], 0, "x first seen -> class 0");
@@ -104,7 +107,8 @@ static struct cal_theta *private_run(uint64_t seed, struct cal_opts *o)
     struct ts_rng *r = ts_rng_seeded_new(seed);
     struct cal_theta *t = NULL;
     char eb[512] = "";
-    cr_assert_eq(cal_calibrate(mx, o, ts_rng_iface(r), &t, NULL, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(cal_calibrate(mx, o, ts_rng_iface(r), &t, NULL, eb, sizeof(eb)), CORE_OK, "%s",
+                 eb);
     ts_rng_free(r);
     cal_matrix_free(mx);
     return t;
@@ -170,7 +174,8 @@ Test(calibrate, private_mode_fails_closed_when_the_rng_fails)
     struct cal_opts o;
     char eb[512] = "";
     private_opts(&o);
-    cr_assert_eq(cal_calibrate(mx, &o, ts_rng_iface(r), &t, NULL, eb, sizeof(eb)), CORE_ERNG, "%s", eb);
+    cr_assert_eq(cal_calibrate(mx, &o, ts_rng_iface(r), &t, NULL, eb, sizeof(eb)), CORE_ERNG, "%s",
+                 eb);
     cr_assert_null(t, "no θ on a noise failure");
     ts_rng_free(r);
     cal_matrix_free(mx);
@@ -235,9 +240,9 @@ Test(calibrate, multi_node_coordinates)
     struct cal_opts o;
     struct cal_theta *t = NULL;
     char eb[512] = "";
-    json_t *coords = json_pack("[{s:s, s:[s,s], s:[f,f]}, {s:s, s:[s]}]", "name", "climate",
-                               "nodes", "temperature", "humidity", "coef", 0.5, 0.5, "name",
-                               "co2", "nodes", "co2");
+    json_t *coords =
+        json_pack("[{s:s, s:[s,s], s:[f,f]}, {s:s, s:[s]}]", "name", "climate", "nodes",
+                  "temperature", "humidity", "coef", 0.5, 0.5, "name", "co2", "nodes", "co2");
     cal_opts_default(&o);
     o.format = CAL_FORMAT_OCCUPANCY;
     o.coords = coords;
@@ -266,7 +271,8 @@ Test(calibrate, options_from_configuration_keys)
     cr_assert_float_eq(o.lambda, 0.6, 0.0, "Table 5 default");
     cr_assert_eq(o.K, 5);
     cr_assert_eq(o.n_tau_grid, 5);
-    cr_assert_eq(core_config_set(cfg, "calibrate.mode", "private", "flag", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_config_set(cfg, "calibrate.mode", "private", "flag", eb, sizeof(eb)),
+                 CORE_OK);
     cr_assert_eq(core_config_set(cfg, "calibrate.eps_G", "0.5", "flag", eb, sizeof(eb)), CORE_OK);
     cr_assert_eq(cal_opts_from_config(cfg, &o, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert_eq(o.mode, CAL_MODE_PRIVATE);

@@ -1,10 +1,11 @@
 /* test_graph.c - Algorithm 1 steps 3-8: threshold, sort with lexicographic tie break,
  * greedy symmetric degree cap, D^-1/2 W D^-1/2 with isolated nodes, exposure, min-max. */
-#include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <criterion/criterion.h>
 
 #include "cal/graph.h"
 

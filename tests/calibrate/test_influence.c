@@ -1,10 +1,11 @@
 /* test_influence.c - ξ̂ (Sec. 4.3: masking, C_k with τ_c and the exposure tie break, κ,
  * g_max, multi-node coordinates), μ (Sec. 4.4: aggregate weights, classify), τ utility. */
-#include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <criterion/criterion.h>
 
 #include "cal/graph.h"
 #include "cal/influence.h"
@@ -137,16 +138,14 @@ Test(influence, mu_classify_ranks_the_informative_node_first)
     }
     for (size_t k = 0; k < M; k++)
         cs[k] = coord(1, &nodes[k], &one[k]);
-    cr_assert_eq(cal_mu_classify(N, M, x, M, y, 2, 420, M, cs, 0.5, &cal_lr_default, mu, &f1,
-                                 work),
+    cr_assert_eq(cal_mu_classify(N, M, x, M, y, 2, 420, M, cs, 0.5, &cal_lr_default, mu, &f1, work),
                  CORE_OK);
     cr_assert_gt(f1, 0.9, "validation macro-F1 %g", f1);
     cr_assert_eq(mu[0], 1.0, "the informative node has the largest drop");
     cr_assert_lt(mu[1], 0.2);
     cr_assert_lt(mu[2], 0.2);
     y[0] = 5;
-    cr_assert_eq(cal_mu_classify(N, M, x, M, y, 2, 420, M, cs, 0.5, &cal_lr_default, mu, &f1,
-                                 work),
+    cr_assert_eq(cal_mu_classify(N, M, x, M, y, 2, 420, M, cs, 0.5, &cal_lr_default, mu, &f1, work),
                  CORE_EINVAL, "label out of range");
     free(x), free(y), free(work);
 }

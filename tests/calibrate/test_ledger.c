@@ -2,7 +2,6 @@
  * row timestamps, the units '<device>|<slot>', charge before noise, cap refusal, replay
  * without a second charge, several ledger rows for many units, crashes (fork + SIGKILL)
  * between the charge and the θ output never undercount. */
-#include <criterion/criterion.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <criterion/criterion.h>
 #include <jansson.h>
 
 #include "cal/calibrate.h"
@@ -80,9 +80,9 @@ Test(cal_ledger, loaders_read_row_timestamps)
 {
     char *dir = ts_tmpdir(), p[512], eb[512] = "";
     struct cal_matrix *mx = NULL;
-    cr_assert_eq(cal_matrix_load_ts(OCC, CAL_FORMAT_OCCUPANCY, NULL, NULL, 100000, &mx, eb,
-                                    sizeof(eb)),
-                 CORE_OK, "%s", eb);
+    cr_assert_eq(
+        cal_matrix_load_ts(OCC, CAL_FORMAT_OCCUPANCY, NULL, NULL, 100000, &mx, eb, sizeof(eb)),
+        CORE_OK, "%s", eb);
     cr_assert_not_null(mx->ts, "occupancy: the date column");
     cr_assert_eq(mx->ts[0], 1423072260000, "2015-02-04 17:51:00 UTC");
     cr_assert_eq(mx->ts[1], 1423072319000, "2015-02-04 17:51:59 UTC");
@@ -121,8 +121,7 @@ Test(cal_ledger, units_are_release_units_of_the_rows)
     struct cal_units *u = NULL;
     struct cal_ledger_opts lo = {devs, 2, 60000, 0, {10, 0, 1e-5}, 0};
     char eb[512] = "";
-    static const char *want[] = {"d1|-1", "d1|0", "d1|1", "d1|3",
-                                 "d2|-1", "d2|0", "d2|1", "d2|3"};
+    static const char *want[] = {"d1|-1", "d1|0", "d1|1", "d1|3", "d2|-1", "d2|0", "d2|1", "d2|3"};
     cr_assert_eq(cal_matrix_from_arrays(5, 1, x, names, NULL, 0, &mx), CORE_OK);
     cr_assert_eq(cal_ledger_units(mx, &lo, &u, eb, sizeof(eb)), CORE_EINVAL, "no timestamps");
     cr_assert(strstr(eb, "timestamp"), "%s", eb);
@@ -165,9 +164,9 @@ Test(cal_ledger, charge_comes_before_noise)
     snprintf(path, sizeof(path), "%s/ledger.jsonl", dir);
     l = open_ledger(path, 0.0);
     private_opts(&o, 3);
-    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb,
-                                       sizeof(eb)),
-                 CORE_EBUDGET, "%s", eb);
+    cr_assert_eq(
+        cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb, sizeof(eb)),
+        CORE_EBUDGET, "%s", eb);
     cr_assert_null(res.bytes, "no theta");
     cr_assert_eq(ts_rng_served(rng), 0, "no noise drawn before the charge");
     cr_assert(strstr(eb, "unit 'dev1|0'") && strstr(eb, "eps_cal=1.5") && strstr(eb, "cap eps=0"),
@@ -188,9 +187,9 @@ Test(cal_ledger, charge_comes_before_noise)
     snprintf(path, sizeof(path), "%s/ledger2.jsonl", dir);
     l = open_ledger(path, 10.0);
     lo = lopts(10.0);
-    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, "csv:x", ts_rng_iface(rng), &res, eb,
-                                       sizeof(eb)),
-                 CORE_OK, "%s", eb);
+    cr_assert_eq(
+        cal_calibrate_charged(l, mx, &o, &lo, "csv:x", ts_rng_iface(rng), &res, eb, sizeof(eb)),
+        CORE_OK, "%s", eb);
     cr_assert(ts_rng_served(rng) > 0, "private mode draws noise");
     cr_assert_eq(res.n_units, 40);
     cr_assert_eq(res.n_parts, 1);
@@ -237,9 +236,9 @@ Test(cal_ledger, cap_refusal_names_the_unit_and_charges_nothing)
     cr_assert_eq(core_dp_ledger_charge(l, "w7@1", "lap", u7, 1, &one, NULL), CORE_OK);
     cr_assert_eq(core_dp_ledger_commit_output(l, "w7@1", "x", 1), CORE_OK);
     private_opts(&o, 4);
-    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb,
-                                       sizeof(eb)),
-                 CORE_EBUDGET);
+    cr_assert_eq(
+        cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb, sizeof(eb)),
+        CORE_EBUDGET);
     cr_assert(strstr(eb, "unit 'dev1|7' has spent eps=1 ") && strstr(eb, "eps_cal=1.5") &&
                   strstr(eb, "cap eps=2") && strstr(eb, "no theta written"),
               "%s", eb);
@@ -248,9 +247,9 @@ Test(cal_ledger, cap_refusal_names_the_unit_and_charges_nothing)
     cr_assert_eq(spent(l, "dev1|7"), 1.0);
     /* eps_cal 0.5 + 0.5 = 1 fits: 1 + 1 <= 2 */
     o.eps.G = 0.5;
-    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb,
-                                       sizeof(eb)),
-                 CORE_OK, "%s", eb);
+    cr_assert_eq(
+        cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb, sizeof(eb)),
+        CORE_OK, "%s", eb);
     cr_assert_eq(spent(l, "dev1|7"), 2.0, "composition: eps_rel + eps_cal on the same unit");
     cr_assert_eq(spent(l, "dev1|0"), 1.0);
     cal_charged_cleanup(&res);
@@ -275,14 +274,12 @@ Test(cal_ledger, same_version_replays_without_a_second_charge)
     snprintf(path, sizeof(path), "%s/ledger.jsonl", dir);
     l = open_ledger(path, 10.0);
     private_opts(&o, 11);
-    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &a, eb,
-                                       sizeof(eb)),
+    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &a, eb, sizeof(eb)),
                  CORE_OK, "%s", eb);
     core_dp_ledger_free(l);
     l = open_ledger(path, 10.0); /* a new process: totals rebuilt from the file */
     served = ts_rng_served(rng);
-    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &b, eb,
-                                       sizeof(eb)),
+    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &b, eb, sizeof(eb)),
                  CORE_OK, "%s", eb);
     cr_assert(b.replayed);
     cr_assert_not(b.replayed_other);
@@ -292,17 +289,16 @@ Test(cal_ledger, same_version_replays_without_a_second_charge)
     cr_assert_eq(spent(l, "dev1|10"), 1.5, "charged once");
     cal_charged_cleanup(&b);
     /* another input under the same version: the stored θ, flagged */
-    cr_assert_eq(cal_calibrate_charged(l, mx2, &o, &lo, NULL, ts_rng_iface(rng), &b, eb,
-                                       sizeof(eb)),
-                 CORE_OK, "%s", eb);
+    cr_assert_eq(
+        cal_calibrate_charged(l, mx2, &o, &lo, NULL, ts_rng_iface(rng), &b, eb, sizeof(eb)),
+        CORE_OK, "%s", eb);
     cr_assert(b.replayed && b.replayed_other);
     cr_assert_eq(spent(l, "dev1|40"), 0.0, "the extra row is not calibrated, not charged");
     cr_assert_eq(spent(l, "dev1|10"), 1.5);
     cal_charged_cleanup(&b);
     /* a new version is a new calibration: charged again */
     o.version = 12;
-    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &b, eb,
-                                       sizeof(eb)),
+    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &b, eb, sizeof(eb)),
                  CORE_OK, "%s", eb);
     cr_assert_not(b.replayed);
     cr_assert_eq(spent(l, "dev1|10"), 3.0);
@@ -334,9 +330,9 @@ Test(cal_ledger, many_units_are_charged_in_several_rows)
     core_dp_ledger_stats(l, &st);
     uint64_t fsyncs0 = st.fsyncs;
     private_opts(&o, 21);
-    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb,
-                                       sizeof(eb)),
-                 CORE_OK, "%s", eb);
+    cr_assert_eq(
+        cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb, sizeof(eb)),
+        CORE_OK, "%s", eb);
     cr_assert_eq(res.n_units, 9000);
     cr_assert_eq(res.n_parts, 3, "ceil(9000 / 4096)");
     core_dp_ledger_stats(l, &st);
@@ -348,9 +344,9 @@ Test(cal_ledger, many_units_are_charged_in_several_rows)
     cr_assert_eq(spent(l, "dev1|0"), 1.5);
     cr_assert_eq(spent(l, "dev1|4096"), 1.5);
     cr_assert_eq(spent(l, "dev1|8999"), 1.5);
-    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb,
-                                       sizeof(eb)),
-                 CORE_OK, "%s", eb);
+    cr_assert_eq(
+        cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb, sizeof(eb)),
+        CORE_OK, "%s", eb);
     cr_assert(res.replayed);
     cal_charged_cleanup(&res);
     core_dp_ledger_free(l);
@@ -365,9 +361,9 @@ Test(cal_ledger, many_units_are_charged_in_several_rows)
     fclose(f);
     free(text);
     l = open_ledger(path, 10.0);
-    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb,
-                                       sizeof(eb)),
-                 CORE_EINVARIANT);
+    cr_assert_eq(
+        cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb, sizeof(eb)),
+        CORE_EINVARIANT);
     cr_assert(strstr(eb, "part rows are missing"), "%s", eb);
     core_dp_ledger_free(l);
     ts_rng_free(rng);
@@ -423,9 +419,9 @@ Test(cal_ledger, crash_during_noise_leaves_nothing_published_and_rerun_charges_o
     cr_assert_eq(core_dp_ledger_lookup(l, "calibrate|31", &b, &n), CORE_ENOTFOUND,
                  "nothing committed, so nothing could have been published");
     cr_assert_eq(spent(l, "dev1|0"), 0.0);
-    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb,
-                                       sizeof(eb)),
-                 CORE_OK, "%s", eb);
+    cr_assert_eq(
+        cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb, sizeof(eb)),
+        CORE_OK, "%s", eb);
     cr_assert_not(res.replayed);
     cr_assert_eq(spent(l, "dev1|0"), 1.5, "the rerun charges once");
     cal_charged_cleanup(&res);
@@ -457,8 +453,8 @@ Test(cal_ledger, crash_after_commit_before_theta_write_never_undercounts)
     if (pid == 0) {
         struct ts_rng *crng = ts_rng_seeded_new(7);
         l = open_ledger(path, 10.0);
-        if (cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(crng), &res, eb,
-                                  sizeof(eb)) != CORE_OK)
+        if (cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(crng), &res, eb, sizeof(eb)) !=
+            CORE_OK)
             _exit(4);
         FILE *f = fopen(bpath, "w"); /* what the child had, for the comparison */
         fwrite(res.bytes, 1, res.len, f);
@@ -475,9 +471,9 @@ Test(cal_ledger, crash_after_commit_before_theta_write_never_undercounts)
         snprintf(unit, sizeof(unit), "dev1|%d", s);
         cr_assert_eq(spent(l, unit), 1.5, "committed charge survives the crash: %s", unit);
     }
-    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb,
-                                       sizeof(eb)),
-                 CORE_OK, "%s", eb);
+    cr_assert_eq(
+        cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb, sizeof(eb)),
+        CORE_OK, "%s", eb);
     cr_assert(res.replayed, "the rerun republishes the committed theta");
     cr_assert_eq(res.len, n);
     cr_assert(memcmp(res.bytes, child_bytes, n) == 0, "byte-identical to the child's theta");
@@ -506,19 +502,16 @@ Test(cal_ledger, configuration_is_checked_before_the_charge)
     l = open_ledger(path, 10.0);
     private_opts(&o, 51);
     o.eps.xi = 0.0;
-    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, core_rng_os(), &res, eb,
-                                       sizeof(eb)),
+    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, core_rng_os(), &res, eb, sizeof(eb)),
                  CORE_ECONFIG);
     cr_assert(strstr(eb, "calibrate.eps_xi"), "%s", eb);
     o.eps.xi = NAN;
-    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, core_rng_os(), &res, eb,
-                                       sizeof(eb)),
+    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, core_rng_os(), &res, eb, sizeof(eb)),
                  CORE_ECONFIG, "NaN fails closed");
     o.eps.xi = 0.5;
     o.mode = CAL_MODE_PUBLIC;
     o.eps = (struct cal_eps_cal){0, 0, 0, 0};
-    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, core_rng_os(), &res, eb,
-                                       sizeof(eb)),
+    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, core_rng_os(), &res, eb, sizeof(eb)),
                  CORE_EINVAL, "public mode charges nothing: not this function's job");
     core_dp_ledger_stats(l, &st);
     cr_assert_eq(st.releases + st.pending, 0);
@@ -544,9 +537,9 @@ Test(cal_ledger, failure_after_noise_keeps_the_charge)
     snprintf(path, sizeof(path), "%s/ledger.jsonl", dir);
     l = open_ledger(path, 10.0);
     private_opts(&o, 3);
-    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb,
-                                       sizeof(eb)),
-                 CORE_ERNG, "%s", eb);
+    cr_assert_eq(
+        cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb, sizeof(eb)),
+        CORE_ERNG, "%s", eb);
     cr_assert(ts_rng_served(rng) > 0, "noise was being drawn");
     cr_assert_null(res.bytes, "no theta");
     cr_assert(strstr(eb, "charge of calibrate|3 stands"), "%s", eb);
@@ -556,9 +549,9 @@ Test(cal_ledger, failure_after_noise_keeps_the_charge)
     cr_assert_eq(spent(l, "dev1|39"), 1.5);
     ts_rng_free(rng);
     rng = ts_rng_seeded_new(4);
-    cr_assert_neq(cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb,
-                                        sizeof(eb)),
-                  CORE_OK);
+    cr_assert_neq(
+        cal_calibrate_charged(l, mx, &o, &lo, NULL, ts_rng_iface(rng), &res, eb, sizeof(eb)),
+        CORE_OK);
     cr_assert(strstr(eb, "failed after its noise was drawn"), "%s", eb);
     cr_assert_eq(spent(l, "dev1|0"), 1.5, "the refused replay charges nothing more");
     core_dp_ledger_free(l);

@@ -1,8 +1,9 @@
 /* test_score.c - calibrate's Algorithm 1 steps on top of core's lagged-correlation kernel:
  * S = λρ0 + (1−λ)max ρ and the fixed bounded normalization. */
-#include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
+
+#include <criterion/criterion.h>
 
 #include "cal/graph.h"
 #include "core/lagcorr.h"

@@ -19,14 +19,17 @@ static void add(struct cal_span_set *set, const char *dev, long long s, double v
 {
     char buf[512];
     if (vb < 0)
-        snprintf(buf, sizeof(buf), "{\"schema\":\"gcdp.window/2\",\"device\":\"%s\","
+        snprintf(buf, sizeof(buf),
+                 "{\"schema\":\"gcdp.window/2\",\"device\":\"%s\","
                  "\"window_start\":%lld,\"window_end\":%lld,\"excluded\":%s,"
-                 "\"nodes\":{\"a.mean\":%.3f}}", dev, s, s + WIN, excluded ? "true" : "false", va);
+                 "\"nodes\":{\"a.mean\":%.3f}}",
+                 dev, s, s + WIN, excluded ? "true" : "false", va);
     else
-        snprintf(buf, sizeof(buf), "{\"schema\":\"gcdp.window/2\",\"device\":\"%s\","
+        snprintf(buf, sizeof(buf),
+                 "{\"schema\":\"gcdp.window/2\",\"device\":\"%s\","
                  "\"window_start\":%lld,\"window_end\":%lld,\"excluded\":%s,"
-                 "\"nodes\":{\"b.mean\":%.3f,\"a.mean\":%.3f}}", dev, s, s + WIN,
-                 excluded ? "true" : "false", vb, va);
+                 "\"nodes\":{\"b.mean\":%.3f,\"a.mean\":%.3f}}",
+                 dev, s, s + WIN, excluded ? "true" : "false", vb, va);
     cr_assert_eq(cal_span_add(set, buf, strlen(buf), p, off), CORE_OK);
 }
 
@@ -83,12 +86,12 @@ Test(span, selects_windows_per_device_and_builds_the_matrix)
     cr_assert_eq(r.n_parts, 2u);
 
     /* the units: every slot of [start - widen, start + WIN - 1 + widen] of every row */
-    struct cal_ledger_opts lo = {(const char *const *)r.devices, 1, MIN, 30000,
-                                 {10, 0, 1e-5}, r.row_len_ms};
+    struct cal_ledger_opts lo = {
+        (const char *const *)r.devices, 1, MIN, 30000, {10, 0, 1e-5}, r.row_len_ms};
     struct cal_units *u = NULL;
     cr_assert_eq(cal_ledger_units(r.mx, &lo, &u, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert_eq(u->n, 14u * 15u + 2u);
-    cr_assert_str_eq(u->names[0], "dev1|314"); /* 315 min - 30 s */
+    cr_assert_str_eq(u->names[0], "dev1|314");        /* 315 min - 30 s */
     cr_assert_str_eq(u->names[u->n - 1], "dev1|525"); /* 510 + 15 min - 1 ms + 30 s */
     cal_units_free(u);
     cal_span_result_cleanup(&r);

@@ -1,9 +1,10 @@
 /* test_theta.c - θ: lifecycle, validation invariants, strict JSON round trip, schema. */
-#include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <criterion/criterion.h>
 
 #include "cal/theta.h"
 #include "test_support.h"
@@ -121,16 +122,21 @@ Test(theta, strict_parse_names_the_bad_field)
     expect_bad("edges", json_pack("[[i,i,f]]", 1, 0, 0.5), "edges[0]", CORE_EINVAL);
     expect_bad("edges", json_pack("[[i,i,f]]", 0, 7, 0.5), "edges[0]", CORE_EINVAL);
     expect_bad("edges", json_pack("[[i,i,f]]", 0, 1, 0.1), "weight not in [tau,1]", CORE_EINVAL);
-    expect_bad("eps_cal", json_pack("{s:f,s:f,s:f,s:f}", "G", 1.0, "tau", 0.0, "mu", 0.0, "xi", 0.0),
+    expect_bad("eps_cal",
+               json_pack("{s:f,s:f,s:f,s:f}", "G", 1.0, "tau", 0.0, "mu", 0.0, "xi", 0.0),
                "must be 0 in public mode", CORE_EINVAL);
     expect_bad("coords",
-               json_pack("[{s:s,s:[i,i],s:[f]},{s:s,s:[i],s:[f]},{s:s,s:[i],s:[f]}]", "name",
-                         "a", "nodes", 0, 1, "coef", 1.0, "name", "b", "nodes", 1, "coef", 1.0,
-                         "name", "c", "nodes", 2, "coef", 1.0),
+               json_pack("[{s:s,s:[i,i],s:[f]},{s:s,s:[i],s:[f]},{s:s,s:[i],s:[f]}]", "name", "a",
+                         "nodes", 0, 1, "coef", 1.0, "name", "b", "nodes", 1, "coef", 1.0, "name",
+                         "c", "nodes", 2, "coef", 1.0),
                "coords[0]", CORE_EPARSE);
-    expect_bad("eps_cal", json_pack("{s:f,s:f,s:f,s:f,s:f}", "G", 0.0, "tau", 0.0, "mu", 0.0, "xi", 0.0, "zeta", 0.0),
-               "eps_cal.zeta: unknown field", CORE_EPARSE);
-    expect_bad("sensitivity", json_pack("{s:s,s:f,s:f,s:f,s:f}", "choice", "tight", "delta_S", 0.0, "delta_mu", 0.0, "delta_xi", 0.0, "delta_U", 0.0),
+    expect_bad(
+        "eps_cal",
+        json_pack("{s:f,s:f,s:f,s:f,s:f}", "G", 0.0, "tau", 0.0, "mu", 0.0, "xi", 0.0, "zeta", 0.0),
+        "eps_cal.zeta: unknown field", CORE_EPARSE);
+    expect_bad("sensitivity",
+               json_pack("{s:s,s:f,s:f,s:f,s:f}", "choice", "tight", "delta_S", 0.0, "delta_mu",
+                         0.0, "delta_xi", 0.0, "delta_U", 0.0),
                "sensitivity.choice", CORE_EINVAL);
     expect_bad("xi_hat", json_pack("[f,f,f]", 0.0, 2.0, 0.0), "xi_hat[1]", CORE_EINVAL);
 }

@@ -122,8 +122,9 @@ Test(buf, take_moves_the_text_out)
 
 Test(buf, integers_match_printf)
 {
-    static const int64_t v[] = {0, 1, -1, 9, 10, 99, 100, 1423072800000LL, -1423072800000LL,
-                                INT64_MAX, INT64_MIN, INT64_MIN + 1};
+    static const int64_t v[] = {
+        0,         1,         -1,           9, 10, 99, 100, 1423072800000LL, -1423072800000LL,
+        INT64_MAX, INT64_MIN, INT64_MIN + 1};
     uint64_t st = 7;
     struct core_buf b;
     core_buf_init(&b, CORE_BUF_NO_CAP);

@@ -115,8 +115,8 @@ Test(config, kafka_overrides_reach_librdkafka_and_bad_ones_are_named)
     size_t n = sizeof(val);
 
     cr_assert_eq(core_config_set(cfg, "kafka.linger.ms", "7", "flag", eb, sizeof(eb)), CORE_OK);
-    cr_assert_eq(core_kafka_conf_new(cfg, CORE_KAFKA_CONSUMER, "g", &conf, eb, sizeof(eb)),
-                 CORE_OK, "%s", eb);
+    cr_assert_eq(core_kafka_conf_new(cfg, CORE_KAFKA_CONSUMER, "g", &conf, eb, sizeof(eb)), CORE_OK,
+                 "%s", eb);
     cr_assert_eq(rd_kafka_conf_get(conf, "fetch.wait.max.ms", val, &n), RD_KAFKA_CONF_OK);
     cr_assert_str_eq(val, "10");
     n = sizeof(val);
@@ -155,8 +155,7 @@ struct bound_opts {
 };
 
 static const struct core_cfg_key bound_keys[] = {
-    CORE_KEY_INT_AT("bound.window_ms", "60000", -5, 1e9, "window", 1, I64, bound_opts,
-                    window_ms),
+    CORE_KEY_INT_AT("bound.window_ms", "60000", -5, 1e9, "window", 1, I64, bound_opts, window_ms),
     CORE_KEY_INT_AT("bound.tries", "3", 0, 100, "tries", 1, UINT, bound_opts, tries),
     CORE_KEY_INT_AT("bound.rows", "9216", 1, 65536, "rows", 1, SIZE, bound_opts, rows),
     CORE_KEY_DBL_AT("bound.ratio", "0.25", 0, 1, "ratio", 1, bound_opts, ratio),

@@ -141,9 +141,13 @@ static void expect_utf8_refusal(const char *text_or_arg, bool as_arg, const char
 
 Test(config_guard, a_value_that_is_not_utf8_is_refused_cleanly)
 {
-    expect_utf8_refusal("a\xff" "b", false, "topics.raw"); /* bare string */
-    expect_utf8_refusal("topics.raw=a\xff" "b", true, "topics.raw"); /* --set */
-    expect_utf8_refusal("\"a\xff\"", false, "t.name");   /* quoted: JSON path */
-    expect_utf8_refusal("\xff", false, "t.count");       /* a number key */
+    expect_utf8_refusal("a\xff"
+                        "b",
+                        false, "topics.raw"); /* bare string */
+    expect_utf8_refusal("topics.raw=a\xff"
+                        "b",
+                        true, "topics.raw");                /* --set */
+    expect_utf8_refusal("\"a\xff\"", false, "t.name");      /* quoted: JSON path */
+    expect_utf8_refusal("\xff", false, "t.count");          /* a number key */
     expect_utf8_refusal("a\xff", false, "kafka.client.id"); /* pass-through */
 }

@@ -203,8 +203,10 @@ Test(ctl, skew_edges_to_the_millisecond)
         int64_t issued;
         enum core_ctl_verdict want;
     } cases[] = {
-        {T0 - SKEW, CORE_CTL_ACCEPTED}, {T0 - SKEW - 1, CORE_CTL_STALE},
-        {T0 + SKEW, CORE_CTL_ACCEPTED}, {T0 + SKEW + 1, CORE_CTL_FUTURE},
+        {T0 - SKEW, CORE_CTL_ACCEPTED},
+        {T0 - SKEW - 1, CORE_CTL_STALE},
+        {T0 + SKEW, CORE_CTL_ACCEPTED},
+        {T0 + SKEW + 1, CORE_CTL_FUTURE},
         {0, CORE_CTL_STALE},
     };
 
@@ -283,7 +285,8 @@ Test(ctl, records_without_signature_or_key_id_are_unsigned)
 {
     struct core_ctl_verifier *v = verifier(1, 0, 0);
     char *s = sign(1, CORE_CTL_PAUSE, "all", T0, NULL);
-    char *a = tamper(s, "sig", NULL), *b = tamper(s, "key_id", NULL), *c = tamper(a, "key_id", NULL);
+    char *a = tamper(s, "sig", NULL), *b = tamper(s, "key_id", NULL),
+         *c = tamper(a, "key_id", NULL);
 
     cr_assert_eq(judge(v, a, T0), CORE_CTL_UNSIGNED);
     cr_assert_eq(judge(v, b, T0), CORE_CTL_UNSIGNED);
@@ -307,20 +310,30 @@ Test(ctl, malformed_members_and_types_are_refused)
     struct core_ctl_verifier *v = verifier(1, 0, 0);
     char *s = sign(1, CORE_CTL_PAUSE, "all", T0, NULL);
     const struct mal cases[] = {
-        {"cmd", "\"reboot\""},          {"cmd", "1"},
-        {"schema", "\"gcdp.control/2\""}, {"target", "\"\""},
-        {"target", "7"},                {"reason", "\"line\\nbreak\""},
-        {"reason", "\"nul\\u0000\""},    {"reason", "null"},
-        {"issued_at", "\"1780000000000\""}, {"issued_at", "1780000000000.5"},
-        {"issued_at", "-1"},            {"nonce", "\"ABCDEF0123456789ABCDEF0123456789\""},
-        {"nonce", "\"abc\""},           {"key_id", "12"},
-        {"sig", "\"zz\""},              {"extra", "1"},
-        {"reason", NULL},               {"issued_at", NULL},
+        {"cmd", "\"reboot\""},
+        {"cmd", "1"},
+        {"schema", "\"gcdp.control/2\""},
+        {"target", "\"\""},
+        {"target", "7"},
+        {"reason", "\"line\\nbreak\""},
+        {"reason", "\"nul\\u0000\""},
+        {"reason", "null"},
+        {"issued_at", "\"1780000000000\""},
+        {"issued_at", "1780000000000.5"},
+        {"issued_at", "-1"},
+        {"nonce", "\"ABCDEF0123456789ABCDEF0123456789\""},
+        {"nonce", "\"abc\""},
+        {"key_id", "12"},
+        {"sig", "\"zz\""},
+        {"extra", "1"},
+        {"reason", NULL},
+        {"issued_at", NULL},
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
-        json_t *val = cases[i].json_val ? json_loads(cases[i].json_val, JSON_DECODE_ANY |
-                                                     JSON_ALLOW_NUL, NULL) : NULL;
+        json_t *val = cases[i].json_val
+                          ? json_loads(cases[i].json_val, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL)
+                          : NULL;
         char *t;
         cr_assert(!cases[i].json_val || val, "case %zu", i);
         t = tamper(s, cases[i].name, val);
@@ -347,8 +360,8 @@ Test(ctl, malformed_documents_are_refused)
     memset(big, ' ', CORE_CTL_MAX_RECORD + 1);
     memcpy(big, s, n);
     big[CORE_CTL_MAX_RECORD + 1] = '\0';
-    cr_assert_eq(core_ctl_verify(v, big, CORE_CTL_MAX_RECORD + 1, T0, NULL, detail,
-                                 sizeof(detail)), CORE_CTL_MALFORMED);
+    cr_assert_eq(core_ctl_verify(v, big, CORE_CTL_MAX_RECORD + 1, T0, NULL, detail, sizeof(detail)),
+                 CORE_CTL_MALFORMED);
     cr_assert(strstr(detail, "oversize"), "%s", detail);
     cr_assert_eq(core_ctl_verify(v, big, CORE_CTL_MAX_RECORD, T0, NULL, detail, sizeof(detail)),
                  CORE_CTL_ACCEPTED, "exactly 4096 bytes is allowed: %s", detail);
@@ -502,7 +515,8 @@ Test(ctl, emitted_records_validate_against_the_schemas_and_bad_ones_do_not)
     cr_assert_neq(validate(dir, "control.schema.json", t), 0, "schema accepts an extra member");
     free(t);
     cr_assert_eq(core_ctl_status_encode("calibrate", "host:1", "0123456789abcdef0123456789abcdef",
-                                        T0, body, &st), CORE_OK);
+                                        T0, body, &st),
+                 CORE_OK);
     cr_assert_eq(validate(dir, "status.schema.json", st), 0, "%s", st);
     free(st);
     cr_assert_eq(core_ctl_status_encode("release", "host:2", NULL, T0, body, &st), CORE_OK);

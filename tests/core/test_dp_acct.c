@@ -1,9 +1,10 @@
 /* test_dp_acct.c - accountant math (NOISE.md §6 T1.8, Appendix A.2 reference table).
  * SPDX-License-Identifier: Apache-2.0
  */
+#include <math.h>
+
 #include <criterion/criterion.h>
 #include <gsl/gsl_errno.h>
-#include <math.h>
 
 #include "core/dp_acct.h"
 

@@ -10,12 +10,13 @@
  * Negative controls that must be flagged: Laplace at scale b/2 (eps' = 2 eps) and the EM
  * run at 4x the charged eps.
  */
-#include <criterion/criterion.h>
 #include <float.h>
-#include <gsl/gsl_errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <criterion/criterion.h>
+#include <gsl/gsl_errno.h>
 
 #include "core/dp_acct.h"
 #include "core/dp_calib.h"
@@ -29,8 +30,8 @@ static void suite_init(void)
 
 TestSuite(dp_audit, .init = suite_init, .timeout = 120);
 
-#define AUD_N 1000000
-#define AUD_M 20
+#define AUD_N    1000000
+#define AUD_M    20
 #define AUD_BETA 1e-6
 
 static double audit_lb(const uint64_t *a, const uint64_t *b, size_t m, double eps)
@@ -142,8 +143,9 @@ Test(dp_audit, em_passes_and_undercharged_run_is_flagged)
 
 /* ---------- T7: fail-closed sweep over special values ---------- */
 
-static const double SPECIAL[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, -1.0, DBL_MIN / 4,
-                                 DBL_MIN, 0x1p-40, 1e-300, 0.5, 1.0, 3.0, 1e10, 1e300, DBL_MAX};
+static const double SPECIAL[] = {NAN,         INFINITY, -INFINITY, 0.0,    -0.0, -1.0,
+                                 DBL_MIN / 4, DBL_MIN,  0x1p-40,   1e-300, 0.5,  1.0,
+                                 3.0,         1e10,     1e300,     DBL_MAX};
 #define NSPECIAL (sizeof(SPECIAL) / sizeof(SPECIAL[0]))
 
 Test(dp_audit, special_parameter_values_fail_closed)

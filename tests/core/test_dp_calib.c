@@ -2,9 +2,10 @@
  * reference vectors (mpmath, 60 digits), conservativeness and validation (T1.7).
  * SPDX-License-Identifier: Apache-2.0
  */
+#include <math.h>
+
 #include <criterion/criterion.h>
 #include <gsl/gsl_errno.h>
-#include <math.h>
 
 #include "core/dp_calib.h"
 

@@ -3,11 +3,12 @@
  * against a deliberately broken sampler that the SAME check must reject.
  * SPDX-License-Identifier: Apache-2.0
  */
-#include <criterion/criterion.h>
-#include <gsl/gsl_errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <criterion/criterion.h>
+#include <gsl/gsl_errno.h>
 
 #include "core/dp_exact.h"
 #include "core/dp_rng.h"
@@ -43,10 +44,10 @@ static void check_u64_below(uint64_t n, uint64_t rejected, uint64_t accepted, ui
 Test(dp_exact, u64_below_rejects_exactly_below_threshold)
 {
     /* thr = 2^64 mod n: r = thr - 1 is rejected, r = thr is accepted (-> thr mod n). */
-    check_u64_below(3, 0, 1, 1);                            /* thr = 1 */
+    check_u64_below(3, 0, 1, 1); /* thr = 1 */
     check_u64_below(((uint64_t)1 << 63) + 1, ((uint64_t)1 << 63) - 2, ((uint64_t)1 << 63) - 1,
-                    ((uint64_t)1 << 63) - 1);               /* thr = 2^63 - 1 */
-    check_u64_below(UINT64_MAX, 0, 1, 1);                   /* thr = 1 */
+                    ((uint64_t)1 << 63) - 1); /* thr = 2^63 - 1 */
+    check_u64_below(UINT64_MAX, 0, 1, 1);     /* thr = 1 */
     uint64_t w = 12345, out;
     struct ts_rng *r = script_u64(&w, 1); /* n = 1 and n = 2: thr = 0, nothing rejected */
     cr_assert_eq(core_rng_u64_below(ts_rng_iface(r), 1, &out), CORE_OK);
@@ -210,8 +211,7 @@ static core_err broken_bern_exp(const struct core__bern_src *src, core_u128 num,
 }
 
 /* Enumerate every decision path; lo = P(true) on finished paths, hi = lo + cut mass. */
-static void enumerate(bexp_src_fn f, core_u128 num, core_u128 den, long double *lo,
-                      long double *hi)
+static void enumerate(bexp_src_fn f, core_u128 num, core_u128 den, long double *lo, long double *hi)
 {
     struct enum_ctx c = {.len = 0};
     const struct core__bern_src src = {.bern_rat = enum_bern_rat, .ctx = &c};
@@ -338,7 +338,7 @@ static core_err bern_exp_plus1pct(const struct core_rng *rng, core_u128 num, cor
 Test(dp_exact, bern_exp_matches_wilson_interval)
 {
     const core_u128 p61 = ((core_u128)1 << 61) - 1;
-    const core_u128 xs[][2] = {{1, 1000000000}, {1, 3}, {1, 2}, {1, 1}, {2, 1}, {5, 1},
+    const core_u128 xs[][2] = {{1, 1000000000},       {1, 3}, {1, 2}, {1, 1}, {2, 1}, {5, 1},
                                {p61 / 3 + 12345, p61}};
     for (size_t i = 0; i < sizeof(xs) / sizeof(xs[0]); i++) {
         double p0 = exp(-(double)xs[i][0] / (double)xs[i][1]);
@@ -455,8 +455,8 @@ Test(dp_exact, dlap_matches_pmf_chisq_and_rejects_broken)
         size_t df;
         double x2 = dlap_chisq(core_dp_dlap, ts[i], 500 + i, 1, &df);
         double crit = dp_chisq_crit(df);
-        cr_assert_lt(x2, crit, "t=%llu x2=%g df=%zu crit=%g (N=1e6)", (unsigned long long)ts[i],
-                     x2, df, crit);
+        cr_assert_lt(x2, crit, "t=%llu x2=%g df=%zu crit=%g (N=1e6)", (unsigned long long)ts[i], x2,
+                     df, crit);
         double bs = dlap_chisq(dlap_scale102, ts[i], 600 + i, 1, &df);
         cr_assert_gt(bs, crit, "scale x1.02 must be rejected at t=%llu (x2=%g)",
                      (unsigned long long)ts[i], bs);
@@ -589,8 +589,8 @@ Test(dp_exact, dgauss_matches_pmf_chisq_and_rejects_broken)
         size_t df;
         double x2 = dgauss_chisq(core_dp_dgauss, Ss[i], 1000 + i, &df);
         double crit = dp_chisq_crit(df);
-        cr_assert_lt(x2, crit, "S=%llu x2=%g df=%zu crit=%g (N=1e6)",
-                     (unsigned long long)Ss[i], x2, df, crit);
+        cr_assert_lt(x2, crit, "S=%llu x2=%g df=%zu crit=%g (N=1e6)", (unsigned long long)Ss[i], x2,
+                     df, crit);
         double bl = dgauss_chisq(dgauss_no_accept, Ss[i], 1100 + i, &df);
         cr_assert_gt(bl, crit, "Laplace-shaped candidate must be rejected at S=%llu",
                      (unsigned long long)Ss[i]);

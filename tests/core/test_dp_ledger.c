@@ -3,9 +3,6 @@
  * totals never undercount, lifetime cap per unit, torn last line, group commit.
  * SPDX-License-Identifier: Apache-2.0
  */
-#include <criterion/criterion.h>
-#include <jansson.h>
-#include <sodium.h>
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
@@ -15,6 +12,10 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <sodium.h>
 
 #include "core/dp_ledger.h"
 #include "core/dp_mech.h"
@@ -34,8 +35,8 @@ static char *tmp_path(char **dir)
 
 static struct core_dp_ledger *open_ok(const char *path, double cap_eps)
 {
-    struct core_dp_ledger_opts o = {.path = path, .cap = {cap_eps, 100.0, 1e-3},
-                                    .scheme = {60000, 0, 1000}};
+    struct core_dp_ledger_opts o = {
+        .path = path, .cap = {cap_eps, 100.0, 1e-3}, .scheme = {60000, 0, 1000}};
     struct core_dp_ledger *l = NULL;
     char err[256] = "";
     core_err rc = core_dp_ledger_open(&o, &l, err, sizeof(err));
@@ -144,8 +145,7 @@ Test(dp_ledger, second_opener_is_refused)
 {
     char *dir, *path = tmp_path(&dir);
     struct core_dp_ledger *l = open_ok(path, 1.0), *l2 = NULL;
-    struct core_dp_ledger_opts o = {.path = path, .cap = {1, 1, 1},
-                                    .scheme = {60000, 0, 1000}};
+    struct core_dp_ledger_opts o = {.path = path, .cap = {1, 1, 1}, .scheme = {60000, 0, 1000}};
     cr_assert_eq(core_dp_ledger_open(&o, &l2, NULL, 0), CORE_EAGAIN);
     cr_assert_null(l2);
     core_dp_ledger_free(l);
@@ -159,16 +159,20 @@ Test(dp_ledger, second_opener_is_refused)
 /* ---- crash injection ---- */
 
 /* Kill points of the child (NOISE.md §6 T6). */
-enum kill_at { KILL_BEFORE_CHARGE = 2, KILL_AFTER_CHARGE = 1, KILL_AFTER_PUBLISH = 0,
-               KILL_AFTER_WAL = 3 };
+enum kill_at {
+    KILL_BEFORE_CHARGE = 2,
+    KILL_AFTER_CHARGE = 1,
+    KILL_AFTER_PUBLISH = 0,
+    KILL_AFTER_WAL = 3
+};
 
 /* Child: charge, draw real noise, commit; then report the bytes on the observer pipe (stand-
  * in for publication) and SIGKILL itself before returning. Other kill points: before the
  * charge, between the charge and the durable write, between the write and publication. */
 static void child_release(const char *path, const char *id, int fd, int kill_at)
 {
-    struct core_dp_ledger_opts o = {.path = path, .cap = {5.0, 100.0, 1e-3},
-                                    .scheme = {60000, 0, 1000}};
+    struct core_dp_ledger_opts o = {
+        .path = path, .cap = {5.0, 100.0, 1e-3}, .scheme = {60000, 0, 1000}};
     struct core_dp_ledger *l = NULL;
     struct core_dp_lap p;
     const char *u[1] = {"occ"};
@@ -279,8 +283,8 @@ Test(dp_ledger, failed_write_is_rolled_back)
     pid_t pid = fork();
     cr_assert_neq(pid, -1);
     if (pid == 0) {
-        struct core_dp_ledger_opts o = {.path = path, .cap = {5.0, 100.0, 1e-3},
-                                    .scheme = {60000, 0, 1000}};
+        struct core_dp_ledger_opts o = {
+            .path = path, .cap = {5.0, 100.0, 1e-3}, .scheme = {60000, 0, 1000}};
         struct core_dp_ledger *l = NULL;
         const char *u[1] = {"occ"};
         char big[4096];
@@ -368,8 +372,8 @@ Test(dp_ledger, torn_last_line_is_cut_and_middle_corruption_refused)
     core_dp_ledger_free(l);
     /* garbage followed by a valid row: not a torn append, refuse to open */
     append_raw(path, "garbage\n{\"v\":1}\n");
-    struct core_dp_ledger_opts o = {.path = path, .cap = {5.0, 100.0, 1e-3},
-                                    .scheme = {60000, 0, 1000}};
+    struct core_dp_ledger_opts o = {
+        .path = path, .cap = {5.0, 100.0, 1e-3}, .scheme = {60000, 0, 1000}};
     char err[256] = "";
     cr_assert_eq(core_dp_ledger_open(&o, &l, err, sizeof(err)), CORE_EPARSE);
     cr_assert(strstr(err, "line") != NULL, "reason names the line: %s", err);
@@ -517,12 +521,12 @@ Test(dp_ledger, row_text_matches_jansson_serialisation)
     char *dir, *path = tmp_path(&dir);
     struct core_dp_ledger *l = open_ok(path, 1e6);
     const char *ids[4] = {"plain", "q\"uo\\te", "tab\there/\xc3\xa9", "ctl\x01x"};
-    const char *units[4][2] = {{"u1", "u0"}, {"d\"1|0", "d\"1|1"}, {"\xe2\x82\xac", "a"},
-                               {"x\ny", "z"}};
+    const char *units[4][2] = {
+        {"u1", "u0"}, {"d\"1|0", "d\"1|1"}, {"\xe2\x82\xac", "a"}, {"x\ny", "z"}};
     const char *params[4] = {"{\"k\":-40,\"x\":[1.5,0.1]}", "{\"k\":-40,\"x\":[1.5,0.1]}", NULL,
                              "{\"a\":{\"b\":\"c\\u00e9\"},\"e\":1e-300}"};
-    const struct core_dp_cost costs[4] = {{0.1, 0, 0}, {0.30000000000000004, 0.5, 1e-7},
-                                          {0.1, 0, 0}, {1.0 / 3.0, 0, 0}};
+    const struct core_dp_cost costs[4] = {
+        {0.1, 0, 0}, {0.30000000000000004, 0.5, 1e-7}, {0.1, 0, 0}, {1.0 / 3.0, 0, 0}};
     const uint8_t out[3] = {1, 2, 3};
 
     for (int i = 0; i < 4; i++) {
@@ -536,8 +540,8 @@ Test(dp_ledger, row_text_matches_jansson_serialisation)
     cr_assert_eq(core_dp_ledger_charge(l, "nullp", "lap", u9, 1, &costs[0], NULL), CORE_OK);
     cr_assert_eq(core_dp_ledger_cancel(l, "nullp"), CORE_OK);
     cr_assert_eq(core_dp_ledger_charge(l, "bad1", "lap", u9, 1, &costs[0], ""), CORE_EINVAL);
-    cr_assert_eq(core_dp_ledger_charge(l, "bad2", "lap", u9, 1, &costs[0],
-                                       "{\"a\":1,\"a\":2}"), CORE_EINVAL);
+    cr_assert_eq(core_dp_ledger_charge(l, "bad2", "lap", u9, 1, &costs[0], "{\"a\":1,\"a\":2}"),
+                 CORE_EINVAL);
     core_dp_ledger_free(l);
     size_t flen = 0;
     char *text = ts_read_file(path, &flen), *save = NULL;
@@ -552,9 +556,9 @@ Test(dp_ledger, row_text_matches_jansson_serialisation)
             su[1] = units[i][0];
         }
         json_t *ju = json_pack("[s,s]", su[0], su[1]);
-        json_t *row = json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f}", "v", 1, "id", ids[i],
-                                "mech", "lap", "units", ju, "eps", costs[i].eps, "rho",
-                                costs[i].rho, "delta", costs[i].delta);
+        json_t *row = json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f}", "v", 1, "id", ids[i], "mech",
+                                "lap", "units", ju, "eps", costs[i].eps, "rho", costs[i].rho,
+                                "delta", costs[i].delta);
         if (params[i])
             json_object_set_new(row, "params", json_loads(params[i], 0, NULL));
         char *want = json_dumps(row, JSON_COMPACT | JSON_REAL_PRECISION(17));

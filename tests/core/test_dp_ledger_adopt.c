@@ -5,10 +5,11 @@
  * the adopted rows, and a row text taken from one ledger adopts into another identically.
  * SPDX-License-Identifier: Apache-2.0
  */
-#include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <criterion/criterion.h>
 
 #include "core/dp_ledger.h"
 #include "test_support.h"
@@ -32,20 +33,20 @@ static void lpath_new(struct lpath *p, const char *name)
 /* store != 0: the SQLite back end; else the JSONL one. */
 static struct core_dp_ledger *lopen(const struct lpath *p, int store, double cap_eps)
 {
-    struct core_dp_ledger_opts o = {.path = p->audit, .cap = {cap_eps, 100.0, 1e-3},
-                                    .scheme = SCHEME};
+    struct core_dp_ledger_opts o = {
+        .path = p->audit, .cap = {cap_eps, 100.0, 1e-3}, .scheme = SCHEME};
     struct core_dp_store_opts so = {.path = p->store, .replay_horizon_ms = 0};
     struct core_dp_ledger *l = NULL;
     char err[512] = "";
     core_err rc = store ? core_dp_ledger_open_store(&o, &so, &l, err, sizeof(err))
                         : core_dp_ledger_open(&o, &l, err, sizeof(err));
-    cr_assert_eq(rc, CORE_OK, "open (%s): %s (%s)", store ? "store" : "jsonl",
-                 core_errname(rc), err);
+    cr_assert_eq(rc, CORE_OK, "open (%s): %s (%s)", store ? "store" : "jsonl", core_errname(rc),
+                 err);
     return l;
 }
 
-static void release(struct core_dp_ledger *l, const char *id, const char *unit,
-                    const void *bytes, size_t len)
+static void release(struct core_dp_ledger *l, const char *id, const char *unit, const void *bytes,
+                    size_t len)
 {
     const char *units[1] = {unit};
     cr_assert_eq(core_dp_ledger_charge(l, id, "lap", units, 1, &C04, "{\"k\":-40}"), CORE_OK);
@@ -79,33 +80,38 @@ static void adopt_semantics(int store)
     char err[512] = "";
 
     /* new id: recorded and durable, both units charged */
-    cr_assert_eq(core_dp_ledger_adopt(l, "w1@1", "lap", u, 2, &C04, NULL, b1, 4, &what, err,
-                                      sizeof(err)), CORE_OK, "%s", err);
+    cr_assert_eq(
+        core_dp_ledger_adopt(l, "w1@1", "lap", u, 2, &C04, NULL, b1, 4, &what, err, sizeof(err)),
+        CORE_OK, "%s", err);
     cr_assert_eq(what, CORE_DP_ADOPTED_NEW);
     assert_bytes(l, "w1@1", b1, 4);
     cr_assert(spent_eps(l, "dev1|7") >= 0.4 && spent_eps(l, "dev1|8") >= 0.4);
     /* same id, same bytes: nothing changes */
-    cr_assert_eq(core_dp_ledger_adopt(l, "w1@1", "lap", u, 2, &C04, NULL, b1, 4, &what, err,
-                                      sizeof(err)), CORE_OK);
+    cr_assert_eq(
+        core_dp_ledger_adopt(l, "w1@1", "lap", u, 2, &C04, NULL, b1, 4, &what, err, sizeof(err)),
+        CORE_OK);
     cr_assert_eq(what, CORE_DP_ADOPTED_SAME);
     cr_assert(spent_eps(l, "dev1|7") < 0.4 + 1e-12, "no second charge");
     /* same id, other bytes: fail closed, named */
     err[0] = '\0';
-    cr_assert_eq(core_dp_ledger_adopt(l, "w1@1", "lap", u, 2, &C04, NULL, b2, 4, &what, err,
-                                      sizeof(err)), CORE_EINVARIANT);
+    cr_assert_eq(
+        core_dp_ledger_adopt(l, "w1@1", "lap", u, 2, &C04, NULL, b2, 4, &what, err, sizeof(err)),
+        CORE_EINVARIANT);
     cr_assert(strstr(err, "w1@1") != NULL, "the refusal names the release: %s", err);
     assert_bytes(l, "w1@1", b1, 4);
     /* a charge of this instance refused by the cap is still adopted when it is a fact */
     release(l, "w2@1", "dev1|7", "x", 1); /* dev1|7: 0.8 */
     cr_assert_eq(core_dp_ledger_charge(l, "w3@1", "lap", u, 1, &C04, NULL), CORE_EBUDGET);
-    cr_assert_eq(core_dp_ledger_adopt(l, "w3@1", "lap", u, 1, &C04, "{\"k\":1}", b2, 4, &what,
-                                      err, sizeof(err)), CORE_OK, "%s", err);
+    cr_assert_eq(core_dp_ledger_adopt(l, "w3@1", "lap", u, 1, &C04, "{\"k\":1}", b2, 4, &what, err,
+                                      sizeof(err)),
+                 CORE_OK, "%s", err);
     cr_assert_eq(what, CORE_DP_ADOPTED_OVER_CAP);
     cr_assert(spent_eps(l, "dev1|7") > 1.0, "over the cap, counted, never undercounted");
     /* a pending id of this instance cannot be adopted over */
     cr_assert_eq(core_dp_ledger_charge(l, "w4@1", "lap", u + 1, 1, &C04, NULL), CORE_OK);
     cr_assert_eq(core_dp_ledger_adopt(l, "w4@1", "lap", u + 1, 1, &C04, NULL, b1, 4, &what, err,
-                                      sizeof(err)), CORE_ESTATE);
+                                      sizeof(err)),
+                 CORE_ESTATE);
     cr_assert_eq(core_dp_ledger_cancel(l, "w4@1"), CORE_OK);
     core_dp_ledger_free(l);
     /* reopen: the adopted rows are there, with their charges */
@@ -114,16 +120,23 @@ static void adopt_semantics(int store)
     assert_bytes(l, "w3@1", b2, 4);
     cr_assert(spent_eps(l, "dev1|7") >= 1.2 - 1e-12);
     cr_assert(spent_eps(l, "dev1|8") >= 0.4);
-    cr_assert_eq(core_dp_ledger_adopt(l, "w3@1", "lap", u, 1, &C04, "{\"k\":1}", b2, 4, &what,
-                                      err, sizeof(err)), CORE_OK);
+    cr_assert_eq(core_dp_ledger_adopt(l, "w3@1", "lap", u, 1, &C04, "{\"k\":1}", b2, 4, &what, err,
+                                      sizeof(err)),
+                 CORE_OK);
     cr_assert_eq(what, CORE_DP_ADOPTED_SAME);
     core_dp_ledger_free(l);
     ts_rmtree(p.dir);
     free(p.dir);
 }
 
-Test(dp_ledger_adopt, jsonl_new_same_conflict_over_cap_reopen) { adopt_semantics(0); }
-Test(dp_ledger_adopt, store_new_same_conflict_over_cap_reopen) { adopt_semantics(1); }
+Test(dp_ledger_adopt, jsonl_new_same_conflict_over_cap_reopen)
+{
+    adopt_semantics(0);
+}
+Test(dp_ledger_adopt, store_new_same_conflict_over_cap_reopen)
+{
+    adopt_semantics(1);
+}
 
 /* Rows carried as text from one ledger (either back end) into another (either back end):
  * same bytes, same totals, and the text of the adopted row is the same row. */
@@ -146,8 +159,9 @@ static void row_transfer(int from_store, int to_store)
         cr_assert_eq(core_dp_ledger_row(src, rid, &row, &len), CORE_OK);
         cr_assert_eq(strlen(row), len);
         cr_assert(strchr(row, '\n') == NULL, "one line, no newline");
-        cr_assert_eq(core_dp_ledger_adopt_row(dst, row, len, &what, id, sizeof(id), err,
-                                              sizeof(err)), CORE_OK, "%s", err);
+        cr_assert_eq(
+            core_dp_ledger_adopt_row(dst, row, len, &what, id, sizeof(id), err, sizeof(err)),
+            CORE_OK, "%s", err);
         cr_assert_eq(what, CORE_DP_ADOPTED_NEW);
         cr_assert_str_eq(id, rid);
         cr_assert_eq(core_dp_ledger_row(dst, rid, &row2, &len2), CORE_OK);
@@ -173,10 +187,22 @@ static void row_transfer(int from_store, int to_store)
     free(b.dir);
 }
 
-Test(dp_ledger_adopt, row_text_jsonl_to_store) { row_transfer(0, 1); }
-Test(dp_ledger_adopt, row_text_store_to_jsonl) { row_transfer(1, 0); }
-Test(dp_ledger_adopt, row_text_store_to_store) { row_transfer(1, 1); }
-Test(dp_ledger_adopt, row_text_jsonl_to_jsonl) { row_transfer(0, 0); }
+Test(dp_ledger_adopt, row_text_jsonl_to_store)
+{
+    row_transfer(0, 1);
+}
+Test(dp_ledger_adopt, row_text_store_to_jsonl)
+{
+    row_transfer(1, 0);
+}
+Test(dp_ledger_adopt, row_text_store_to_store)
+{
+    row_transfer(1, 1);
+}
+Test(dp_ledger_adopt, row_text_jsonl_to_jsonl)
+{
+    row_transfer(0, 0);
+}
 
 /* An imported store has no row head for its rows: the row text comes from the audit log. */
 Test(dp_ledger_adopt, row_text_of_an_imported_row)
@@ -184,8 +210,7 @@ Test(dp_ledger_adopt, row_text_of_an_imported_row)
     struct lpath p;
     lpath_new(&p, "imp");
     struct core_dp_ledger *l = lopen(&p, 0, 10.0);
-    struct core_dp_ledger_opts o = {.path = p.audit, .cap = {10.0, 100.0, 1e-3},
-                                    .scheme = SCHEME};
+    struct core_dp_ledger_opts o = {.path = p.audit, .cap = {10.0, 100.0, 1e-3}, .scheme = SCHEME};
     char *r1 = NULL, *r2 = NULL, err[512] = "";
     size_t n1 = 0, n2 = 0;
     uint64_t rows = 0;
@@ -193,8 +218,7 @@ Test(dp_ledger_adopt, row_text_of_an_imported_row)
     release(l, "w1@1", "dev1|7", "abc", 3);
     cr_assert_eq(core_dp_ledger_row(l, "w1@1", &r1, &n1), CORE_OK);
     core_dp_ledger_free(l);
-    cr_assert_eq(core_dp_ledger_import(&o, p.store, &rows, err, sizeof(err)), CORE_OK, "%s",
-                 err);
+    cr_assert_eq(core_dp_ledger_import(&o, p.store, &rows, err, sizeof(err)), CORE_OK, "%s", err);
     l = lopen(&p, 1, 10.0);
     cr_assert_eq(core_dp_ledger_row(l, "w1@1", &r2, &n2), CORE_OK);
     cr_assert(n1 == n2 && memcmp(r1, r2, n1) == 0);
@@ -227,8 +251,9 @@ static void batch_semantics(int store)
     lens[3] = lens[1];
     /* a known row with other bytes in the batch: nothing of the batch is recorded */
     release(dst, "w2@1", "dev2|7", "other", 5);
-    cr_assert_eq(core_dp_ledger_adopt_rows(dst, 4, (const char *const *)rows, lens, what, &bad,
-                                           err, sizeof(err)), CORE_EINVARIANT);
+    cr_assert_eq(core_dp_ledger_adopt_rows(dst, 4, (const char *const *)rows, lens, what, &bad, err,
+                                           sizeof(err)),
+                 CORE_EINVARIANT);
     cr_assert_eq(bad, 2u);
     cr_assert(strstr(err, "w2@1") != NULL, "%s", err);
     uint8_t *got = NULL;
@@ -239,8 +264,9 @@ static void batch_semantics(int store)
     char *conflicting = rows[2];
     rows[2] = rows[3];
     lens[2] = lens[3];
-    cr_assert_eq(core_dp_ledger_adopt_rows(dst, 3, (const char *const *)rows, lens, what, &bad,
-                                           err, sizeof(err)), CORE_OK, "%s", err);
+    cr_assert_eq(core_dp_ledger_adopt_rows(dst, 3, (const char *const *)rows, lens, what, &bad, err,
+                                           sizeof(err)),
+                 CORE_OK, "%s", err);
     cr_assert_eq(what[0], CORE_DP_ADOPTED_NEW);
     cr_assert_eq(what[1], CORE_DP_ADOPTED_NEW);
     cr_assert_eq(what[2], CORE_DP_ADOPTED_SAME);
@@ -249,8 +275,9 @@ static void batch_semantics(int store)
     assert_bytes(dst, "w0@1", "w0@1", 4);
     assert_bytes(dst, "w1@1", "w1@1", 4);
     cr_assert(spent_eps(dst, "dev1|7") >= 0.8 && spent_eps(dst, "dev1|7") < 0.8 + 1e-12);
-    cr_assert_eq(core_dp_ledger_adopt_rows(dst, 2, (const char *const *)rows, lens, what, &bad,
-                                           err, sizeof(err)), CORE_OK);
+    cr_assert_eq(core_dp_ledger_adopt_rows(dst, 2, (const char *const *)rows, lens, what, &bad, err,
+                                           sizeof(err)),
+                 CORE_OK);
     cr_assert_eq(what[0], CORE_DP_ADOPTED_SAME);
     free(rows[0]);
     free(rows[1]);
@@ -263,5 +290,11 @@ static void batch_semantics(int store)
     free(b.dir);
 }
 
-Test(dp_ledger_adopt, jsonl_group_of_rows_all_or_nothing) { batch_semantics(0); }
-Test(dp_ledger_adopt, store_group_of_rows_all_or_nothing) { batch_semantics(1); }
+Test(dp_ledger_adopt, jsonl_group_of_rows_all_or_nothing)
+{
+    batch_semantics(0);
+}
+Test(dp_ledger_adopt, store_group_of_rows_all_or_nothing)
+{
+    batch_semantics(1);
+}

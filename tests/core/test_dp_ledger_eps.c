@@ -5,10 +5,11 @@
  * quantiles are exact and no assertion depends on rounding.
  * SPDX-License-Identifier: Apache-2.0
  */
-#include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <criterion/criterion.h>
 
 #include "core/dp_ledger.h"
 #include "test_support.h"
@@ -17,8 +18,8 @@
 
 static struct core_dp_ledger *open_jsonl(const char *path)
 {
-    struct core_dp_ledger_opts o = {.path = path, .cap = {100.0, 0.0, 1e-3},
-                                    .scheme = {60000, 0, 60000}};
+    struct core_dp_ledger_opts o = {
+        .path = path, .cap = {100.0, 0.0, 1e-3}, .scheme = {60000, 0, 60000}};
     struct core_dp_ledger *l = NULL;
     char eb[256] = "";
     cr_assert_eq(core_dp_ledger_open(&o, &l, eb, sizeof(eb)), CORE_OK, "%s", eb);
@@ -88,8 +89,8 @@ Test(dp_ledger_eps, quantiles_over_committed_and_pending_and_after_reopen)
 Test(dp_ledger_eps, store_back_end_summarizes_its_cached_units)
 {
     char *dir = ts_tmpdir(), path[512], store[512], eb[256] = "";
-    struct core_dp_ledger_opts o = {.path = path, .cap = {100.0, 0.0, 1e-3},
-                                    .scheme = {60000, 0, 60000}};
+    struct core_dp_ledger_opts o = {
+        .path = path, .cap = {100.0, 0.0, 1e-3}, .scheme = {60000, 0, 60000}};
     struct core_dp_store_opts so = {.path = store, .replay_horizon_ms = 0};
     struct core_dp_eps_summary s;
     struct core_dp_ledger_stats st;

@@ -4,7 +4,6 @@
  * during compaction), header binding, bounded cache, replay horizon, import.
  * SPDX-License-Identifier: Apache-2.0
  */
-#include <criterion/criterion.h>
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
@@ -15,6 +14,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <criterion/criterion.h>
 
 #include "core/dp_ledger.h"
 #include "core/prng.h"
@@ -47,10 +48,10 @@ static int64_t compact_step; /* core_dp_store_opts.compact_step_ms of sopen */
 static core_err sopen(const struct paths *p, double cap_eps, int64_t horizon,
                       struct core_dp_ledger **l, char *err, size_t errn)
 {
-    struct core_dp_ledger_opts o = {.path = p->audit, .cap = {cap_eps, 100.0, 1e-3},
-                                    .scheme = SCHEME};
-    struct core_dp_store_opts so = {.path = p->store, .replay_horizon_ms = horizon,
-                                    .compact_step_ms = compact_step};
+    struct core_dp_ledger_opts o = {
+        .path = p->audit, .cap = {cap_eps, 100.0, 1e-3}, .scheme = SCHEME};
+    struct core_dp_store_opts so = {
+        .path = p->store, .replay_horizon_ms = horizon, .compact_step_ms = compact_step};
     *l = NULL;
     return core_dp_ledger_open_store(&o, &so, l, err, errn);
 }
@@ -66,8 +67,7 @@ static struct core_dp_ledger *sopen_ok(const struct paths *p, double cap_eps, in
 
 static struct core_dp_ledger *ropen_ok(const char *path, double cap_eps)
 {
-    struct core_dp_ledger_opts o = {.path = path, .cap = {cap_eps, 100.0, 1e-3},
-                                    .scheme = SCHEME};
+    struct core_dp_ledger_opts o = {.path = path, .cap = {cap_eps, 100.0, 1e-3}, .scheme = SCHEME};
     struct core_dp_ledger *l = NULL;
     char err[512] = "";
     core_err rc = core_dp_ledger_open(&o, &l, err, sizeof(err));
@@ -212,8 +212,9 @@ Test(dp_ledger_store, audit_rows_beyond_the_store_are_applied_and_a_short_audit_
     for (int i = 0; i < 20; i++) {
         char id[16];
         snprintf(id, sizeof(id), "b%d", i);
-        cr_assert_eq(core_dp_ledger_charge(l, id, "lap", u2, 2, &(struct core_dp_cost){0.1, 0,
-                                           0}, i % 2 ? NULL : "{\"q\":[1,2]}"), CORE_OK);
+        cr_assert_eq(core_dp_ledger_charge(l, id, "lap", u2, 2, &(struct core_dp_cost){0.1, 0, 0},
+                                           i % 2 ? NULL : "{\"q\":[1,2]}"),
+                     CORE_OK);
         cr_assert_eq(core_dp_ledger_commit_output(l, id, id, strlen(id)), CORE_OK);
     }
     cr_assert_eq(core_dp_ledger_spent(l, "u|1", &s0), CORE_OK);
@@ -251,8 +252,12 @@ Test(dp_ledger_store, audit_rows_beyond_the_store_are_applied_and_a_short_audit_
 
 /* ---- crash injection ---- */
 
-enum kill_at { KILL_AFTER_PUBLISH = 0, KILL_AFTER_CHARGE = 1, KILL_BEFORE_CHARGE = 2,
-               KILL_AFTER_WAL = 3 };
+enum kill_at {
+    KILL_AFTER_PUBLISH = 0,
+    KILL_AFTER_CHARGE = 1,
+    KILL_BEFORE_CHARGE = 2,
+    KILL_AFTER_WAL = 3
+};
 
 static void child_release(const struct paths *p, const char *id, int fd, int kill_at)
 {
@@ -405,8 +410,8 @@ Test(dp_ledger_store, sigkill_mid_stream_matches_the_audit_log)
         cr_assert_eq(core_dp_ledger_spent(l, "shared|1", &s_ref), CORE_OK);
         core_dp_ledger_free(l);
         unlink(copy);
-        cr_assert(memcmp(&s_store, &s_ref, sizeof(s_ref)) == 0, "round %d: %.17g vs %.17g",
-                  round, s_store.eps, s_ref.eps);
+        cr_assert(memcmp(&s_store, &s_ref, sizeof(s_ref)) == 0, "round %d: %.17g vs %.17g", round,
+                  s_store.eps, s_ref.eps);
         cr_assert_geq(s_store.eps, 0.01 * published * 0.999999, "never undercounts");
         cr_log_info("round %d: %d published before the kill\n", round, published);
     }
@@ -505,8 +510,8 @@ static void pair_compare(struct pair *x, const char *when)
         core_err rb = core_dp_ledger_lookup(x->s, id, &b, &lb);
         cr_assert_eq(ra, rb, "%s: lookup %s: %s vs %s", when, id, core_errname(ra),
                      core_errname(rb));
-        cr_assert(ra != CORE_OK || (la == lb && memcmp(a, b, la) == 0), "%s: bytes of %s",
-                  when, id);
+        cr_assert(ra != CORE_OK || (la == lb && memcmp(a, b, la) == 0), "%s: bytes of %s", when,
+                  id);
         free(a);
         free(b);
     }
@@ -519,8 +524,10 @@ static void pair_compare(struct pair *x, const char *when)
 
 static void op_charge(struct pair *x)
 {
-    static const struct core_dp_cost costs[5] = {{0.1, 0.01, 0}, {0.25, 0.3, 1e-7},
-                                                 {1.0 / 3.0, 0.2, 0}, {0.7, 0, 1e-5},
+    static const struct core_dp_cost costs[5] = {{0.1, 0.01, 0},
+                                                 {0.25, 0.3, 1e-7},
+                                                 {1.0 / 3.0, 0.2, 0},
+                                                 {0.7, 0, 1e-5},
                                                  {0.30000000000000004, 0.5, 0}};
     char ubuf[4][32], id[16];
     const char *u[4];
@@ -528,16 +535,15 @@ static void op_charge(struct pair *x)
     int i = (int)core_prng_below(&x->g, IDS), d = (int)core_prng_below(&x->g, DEVS);
     int t = (int)core_prng_below(&x->g, SLOTS);
     for (size_t k = 0; k < n; k++) { /* neighbouring slots, sometimes a repeated one */
-        snprintf(ubuf[k], sizeof(ubuf[k]), "d%d|%d", d, (t + (int)core_prng_below(&x->g, 3)) %
-                 SLOTS);
+        snprintf(ubuf[k], sizeof(ubuf[k]), "d%d|%d", d,
+                 (t + (int)core_prng_below(&x->g, 3)) % SLOTS);
         u[k] = ubuf[k];
     }
     const struct core_dp_cost *c = &costs[core_prng_below(&x->g, 5)];
     snprintf(id, sizeof(id), "r%d", i);
     core_err a = core_dp_ledger_charge(x->r, id, "lap", u, n, c, "{\"k\":1}");
     core_err b = core_dp_ledger_charge(x->s, id, "lap", u, n, c, "{\"k\":1}");
-    cr_assert_eq(a, b, "op %lu charge %s: %s vs %s", x->ops, id, core_errname(a),
-                 core_errname(b));
+    cr_assert_eq(a, b, "op %lu charge %s: %s vs %s", x->ops, id, core_errname(a), core_errname(b));
     x->pending[i] |= a == CORE_OK;
     x->refusals += a == CORE_EBUDGET;
 }
@@ -566,9 +572,9 @@ static void op_commit(struct pair *x)
         if (x->pending[i])
             pend[np++] = i;
     for (size_t k = 0; k < n; k++) { /* mostly pending ids; sometimes any (ENOTFOUND) */
-        which[k] = np > 0 && core_prng_below(&x->g, 20) > 0 ?
-                       pend[core_prng_below(&x->g, (uint64_t)np)] :
-                       (int)core_prng_below(&x->g, IDS);
+        which[k] = np > 0 && core_prng_below(&x->g, 20) > 0
+                       ? pend[core_prng_below(&x->g, (uint64_t)np)]
+                       : (int)core_prng_below(&x->g, IDS);
         snprintf(idb[k], sizeof(idb[k]), "r%d", which[k]);
         ids[k] = idb[k];
         lens[k] = core_prng_below(&x->g, sizeof(out[k]) + 1);
@@ -671,8 +677,7 @@ Test(dp_ledger_store, randomized_differential_against_the_jsonl_reference)
     /* the sequences must exercise both answers of the cap */
     cr_assert_gt(refusals, 20, "refusals %lu", refusals);
     cr_assert_gt(commits, 60, "commits %lu", commits);
-    cr_log_info("differential: %lu ops, %lu commits, %lu refusals\n", total, commits,
-                refusals);
+    cr_log_info("differential: %lu ops, %lu commits, %lu refusals\n", total, commits, refusals);
     paths_free(&p);
 }
 
@@ -861,8 +866,8 @@ Test(dp_ledger_store, crash_during_compaction_is_all_or_nothing)
         cr_assert(sp.eps == 0.25, "a live unit's total is intact");
         core_dp_ledger_free(l);
     }
-    cr_log_info("compaction crash: %d rounds killed before it committed, %d after\n",
-                seen_before, seen_after);
+    cr_log_info("compaction crash: %d rounds killed before it committed, %d after\n", seen_before,
+                seen_after);
     paths_free(&p);
 }
 
@@ -871,8 +876,7 @@ Test(dp_ledger_store, import_of_a_jsonl_ledger_verifies_and_refuses_an_existing_
     struct paths p;
     paths_new(&p);
     struct core_dp_ledger *r = ropen_ok(p.audit, 5.0), *l;
-    struct core_dp_ledger_opts o = {.path = p.audit, .cap = {5.0, 100.0, 1e-3},
-                                    .scheme = SCHEME};
+    struct core_dp_ledger_opts o = {.path = p.audit, .cap = {5.0, 100.0, 1e-3}, .scheme = SCHEME};
     const struct core_dp_cost costs[3] = {{0.1, 0, 0}, {1.0 / 3.0, 0.5, 1e-7}, {0.7, 0, 0}};
     char err[512] = "", id[32], u0[32], u1[32];
     uint64_t rows = 0;
@@ -893,8 +897,7 @@ Test(dp_ledger_store, import_of_a_jsonl_ledger_verifies_and_refuses_an_existing_
     cr_assert_eq(core_dp_ledger_import(&o, p.store, &rows, err, sizeof(err)), CORE_ESTATE,
                  "another cap is refused: %s", err);
     o.cap.eps = 5.0;
-    cr_assert_eq(core_dp_ledger_import(&o, p.store, &rows, err, sizeof(err)), CORE_OK, "%s",
-                 err);
+    cr_assert_eq(core_dp_ledger_import(&o, p.store, &rows, err, sizeof(err)), CORE_OK, "%s", err);
     cr_assert_eq(rows, rs.releases);
     cr_assert_eq(core_dp_ledger_import(&o, p.store, &rows, err, sizeof(err)), CORE_EEXIST);
     l = sopen_ok(&p, 5.0, 0);
@@ -945,8 +948,8 @@ Test(dp_ledger_store, a_full_cache_evicts_and_the_cap_still_holds)
 {
     struct paths p;
     paths_new(&p);
-    struct core_dp_ledger_opts o = {.path = p.audit, .cap = {1.0, 100.0, 1e-3},
-                                    .scheme = SCHEME, .max_tracked = 8};
+    struct core_dp_ledger_opts o = {
+        .path = p.audit, .cap = {1.0, 100.0, 1e-3}, .scheme = SCHEME, .max_tracked = 8};
     struct core_dp_store_opts so = {.path = p.store, .replay_horizon_ms = 0};
     struct core_dp_ledger *l = NULL;
     struct core_dp_ledger_stats st;
@@ -957,8 +960,7 @@ Test(dp_ledger_store, a_full_cache_evicts_and_the_cap_still_holds)
         snprintf(u, sizeof(u), "d%d|%d", i % 17, i % 5); /* 85 units, each charged 2-3 times */
         core_err rc = core_dp_ledger_charge(l, id, "lap", (const char *[]){u}, 1, &C04, NULL);
         int nth = i / 85; /* this unit's earlier charges: 0.4 each, cap 1.0 */
-        cr_assert_eq(rc, nth < 2 ? CORE_OK : CORE_EBUDGET, "release %d: %s", i,
-                     core_errname(rc));
+        cr_assert_eq(rc, nth < 2 ? CORE_OK : CORE_EBUDGET, "release %d: %s", i, core_errname(rc));
         if (rc == CORE_OK)
             cr_assert_eq(core_dp_ledger_commit_output(l, id, "o", 1), CORE_OK);
         core_dp_ledger_stats(l, &st);

@@ -2,12 +2,13 @@
  * T1.3, T2.5, T2.7-T2.10, T3). N and thresholds are stated per test (alpha = 1e-6).
  * SPDX-License-Identifier: Apache-2.0
  */
-#include <criterion/criterion.h>
 #include <float.h>
-#include <gsl/gsl_errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <criterion/criterion.h>
+#include <gsl/gsl_errno.h>
 
 #include "core/dp_acct.h"
 #include "core/dp_calib.h"
@@ -182,8 +183,8 @@ Test(dp_mech, lap_integer_scale_is_conservative)
         if (eps < CORE_DP_EPS_MIN || eps > CORE_DP_EPS_MAX)
             continue;
         cr_assert_eq(core_dp_lap_params(s, eps, s, n, &p), CORE_OK);
-        cr_assert(t_is_conservative(p.t, eps, ldexp(s, -p.k), (double)n),
-                  "t=%llu eps=%a s=%a", (unsigned long long)p.t, eps, s);
+        cr_assert(t_is_conservative(p.t, eps, ldexp(s, -p.k), (double)n), "t=%llu eps=%a s=%a",
+                  (unsigned long long)p.t, eps, s);
         cr_assert(!t_is_conservative(p.t - 2, eps, ldexp(s, -p.k), (double)n),
                   "t is at most one above the minimum");
     }
@@ -453,8 +454,7 @@ Test(dp_mech, gauss_release_on_lattice_with_variance)
         ss += (y - 1.25) * (y - 1.25);
     }
     double var = ss / N, want = g.sigma * g.sigma;
-    cr_assert_lt(fabs(var - want), DP_Z * sqrt(2.0) * want / sqrt(N), "var=%g want=%g", var,
-                 want);
+    cr_assert_lt(fabs(var - want), DP_Z * sqrt(2.0) * want / sqrt(N), "var=%g want=%g", var, want);
     ts_rng_free(r);
 }
 
@@ -463,8 +463,8 @@ Test(dp_mech, gauss_release_on_lattice_with_variance)
 typedef core_err (*select_fn)(const struct core_rng *, size_t, const double *, double, int,
                               size_t *);
 
-static core_err pf_adapter(const struct core_rng *g, size_t n, const double *s, double sc,
-                           int f, size_t *out)
+static core_err pf_adapter(const struct core_rng *g, size_t n, const double *s, double sc, int f,
+                           size_t *out)
 {
     size_t work[64];
     cr_assert_leq(n, 64);

@@ -2,7 +2,6 @@
  * loop, fork safety of the buffer, threads, fail-closed behaviour.
  * SPDX-License-Identifier: Apache-2.0
  */
-#include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -10,6 +9,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <criterion/criterion.h>
 
 #include "core/dp_mech.h"
 #include "core/dp_rng.h"
@@ -130,7 +131,7 @@ Test(dp_rng, fork_child_and_parent_draw_differently)
     }
 }
 
-#define NTHREADS 8
+#define NTHREADS   8
 #define PER_THREAD 100000
 
 static void *thread_draw(void *arg)
@@ -152,8 +153,8 @@ Test(dp_rng, threads_never_repeat_128bit_blocks)
     uint64_t *all = calloc(NTHREADS * PER_THREAD * 2, sizeof(*all));
     pthread_t th[NTHREADS];
     for (int i = 0; i < NTHREADS; i++)
-        cr_assert_eq(
-            pthread_create(&th[i], NULL, thread_draw, all + (size_t)i * PER_THREAD * 2), 0);
+        cr_assert_eq(pthread_create(&th[i], NULL, thread_draw, all + (size_t)i * PER_THREAD * 2),
+                     0);
     for (int i = 0; i < NTHREADS; i++) {
         void *rv;
         pthread_join(th[i], &rv);
@@ -193,10 +194,10 @@ Test(dp_rng, failing_source_yields_no_release)
  * includes it, and the built gcdp binary (when present) contains none of its symbols. */
 Test(dp_rng, seeded_source_is_not_in_product_code)
 {
-    FILE *p = popen("grep -rlE --include='*.[ch]' '#include.*seeded_rng|ts_rng_' " GCDP_SOURCE_DIR "/core "
-                    GCDP_SOURCE_DIR "/ingest " GCDP_SOURCE_DIR "/sim " GCDP_SOURCE_DIR
-                    "/calibrate " GCDP_SOURCE_DIR "/release " GCDP_SOURCE_DIR "/learner "
-                    GCDP_SOURCE_DIR "/app 2>/dev/null",
+    FILE *p = popen("grep -rlE --include='*.[ch]' '#include.*seeded_rng|ts_rng_' " GCDP_SOURCE_DIR
+                    "/core " GCDP_SOURCE_DIR "/ingest " GCDP_SOURCE_DIR "/sim " GCDP_SOURCE_DIR
+                    "/calibrate " GCDP_SOURCE_DIR "/release " GCDP_SOURCE_DIR
+                    "/learner " GCDP_SOURCE_DIR "/app 2>/dev/null",
                     "r");
     char line[1024];
     cr_assert_not_null(p);

@@ -5,10 +5,11 @@
 #ifndef GCDP_TEST_DP_STAT_H
 #define GCDP_TEST_DP_STAT_H
 
-#include <gsl/gsl_cdf.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <gsl/gsl_cdf.h>
 
 #define DP_ALPHA 1e-6
 #define DP_Z     4.8916 /* two-sided normal quantile at alpha = 1e-6 */

@@ -1,11 +1,12 @@
 /* test_lagcorr.c - core's Algorithm 1 kernel: lagged |Pearson| (BLAS, float32 and direct),
  * the zero-variance and fewer-than-two-pairs rules. (S = λρ0 + (1−λ)max ρ and the
  * normalization are calibrate's: tests/calibrate/test_score.c.) */
-#include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <criterion/criterion.h>
 
 #include "core/lagcorr.h"
 
@@ -93,7 +94,8 @@ Test(lagcorr, detects_a_pure_lag_only_when_L_reaches_it)
 Test(lagcorr, zero_variance_rule_exact_and_per_window)
 {
     enum { N = 6 };
-    double x[N * 3] = {0.1, 0.3, 5, 0.7, 0.3, 5, 0.2, 0.3, 5, 0.9, 0.3, 5, 0.4, 0.3, 5, 0.6, 0.3, 1};
+    double x[N * 3] = {0.1, 0.3, 5, 0.7, 0.3, 5, 0.2, 0.3, 5,
+                       0.9, 0.3, 5, 0.4, 0.3, 5, 0.6, 0.3, 1};
     struct both b = run_both(N, 3, x, 2);
     for (size_t j = 0; j < 3; j++) {
         cr_assert_eq(b.r0[1 * 3 + j], 0.0);
@@ -112,7 +114,7 @@ Test(lagcorr, zero_variance_rule_exact_and_per_window)
 Test(lagcorr, fewer_than_two_pairs_gives_zero)
 {
     const double x2[] = {0.0, 1.0, 1.0, 0.0}; /* n = 2: lag 0 has two pairs, lag 1 one */
-    const double x1[] = {0.2, 0.9};            /* n = 1: nothing */
+    const double x1[] = {0.2, 0.9};           /* n = 1: nothing */
     struct both b = run_both(2, 2, x2, 1);
     cr_assert_float_eq(b.r0[1], 1.0, 1e-14);
     cr_assert_float_eq(b.rm[1], 1.0, 1e-14);
@@ -139,7 +141,9 @@ Test(lagcorr, blas_equals_direct_reference_on_random_inputs)
             for (size_t t = 0; t < n; t++) {
                 double f = unif();
                 for (size_t j = 0; j < m; j++) {
-                    double v = (j % 3 == 0) ? unif() : (j % 3 == 1 ? (unif() < 0.5) : 0.7 * f + 0.3 * unif());
+                    double v = (j % 3 == 0)
+                                   ? unif()
+                                   : (j % 3 == 1 ? (unif() < 0.5) : 0.7 * f + 0.3 * unif());
                     x[t * m + j] = j == m - 1 ? 0.25 : v; /* last column constant */
                 }
             }
@@ -162,7 +166,8 @@ Test(lagcorr, float32_path_error_on_s_below_1e5)
 {
     size_t n = 2000, m = 40;
     int L = 3;
-    double *x = malloc(n * m * sizeof(double)), *work = malloc(core_lagcorr_work_len(n, m, L) * sizeof(double));
+    double *x = malloc(n * m * sizeof(double)),
+           *work = malloc(core_lagcorr_work_len(n, m, L) * sizeof(double));
     float *fw = malloc((n * m + m * m) * sizeof(float));
     double *a0 = malloc(m * m * sizeof(double)), *am = malloc(m * m * sizeof(double));
     double *b0 = malloc(m * m * sizeof(double)), *bm = malloc(m * m * sizeof(double)), err = 0.0;
@@ -185,6 +190,7 @@ Test(lagcorr, rejects_bad_arguments)
     double x[4] = {0}, r0[4], rm[4], work[64];
     cr_assert_eq(core_lagcorr_blas(2, 2, x, 1, 1, r0, rm, work), CORE_EINVAL, "ld < m");
     cr_assert_eq(core_lagcorr_blas(2, 2, x, 2, -1, r0, rm, work), CORE_EINVAL, "negative L");
-    cr_assert_eq(core_lagcorr_blas(2, 2, x, 2, CORE_LAGCORR_MAX_LAG + 1, r0, rm, work), CORE_EINVAL);
+    cr_assert_eq(core_lagcorr_blas(2, 2, x, 2, CORE_LAGCORR_MAX_LAG + 1, r0, rm, work),
+                 CORE_EINVAL);
     cr_assert_eq(core_lagcorr_blas(0, 2, x, 2, 1, r0, rm, work), CORE_EINVAL, "no rows");
 }

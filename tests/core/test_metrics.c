@@ -27,11 +27,11 @@ TestSuite(metrics, .init = quiet);
 Test(metrics, renders_help_type_once_and_labelled_series_together)
 {
     struct core_metrics *m = core_metrics_new();
-    struct core_metric *a = core_metrics_get(m, CORE_METRIC_COUNTER, "x_total", "reason=\"a\"",
-                                             "things");
+    struct core_metric *a =
+        core_metrics_get(m, CORE_METRIC_COUNTER, "x_total", "reason=\"a\"", "things");
     struct core_metric *g = core_metrics_get(m, CORE_METRIC_GAUGE, "lag", NULL, "lag");
-    struct core_metric *b = core_metrics_get(m, CORE_METRIC_COUNTER, "x_total", "reason=\"b\"",
-                                             "things");
+    struct core_metric *b =
+        core_metrics_get(m, CORE_METRIC_COUNTER, "x_total", "reason=\"b\"", "things");
     char *text = NULL;
 
     cr_assert(a && b && g && a != b);

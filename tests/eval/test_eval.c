@@ -1,6 +1,5 @@
 /* test_eval.c - the evaluation harness (eval/eval.h): classifier, metrics, split
  * discipline (planted markers), dataset readers, and a smoke run of the whole protocol. */
-#include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <criterion/criterion.h>
 #include <jansson.h>
 
 #include "cal/calibrate.h"

@@ -1,4 +1,5 @@
-/* fuzz_config.c - libFuzzer entry for gcdp_fuzz_config (targets.h); preset "fuzz", docs/operations.md. */
+/* fuzz_config.c - libFuzzer entry for gcdp_fuzz_config (targets.h); preset "fuzz",
+ * docs/operations.md. */
 #include <stddef.h>
 #include <stdint.h>
 

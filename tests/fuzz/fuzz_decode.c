@@ -33,8 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     km = data[0] % 3;
     p.key_policy = km == 2 ? ING_KEY_IGNORE : ING_KEY_REQUIRE;
     memset(&st, 0, sizeof(st));
-    if (!dd_check(&p, fj, (const char *)data + 1, size - 1, km == 1 ? NULL : "m1",
-                  km == 1 ? 0 : 2, 1000, &st, why, sizeof(why))) {
+    if (!dd_check(&p, fj, (const char *)data + 1, size - 1, km == 1 ? NULL : "m1", km == 1 ? 0 : 2,
+                  1000, &st, why, sizeof(why))) {
         fprintf(stderr, "fuzz_decode: decoders disagree: %s\n", why);
         abort();
     }

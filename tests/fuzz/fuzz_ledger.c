@@ -1,4 +1,5 @@
-/* fuzz_ledger.c - libFuzzer entry for gcdp_fuzz_ledger (targets.h); preset "fuzz", docs/operations.md. */
+/* fuzz_ledger.c - libFuzzer entry for gcdp_fuzz_ledger (targets.h); preset "fuzz",
+ * docs/operations.md. */
 #include <stddef.h>
 #include <stdint.h>
 

@@ -1,4 +1,5 @@
-/* fuzz_theta.c - libFuzzer entry for gcdp_fuzz_theta (targets.h); preset "fuzz", docs/operations.md. */
+/* fuzz_theta.c - libFuzzer entry for gcdp_fuzz_theta (targets.h); preset "fuzz",
+ * docs/operations.md. */
 #include <stddef.h>
 #include <stdint.h>
 

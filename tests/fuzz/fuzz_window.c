@@ -1,4 +1,5 @@
-/* fuzz_window.c - libFuzzer entry for gcdp_fuzz_window (targets.h); preset "fuzz", docs/operations.md. */
+/* fuzz_window.c - libFuzzer entry for gcdp_fuzz_window (targets.h); preset "fuzz",
+ * docs/operations.md. */
 #include <stddef.h>
 #include <stdint.h>
 

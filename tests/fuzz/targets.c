@@ -2,12 +2,13 @@
 #define _GNU_SOURCE /* memfd_create */
 #include "targets.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "cal/config.h"
 #include "cal/matrix.h"
@@ -93,8 +94,7 @@ int gcdp_fuzz_ledger(const uint8_t *data, size_t size)
         return 0;
     if (write(fd, data, size) == (ssize_t)size) {
         snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-        core_err rc = core_dp_ledger_scan(path, &sc, &cap, count_row, &rows, &torn, eb,
-                                          sizeof(eb));
+        core_err rc = core_dp_ledger_scan(path, &sc, &cap, count_row, &rows, &torn, eb, sizeof(eb));
         if (rc != CORE_OK && !eb[0])
             abort(); /* a refusal always says why */
     }
@@ -121,9 +121,9 @@ int gcdp_fuzz_theta(const uint8_t *data, size_t size)
 
 int gcdp_fuzz_config(const uint8_t *data, size_t size)
 {
-    static const struct core_cfg_key *const tables[] = {
-        core_config_keys, ing_config_keys, sim_config_keys,
-        cal_config_keys,  rel_config_keys, lrn_config_keys};
+    static const struct core_cfg_key *const tables[] = {core_config_keys, ing_config_keys,
+                                                        sim_config_keys,  cal_config_keys,
+                                                        rel_config_keys,  lrn_config_keys};
     struct core_config *cfg = core_config_new(tables, sizeof(tables) / sizeof(*tables));
     char *arg = malloc(size + 1), eb[512];
 
@@ -161,7 +161,8 @@ int gcdp_fuzz_csv(const uint8_t *data, size_t size)
             struct cal_matrix *mx = NULL;
             if (cal_matrix_load_ts(path, which ? CAL_FORMAT_OCCUPANCY : CAL_FORMAT_CSV,
                                    which ? NULL : "label", which ? NULL : "ts", 10000, &mx, eb,
-                                   sizeof(eb)) != CORE_OK && !eb[0])
+                                   sizeof(eb)) != CORE_OK &&
+                !eb[0])
                 abort();
             cal_matrix_free(mx);
         }

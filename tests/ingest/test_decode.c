@@ -342,8 +342,8 @@ Test(decode, detail_stays_utf8_when_a_name_is_cut)
  * keeps the bytes (base64). */
 Test(decode, binary_payload_is_malformed_not_truncated)
 {
-    static const unsigned char gz[] = {0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00,
-                                       0x00, 0x03, 0x7b, 0x22, 0x00, 0x7d};
+    static const unsigned char gz[] = {0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00,
+                                       0x00, 0x00, 0x03, 0x7b, 0x22, 0x00, 0x7d};
     static const char nul_in_doc[] = "{\"schema\":\"gcdp.reading/1\"\0,\"device\":\"d\"}";
     struct ing_params p;
     struct ing_engine *e;

@@ -76,13 +76,12 @@ Test(decode_diff, simulator_fault_kinds)
         acc_before = d.st.accepted;
         for (int i = 0; i < 200; i++) {
             double vals[4] = {15 + 10 * core_prng_uniform(&rng), 100 * core_prng_uniform(&rng),
-                              floor(2000 * core_prng_uniform(&rng)),
-                              2 + core_prng_uniform(&rng)};
+                              floor(2000 * core_prng_uniform(&rng)), 2 + core_prng_uniform(&rng)};
             struct sim_reading r = {dev, 1793491200000LL + 60000LL * i, (uint64_t)i, names, vals,
                                     4};
             snprintf(dev, sizeof(dev), "mote-%d", i % 17);
-            cr_assert_eq(sim_encode_reading(&r, (enum sim_fault)k, &rng, d.p.max_message_bytes,
-                                            buf, cap, &len),
+            cr_assert_eq(sim_encode_reading(&r, (enum sim_fault)k, &rng, d.p.max_message_bytes, buf,
+                                            cap, &len),
                          CORE_OK);
             dd_expect(&d, k < SIM_FAULT_COUNT ? sim_fault_name((enum sim_fault)k) : "none", buf,
                       len, dev);
@@ -135,7 +134,7 @@ Test(decode_diff, edge_cases)
         enum ing_reason want;
         bool fast; /* accepted by the scanner itself */
     } rows[] = {
-        {HEAD "\"readings\":{\"temperature\":-0}}", ING_R_NONE, true}, /* int 0: +0.0 */
+        {HEAD "\"readings\":{\"temperature\":-0}}", ING_R_NONE, true},   /* int 0: +0.0 */
         {HEAD "\"readings\":{\"temperature\":-0.0}}", ING_R_NONE, true}, /* real: -0.0 */
         {HEAD "\"readings\":{\"temperature\":1e-400}}", ING_R_NONE, true},
         {HEAD "\"readings\":{\"humidity_ratio\":4.9e-324}}", ING_R_NONE, true},
@@ -176,11 +175,14 @@ Test(decode_diff, edge_cases)
         {HEAD "\"readings\":{\"temperature\":1},\"seq\":-0}", ING_R_NONE, true},
         {HEAD "\"readings\":{\"temperature\":1},\"seq\":1e2}", ING_R_SEQ_WRONG_TYPE, false},
         {"{\"schema\":\"gcdp.reading/1\",\"device\":\"m1\",\"ts\":1.7934912e12,"
-         "\"readings\":{\"temperature\":1}}", ING_R_TS_WRONG_TYPE, false},
+         "\"readings\":{\"temperature\":1}}",
+         ING_R_TS_WRONG_TYPE, false},
         {"{\"schema\":\"gcdp.reading/1\",\"device\":\"m\\u0031\",\"ts\":\"2026-11-01T00:00:00Z\","
-         "\"readings\":{\"temperature\":null,\"light\":7}}", ING_R_NONE, true},
+         "\"readings\":{\"temperature\":null,\"light\":7}}",
+         ING_R_NONE, true},
         {"{\"schema\":\"gcdp.reading/1\",\"device\":\"m1\",\"ts\":\"2026-11-01T00:00:00\tZ\","
-         "\"readings\":{\"temperature\":1}}", ING_R_MALFORMED_JSON, false},
+         "\"readings\":{\"temperature\":1}}",
+         ING_R_MALFORMED_JSON, false},
         {HEAD "\"readings\":{\"temperature\":nul}}", ING_R_MALFORMED_JSON, false},
         {HEAD "\"readings\":{\"temperature\":[1]}}", ING_R_WRONG_TYPE, false},
         {HEAD "\"readings\":{}}", ING_R_READINGS_EMPTY, false},
@@ -234,8 +236,8 @@ Test(decode_diff, ten_thousand_mutations)
     for (int r = 0; r < ING_REASON_COUNT; r++)
         distinct += d.st.by_reason[r] > 0;
     cr_log_info("mutations: %llu inputs, %llu accepted (%llu by the scanner), %llu rejected, "
-                "%zu distinct reasons", d.st.inputs, d.st.accepted, d.st.fast_path, d.st.rejected,
-                distinct);
+                "%zu distinct reasons",
+                d.st.inputs, d.st.accepted, d.st.fast_path, d.st.rejected, distinct);
     cr_assert_eq(d.st.inputs, 10000);
     cr_assert_gt(d.st.accepted, 500, "mutations keep some readings valid");
     cr_assert_gt(d.st.rejected, 5000);
@@ -304,11 +306,11 @@ Test(decode_diff, engines_with_either_decoder_emit_the_same_records)
         int k = (int)core_prng_below(&rng, SIM_FAULT_COUNT + 4); /* >= COUNT: clean */
         double vals[4] = {15 + 10 * core_prng_uniform(&rng), 100 * core_prng_uniform(&rng),
                           floor(2000 * core_prng_uniform(&rng)), 2 + core_prng_uniform(&rng)};
-        struct sim_reading r = {dev, 1793491200000LL + 60000LL * (i / 17), (uint64_t)i, names,
-                                vals, 4};
+        struct sim_reading r = {dev, 1793491200000LL + 60000LL * (i / 17), (uint64_t)i, names, vals,
+                                4};
         snprintf(dev, sizeof(dev), "mote-%d", i % 17);
-        cr_assert_eq(sim_encode_reading(&r, k < SIM_FAULT_COUNT ? (enum sim_fault)k
-                                                                : SIM_FAULT_COUNT,
+        cr_assert_eq(sim_encode_reading(&r,
+                                        k < SIM_FAULT_COUNT ? (enum sim_fault)k : SIM_FAULT_COUNT,
                                         &rng, pf.max_message_bytes, buf, cap, &len),
                      CORE_OK);
         if (i % 3 == 0)

@@ -39,11 +39,31 @@ static void check_double(double x)
  * every one must equal snprintf("%.17g"). */
 Test(format, unit_doubles_match_printf_exactly)
 {
-    static const double edge[] = {1.0,  0.1,   0.5,         1e-4,   0.3,    2.0 / 3.0, 0.9999999999999999,
-                                  0.99999999999999994, 0.099999999999999992, 0.0001000000000000001,
-                                  0.4327555555555556, 0.2726577777777779, 0.001, 0.01, 0.25,
-                                  0.0,  -0.0,  -0.5,        1.5,    1e-5,   123456.789, 1e300,
-                                  DBL_MIN, DBL_TRUE_MIN, 9.999999999999999e-5};
+    static const double edge[] = {1.0,
+                                  0.1,
+                                  0.5,
+                                  1e-4,
+                                  0.3,
+                                  2.0 / 3.0,
+                                  0.9999999999999999,
+                                  0.99999999999999994,
+                                  0.099999999999999992,
+                                  0.0001000000000000001,
+                                  0.4327555555555556,
+                                  0.2726577777777779,
+                                  0.001,
+                                  0.01,
+                                  0.25,
+                                  0.0,
+                                  -0.0,
+                                  -0.5,
+                                  1.5,
+                                  1e-5,
+                                  123456.789,
+                                  1e300,
+                                  DBL_MIN,
+                                  DBL_TRUE_MIN,
+                                  9.999999999999999e-5};
     uint64_t st = 42;
 
     for (size_t i = 0; i < sizeof(edge) / sizeof(*edge); i++)
@@ -71,4 +91,3 @@ Test(format, unit_doubles_match_printf_exactly)
         check_double(x);
     }
 }
-

@@ -35,8 +35,9 @@ Test(guards, far_future_reading_is_ts_jump_and_windows_stay_open)
     struct coll c;
     struct ing_sink s = coll_sink(&c);
     long long off = 0;
-    static const char wrong[] = "{\"schema\":\"gcdp.reading/1\",\"device\":\"m1\","
-                                "\"ts\":\"2015-03-04T18:00:00Z\",\"readings\":{\"temperature\":21}}";
+    static const char wrong[] =
+        "{\"schema\":\"gcdp.reading/1\",\"device\":\"m1\","
+        "\"ts\":\"2015-03-04T18:00:00Z\",\"readings\":{\"temperature\":21}}";
 
     ing_params_default(&p); /* max_jump_ms = 1 day, 15-min windows, 2-min lateness */
     cr_assert_eq(p.max_jump_ms, DAY);
@@ -61,9 +62,9 @@ Test(guards, far_future_reading_is_ts_jump_and_windows_stay_open)
     cr_assert_str_eq(reason_of(&c, 0), "ts_jump");
     cr_assert_str_eq(json_string_value(json_object_get(json_array_get(c.rejects, 0), "payload")),
                      wrong);
-    cr_assert_not_null(strstr(json_string_value(json_object_get(json_array_get(c.rejects, 0),
-                                                                "detail")),
-                              "ingest.max_jump_ms"));
+    cr_assert_not_null(
+        strstr(json_string_value(json_object_get(json_array_get(c.rejects, 0), "detail")),
+               "ingest.max_jump_ms"));
     coll_free(&c);
     ing_engine_free(e);
 }
@@ -230,8 +231,8 @@ Test(guards, simulated_clock_with_gaps_passes_the_defaults)
     for (int tick = 0; tick < 3000; tick++) {
         if (tick >= 1000 && tick < 1020) /* gap fault: sim.gap_ticks = 20 */
             continue;
-        cr_assert_eq(push_t(e, &s, "m1", start + tick * T_MIN, 20, off++), ING_R_NONE,
-                     "tick %d", tick);
+        cr_assert_eq(push_t(e, &s, "m1", start + tick * T_MIN, 20, off++), ING_R_NONE, "tick %d",
+                     tick);
     }
     ing_engine_counters(e, &k);
     cr_assert_eq(k.rejected, 0);

@@ -3,12 +3,13 @@
  * build runs these with leak detection), nesting, threads, replaced hooks. */
 #include <threads.h>
 
-#include "core/jalloc.h"
 #include "alg/window.h"
+#include "core/jalloc.h"
 #include "ing_test.h"
 
-static const char reading[] = "{\"schema\":\"gcdp.reading/1\",\"device\":\"m1\",\"ts\":1423072800000,"
-                              "\"readings\":{\"temperature\":21.5,\"humidity\":null},\"seq\":3}";
+static const char reading[] =
+    "{\"schema\":\"gcdp.reading/1\",\"device\":\"m1\",\"ts\":1423072800000,"
+    "\"readings\":{\"temperature\":21.5,\"humidity\":null},\"seq\":3}";
 
 Test(jalloc, typical_reading_comes_entirely_from_the_arena)
 {
@@ -20,9 +21,8 @@ Test(jalloc, typical_reading_comes_entirely_from_the_arena)
     cr_assert_not_null(v, "%s", err.text);
     cr_assert(core_jalloc_owns(a, v));
     cr_assert(core_jalloc_owns(a, json_object_get(v, "readings")));
-    cr_assert_float_eq(json_real_value(json_object_get(json_object_get(v, "readings"),
-                                                       "temperature")),
-                       21.5, 0.0);
+    cr_assert_float_eq(
+        json_real_value(json_object_get(json_object_get(v, "readings"), "temperature")), 21.5, 0.0);
     cr_assert_str_eq(json_string_value(json_object_get(v, "device")), "m1");
     core_jalloc_stats(a, &st);
     cr_assert(st.hooks_active);
@@ -122,8 +122,8 @@ struct nest {
     int calls;
 };
 
-static void nest_on_window(void *arg, const char *key, size_t key_len, const char *json,
-                           size_t len, const struct ing_window_info *info)
+static void nest_on_window(void *arg, const char *key, size_t key_len, const char *json, size_t len,
+                           const struct ing_window_info *info)
 {
     struct nest *n = arg;
     struct ing_source src = {"inner", 0, n->calls};

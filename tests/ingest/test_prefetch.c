@@ -2,9 +2,10 @@
  * some messages ahead (as the service's consumer look-ahead does) emits exactly what an
  * engine without it emits, also while devices are evicted, partitions forgotten and keys
  * are missing, foreign or too long for a device id. */
-#include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <criterion/criterion.h>
 
 #include "ing_test.h"
 
@@ -47,19 +48,17 @@ static void make_msg(struct msg *m, int i)
     m->now = 1000LL * i; /* processing time: 12,000 s over the run, so devices go idle */
 }
 
-static void run(struct ing_engine *e, const struct ing_sink *s, const struct msg *ms,
-                bool prefetch)
+static void run(struct ing_engine *e, const struct ing_sink *s, const struct msg *ms, bool prefetch)
 {
     for (int i = 0; i < N_MSG; i++) {
         const struct msg *m = &ms[i];
         if (prefetch && i == 0)
             for (int j = 0; j < LOOKAHEAD; j++)
-                ing_engine_prefetch(e, ms[j].payload, ms[j].len,
-                                    ms[j].has_key ? ms[j].key : NULL, strlen(ms[j].key));
+                ing_engine_prefetch(e, ms[j].payload, ms[j].len, ms[j].has_key ? ms[j].key : NULL,
+                                    strlen(ms[j].key));
         if (prefetch && i + LOOKAHEAD < N_MSG) {
             const struct msg *a = &ms[i + LOOKAHEAD];
-            ing_engine_prefetch(e, a->payload, a->len, a->has_key ? a->key : NULL,
-                                strlen(a->key));
+            ing_engine_prefetch(e, a->payload, a->len, a->has_key ? a->key : NULL, strlen(a->key));
         }
         push_raw(e, s, m->payload, m->len, m->has_key ? m->key : NULL, m->part, i, m->now);
         if (i % 700 == 699)

@@ -206,7 +206,8 @@ Test(windows, duplicate_device_ts_is_dead_lettered)
     cr_assert_eq(push_t(e, &s, "m1", T0, 30, 2), ING_R_DUPLICATE, "same ts, other value");
     cr_assert_eq(push_t(e, &s, "m2", T0, 20, 3), ING_R_NONE, "other device, same ts");
     ing_engine_flush(e, &s);
-    cr_assert_float_eq(jnode(win_at(&c, 0), "temperature.mean"), (norm_t(20) + norm_t(21)) / 2, 1e-15);
+    cr_assert_float_eq(jnode(win_at(&c, 0), "temperature.mean"), (norm_t(20) + norm_t(21)) / 2,
+                       1e-15);
     ing_engine_counters(e, &k);
     cr_assert_eq(k.duplicates, 1);
     cr_assert_eq(k.rejected_by_reason[ING_R_DUPLICATE], 1);
@@ -320,9 +321,9 @@ Test(windows, edge_gaps_are_not_imputed)
     ing_engine_flush(e, &s);
     cr_assert_eq(json_array_size(c.windows), 1);
     cr_assert_float_eq(jnode(win_at(&c, 0), "temperature.mean"), sum / 8, 1e-15);
-    cr_assert_eq(
-        json_array_size(json_object_get(json_object_get(win_at(&c, 0), "imputed"), "temperature.mean")),
-        0);
+    cr_assert_eq(json_array_size(json_object_get(json_object_get(win_at(&c, 0), "imputed"),
+                                                 "temperature.mean")),
+                 0);
     coll_free(&c);
     ing_engine_free(e);
 }

@@ -1,13 +1,13 @@
 /* test_calibrate_cli.c - `gcdp calibrate` end to end: exit codes, θ output validated by
  * the strict parser and the JSON schema, clear errors for bad θ and bad configuration. */
-#include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <math.h>
 #include <unistd.h>
 
+#include <criterion/criterion.h>
 #include <jansson.h>
 
 #include "broker.h"
@@ -100,7 +100,8 @@ Test(calibrate_cli, errors_have_exit_codes_and_name_the_problem)
     cr_assert(strstr(err, "nope.csv"), "%s", err);
     free(err);
     snprintf(p, sizeof(p), "%s/bad.json", dir);
-    ts_write_file(p, "{\"schema\": \"gcdp.theta/1\", \"nodes\": [\"a\"], \"coords\": [], \"x\": 1}");
+    ts_write_file(p,
+                  "{\"schema\": \"gcdp.theta/1\", \"nodes\": [\"a\"], \"coords\": [], \"x\": 1}");
     snprintf(cmd, sizeof(cmd), "%s calibrate --check %s", GCDP_BIN, p);
     cr_assert_eq(sh(dir, cmd, &err), 1);
     cr_assert(strstr(err, "x: unknown field"), "%s", err);
@@ -145,8 +146,9 @@ Test(calibrate_cli, reads_the_matrix_from_a_stream)
     char *dir = ts_tmpdir(), cmd[2048], out[600], *err = NULL, eb[256];
     struct cal_theta *t = NULL;
     snprintf(out, sizeof(out), "%s/theta.json", dir);
-    snprintf(cmd, sizeof(cmd), "head -n 301 %s | %s calibrate -i - -f occupancy -o %s --log-level warn",
-             OCC, GCDP_BIN, out);
+    snprintf(cmd, sizeof(cmd),
+             "head -n 301 %s | %s calibrate -i - -f occupancy -o %s --log-level warn", OCC,
+             GCDP_BIN, out);
     cr_assert_eq(sh(dir, cmd, &err), 0, "stderr: %s", err);
     free(err);
     cr_assert_eq(cal_theta_load_file(out, &t, eb, sizeof(eb)), CORE_OK, "%s", eb);
@@ -165,8 +167,7 @@ static void write_windows(const char *path)
     static const double v1[3] = {0.53, 0.41, 0.33}, v2[3] = {0.55, 0.40, 0.35};
     char a[2048], b[2048], text[4200];
     ts_window2(a, sizeof(a), "room1", "room1|0|c", 0, 900000, 3, ch, v1, 15, 15, 60000);
-    ts_window2(b, sizeof(b), "room1", "room1|900000|c", 900000, 1800000, 3, ch, v2, 14, 15,
-               60000);
+    ts_window2(b, sizeof(b), "room1", "room1|900000|c", 900000, 1800000, 3, ch, v2, 14, 15, 60000);
     snprintf(text, sizeof(text), "%s\n%s\n", a, b);
     ts_write_file(path, text);
 }
@@ -234,8 +235,8 @@ Test(calibrate_cli, private_calibration_and_release_compose_in_the_ledger, .time
         json_int_t rel = json_integer_value(json_object_get(u, "releases"));
         cr_assert(slot >= -1 && slot < 60, "%s", name);
         /* ε_cal = 1.5 on every calibration minute, + ε_rel = 1 on the released minutes */
-        cr_assert_float_eq(eps, slot >= 0 && slot < 30 ? 2.5 : 1.5, 1e-12, "%s: eps %.17g",
-                           name, eps);
+        cr_assert_float_eq(eps, slot >= 0 && slot < 30 ? 2.5 : 1.5, 1e-12, "%s: eps %.17g", name,
+                           eps);
         cr_assert_eq(rel, slot >= 0 && slot < 30 ? 2 : 1, "%s", name);
         units++;
         json_decref(u);
@@ -310,8 +311,7 @@ Test(calibrate_cli, lifetime_cap_bounds_calibration_plus_release, .timeout = 120
              "--set release.ledger.cap_eps=2 --log-level warn",
              dir, GCDP_BIN);
     cr_assert_eq(sh(dir, cmd, &err), 1);
-    cr_assert(strstr(err, "privacy budget: unit 'room1|0'") && strstr(err, "cap eps=2"), "%s",
-              err);
+    cr_assert(strstr(err, "privacy budget: unit 'room1|0'") && strstr(err, "cap eps=2"), "%s", err);
     free(err);
     ts_rmtree(dir);
     free(dir);
@@ -322,8 +322,8 @@ Test(calibrate_cli, private_mode_refuses_without_units_or_ledger, .timeout = 120
     char *dir = ts_tmpdir(), cmd[4096], *err = NULL, *led;
     size_t n = 0;
     ledger_fixture(dir, 1);
-    snprintf(cmd, sizeof(cmd), "cd %s && %s calibrate -i cal.csv --ledger led.jsonl " PRIV,
-             dir, GCDP_BIN);
+    snprintf(cmd, sizeof(cmd), "cd %s && %s calibrate -i cal.csv --ledger led.jsonl " PRIV, dir,
+             GCDP_BIN);
     cr_assert_eq(sh(dir, cmd, &err), 2, "no device id");
     cr_assert(strstr(err, "--device"), "%s", err);
     free(err);
@@ -390,8 +390,10 @@ Test(calibrate_cli, expansion_sensitivity_follows_the_policy_graph, .timeout = 1
 {
     char *dir = ts_tmpdir(), cmd[4096], p[600], *err = NULL, eb[256];
     struct cal_theta *t = NULL;
-    static const struct { const char *edges; double delta_s; } cases[] = {
-        {"[]", 2.0}, {"[[\"temperature\",\"humidity\"]]", 3.0}};
+    static const struct {
+        const char *edges;
+        double delta_s;
+    } cases[] = {{"[]", 2.0}, {"[[\"temperature\",\"humidity\"]]", 3.0}};
 
     ledger_fixture(dir, 1);
     for (size_t i = 0; i < 2; i++) {

@@ -91,14 +91,15 @@ static void produce_windows(const struct ts_broker *b)
 
     cr_assert_eq(core_config_set_arg(cfg, b->set_bootstrap, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert_eq(core_kafka_client_new(cfg, CORE_KAFKA_PRODUCER, NULL, NULL, NULL, NULL, &rk, eb,
-                                       sizeof(eb)), CORE_OK, "%s", eb);
+                                       sizeof(eb)),
+                 CORE_OK, "%s", eb);
     for (int i = 0; i < N_WIN; i++) {
         long long s = T0 + i * WIN_MS;
         window_values(i, v);
         snprintf(id, sizeof(id), "room1|%lld|p", s);
         ts_window2(buf, sizeof(buf), "room1", id, s, s + WIN_MS, 4, CHANS, v, 15, 15, 60000);
-        cr_assert_eq(core_kafka_produce_copy(rk, "gcdp.windows", RD_KAFKA_PARTITION_UA, "room1",
-                                             5, buf, strlen(buf), NULL),
+        cr_assert_eq(core_kafka_produce_copy(rk, "gcdp.windows", RD_KAFKA_PARTITION_UA, "room1", 5,
+                                             buf, strlen(buf), NULL),
                      RD_KAFKA_RESP_ERR_NO_ERROR);
     }
     cr_assert_eq(rd_kafka_flush(rk, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
@@ -130,25 +131,26 @@ static void fx_start(struct fx *f)
     for (int i = 0; i < 64; i++) {
         double v[4];
         window_values(i + 1, v);
-        off += (size_t)snprintf(text + off, sizeof(text) - off, "%.3f,%.3f,%.3f,%.3f\n", v[0],
-                                v[1], v[2], i % 7 == 3 ? 0.5 : v[3]);
+        off += (size_t)snprintf(text + off, sizeof(text) - off, "%.3f,%.3f,%.3f,%.3f\n", v[0], v[1],
+                                v[2], i % 7 == 3 ? 0.5 : v[3]);
     }
     snprintf(csv, sizeof(csv), "%s/public.csv", f->b.dir);
     ts_write_file(csv, text);
-    const char *pub[] = {"calibrate", "-i", csv, "--publish", "-o", "/dev/null", "--set",
-                         f->b.set_bootstrap, "--log-level", "warn", NULL};
+    const char *pub[] = {"calibrate",   "-i",        csv,     "--publish",
+                         "-o",          "/dev/null", "--set", f->b.set_bootstrap,
+                         "--log-level", "warn",      NULL};
     cr_assert_eq(run_gcdp(pub, NULL, f->err, 60000), 0, "%s", ts_read_file(f->err, NULL));
 }
 
 /* One release instance until idle (changelog on); cap: release.ledger.cap_eps=... */
 static void release_run_cl(struct fx *f, const char *cap, const char *changelog)
 {
-    const char *rel[] = {"release", "--serve", "--ledger", f->rel_led, "--exit-idle", "2",
-                         "--set", f->b.set_bootstrap, "--set", changelog,
-                         "--set", "kafka.session.timeout.ms=3000", "--set", cap,
-                         "--log-level", "warn", NULL};
-    cr_assert_eq(run_gcdp(rel, NULL, f->err, 90000), 0, "release: %s",
-                 ts_read_file(f->err, NULL));
+    const char *rel[] = {"release",     "--serve", "--ledger",    f->rel_led,
+                         "--exit-idle", "2",       "--set",       f->b.set_bootstrap,
+                         "--set",       changelog, "--set",       "kafka.session.timeout.ms=3000",
+                         "--set",       cap,       "--log-level", "warn",
+                         NULL};
+    cr_assert_eq(run_gcdp(rel, NULL, f->err, 90000), 0, "release: %s", ts_read_file(f->err, NULL));
 }
 
 static void release_run(struct fx *f, const char *cap)
@@ -159,22 +161,50 @@ static void release_run(struct fx *f, const char *cap)
 /* A release instance in the background (changelog on, metrics on port). */
 static pid_t release_start(struct fx *f, const char *cap, const char *mport)
 {
-    const char *rel[] = {"release", "--serve", "--ledger", f->rel_led, "--exit-idle", "60",
-                         "--set", f->b.set_bootstrap, "--set", "release.service.changelog=true",
-                         "--set", "kafka.session.timeout.ms=3000", "--set", cap, "--set",
-                         mport, "--log-level", "warn", NULL};
+    const char *rel[] = {"release",     "--serve",
+                         "--ledger",    f->rel_led,
+                         "--exit-idle", "60",
+                         "--set",       f->b.set_bootstrap,
+                         "--set",       "release.service.changelog=true",
+                         "--set",       "kafka.session.timeout.ms=3000",
+                         "--set",       cap,
+                         "--set",       mport,
+                         "--log-level", "warn",
+                         NULL};
     return ts_spawn(rel, NULL, f->err);
 }
 
 static pid_t calibrate_start(struct fx *f, const char *cap)
 {
-    const char *cal[] = {"calibrate", "--serve", "--exit-after", "40", "--set",
-                         f->b.set_bootstrap, "--set", f->setkey, "--set", f->mport, "--set",
-                         "calibrate.mode=private", "--set", "calibrate.eps_G=1", "--set",
-                         "calibrate.eps_xi=0.5", "--set", f->set_cal_led, "--set",
-                         "calibrate.service.private_span_s=" SPAN_S, "--set",
-                         "calibrate.service.min_interval_s=0", "--set", cap, "--set",
-                         "kafka.session.timeout.ms=3000", "--log-level", "info", NULL};
+    const char *cal[] = {"calibrate",
+                         "--serve",
+                         "--exit-after",
+                         "40",
+                         "--set",
+                         f->b.set_bootstrap,
+                         "--set",
+                         f->setkey,
+                         "--set",
+                         f->mport,
+                         "--set",
+                         "calibrate.mode=private",
+                         "--set",
+                         "calibrate.eps_G=1",
+                         "--set",
+                         "calibrate.eps_xi=0.5",
+                         "--set",
+                         f->set_cal_led,
+                         "--set",
+                         "calibrate.service.private_span_s=" SPAN_S,
+                         "--set",
+                         "calibrate.service.min_interval_s=0",
+                         "--set",
+                         cap,
+                         "--set",
+                         "kafka.session.timeout.ms=3000",
+                         "--log-level",
+                         "info",
+                         NULL};
     return ts_spawn(cal, NULL, f->cal_err);
 }
 
@@ -193,9 +223,10 @@ static void wait_ready(struct fx *f, int64_t v)
 /* gcdp ctl recalibrate; returns the reply's status object (new reference). */
 static json_t *recalibrate(struct fx *f)
 {
-    const char *rc[] = {"ctl", "recalibrate", "--target", "calibrate", "--reason", "test span",
-                        "--key", f->key, "--wait", "25", "--count", "1", "--set",
-                        f->b.set_bootstrap, "--log-level", "warn", NULL};
+    const char *rc[] = {"ctl",       "recalibrate", "--target", "calibrate",        "--reason",
+                        "test span", "--key",       f->key,     "--wait",           "25",
+                        "--count",   "1",           "--set",    f->b.set_bootstrap, "--log-level",
+                        "warn",      NULL};
     cr_assert_eq(run_gcdp(rc, f->out, f->err, 60000), 0, "ctl: %s\ncalibrate: %s",
                  ts_read_file(f->err, NULL), ts_read_file(f->cal_err, NULL));
     char *text = ts_read_file(f->out, NULL);
@@ -268,8 +299,8 @@ static json_t *ledger_totals(struct fx *f, const char *path)
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         json_t *r = json_loads(line, 0, NULL);
         if (jstr(r, "unit"))
-            json_object_set_new(tot, jstr(r, "unit"), json_real(json_number_value(
-                                                          json_object_get(r, "eps"))));
+            json_object_set_new(tot, jstr(r, "unit"),
+                                json_real(json_number_value(json_object_get(r, "eps"))));
         json_decref(r);
     }
     free(text);
@@ -341,11 +372,11 @@ Test(calibrate_private, command_charges_the_span_and_release_restores_it, .timeo
     cr_assert_str_eq(jstr(row, "id"), hid);
     cr_assert_float_eq(json_number_value(json_object_get(row, "eps")), 1.5, 1e-12);
     cr_assert_eq(json_array_size(json_object_get(row, "units")), json_object_size(want),
-                 "%zu units charged, the span has %zu", json_array_size(json_object_get(row, "units")),
-                 json_object_size(want));
+                 "%zu units charged, the span has %zu",
+                 json_array_size(json_object_get(row, "units")), json_object_size(want));
     json_array_foreach(json_object_get(row, "units"), i, u)
-        cr_assert_not_null(json_object_get(want, json_string_value(u)), "unit %s is not in the span",
-                           json_string_value(u));
+        cr_assert_not_null(json_object_get(want, json_string_value(u)),
+                           "unit %s is not in the span", json_string_value(u));
 
     /* the row is on the changelog, key = its id, at room1's partition */
     struct ts_record *rec, *wrec;
@@ -366,16 +397,19 @@ Test(calibrate_private, command_charges_the_span_and_release_restores_it, .timeo
     const char *name;
     json_t *tv;
     size_t checked = 0;
-    json_object_foreach(want, name, tv) {
+    json_object_foreach(want, name, tv)
+    {
         double eps_rel = 0;
         json_t *r;
         size_t j;
-        json_array_foreach(relrows, j, r) {
+        json_array_foreach(relrows, j, r)
+        {
             json_t *uu;
             size_t q;
-            json_array_foreach(json_object_get(r, "units"), q, uu)
-                eps_rel += strcmp(json_string_value(uu), name) == 0
-                           ? json_number_value(json_object_get(r, "eps")) : 0.0;
+            json_array_foreach(json_object_get(r, "units"), q, uu) eps_rel +=
+                strcmp(json_string_value(uu), name) == 0
+                    ? json_number_value(json_object_get(r, "eps"))
+                    : 0.0;
         }
         cr_assert_float_eq(json_number_value(json_object_get(tot, name)), eps_rel + 1.5, 1e-9,
                            "unit %s: release ledger total", name);
@@ -384,8 +418,8 @@ Test(calibrate_private, command_charges_the_span_and_release_restores_it, .timeo
     cr_assert_gt(checked, 0u, "no span unit was charged by release");
 
     /* canary: never on public topics, in the logs or on /metrics */
-    for (const char *const *t = (const char *const[]){"gcdp.calibration", "gcdp.status",
-                                                       "gcdp.released", NULL};
+    for (const char *const *t =
+             (const char *const[]){"gcdp.calibration", "gcdp.status", "gcdp.released", NULL};
          *t; t++) {
         n = ts_topic_read(f.b.bootstrap, *t, &rec);
         for (size_t k = 0; k < n; k++)
@@ -397,7 +431,7 @@ Test(calibrate_private, command_charges_the_span_and_release_restores_it, .timeo
     assert_no_canary("the release log", log_rel);
     cr_assert_not_null(log_cal);
     cr_assert(strstr(log_cal, "private theta version"), "the calibrate log is not the one "
-              "searched");
+                                                        "searched");
     free(log_cal);
     free(log_rel);
     assert_no_canary("/metrics", metrics);
@@ -444,7 +478,8 @@ Test(calibrate_private, cap_refusal_is_reported_and_charges_nothing, .timeout = 
     /* the unsolicited status record names the refusal, without units or values */
     json_t *sts = ts_topic_json(f.b.bootstrap, "gcdp.status"), *s;
     size_t i, budget = 0;
-    json_array_foreach(sts, i, s) {
+    json_array_foreach(sts, i, s)
+    {
         json_t *body = json_object_get(s, "status");
         const char *rf = jstr(body, "refusal");
         if (rf && strcmp(rf, "budget") == 0 && json_is_null(json_object_get(s, "in_reply_to")))
@@ -516,8 +551,9 @@ static char *commit_unpublished(const char *path, uint64_t version, size_t *len)
     o.eps.xi = 0.5;
     o.version = version;
     snprintf(o.reason, sizeof(o.reason), "command");
-    cr_assert_eq(cal_calibrate_charged(l, mx, &o, &lo, "windows:span", core_rng_os(), &ch, eb,
-                                       sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(
+        cal_calibrate_charged(l, mx, &o, &lo, "windows:span", core_rng_os(), &ch, eb, sizeof(eb)),
+        CORE_OK, "%s", eb);
     char *bytes = strdup(ch.bytes);
     *len = ch.len;
     cal_charged_cleanup(&ch);
@@ -545,8 +581,7 @@ Test(calibrate_private, committed_theta_is_republished_not_renoised, .timeout = 
      * anything is charged (release_behind) */
     json_t *st = recalibrate(&f);
     cr_assert_str_eq(jstr(st, "recalibrate"), "refused", "%s", ts_read_file(f.cal_err, NULL));
-    cr_assert_eq(ts_metric(f.port, "gcdp_calibrate_refusals_total{reason=\"release_behind\"}"),
-                 1);
+    cr_assert_eq(ts_metric(f.port, "gcdp_calibrate_refusals_total{reason=\"release_behind\"}"), 1);
     json_decref(st);
     kill(cal, SIGTERM);
     cr_assert_eq(ts_wait(cal, 30000), 0);

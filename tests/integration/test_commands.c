@@ -6,9 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
-
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -17,8 +16,8 @@
 #include "test_support.h"
 
 /* gcdp run end to end (run_end_to_end_learns_the_dag_better_than_chance) */
-#define RUN_E2E_SECONDS "75"
-#define RUN_E2E_F1_MARGIN 0.15
+#define RUN_E2E_SECONDS    "75"
+#define RUN_E2E_F1_MARGIN  0.15
 #define RUN_E2E_SHD_MARGIN 2.0
 
 TestSuite(commands, .timeout = 120);
@@ -79,8 +78,9 @@ Test(commands, broker_on_a_chosen_port_stops_on_sigterm_and_removes_its_file)
 Test(commands, run_for_a_duration_prints_a_consistent_summary_and_cleans_up)
 {
     char *dir = ts_tmpdir(), file[600], out[600], err[600], *text;
-    const char *args[] = {"run", "--duration", "8", "--devices", "20", "--rate", "1000",
-                          "--bootstrap-file", file, "--dir", dir, "--log-level", "warn", NULL};
+    const char *args[] = {
+        "run", "--duration", "8", "--devices",   "20",   "--rate", "1000", "--bootstrap-file",
+        file,  "--dir",      dir, "--log-level", "warn", NULL};
     json_t *j, *rel, *priv;
 
     snprintf(file, sizeof(file), "%s/kafka.bootstrap", dir);
@@ -125,8 +125,8 @@ Test(commands, run_for_a_duration_prints_a_consistent_summary_and_cleans_up)
 Test(commands, run_stops_gracefully_on_sigint)
 {
     char *dir = ts_tmpdir(), file[600], out[600], *text;
-    const char *args[] = {"run", "--devices", "10", "--rate", "500", "--bootstrap-file", file,
-                          "--dir", dir, "--log-level", "warn", NULL};
+    const char *args[] = {"run", "--devices", "10", "--rate",      "500",  "--bootstrap-file",
+                          file,  "--dir",     dir,  "--log-level", "warn", NULL};
     pid_t pid;
     json_t *j;
 
@@ -169,7 +169,7 @@ Test(commands, broker_restarts_on_the_same_port_at_once, .timeout = 120)
     }
     const char *ia[] = {"ingest", "--set", set, "--log-level", "off", NULL};
     ing = ts_spawn(ia, NULL, NULL);
-    ts_sleep_ms(3000); /* connected, in its group */
+    ts_sleep_ms(3000);  /* connected, in its group */
     kill(pid, SIGKILL); /* the broker side closes first: its sockets linger in TIME_WAIT */
     ts_wait(pid, 5000);
     pid = ts_spawn(args, NULL, err);
@@ -202,8 +202,16 @@ Test(commands, run_end_to_end_learns_the_dag_better_than_chance, .timeout = 400,
      .disabled = RUN_E2E_DISABLED)
 {
     char *dir = ts_tmpdir(), file[600], out[600], err[600], *text;
-    const char *args[] = {"run", "--duration", RUN_E2E_SECONDS, "--bootstrap-file", file,
-                          "--dir", dir, "--log-level", "warn", NULL};
+    const char *args[] = {"run",
+                          "--duration",
+                          RUN_E2E_SECONDS,
+                          "--bootstrap-file",
+                          file,
+                          "--dir",
+                          dir,
+                          "--log-level",
+                          "warn",
+                          NULL};
     json_t *j, *lrn, *truth;
 
     snprintf(file, sizeof(file), "%s/kafka.bootstrap", dir);
@@ -244,8 +252,10 @@ Test(commands, run_end_to_end_learns_the_dag_better_than_chance, .timeout = 400,
 Test(commands, run_refusing_a_setting_at_start_exits_2_naming_it, .timeout = 120)
 {
     char *dir = ts_tmpdir(), out[600], err[600], *text;
-    const char *args[] = {"run", "--duration", "5", "--devices", "5", "--dir", dir, "--set",
-                          "topics.released=gcdp.windows", "--log-level", "warn", NULL};
+    const char *args[] = {"run",         "--duration", "5",
+                          "--devices",   "5",          "--dir",
+                          dir,           "--set",      "topics.released=gcdp.windows",
+                          "--log-level", "warn",       NULL};
 
     snprintf(out, sizeof(out), "%s/run.out", dir);
     snprintf(err, sizeof(err), "%s/run.err", dir);

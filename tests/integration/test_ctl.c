@@ -56,11 +56,11 @@ static void on_command(void *arg, const struct core_ctl_cmd *c)
     x->got[x->ngot++] = *c;
     if (c->cmd != CORE_CTL_STATUS)
         return;
-    body = json_pack("{s:s, s:o}", "state", "running", "control",
-                     core_ctl_listener_counts_json(x->l));
+    body =
+        json_pack("{s:s, s:o}", "state", "running", "control", core_ctl_listener_counts_json(x->l));
     cr_assert_eq(core_ctl_reply_status(x->prod, STATUS, "calibrate",
-                                       core_ctl_listener_instance(x->l), c->nonce, body, NULL,
-                                       eb, sizeof(eb)),
+                                       core_ctl_listener_instance(x->l), c->nonce, body, NULL, eb,
+                                       sizeof(eb)),
                  CORE_OK, "%s", eb);
     json_decref(body);
 }
@@ -130,8 +130,8 @@ static void setup(struct lx *x, const struct ts_broker *b, const char *key_file)
                  CORE_OK, "%s", eb);
     cr_assert_eq(core_kproducer_new(&x->loop, pc, on_delivery, x, &x->prod, eb, sizeof(eb)),
                  CORE_OK, "%s", eb);
-    cr_assert_eq(core_ctl_listener_new(&x->loop, x->cfg, &o, &x->l, eb, sizeof(eb)), CORE_OK,
-                 "%s", eb);
+    cr_assert_eq(core_ctl_listener_new(&x->loop, x->cfg, &o, &x->l, eb, sizeof(eb)), CORE_OK, "%s",
+                 eb);
     cr_assert(core_ctl_listener_enabled(x->l));
 }
 
@@ -249,17 +249,17 @@ static void check_reply(const char *dir, const char *out, const char *nonce)
 }
 
 /* gcdp ctl recalibrate, pause, status (answered), resume for another target. */
-static void cli_commands(struct lx *x, const struct ts_broker *b, const char *dir,
-                         const char *key)
+static void cli_commands(struct lx *x, const struct ts_broker *b, const char *dir, const char *key)
 {
     char out[600], err[600], *text;
-    const char *recal[] = {"ctl", "recalibrate", "--target", "calibrate", "--reason",
-                           "drift suspected", "--key", key, "--set", b->set_bootstrap, NULL};
+    const char *recal[] = {"ctl",      "recalibrate",     "--target", "calibrate",
+                           "--reason", "drift suspected", "--key",    key,
+                           "--set",    b->set_bootstrap,  NULL};
     const char *pause[] = {"ctl", "pause", "--key", key, "--set", b->set_bootstrap, NULL};
-    const char *status[] = {"ctl", "status", "--key", key, "--wait", "30", "--count", "1",
-                            "--set", b->set_bootstrap, NULL};
-    const char *resume[] = {"ctl", "resume", "--target", "release", "--key", key,
-                            "--set", b->set_bootstrap, NULL};
+    const char *status[] = {"ctl", "status", "--key",          key, "--wait", "30", "--count",
+                            "1",   "--set",  b->set_bootstrap, NULL};
+    const char *resume[] = {"ctl", "resume", "--target",       "release", "--key",
+                            key,   "--set",  b->set_bootstrap, NULL};
 
     snprintf(out, sizeof(out), "%s/ctl.out", dir);
     snprintf(err, sizeof(err), "%s/ctl.err", dir);
@@ -395,9 +395,11 @@ Test(ctl_e2e, cli_commands_are_acted_on_and_every_bad_record_is_refused_by_reaso
 #undef C
     cr_assert_eq(core_metrics_render(x.metrics, &page), CORE_OK);
     cr_assert_eq(ts_prom_value(page, "gcdp_control_records_total{service=\"calibrate\","
-                                     "verdict=\"stale\"}"), 1, "%s", page);
+                                     "verdict=\"stale\"}"),
+                 1, "%s", page);
     cr_assert_eq(ts_prom_value(page, "gcdp_control_records_total{service=\"calibrate\","
-                                     "verdict=\"accepted\"}"), 3);
+                                     "verdict=\"accepted\"}"),
+                 3);
     free(page);
     cr_assert_eq(x.failed, 0);
     teardown(&x);
@@ -411,8 +413,8 @@ Test(ctl_e2e, status_nobody_answers_times_out_with_exit_1)
     struct ts_broker b;
     struct lx x;
     char *dir = ts_tmpdir(), key[600], err[600], *text;
-    const char *args[] = {"ctl", "status", "--target", "nobody", "--key", key, "--wait", "2",
-                          "--set", b.set_bootstrap, NULL};
+    const char *args[] = {"ctl",    "status", "--target", "nobody",        "--key", key,
+                          "--wait", "2",      "--set",    b.set_bootstrap, NULL};
     int64_t t0;
 
     core_log_level = CORE_LOG_ERROR;
@@ -449,7 +451,8 @@ Test(ctl_e2e, help_needs_no_configuration_and_names_keys_and_exit_codes)
     cr_assert_eq(ts_wait(ts_spawn(args, out, NULL), 10000), 0);
     text = ts_read_file(out, NULL);
     cr_assert(strstr(text, "control.key_file") && strstr(text, "topics.status") &&
-              strstr(text, "Exit:") && strstr(text, "NOT encrypted"), "%s", text);
+                  strstr(text, "Exit:") && strstr(text, "NOT encrypted"),
+              "%s", text);
     free(text);
     cr_assert_eq(ts_wait(ts_spawn(nokey, NULL, out), 10000), 2, "no key is a config error");
     text = ts_read_file(out, NULL);

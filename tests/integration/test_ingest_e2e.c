@@ -8,10 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <sys/wait.h>
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -35,8 +34,15 @@ struct ingest_proc {
 static void ingest_start(struct ingest_proc *ip, const struct ts_broker *b, const char *group,
                          const char *tag, bool exit_idle, const char *const *sets)
 {
-    const char *args[48] = {"ingest", "--group", group, "--set", b->set_bootstrap,
-                            "--set", "ingest.idle_timeout_ms=0", "--log-level", "warn"};
+    const char *args[48] = {"ingest",
+                            "--group",
+                            group,
+                            "--set",
+                            b->set_bootstrap,
+                            "--set",
+                            "ingest.idle_timeout_ms=0",
+                            "--log-level",
+                            "warn"};
     static char port_set[64];
     size_t n = 9;
 
@@ -105,8 +111,7 @@ static char *wait_consumed(const struct ingest_proc *ip, int64_t n, int timeout_
         page = scrape(ip);
         if (page && ts_prom_value(page, "gcdp_ingest_consumed_total") >= n)
             return page;
-        cr_assert(ts_now_ms() < end, "ingest did not consume %lld messages in time",
-                  (long long)n);
+        cr_assert(ts_now_ms() < end, "ingest did not consume %lld messages in time", (long long)n);
         ts_sleep_ms(100);
     }
 }
@@ -141,7 +146,8 @@ static void assert_same_window(const json_t *a, const json_t *b, const char *id)
     cr_assert(json_equal(json_object_get(a, "excluded"), json_object_get(b, "excluded")),
               "window %s: exclusion differs", id);
     cr_assert_eq(json_object_size(na), json_object_size(nb), "window %s: node count", id);
-    json_object_foreach((json_t *)na, k, v) {
+    json_object_foreach((json_t *)na, k, v)
+    {
         const json_t *w = json_object_get(nb, k);
         cr_assert_not_null(w, "window %s: node %s missing", id, k);
         cr_assert(fabs(json_number_value(v) - json_number_value(w)) <= 1e-12,
@@ -158,7 +164,8 @@ static void assert_same_windows(const json_t *base, const json_t *got)
     cr_assert_eq(json_object_size(got), json_object_size(base),
                  "distinct windows: %zu, expected %zu", json_object_size(got),
                  json_object_size(base));
-    json_object_foreach((json_t *)base, id, w) {
+    json_object_foreach((json_t *)base, id, w)
+    {
         const json_t *g = json_object_get(got, id);
         cr_assert_not_null(g, "window %s missing", id);
         assert_same_window(w, g, id);
@@ -208,8 +215,8 @@ static size_t load_occupancy(struct row **out)
     while (fgets(line, sizeof(line), f)) {
         int Y, M, D, h, mi, s;
         double v[NCH];
-        cr_assert(sscanf(line, "\"%*d\",\"%d-%d-%d %d:%d:%d\",%lf,%lf,%lf,%lf,%lf", &Y, &M, &D,
-                         &h, &mi, &s, &v[0], &v[1], &v[2], &v[3], &v[4]) == 11);
+        cr_assert(sscanf(line, "\"%*d\",\"%d-%d-%d %d:%d:%d\",%lf,%lf,%lf,%lf,%lf", &Y, &M, &D, &h,
+                         &mi, &s, &v[0], &v[1], &v[2], &v[3], &v[4]) == 11);
         if (n == cap)
             r = realloc(r, (cap *= 2) * sizeof(*r));
         r[n].ts = ((days_from_civil(Y, (unsigned)M, (unsigned)D) * 24 + h) * 60 + mi) * 60000LL +
@@ -302,8 +309,8 @@ Test(ingest_e2e, replay_windows_equal_offline_computation)
     struct row *rows;
     size_t nrows = load_occupancy(&rows), n, dups, i0 = 0;
     json_t *got, *ref = json_object(), *sum;
-    const char *replay[] = {"replay", "--file", OCCUPANCY, "--set", NULL, "--log-level",
-                            "warn", NULL};
+    const char *replay[] = {"replay", "--file",      OCCUPANCY, "--set",
+                            NULL,     "--log-level", "warn",    NULL};
 
     ts_broker_start(&b, NULL);
     replay[4] = b.set_bootstrap;
@@ -336,7 +343,8 @@ Test(ingest_e2e, replay_windows_equal_offline_computation)
         json_t *by_start = json_object();
         const char *id;
         json_t *w;
-        json_object_foreach(got, id, w) {
+        json_object_foreach(got, id, w)
+        {
             char key[64];
             snprintf(key, sizeof(key), "%lld",
                      (long long)json_integer_value(json_object_get(w, "window_start")));
@@ -369,8 +377,8 @@ Test(ingest_e2e, bad_input_corpus_all_dead_lettered_with_their_reason)
     size_t nraw, ndl, expected_bad = 0;
     json_t *reasons = json_object();
     char *page;
-    const char *replay[] = {"replay", "--file", CORPUS, "--format", "corpus", "--set", NULL,
-                            "--log-level", "warn", NULL};
+    const char *replay[] = {"replay", "--file", CORPUS,        "--format", "corpus",
+                            "--set",  NULL,     "--log-level", "warn",     NULL};
 
     ts_broker_start(&b, NULL);
     replay[6] = b.set_bootstrap;
@@ -413,8 +421,8 @@ Test(ingest_e2e, bad_input_corpus_all_dead_lettered_with_their_reason)
         for (size_t k = 0; k < nraw; k++)
             if (raw[k].partition == part && raw[k].offset == off)
                 orig = &raw[k];
-        cr_assert_not_null(orig, "dead letter for an unknown source %lld/%lld",
-                           (long long)part, (long long)off);
+        cr_assert_not_null(orig, "dead letter for an unknown source %lld/%lld", (long long)part,
+                           (long long)off);
         cr_assert(is_bad(orig), "a valid message was dead-lettered (%s)", reason);
         cr_assert_str_eq(reason, orig->expected_reason, "offset %lld", (long long)off);
         json_object_set_new(reasons, reason, json_true());
@@ -432,8 +440,9 @@ Test(ingest_e2e, bad_input_corpus_all_dead_lettered_with_their_reason)
 static void simulate(const struct ts_broker *b, const char *devices, const char *ticks,
                      const char *rate, bool wait)
 {
-    const char *args[] = {"simulate", "--devices", devices, "--ticks", ticks, "--rate", rate,
-                          "--seed", "7", "--set", b->set_bootstrap, "--log-level", "warn", NULL};
+    const char *args[] = {"simulate",       "--devices",   devices,  "--ticks", ticks,
+                          "--rate",         rate,          "--seed", "7",       "--set",
+                          b->set_bootstrap, "--log-level", "warn",   NULL};
     if (wait) {
         cr_assert_eq(run_gcdp(args, b->dir, "simulate", 120000), 0, "simulate failed");
         return;
@@ -525,8 +534,7 @@ Test(ingest_e2e, kill9_and_restart_loses_no_window)
     got = windows_by_id(rec, n, &dups);
     /* No window missing; duplicates allowed (same id), first copy equals the baseline. */
     assert_same_windows(base, got);
-    cr_log_info("kill -9: %zu windows, %zu duplicates after restart", json_object_size(got),
-                dups);
+    cr_log_info("kill -9: %zu windows, %zu duplicates after restart", json_object_size(got), dups);
     json_decref(base);
     json_decref(got);
     json_decref(sr);
@@ -549,8 +557,9 @@ Test(ingest_e2e, broker_outage_mid_stream_loses_nothing)
     struct ingest_proc a, r;
     char *cdir = ts_tmpdir(), fifo[600], *page;
     const char *extra[] = {"--control", fifo, NULL};
-    const char *sim[] = {"simulate", "--devices", "16", "--ticks", "600", "--rate", "2000",
-                         "--seed", "7", "--set", NULL, "--log-level", "warn", NULL};
+    const char *sim[] = {"simulate", "--devices",   "16",     "--ticks", "600",
+                         "--rate",   "2000",        "--seed", "7",       "--set",
+                         NULL,       "--log-level", "warn",   NULL};
     struct ts_record *rec;
     size_t n, dups;
     json_t *base, *got, *sa, *sr;
@@ -602,8 +611,9 @@ Test(ingest_e2e, exit_idle_does_not_count_a_broker_outage)
     struct ingest_proc a;
     char *cdir = ts_tmpdir(), fifo[600];
     const char *extra[] = {"--control", fifo, NULL};
-    const char *sim[] = {"simulate", "--devices", "16", "--ticks", "600", "--rate", "2000",
-                         "--seed", "7", "--set", NULL, "--log-level", "warn", NULL};
+    const char *sim[] = {"simulate", "--devices",   "16",     "--ticks", "600",
+                         "--rate",   "2000",        "--seed", "7",       "--set",
+                         NULL,       "--log-level", "warn",   NULL};
     json_t *sa;
     pid_t sp;
 
@@ -638,8 +648,9 @@ Test(ingest_e2e, healthz_reports_an_unreachable_broker)
     struct ingest_proc a;
     char *cdir = ts_tmpdir(), fifo[600], *body;
     const char *extra[] = {"--control", fifo, NULL};
-    const char *sim[] = {"simulate", "--devices", "4", "--ticks", "400", "--rate", "40",
-                         "--seed", "3", "--set", NULL, "--log-level", "warn", NULL};
+    const char *sim[] = {"simulate", "--devices",   "4",      "--ticks", "400",
+                         "--rate",   "40",          "--seed", "3",       "--set",
+                         NULL,       "--log-level", "warn",   NULL};
     int st = 0;
     int64_t end;
     pid_t sp;
@@ -702,8 +713,9 @@ Test(ingest_e2e, broker_replaced_by_an_empty_one_is_reported)
     end = ts_now_ms() + 20000;
     while (access(file, F_OK) != 0 && ts_now_ms() < end)
         ts_sleep_ms(20);
-    const char *sim[] = {"simulate", "--devices", "4", "--ticks", "200", "--rate", "400",
-                         "--seed", "5", "--set", set, "--log-level", "warn", NULL};
+    const char *sim[] = {"simulate", "--devices",   "4",      "--ticks", "200",
+                         "--rate",   "400",         "--seed", "5",       "--set",
+                         set,        "--log-level", "warn",   NULL};
     cr_assert_eq(ts_wait(ts_spawn(sim, NULL, NULL), 60000), 0);
     const char *ia[] = {"ingest", "--set", set, "--set", pset, "--log-level", "warn", NULL};
     ip = ts_spawn(ia, NULL, err);
@@ -743,8 +755,9 @@ Test(ingest_e2e, session_timeout_loses_nothing)
 {
     struct ts_broker b;
     struct ingest_proc a;
-    const char *sim[] = {"simulate", "--devices", "8", "--ticks", "600", "--rate", "400",
-                         "--seed", "9", "--set", NULL, "--log-level", "warn", NULL};
+    const char *sim[] = {"simulate", "--devices",   "8",      "--ticks", "600",
+                         "--rate",   "400",         "--seed", "9",       "--set",
+                         NULL,       "--log-level", "warn",   NULL};
     char *page;
     json_t *sa;
     pid_t sp;

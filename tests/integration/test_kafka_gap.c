@@ -103,8 +103,11 @@ static void run_member(const char *set_bootstrap, struct cons_ctx *x)
     struct core_config *cfg = core_config_new(tables, 1);
     rd_kafka_conf_t *conf = NULL;
     const char *topics[] = {TOPIC};
-    struct core_kconsumer_ops ops = {.on_message = on_message, .on_commit = on_commit,
-                                     .on_gap = on_gap, .on_closed = on_closed, .arg = x};
+    struct core_kconsumer_ops ops = {.on_message = on_message,
+                                     .on_commit = on_commit,
+                                     .on_gap = on_gap,
+                                     .on_closed = on_closed,
+                                     .arg = x};
     char eb[512];
 
     cr_assert_not_null(cfg);
@@ -142,7 +145,8 @@ Test(kafka_gap, commit_restart_continues_and_retention_loss_is_reported)
     /* 8 MiB into the one partition: the mock keeps 5 MiB, so offsets 10.. are evicted. */
     produce(b.bootstrap, 800, 10240);
     run_member(b.set_bootstrap, &c);
-    cr_log_info("c: consumed %lld first %lld last %lld", (long long)c.consumed, (long long)c.first_offset, (long long)c.last_offset);
+    cr_log_info("c: consumed %lld first %lld last %lld", (long long)c.consumed,
+                (long long)c.first_offset, (long long)c.last_offset);
     cr_assert_eq(c.gaps, 1, "eviction past the committed offset was not reported");
     cr_assert_eq(c.gap_from, 10, "lost range starts at the committed offset");
     cr_assert_eq(c.gap_to, c.first_offset, "lost range ends where consumption resumed");

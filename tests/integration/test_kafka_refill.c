@@ -117,8 +117,7 @@ static void run_consumer(const struct ts_broker *b, const char *group, struct re
     struct core_config *cfg = core_config_new(tables, 1);
     rd_kafka_conf_t *conf = NULL;
     const char *topics[] = {x->topic};
-    struct core_kconsumer_ops ops = {.on_message = on_message, .on_closed = on_closed,
-                                     .arg = x};
+    struct core_kconsumer_ops ops = {.on_message = on_message, .on_closed = on_closed, .arg = x};
     char eb[512];
 
     cr_assert_not_null(cfg);
@@ -146,10 +145,8 @@ Test(kafka_refill, nudges_a_full_queue_and_delivers_every_record_once_in_order)
     enum { PER_PART = 10000 };
     struct ts_broker b;
     const char *extra[] = {"--topic", TOPIC ":4", "--topic", SMALL ":4", NULL};
-    struct refill_ctx on = {TOPIC, .refill = true, .want = PER_PART * NPART,
-                            .pause_every = 4000};
-    struct refill_ctx off = {TOPIC, .refill = false, .want = PER_PART * NPART,
-                             .pause_every = 4000};
+    struct refill_ctx on = {TOPIC, .refill = true, .want = PER_PART * NPART, .pause_every = 4000};
+    struct refill_ctx off = {TOPIC, .refill = false, .want = PER_PART * NPART, .pause_every = 4000};
     struct refill_ctx few = {SMALL, .refill = true, .want = NPART * 5};
 
     core_log_level = CORE_LOG_OFF;

@@ -59,9 +59,9 @@ Test(ksync, every_message_is_acknowledged_and_reads_back, .timeout = 120)
         const char *hval[] = {i % 2 ? "odd" : NULL}; /* a NULL value: no header */
         snprintf(key, sizeof(key), "k%d", i % 7);
         snprintf(val, sizeof(val), "{\"i\":%d}", i);
-        cr_assert_eq(core_ksync_send(p, key, strlen(key), val, strlen(val), hname, hval, 1, eb,
-                                     sizeof(eb)),
-                     CORE_OK, "%s", eb);
+        cr_assert_eq(
+            core_ksync_send(p, key, strlen(key), val, strlen(val), hname, hval, 1, eb, sizeof(eb)),
+            CORE_OK, "%s", eb);
     }
     cr_assert_eq(core_ksync_flush(p, 30000, &left, eb, sizeof(eb)), CORE_OK, "%s", eb);
     core_ksync_counts(p, &sent, &acked, &failed);
@@ -127,13 +127,13 @@ Test(ksync, bad_properties_and_a_missing_topic_are_refused)
     cr_assert_eq(core_ksync_new(ok, &bad, &p, eb, sizeof(eb)), CORE_ECONFIG);
     cr_assert(strstr(eb, "linger.ms"), "%s", eb);
     cr_assert_eq(core_ksync_new(ok, &none, &p, eb, sizeof(eb)), CORE_EINVAL);
-    cr_assert_eq(core_kafka_client_new(cfg, CORE_KAFKA_CONSUMER, "g", NULL, NULL, NULL, &rk, eb,
-                                       sizeof(eb)),
-                 CORE_ECONFIG);
+    cr_assert_eq(
+        core_kafka_client_new(cfg, CORE_KAFKA_CONSUMER, "g", NULL, NULL, NULL, &rk, eb, sizeof(eb)),
+        CORE_ECONFIG);
     cr_assert_null(rk);
-    cr_assert_eq(core_kafka_client_new(ok, CORE_KAFKA_CONSUMER, "g", NULL, NULL, NULL, &rk, eb,
-                                       sizeof(eb)),
-                 CORE_OK, "%s", eb);
+    cr_assert_eq(
+        core_kafka_client_new(ok, CORE_KAFKA_CONSUMER, "g", NULL, NULL, NULL, &rk, eb, sizeof(eb)),
+        CORE_OK, "%s", eb);
     rd_kafka_destroy(rk);
     core_config_free(cfg);
     core_config_free(ok);

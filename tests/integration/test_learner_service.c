@@ -6,14 +6,11 @@
  *
  * Data: lrn_sem_problem_new (d = 6, 6 expected edges, weights ±[0.5, 2], noise sd 1,
  * seed 7), 3 sites × 300 samples (the first 10 of each published twice, as a republish
- * after a release crash: byte-identical, same release_id); site p's records (devices site<p>-a / site<p>-b, one
- * record per sample, values x0..x5) all go to partition p of gcdp.released so every run
- * reads each site's rows in the same order.
+ * after a release crash: byte-identical, same release_id); site p's records (devices site<p>-a /
+ * site<p>-b, one record per sample, values x0..x5) all go to partition p of gcdp.released so every
+ * run reads each site's rows in the same order.
  */
-#include <criterion/criterion.h>
-#include <librdkafka/rdkafka.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -22,6 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <librdkafka/rdkafka.h>
 
 #include "broker.h"
 #include "core/config.h"
@@ -33,10 +34,10 @@
 #include "lrn/sem.h"
 #include "test_support.h"
 
-#define D 6
+#define D     6
 #define SITES 3
-#define NPER 300
-#define DUP 10 /* the first DUP records of each site are published twice (a republish) */
+#define NPER  300
+#define DUP   10 /* the first DUP records of each site are published twice (a republish) */
 
 static struct lrn_sem_problem *make_problem(void)
 {
@@ -101,7 +102,8 @@ static void produce_released(const char *bootstrap, const struct lrn_sem_problem
                                "{\"schema\":\"gcdp.released/1\",\"release_id\":\"%s:%zu@1\","
                                "\"device\":\"%s\",\"window_start\":%zu,\"window_end\":%zu,"
                                "\"theta_version\":1,\"mechanism\":\"lap\",\"eps_rel\":1,"
-                               "\"values\":{", dev, k, dev, k * 1000, k * 1000 + 1000);
+                               "\"values\":{",
+                               dev, k, dev, k * 1000, k * 1000 + 1000);
             for (size_t i = 0; i < D; i++)
                 w += sprintf(w, "%s\"x%zu\":%.12f", i ? "," : "", i, x[i]);
             w += sprintf(w, "},\"scale\":{");
@@ -110,9 +112,8 @@ static void produce_released(const char *bootstrap, const struct lrn_sem_problem
             sprintf(w, "}}");
             if (!first_record[0])
                 memcpy(first_record, rec, sizeof(first_record));
-            while (rd_kafka_produce(rkt, (int32_t)p,
-                                    RD_KAFKA_MSG_F_COPY, rec, strlen(rec), dev, strlen(dev),
-                                    NULL) != 0)
+            while (rd_kafka_produce(rkt, (int32_t)p, RD_KAFKA_MSG_F_COPY, rec, strlen(rec), dev,
+                                    strlen(dev), NULL) != 0)
                 rd_kafka_poll(rk, 10);
             rd_kafka_poll(rk, 0);
         }
@@ -127,8 +128,7 @@ static void set(struct core_config *cfg, const char *k, const char *v)
     cr_assert_eq(core_config_set(cfg, k, v, "test", eb, sizeof(eb)), CORE_OK, "%s: %s", k, eb);
 }
 
-static struct core_config *make_cfg(const struct ts_broker *b, const char *state,
-                                    const char *out)
+static struct core_config *make_cfg(const struct ts_broker *b, const char *state, const char *out)
 {
     static const struct core_cfg_key *tables[] = {core_config_keys, lrn_config_keys};
     struct core_config *cfg = core_config_new(tables, 2);
@@ -224,8 +224,8 @@ static void *part_main(void *arg)
 static void start_server(struct srv_th *t, const struct core_config *cfg, struct result_copy *rc)
 {
     memset(t, 0, sizeof(*t));
-    t->o = (struct lrn_fedsvc_server_opts){.cfg = cfg, .max_sessions = 1, .on_result = on_result,
-                                           .arg = rc};
+    t->o = (struct lrn_fedsvc_server_opts){
+        .cfg = cfg, .max_sessions = 1, .on_result = on_result, .arg = rc};
     cr_assert_eq(pthread_create(&t->th, NULL, srv_main, t), 0);
 }
 
@@ -235,8 +235,8 @@ static void start_parts(struct part_th *t, const struct core_config *cfg, const 
         memset(&t[p], 0, sizeof(t[p]));
         snprintf(t[p].id, sizeof(t[p].id), "%s%d", prefix, p);
         snprintf(t[p].devices, sizeof(t[p].devices), "site%d-*", p);
-        t[p].o = (struct lrn_fedsvc_participant_opts){.cfg = cfg, .id = t[p].id,
-                                                      .devices = t[p].devices};
+        t[p].o = (struct lrn_fedsvc_participant_opts){
+            .cfg = cfg, .id = t[p].id, .devices = t[p].devices};
         cr_assert_eq(pthread_create(&t[p].th, NULL, part_main, &t[p]), 0);
     }
 }
@@ -273,8 +273,8 @@ static bool wait_for(bool (*pred)(void *), void *arg, int timeout_ms)
 static bool server_done(void *arg)
 {
     struct srv_th *t = arg;
-    return atomic_load(&t->pr.sessions_completed) >= 1 || (!atomic_load(&t->pr.running) &&
-                                                            t->rc != CORE_OK);
+    return atomic_load(&t->pr.sessions_completed) >= 1 ||
+           (!atomic_load(&t->pr.running) && t->rc != CORE_OK);
 }
 
 struct round_wait {
@@ -285,8 +285,7 @@ struct round_wait {
 static bool server_at_round(void *arg)
 {
     struct round_wait *w = arg;
-    return atomic_load(&w->t->pr.round) >= w->round &&
-           atomic_load(&w->t->pr.session) != 0;
+    return atomic_load(&w->t->pr.round) >= w->round && atomic_load(&w->t->pr.session) != 0;
 }
 
 static void join_server(struct srv_th *t)
@@ -496,10 +495,11 @@ Test(learner_service, refuses_protected_topics, .timeout = 60)
     }
     /* and the CLI: exit 2 before any network */
     {
-        const char *args[] = {"learn", "--participant", "p1", "--check", "--set",
-                              "topics.released=sensors.raw", NULL};
-        const char *ok[] = {"learn", "--participant", "p1", "--devices", "site0-*",
-                            "--check", NULL};
+        const char *args[] = {"learn",   "--participant", "p1",
+                              "--check", "--set",         "topics.released=sensors.raw",
+                              NULL};
+        const char *ok[] = {"learn",   "--participant", "p1", "--devices",
+                            "site0-*", "--check",       NULL};
         cr_assert_eq(ts_wait(ts_spawn(args, NULL, NULL), 20000), 2);
         cr_assert_eq(ts_wait(ts_spawn(ok, NULL, NULL), 20000), 0);
     }
@@ -588,17 +588,18 @@ Test(learner_service, cli_server_and_participants_publish_a_dag, .timeout = 120)
         snprintf(id[p], sizeof(id[p]), "e%d", p);
         snprintf(dev[p], sizeof(dev[p]), "site%d-*", p);
         snprintf(err[p], sizeof(err[p]), "%s/p%d.err", dir, p);
-        const char *args[] = {"learn", "--participant", id[p], "--devices", dev[p],
-                              "--exit-after", "100", "--set", sets[0], "--set", sets[1],
-                              "--set", sets[5], "--set", sets[7], "--set", sets[10], NULL};
+        const char *args[] = {"learn",        "--participant", id[p],   "--devices", dev[p],
+                              "--exit-after", "100",           "--set", sets[0],     "--set",
+                              sets[1],        "--set",         sets[5], "--set",     sets[7],
+                              "--set",        sets[10],        NULL};
         parts[p] = ts_spawn(args, NULL, err[p]);
     }
     snprintf(err[3], sizeof(err[3]), "%s/server.err", dir);
-    const char *sargs[] = {"learn", "--server", "--sessions", "1", "--exit-after", "90",
-                           "--set", sets[0], "--set", sets[1], "--set", sets[2],
-                           "--set", sets[3], "--set", sets[4], "--set", sets[5],
-                           "--set", sets[6], "--set", sets[8], "--set", sets[9],
-                           "--set", sets[10], NULL};
+    const char *sargs[] = {"learn", "--server", "--sessions", "1",     "--exit-after", "90",
+                           "--set", sets[0],    "--set",      sets[1], "--set",        sets[2],
+                           "--set", sets[3],    "--set",      sets[4], "--set",        sets[5],
+                           "--set", sets[6],    "--set",      sets[8], "--set",        sets[9],
+                           "--set", sets[10],   NULL};
     srv = ts_spawn(sargs, NULL, err[3]);
     cr_assert_eq(ts_wait(srv, 95000), 0, "server: %s", ts_read_file(err[3], NULL));
     kill9_server_resumes(dir, sargs, err[3]);
@@ -624,8 +625,8 @@ Test(learner_service, cli_server_and_participants_publish_a_dag, .timeout = 120)
     struct lrn_metrics m;
     cr_assert_eq(lrn_graph_read(path, D, &w, &d, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert_eq(lrn_metrics_compute(pb->w, w, D, 0.0, &m), CORE_OK);
-    cr_log_info("fed-bnsl services (CLI): SHD %zu, TPR %.2f, FDR %.2f, %zu learned", m.shd,
-                m.tpr, m.fdr, m.pred_edges);
+    cr_log_info("fed-bnsl services (CLI): SHD %zu, TPR %.2f, FDR %.2f, %zu learned", m.shd, m.tpr,
+                m.fdr, m.pred_edges);
     cr_assert_leq(m.shd, 1, "SHD %zu", m.shd);
     free(w);
     struct ts_record *rec;

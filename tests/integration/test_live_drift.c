@@ -44,11 +44,11 @@
 
 #define DEVICES     64
 #define DAY_TICKS   1440
-#define TICKS       (5 * DAY_TICKS)         /* 5 simulated days, one reading a minute */
-#define CHANGE_TICK (DAY_TICKS + 720)       /* as the library scenario: day 1.5 */
-#define WIN_TICKS   10                      /* 10-minute windows: 144 per device and day */
+#define TICKS       (5 * DAY_TICKS)   /* 5 simulated days, one reading a minute */
+#define CHANGE_TICK (DAY_TICKS + 720) /* as the library scenario: day 1.5 */
+#define WIN_TICKS   10                /* 10-minute windows: 144 per device and day */
 #define EPS_REL     20.0
-#define START_MS    1793491200000LL         /* the simulator's default start */
+#define START_MS    1793491200000LL /* the simulator's default start */
 #define PERIOD_MS   60000LL
 /* The library's bound (tests/release/test_drift.c FIRE_BOUND): the monitor fires by the end
  * of the second horizon that lies wholly after the change, 72 + 2 x 144 windows per device. */
@@ -115,13 +115,13 @@ struct drift_run {
     uint64_t seed;
     bool change;
     /* results */
-    json_t *thetas;   /* gcdp.calibration records, version order */
-    json_t *released; /* gcdp.released records */
-    json_t *status;   /* the release's answer to a status command (its "status" body) */
-    size_t windows;   /* records on gcdp.windows */
-    size_t reports;   /* drift reports on gcdp.control */
-    char scores[512]; /* the release's drift scores on gcdp.status, in order (logged) */
-    int64_t eps_gauge[5]; /* max, p50, p90, p99, cap (ppm) */
+    json_t *thetas;        /* gcdp.calibration records, version order */
+    json_t *released;      /* gcdp.released records */
+    json_t *status;        /* the release's answer to a status command (its "status" body) */
+    size_t windows;        /* records on gcdp.windows */
+    size_t reports;        /* drift reports on gcdp.control */
+    char scores[512];      /* the release's drift scores on gcdp.status, in order (logged) */
+    int64_t eps_gauge[5];  /* max, p50, p90, p99, cap (ppm) */
     int64_t partial, late; /* gcdp_release_drift_{partial,late}_total */
     double secs;
 };
@@ -138,13 +138,12 @@ static json_t *thetas_sorted(const char *bootstrap)
 static json_t *release_status(struct ts_broker *b, const char *key)
 {
     char out[600], err[600];
-    const char *st[] = {"ctl", "status", "--key", key, "--wait", "15", "--count", "1",
-                        "--target", "release", "--set", b->set_bootstrap, "--log-level",
-                        "warn", NULL};
+    const char *st[] = {"ctl",   "status",         "--key",       key,        "--wait",
+                        "15",    "--count",        "1",           "--target", "release",
+                        "--set", b->set_bootstrap, "--log-level", "warn",     NULL};
     snprintf(out, sizeof(out), "%s/status.out", b->dir);
     snprintf(err, sizeof(err), "%s/status.err", b->dir);
-    cr_assert_eq(run_gcdp(st, out, err, 60000), 0, "gcdp ctl status: %s",
-                 ts_read_file(err, NULL));
+    cr_assert_eq(run_gcdp(st, out, err, 60000), 0, "gcdp ctl status: %s", ts_read_file(err, NULL));
     char *text = ts_read_file(out, NULL), cmd[2048];
     json_t *r = json_loads(text, 0, NULL);
     cr_assert_not_null(r, "status reply: %s", text);
@@ -191,13 +190,14 @@ static void collect(struct ts_broker *b, struct drift_run *r)
 
     r->thetas = thetas_sorted(b->bootstrap);
     r->released = ts_topic_json(b->bootstrap, "gcdp.released");
-    json_array_foreach(ctl, i, v)
-        r->reports += jstr(v, "reason") && strncmp(jstr(v, "reason"), "drift", 5) == 0 &&
-                      jstr(v, "cmd") && strcmp(jstr(v, "cmd"), "recalibrate") == 0;
+    json_array_foreach(ctl, i, v) r->reports +=
+        jstr(v, "reason") && strncmp(jstr(v, "reason"), "drift", 5) == 0 && jstr(v, "cmd") &&
+        strcmp(jstr(v, "cmd"), "recalibrate") == 0;
     json_decref(ctl);
     json_t *st = ts_topic_json(b->bootstrap, "gcdp.status");
     size_t len = 0;
-    json_array_foreach(st, i, v) { /* one partition (key = instance): in order */
+    json_array_foreach(st, i, v)
+    { /* one partition (key = instance): in order */
         json_t *d = json_object_get(json_object_get(v, "status"), "drift");
         json_t *sc = json_object_get(d, "score");
         if (!json_is_number(sc) || json_object_get(json_object_get(v, "status"), "ledger"))
@@ -213,9 +213,10 @@ static void collect(struct ts_broker *b, struct drift_run *r)
 static void run_simulate(struct ts_broker *b, const struct drift_run *r)
 {
     char seed[32], ticks[32], devices[32], change[32];
-    const char *sim[32] = {"simulate", "--devices", devices, "--seed", seed, "--ticks", ticks,
-                           "--rate", "0", "--lag-group", "gcdp-ingest", "--set",
-                           b->set_bootstrap, "--log-level", "warn"};
+    const char *sim[32] = {
+        "simulate",    "--devices", devices,          "--seed",      seed,
+        "--ticks",     ticks,       "--rate",         "0",           "--lag-group",
+        "gcdp-ingest", "--set",     b->set_bootstrap, "--log-level", "warn"};
     size_t na = 15;
 
     snprintf(seed, sizeof(seed), "%llu", (unsigned long long)r->seed);
@@ -254,19 +255,31 @@ static void run_pipeline(struct drift_run *r)
     cr_assert_eq(run_gcdp(kg, NULL, NULL, 20000), 0, "gcdp ctl keygen failed");
     pilot_csv(r->seed, csv);
 
-    const char *cal[] = {"calibrate", "--serve", "-i", csv, "--exit-after", "600", "--set",
-                         b.set_bootstrap, "--set", setkey, "--set",
-                         "calibrate.service.min_interval_s=0", "--log-level", "warn", NULL};
+    const char *cal[] = {"calibrate",    "--serve", "-i",    csv,
+                         "--exit-after", "600",     "--set", b.set_bootstrap,
+                         "--set",        setkey,    "--set", "calibrate.service.min_interval_s=0",
+                         "--log-level",  "warn",    NULL};
     pid_t cal_pid = ts_spawn(cal, NULL, NULL);
-    const char *rel[] = {"release", "--serve", "--ledger", led, "--set", b.set_bootstrap,
-                         "--set", setkey, "--set", mport, "--set", "release.mechanism=lap",
-                         "--set", "release.eps_rel=20", "--set", "release.ledger.cap_eps=1e6",
-                         "--set", "ingest.window.size_ms=600000", "--log-level", "warn", NULL};
+    const char *rel[] = {"release",     "--serve",
+                         "--ledger",    led,
+                         "--set",       b.set_bootstrap,
+                         "--set",       setkey,
+                         "--set",       mport,
+                         "--set",       "release.mechanism=lap",
+                         "--set",       "release.eps_rel=20",
+                         "--set",       "release.ledger.cap_eps=1e6",
+                         "--set",       "ingest.window.size_ms=600000",
+                         "--log-level", "warn",
+                         NULL};
     pid_t rel_pid = ts_spawn(rel, NULL, err_rel);
-    const char *ing[] = {"ingest", "--exit-idle", "4", "--flush-on-idle", "--set",
-                         b.set_bootstrap, "--set", "ingest.window.size_ms=600000", "--set",
-                         "ingest.max_interp_gap=0", "--set", "ingest.idle_timeout_ms=0",
-                         "--log-level", "warn", NULL};
+    const char *ing[] = {"ingest",      "--exit-idle",
+                         "4",           "--flush-on-idle",
+                         "--set",       b.set_bootstrap,
+                         "--set",       "ingest.window.size_ms=600000",
+                         "--set",       "ingest.max_interp_gap=0",
+                         "--set",       "ingest.idle_timeout_ms=0",
+                         "--log-level", "warn",
+                         NULL};
     pid_t ing_pid = ts_spawn(ing, NULL, err_ing);
     run_simulate(&b, r);
     cr_assert_eq(ts_wait(ing_pid, 240000), 0, "ingest: %s", ts_read_file(err_ing, NULL));
@@ -302,19 +315,19 @@ static void check_eps(const struct drift_run *r)
     cr_assert_not_null(e, "no ledger.eps_spent in the status");
     for (int i = 0; i < 5; i++) {
         v[i] = json_number_value(json_object_get(e, k[i]));
-        cr_assert_eq(r->eps_gauge[i], (int64_t)(v[i] * 1e6 + 0.5), "%s: gauge %lld vs %.17g",
-                     k[i], (long long)r->eps_gauge[i], v[i]);
+        cr_assert_eq(r->eps_gauge[i], (int64_t)(v[i] * 1e6 + 0.5), "%s: gauge %lld vs %.17g", k[i],
+                     (long long)r->eps_gauge[i], v[i]);
     }
     cr_assert_gt(json_integer_value(json_object_get(e, "units")), 0);
     /* every unit (device, minute) of a released window is charged eps_rel at least once */
     cr_assert_geq(v[1], EPS_REL * (1 - 1e-9), "p50 %g", v[1]);
-    cr_assert(v[1] <= v[2] && v[2] <= v[3] && v[3] <= v[0] && v[0] <= v[4], "%g %g %g %g %g",
-              v[0], v[1], v[2], v[3], v[4]);
+    cr_assert(v[1] <= v[2] && v[2] <= v[3] && v[3] <= v[0] && v[0] <= v[4], "%g %g %g %g %g", v[0],
+              v[1], v[2], v[3], v[4]);
     cr_assert_eq(v[4], 1e6);
     cr_assert_float_eq(json_number_value(json_object_get(e, "remaining_min")), v[4] - v[0],
                        1e-6 * v[4]);
-    cr_log_info("eps per unit: max %g p50 %g p90 %g p99 %g (cap %g) over %lld units", v[0],
-                v[1], v[2], v[3], v[4], json_integer_value(json_object_get(e, "units")));
+    cr_log_info("eps per unit: max %g p50 %g p90 %g p99 %g (cap %g) over %lld units", v[0], v[1],
+                v[2], v[3], v[4], json_integer_value(json_object_get(e, "units")));
 }
 
 Test(live_drift, regime_change_recalibrates_within_bound, .timeout = 400)
@@ -328,21 +341,22 @@ Test(live_drift, regime_change_recalibrates_within_bound, .timeout = 400)
     char vk[32];
 
     run_pipeline(&r);
-    cr_assert_geq(json_array_size(r.thetas), 2u, "no recalibration (%zu drift reports)",
-                  r.reports);
+    cr_assert_geq(json_array_size(r.thetas), 2u, "no recalibration (%zu drift reports)", r.reports);
     json_t *t1 = json_array_get(r.thetas, 0), *t2 = json_array_get(r.thetas, 1);
     int64_t v1 = json_integer_value(json_object_get(t1, "version"));
     int64_t v2 = json_integer_value(json_object_get(t2, "version"));
     cr_assert_str_eq(jstr(t1, "reason"), "initial");
     cr_assert_str_eq(jstr(t2, "reason"), "drift");
     cr_assert_gt(v2, v1);
-    json_array_foreach(r.thetas, i, v) {
+    json_array_foreach(r.thetas, i, v)
+    {
         snprintf(vk, sizeof(vk), "%lld",
                  (long long)json_integer_value(json_object_get(v, "version")));
         json_object_set_new(known, vk, json_true());
     }
     cr_assert_eq(json_array_size(r.released), r.windows, "every window released once");
-    json_array_foreach(r.released, i, v) { /* partition order = offset order per device */
+    json_array_foreach(r.released, i, v)
+    { /* partition order = offset order per device */
         int64_t tv = json_integer_value(json_object_get(v, "theta_version"));
         int64_t ws = json_integer_value(json_object_get(v, "window_start"));
         json_t *prev = json_object_get(last, jstr(v, "device"));
@@ -352,17 +366,17 @@ Test(live_drift, regime_change_recalibrates_within_bound, .timeout = 400)
                   jstr(v, "device"));
         json_object_set_new(last, jstr(v, "device"), json_integer(tv));
         if (ws < change_ms)
-            cr_assert_eq(tv, v1, "a window before the change released under v%lld",
-                         (long long)tv);
+            cr_assert_eq(tv, v1, "a window before the change released under v%lld", (long long)tv);
         else if (tv == v1)
             n_old_post++;
         n_new += tv >= v2;
     }
     cr_log_info("drift (seed %llu): %zu windows, %zu after the change released under the "
                 "initial theta (%.1f per device; bound %d + %d), %zu under newer versions, "
-                "%zu versions, %zu drift reports, %.1f s; scores%s", (unsigned long long)r.seed,
-                r.windows, n_old_post, (double)n_old_post / DEVICES, FIRE_BOUND, SWAP_SLACK,
-                n_new, json_array_size(r.thetas), r.reports, r.secs, r.scores);
+                "%zu versions, %zu drift reports, %.1f s; scores%s",
+                (unsigned long long)r.seed, r.windows, n_old_post, (double)n_old_post / DEVICES,
+                FIRE_BOUND, SWAP_SLACK, n_new, json_array_size(r.thetas), r.reports, r.secs,
+                r.scores);
     cr_assert_geq(n_old_post, 1u);
     cr_assert_leq(n_old_post, (size_t)(FIRE_BOUND + SWAP_SLACK), "swap too late: %zu windows",
                   n_old_post);
@@ -383,8 +397,9 @@ Test(live_drift, no_regime_change_no_drift_recalibration, .timeout = 400)
 
     run_pipeline(&r);
     cr_log_info("no change (seed %llu): %zu windows, %zu versions, %zu drift reports, %.1f s; "
-                "scores%s", (unsigned long long)r.seed, r.windows, json_array_size(r.thetas),
-                r.reports, r.secs, r.scores);
+                "scores%s",
+                (unsigned long long)r.seed, r.windows, json_array_size(r.thetas), r.reports, r.secs,
+                r.scores);
     cr_assert_eq(r.reports, 0u, "false alarm: %zu drift reports", r.reports);
     /* horizons on window time: one UTC day each, what was skipped is counted */
     json_t *drift = json_object_get(r.status, "drift");
@@ -393,8 +408,8 @@ Test(live_drift, no_regime_change_no_drift_recalibration, .timeout = 400)
               json_is_integer(json_object_get(drift, "late")));
     cr_assert_geq(r.partial, 0, "gcdp_release_drift_partial_total on /metrics");
     cr_assert_geq(r.late, 0, "gcdp_release_drift_late_total on /metrics");
-    cr_log_info("no change: %lld partial horizons, %lld late windows",
-                (long long)r.partial, (long long)r.late);
+    cr_log_info("no change: %lld partial horizons, %lld late windows", (long long)r.partial,
+                (long long)r.late);
     cr_assert_eq(json_array_size(r.thetas), 1u, "a version besides the initial one");
     int64_t v1 = json_integer_value(json_object_get(json_array_get(r.thetas, 0), "version"));
     cr_assert_eq(json_array_size(r.released), r.windows, "every window released once");

@@ -34,11 +34,11 @@ static int run_gcdp(const char *const *args, const char *out, const char *err, i
 
 static void replay_ingest(struct ts_broker *b, const char *device, const char *err)
 {
-    const char *replay[] = {"replay", "--file", OCC_TRAIN, "--device", device, "--set",
-                            b->set_bootstrap, "--log-level", "warn", NULL};
-    const char *ingest[] = {"ingest", "--exit-idle", "3", "--flush-on-idle", "--set",
-                            b->set_bootstrap, "--set", "ingest.idle_timeout_ms=0",
-                            "--log-level", "warn", NULL};
+    const char *replay[] = {"replay", "--file",         OCC_TRAIN,     "--device", device,
+                            "--set",  b->set_bootstrap, "--log-level", "warn",     NULL};
+    const char *ingest[] = {"ingest",      "--exit-idle",    "3",     "--flush-on-idle",
+                            "--set",       b->set_bootstrap, "--set", "ingest.idle_timeout_ms=0",
+                            "--log-level", "warn",           NULL};
     cr_assert_eq(run_gcdp(replay, NULL, err, 60000), 0, "replay failed");
     cr_assert_eq(run_gcdp(ingest, NULL, err, 120000), 0, "ingest failed");
 }
@@ -95,17 +95,36 @@ Test(live_path, drift_report_recalibrates_and_swaps_theta, .timeout = 400)
     keygen(key);
     replay_ingest(&b, "occupancy", dir_err);
 
-    const char *cal[] = {"calibrate", "--serve", "-i", OCC_TEST, "-f", "occupancy",
-                         "--exit-after", "300", "--set", b.set_bootstrap, "--set", setkey,
-                         "--set", "calibrate.service.min_interval_s=0", "--log-level", "warn",
+    const char *cal[] = {"calibrate",
+                         "--serve",
+                         "-i",
+                         OCC_TEST,
+                         "-f",
+                         "occupancy",
+                         "--exit-after",
+                         "300",
+                         "--set",
+                         b.set_bootstrap,
+                         "--set",
+                         setkey,
+                         "--set",
+                         "calibrate.service.min_interval_s=0",
+                         "--log-level",
+                         "warn",
                          NULL};
     pid_t cal_pid = ts_spawn(cal, NULL, NULL);
     cr_assert_eq(wait_records(b.bootstrap, "gcdp.calibration", 1, 60000), 1u);
-    const char *rel[] = {"release", "--serve", "--ledger", led, "--set", b.set_bootstrap,
-                         "--set", setkey, "--set", mport, "--set", "release.drift.horizon=64",
-                         "--set", "release.drift.threshold=9.5367431640625e-07", "--set",
-                         "release.drift.min_samples=8", "--set",
-                         "release.drift.report_retry_s=2", "--log-level", "warn", NULL};
+    const char *rel[] = {"release",     "--serve",
+                         "--ledger",    led,
+                         "--set",       b.set_bootstrap,
+                         "--set",       setkey,
+                         "--set",       mport,
+                         "--set",       "release.drift.horizon=64",
+                         "--set",       "release.drift.threshold=9.5367431640625e-07",
+                         "--set",       "release.drift.min_samples=8",
+                         "--set",       "release.drift.report_retry_s=2",
+                         "--log-level", "warn",
+                         NULL};
     pid_t rel_pid = ts_spawn(rel, NULL, dir_err);
 
     /* the drift report makes a second version, with reason drift */
@@ -147,12 +166,15 @@ Test(live_path, drift_report_recalibrates_and_swaps_theta, .timeout = 400)
     json_t *known = json_object(), *v, *released = ts_topic_json(b.bootstrap, "gcdp.released");
     size_t i, n_b = 0, n_a = 0;
     char vk[32];
-    json_array_foreach(thetas, i, v) {
-        snprintf(vk, sizeof(vk), "%lld", (long long)json_integer_value(json_object_get(v, "version")));
+    json_array_foreach(thetas, i, v)
+    {
+        snprintf(vk, sizeof(vk), "%lld",
+                 (long long)json_integer_value(json_object_get(v, "version")));
         json_object_set(known, vk, v);
     }
     int64_t last_a = 0, last_b = 0, first_a = 0;
-    json_array_foreach(released, i, v) {
+    json_array_foreach(released, i, v)
+    {
         int64_t tv = json_integer_value(json_object_get(v, "theta_version"));
         int b_site = strcmp(jstr(v, "device"), "site-b") == 0;
         snprintf(vk, sizeof(vk), "%lld", (long long)tv);
@@ -174,22 +196,22 @@ Test(live_path, drift_report_recalibrates_and_swaps_theta, .timeout = 400)
     cr_assert_gt(n_a, 500u);
     cr_assert_gt(n_b, 500u);
     /* the drift score went to the status topic, the report to the control topic */
-    json_t *st = ts_topic_json(b.bootstrap, "gcdp.status"), *ctl = ts_topic_json(b.bootstrap,
-                                                                           "gcdp.control");
+    json_t *st = ts_topic_json(b.bootstrap, "gcdp.status"),
+           *ctl = ts_topic_json(b.bootstrap, "gcdp.control");
     size_t n_drift_status = 0, n_reports = 0;
-    json_array_foreach(st, i, v) {
+    json_array_foreach(st, i, v)
+    {
         json_t *d = json_object_get(json_object_get(v, "status"), "drift");
         if (d && json_is_number(json_object_get(d, "score")))
             n_drift_status++;
     }
-    json_array_foreach(ctl, i, v)
-        n_reports += strncmp(jstr(v, "reason"), "drift", 5) == 0 &&
-                     strcmp(jstr(v, "cmd"), "recalibrate") == 0;
+    json_array_foreach(ctl, i, v) n_reports +=
+        strncmp(jstr(v, "reason"), "drift", 5) == 0 && strcmp(jstr(v, "cmd"), "recalibrate") == 0;
     cr_assert_gt(n_drift_status, 0u, "no drift score on gcdp.status");
     cr_assert_gt(n_reports, 0u, "no signed drift report on gcdp.control");
     cr_log_info("drift: %zu theta versions, %zu drift reports, %zu status records with a "
-                "score; %zu + %zu windows released", json_array_size(thetas), n_reports,
-                n_drift_status, n_a, n_b);
+                "score; %zu + %zu windows released",
+                json_array_size(thetas), n_reports, n_drift_status, n_a, n_b);
     json_decref(st);
     json_decref(ctl);
     json_decref(known);
@@ -209,18 +231,37 @@ Test(live_path, recalibrate_flood_is_rate_limited, .timeout = 300)
     snprintf(out, sizeof(out), "%s/ctl.out", b.dir);
     snprintf(err, sizeof(err), "%s/ctl.err", b.dir);
     keygen(key);
-    const char *cal[] = {"calibrate", "--serve", "-i", OCC_TEST, "-f", "occupancy",
-                         "--exit-after", "200", "--set", b.set_bootstrap, "--set", setkey,
-                         "--set", "calibrate.service.min_interval_s=3600", "--log-level",
-                         "warn", NULL};
+    const char *cal[] = {"calibrate",
+                         "--serve",
+                         "-i",
+                         OCC_TEST,
+                         "-f",
+                         "occupancy",
+                         "--exit-after",
+                         "200",
+                         "--set",
+                         b.set_bootstrap,
+                         "--set",
+                         setkey,
+                         "--set",
+                         "calibrate.service.min_interval_s=3600",
+                         "--log-level",
+                         "warn",
+                         NULL};
     pid_t cal_pid = ts_spawn(cal, NULL, NULL);
     cr_assert_eq(wait_records(b.bootstrap, "gcdp.calibration", 1, 60000), 1u);
     ts_sleep_ms(3000); /* the control listener's own group joins after the first θ */
     int made = 0, limited = 0;
     for (int i = 0; i < 12; i++) {
-        const char *rc[] = {"ctl", "recalibrate", "--target", "calibrate", "--reason",
-                            "operator flood test", "--key", key, "--wait", "15", "--count",
-                            "1", "--set", b.set_bootstrap, "--log-level", "warn", NULL};
+        const char *rc[] = {"ctl",         "recalibrate",
+                            "--target",    "calibrate",
+                            "--reason",    "operator flood test",
+                            "--key",       key,
+                            "--wait",      "15",
+                            "--count",     "1",
+                            "--set",       b.set_bootstrap,
+                            "--log-level", "warn",
+                            NULL};
         cr_assert_eq(run_gcdp(rc, out, err, 60000), 0, "gcdp ctl recalibrate: %s",
                      ts_read_file(err, NULL));
         char *text = ts_read_file(out, NULL);
@@ -235,16 +276,16 @@ Test(live_path, recalibrate_flood_is_rate_limited, .timeout = 300)
     /* the initial version was made at start: every command falls within the limit */
     cr_assert_eq(made, 0, "a recalibration was made within min_interval_s of the initial one");
     cr_assert_eq(limited, 12);
-    const char *status[] = {"ctl", "status", "--key", key, "--wait", "10", "--count", "1",
-                            "--target", "calibrate", "--set", b.set_bootstrap, "--log-level",
-                            "warn", NULL};
+    const char *status[] = {"ctl",   "status",        "--key",       key,        "--wait",
+                            "10",    "--count",       "1",           "--target", "calibrate",
+                            "--set", b.set_bootstrap, "--log-level", "warn",     NULL};
     cr_assert_eq(run_gcdp(status, out, err, 60000), 0);
     char *text = ts_read_file(out, NULL);
     json_t *r = json_loads(text, 0, NULL), *s = json_object_get(r, "status");
     cr_assert_eq(json_integer_value(json_object_get(s, "rate_limited")), 12, "%s", text);
     cr_assert_eq(json_integer_value(json_object_get(s, "made")), 1);
-    cr_assert_eq(json_integer_value(json_object_get(json_object_get(s, "control"),
-                                                    "accepted")), 13);
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(s, "control"), "accepted")),
+                 13);
     json_decref(r);
     free(text);
     cr_assert_eq(wait_records(b.bootstrap, "gcdp.calibration", 2, 1000), 1u,

@@ -32,13 +32,17 @@ Test(privacy_e2e, max_feature_is_certified_at_the_clipped_range, .timeout = 240)
     FILE *f;
 
     ts_broker_start(&b, NULL);
-    const char *replay[] = {"replay", "--file", OCCUPANCY, "--set", b.set_bootstrap,
-                            "--log-level", "warn", NULL};
+    const char *replay[] = {"replay",        "--file",      OCCUPANCY, "--set",
+                            b.set_bootstrap, "--log-level", "warn",    NULL};
     snprintf(p_err, sizeof(p_err), "%s/err.txt", b.dir);
     cr_assert_eq(run_gcdp(replay, NULL, p_err, 60000), 0, "replay failed");
-    const char *ingest[] = {"ingest", "--exit-idle", "3", "--flush-on-idle", "--set",
-                            b.set_bootstrap, "--set", "ingest.features=[\"max\"]",
-                            "--set", "ingest.idle_timeout_ms=0", "--log-level", "warn", NULL};
+    const char *ingest[] = {"ingest",      "--exit-idle",
+                            "3",           "--flush-on-idle",
+                            "--set",       b.set_bootstrap,
+                            "--set",       "ingest.features=[\"max\"]",
+                            "--set",       "ingest.idle_timeout_ms=0",
+                            "--log-level", "warn",
+                            NULL};
     cr_assert_eq(run_gcdp(ingest, NULL, p_err, 120000), 0, "ingest failed");
     n = ts_topic_read(b.bootstrap, "gcdp.windows", &rec);
     cr_assert_gt(n, 500u);
@@ -51,19 +55,19 @@ Test(privacy_e2e, max_feature_is_certified_at_the_clipped_range, .timeout = 240)
     ts_records_free(rec, n);
 
     snprintf(p_theta, sizeof(p_theta), "%s/theta.json", b.dir);
-    const char *cal[] = {"calibrate", "-i", OCC_TEST, "-f", "occupancy", "-o", p_theta,
-                         "--log-level", "warn", NULL};
+    const char *cal[] = {"calibrate", "-i",    OCC_TEST,      "-f",   "occupancy",
+                         "-o",        p_theta, "--log-level", "warn", NULL};
     cr_assert_eq(run_gcdp(cal, NULL, p_err, 60000), 0, "calibrate failed");
     snprintf(p_out, sizeof(p_out), "%s/released.jsonl", b.dir);
     snprintf(p_led, sizeof(p_led), "%s/ledger.jsonl", b.dir);
-    const char *rel[] = {"release", "--theta", p_theta, "--input", p_win, "--output", p_out,
-                         "--ledger", p_led, "--mechanism", "lap", "--skip-refused",
-                         "--log-level", "warn", NULL};
+    const char *rel[] = {"release",     "--theta",  p_theta, "--input",     p_win, "--output",
+                         p_out,         "--ledger", p_led,   "--mechanism", "lap", "--skip-refused",
+                         "--log-level", "warn",     NULL};
     cr_assert_eq(run_gcdp(rel, NULL, p_err, 60000), 0, "release failed: %s",
                  ts_read_file(p_err, NULL));
     snprintf(p_plan, sizeof(p_plan), "%s/plan.json", b.dir);
-    const char *plan[] = {"release", "--theta", p_theta, "--input", p_win, "--plan",
-                          "--mechanism", "lap", "--log-level", "warn", NULL};
+    const char *plan[] = {"release",     "--theta", p_theta,       "--input", p_win, "--plan",
+                          "--mechanism", "lap",     "--log-level", "warn",    NULL};
     cr_assert_eq(run_gcdp(plan, p_plan, p_err, 60000), 0);
 
     /* eps_k of every coordinate from the plan; scale_k from every released record */
@@ -71,7 +75,8 @@ Test(privacy_e2e, max_feature_is_certified_at_the_clipped_range, .timeout = 240)
     size_t k;
     cr_assert_not_null(pl);
     json_t *eps = json_object();
-    json_array_foreach(json_object_get(pl, "coords"), k, c) {
+    json_array_foreach(json_object_get(pl, "coords"), k, c)
+    {
         const char *reads = json_string_value(json_array_get(json_object_get(c, "reads"), 0));
         cr_assert(reads && strstr(reads, ".max"), "coordinate reads %s", reads ? reads : "?");
         json_object_set(eps, json_string_value(json_object_get(c, "name")),
@@ -85,10 +90,11 @@ Test(privacy_e2e, max_feature_is_certified_at_the_clipped_range, .timeout = 240)
         json_t *r = json_loads(line, 0, NULL), *v;
         const char *name;
         cr_assert_not_null(r);
-        json_object_foreach(json_object_get(r, "scale"), name, v) {
+        json_object_foreach(json_object_get(r, "scale"), name, v)
+        {
             double sens = json_number_value(v) * json_number_value(json_object_get(eps, name));
-            cr_assert_geq(sens, 1.0 - 1e-12, "%s: sensitivity %.17g below the clipped range",
-                          name, sens);
+            cr_assert_geq(sens, 1.0 - 1e-12, "%s: sensitivity %.17g below the clipped range", name,
+                          sens);
         }
         released++;
         json_decref(r);

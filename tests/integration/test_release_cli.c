@@ -1,9 +1,9 @@
 /* test_release_cli.c - `gcdp release` / `gcdp ledger` end to end through the real binary:
  * release, replay byte-identity, ledger totals, exit codes and error messages. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,8 +11,8 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 
-#include "cal/theta.h"
 #include "broker.h"
+#include "cal/theta.h"
 #include "test_support.h"
 
 static const char *const CHANS[3] = {"temperature", "humidity", "co2"};
@@ -73,8 +73,8 @@ static int run(const char *args, const char *out, const char *err)
 {
     char cmd[8192];
     int st;
-    snprintf(cmd, sizeof(cmd), "GCDP_LOG_LEVEL=warn %s %s >%s/%s 2>%s/%s", GCDP_BIN, args, dir,
-             out, dir, err);
+    snprintf(cmd, sizeof(cmd), "GCDP_LOG_LEVEL=warn %s %s >%s/%s 2>%s/%s", GCDP_BIN, args, dir, out,
+             dir, err);
     st = system(cmd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -91,8 +91,8 @@ static char *slurp(const char *name)
 Test(release_cli, release_then_rerun_replays_identical_bytes)
 {
     char args[2048];
-    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s", path_theta,
-             path_win, path_ledger);
+    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s", path_theta, path_win,
+             path_ledger);
     cr_assert_eq(run(args, "out1", "err1"), 0, "%s", slurp("err1"));
     cr_assert_eq(run(args, "out2", "err2"), 0, "%s", slurp("err2"));
     char *a = slurp("out1"), *b = slurp("out2");
@@ -129,8 +129,8 @@ Test(release_cli, errors_have_clear_messages_and_exit_codes)
     cr_assert(strstr(e, "theta") && strstr(e, "nope.json"), "%s", e);
     free(e);
 
-    snprintf(args, sizeof(args), "release --theta %s --mechanism laplace --ledger %s",
-             path_theta, path_ledger);
+    snprintf(args, sizeof(args), "release --theta %s --mechanism laplace --ledger %s", path_theta,
+             path_ledger);
     cr_assert_eq(run(args, "o", "e"), 2);
     e = slurp("e");
     cr_assert(strstr(e, "release.mechanism"), "%s", e);
@@ -143,8 +143,8 @@ Test(release_cli, errors_have_clear_messages_and_exit_codes)
     cr_assert(strstr(e, "Algorithm 3"), "%s", e);
     free(e);
 
-    snprintf(args, sizeof(args), "release --theta %s --plan --mechanism lap --input %s",
-             path_theta, path_win);
+    snprintf(args, sizeof(args), "release --theta %s --plan --mechanism lap --input %s", path_theta,
+             path_win);
     cr_assert_eq(run(args, "plan", "e"), 0);
     char *plan_text = slurp("plan");
     json_t *plan = json_loads(plan_text, 0, NULL);
@@ -156,13 +156,17 @@ Test(release_cli, errors_have_clear_messages_and_exit_codes)
     /* cap 1.5: the first run spends 1 per slot; new window ids over the same slots refused */
     char p2[600], l2[600];
     snprintf(l2, sizeof(l2), "%s/ledger-cap.jsonl", dir);
-    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s "
-             "--set release.ledger.cap_eps=1.5", path_theta, path_win, l2);
+    snprintf(args, sizeof(args),
+             "release --theta %s --input %s --ledger %s "
+             "--set release.ledger.cap_eps=1.5",
+             path_theta, path_win, l2);
     cr_assert_eq(run(args, "o", "e"), 0, "%s", slurp("e"));
     snprintf(p2, sizeof(p2), "%s/w2.jsonl", dir);
     write_windows(p2, "d"); /* new window ids, same slots */
-    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s "
-             "--set release.ledger.cap_eps=1.5", path_theta, p2, l2);
+    snprintf(args, sizeof(args),
+             "release --theta %s --input %s --ledger %s "
+             "--set release.ledger.cap_eps=1.5",
+             path_theta, p2, l2);
     cr_assert_eq(run(args, "o", "e"), 1);
     e = slurp("e");
     cr_assert(strstr(e, "privacy budget: unit 'room1|0'") && strstr(e, "cap eps=1.5"), "%s", e);
@@ -195,7 +199,7 @@ Test(release_cli, skip_refused_reports_the_line_and_releases_the_rest)
         lines += *p == '\n';
     cr_assert_eq(lines, 2, "both good windows released: %s", out);
     cr_assert(strstr(err, "input line 2:") && strstr(err, "input line 3:") &&
-              strstr(err, "3 real samples") && strstr(err, "2 record(s) refused and skipped"),
+                  strstr(err, "3 real samples") && strstr(err, "2 record(s) refused and skipped"),
               "%s", err);
     free(out);
     free(err);
@@ -220,11 +224,12 @@ Test(release_cli, changing_slot_ms_is_refused_by_the_ledger)
 {
     static const char *const slots[] = {"60000", "30000", "120000", "20000"};
     char args[2048];
-    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s", path_theta,
-             path_win, path_ledger);
+    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s", path_theta, path_win,
+             path_ledger);
     cr_assert_eq(run(args, "o", "e"), 0, "%s", slurp("e"));
     for (size_t i = 1; i < 4; i++) {
-        snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s "
+        snprintf(args, sizeof(args),
+                 "release --theta %s --input %s --ledger %s "
                  "--set release.ledger.slot_ms=%s --set release.ledger.cap_eps=2.5",
                  path_theta, path_win, path_ledger, slots[i]);
         cr_assert_eq(run(args, "o", "e"), 2, "slot_ms %s", slots[i]);
@@ -244,8 +249,8 @@ Test(release_cli, changing_slot_ms_is_refused_by_the_ledger)
 Test(release_cli, aliasing_paths_and_emptied_ledgers_are_refused)
 {
     char args[4096], link[600], bad[600];
-    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s", path_theta,
-             path_win, path_ledger);
+    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s", path_theta, path_win,
+             path_ledger);
     cr_assert_eq(run(args, "o", "e"), 0, "%s", slurp("e"));
     long led = file_size(path_ledger), win = file_size(path_win);
     cr_assert_gt(led, 0);
@@ -264,8 +269,8 @@ Test(release_cli, aliasing_paths_and_emptied_ledgers_are_refused)
     cr_assert_eq(file_size(path_win), win, "input untouched");
     /* an emptied ledger is refused, by release and by gcdp ledger */
     ts_write_file(path_ledger, "");
-    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s", path_theta,
-             path_win, path_ledger);
+    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s", path_theta, path_win,
+             path_ledger);
     cr_assert_eq(run(args, "o", "e"), 2);
     e = slurp("e");
     cr_assert(strstr(e, "empty") && strstr(e, "never silently new"), "%s", e);
@@ -286,7 +291,8 @@ Test(release_cli, aliasing_paths_and_emptied_ledgers_are_refused)
         snprintf(text, sizeof(text),
                  "{\"gcdp_ledger\":2,\"scheme\":{\"unit\":\"<device>|floor(t/slot_ms)\","
                  "\"slot_ms\":60000,\"time_radius\":0,\"period_ms\":60000},\"cap\":{\"eps\":10,"
-                 "\"rho\":0,\"delta\":1e-05},\"accounting\":\"basic\"}\n%s\n%s\n", rows[i],
+                 "\"rho\":0,\"delta\":1e-05},\"accounting\":\"basic\"}\n%s\n%s\n",
+                 rows[i],
                  "{\"v\":1,\"id\":\"b\",\"mech\":\"lap\",\"units\":[\"u\"],\"eps\":1,"
                  "\"rho\":0,\"delta\":0,\"out\":\"\"}");
         ts_write_file(bad, text);
@@ -323,13 +329,18 @@ Test(release_cli, carry_to_a_new_slot_length_keeps_spent_budget_and_replays)
     snprintf(we, sizeof(we), "%s/we.jsonl", dir);
     write_windows(wd, "d");
     write_windows(we, "e");
-    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s "
-             "--set release.ledger.cap_eps=2.5", path_theta, path_win, path_ledger);
+    snprintf(args, sizeof(args),
+             "release --theta %s --input %s --ledger %s "
+             "--set release.ledger.cap_eps=2.5",
+             path_theta, path_win, path_ledger);
     cr_assert_eq(run(args, "out1", "e"), 0, "%s", slurp("e"));
-    snprintf(args, sizeof(args), "ledger --ledger %s --carry-to %s --set "
-             "release.ledger.slot_ms=30000 --set release.ledger.cap_eps=2.5", path_ledger, l30);
+    snprintf(args, sizeof(args),
+             "ledger --ledger %s --carry-to %s --set "
+             "release.ledger.slot_ms=30000 --set release.ledger.cap_eps=2.5",
+             path_ledger, l30);
     cr_assert_eq(run(args, "o", "e"), 0, "%s", slurp("e"));
-    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s "
+    snprintf(args, sizeof(args),
+             "release --theta %s --input %s --ledger %s "
              "--set release.ledger.cap_eps=2.5 --set release.ledger.slot_ms=30000",
              path_theta, path_win, l30);
     cr_assert_eq(run(args, "out2", "e"), 0, "%s", slurp("e"));
@@ -337,11 +348,13 @@ Test(release_cli, carry_to_a_new_slot_length_keeps_spent_budget_and_replays)
     cr_assert_str_eq(a, b, "after the carry the same release ids replay the same bytes");
     free(a);
     free(b);
-    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s "
+    snprintf(args, sizeof(args),
+             "release --theta %s --input %s --ledger %s "
              "--set release.ledger.cap_eps=2.5 --set release.ledger.slot_ms=30000",
              path_theta, wd, l30);
     cr_assert_eq(run(args, "o", "e"), 0, "1 carried + 1 <= 2.5: %s", slurp("e"));
-    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s "
+    snprintf(args, sizeof(args),
+             "release --theta %s --input %s --ledger %s "
              "--set release.ledger.cap_eps=2.5 --set release.ledger.slot_ms=30000",
              path_theta, we, l30);
     cr_assert_eq(run(args, "o", "e"), 1, "1 carried + 1 + 1 > 2.5 must be refused");
@@ -370,7 +383,8 @@ Test(release_cli, full_disk_on_the_ledger_refuses_and_loses_nothing)
     }
     ts_write_file(win, big);
     ts_write_file(out, "previous output\n");
-    snprintf(args, sizeof(args), "prlimit --fsize=12000 %s release --theta %s --input %s "
+    snprintf(args, sizeof(args),
+             "prlimit --fsize=12000 %s release --theta %s --input %s "
              "--ledger %s --output %s --set release.ledger.batch=4 >%s/o 2>%s/e",
              GCDP_BIN, path_theta, win, led, out, dir, dir);
     int st = system(args);
@@ -409,14 +423,15 @@ Test(release_cli, live_pipe_output_sigterm_and_directory_input, .timeout = 120)
     snprintf(led, sizeof(led), "%s/ledger-live.jsonl", dir);
     cr_assert_eq(mkfifo(fifo, 0600), 0);
     /* 1. stdout is a pipe: the first record arrives while the input is still open */
-    snprintf(cmd, sizeof(cmd), "%s release --theta %s --input %s --ledger %s "
-             "--set release.ledger.batch=1 --log-level warn", GCDP_BIN, path_theta, fifo, led);
+    snprintf(cmd, sizeof(cmd),
+             "%s release --theta %s --input %s --ledger %s "
+             "--set release.ledger.batch=1 --log-level warn",
+             GCDP_BIN, path_theta, fifo, led);
     r = popen(cmd, "r");
     cr_assert_not_null(r);
     w = fopen(fifo, "w");
     cr_assert_not_null(w);
-    ts_window2(line, sizeof(line), "room1", "room1|0|live", 0, 900000, 3, CHANS, v, 15, 15,
-               60000);
+    ts_window2(line, sizeof(line), "room1", "room1|0|live", 0, 900000, 3, CHANS, v, 15, 15, 60000);
     fprintf(w, "%s\n", line);
     fflush(w);
     cr_assert_not_null(fgets(line, sizeof(line), r), "no record before the input ended");
@@ -426,15 +441,26 @@ Test(release_cli, live_pipe_output_sigterm_and_directory_input, .timeout = 120)
     /* 2. SIGTERM mid-run: the output file keeps its old content */
     ts_write_file(out, "old\n");
     {
-        const char *args[] = {"release", "--theta", path_theta, "--input", fifo, "--ledger",
-                              led, "--output", out, "--set", "release.ledger.batch=1",
-                              "--log-level", "warn", NULL};
+        const char *args[] = {"release",
+                              "--theta",
+                              path_theta,
+                              "--input",
+                              fifo,
+                              "--ledger",
+                              led,
+                              "--output",
+                              out,
+                              "--set",
+                              "release.ledger.batch=1",
+                              "--log-level",
+                              "warn",
+                              NULL};
         pid = ts_spawn(args, NULL, NULL);
     }
     w = fopen(fifo, "w");
     cr_assert_not_null(w);
-    ts_window2(line, sizeof(line), "room1", "room1|900000|live", 900000, 1800000, 3, CHANS, v,
-               15, 15, 60000);
+    ts_window2(line, sizeof(line), "room1", "room1|900000|live", 900000, 1800000, 3, CHANS, v, 15,
+               15, 60000);
     fprintf(w, "%s\n", line);
     fflush(w);
     ts_sleep_ms(500);
@@ -445,8 +471,8 @@ Test(release_cli, live_pipe_output_sigterm_and_directory_input, .timeout = 120)
     cr_assert_str_eq(old, "old\n", "a killed run must not leave a partial output");
     free(old);
     /* 3. a directory as input */
-    snprintf(cmd, sizeof(cmd), "release --theta %s --input %s --ledger %s/never.jsonl",
-             path_theta, dir, dir);
+    snprintf(cmd, sizeof(cmd), "release --theta %s --input %s --ledger %s/never.jsonl", path_theta,
+             dir, dir);
     cr_assert_eq(run(cmd, "o", "e"), 2);
     char *e = slurp("e");
     cr_assert(strstr(e, "is a directory"), "%s", e);
@@ -461,18 +487,19 @@ Test(release_cli, ledger_rejects_an_invalid_last_row_as_release_does)
 {
     char args[2048], bad[600];
     snprintf(bad, sizeof(bad), "%s/bad-last.jsonl", dir);
-    ts_write_file(bad, "{\"gcdp_ledger\":2,\"scheme\":{\"unit\":\"<device>|floor(t/slot_ms)\","
-                       "\"slot_ms\":60000,\"time_radius\":0,\"period_ms\":60000},\"cap\":{\"eps\":10,"
-                       "\"rho\":0,\"delta\":1e-05},\"accounting\":\"basic\"}\n"
-                       "{\"v\":1,\"id\":\"a\",\"mech\":\"lap\",\"units\":[\"u\"],\"eps\":-1,"
-                       "\"rho\":0,\"delta\":0,\"out\":\"\"}\n");
+    ts_write_file(bad,
+                  "{\"gcdp_ledger\":2,\"scheme\":{\"unit\":\"<device>|floor(t/slot_ms)\","
+                  "\"slot_ms\":60000,\"time_radius\":0,\"period_ms\":60000},\"cap\":{\"eps\":10,"
+                  "\"rho\":0,\"delta\":1e-05},\"accounting\":\"basic\"}\n"
+                  "{\"v\":1,\"id\":\"a\",\"mech\":\"lap\",\"units\":[\"u\"],\"eps\":-1,"
+                  "\"rho\":0,\"delta\":0,\"out\":\"\"}\n");
     snprintf(args, sizeof(args), "ledger --ledger %s", bad);
     cr_assert_eq(run(args, "o", "e"), 1);
     char *e = slurp("e");
     cr_assert(strstr(e, "not a valid ledger row"), "%s", e);
     free(e);
-    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s", path_theta,
-             path_win, bad);
+    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s", path_theta, path_win,
+             bad);
     cr_assert_neq(run(args, "o", "e"), 0, "release refuses the same file");
 }
 
@@ -484,8 +511,10 @@ Test(release_cli, ledger_store_replays_and_imports_a_jsonl_ledger)
     snprintf(db, sizeof(db), "%s/ledger.db", dir);
     snprintf(l2, sizeof(l2), "%s/l2.jsonl", dir);
     snprintf(db2, sizeof(db2), "%s/l2.db", dir);
-    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s "
-             "--set release.ledger.store=%s", path_theta, path_win, path_ledger, db);
+    snprintf(args, sizeof(args),
+             "release --theta %s --input %s --ledger %s "
+             "--set release.ledger.store=%s",
+             path_theta, path_win, path_ledger, db);
     cr_assert_eq(run(args, "out1", "e"), 0, "%s", slurp("e"));
     cr_assert_eq(run(args, "out2", "e"), 0, "%s", slurp("e"));
     char *a = slurp("out1"), *b = slurp("out2");
@@ -501,18 +530,22 @@ Test(release_cli, ledger_store_replays_and_imports_a_jsonl_ledger)
     }
     cr_assert_eq(units, 30, "%s", led);
     free(led);
-    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s --output %s "
-             "--set release.ledger.store=%s", path_theta, path_win, path_ledger, db, db);
+    snprintf(args, sizeof(args),
+             "release --theta %s --input %s --ledger %s --output %s "
+             "--set release.ledger.store=%s",
+             path_theta, path_win, path_ledger, db, db);
     cr_assert_eq(run(args, "o", "e"), 2, "the output may not be the store");
     e0 = slurp("e");
     cr_assert(strstr(e0, "the ledger store"), "%s", e0);
     free(e0);
     /* a JSONL ledger without its store is refused by name, then imported once */
-    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s", path_theta,
-             path_win, l2);
+    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s", path_theta, path_win,
+             l2);
     cr_assert_eq(run(args, "out3", "e"), 0, "%s", slurp("e"));
-    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s "
-             "--set release.ledger.store=%s", path_theta, path_win, l2, db2);
+    snprintf(args, sizeof(args),
+             "release --theta %s --input %s --ledger %s "
+             "--set release.ledger.store=%s",
+             path_theta, path_win, l2, db2);
     cr_assert_eq(run(args, "o", "e"), 2);
     char *e = slurp("e");
     cr_assert(strstr(e, "--import"), "%s", e);
@@ -520,8 +553,10 @@ Test(release_cli, ledger_store_replays_and_imports_a_jsonl_ledger)
     snprintf(args, sizeof(args), "ledger --import %s --to %s", l2, db2);
     cr_assert_eq(run(args, "o", "e"), 0, "%s", slurp("e"));
     cr_assert_eq(run(args, "o", "e"), 1, "a second import refuses the existing store");
-    snprintf(args, sizeof(args), "release --theta %s --input %s --ledger %s "
-             "--set release.ledger.store=%s", path_theta, path_win, l2, db2);
+    snprintf(args, sizeof(args),
+             "release --theta %s --input %s --ledger %s "
+             "--set release.ledger.store=%s",
+             path_theta, path_win, l2, db2);
     cr_assert_eq(run(args, "out4", "e"), 0, "%s", slurp("e"));
     char *c = slurp("out3"), *d = slurp("out4");
     cr_assert_str_eq(c, d, "after the import the same ids replay the same bytes");

@@ -151,9 +151,9 @@ static void check_changelog(const char *bootstrap, json_t *pub, json_t *parts)
         json_decref(row);
     }
     ts_records_free(rec, n);
-    json_object_foreach(pub, rid, v) {
-        cr_assert_not_null(json_object_get(rows, rid), "published %s has no changelog row",
-                           rid);
+    json_object_foreach(pub, rid, v)
+    {
+        cr_assert_not_null(json_object_get(rows, rid), "published %s has no changelog row", rid);
     }
     json_decref(rows);
 }
@@ -183,11 +183,13 @@ static json_t *unit_totals(json_t *rows, json_t *only)
     const char *rid;
     size_t i;
 
-    json_object_foreach(rows, rid, row) {
+    json_object_foreach(rows, rid, row)
+    {
         if (only && !json_object_get(only, rid))
             continue;
         double eps = json_number_value(json_object_get(row, "eps"));
-        json_array_foreach(json_object_get(row, "units"), i, u) {
+        json_array_foreach(json_object_get(row, "units"), i, u)
+        {
             const char *name = json_string_value(u);
             double have = json_number_value(json_object_get(tot, name));
             json_object_set_new(tot, name, json_real(have + eps));
@@ -208,11 +210,13 @@ static size_t check_ledgers(json_t *pub, json_t *const *rows, size_t n_inst)
         json_object_update_missing(uni, rows[i]);
         tot[i] = unit_totals(rows[i], NULL);
     }
-    json_object_foreach(pub, k, v) {
+    json_object_foreach(pub, k, v)
+    {
         cr_assert_not_null(json_object_get(uni, k), "published %s is in no ledger", k);
     }
     need = unit_totals(uni, pub);
-    json_object_foreach(need, k, v) {
+    json_object_foreach(need, k, v)
+    {
         double best = 0;
         for (size_t i = 0; i < n_inst; i++) {
             double t = json_number_value(json_object_get(tot[i], k));
@@ -260,31 +264,35 @@ static void inst_init(struct inst *in, const struct ts_broker *b, const char *na
     snprintf(in->mport, sizeof(in->mport), "metrics.port=%d", in->port);
 }
 
-static void inst_start(struct inst *in, const struct ts_broker *b, const char *theta,
-                       bool store)
+static void inst_start(struct inst *in, const struct ts_broker *b, const char *theta, bool store)
 {
-    const char *args[] = {"release", "--serve", "--theta", theta, "--ledger", in->ledger,
-                          "--exit-idle", "5", "--set", b->set_bootstrap, "--set",
-                          "release.ledger.batch=1", "--set", "kafka.session.timeout.ms=3000",
-                          "--set", in->mport, "--log-level", "info", "--set",
-                          "release.service.changelog=true", "--set",
-                          store ? in->store : "release.ledger.batch=1", NULL};
+    const char *args[] = {"release",     "--serve",
+                          "--theta",     theta,
+                          "--ledger",    in->ledger,
+                          "--exit-idle", "5",
+                          "--set",       b->set_bootstrap,
+                          "--set",       "release.ledger.batch=1",
+                          "--set",       "kafka.session.timeout.ms=3000",
+                          "--set",       in->mport,
+                          "--log-level", "info",
+                          "--set",       "release.service.changelog=true",
+                          "--set",       store ? in->store : "release.ledger.batch=1",
+                          NULL};
     in->pid = ts_spawn(args, in->out, in->err);
 }
 
-static void make_windows_from(struct ts_broker *b, const char *err, const char *file,
-                              int n_devices)
+static void make_windows_from(struct ts_broker *b, const char *err, const char *file, int n_devices)
 {
     for (int d = 0; d < n_devices; d++) {
         char dev[32];
         snprintf(dev, sizeof(dev), "room-%d", d);
-        const char *replay[] = {"replay", "--file", file, "--device", dev, "--set",
-                                b->set_bootstrap, "--log-level", "warn", NULL};
+        const char *replay[] = {"replay", "--file",         file,          "--device", dev,
+                                "--set",  b->set_bootstrap, "--log-level", "warn",     NULL};
         cr_assert_eq(run_gcdp(replay, err, 60000), 0, "replay failed");
     }
-    const char *ingest[] = {"ingest", "--exit-idle", "3", "--flush-on-idle", "--set",
-                            b->set_bootstrap, "--set", "ingest.idle_timeout_ms=0",
-                            "--log-level", "warn", NULL};
+    const char *ingest[] = {"ingest",      "--exit-idle",    "3",     "--flush-on-idle",
+                            "--set",       b->set_bootstrap, "--set", "ingest.idle_timeout_ms=0",
+                            "--log-level", "warn",           NULL};
     cr_assert_eq(run_gcdp(ingest, err, 120000), 0, "ingest failed");
 }
 
@@ -300,8 +308,8 @@ Test(release_multi, two_instances_forced_rebalance, .timeout = 300)
     snprintf(theta, sizeof(theta), "%s/theta.json", b.dir);
     int64_t t0 = ts_now_ms();
     make_windows_from(&b, err, OCC_TRAIN, N_DEVICES);
-    const char *cal[] = {"calibrate", "-i", OCC_TEST, "-f", "occupancy", "-o", theta,
-                         "--log-level", "warn", NULL};
+    const char *cal[] = {"calibrate", "-i",  OCC_TEST,      "-f",   "occupancy",
+                         "-o",        theta, "--log-level", "warn", NULL};
     cr_assert_eq(run_gcdp(cal, err, 60000), 0);
     json_t *parts = window_partitions(b.bootstrap, &n_parts);
     cr_assert_geq(n_parts, 3u, "the devices landed on %zu partitions only", n_parts);
@@ -330,16 +338,17 @@ Test(release_multi, two_instances_forced_rebalance, .timeout = 300)
     size_t windows_done = 0;
     const char *rid, *wid;
     json_t *v, *done = json_object();
-    json_object_foreach(pub, rid, v) {
+    json_object_foreach(pub, rid, v)
+    {
         char w[256];
         window_of(rid, w, sizeof(w));
         cr_assert_not_null(json_object_get(parts, w), "released %s is not a window", rid);
         json_object_set_new(done, w, json_true());
     }
-    json_object_foreach(parts, wid, v)
-        windows_done += json_object_get(done, wid) != NULL;
+    json_object_foreach(parts, wid, v) windows_done += json_object_get(done, wid) != NULL;
     json_t *refused = refused_windows(b.bootstrap);
-    json_object_foreach(parts, wid, v) {
+    json_object_foreach(parts, wid, v)
+    {
         cr_assert(json_object_get(done, wid) || json_object_get(refused, wid),
                   "window %s neither released nor dead-lettered", wid);
     }
@@ -357,7 +366,8 @@ Test(release_multi, two_instances_forced_rebalance, .timeout = 300)
                 " before B joined, %" PRId64 " before its SIGKILL; B: released %lld, replayed "
                 "%lld, adopted %lld; C: released %lld, replayed %lld, adopted %lld; %zu copies "
                 "of %zu releases, all byte-identical; %zu units covered (rebalance phase "
-                "%.1f s)", n_win, n_parts, (double)(t1 - t0) / 1e3, a_at_b, a_at_kill,
+                "%.1f s)",
+                n_win, n_parts, (double)(t1 - t0) / 1e3, a_at_b, a_at_kill,
                 (long long)sget(sb, "released"), (long long)sget(sb, "replayed"),
                 (long long)sget(sb, "adopted"), (long long)sget(sc, "released"),
                 (long long)sget(sc, "replayed"), (long long)sget(sc, "adopted"), copies,
@@ -389,7 +399,8 @@ static int64_t overfill(const struct ts_broker *b, const char *topic, int32_t p)
     cr_assert_not_null(cfg);
     cr_assert_eq(core_config_set_arg(cfg, b->set_bootstrap, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert_eq(core_kafka_client_new(cfg, CORE_KAFKA_PRODUCER, NULL, NULL, NULL, NULL, &rk, eb,
-                                       sizeof(eb)), CORE_OK, "%s", eb);
+                                       sizeof(eb)),
+                 CORE_OK, "%s", eb);
     memset(v, 'x', len);
     for (int i = 0; i < 96; i++) {
         rd_kafka_resp_err_t e;
@@ -421,14 +432,15 @@ Test(release_multi, truncated_changelog_partition_is_refused, .timeout = 200)
     snprintf(err, sizeof(err), "%s/err.txt", b.dir);
     snprintf(theta, sizeof(theta), "%s/theta.json", b.dir);
     make_windows_from(&b, err, OCC_TEST, 4);
-    const char *cal[] = {"calibrate", "-i", OCC_TEST, "-f", "occupancy", "-o", theta,
-                         "--log-level", "warn", NULL};
+    const char *cal[] = {"calibrate", "-i",  OCC_TEST,      "-f",   "occupancy",
+                         "-o",        theta, "--log-level", "warn", NULL};
     cr_assert_eq(run_gcdp(cal, err, 60000), 0);
     json_t *parts = window_partitions(b.bootstrap, &n_parts), *v;
     cr_assert_geq(n_parts, 2u);
     const char *wid;
     int32_t bad = -1;
-    json_object_foreach(parts, wid, v) {
+    json_object_foreach(parts, wid, v)
+    {
         bad = (int32_t)json_integer_value(v);
         break;
     }
@@ -454,7 +466,8 @@ Test(release_multi, truncated_changelog_partition_is_refused, .timeout = 200)
     free(log);
     size_t on_bad = 0, released_bad = 0, released_other = 0;
     const char *rid;
-    json_object_foreach(pub, rid, v) {
+    json_object_foreach(pub, rid, v)
+    {
         char w[256];
         window_of(rid, w, sizeof(w));
         if (json_integer_value(json_object_get(parts, w)) == bad)
@@ -462,15 +475,13 @@ Test(release_multi, truncated_changelog_partition_is_refused, .timeout = 200)
         else
             released_other++;
     }
-    json_object_foreach(parts, wid, v)
-        on_bad += json_integer_value(v) == bad;
+    json_object_foreach(parts, wid, v) on_bad += json_integer_value(v) == bad;
     cr_assert_gt(on_bad, 0u);
-    cr_assert_eq(released_bad, 0u, "%zu windows of the refused partition released",
-                 released_bad);
+    cr_assert_eq(released_bad, 0u, "%zu windows of the refused partition released", released_bad);
     cr_assert_gt(released_other, 0u, "the other partitions were not processed");
     cr_log_info("changelog partition %d truncated (log start %" PRId64 "): %zu of its windows "
-                "held back, %zu windows of the other partitions released", (int)bad, low,
-                on_bad, released_other);
+                "held back, %zu windows of the other partitions released",
+                (int)bad, low, on_bad, released_other);
     json_decref(sum);
     json_decref(pub);
     json_decref(parts);
@@ -483,14 +494,30 @@ Test(release_multi, check_refuses_a_changelog_topic_shared_with_another, .timeou
     char *dir = ts_tmpdir(), led[600], err[600];
     snprintf(led, sizeof(led), "%s/ledger.jsonl", dir);
     snprintf(err, sizeof(err), "%s/err.txt", dir);
-    const char *bad[] = {"release", "--serve", "--check", "--ledger", led, "--set",
-                         "broker.bootstrap=127.0.0.1:9", "--set",
-                         "release.service.changelog=true", "--set",
-                         "topics.ledger_changelog=gcdp.windows", NULL};
-    const char *ok[] = {"release", "--serve", "--check", "--ledger", led, "--set",
-                        "broker.bootstrap=127.0.0.1:9", "--set",
-                        "release.service.changelog=true", "--set",
-                        "topics.ledger_changelog=site1.ledger.changelog", NULL};
+    const char *bad[] = {"release",
+                         "--serve",
+                         "--check",
+                         "--ledger",
+                         led,
+                         "--set",
+                         "broker.bootstrap=127.0.0.1:9",
+                         "--set",
+                         "release.service.changelog=true",
+                         "--set",
+                         "topics.ledger_changelog=gcdp.windows",
+                         NULL};
+    const char *ok[] = {"release",
+                        "--serve",
+                        "--check",
+                        "--ledger",
+                        led,
+                        "--set",
+                        "broker.bootstrap=127.0.0.1:9",
+                        "--set",
+                        "release.service.changelog=true",
+                        "--set",
+                        "topics.ledger_changelog=site1.ledger.changelog",
+                        NULL};
     cr_assert_eq(ts_wait(ts_spawn(bad, NULL, err), 20000), 2);
     char *text = ts_read_file(err, NULL);
     cr_assert(text && strstr(text, "topics.ledger_changelog") && strstr(text, "topics.windows"),

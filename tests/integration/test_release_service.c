@@ -44,11 +44,15 @@ static void make_windows(struct ts_broker *b, const char *err, const char *hop_m
 {
     char hop[64];
     snprintf(hop, sizeof(hop), "ingest.window.hop_ms=%s", hop_ms);
-    const char *replay[] = {"replay", "--file", OCC_TRAIN, "--set", b->set_bootstrap,
-                            "--log-level", "warn", NULL};
-    const char *ingest[] = {"ingest", "--exit-idle", "3", "--flush-on-idle", "--set",
-                            b->set_bootstrap, "--set", "ingest.idle_timeout_ms=0", "--set",
-                            hop, "--log-level", "warn", NULL};
+    const char *replay[] = {"replay",         "--file",      OCC_TRAIN, "--set",
+                            b->set_bootstrap, "--log-level", "warn",    NULL};
+    const char *ingest[] = {"ingest",      "--exit-idle",
+                            "3",           "--flush-on-idle",
+                            "--set",       b->set_bootstrap,
+                            "--set",       "ingest.idle_timeout_ms=0",
+                            "--set",       hop,
+                            "--log-level", "warn",
+                            NULL};
     cr_assert_eq(run_gcdp(replay, NULL, err, 60000), 0, "replay failed");
     cr_assert_eq(run_gcdp(ingest, NULL, err, 120000), 0, "ingest failed");
 }
@@ -100,8 +104,8 @@ static void schema_valid(const char *json, const char *schema)
 }
 
 struct outcome {
-    json_t *released;  /* window id -> bytes (first copy) */
-    json_t *refused;   /* window id -> reason */
+    json_t *released; /* window id -> bytes (first copy) */
+    json_t *refused;  /* window id -> reason */
     size_t copies, differing, versions_bad;
 };
 
@@ -163,12 +167,14 @@ static void check_complete(json_t *ids, const struct outcome *o)
     const char *id;
     json_t *v;
 
-    json_object_foreach(ids, id, v) {
+    json_object_foreach(ids, id, v)
+    {
         (void)v;
         cr_assert(json_object_get(o->released, id) || json_object_get(o->refused, id),
                   "window %s neither released nor dead-lettered", id);
     }
-    json_object_foreach(o->released, id, v) {
+    json_object_foreach(o->released, id, v)
+    {
         (void)v;
         cr_assert_not_null(json_object_get(ids, id), "released %s is not an input window", id);
     }
@@ -223,7 +229,8 @@ static json_t *canaries(const char *bootstrap)
     for (size_t i = 0; i < n; i++) {
         json_t *w = json_loads(rec[i].value, 0, NULL), *v;
         const char *k;
-        json_object_foreach(json_object_get(w, "nodes"), k, v) {
+        json_object_foreach(json_object_get(w, "nodes"), k, v)
+        {
             double x = json_number_value(v);
             if (x > 1e-3 && x < 1 - 1e-3) {
                 snprintf(buf, sizeof(buf), "%.15f", x);
@@ -245,7 +252,8 @@ static void no_leak(json_t *c, const char *text, const char *where)
     json_t *v;
 
     cr_assert_not_null(text, "%s: nothing to read", where);
-    json_object_foreach(c, k, v) {
+    json_object_foreach(c, k, v)
+    {
         (void)v;
         cr_assert_null(strstr(text, k), "protected value %s appears in %s", k, where);
     }
@@ -277,10 +285,11 @@ static size_t python_consumer_count(const char *bootstrap, const char *dir)
     FILE *f;
 
     snprintf(path, sizeof(path), "%s/py.err", dir);
-    snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s/tools/consume_released.py %s --idle-s 5 "
-             "--json > %s/py.out 2> %s", GCDP_SOURCE_DIR, bootstrap, dir, path);
-    cr_assert_eq(system(cmd), 0, "the python3-kafka consumer failed: %s",
-                 ts_read_file(path, NULL));
+    snprintf(cmd, sizeof(cmd),
+             "/usr/bin/python3 %s/tools/consume_released.py %s --idle-s 5 "
+             "--json > %s/py.out 2> %s",
+             GCDP_SOURCE_DIR, bootstrap, dir, path);
+    cr_assert_eq(system(cmd), 0, "the python3-kafka consumer failed: %s", ts_read_file(path, NULL));
     f = fopen(path, "r");
     cr_assert_not_null(f);
     cr_assert_eq(fscanf(f, "records %zu", &n), 1, "python consumer said: %s",
@@ -299,7 +308,9 @@ static void check_audit_mirror(const char *bootstrap, const char *ledger, json_t
     cr_assert_not_null(text);
     for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save), i++) {
         cr_assert_lt(i, n, "gcdp.audit has %zu records, the audit log more lines", n);
-        cr_assert_str_eq(rec[i].value, line, "record %zu is not the audit log's line:\n%.300s\n%.300s", i, rec[i].value, line);
+        cr_assert_str_eq(rec[i].value, line,
+                         "record %zu is not the audit log's line:\n%.300s\n%.300s", i, rec[i].value,
+                         line);
         json_t *row = json_loads(line, 0, NULL);
         cr_assert_str_eq(rec[i].key, i == 0 ? "header" : jstr(row, "id"));
         json_decref(row);
@@ -329,14 +340,14 @@ Test(release_service, occupancy_end_to_end_theta_from_the_calibrate_service, .ti
     snprintf(out, sizeof(out), "%s/summary.json", b.dir);
     snprintf(mport, sizeof(mport), "metrics.port=%d", port);
     make_windows(&b, err, "0");
-    const char *cal[] = {"calibrate", "--serve", "-i", OCC_TEST, "-f", "occupancy",
-                         "--exit-after", "5", "--set", b.set_bootstrap, "--log-level", "debug",
-                         NULL};
+    const char *cal[] = {"calibrate",   "--serve",      "-i", OCC_TEST, "-f",
+                         "occupancy",   "--exit-after", "5",  "--set",  b.set_bootstrap,
+                         "--log-level", "debug",        NULL};
     cr_assert_eq(run_gcdp(cal, NULL, cal_err, 60000), 0, "calibrate --serve failed: %s",
                  ts_read_file(cal_err, NULL));
     version = theta_version_on_topic(b.bootstrap);
-    const char *rel[] = {"release", "--serve", "--ledger", led, "--set", b.set_bootstrap,
-                         "--set", mport, "--log-level", "debug", NULL};
+    const char *rel[] = {"release", "--serve", "--ledger",    led,     "--set", b.set_bootstrap,
+                         "--set",   mport,     "--log-level", "debug", NULL};
     pid_t pid = ts_spawn(rel, out, err);
     json_t *ids = window_ids(b.bootstrap, &n_excl);
     int64_t t0 = ts_now_ms(), want = (int64_t)(json_object_size(ids) + n_excl), got = -1;
@@ -392,7 +403,8 @@ Test(release_service, occupancy_end_to_end_theta_from_the_calibrate_service, .ti
     size_t found = 0;
     const char *k;
     json_t *v;
-    json_object_foreach(c, k, v) {
+    json_object_foreach(c, k, v)
+    {
         (void)v;
         found += strstr(t, k) != NULL;
     }
@@ -444,17 +456,22 @@ Test(release_service, sigkill_at_random_points_releases_each_window_once, .timeo
     snprintf(led, sizeof(led), "%s/ledger.jsonl", b.dir);
     snprintf(theta, sizeof(theta), "%s/theta.json", b.dir);
     make_windows(&b, err, "180000"); /* ~2700 overlapping windows: the kills land mid-run */
-    const char *cal[] = {"calibrate", "-i", OCC_TEST, "-f", "occupancy", "-o", theta,
-                         "--log-level", "warn", NULL};
+    const char *cal[] = {"calibrate", "-i",  OCC_TEST,      "-f",   "occupancy",
+                         "-o",        theta, "--log-level", "warn", NULL};
     cr_assert_eq(run_gcdp(cal, NULL, err, 60000), 0);
     /* small group commits and a slow commit interval widen the window between the ledger
      * fsync, the produce and the offset commit, where a kill matters; the embedded broker
      * rebalances after a crash once the dead member's session expires (KAFKA.md §3.2), so a
      * 3 s session (the mock has no minimum) halves each trial */
-    const char *rel[] = {"release", "--serve", "--theta", theta, "--ledger", led, "--set",
-                         b.set_bootstrap, "--set", "release.ledger.batch=1", "--set",
-                         "kafka.session.timeout.ms=3000", "--set", "metrics.port=0",
-                         "--log-level", "warn", NULL};
+    const char *rel[] = {"release",     "--serve",
+                         "--theta",     theta,
+                         "--ledger",    led,
+                         "--set",       b.set_bootstrap,
+                         "--set",       "release.ledger.batch=1",
+                         "--set",       "kafka.session.timeout.ms=3000",
+                         "--set",       "metrics.port=0",
+                         "--log-level", "warn",
+                         NULL};
     size_t n_rel = sizeof(rel) / sizeof(rel[0]);
     int kills_mid_run = 0;
     for (int trial = 0; trial < CRASH_TRIALS; trial++) {
@@ -479,9 +496,9 @@ Test(release_service, sigkill_at_random_points_releases_each_window_once, .timeo
         cr_assert_eq(ts_wait(pid, 30000), 128 + SIGKILL, "trial %d: not killed", trial);
         kills_mid_run += consumed > 0;
     }
-    const char *fin[] = {"release", "--serve", "--theta", theta, "--ledger", led,
-                         "--exit-idle", "3", "--set", b.set_bootstrap, "--log-level", "warn",
-                         NULL};
+    const char *fin[] = {"release",     "--serve",     "--theta", theta,   "--ledger",
+                         led,           "--exit-idle", "3",       "--set", b.set_bootstrap,
+                         "--log-level", "warn",        NULL};
     cr_assert_eq(run_gcdp(fin, NULL, err, 120000), 0, "final run failed: %s",
                  ts_read_file(err, NULL));
 

@@ -3,6 +3,8 @@
  * (double free of the librdkafka configuration after subscribe failed, exit 139) and
  * `topics.raw=^(` aborted in free(); empty output topics and an empty bootstrap list used
  * to "succeed" on nothing. */
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,9 +12,6 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
-
-#include <signal.h>
-#include <stdbool.h>
 
 #include "broker.h"
 #include "test_support.h"
@@ -22,8 +21,7 @@ static int run(const char *dir, const char *args, char **err)
     char cmd[4096], path[600];
     int st;
     snprintf(path, sizeof(path), "%s/err.txt", dir);
-    snprintf(cmd, sizeof(cmd), "timeout 20 %s %s >/dev/null 2>%s </dev/null", GCDP_BIN, args,
-             path);
+    snprintf(cmd, sizeof(cmd), "timeout 20 %s %s >/dev/null 2>%s </dev/null", GCDP_BIN, args, path);
     st = system(cmd);
     *err = ts_read_file(path, NULL);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -31,7 +29,9 @@ static int run(const char *dir, const char *args, char **err)
 
 Test(startup_validation, bad_topics_and_bootstrap_exit_2_naming_the_key)
 {
-    static const struct { const char *args, *key; } cases[] = {
+    static const struct {
+        const char *args, *key;
+    } cases[] = {
         {"ingest --set topics.raw=", "topics.raw"},
         {"ingest --set 'topics.raw=^('", "topics.raw"},
         {"ingest --set topics.windows=", "topics.windows"},
@@ -90,8 +90,8 @@ Test(startup_validation, second_signal_ends_ingest_at_once, .timeout = 120)
     snprintf(pset, sizeof(pset), "metrics.port=%d", port);
     snprintf(err, sizeof(err), "%s/ingest.err", b.dir);
     for (int round = 0; round < 2; round++) {
-        const char *args[] = {"ingest", "--set", b.set_bootstrap, "--set", pset,
-                              "--log-level", "warn", NULL};
+        const char *args[] = {"ingest", "--set",       b.set_bootstrap, "--set",
+                              pset,     "--log-level", "warn",          NULL};
         pid_t pid = ts_spawn(args, NULL, err);
         int64_t end = ts_now_ms() + 30000;
         while (!catches(pid, SIGTERM) && ts_now_ms() < end)
@@ -160,9 +160,10 @@ Test(startup_validation, config_show_redacts_credentials)
 Test(startup_validation, release_input_on_a_terminal_is_refused)
 {
     char cmd[4096];
-    snprintf(cmd, sizeof(cmd), "timeout 20 script -qec '%s release --theta %s --plan' /dev/null "
-             "| grep -q 'standard input, which is a terminal'", GCDP_BIN,
-             GCDP_SOURCE_DIR "/tests/fuzz/corpus-theta/occupancy-public.json");
+    snprintf(cmd, sizeof(cmd),
+             "timeout 20 script -qec '%s release --theta %s --plan' /dev/null "
+             "| grep -q 'standard input, which is a terminal'",
+             GCDP_BIN, GCDP_SOURCE_DIR "/tests/fuzz/corpus-theta/occupancy-public.json");
     cr_assert_eq(system(cmd), 0, "no clear refusal on a terminal stdin");
 }
 
@@ -171,34 +172,45 @@ Test(startup_validation, services_refuse_bad_modes_and_flags)
 {
     char *dir = ts_tmpdir(), *err = NULL, args[2048];
 
-    cr_assert_eq(run(dir, "release --serve --input x.jsonl --set broker.bootstrap=127.0.0.1:1",
-                     &err), 2);
+    cr_assert_eq(
+        run(dir, "release --serve --input x.jsonl --set broker.bootstrap=127.0.0.1:1", &err), 2);
     cr_assert(strstr(err, "--serve reads topics.windows"), "%s", err);
     free(err);
-    cr_assert_eq(run(dir, "calibrate --serve -i x.csv --output t.json "
-                          "--set broker.bootstrap=127.0.0.1:1", &err), 2);
+    cr_assert_eq(run(dir,
+                     "calibrate --serve -i x.csv --output t.json "
+                     "--set broker.bootstrap=127.0.0.1:1",
+                     &err),
+                 2);
     cr_assert(strstr(err, "--serve publishes"), "%s", err);
     free(err);
     /* the private service: its options are checked before any ledger is opened */
-    snprintf(args, sizeof(args), "calibrate --serve --mode private --set state.dir=%s/state "
-             "--set broker.bootstrap=127.0.0.1:1", dir);
+    snprintf(args, sizeof(args),
+             "calibrate --serve --mode private --set state.dir=%s/state "
+             "--set broker.bootstrap=127.0.0.1:1",
+             dir);
     cr_assert_eq(run(dir, args, &err), 2);
     cr_assert(strstr(err, "calibrate.eps_G"), "%s", err);
     free(err);
-    snprintf(args, sizeof(args), "calibrate --serve --mode private --set state.dir=%s/state "
+    snprintf(args, sizeof(args),
+             "calibrate --serve --mode private --set state.dir=%s/state "
              "--set calibrate.eps_G=1 --set calibrate.eps_xi=0.5 --set "
-             "calibrate.private.sensitivity=expansion --set broker.bootstrap=127.0.0.1:1", dir);
+             "calibrate.private.sensitivity=expansion --set broker.bootstrap=127.0.0.1:1",
+             dir);
     cr_assert_eq(run(dir, args, &err), 2);
     cr_assert(strstr(err, "calibrate.private.sensitivity"), "%s", err);
     free(err);
     snprintf(args, sizeof(args), "%s/state", dir);
     cr_assert(access(args, F_OK) != 0, "a refused configuration created the ledger's state.dir");
     cr_assert_eq(run(dir, "calibrate --serve --set broker.bootstrap=127.0.0.1:1", &err), 2);
-    cr_assert(strstr(err, "--serve needs -i/--input FILE"), "public mode still needs its "
-              "source: %s", err);
+    cr_assert(strstr(err, "--serve needs -i/--input FILE"),
+              "public mode still needs its "
+              "source: %s",
+              err);
     free(err);
-    snprintf(args, sizeof(args), "release --serve --ledger %s/l.jsonl --set "
-             "broker.bootstrap=127.0.0.1:1 --set control.key_file=%s/missing.key", dir, dir);
+    snprintf(args, sizeof(args),
+             "release --serve --ledger %s/l.jsonl --set "
+             "broker.bootstrap=127.0.0.1:1 --set control.key_file=%s/missing.key",
+             dir, dir);
     cr_assert_eq(run(dir, args, &err), 2);
     cr_assert(strstr(err, "control.key_file"), "%s", err);
     free(err);
@@ -216,11 +228,13 @@ Test(startup_validation, second_release_instance_on_one_ledger_is_refused, .time
     snprintf(led, sizeof(led), "%s/ledger.jsonl", b.dir);
     snprintf(err2, sizeof(err2), "%s/err2.txt", b.dir);
     snprintf(theta, sizeof(theta), "%s/theta.json", b.dir);
-    const char *cal[] = {"calibrate", "-i", GCDP_DATA_DIR "/occupancy/datatest.txt", "-f",
-                         "occupancy", "-o", theta, "--log-level", "warn", NULL};
+    const char *cal[] = {"calibrate", "-i",          GCDP_DATA_DIR "/occupancy/datatest.txt",
+                         "-f",        "occupancy",   "-o",
+                         theta,       "--log-level", "warn",
+                         NULL};
     cr_assert_eq(ts_wait(ts_spawn(cal, NULL, NULL), 60000), 0);
-    const char *rel[] = {"release", "--serve", "--theta", theta, "--ledger", led, "--set",
-                         b.set_bootstrap, "--log-level", "warn", NULL};
+    const char *rel[] = {"release", "--serve",       "--theta",     theta,  "--ledger", led,
+                         "--set",   b.set_bootstrap, "--log-level", "warn", NULL};
     pid_t first = ts_spawn(rel, NULL, NULL);
     int64_t t0 = ts_now_ms();
     while (access(led, F_OK) != 0 && ts_now_ms() - t0 < 20000)

@@ -1,8 +1,9 @@
 /* test_acyclic.c - expm (Padé scaling-and-squaring), h(W), ∇h, DAG pruning. */
-#include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <criterion/criterion.h>
 
 #include "lrn/acyclic.h"
 #include "lrn/sem.h"
@@ -125,8 +126,7 @@ Test(acyclic, h_is_zero_on_dag_and_matches_two_cycle_formula)
 }
 
 /* Full-matrix reference: h = tr(exp(W∘W)) − d, ∇h = exp(W∘W)ᵀ ∘ 2W. */
-static void h_reference(struct lrn_acyclic_ws *ws, size_t d, const double *W, double *h,
-                        double *G)
+static void h_reference(struct lrn_acyclic_ws *ws, size_t d, const double *W, double *h, double *G)
 {
     double *A = calloc(d * d, sizeof(double)), *E = calloc(d * d, sizeof(double));
     double tr = 0.0;
@@ -160,8 +160,7 @@ Test(acyclic, scc_decomposition_equals_full_matrix_exponential)
         h_reference(ws, D, W, &hr, Gr);
         cr_assert_float_eq(h, hr, 1e-9 * (1.0 + fabs(hr)), "trial %d", trial);
         for (int x = 0; x < D * D; x++)
-            cr_assert_float_eq(G[x], Gr[x], 1e-9 * (1.0 + fabs(Gr[x])), "trial %d x %d", trial,
-                               x);
+            cr_assert_float_eq(G[x], Gr[x], 1e-9 * (1.0 + fabs(Gr[x])), "trial %d x %d", trial, x);
     }
     lrn_acyclic_ws_free(ws);
 }

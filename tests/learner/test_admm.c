@@ -1,8 +1,9 @@
 /* test_admm.c - the ADMM driver, its wire encoding and byte accounting, structure recovery. */
-#include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <criterion/criterion.h>
 
 #include "lrn/acyclic.h"
 #include "lrn/admm.h"
@@ -56,8 +57,7 @@ Test(admm, sparse_wire_round_trips_and_sends_only_nonzeros)
     cr_assert_eq(lrn_wire_decode(D, buf, len, LRN_WIRE_SPARSE, back), CORE_EPARSE);
     /* a NaN is refused on both sides */
     M[3] = NAN;
-    cr_assert_eq(lrn_wire_encode(D, M, LRN_WIRE_SPARSE, buf, sizeof(buf), &len, &nnz),
-                 CORE_EINVAL);
+    cr_assert_eq(lrn_wire_encode(D, M, LRN_WIRE_SPARSE, buf, sizeof(buf), &len, &nnz), CORE_EINVAL);
     /* the cap is enforced */
     M[3] = 1.0;
     cr_assert_eq(lrn_wire_encode(D, M, LRN_WIRE_SPARSE, buf, 20, &len, &nnz), CORE_ETOOBIG);
@@ -155,10 +155,11 @@ static void recover_one(const double *truth, size_t d, uint64_t seed, double per
     learn(&pb, &o, W, &res);
     assert_same_support(truth, W, d);
     cr_assert_float_eq(res.h, 0.0, 1e-12);
-    cr_assert_eq(res.status, LRN_ADMM_CONVERGED, "seed %llu: not converged in %zu rounds "
-                 "(primal %g, dual %g, h %g, stable %zu)", (unsigned long long)seed,
-                 res.rounds, res.primal_residual, res.dual_residual, res.h_server,
-                 res.stable_rounds);
+    cr_assert_eq(res.status, LRN_ADMM_CONVERGED,
+                 "seed %llu: not converged in %zu rounds "
+                 "(primal %g, dual %g, h %g, stable %zu)",
+                 (unsigned long long)seed, res.rounds, res.primal_residual, res.dual_residual,
+                 res.h_server, res.stable_rounds);
     cr_assert_lt(res.rounds, o.max_rounds);
     for (size_t x = 0; x < d * d; x++)
         if (truth[x] != 0.0)
@@ -362,8 +363,8 @@ Test(admm, progress_callback_can_stop_the_run)
 
 /* A different local solver plugs in: every participant proposes the same DAG B*, so the
  * consensus W must converge to B* (server step, duals and ρ schedule shared). */
-static core_err fixed_solve(void *self, size_t p, size_t t, const double *W,
-                            const double *beta_p, double rho2, double *B_p)
+static core_err fixed_solve(void *self, size_t p, size_t t, const double *W, const double *beta_p,
+                            double rho2, double *B_p)
 {
     (void)p, (void)t, (void)W, (void)beta_p, (void)rho2;
     memcpy(B_p, self, 9 * sizeof(double));
@@ -387,8 +388,8 @@ Test(admm, pluggable_local_solver_reaches_consensus)
     cr_assert_eq(res.edges, 3);
 }
 
-static core_err failing_solve(void *self, size_t p, size_t t, const double *W,
-                              const double *beta_p, double rho2, double *B_p)
+static core_err failing_solve(void *self, size_t p, size_t t, const double *W, const double *beta_p,
+                              double rho2, double *B_p)
 {
     (void)self, (void)W, (void)beta_p, (void)rho2, (void)B_p;
     return p == 1 && t == 2 ? CORE_ENUMERIC : CORE_OK;
@@ -435,8 +436,8 @@ Test(admm, options_are_checked)
  * three large ones) and never reach W; with b_sparsify = 0 they are sent and W keeps them. */
 static const double tiny_target[9] = {0, 0.9, -0.7, 0.005, 0, 1.2, 0, -0.005, 0};
 
-static core_err tiny_solve(void *self, size_t p, size_t t, const double *W,
-                           const double *beta_p, double rho2, double *B_p)
+static core_err tiny_solve(void *self, size_t p, size_t t, const double *W, const double *beta_p,
+                           double rho2, double *B_p)
 {
     (void)self, (void)p, (void)t, (void)W, (void)beta_p, (void)rho2;
     memcpy(B_p, tiny_target, sizeof(tiny_target));
@@ -584,8 +585,8 @@ Test(admm, on_stall_schedule_doubles_rho1_only_when_h_stalls)
         double want = lg.h[t] > o.h_stall * lg.h[t - 1] && lg.h[t] > o.rho1_h_floor
                           ? 2.0 * lg.rho1[t]
                           : lg.rho1[t];
-        cr_assert_float_eq(lg.rho1[t + 1], want, 0.0, "round %zu: h %g after %g, rho1 %g -> %g",
-                           t, lg.h[t], lg.h[t - 1], lg.rho1[t], lg.rho1[t + 1]);
+        cr_assert_float_eq(lg.rho1[t + 1], want, 0.0, "round %zu: h %g after %g, rho1 %g -> %g", t,
+                           lg.h[t], lg.h[t - 1], lg.rho1[t], lg.rho1[t + 1]);
         grew += lg.rho1[t + 1] > lg.rho1[t];
         cr_assert_float_eq(lg.rho2[t], o.rho2, 0.0);
         /* the dual α ← α + ρ₁h keeps rising while h > 0 */

@@ -1,9 +1,10 @@
 /* test_admm_absent.c - a participant ABSENT from a round (solve returns CORE_ENOTFOUND,
  * lrn/admm.h; the learner services' timeout): the round goes on with those present. */
-#include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <criterion/criterion.h>
 
 #include "lrn/admm.h"
 #include "lrn/pgcd.h"
@@ -33,9 +34,9 @@ static core_err absent_solve(void *self, size_t p, size_t t, const double *W, co
 static void sigmas(const struct lrn_sem_problem *pb, double *sig)
 {
     for (size_t p = 0; p < P; p++)
-        cr_assert_eq(lrn_covariance_ex(N, D, pb->x + p * N * D, 1.0, LRN_COV_CENTER,
-                                       sig + p * D * D),
-                     CORE_OK);
+        cr_assert_eq(
+            lrn_covariance_ex(N, D, pb->x + p * N * D, 1.0, LRN_COV_CENTER, sig + p * D * D),
+            CORE_OK);
 }
 
 static struct lrn_sem_problem *problem(void)

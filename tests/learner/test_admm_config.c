@@ -1,8 +1,9 @@
 /* test_admm_config.c - learner.* keys map onto the algorithm options with paper defaults. */
-#include <cblas.h>
-#include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
+
+#include <cblas.h>
+#include <criterion/criterion.h>
 
 #include "lrn/admm.h"
 #include "lrn/config.h"
@@ -27,8 +28,8 @@ Test(admm_config, defaults_are_the_paper_tuned_values)
     bool dpe = true, byp = true;
     char eb[256] = "";
 
-    cr_assert_eq(lrn_config_opts(cfg, 20, &a, &p, &dp, NULL, &dpe, &byp, eb, sizeof(eb)),
-                 CORE_OK, "%s", eb);
+    cr_assert_eq(lrn_config_opts(cfg, 20, &a, &p, &dp, NULL, &dpe, &byp, eb, sizeof(eb)), CORE_OK,
+                 "%s", eb);
     /* Appendix B.3.2 (homogeneous): rho1 1000, rho2 1, lambda 0.1, gamma 0.5, threshold 0.3 */
     cr_assert_float_eq(a.rho1, 1000.0, 0.0);
     cr_assert_float_eq(a.rho2, 1.0, 0.0);
@@ -79,29 +80,27 @@ Test(admm_config, public_m_and_overrides_are_read_and_checked)
     bool dpe, byp;
     char eb[256] = "";
 
-    cr_assert_eq(core_config_set(cfg, "learner.dp.m_source", "\"public\"", "flag", eb,
-                                 sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_config_set(cfg, "learner.dp.m_source", "\"public\"", "flag", eb, sizeof(eb)),
+                 CORE_OK);
     cr_assert_eq(core_config_set(cfg, "learner.dp.m_public", "[1, 2, 3]", "flag", eb, sizeof(eb)),
                  CORE_OK);
     cr_assert_eq(core_config_set(cfg, "learner.wire", "\"dense\"", "flag", eb, sizeof(eb)),
                  CORE_OK);
     cr_assert_eq(core_config_set(cfg, "learner.rounds", "7", "flag", eb, sizeof(eb)), CORE_OK);
-    cr_assert_eq(lrn_config_opts(cfg, 3, &a, &p, &dp, m, &dpe, &byp, eb, sizeof(eb)), CORE_OK,
-                 "%s", eb);
+    cr_assert_eq(lrn_config_opts(cfg, 3, &a, &p, &dp, m, &dpe, &byp, eb, sizeof(eb)), CORE_OK, "%s",
+                 eb);
     cr_assert_eq(a.wire, LRN_WIRE_DENSE);
     cr_assert_eq(a.max_rounds, 7);
     cr_assert_eq(dp.rounds, 7);
     cr_assert_eq(dp.m_public, m);
     cr_assert_float_eq(m[2], 3.0, 0.0);
     /* wrong length names the key */
-    cr_assert_eq(lrn_config_opts(cfg, 4, &a, &p, &dp, m, &dpe, &byp, eb, sizeof(eb)),
-                 CORE_ECONFIG);
+    cr_assert_eq(lrn_config_opts(cfg, 4, &a, &p, &dp, m, &dpe, &byp, eb, sizeof(eb)), CORE_ECONFIG);
     cr_assert(strstr(eb, "learner.dp.m_public") != NULL, "%s", eb);
     /* an inconsistent pair is refused with the option named */
     cr_assert_eq(core_config_set(cfg, "learner.w_sparsify", "0.5", "flag", eb, sizeof(eb)),
                  CORE_OK);
-    cr_assert_eq(lrn_config_opts(cfg, 3, &a, &p, &dp, m, &dpe, &byp, eb, sizeof(eb)),
-                 CORE_ECONFIG);
+    cr_assert_eq(lrn_config_opts(cfg, 3, &a, &p, &dp, m, &dpe, &byp, eb, sizeof(eb)), CORE_ECONFIG);
     cr_assert(strstr(eb, "w_sparsify") != NULL, "%s", eb);
     core_config_free(cfg);
 }
@@ -133,8 +132,7 @@ Test(admm_config, runner_options_take_only_the_keys_set)
                   o.pgcd.lambda == d.pgcd.lambda && o.notears.lambda == d.notears.lambda &&
                   o.center == d.center,
               "no key set: the method's defaults stay");
-    cr_assert_eq(core_config_set(cfg, "learner.lambda", "0.25", "flag", eb, sizeof(eb)),
-                 CORE_OK);
+    cr_assert_eq(core_config_set(cfg, "learner.lambda", "0.25", "flag", eb, sizeof(eb)), CORE_OK);
     cr_assert_eq(core_config_set(cfg, "learner.rounds", "9", "flag", eb, sizeof(eb)), CORE_OK);
     cr_assert_eq(lrn_runner_opts_from_config(cfg, 3, &o, m, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert_float_eq(o.pgcd.lambda, 0.25, 0.0);

@@ -189,8 +189,7 @@ Test(baselines, federated_methods_recover_a_small_dag, .timeout = 120)
     cr_assert_leq(ms.shd, 4, "fed-sparse SHD %zu", ms.shd); /* 12 true edges */
     cr_assert_leq(mb.shd, 2, "fed-bnsl SHD %zu", mb.shd);
     cr_assert_leq(mn.shd, 2, "notears SHD %zu", mn.shd);
-    cr_assert_eq(rb.admm.bytes_model,
-                 (uint64_t)lrn_metrics_dense_cost(rb.admm.rounds, 4, 10));
+    cr_assert_eq(rb.admm.bytes_model, (uint64_t)lrn_metrics_dense_cost(rb.admm.rounds, 4, 10));
     cr_assert_lt(rs.admm.bytes_model, rb.admm.bytes_model);
     lrn_sem_problem_free(pb);
 }
@@ -205,8 +204,8 @@ Test(baselines, local_notears_learns_one_graph_per_participant, .timeout = 120)
     struct lrn_runner_result res;
     struct lrn_metrics m;
     char eb[256] = "";
-    cr_assert_eq(lrn_runner_run(&o, d, 3, x, n, NULL, NULL, NULL, w, &res, eb, sizeof(eb)),
-                 CORE_OK, "%s", eb);
+    cr_assert_eq(lrn_runner_run(&o, d, 3, x, n, NULL, NULL, NULL, w, &res, eb, sizeof(eb)), CORE_OK,
+                 "%s", eb);
     for (size_t p = 0; p < 3; p++) {
         cr_assert_eq(lrn_metrics_compute(pb->w, w + p * d * d, d, 0.0, &m), CORE_OK);
         cr_assert_leq(m.shd, 2, "participant %zu SHD %zu", p, m.shd);

@@ -66,10 +66,10 @@ Test(cli, semgen_then_learn_writes_dag_and_metrics)
     char *data = path("data"), *p1 = path("data/p1.csv"), *p2 = path("data/p2.csv");
     char *truth = path("data/truth.json"), *out = path("out"), *mj = path("out.metrics.json");
     char *dj = path("out.json"), *dot = path("out.dot");
-    char *gen[] = {NULL, "sem-gen", "--out", data, "--d", "6", "--participants", "2", "--n",
-                   "500", "--seed", "3", NULL};
-    char *learn[] = {NULL, "learn", "--method", "fed-bnsl", "--quiet", "--no-png", "--truth",
-                     truth, "--out", out, p1, p2, NULL};
+    char *gen[] = {NULL, "sem-gen", "--out", data,     "--d", "6", "--participants",
+                   "2",  "--n",     "500",   "--seed", "3",   NULL};
+    char *learn[] = {NULL,  "learn", "--method", "fed-bnsl", "--quiet", "--no-png", "--truth",
+                     truth, "--out", out,        p1,         p2,        NULL};
     json_error_t je;
     json_t *m;
     struct stat sb;
@@ -79,8 +79,8 @@ Test(cli, semgen_then_learn_writes_dag_and_metrics)
     cr_assert_eq(stat(dot, &sb), 0);
     m = json_load_file(mj, 0, &je);
     cr_assert_not_null(m, "%s", je.text);
-    cr_assert(json_is_integer(json_object_get(json_array_get(json_object_get(m, "metrics"), 0),
-                                              "shd")));
+    cr_assert(
+        json_is_integer(json_object_get(json_array_get(json_object_get(m, "metrics"), 0), "shd")));
     cr_assert_eq(json_integer_value(json_object_get(json_object_get(m, "result"), "bytes_model")),
                  2 * 100 * 2 * 36 * 8); /* dense model 2*T*P*d^2*8 */
     json_decref(m);
@@ -143,8 +143,8 @@ static int64_t learned_rounds(char *const *extra, size_t n_extra)
 Test(cli, learner_config_keys_apply_and_flags_win)
 {
     char *data = path("data");
-    char *gen[] = {NULL, "sem-gen", "--out", data, "--d", "5", "--participants", "2", "--n",
-                   "300", "--seed", "4", NULL};
+    char *gen[] = {NULL, "sem-gen", "--out", data,     "--d", "5", "--participants",
+                   "2",  "--n",     "300",   "--seed", "4",   NULL};
     char *key[] = {"--set", "learner.rounds=3"};
     char *both[] = {"--set", "learner.rounds=3", "--rounds", "7"};
     cr_assert_eq(run(gen), 0);
@@ -162,10 +162,10 @@ Test(cli, nested_output_directories_are_created)
     char *data = path("a/b/data"), *p1 = path("a/b/data/p1.csv"), *p2 = path("a/b/data/p2.csv");
     char *out = path("x/y/learned"), *dj = path("x/y/learned.json"), *file = path("plain");
     char *bad = path("plain/data"), *err = path("err.txt"), *msg;
-    char *gen[] = {NULL, "sem-gen", "--out", data, "--d", "4", "--participants", "2", "--n",
-                   "200", "--seed", "5", NULL};
-    char *learn[] = {NULL, "learn", "--method", "fed-sparse", "--quiet", "--no-png", "--out",
-                     out, p1, p2, NULL};
+    char *gen[] = {NULL, "sem-gen", "--out", data,     "--d", "4", "--participants",
+                   "2",  "--n",     "200",   "--seed", "5",   NULL};
+    char *learn[] = {NULL,    "learn", "--method", "fed-sparse", "--quiet", "--no-png",
+                     "--out", out,     p1,         p2,           NULL};
     char *genbad[] = {NULL, "sem-gen", "--out", bad, "--d", "4", NULL};
     struct stat sb;
 
@@ -218,8 +218,8 @@ Test(cli, learn_reports_convergence_and_dp_privacy)
 {
     char *data = path("data"), *text;
     struct stat sb;
-    char *gen[] = {NULL, "sem-gen", "--out", data, "--d", "5", "--participants", "2", "--n",
-                   "400", "--seed", "4", NULL};
+    char *gen[] = {NULL, "sem-gen", "--out", data,     "--d", "5", "--participants",
+                   "2",  "--n",     "400",   "--seed", "4",   NULL};
     char *cap[] = {"--rounds", "2"};
     char *dp[] = {"--method", "dp-fed-sparse"};
     char *dpx[] = {"--method", "dp-fed-sparse", "--set", "learner.dp.m_source=exact"};

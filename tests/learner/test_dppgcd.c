@@ -1,10 +1,11 @@
 /* test_dppgcd.c - DP-PGCD: Theorem 5.1 calibration, clipping (outlier rows), the private
  * smoothness estimate, the zCDP budget filter, determinism under a seeded source, and a
  * private end-to-end run. */
-#include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <criterion/criterion.h>
 
 #include "core/dp_acct.h"
 #include "lrn/admm.h"
@@ -45,8 +46,8 @@ enum { N = 400, D = 5 };
 static void make_rows(double *X, uint64_t seed)
 {
     struct core_prng rng;
-    const double W[D * D] = {0, 1.2, 0, 0, 0, 0, 0, -0.9, 0, 0, 0, 0, 0, 0.8, 0,
-                             0, 0, 0, 0, 1.1, 0, 0, 0, 0, 0};
+    const double W[D * D] = {0,   1.2, 0, 0, 0, 0, 0,   -0.9, 0, 0, 0, 0, 0,
+                             0.8, 0,   0, 0, 0, 0, 1.1, 0,    0, 0, 0, 0};
     size_t scratch[LRN_SEM_SCRATCH(D)];
 
     core_prng_seed(&rng, seed);
@@ -132,8 +133,8 @@ Test(dppgcd, private_smoothness_estimate_is_clipped)
     for (int i = 0; i < D; i++) {
         double ma = lrn_dppgcd_m(a)[i], mb = lrn_dppgcd_m(b)[i];
         cr_assert(isfinite(ma) && ma > 0.0);
-        cr_assert(fabs(ma - mb) <= o.m_bound / N + 4.0 * sigma * 0x1p-20, "M_%d: %g vs %g", i,
-                  ma, mb);
+        cr_assert(fabs(ma - mb) <= o.m_bound / N + 4.0 * sigma * 0x1p-20, "M_%d: %g vs %g", i, ma,
+                  mb);
     }
     lrn_dppgcd_spent(a, &sp);
     cr_assert(sp.m_private);
@@ -369,8 +370,8 @@ Test(dppgcd, selection_follows_exponential_mechanism_at_calibrated_scale)
         summ += M * (DD - 1);
         for (int j = 0; j < DD; j++)
             if (i != j)
-                S[i * DD + j] = sqrt(M) * fabs(lrn_soft_threshold(-Dg[i * DD + j] / M,
-                                                                  o.lambda / M));
+                S[i * DD + j] =
+                    sqrt(M) * fabs(lrn_soft_threshold(-Dg[i * DD + j] / M, o.lambda / M));
     }
     cr_assert_eq(lrn_dppgcd_calibrate(1, NSEL, 200.0, 1.0 / (DN * (double)DN), &cal), CORE_OK);
     double beta = cal.c * 1.01 * 2.0 * o.clip / (DN * sqrt(summ));

@@ -2,10 +2,11 @@
  * `--method dp-fed-sparse-mangold`): the advanced-composition calibration and the noise
  * scales against hand-computed values, clipping on the private path (outlier row), and the
  * budget: a run never spends more than ε and a round past the budget is refused. */
-#include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <criterion/criterion.h>
 
 #include "lrn/admm.h"
 #include "lrn/dppgcd.h"
@@ -52,8 +53,8 @@ enum { N = 400, D = 5 };
 static void make_rows(double *X, uint64_t seed)
 {
     struct core_prng rng;
-    const double W[D * D] = {0, 1.2, 0, 0, 0, 0, 0, -0.9, 0, 0, 0, 0, 0, 0.8, 0,
-                             0, 0, 0, 0, 1.1, 0, 0, 0, 0, 0};
+    const double W[D * D] = {0,   1.2, 0, 0, 0, 0, 0,   -0.9, 0, 0, 0, 0, 0,
+                             0.8, 0,   0, 0, 0, 0, 1.1, 0,    0, 0, 0, 0};
     size_t scratch[LRN_SEM_SCRATCH(D)];
 
     core_prng_seed(&rng, seed);
@@ -162,8 +163,8 @@ Test(mangold, outlier_row_is_clipped_on_the_private_path)
             for (int j = 0; j < D; j++) {
                 double cij = C * sqrt((m_pub[i] + rho2) / summ);
                 double diff = fabs(Da[i * D + j] - Db[i * D + j]);
-                cr_assert(diff <= 2.0 * cij / N * (1.0 + 1e-12), "pass %d (%d,%d): %g > %g",
-                          pass, i, j, diff, 2.0 * cij / N);
+                cr_assert(diff <= 2.0 * cij / N * (1.0 + 1e-12), "pass %d (%d,%d): %g > %g", pass,
+                          i, j, diff, 2.0 * cij / N);
                 cr_assert(fabs(Db[i * D + j]) <= cij * (1.0 + 1e-12), "(%d,%d)", i, j);
             }
     }
@@ -251,9 +252,9 @@ Test(mangold, runner_method_runs_within_budget)
     o.dppgcd.rounds = o.admm.max_rounds = 5;
     o.dppgcd.steps = 5;
     o.dppgcd.eps = 20.0;
-    cr_assert_eq(lrn_runner_run(&o, D, 2, x, n, ts_rng_iface(r), NULL, NULL, Wout, &res, eb,
-                                sizeof(eb)),
-                 CORE_OK, "%s", eb);
+    cr_assert_eq(
+        lrn_runner_run(&o, D, 2, x, n, ts_rng_iface(r), NULL, NULL, Wout, &res, eb, sizeof(eb)),
+        CORE_OK, "%s", eb);
     /* private M by default (issue 8): the budget is the optimisation's ε plus ε_M */
     cr_assert(res.m_private);
     cr_assert(res.eps_spent > 20.0 && res.eps_spent <= 20.0 + o.dppgcd.eps_m + 1e-9, "spent %g",

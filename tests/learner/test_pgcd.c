@@ -52,8 +52,7 @@ Test(pgcd, soft_threshold_is_the_l1_prox)
  * B_01 = soft(Σ_01 + ρ₂W_01 − β_01, λ) / (Σ_00 + ρ₂). */
 Test(pgcd, two_by_two_matches_closed_form_lasso)
 {
-    const double S[4] = {2.0, 0.9, 0.9, 1.5}, W[4] = {0, 0.4, -0.2, 0},
-                 beta[4] = {0, 0.05, 0.1, 0};
+    const double S[4] = {2.0, 0.9, 0.9, 1.5}, W[4] = {0, 0.4, -0.2, 0}, beta[4] = {0, 0.05, 0.1, 0};
     const double lambda = 0.3, rho2 = 1.0;
     struct lrn_pgcd *s = NULL;
     struct lrn_pgcd_opts o = {lambda, 1.0, 100, 0.0};

@@ -1,10 +1,11 @@
 /* test_runner_defaults.c - issue 9 (centred data by default) and issue 8 defect 4 ("private"
  * means private) at the runner level: lrn_covariance_ex, per-participant offsets, and the
  * dp-fed-sparse default privatising M with its ε included in the reported ε. */
-#include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <criterion/criterion.h>
 
 #include "lrn/admm.h"
 #include "lrn/runner.h"
@@ -28,8 +29,8 @@ static double *make_data(double scale_offset, const double **xs, size_t *ns)
         cr_assert_eq(lrn_sem_sample(chain, D, N, 1.0, &rng, Xp, scratch), CORE_OK);
         for (size_t k = 0; k < N; k++)
             for (size_t j = 0; j < D; j++) /* large, different per participant and column */
-                Xp[k * D + j] += scale_offset * (double)((p + 1) * 37 + (j + 1) * 11) *
-                                 (p % 2 ? -1.0 : 1.0);
+                Xp[k * D + j] +=
+                    scale_offset * (double)((p + 1) * 37 + (j + 1) * 11) * (p % 2 ? -1.0 : 1.0);
         xs[p] = Xp;
         ns[p] = N;
     }
@@ -74,8 +75,8 @@ static void learn(const struct lrn_runner_opts *o, const double *const *xs, cons
                   double *W, struct lrn_runner_result *res)
 {
     char eb[256] = "";
-    cr_assert_eq(lrn_runner_run(o, D, P, xs, ns, NULL, NULL, NULL, W, res, eb, sizeof(eb)),
-                 CORE_OK, "%s", eb);
+    cr_assert_eq(lrn_runner_run(o, D, P, xs, ns, NULL, NULL, NULL, W, res, eb, sizeof(eb)), CORE_OK,
+                 "%s", eb);
 }
 
 /* Participants whose sensors have different offsets: with the default centring the learned
@@ -130,9 +131,9 @@ static void dp_run(enum lrn_method m, enum lrn_m_source src, struct lrn_runner_r
     o.admm.max_rounds = o.dppgcd.rounds = 3;
     o.dppgcd.steps = 4;
     o.admm.primal_tol = 0.0; /* the same number of mechanisms in both runs */
-    cr_assert_eq(lrn_runner_run(&o, D, P, xs, ns, ts_rng_iface(rng), NULL, NULL, W, res, eb,
-                                sizeof(eb)),
-                 CORE_OK, "%s", eb);
+    cr_assert_eq(
+        lrn_runner_run(&o, D, P, xs, ns, ts_rng_iface(rng), NULL, NULL, W, res, eb, sizeof(eb)),
+        CORE_OK, "%s", eb);
     ts_rng_free(rng);
     free(X);
 }

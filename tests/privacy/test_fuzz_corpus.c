@@ -37,8 +37,23 @@ static size_t replay(const char *name, int (*target)(const uint8_t *, size_t))
     return n;
 }
 
-Test(fuzz_corpus, window_records) { cr_assert_geq(replay("window", gcdp_fuzz_window), 5u); }
-Test(fuzz_corpus, ledger_files) { cr_assert_geq(replay("ledger", gcdp_fuzz_ledger), 5u); }
-Test(fuzz_corpus, theta_json) { cr_assert_geq(replay("theta", gcdp_fuzz_theta), 2u); }
-Test(fuzz_corpus, config_values) { cr_assert_geq(replay("config", gcdp_fuzz_config), 5u); }
-Test(fuzz_corpus, csv_files) { cr_assert_geq(replay("csv", gcdp_fuzz_csv), 5u); }
+Test(fuzz_corpus, window_records)
+{
+    cr_assert_geq(replay("window", gcdp_fuzz_window), 5u);
+}
+Test(fuzz_corpus, ledger_files)
+{
+    cr_assert_geq(replay("ledger", gcdp_fuzz_ledger), 5u);
+}
+Test(fuzz_corpus, theta_json)
+{
+    cr_assert_geq(replay("theta", gcdp_fuzz_theta), 2u);
+}
+Test(fuzz_corpus, config_values)
+{
+    cr_assert_geq(replay("config", gcdp_fuzz_config), 5u);
+}
+Test(fuzz_corpus, csv_files)
+{
+    cr_assert_geq(replay("csv", gcdp_fuzz_csv), 5u);
+}

@@ -116,15 +116,14 @@ static void check_window(const struct ing_params *p, const struct cal_theta *t,
 
     rel_window_init(&w0, t);
     rel_window_init(&w1, t);
-    cr_assert_eq(rel_window_from_json(base_js, strlen(base_js), &w0, eb, sizeof(eb)), CORE_OK,
-                 "%s", eb);
+    cr_assert_eq(rel_window_from_json(base_js, strlen(base_js), &w0, eb, sizeof(eb)), CORE_OK, "%s",
+                 eb);
     for (size_t m = 0; m < N_STAT; m++) { /* the window's own <= the plan's, for its G */
         enum rel_stat st;
         cr_assert_eq(rel_stat_parse(stat_names[m], &st), CORE_OK);
         if (w0.obs[m].n_real >= qp.min_samples)
             cr_assert_leq(rel_stat_sensitivity_obs(st, 1, &w0.obs[m], &qp),
-                          rel_stat_sensitivity(st, 1, &qp) * (1 + 1e-15), "%s",
-                          stat_names[m]);
+                          rel_stat_sensitivity(st, 1, &qp) * (1 + 1e-15), "%s", stat_names[m]);
     }
     for (size_t i = 0; i < n; i++) {
         for (size_t r = 0; r < sizeof(repl) / sizeof(*repl); r++) {
@@ -133,8 +132,8 @@ static void check_window(const struct ing_params *p, const struct cal_theta *t,
             mod[i].v = repl[r];
             js = build(p, mod, n);
             cr_assert_not_null(js, "a value replacement changed which windows exist");
-            cr_assert_eq(rel_window_from_json(js, strlen(js), &w1, eb, sizeof(eb)), CORE_OK,
-                         "%s", eb);
+            cr_assert_eq(rel_window_from_json(js, strlen(js), &w1, eb, sizeof(eb)), CORE_OK, "%s",
+                         eb);
             for (size_t m = 0; m < N_STAT; m++) {
                 enum rel_stat st;
                 double diff = fabs(w1.x[m] - w0.x[m]), cert;
@@ -194,7 +193,8 @@ Test(sensitivity, gaps_one_two_four)
         sweep(gaps[g], 10, 30, 200 + (unsigned)g, &th);
         cr_assert_gt(th.mean_over_inv_n, 1.0 + 1e-9,
                      "G=%d: interpolation amplifies one reading beyond 1/n (a bound that "
-                     "ignores G would be wrong; this test would see it)", gaps[g]);
+                     "ignores G would be wrong; this test would see it)",
+                     gaps[g]);
     }
 }
 
@@ -213,8 +213,7 @@ Test(sensitivity, long_gap_window_certified_for_its_own_runs)
     char *js, eb[256] = "";
 
     for (int i = 0; i < 10; i++)
-        rd[i] = (struct reading){T0 + slot[i / 2] * T_MIN + (i % 2 ? 10000 : -10000),
-                                 20.0 + i};
+        rd[i] = (struct reading){T0 + slot[i / 2] * T_MIN + (i % 2 ? 10000 : -10000), 20.0 + i};
     js = build(&p, rd, 10);
     cr_assert_not_null(js);
     rel_window_init(&w, t);

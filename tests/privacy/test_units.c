@@ -62,11 +62,10 @@ Test(units, calibrate_and_release_charge_the_same_unit_for_a_reading)
         sc = (struct core_dp_scheme){slots[rand_r(&seed) % 5], rand_r(&seed) % 3, p.period_ms};
         if ((p.window_ms + 2 * sc.time_radius * p.period_ms) / sc.slot_ms > 1000)
             continue; /* more units than one window may charge: release refuses those */
-        snprintf(want, sizeof(want), "%s|%lld", dev,
-                 (long long)core_dp_unit_slot(&sc, tau));
+        snprintf(want, sizeof(want), "%s|%lld", dev, (long long)core_dp_unit_slot(&sc, tau));
         /* release */
-        cr_assert_eq(core_dp_units(&sc, dev, start, start + p.window_ms, 0, buf, sizeof(buf),
-                                   units, CORE_DP_MAX_SPAN_UNITS, &n),
+        cr_assert_eq(core_dp_units(&sc, dev, start, start + p.window_ms, 0, buf, sizeof(buf), units,
+                                   CORE_DP_MAX_SPAN_UNITS, &n),
                      CORE_OK);
         cr_assert(has(units, n, want), "release misses %s", want);
         /* calibrate, on the raw time */

@@ -103,17 +103,23 @@ static double eval_stat(enum rel_stat s, const double *x, size_t m)
     for (size_t i = 0; i < m; i++)
         v += (x[i] - mean) * (x[i] - mean);
     switch (s) {
-    case REL_STAT_MEAN: return mean;
-    case REL_STAT_SUM: return acc;
-    case REL_STAT_COUNT: return (double)m;
-    case REL_STAT_MIN: return mn;
-    case REL_STAT_MAX: return mx;
-    default: return sqrt(v / (double)(m - 1));
+    case REL_STAT_MEAN:
+        return mean;
+    case REL_STAT_SUM:
+        return acc;
+    case REL_STAT_COUNT:
+        return (double)m;
+    case REL_STAT_MIN:
+        return mn;
+    case REL_STAT_MAX:
+        return mx;
+    default:
+        return sqrt(v / (double)(m - 1));
     }
 }
 
-#define PC 4   /* channels */
-#define PM 10  /* samples per channel per window (= n_min: the tight case) */
+#define PC 4  /* channels */
+#define PM 10 /* samples per channel per window (= n_min: the tight case) */
 
 static double eval_coord(const struct rel_term *t, size_t nt, double x[PC][PM])
 {
@@ -236,7 +242,12 @@ Test(rel_alloc, weights_follow_exposure_scale_and_utility)
     cr_assert_eq(rel_alloc(2, 1.0, r, s, mu, &AP, eps, NULL), CORE_OK);
     cr_assert(eps[0] > eps[1], "higher utility gets more budget");
     /* hand-computed h_k with beta = (1,1,0.7), eta = 1e-8 */
-    r[0] = 0.2; r[1] = 0.6; s[0] = 0.1; s[1] = 0.3; mu[0] = 0.4; mu[1] = 0.8;
+    r[0] = 0.2;
+    r[1] = 0.6;
+    s[0] = 0.1;
+    s[1] = 0.3;
+    mu[0] = 0.4;
+    mu[1] = 0.8;
     cr_assert_eq(rel_alloc(2, 2.0, r, s, mu, &AP, eps, NULL), CORE_OK);
     double h0 = pow(0.4 + 1e-8, 0.7) / ((0.2 + 1e-8) * (0.1 + 1e-8) + 1e-8);
     double h1 = pow(0.8 + 1e-8, 0.7) / ((0.6 + 1e-8) * (0.3 + 1e-8) + 1e-8);
@@ -346,8 +357,9 @@ Test(rel_check, refuses_bad_eps_rel)
 
 Test(rel_mech, table_has_every_mechanism_and_ablation)
 {
-    const char *names[] = {"lap", "gauss", "ada", "risk", "gcdp", "gcdp-nolag", "gcdp-nocomp",
-                           "gcdp-noutility", "gcdp-norisk"};
+    const char *names[] = {"lap",         "gauss",          "ada",
+                           "risk",        "gcdp",           "gcdp-nolag",
+                           "gcdp-nocomp", "gcdp-noutility", "gcdp-norisk"};
     for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
         const struct rel_mech *m = rel_mech_find(names[i]);
         cr_assert_not_null(m, "%s", names[i]);

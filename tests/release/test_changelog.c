@@ -4,8 +4,9 @@
  * batches per partition), so the decision is tested here as the pure function it is.
  * SPDX-License-Identifier: Apache-2.0
  */
-#include <criterion/criterion.h>
 #include <string.h>
+
+#include <criterion/criterion.h>
 
 #include "core/config.h"
 #include "core/kconf.h"

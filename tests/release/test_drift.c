@@ -50,7 +50,7 @@ struct scen {
     uint64_t cal_ticks;   /* θ from windows starting before this tick; release after it */
     uint64_t change_tick; /* SEM regime switches at this tick; UINT64_MAX: never */
     int64_t window_ms;
-    int interp_gap;       /* ingest.max_interp_gap */
+    int interp_gap; /* ingest.max_interp_gap */
     double eps_rel;
     struct rel_drift_opts mon;
 };
@@ -58,14 +58,14 @@ struct scen {
 #define MAX_H 4096
 
 struct outcome {
-    size_t released;   /* windows released and pushed to the monitor */
+    size_t released; /* windows released and pushed to the monitor */
     size_t horizons, valid;
     size_t fires;
-    long fire_at;      /* windows pushed (all devices) from the first one starting at or
-                          after the change up to the one that completed the firing horizon;
-                          -1: no fire; -2: fired before the change */
+    long fire_at; /* windows pushed (all devices) from the first one starting at or
+                     after the change up to the one that completed the firing horizon;
+                     -1: no fire; -2: fired before the change */
     double score[MAX_H];
-    bool post[MAX_H];  /* the horizon's last window starts at/after the change */
+    bool post[MAX_H]; /* the horizon's last window starts at/after the change */
     size_t n_edges;
     double regime_dcorr; /* max |Δ| of the latent SEM correlations between the regimes */
 };
@@ -80,8 +80,8 @@ static void scen_default(struct scen *s, uint64_t sim_seed, uint64_t noise_seed,
     s->ticks = 4 * 1440;           /* day 0: calibration; days 1-3 released */
     s->cal_ticks = 1440;
     s->change_tick = change ? 1440 + 720 : UINT64_MAX; /* mid-way through the first horizon */
-    s->interp_gap = 0; /* ingest.max_interp_gap 0: B_k = (U - L)/n, no imputed slot */
-    s->eps_rel = 20.0; /* Laplace, 5 per coordinate and 10-minute window */
+    s->interp_gap = 0;               /* ingest.max_interp_gap 0: B_k = (U - L)/n, no imputed slot */
+    s->eps_rel = 20.0;               /* Laplace, 5 per coordinate and 10-minute window */
     rel_drift_opts_default(&s->mon); /* horizon 9216 = 64 devices x 144: one day */
     if (getenv("GCDP_DRIFT_TUNE") && getenv("GCDP_DRIFT_EPS")) /* tuning only */
         s->eps_rel = strtod(getenv("GCDP_DRIFT_EPS"), NULL);
@@ -276,8 +276,8 @@ static void monitor_record(struct relmon *rm, const char *bytes, size_t len)
     sc = json_object_get(j, "scale");
     for (size_t k = 0; k < rm->t->d; k++) {
         rm->val[k] = json_number_value(json_object_get(v, rm->t->coords[k].name));
-        rm->nv[k] = rel_drift_noise_var(json_number_value(json_object_get(sc, rm->t->coords[k].name)),
-                                        rm->gaussian);
+        rm->nv[k] = rel_drift_noise_var(
+            json_number_value(json_object_get(sc, rm->t->coords[k].name)), rm->gaussian);
     }
     start = json_ms(j, "window_start");
     rm->post_pushed += start >= rm->change_ms;
@@ -351,8 +351,8 @@ static void release_all(const struct scen *s, const struct cal_theta *t, const s
     struct relmon rm = {s, t, NULL, NULL, NULL, false, 0, out, 0};
     char *dir = ts_tmpdir(), path[512], eb[512] = "";
 
-    rm.change_ms = s->change_tick == UINT64_MAX ? INT64_MAX
-                                                : START_MS + (int64_t)s->change_tick * PERIOD_MS;
+    rm.change_ms =
+        s->change_tick == UINT64_MAX ? INT64_MAX : START_MS + (int64_t)s->change_tick * PERIOD_MS;
     rm.val = calloc(t->d, sizeof(double));
     rm.nv = calloc(t->d, sizeof(double));
     cr_assert_eq(rel_drift_new(t, &s->mon, &rm.mon, eb, sizeof(eb)), CORE_OK, "%s", eb);
@@ -422,12 +422,12 @@ static double max_score(const struct outcome *o, bool post)
 
 static void tune_print(const char *tag, const struct scen *s, const struct outcome *o)
 {
-    printf("%s sim %llu noise %llu: dcorr %.2f edges %zu released %zu horizons %zu valid %zu fires %zu "
+    printf("%s sim %llu noise %llu: dcorr %.2f edges %zu released %zu horizons %zu valid %zu fires "
+           "%zu "
            "fire_at %ld max_pre %.3f max_post %.3f\n  scores:",
-           tag, (unsigned long long)s->sim_seed, (unsigned long long)s->noise_seed,
-           o->regime_dcorr, o->n_edges,
-           o->released, o->horizons, o->valid, o->fires, o->fire_at, max_score(o, false),
-           max_score(o, true));
+           tag, (unsigned long long)s->sim_seed, (unsigned long long)s->noise_seed, o->regime_dcorr,
+           o->n_edges, o->released, o->horizons, o->valid, o->fires, o->fire_at,
+           max_score(o, false), max_score(o, true));
     for (size_t h = 0; h < o->horizons; h++)
         printf(" %s%.2f", o->post[h] ? "*" : "", o->score[h]);
     printf("\n");
@@ -462,8 +462,9 @@ Test(drift_tune, tuning_seeds_print_scores, .timeout = 1200)
  * met) failed on test seed 11, whose first full post-change day scored 0.027; it was widened
  * to this one and the failure is reported in docs/release.md, not hidden. */
 #define FIRE_BOUND (64 * (72 + 2 * 144))
-#define MARGIN     0.001 /* every score stays this far from the threshold: no decision hangs
-                             on the last bits (BLAS kernels differ by ~1e-14 here) */
+#define MARGIN                                                                                     \
+    0.001 /* every score stays this far from the threshold: no decision hangs                      \
+              on the last bits (BLAS kernels differ by ~1e-14 here) */
 
 static const uint64_t TEST_SIM_SEEDS[] = {11, 12, 13}; /* disjoint from tuning 101..108 */
 
@@ -476,8 +477,9 @@ Test(drift_e2e, regime_change_fires_within_bound, .timeout = 900)
         scen_default(&s, seed, seed + 10, true);
         run_scen(&s, &o);
         printf("drift e2e seed %llu: fired %ld released windows (%.1f per device) after the "
-               "change; scores %.3f %.3f %.3f\n", (unsigned long long)seed, o.fire_at,
-               (double)o.fire_at / (double)s.devices, o.score[0], o.score[1], o.score[2]);
+               "change; scores %.3f %.3f %.3f\n",
+               (unsigned long long)seed, o.fire_at, (double)o.fire_at / (double)s.devices,
+               o.score[0], o.score[1], o.score[2]);
         cr_assert_eq(o.horizons, 3, "seed %llu", (unsigned long long)seed);
         cr_assert_eq(o.valid, 3, "every horizon scored (seed %llu)", (unsigned long long)seed);
         cr_assert_eq(o.fires, 1, "seed %llu: fired once (scores %.3f %.3f %.3f)",
@@ -504,8 +506,8 @@ Test(drift_e2e, no_regime_change_no_fire, .timeout = 900)
         cr_assert_eq(o.fires, 0, "seed %llu: false alarm", (unsigned long long)seed);
         cr_assert_lt(max_score(&o, false), s.mon.threshold - MARGIN, "seed %llu: %.4f",
                      (unsigned long long)seed, max_score(&o, false));
-        printf("drift e2e seed %llu, no change: scores %.3f %.3f %.3f\n",
-               (unsigned long long)seed, o.score[0], o.score[1], o.score[2]);
+        printf("drift e2e seed %llu, no change: scores %.3f %.3f %.3f\n", (unsigned long long)seed,
+               o.score[0], o.score[1], o.score[2]);
     }
 }
 
@@ -695,7 +697,8 @@ Test(drift, baseline_reference_takes_the_first_valid_horizon)
     struct cal_theta *t = unit_theta(2, 0, 1.0, 0.2, 5, NULL, 0);
     struct rel_drift_opts o = unit_opts(5000);
     struct rel_drift *d = NULL;
-    struct gen a = {.c = 0.8, .sd = 0.05, .noise_sd = 0.02}, b = {.c = 0.2, .sd = 0.05, .noise_sd = 0.02};
+    struct gen a = {.c = 0.8, .sd = 0.05, .noise_sd = 0.02},
+               b = {.c = 0.2, .sd = 0.05, .noise_sd = 0.02};
     struct rel_drift_result r;
     int64_t t0 = 0;
     char eb[256] = "";
@@ -817,11 +820,14 @@ Test(drift, configuration_keys_and_cross_check)
     cr_assert_eq(o.span_ms, def.span_ms);
     cr_assert_eq(o.span_ms, 86400000, "one day of window time");
     cr_assert_eq(o.min_fill, def.min_fill);
-    cr_assert_neq(core_config_set(cfg, "release.drift.span_ms", "-1", "flag", eb, sizeof(eb)), CORE_OK);
+    cr_assert_neq(core_config_set(cfg, "release.drift.span_ms", "-1", "flag", eb, sizeof(eb)),
+                  CORE_OK);
     cr_assert(strstr(eb, "release.drift.span_ms"), "%s", eb);
-    cr_assert_neq(core_config_set(cfg, "release.drift.min_fill", "0", "flag", eb, sizeof(eb)), CORE_OK);
+    cr_assert_neq(core_config_set(cfg, "release.drift.min_fill", "0", "flag", eb, sizeof(eb)),
+                  CORE_OK);
     cr_assert(strstr(eb, "release.drift.min_fill"), "%s", eb);
-    cr_assert_eq(core_config_set(cfg, "release.drift.horizon", "64", "flag", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_config_set(cfg, "release.drift.horizon", "64", "flag", eb, sizeof(eb)),
+                 CORE_OK);
     cr_assert_eq(core_config_set(cfg, "release.drift.min_samples", "65", "flag", eb, sizeof(eb)),
                  CORE_OK);
     cr_assert_eq(rel_drift_opts_from_config(cfg, &o, &enabled, eb, sizeof(eb)), CORE_ECONFIG);
@@ -829,11 +835,15 @@ Test(drift, configuration_keys_and_cross_check)
     cr_assert_neq(core_config_set(cfg, "release.drift.threshold", "1.5", "flag", eb, sizeof(eb)),
                   CORE_OK);
     cr_assert(strstr(eb, "release.drift.threshold"), "%s", eb);
-    cr_assert_neq(core_config_set(cfg, "release.drift.patience", "0", "flag", eb, sizeof(eb)), CORE_OK);
+    cr_assert_neq(core_config_set(cfg, "release.drift.patience", "0", "flag", eb, sizeof(eb)),
+                  CORE_OK);
     cr_assert(strstr(eb, "release.drift.patience"), "%s", eb);
-    cr_assert_neq(core_config_set(cfg, "release.drift.horizon", "4", "flag", eb, sizeof(eb)), CORE_OK);
-    cr_assert_eq(core_config_set(cfg, "release.drift.enabled", "false", "flag", eb, sizeof(eb)), CORE_OK);
-    cr_assert_eq(core_config_set(cfg, "release.drift.min_samples", "8", "flag", eb, sizeof(eb)), CORE_OK);
+    cr_assert_neq(core_config_set(cfg, "release.drift.horizon", "4", "flag", eb, sizeof(eb)),
+                  CORE_OK);
+    cr_assert_eq(core_config_set(cfg, "release.drift.enabled", "false", "flag", eb, sizeof(eb)),
+                 CORE_OK);
+    cr_assert_eq(core_config_set(cfg, "release.drift.min_samples", "8", "flag", eb, sizeof(eb)),
+                 CORE_OK);
     cr_assert_eq(rel_drift_opts_from_config(cfg, &o, &enabled, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert(!enabled);
     cr_assert_eq(o.horizon, 64);
@@ -842,8 +852,8 @@ Test(drift, configuration_keys_and_cross_check)
 
 /* ------------------------------------------------------------------ horizons on window time */
 
-#define SPAN_WIN  600000LL             /* 10-minute windows */
-#define SPAN_PER  8                    /* windows per device per span */
+#define SPAN_WIN  600000LL              /* 10-minute windows */
+#define SPAN_PER  8                     /* windows per device per span */
 #define SPAN_MS   (SPAN_PER * SPAN_WIN) /* one span: 80 minutes */
 #define SPAN_DEVS 4
 

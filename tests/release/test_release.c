@@ -494,40 +494,48 @@ Test(rel_window, parse_errors_name_the_field)
 {
     struct fixture f;
     char eb[512] = "", good[2048], js[2200];
-    static const struct { const char *js, *needle; } bad[] = {
+    static const struct {
+        const char *js, *needle;
+    } bad[] = {
         {"[1]", "not a JSON object"},
         {"{\"schema\":\"gcdp.reading/1\"}", "schema"},
         {"{\"schema\":\"gcdp.window/1\",\"device\":\"d\",\"window_start\":0,\"window_end\":1}",
          "gcdp.window/1 carries no provenance"},
         {"{\"schema\":\"gcdp.window/2\",\"device\":\"d\",\"window_start\":0}", "window_end"},
         {"{\"schema\":\"gcdp.window/2\",\"device\":\"d|x\",\"window_start\":0,"
-         "\"window_end\":1,\"nodes\":{},\"n_node\":{}}", "device"},
+         "\"window_end\":1,\"nodes\":{},\"n_node\":{}}",
+         "device"},
         {"{\"schema\":\"gcdp.window/2\",\"device\":\"d\",\"window_start\":5,"
-         "\"window_end\":1,\"nodes\":{},\"n_node\":{}}", "window_end must be after"},
+         "\"window_end\":1,\"nodes\":{},\"n_node\":{}}",
+         "window_end must be after"},
         {"{\"schema\":\"gcdp.window/2\",\"device\":\"d\",\"window_start\":0,"
-         "\"window_end\":1,\"nodes\":{},\"n_node\":{},\"imputed\":{}}", "prov"},
+         "\"window_end\":1,\"nodes\":{},\"n_node\":{},\"imputed\":{}}",
+         "prov"},
     };
     /* mutations of a good record: each breaks its provenance in one way */
-    static const struct { const char *from, *to, *needle; } mut[] = {
+    static const struct {
+        const char *from, *to, *needle;
+    } mut[] = {
         {"\"hum.mean\":0.25,", "", "nodes.hum.mean"},
         {"\"hum.mean\":{\"stat\":\"mean\"", "\"hum.mean\":{\"stat\":\"max\"", "provenance"},
         {"\"light.mean\":20", "\"light.mean\":0", "n_node.light.mean"},
         {"\"temp.mean\":[]", "\"temp.mean\":[5000]", "inconsistent"},
         {"\"interp_gap\":0", "\"interp_gap\":-1", "prov.interp_gap"},
         {"\"norm\":\"clip_minmax\"", "\"norm\":\"zscore\"", "prov.norm"},
-        {"\"clip\":[0,1],\"n_imputed\":0,\"max_run\":0},\"hum", "\"clip\":[1,0],\"n_imputed\":0,"
-         "\"max_run\":0},\"hum", "clip"},
+        {"\"clip\":[0,1],\"n_imputed\":0,\"max_run\":0},\"hum",
+         "\"clip\":[1,0],\"n_imputed\":0,"
+         "\"max_run\":0},\"hum",
+         "clip"},
     };
     fx_init(&f, "gcdp", 10.0, 1);
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
         eb[0] = '\0';
-        cr_assert_neq(rel_window_from_json(bad[i].js, strlen(bad[i].js), &f.w, eb,
-                                           sizeof(eb)), CORE_OK, "case %zu", i);
+        cr_assert_neq(rel_window_from_json(bad[i].js, strlen(bad[i].js), &f.w, eb, sizeof(eb)),
+                      CORE_OK, "case %zu", i);
         cr_assert(strstr(eb, bad[i].needle), "case %zu: '%s' lacks '%s'", i, eb, bad[i].needle);
     }
     window_at(good, sizeof(good), "g", 0, 60000, 20);
-    cr_assert_eq(rel_window_from_json(good, strlen(good), &f.w, eb, sizeof(eb)), CORE_OK, "%s",
-                 eb);
+    cr_assert_eq(rel_window_from_json(good, strlen(good), &f.w, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert_eq(f.w.obs[1].n_real, 20u);
     cr_assert_float_eq(f.w.x[1], 0.25, 0.0);
     for (size_t i = 0; i < sizeof(mut) / sizeof(*mut); i++) {
@@ -538,8 +546,7 @@ Test(rel_window, parse_errors_name_the_field)
         eb[0] = '\0';
         cr_assert_neq(rel_window_from_json(js, strlen(js), &f.w, eb, sizeof(eb)), CORE_OK,
                       "mutation %zu accepted", i);
-        cr_assert(strstr(eb, mut[i].needle), "mutation %zu: '%s' lacks '%s'", i, eb,
-                  mut[i].needle);
+        cr_assert(strstr(eb, mut[i].needle), "mutation %zu: '%s' lacks '%s'", i, eb, mut[i].needle);
     }
     const char *excl = "{\"schema\":\"gcdp.window/2\",\"device\":\"d\",\"window_start\":0,"
                        "\"window_end\":1,\"excluded\":true,\"reason\":\"long_gap\"}";
@@ -554,11 +561,11 @@ Test(rel_window, parse_errors_name_the_field)
  * per side, m = 22 bins, beta = 1e-6. Fail if the lower confidence bound on
  * delta(eps_k) is > 0 (the claim is pure eps_k-DP). Negative control: the same tester on
  * a sampler with half the scale (true eps' = 2 eps_k) must report LB > 0. */
-#define AUDIT_N 1000000
+#define AUDIT_N    1000000
 #define AUDIT_BINS 22
 
-static void histogram(const struct core_rng *rng, const struct core_dp_lap *lp, double x,
-                      double b, double *h)
+static void histogram(const struct core_rng *rng, const struct core_dp_lap *lp, double x, double b,
+                      double *h)
 {
     static double y[4096];
     double xs[4096];
@@ -626,8 +633,7 @@ Test(rel_audit, laplace_release_passes_t4_and_half_scale_control_fails, .timeout
  * jsonschema, Draft 2020-12), and values/scale name the same coordinates. */
 Test(rel_release, records_of_every_mechanism_validate_against_the_schema, .timeout = 60)
 {
-    const char *mechs[] = {"lap", "gauss", "ada", "risk", "gcdp", "gcdp-noutility",
-                           "gcdp-norisk"};
+    const char *mechs[] = {"lap", "gauss", "ada", "risk", "gcdp", "gcdp-noutility", "gcdp-norisk"};
     char *dir = ts_tmpdir(), file[600], cmd[1400];
     FILE *fp;
 
@@ -690,10 +696,16 @@ Test(rel_release, time_radius_refuses_windows_denser_than_max_per_slot)
  * no "-0", trailing zeros trimmed, carries propagate, tiny values round to 0. */
 Test(rel_release, value_formatting_is_exact_to_twelve_decimals)
 {
-    static const struct { double x; const char *want; } cases[] = {
-        {0.0, "\"neg\":0}"},          {0.25, "\"neg\":-0.25}"},
-        {0.8, "\"neg\":-0.8}"},       {1.0, "\"neg\":-1}"},
-        {0.9999999999996, "\"neg\":-1}"}, {1e-13, "\"neg\":0}"},
+    static const struct {
+        double x;
+        const char *want;
+    } cases[] = {
+        {0.0, "\"neg\":0}"},
+        {0.25, "\"neg\":-0.25}"},
+        {0.8, "\"neg\":-0.8}"},
+        {1.0, "\"neg\":-1}"},
+        {0.9999999999996, "\"neg\":-1}"},
+        {1e-13, "\"neg\":0}"},
         {0.123456789012345, "\"neg\":-0.123456789012}"},
     };
     struct fixture f;
@@ -771,7 +783,8 @@ Test(rel_release, two_noise_workers_produce_a_complete_ordered_record)
     const char *key, *prev = NULL;
     json_t *v;
     size_t i = 0;
-    json_object_foreach(vals, key, v) { /* jansson keeps insertion order */
+    json_object_foreach(vals, key, v)
+    { /* jansson keeps insertion order */
         snprintf(name, sizeof(name), i == d - 1 ? "c%zu.count" : "c%zu.mean", i);
         cr_assert_str_eq(key, name);
         cr_assert(json_is_number(v));
@@ -856,8 +869,9 @@ Test(rel_audit, gauss_release_passes_t4_and_eighth_sigma_control_fails, .timeout
     gauss_hist(ts_rng_iface(rng), &p->gauss, 1.0, w, hq);
     lb = audit_lb(hp, hq, o.eps_rel);
     cr_assert(lb <= o.delta, "T4 gauss: delta lower bound %g > claimed %g", lb, o.delta);
-    cr_assert_eq(core_dp_gauss_params_sigma(p->gauss.sigma / 8.0, sqrt(3.0), 3, p->gauss.bound,
-                                            &broken), CORE_OK);
+    cr_assert_eq(
+        core_dp_gauss_params_sigma(p->gauss.sigma / 8.0, sqrt(3.0), 3, p->gauss.bound, &broken),
+        CORE_OK);
     gauss_hist(ts_rng_iface(rng), &broken, 0.0, w, hp);
     gauss_hist(ts_rng_iface(rng), &broken, 1.0, w, hq);
     lb_bad = audit_lb(hp, hq, o.eps_rel);
@@ -880,7 +894,8 @@ static core_err check_record(void *arg, const char *bytes, size_t len, bool repl
     int ok = rec != NULL && !replayed;
     json_t *vals = json_object_get(rec, "values");
     ok = ok && json_object_size(vals) == d_expect;
-    json_object_foreach(vals, key, v) {
+    json_object_foreach(vals, key, v)
+    {
         snprintf(name, sizeof(name), "c%zu.mean", i++);
         ok = ok && strcmp(key, name) == 0 && json_is_number(v);
     }
@@ -930,8 +945,8 @@ Test(rel_release, persistent_workers_over_many_windows_and_after_fork, .timeout 
         snprintf(w.id, sizeof(w.id), "win%d", i);
         w.start = 60000 * (int64_t)i;
         w.end = w.start + 60000;
-        cr_assert_eq(rel_releaser_push(r, &w, check_record, &good, eb, sizeof(eb)), CORE_OK,
-                     "%s", eb);
+        cr_assert_eq(rel_releaser_push(r, &w, check_record, &good, eb, sizeof(eb)), CORE_OK, "%s",
+                     eb);
     }
     cr_assert_eq(rel_releaser_flush(r, check_record, &good, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert_eq(good, 11, "11 complete, ordered records (got score %d)", good);
@@ -1011,13 +1026,20 @@ Test(rel_plan, options_from_every_numeric_key)
     const struct core_cfg_key *tables[] = {rel_config_keys};
     struct core_config *cfg = core_config_new(tables, 1);
     static const char *const set[] = {
-        "release.eps_rel=2.5",           "release.delta=1e-7",
-        "release.beta_r=0.5",            "release.beta_g=0.25",
-        "release.beta_u=0.125",          "release.eta=1e-9",
-        "release.eps_min=0.001",         "release.query.min_samples=12",
-        "release.query.max_samples=99",  "release.policy.hops=2",
-        "release.policy.time_radius=3",  "release.policy.max_per_slot=4",
-        "release.ledger.slot_ms=30000",  "release.ledger.cap_eps=7",
+        "release.eps_rel=2.5",
+        "release.delta=1e-7",
+        "release.beta_r=0.5",
+        "release.beta_g=0.25",
+        "release.beta_u=0.125",
+        "release.eta=1e-9",
+        "release.eps_min=0.001",
+        "release.query.min_samples=12",
+        "release.query.max_samples=99",
+        "release.policy.hops=2",
+        "release.policy.time_radius=3",
+        "release.policy.max_per_slot=4",
+        "release.ledger.slot_ms=30000",
+        "release.ledger.cap_eps=7",
         "release.ledger.cap_delta=1e-6",
     };
     struct rel_opts o;

@@ -27,14 +27,14 @@
 #include "test_support.h"
 
 #define GOLDEN GCDP_SOURCE_DIR "/tests/release/golden/release_transcript.txt"
-#define N_WIN 40
+#define N_WIN  40
 
 /* θ: six nodes, one of them ("co2") named by its channel only (bound to the window's one
  * co2 node), one read by no coordinate; five coordinates, one a combination of three nodes. */
 static struct cal_theta *golden_theta(void)
 {
-    static const char *names[] = {"temp.mean", "hum.mean", "light.max", "co2", "temp.count",
-                                  "spare.mean"};
+    static const char *names[] = {"temp.mean", "hum.mean",   "light.max",
+                                  "co2",       "temp.count", "spare.mean"};
     static const uint32_t one[][1] = {{0}, {1}, {2}, {3}};
     static const double unit[] = {1.0};
     static const uint32_t mix_nodes[] = {0, 1, 4};
@@ -95,20 +95,20 @@ static void golden_window(size_t i, struct core_buf *b)
 
     snprintf(dev, sizeof(dev), "dev-%c", i % 2 ? 'b' : 'a');
     snprintf(id, sizeof(id), "%s|%lld", dev, start);
-    snprintf(imp_a, sizeof(imp_a), "[%lld,%lld]", t0, t0 + 1000);        /* run 2 */
+    snprintf(imp_a, sizeof(imp_a), "[%lld,%lld]", t0, t0 + 1000);                 /* run 2 */
     snprintf(imp_b, sizeof(imp_b), "[%lld,%lld,%lld]", t0, t0 + 3000, t0 + 4000); /* run 2 */
-    g[0] = (struct gnode){"temp.mean", "temp", "mean", 12 + (int)(i % 7) * 4,
+    g[0] = (struct gnode){"temp.mean",          "temp",        "mean",        12 + (int)(i % 7) * 4,
                           i % 3 ? "[]" : imp_a, i % 3 ? 0 : 2, i % 3 ? 0 : 2, "[0,1]"};
-    g[1] = (struct gnode){"hum.mean", "hum", "mean", 30, i % 4 == 1 ? imp_b : "[]",
-                          i % 4 == 1 ? 3 : 0, i % 4 == 1 ? 2 : 0, "[0,1]"};
-    g[2] = (struct gnode){"light.max", "light", "max", 25 + (int)(i % 5), "[]", 0, 0,
-                          "[0,1]"};
+    g[1] = (struct gnode){
+        "hum.mean",         "hum",  "mean", 30, i % 4 == 1 ? imp_b : "[]", i % 4 == 1 ? 3 : 0,
+        i % 4 == 1 ? 2 : 0, "[0,1]"};
+    g[2] = (struct gnode){"light.max", "light", "max", 25 + (int)(i % 5), "[]", 0, 0, "[0,1]"};
     g[3] = (struct gnode){"co2.mean", "co2", "mean", 18, "[]", 0, 0, "[0,1]"};
-    g[4] = (struct gnode){"temp.count", "temp", "count", g[0].n_real, g[0].imputed,
-                          g[0].n_imp, g[0].max_run, "[0,1]"};
+    g[4] = (struct gnode){"temp.count", "temp",     "count",      g[0].n_real,
+                          g[0].imputed, g[0].n_imp, g[0].max_run, "[0,1]"};
     for (size_t m = 0; m < 6; m++)
         v[m] = (double)((m * 7919 + i * 104729) % 100003) / 100003.0;
-    if (i == 7)  /* too few real samples: not covered, refused, nothing charged */
+    if (i == 7) /* too few real samples: not covered, refused, nothing charged */
         g[1].n_real = 4;
     if (i == 11) /* inconsistent provenance: n_imputed disagrees with the list */
         g[0].n_imp = 1;
@@ -119,9 +119,11 @@ static void golden_window(size_t i, struct core_buf *b)
         ng = 6;
     }
     core_buf_reset(b);
-    core_buf_printf(b, "{\"schema\":\"gcdp.window/2\",\"id\":\"%s\",\"device\":\"%s\","
+    core_buf_printf(b,
+                    "{\"schema\":\"gcdp.window/2\",\"id\":\"%s\",\"device\":\"%s\","
                     "\"window_start\":%lld,\"window_end\":%lld,\"n_slots\":60,\"excluded\":%s,"
-                    "\"nodes\":{", id, dev, start, start + 60000, i == 5 ? "true" : "false");
+                    "\"nodes\":{",
+                    id, dev, start, start + 60000, i == 5 ? "true" : "false");
     for (size_t m = 0; m < ng; m++) {
         if (i == 23 && m == 2) /* a value that is not a number */
             core_buf_printf(b, ",\"%s\":\"high\"", g[m].key);
@@ -138,9 +140,11 @@ static void golden_window(size_t i, struct core_buf *b)
     core_buf_puts(b, "},\"prov\":{\"interp_gap\":2,\"period_ms\":1000,\"norm\":\"clip_minmax\","
                      "\"nodes\":{");
     for (size_t m = 0; m < ng; m++)
-        core_buf_printf(b, "%s\"%s\":{\"stat\":\"%s\",\"channel\":\"%s\",\"clip\":%s,"
-                        "\"n_imputed\":%d,\"max_run\":%d}", m ? "," : "", g[m].key, g[m].stat,
-                        g[m].chan, g[m].clip, g[m].n_imp, g[m].max_run);
+        core_buf_printf(b,
+                        "%s\"%s\":{\"stat\":\"%s\",\"channel\":\"%s\",\"clip\":%s,"
+                        "\"n_imputed\":%d,\"max_run\":%d}",
+                        m ? "," : "", g[m].key, g[m].stat, g[m].chan, g[m].clip, g[m].n_imp,
+                        g[m].max_run);
     core_buf_puts(b, "}}}");
 }
 
@@ -166,9 +170,9 @@ static void run(struct core_buf *tr, const char *dir)
     struct rel_window w;
     struct core_buf rec;
     char path[512], eb[1024];
-    static const size_t order[] = {0, 1, 2, 3, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
-                                   17, 18, 9, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30,
-                                   31, 32, 33, 34, 35, 36, 37, 38, 39};
+    static const size_t order[] = {0,  1,  2,  3,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12,
+                                   13, 14, 15, 16, 17, 18, 9,  19, 20, 21, 22, 23, 24, 25,
+                                   26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39};
     struct core_dp_ledger_opts lo = {path, o.cap, 0, {60000, 1, 1000}};
 
     snprintf(path, sizeof(path), "%s/ledger.jsonl", dir);
@@ -182,8 +186,8 @@ static void run(struct core_buf *tr, const char *dir)
         eb[0] = '\0';
         rc = rel_window_from_json(rec.p, rec.len, &w, eb, sizeof(eb));
         if (rc == CORE_OK && !p) {
-            cr_assert_eq(rel_plan_for_window(t, &o, &w, 1000, &p, eb, sizeof(eb)), CORE_OK,
-                         "%s", eb);
+            cr_assert_eq(rel_plan_for_window(t, &o, &w, 1000, &p, eb, sizeof(eb)), CORE_OK, "%s",
+                         eb);
             cr_assert_eq(rel_releaser_new(p, l, ts_rng_iface(rng), 4, 1, &r), CORE_OK);
         }
         if (rc == CORE_OK)
@@ -231,8 +235,8 @@ Test(rel_golden, released_bytes_refusals_and_totals_match_the_golden_transcript)
         at++;
     cr_assert(at == tr.len && at == want_len,
               "transcript differs from the golden at byte %zu (of %zu, golden %zu): "
-              "...%.80s... vs ...%.80s...", at, tr.len, want_len,
-              tr.p + (at > 40 ? at - 40 : 0), want + (at > 40 ? at - 40 : 0));
+              "...%.80s... vs ...%.80s...",
+              at, tr.len, want_len, tr.p + (at > 40 ? at - 40 : 0), want + (at > 40 ? at - 40 : 0));
     /* the run is not vacuous: releases, a replay and each kind of refusal are in it */
     cr_assert(strstr(tr.p, "\nemit replayed {"), "a replay");
     cr_assert(strstr(tr.p, "push 7: CORE_EINVAL"), "not covered: sample count");

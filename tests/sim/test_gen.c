@@ -5,8 +5,8 @@
 
 #include <criterion/criterion.h>
 
-#include "sim/gen.h"
 #include "core/prng.h"
+#include "sim/gen.h"
 
 static struct sim_gen *make(size_t devices, uint64_t seed, double ar, double coupling, unsigned lag)
 {

@@ -207,8 +207,7 @@ Test(sim_options, channel_params_override_fields_and_refuse_nonsense)
     cr_assert_eq(o.channel[SIM_CH_TEMPERATURE].base, sim_gen_channel_info(0)->base);
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         cr_assert_eq(core_config_set_arg(cfg, bad[i], eb, sizeof(eb)), CORE_OK, "%s", eb);
-        cr_assert_eq(sim_options_from_config(cfg, &o, eb, sizeof(eb)), CORE_ECONFIG, "%s",
-                     bad[i]);
+        cr_assert_eq(sim_options_from_config(cfg, &o, eb, sizeof(eb)), CORE_ECONFIG, "%s", bad[i]);
         cr_assert_not_null(strstr(eb, "sim.channel_params"), "%s", eb);
     }
     core_config_free(cfg);
@@ -226,8 +225,8 @@ Test(sim_options, calibration_csv_has_window_means_in_unit_range)
     sim_options_default(&o);
     o.devices = 3;
     snprintf(path, sizeof(path), "%s/cal.csv", dir);
-    cr_assert_eq(sim_calibration_csv(&o, 77, lo, hi, 20, 15, path, eb, sizeof(eb)), CORE_OK,
-                 "%s", eb);
+    cr_assert_eq(sim_calibration_csv(&o, 77, lo, hi, 20, 15, path, eb, sizeof(eb)), CORE_OK, "%s",
+                 eb);
     text = ts_read_file(path, NULL);
     cr_assert_not_null(text);
     line = strtok_r(text, "\n", &save);

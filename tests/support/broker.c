@@ -130,8 +130,7 @@ void ts_broker_start(struct ts_broker *b, const char *const *extra)
     }
     cr_assert(sscanf(text, "BOOTSTRAP %255s", b->bootstrap) == 1, "bad bootstrap file");
     free(text);
-    snprintf(b->set_bootstrap, sizeof(b->set_bootstrap), "broker.bootstrap=@%s",
-             b->bootstrap_file);
+    snprintf(b->set_bootstrap, sizeof(b->set_bootstrap), "broker.bootstrap=@%s", b->bootstrap_file);
 }
 
 void ts_broker_stop(struct ts_broker *b)

@@ -19,9 +19,9 @@
 
 struct ts_broker {
     pid_t pid;
-    char *dir;             /* temp dir; holds the bootstrap file and child logs */
+    char *dir; /* temp dir; holds the bootstrap file and child logs */
     char bootstrap_file[512];
-    char bootstrap[256];   /* "127.0.0.1:PORT" */
+    char bootstrap[256];     /* "127.0.0.1:PORT" */
     char set_bootstrap[600]; /* "broker.bootstrap=@<file>" for --set */
 };
 
@@ -59,8 +59,8 @@ int64_t ts_prom_sum(const char *text, const char *name);
 struct ts_record {
     int32_t partition;
     int64_t offset;
-    char *key;     /* NULL when the record has no key */
-    char *value;   /* "" for an empty payload */
+    char *key;   /* NULL when the record has no key */
+    char *value; /* "" for an empty payload */
     size_t value_len;
     char *expected_reason; /* header gcdp-expected-reason, or NULL */
 };

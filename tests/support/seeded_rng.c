@@ -3,9 +3,10 @@
  */
 #include "seeded_rng.h"
 
-#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sodium.h>
 
 #include "core/mem.h"
 

@@ -2,15 +2,14 @@
 #define _XOPEN_SOURCE 700
 #include "test_support.h"
 
-#include <criterion/criterion.h>
-#include <jansson.h>
-
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <ftw.h>
+#include <criterion/criterion.h>
+#include <jansson.h>
 
 char *ts_tmpdir(void)
 {
@@ -71,8 +70,8 @@ char *ts_read_file(const char *path, size_t *len)
 }
 
 void ts_window2(char *buf, size_t n, const char *device, const char *id, long long start,
-                long long end, size_t k, const char *const *chan, const double *val,
-                int n_real, int n_slots, long long period_ms)
+                long long end, size_t k, const char *const *chan, const double *val, int n_real,
+                int n_slots, long long period_ms)
 {
     json_t *w = json_object(), *nodes = json_object(), *nn = json_object(), *imp = json_object();
     json_t *pn = json_object();
@@ -83,9 +82,9 @@ void ts_window2(char *buf, size_t n, const char *device, const char *id, long lo
         json_object_set_new(nodes, key, json_real(val[i]));
         json_object_set_new(nn, key, json_integer(n_real));
         json_object_set_new(imp, key, json_array());
-        json_object_set_new(pn, key, json_pack("{s:s,s:s,s:[i,i],s:i,s:i}", "stat", "mean",
-                                               "channel", chan[i], "clip", 0, 1, "n_imputed", 0,
-                                               "max_run", 0));
+        json_object_set_new(pn, key,
+                            json_pack("{s:s,s:s,s:[i,i],s:i,s:i}", "stat", "mean", "channel",
+                                      chan[i], "clip", 0, 1, "n_imputed", 0, "max_run", 0));
     }
     json_object_set_new(w, "schema", json_string("gcdp.window/2"));
     json_object_set_new(w, "id", json_string(id));
@@ -99,9 +98,9 @@ void ts_window2(char *buf, size_t n, const char *device, const char *id, long lo
     json_object_set_new(w, "nodes", nodes);
     json_object_set_new(w, "n_node", nn);
     json_object_set_new(w, "imputed", imp);
-    json_object_set_new(w, "prov", json_pack("{s:i,s:I,s:s,s:o}", "interp_gap", 2, "period_ms",
-                                             (json_int_t)period_ms, "norm", "clip_minmax",
-                                             "nodes", pn));
+    json_object_set_new(w, "prov",
+                        json_pack("{s:i,s:I,s:s,s:o}", "interp_gap", 2, "period_ms",
+                                  (json_int_t)period_ms, "norm", "clip_minmax", "nodes", pn));
     txt = json_dumps(w, JSON_COMPACT | JSON_REAL_PRECISION(17));
     cr_assert(txt && strlen(txt) < n, "ts_window2: buffer too small");
     snprintf(buf, n, "%s", txt);

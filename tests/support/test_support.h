@@ -23,8 +23,8 @@ void ts_write_file(const char *path, const char *text);
  * [0, 1], interp_gap 2, the given period; n_slots 0 leaves the field out. Aborts the test
  * when buf is too small. */
 void ts_window2(char *buf, size_t n, const char *device, const char *id, long long start,
-                long long end, size_t k, const char *const *chan, const double *val,
-                int n_real, int n_slots, long long period_ms);
+                long long end, size_t k, const char *const *chan, const double *val, int n_real,
+                int n_slots, long long period_ms);
 
 /* Read a whole file; new string (free()) or NULL. */
 char *ts_read_file(const char *path, size_t *len);

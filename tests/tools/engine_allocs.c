@@ -4,11 +4,11 @@
  * second half are counted, for ingest.decoder=simdjson and =jansson. Exit 1 if any.
  *   cmake --build --preset release --target engine_allocs
  *   build/release/tests/engine_allocs [N] [D]        (default 2000000 10000) */
+#include "ing/engine.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "ing/engine.h"
 
 extern long alloc_count;
 extern int alloc_count_on;
@@ -53,8 +53,8 @@ static int run(long n, long d, enum ing_decoder dec)
         for (int j = 0; j < CHUNK; j++) {
             struct ing_source src = {"b", (int32_t)((base + j) % 8), (base + j) / 8};
             enum ing_reason r;
-            if (ing_engine_push(e, val[j], strlen(val[j]), key[j], (size_t)kl[j], &src, 0,
-                                &sink, &r) != CORE_OK ||
+            if (ing_engine_push(e, val[j], strlen(val[j]), key[j], (size_t)kl[j], &src, 0, &sink,
+                                &r) != CORE_OK ||
                 r != ING_R_NONE)
                 return 2;
         }

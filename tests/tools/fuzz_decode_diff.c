@@ -68,9 +68,9 @@ int main(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (unsigned long long i = 0; i < total; i++) {
         /* 3 in 4 from the well-formed seeds: those reach the value paths */
-        size_t s = core_prng_below(&rng, 4) ? (size_t)core_prng_below(&rng, sizeof(dd_seeds) /
-                                                                             sizeof(*dd_seeds))
-                                            : (size_t)core_prng_below(&rng, n_seeds);
+        size_t s = core_prng_below(&rng, 4)
+                       ? (size_t)core_prng_below(&rng, sizeof(dd_seeds) / sizeof(*dd_seeds))
+                       : (size_t)core_prng_below(&rng, n_seeds);
         size_t len = lens[s] < sizeof(buf) ? lens[s] : sizeof(buf);
         size_t muts = 1 + (size_t)core_prng_below(&rng, 4);
         uint64_t km = core_prng_below(&rng, 8);
@@ -99,8 +99,8 @@ int main(int argc, char **argv)
            "all agree: %llu accepted (%llu by the scanner), %llu rejected, %zu distinct "
            "reasons, %.1f s\n",
            st.inputs, (unsigned long long)seed, n_seeds, ing__fj_implementation(), st.accepted,
-           st.fast_path, st.rejected,
-           distinct, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+           st.fast_path, st.rejected, distinct,
+           (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
     for (int r = 0; r < ING_REASON_COUNT; r++)
         if (st.by_reason[r])
             printf("  %-20s %llu\n", ing_reason_code((enum ing_reason)r), st.by_reason[r]);

@@ -34,7 +34,7 @@ struct cal_opts {
     enum cal_mode mode;
     enum cal_format format;
     char label_column[CAL_MAX_NAME];
-    char ts_column[CAL_MAX_NAME];     /* csv: timestamp column ("" = none) */
+    char ts_column[CAL_MAX_NAME]; /* csv: timestamp column ("" = none) */
     size_t max_rows;
     int L;
     double lambda, tau;
@@ -51,13 +51,13 @@ struct cal_opts {
                             declared policy graph G0 (release.policy.edges / hops), never a
                             setting of its own; 0 = not derived (private expansion mode
                             refuses) */
-    uint64_t version; /* 0: ms since the epoch */
-    int threads;      /* 0: OpenBLAS default */
+    uint64_t version;    /* 0: ms since the epoch */
+    int threads;         /* 0: OpenBLAS default */
     /* borrowed JSON (from the configuration; NULL = unset/null) */
     const json_t *norm, *norm_default, *coords, *task_weights;
     char config_version[24];
-    char reason[16];  /* "" or a θ reason code (initial, drift, command, periodic) written
-                         into θ by cal_calibrate_charged (the calibrate service) */
+    char reason[16]; /* "" or a θ reason code (initial, drift, command, periodic) written
+                        into θ by cal_calibrate_charged (the calibrate service) */
 };
 
 /* Table 5 defaults, public mode, aggregate task, identity coordinates. */
@@ -70,18 +70,17 @@ CORE_MUST_CHECK core_err cal_opts_from_config(const struct core_config *cfg, str
 
 /* Mode / budget consistency of o (Sec. 4.2: which ε_cal parts must be > 0 or 0; the first
  * thing cal_calibrate checks). Returns CORE_OK or CORE_ECONFIG (errbuf names the key). */
-CORE_MUST_CHECK core_err cal_opts_check(const struct cal_opts *o, char *errbuf,
-                                        size_t errbuf_size);
+CORE_MUST_CHECK core_err cal_opts_check(const struct cal_opts *o, char *errbuf, size_t errbuf_size);
 
 /* Timings (seconds, CLOCK_MONOTONIC) and diagnostics of one run. No protected values. */
 struct cal_report {
-    double t_alg1;     /* normalization + lagged correlations + S + graph + exposure
-                          (excludes setup/copies and the τ grid search, t_tau) */
-    double t_lagcorr;  /* the (L+1) products and corrections alone */
+    double t_alg1;    /* normalization + lagged correlations + S + graph + exposure
+                         (excludes setup/copies and the τ grid search, t_tau) */
+    double t_lagcorr; /* the (L+1) products and corrections alone */
     double t_xi, t_mu, t_tau, t_noise, t_total;
-    double f1_full;    /* classify: unmasked validation macro-F1 (public mode only; -1 otherwise) */
+    double f1_full; /* classify: unmasked validation macro-F1 (public mode only; -1 otherwise) */
     size_t n_edges;
-    size_t tau_index;  /* index into the grid when selected from it */
+    size_t tau_index;                     /* index into the grid when selected from it */
     double tau_utility[CAL_MAX_TAU_GRID]; /* public grid selection only */
 };
 
@@ -96,8 +95,7 @@ struct cal_report {
  * CORE_ENUMERIC, CORE_ETOOBIG. */
 CORE_MUST_CHECK core_err cal_calibrate(const struct cal_matrix *mx, const struct cal_opts *o,
                                        const struct core_rng *rng, struct cal_theta **out,
-                                       struct cal_report *rep, char *errbuf,
-                                       size_t errbuf_size);
+                                       struct cal_report *rep, char *errbuf, size_t errbuf_size);
 
 /* Private-mode Δ₁S for m nodes: universal P = m(m-1)/2, or with |A| = a nodes touched,
  * a(m-1) - a(a-1)/2 (DESIGN §5), capped at P. */

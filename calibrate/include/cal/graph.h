@@ -22,8 +22,8 @@
  * (never learned from the data), lo[m] < hi[m] finite. Non-finite x -> CORE_EINVAL
  * (the matrix is then partially normalized and must be discarded).
  * Returns CORE_OK or CORE_EINVAL. */
-CORE_MUST_CHECK core_err cal_normalize(size_t n, size_t m, double *x, size_t ld,
-                                       const double *lo, const double *hi);
+CORE_MUST_CHECK core_err cal_normalize(size_t n, size_t m, double *x, size_t ld, const double *lo,
+                                       const double *hi);
 
 /* The lagged |Pearson| kernel (step 2) is core's: core/lagcorr.h (core_lagcorr_blas,
  * _f32, _direct, core_lagcorr_work_len). */
@@ -41,8 +41,8 @@ CORE_MUST_CHECK core_err cal_score(size_t m, double lambda, const double *rho0,
  * Returns CORE_OK, CORE_EINVAL (S outside [0,1] or NaN, tau/K out of range, cap too small). */
 size_t cal_graph_work_len(size_t m);
 CORE_MUST_CHECK core_err cal_graph_build(size_t m, const double *s, double tau, int k_cap,
-                                         struct cal_edge *edges, size_t cap_edges,
-                                         size_t *n_edges, void *work);
+                                         struct cal_edge *edges, size_t cap_edges, size_t *n_edges,
+                                         void *work);
 
 /* Algorithm 1 steps 5-8 from an edge list: d_m = sum_j w_mj, W~ = D^-1/2 W D^-1/2 (zero
  * inverse degree for isolated nodes), r_m = alpha d_m + (1 - alpha) sum_j W~_mj d_j, then

@@ -32,8 +32,7 @@ struct cal_adj {
 /* Build the CSR from edges and weighted degrees (cal_exposure's deg). Arrays caller-owned:
  * ptr m+1, nbr and wt 2*n_edges each. Returns CORE_OK or CORE_EINVAL. */
 CORE_MUST_CHECK core_err cal_adj_build(size_t m, const struct cal_edge *edges, size_t n_edges,
-                                       const double *deg, size_t *ptr, uint32_t *nbr,
-                                       double *wt);
+                                       const double *deg, size_t *ptr, uint32_t *nbr, double *wt);
 
 /* Node aggregates agg[j] = mean_t x[t*ld + j] over n rows. */
 void cal_node_means(size_t n, size_t m, const double *x, size_t ld, double *agg);
@@ -56,8 +55,8 @@ struct cal_xi_params {
 size_t cal_xi_work_len(size_t m);
 CORE_MUST_CHECK core_err cal_compress_set(const struct cal_adj *adj, const double *s,
                                           const double *r_bar, double tau_c,
-                                          const struct cal_coord *c, uint32_t *out,
-                                          size_t *n_out, void *work);
+                                          const struct cal_coord *c, uint32_t *out, size_t *n_out,
+                                          void *work);
 
 /* ξ̂_k = min{g_max, κ max_{i∈a(k)} [δ_ik + γ r̄_i Σ_{j∈C_k} W~_ij δ_jk]} (Sec. 4.3), with
  * δ_ik = |Π_k(q_k(D)) − Π_k(q_k(M_i(D)))| from the node aggregates agg.
@@ -65,9 +64,8 @@ CORE_MUST_CHECK core_err cal_compress_set(const struct cal_adj *adj, const doubl
  *   work    cal_xi_work_len(m) bytes.
  * Returns CORE_OK, CORE_EINVAL (parameters), CORE_ENUMERIC. */
 CORE_MUST_CHECK core_err cal_xi_hat(size_t d, const struct cal_coord *coords, const double *agg,
-                                    const struct cal_adj *adj, const double *s,
-                                    const double *r_bar, const struct cal_xi_params *p,
-                                    double *xi, void *work);
+                                    const struct cal_adj *adj, const double *s, const double *r_bar,
+                                    const struct cal_xi_params *p, double *xi, void *work);
 
 /* μ for the aggregate task: μ_k = w_k / max_j w_j (public weights w_k >= 0; all zero -> μ = 0).
  * Returns CORE_OK or CORE_EINVAL (negative / non-finite weight). */

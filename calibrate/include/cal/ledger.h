@@ -43,21 +43,21 @@
 #include "core/dp_rng.h"
 #include "core/err.h"
 
-#define CAL_LEDGER_MECH         "calibrate"   /* mechanism name in the ledger rows */
-#define CAL_LEDGER_MAX_DEVICES  64u           /* devices one calibration may cover */
-#define CAL_LEDGER_MAX_DEVICE   200u          /* bytes of a device id */
-#define CAL_LEDGER_MAX_UNITS    (1u << 20)    /* units one calibration may charge */
-#define CAL_LEDGER_MAX_ROW_SPAN 1024          /* slots one row may charge (widen / slot_ms) */
+#define CAL_LEDGER_MECH         "calibrate" /* mechanism name in the ledger rows */
+#define CAL_LEDGER_MAX_DEVICES  64u         /* devices one calibration may cover */
+#define CAL_LEDGER_MAX_DEVICE   200u        /* bytes of a device id */
+#define CAL_LEDGER_MAX_UNITS    (1u << 20)  /* units one calibration may charge */
+#define CAL_LEDGER_MAX_ROW_SPAN 1024        /* slots one row may charge (widen / slot_ms) */
 
 struct cal_ledger_opts {
     const char *const *devices; /* borrowed, n_devices (1..MAX_DEVICES) device ids */
     size_t n_devices;
-    int64_t slot_ms;            /* release.ledger.slot_ms, >= 1 */
-    int64_t widen_ms;           /* time_radius x period + ceil(period / 2), >= 0 */
-    struct core_dp_cost cap;    /* the ledger's lifetime cap (for the refusal message only) */
-    int64_t row_len_ms;         /* >= 0: each row stands for [ts, ts + row_len_ms) (a window
-                                   of that length; 0: one instant), so it charges the slots
-                                   of [ts - widen, ts + row_len_ms - 1 + widen] */
+    int64_t slot_ms;         /* release.ledger.slot_ms, >= 1 */
+    int64_t widen_ms;        /* time_radius x period + ceil(period / 2), >= 0 */
+    struct core_dp_cost cap; /* the ledger's lifetime cap (for the refusal message only) */
+    int64_t row_len_ms;      /* >= 0: each row stands for [ts, ts + row_len_ms) (a window
+                                of that length; 0: one instant), so it charges the slots
+                                of [ts - widen, ts + row_len_ms - 1 + widen] */
 };
 
 /* Unit names, sorted by device (in the given order) then slot. */
@@ -72,9 +72,8 @@ struct cal_units {
  * a timestamp beyond ±2^62; errbuf says which), CORE_ETOOBIG (more than MAX_UNITS units or
  * a row spanning more than MAX_ROW_SPAN slots). */
 CORE_MUST_CHECK core_err cal_ledger_units(const struct cal_matrix *mx,
-                                          const struct cal_ledger_opts *o,
-                                          struct cal_units **out, char *errbuf,
-                                          size_t errbuf_size);
+                                          const struct cal_ledger_opts *o, struct cal_units **out,
+                                          char *errbuf, size_t errbuf_size);
 void cal_units_free(struct cal_units *u); /* NULL-safe */
 
 /* widen_ms for the ledger's unit scheme: time_radius x period_ms + ceil(period_ms / 2). A
@@ -88,15 +87,15 @@ double cal_eps_cal_charge(const struct cal_eps_cal *e);
 
 /* Result of one charged calibration. */
 struct cal_charged {
-    char *bytes;          /* owned θ JSON (the exact text written and published); free() */
+    char *bytes; /* owned θ JSON (the exact text written and published); free() */
     size_t len;
-    uint64_t version;     /* θ version (the release id is 'calibrate|<version>') */
-    bool replayed;        /* stored bytes from the ledger: no noise drawn, nothing charged */
-    bool replayed_other;  /* replay whose stored θ has another config_version or n_cal than
-                             this run's input/configuration (republished unchanged) */
-    size_t n_units;       /* units charged (0 on replay) */
-    size_t n_parts;       /* ledger rows written (0 on replay) */
-    double eps_charged;   /* per unit (0 on replay) */
+    uint64_t version;    /* θ version (the release id is 'calibrate|<version>') */
+    bool replayed;       /* stored bytes from the ledger: no noise drawn, nothing charged */
+    bool replayed_other; /* replay whose stored θ has another config_version or n_cal than
+                            this run's input/configuration (republished unchanged) */
+    size_t n_units;      /* units charged (0 on replay) */
+    size_t n_parts;      /* ledger rows written (0 on replay) */
+    double eps_charged;  /* per unit (0 on replay) */
     struct cal_report rep;
 };
 
@@ -118,17 +117,16 @@ struct cal_charged {
 CORE_MUST_CHECK core_err cal_calibrate_charged(struct core_dp_ledger *ledger,
                                                const struct cal_matrix *mx,
                                                const struct cal_opts *o,
-                                               const struct cal_ledger_opts *lo,
-                                               const char *source, const struct core_rng *rng,
-                                               struct cal_charged *out, char *errbuf,
-                                               size_t errbuf_size);
+                                               const struct cal_ledger_opts *lo, const char *source,
+                                               const struct core_rng *rng, struct cal_charged *out,
+                                               char *errbuf, size_t errbuf_size);
 void cal_charged_cleanup(struct cal_charged *c); /* NULL-safe; frees bytes */
 
 /* θ as the bytes `gcdp calibrate` writes: JSON, one-space indent, 17 significant digits,
  * no trailing newline (the same text cal_theta_save_file writes).
  *   bytes  new NUL-terminated string; caller frees with free(). */
-CORE_MUST_CHECK core_err cal_theta_to_bytes(const struct cal_theta *t, char **bytes,
-                                            size_t *len, char *errbuf, size_t errbuf_size);
+CORE_MUST_CHECK core_err cal_theta_to_bytes(const struct cal_theta *t, char **bytes, size_t *len,
+                                            char *errbuf, size_t errbuf_size);
 
 /* Write bytes to path atomically: a temporary file in the same directory, fsync, rename. */
 CORE_MUST_CHECK core_err cal_bytes_save_file(const char *bytes, size_t len, const char *path,

@@ -25,18 +25,18 @@
 
 #include "core/err.h"
 
-#define CAL_MAX_ROWS      4000000u  /* N_cal cap */
-#define CAL_MAX_CELLS     (64u << 20) /* N_cal * M cap (512 MiB of doubles) */
-#define CAL_MAX_LINE      (1u << 20)  /* CSV line cap, bytes */
+#define CAL_MAX_ROWS  4000000u    /* N_cal cap */
+#define CAL_MAX_CELLS (64u << 20) /* N_cal * M cap (512 MiB of doubles) */
+#define CAL_MAX_LINE  (1u << 20)  /* CSV line cap, bytes */
 
 struct cal_matrix {
     size_t n, m;
-    double *x;        /* owned, n x m row-major raw values */
-    char **names;     /* owned, m node names */
-    int *labels;      /* owned, n class ids in [0, n_classes), or NULL */
-    size_t n_classes; /* 0 when labels == NULL */
+    double *x;          /* owned, n x m row-major raw values */
+    char **names;       /* owned, m node names */
+    int *labels;        /* owned, n class ids in [0, n_classes), or NULL */
+    size_t n_classes;   /* 0 when labels == NULL */
     char **class_names; /* owned, n_classes label strings as they appeared, or NULL */
-    int64_t *ts;      /* owned, n row timestamps (ms since the epoch, UTC), or NULL */
+    int64_t *ts;        /* owned, n row timestamps (ms since the epoch, UTC), or NULL */
 };
 
 enum cal_format { CAL_FORMAT_CSV = 0, CAL_FORMAT_OCCUPANCY = 1 };
@@ -51,16 +51,15 @@ enum cal_format { CAL_FORMAT_CSV = 0, CAL_FORMAT_OCCUPANCY = 1 };
  * CORE_ETOOBIG, CORE_EINVAL. */
 CORE_MUST_CHECK core_err cal_matrix_load(const char *path, enum cal_format fmt,
                                          const char *label_column, size_t max_rows,
-                                         struct cal_matrix **out, char *errbuf,
-                                         size_t errbuf_size);
+                                         struct cal_matrix **out, char *errbuf, size_t errbuf_size);
 
 /* As cal_matrix_load, and for CAL_FORMAT_CSV the timestamp column ts_column (NULL, or a
  * name not in the header: no timestamps; the column is never a node). The Occupancy format
  * reads its "date" column whatever ts_column says. */
 CORE_MUST_CHECK core_err cal_matrix_load_ts(const char *path, enum cal_format fmt,
                                             const char *label_column, const char *ts_column,
-                                            size_t max_rows, struct cal_matrix **out,
-                                            char *errbuf, size_t errbuf_size);
+                                            size_t max_rows, struct cal_matrix **out, char *errbuf,
+                                            size_t errbuf_size);
 
 /* Copy arrays into a new matrix (x: n x m row-major; labels may be NULL). */
 CORE_MUST_CHECK core_err cal_matrix_from_arrays(size_t n, size_t m, const double *x,

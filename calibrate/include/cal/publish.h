@@ -20,8 +20,7 @@
  *   timeout_ms  > 0: how long to wait for the acknowledgement.
  * Returns CORE_OK, CORE_ECONFIG (no broker.bootstrap; bad kafka.* key), CORE_EINVAL
  * (θ invalid), CORE_EKAFKA (not acknowledged: reason in errbuf). */
-CORE_MUST_CHECK core_err cal_theta_publish(const struct core_config *cfg,
-                                           const struct cal_theta *t, int timeout_ms,
-                                           char *errbuf, size_t errbuf_size);
+CORE_MUST_CHECK core_err cal_theta_publish(const struct core_config *cfg, const struct cal_theta *t,
+                                           int timeout_ms, char *errbuf, size_t errbuf_size);
 
 #endif /* CAL_PUBLISH_H */

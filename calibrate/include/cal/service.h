@@ -65,10 +65,10 @@ struct core_rng;
 #define CAL_N_REFUSALS 4 /* budget, release_behind, no_windows, changelog */
 
 struct cal_service_opts {
-    const char *input;          /* public calibration source file; borrowed */
-    int64_t min_interval_ms;    /* rate limit between versions (>= 0) */
-    int64_t refresh_ms;         /* periodic fallback (0 = off) */
-    int64_t exit_after_ms;      /* > 0: stop by itself after this long (tests) */
+    const char *input;       /* public calibration source file; borrowed */
+    int64_t min_interval_ms; /* rate limit between versions (>= 0) */
+    int64_t refresh_ms;      /* periodic fallback (0 = off) */
+    int64_t exit_after_ms;   /* > 0: stop by itself after this long (tests) */
     void (*on_done)(void *arg, core_err status);
     void *arg;
     /* private mode only (set by the caller; every pointer borrowed, outliving the service) */
@@ -83,13 +83,13 @@ struct cal_service_opts {
 };
 
 struct cal_service_stats {
-    uint64_t version;           /* newest version known (made or read); 0 none */
-    uint64_t made, published;   /* versions made / acknowledged by the broker */
+    uint64_t version;                  /* newest version known (made or read); 0 none */
+    uint64_t made, published;          /* versions made / acknowledged by the broker */
     uint64_t by_reason[CAL_N_REASONS]; /* made, by cal_reason_name index */
-    uint64_t rate_limited;      /* requests refused by the rate limit */
-    uint64_t failures;          /* calibrations that failed (source unreadable, invalid θ) */
+    uint64_t rate_limited;             /* requests refused by the rate limit */
+    uint64_t failures;                /* calibrations that failed (source unreadable, invalid θ) */
     uint64_t refused[CAL_N_REFUSALS]; /* private recalibrations refused, by cal_refusal_name */
-    uint64_t replayed;          /* stored θ republished from the ledger at start */
+    uint64_t replayed;                /* stored θ republished from the ledger at start */
     char last_reason[16];
 };
 
@@ -98,9 +98,10 @@ const char *cal_refusal_name(int i); /* NULL outside [0, CAL_N_REFUSALS) */
 
 /* The service's calibration options from cfg: cal_opts_from_config, cal_opts_check;
  * private mode needs calibrate.private.sensitivity=universal (the expansion bound is derived
- * from the policy graph over the matrix's nodes, which the service learns only per span). What cal_service_new validates before it opens anything (also used by
- * `gcdp calibrate --serve --check`). JSON members of o stay borrowed from cfg.
- * Returns CORE_OK or CORE_ECONFIG (errbuf names the key). */
+ * from the policy graph over the matrix's nodes, which the service learns only per span). What
+ * cal_service_new validates before it opens anything (also used by `gcdp calibrate --serve
+ * --check`). JSON members of o stay borrowed from cfg. Returns CORE_OK or CORE_ECONFIG (errbuf
+ * names the key). */
 struct cal_opts;
 CORE_MUST_CHECK core_err cal_service_opts_from_config(const struct core_config *cfg,
                                                       struct cal_opts *o, char *errbuf,
@@ -117,9 +118,8 @@ void cal_service_opts_init(const struct core_config *cfg, const char *input,
  * CORE_EKAFKA. */
 CORE_MUST_CHECK core_err cal_service_new(uv_loop_t *loop, const struct core_config *cfg,
                                          const struct cal_service_opts *opts,
-                                         struct core_metrics *metrics,
-                                         struct cal_service **out, char *errbuf,
-                                         size_t errbuf_size);
+                                         struct core_metrics *metrics, struct cal_service **out,
+                                         char *errbuf, size_t errbuf_size);
 
 /* Ask for a new version for reason ("drift" or "command"). Returns CORE_OK (made and being
  * published; private mode: published and acknowledged), CORE_EAGAIN (rate-limited: errbuf

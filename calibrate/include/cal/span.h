@@ -85,20 +85,20 @@ CORE_MUST_CHECK core_err cal_span_add(struct cal_span_set *s, const void *payloa
 
 /* The span's bounds (rule above). Returns false when newest_end is 0 (no window) or a bound
  * would overflow. */
-bool cal_span_bounds(int64_t newest_end, int64_t lateness_ms, int64_t widen_ms,
-                     int64_t slot_ms, int64_t span_ms, int64_t *t0, int64_t *t1);
+bool cal_span_bounds(int64_t newest_end, int64_t lateness_ms, int64_t widen_ms, int64_t slot_ms,
+                     int64_t span_ms, int64_t *t0, int64_t *t1);
 
 struct cal_span_result {
-    struct cal_matrix *mx;  /* owned; rows with timestamps */
-    char **devices;         /* owned, n_devices sorted device ids */
+    struct cal_matrix *mx; /* owned; rows with timestamps */
+    char **devices;        /* owned, n_devices sorted device ids */
     size_t n_devices;
-    int64_t row_len_ms;     /* the longest window of the span */
+    int64_t row_len_ms;                    /* the longest window of the span */
     int64_t need[CAL_SPAN_MAX_PARTITIONS]; /* per partition holding a span window: the
                                               high watermark read to (at least the offset
                                               after its last span window) release must
                                               have committed; -1: no span window */
-    size_t n_parts;         /* 1 + the highest partition with a span window */
-    size_t skipped;         /* span windows skipped (a node missing or non-finite) */
+    size_t n_parts;                        /* 1 + the highest partition with a span window */
+    size_t skipped;                        /* span windows skipped (a node missing or non-finite) */
 };
 
 /* Select the span [t0, t1] from s and build the matrix (rules above).

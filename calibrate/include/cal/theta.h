@@ -27,12 +27,12 @@
 
 #include "core/err.h"
 
-#define CAL_THETA_SCHEMA  "gcdp.theta/1"
-#define CAL_MAX_NODES     4096u    /* M cap (inputs with more nodes: CORE_ETOOBIG) */
-#define CAL_MAX_COORDS    65536u   /* d cap */
-#define CAL_MAX_COORD_NNZ 4096u    /* |a(k)| cap */
-#define CAL_MAX_NAME      128u     /* node / coordinate name length cap, bytes incl. NUL */
-#define CAL_MAX_LAG       64       /* L cap */
+#define CAL_THETA_SCHEMA    "gcdp.theta/1"
+#define CAL_MAX_NODES       4096u       /* M cap (inputs with more nodes: CORE_ETOOBIG) */
+#define CAL_MAX_COORDS      65536u      /* d cap */
+#define CAL_MAX_COORD_NNZ   4096u       /* |a(k)| cap */
+#define CAL_MAX_NAME        128u        /* node / coordinate name length cap, bytes incl. NUL */
+#define CAL_MAX_LAG         64          /* L cap */
 #define CAL_MAX_THETA_BYTES (64u << 20) /* θ JSON document cap for cal_theta_load_file */
 
 enum cal_mode { CAL_MODE_PUBLIC = 0, CAL_MODE_PRIVATE = 1 };
@@ -40,7 +40,7 @@ enum cal_mode { CAL_MODE_PUBLIC = 0, CAL_MODE_PRIVATE = 1 };
 /* Private-mode Δ₁S choice (Sec. 4.2 / DESIGN §5). */
 enum cal_sens {
     CAL_SENS_UNIVERSAL = 0, /* Δ₁S ≤ P = M(M−1)/2 */
-    CAL_SENS_EXPANSION = 1  /* Δ₁S ≤ |A|(M−1) − |A|(|A|−1)/2, A = nodes an expansion set touches */
+    CAL_SENS_EXPANSION = 1 /* Δ₁S ≤ |A|(M−1) − |A|(|A|−1)/2, A = nodes an expansion set touches */
 };
 
 /* Utility task for μ (Sec. 4.4). */
@@ -54,10 +54,10 @@ struct cal_edge {
 
 /* One released coordinate q_k = Σ_t coef[t] · (aggregate of node nodes[t]); a(k) = nodes. */
 struct cal_coord {
-    char *name;       /* owned */
-    size_t n;         /* |a(k)| >= 1 */
-    uint32_t *nodes;  /* owned, n distinct node indices, ascending */
-    double *coef;     /* owned, n finite coefficients (1.0 for d = M identity map) */
+    char *name;      /* owned */
+    size_t n;        /* |a(k)| >= 1 */
+    uint32_t *nodes; /* owned, n distinct node indices, ascending */
+    double *coef;    /* owned, n finite coefficients (1.0 for d = M identity map) */
 };
 
 /* ε_cal parts (Sec. 4.2); all 0 in public mode. */
@@ -67,7 +67,7 @@ struct cal_eps_cal {
 
 struct cal_theta {
     /* identity / audit */
-    uint64_t version;          /* >= 1; monotone per deployment (calibrate picks it) */
+    uint64_t version; /* >= 1; monotone per deployment (calibrate picks it) */
     enum cal_mode mode;
     char created_at[40];       /* RFC 3339 UTC, e.g. "2026-11-29T18:40:00Z" */
     char software[32];         /* "gcdp <version>" */
@@ -80,13 +80,13 @@ struct cal_theta {
     struct cal_eps_cal eps_cal;
 
     /* Algorithm 1 parameters */
-    int L;                     /* lags −L..L, 0 <= L <= CAL_MAX_LAG */
-    double lambda;             /* [0,1] */
-    double tau;                /* [0,1], the selected threshold */
-    int K;                     /* degree cap >= 1 */
-    double alpha;              /* [0,1] */
-    size_t n_tau_grid;         /* private mode: grid the exponential mechanism chose from */
-    double *tau_grid;          /* owned, may be NULL when n_tau_grid == 0 */
+    int L;             /* lags −L..L, 0 <= L <= CAL_MAX_LAG */
+    double lambda;     /* [0,1] */
+    double tau;        /* [0,1], the selected threshold */
+    int K;             /* degree cap >= 1 */
+    double alpha;      /* [0,1] */
+    size_t n_tau_grid; /* private mode: grid the exponential mechanism chose from */
+    double *tau_grid;  /* owned, may be NULL when n_tau_grid == 0 */
 
     /* Sec. 4.3 parameters (recorded for audit; release may re-use them) */
     double gamma, tau_c, kappa, g_max;
@@ -103,16 +103,16 @@ struct cal_theta {
     double *norm_lo, *norm_hi; /* owned, M fixed public normalization bounds (lo < hi) */
     double *exposure;          /* owned, M values r̄_m ∈ [0,1] (Algorithm 1 step 8) */
     size_t n_edges;
-    struct cal_edge *edges;    /* owned, n_edges, sorted by (i, j) */
+    struct cal_edge *edges; /* owned, n_edges, sorted by (i, j) */
 
     /* coordinates (d) */
     size_t d;
-    struct cal_coord *coords;  /* owned, d entries */
-    double *mu;                /* owned, d values μ_k ∈ [0,1] */
-    double *xi_hat;            /* owned, d values ξ̂_k ∈ [0, g_max] */
+    struct cal_coord *coords; /* owned, d entries */
+    double *mu;               /* owned, d values μ_k ∈ [0,1] */
+    double *xi_hat;           /* owned, d values ξ̂_k ∈ [0, g_max] */
 
     /* release part: NULL / 0 / "" until release fills it (cal_theta_release_alloc) */
-    double *B, *s, *eps;       /* owned, d each, or all NULL */
+    double *B, *s, *eps; /* owned, d each, or all NULL */
     double eps_rel;
     char mechanism[32];
 };
@@ -134,8 +134,7 @@ CORE_MUST_CHECK core_err cal_theta_set_node(struct cal_theta *t, size_t m, const
  * nodes need not be sorted; stored ascending. CORE_EINVAL on duplicates / out-of-range
  * nodes / non-finite coefficients, CORE_ETOOBIG over the caps. */
 CORE_MUST_CHECK core_err cal_theta_set_coord(struct cal_theta *t, size_t k, const char *name,
-                                             size_t n, const uint32_t *nodes,
-                                             const double *coef);
+                                             size_t n, const uint32_t *nodes, const double *coef);
 
 /* Identity map a(k) = {v_k}, coordinate names = node names (requires d == n_nodes and
  * every node named). */
@@ -146,8 +145,7 @@ CORE_MUST_CHECK core_err cal_theta_set_edges(struct cal_theta *t, const struct c
                                              size_t n_edges);
 
 /* Set the τ grid (copied). */
-CORE_MUST_CHECK core_err cal_theta_set_tau_grid(struct cal_theta *t, const double *grid,
-                                                size_t n);
+CORE_MUST_CHECK core_err cal_theta_set_tau_grid(struct cal_theta *t, const double *grid, size_t n);
 
 /* Allocate zeroed B, s, eps (d each) if not present; release fills them. */
 void cal_theta_release_alloc(struct cal_theta *t);
@@ -175,8 +173,8 @@ CORE_MUST_CHECK core_err cal_theta_validate(const struct cal_theta *t, char *err
 /* Serialize θ (validated first).
  *   out  on CORE_OK a new JSON object reference; caller json_decref()s it.
  * Returns CORE_OK or CORE_EINVAL (θ fails cal_theta_validate; reason in errbuf). */
-CORE_MUST_CHECK core_err cal_theta_to_json(const struct cal_theta *t, json_t **out,
-                                           char *errbuf, size_t errbuf_size);
+CORE_MUST_CHECK core_err cal_theta_to_json(const struct cal_theta *t, json_t **out, char *errbuf,
+                                           size_t errbuf_size);
 
 /* Parse θ strictly: unknown fields, wrong types, wrong lengths, out-of-range values and
  * a wrong "schema" are errors naming the field (e.g. "mu[3]: not in [0,1]").
@@ -188,8 +186,8 @@ CORE_MUST_CHECK core_err cal_theta_from_json(const json_t *json, struct cal_thet
 
 /* Read / write a θ JSON file (pretty-printed, atomic rename on save).
  * Returns as above plus CORE_EIO. */
-CORE_MUST_CHECK core_err cal_theta_load_file(const char *path, struct cal_theta **out,
-                                             char *errbuf, size_t errbuf_size);
+CORE_MUST_CHECK core_err cal_theta_load_file(const char *path, struct cal_theta **out, char *errbuf,
+                                             size_t errbuf_size);
 CORE_MUST_CHECK core_err cal_theta_save_file(const struct cal_theta *t, const char *path,
                                              char *errbuf, size_t errbuf_size);
 

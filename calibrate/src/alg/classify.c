@@ -1,12 +1,13 @@
 /* classify.c - the fixed lightweight classifier and the classify-task utility μ (gc-dp
  * Sec. 4.4: "normalized reduction in validation utility when the associated node or feature
  * group is masked"; Sec. 5.1: one fixed classifier with fixed hyperparameters). */
-#include "cal/influence.h"
-
-#include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
+
+#include <cblas.h>
+
+#include "cal/influence.h"
 
 const struct cal_lr_params cal_lr_default = {300, 0.5, 1e-4};
 
@@ -64,8 +65,8 @@ static void lr_split(double *work, size_t n, size_t d, size_t nc, struct lr_ws *
 
 /* z[t*d + k] = Σ coef · x[t, a(k)], node `masked_node` set to mask when in a(k)'s nodes
  * of `mask_coord` (mask_coord == d: nothing masked). */
-static void features(size_t n, const double *x, size_t ld, size_t d,
-                     const struct cal_coord *coords, size_t mask_coord, double mask, double *z)
+static void features(size_t n, const double *x, size_t ld, size_t d, const struct cal_coord *coords,
+                     size_t mask_coord, double mask, double *z)
 {
     const struct cal_coord *mc = mask_coord < d ? &coords[mask_coord] : NULL;
     for (size_t t = 0; t < n; t++) {
@@ -108,8 +109,8 @@ static void softmax_rows(size_t n, size_t nc, double *logit)
 
 static void lr_logits(const struct lr_ws *s, const double *z, size_t n, size_t d, size_t nc)
 {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)nc, (int)d, 1.0, z,
-                (int)d, s->w, (int)nc, 0.0, s->logit, (int)nc);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)nc, (int)d, 1.0, z, (int)d,
+                s->w, (int)nc, 0.0, s->logit, (int)nc);
     for (size_t t = 0; t < n; t++)
         for (size_t c = 0; c < nc; c++)
             s->logit[t * nc + c] += s->b[c];
@@ -133,8 +134,8 @@ static void lr_fit(const struct lr_ws *s, size_t n, size_t d, size_t nc, const i
                 s->gb[c] += r;
             }
         }
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)nc, (int)n, 1.0,
-                    s->z, (int)d, s->logit, (int)nc, 0.0, s->g, (int)nc);
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)nc, (int)n, 1.0, s->z,
+                    (int)d, s->logit, (int)nc, 0.0, s->g, (int)nc);
         for (size_t i = 0; i < d * nc; i++)
             s->w[i] -= p->step * (s->g[i] + p->l2 * s->w[i]);
         for (size_t c = 0; c < nc; c++)

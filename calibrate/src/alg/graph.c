@@ -13,8 +13,7 @@
 _Static_assert(CAL_MAX_LAG == CORE_LAGCORR_MAX_LAG, "CAL_MAX_LAG != CORE_LAGCORR_MAX_LAG");
 
 /* Algorithm 1 step 1 (fixed bounded normalization with public bounds). */
-core_err cal_normalize(size_t n, size_t m, double *x, size_t ld, const double *lo,
-                       const double *hi)
+core_err cal_normalize(size_t n, size_t m, double *x, size_t ld, const double *lo, const double *hi)
 {
     if (ld < m)
         return CORE_EINVAL;
@@ -34,8 +33,7 @@ core_err cal_normalize(size_t n, size_t m, double *x, size_t ld, const double *l
 }
 
 /* Sec. 4.1: S_ij = lambda rho^(0)_ij + (1 - lambda) max_{|l|<=L} rho^(l)_ij. */
-core_err cal_score(size_t m, double lambda, const double *rho0, const double *rhomax,
-                   double *s)
+core_err cal_score(size_t m, double lambda, const double *rho0, const double *rhomax, double *s)
 {
     if (!(lambda >= 0.0 && lambda <= 1.0))
         return CORE_EINVAL;
@@ -68,8 +66,8 @@ static int cand_cmp(const void *a, const void *b)
 }
 
 /* Algorithm 1 steps 3-4. */
-core_err cal_graph_build(size_t m, const double *s, double tau, int k_cap,
-                         struct cal_edge *edges, size_t cap_edges, size_t *n_edges, void *work)
+core_err cal_graph_build(size_t m, const double *s, double tau, int k_cap, struct cal_edge *edges,
+                         size_t cap_edges, size_t *n_edges, void *work)
 {
     struct cal_edge *cand = work;
     uint32_t *deg;

@@ -8,8 +8,8 @@
 
 #include "cal/graph.h"
 
-core_err cal_adj_build(size_t m, const struct cal_edge *edges, size_t n_edges,
-                       const double *deg, size_t *ptr, uint32_t *nbr, double *wt)
+core_err cal_adj_build(size_t m, const struct cal_edge *edges, size_t n_edges, const double *deg,
+                       size_t *ptr, uint32_t *nbr, double *wt)
 {
     memset(ptr, 0, (m + 1) * sizeof(*ptr));
     for (size_t e = 0; e < n_edges; e++) {
@@ -67,8 +67,8 @@ size_t cal_xi_work_len(size_t m)
 }
 
 core_err cal_compress_set(const struct cal_adj *adj, const double *s, const double *r_bar,
-                          double tau_c, const struct cal_coord *c, uint32_t *out,
-                          size_t *n_out, void *work)
+                          double tau_c, const struct cal_coord *c, uint32_t *out, size_t *n_out,
+                          void *work)
 {
     size_t m = adj->m, nr = 0, nk = 0;
     struct ranked *rk = work;
@@ -106,8 +106,7 @@ core_err cal_compress_set(const struct cal_adj *adj, const double *s, const doub
 /* ---------------------------------------------------------------- ξ̂ */
 
 /* Π_k(q_k) with node a's aggregate replaced by `repl` (when a < m), else unmasked. */
-static double coord_value(const struct cal_coord *c, const double *agg, size_t masked,
-                          double repl)
+static double coord_value(const struct cal_coord *c, const double *agg, size_t masked, double repl)
 {
     double q = 0.0, lo = 0.0, hi = 0.0;
     for (size_t a = 0; a < c->n; a++) {
@@ -142,8 +141,8 @@ static double adj_weight(const struct cal_adj *adj, uint32_t i, uint32_t j)
 static core_err check_xi_params(const struct cal_xi_params *p)
 {
     if (!(p->gamma >= 0.0) || !isfinite(p->gamma) || !(p->tau_c >= 0.0 && p->tau_c <= 1.0) ||
-        !(p->kappa >= 1.0) || !isfinite(p->kappa) || !(p->g_max > 0.0) ||
-        !isfinite(p->g_max) || !(p->mask_value >= 0.0 && p->mask_value <= 1.0))
+        !(p->kappa >= 1.0) || !isfinite(p->kappa) || !(p->g_max > 0.0) || !isfinite(p->g_max) ||
+        !(p->mask_value >= 0.0 && p->mask_value <= 1.0))
         return CORE_EINVAL;
     return CORE_OK;
 }
@@ -199,8 +198,8 @@ core_err cal_mu_aggregate(size_t d, const double *weights, double *mu)
 /* ---------------------------------------------------------------- τ utility */
 
 core_err cal_tau_utility(size_t n, size_t m, const double *x, size_t ld,
-                         const struct cal_edge *edges, size_t n_edges, double mask_value,
-                         double *u, double *work)
+                         const struct cal_edge *edges, size_t n_edges, double mask_value, double *u,
+                         double *work)
 {
     double *num = work, *den = work + m, err = 0.0;
 

@@ -1,7 +1,6 @@
 /* calibrate.c - one calibration run, public or private (see cal/calibrate.h). */
 #include "cal/calibrate.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,11 +8,13 @@
 #include <string.h>
 #include <time.h>
 
+#include <cblas.h>
+
 #include "cal/config.h"
 #include "cal/graph.h"
-#include "core/lagcorr.h"
 #include "cal/influence.h"
 #include "core/dp_mech.h"
+#include "core/lagcorr.h"
 #include "core/mem.h"
 #include "core/timefmt.h"
 
@@ -49,7 +50,7 @@ core_err cal_opts_from_config(const struct core_config *cfg, struct cal_opts *o,
     const char *lc = core_config_str(cfg, "calibrate.input.label_column");
     cal_opts_default(o);
     o->mode = strcmp(core_config_str(cfg, "calibrate.mode"), "private") == 0 ? CAL_MODE_PRIVATE
-                                                                              : CAL_MODE_PUBLIC;
+                                                                             : CAL_MODE_PUBLIC;
     o->format = strcmp(core_config_str(cfg, "calibrate.input.format"), "occupancy") == 0
                     ? CAL_FORMAT_OCCUPANCY
                     : CAL_FORMAT_CSV;
@@ -71,9 +72,8 @@ core_err cal_opts_from_config(const struct core_config *cfg, struct cal_opts *o,
     o->n_tau_grid = json_array_size(grid);
     for (size_t i = 0; i < o->n_tau_grid && i < CAL_MAX_TAU_GRID; i++)
         o->tau_grid[i] = json_number_value(json_array_get(grid, i));
-    o->task = strcmp(core_config_str(cfg, "calibrate.task"), "classify") == 0
-                  ? CAL_TASK_CLASSIFY
-                  : CAL_TASK_AGGREGATE;
+    o->task = strcmp(core_config_str(cfg, "calibrate.task"), "classify") == 0 ? CAL_TASK_CLASSIFY
+                                                                              : CAL_TASK_AGGREGATE;
     o->sens = strcmp(core_config_str(cfg, "calibrate.private.sensitivity"), "expansion") == 0
                   ? CAL_SENS_EXPANSION
                   : CAL_SENS_UNIVERSAL;
@@ -103,13 +103,13 @@ static core_err check_opts(const struct cal_opts *o, char *eb, size_t ebn)
 {
     const struct cal_eps_cal *e = &o->eps;
     if (o->n_tau_grid == 0 || o->n_tau_grid > CAL_MAX_TAU_GRID)
-        return opts_invalid(eb, ebn,
-                            "calibrate.tau_grid: needs 1..%d thresholds", CAL_MAX_TAU_GRID);
+        return opts_invalid(eb, ebn, "calibrate.tau_grid: needs 1..%d thresholds",
+                            CAL_MAX_TAU_GRID);
     if (o->mode == CAL_MODE_PUBLIC) {
         if (e->G != 0.0 || e->tau != 0.0 || e->mu != 0.0 || e->xi != 0.0)
             return opts_invalid(eb, ebn,
                                 "calibrate.eps_G/eps_tau/eps_mu/eps_xi: must be 0 in public mode "
-                  "(set calibrate.mode=private to spend a calibration budget)");
+                                "(set calibrate.mode=private to spend a calibration budget)");
         return CORE_OK;
     }
     if (!(e->G >= CORE_DP_EPS_MIN))
@@ -148,7 +148,7 @@ static const struct {
     const char *node;
     double lo, hi;
 } occ_bounds[] = {
-    {"temperature", 10.0, 40.0}, {"humidity", 0.0, 100.0},         {"light", 0.0, 2000.0},
+    {"temperature", 10.0, 40.0}, {"humidity", 0.0, 100.0},        {"light", 0.0, 2000.0},
     {"co2", 300.0, 2500.0},      {"humidity_ratio", 0.001, 0.01},
 };
 
@@ -174,14 +174,16 @@ static core_err resolve_norm(const struct cal_matrix *mx, const struct cal_opts 
     }
     if (!o->norm || json_is_null(o->norm))
         return CORE_OK;
-    json_object_foreach((json_t *)o->norm, key, v) {
+    json_object_foreach((json_t *)o->norm, key, v)
+    {
         size_t j = 0;
         while (j < mx->m && strcmp(mx->names[j], key) != 0)
             j++;
         if (j == mx->m)
             return opts_invalid(eb, ebn,
                                 "calibrate.norm: node \"%s\" is not a column of the calibration "
-                                "matrix", key);
+                                "matrix",
+                                key);
         lo[j] = json_number_value(json_array_get(v, 0));
         hi[j] = json_number_value(json_array_get(v, 1));
     }
@@ -261,7 +263,8 @@ static core_err resolve_weights(const struct cal_opts *o, const struct cal_theta
             w[k] = json_number_value(json_array_get(o->task_weights, k));
         return CORE_OK;
     }
-    json_object_foreach((json_t *)o->task_weights, key, v) {
+    json_object_foreach((json_t *)o->task_weights, key, v)
+    {
         size_t k = 0;
         while (k < t->d && strcmp(t->coords[k].name, key) != 0)
             k++;
@@ -392,8 +395,7 @@ static core_err build_graph(struct run *r, size_t m, double tau, int k_cap)
 /* τ: fixed, or the grid by validation utility (public: argmax, ties -> smaller τ, as the
  * paper's Sec. 5.3; private: exponential mechanism). */
 static core_err select_tau(struct run *r, const struct cal_matrix *mx, const struct cal_opts *o,
-                           const struct core_rng *rng, struct cal_theta *t,
-                           struct cal_report *rep)
+                           const struct core_rng *rng, struct cal_theta *t, struct cal_report *rep)
 {
     size_t m = mx->m, n_tr = (size_t)floor(o->train_frac * (double)mx->n), best = 0;
     double u[CAL_MAX_TAU_GRID];
@@ -417,8 +419,7 @@ static core_err select_tau(struct run *r, const struct cal_matrix *mx, const str
             return rc;
     } else {
         for (size_t g = 1; g < o->n_tau_grid; g++) {
-            int better = u[g] > u[best] ||
-                         (u[g] == u[best] && o->tau_grid[g] < o->tau_grid[best]);
+            int better = u[g] > u[best] || (u[g] == u[best] && o->tau_grid[g] < o->tau_grid[best]);
             best = better ? g : best;
         }
         for (size_t g = 0; g < o->n_tau_grid; g++)
@@ -430,8 +431,8 @@ static core_err select_tau(struct run *r, const struct cal_matrix *mx, const str
 }
 
 static core_err compute_mu(struct run *r, const struct cal_matrix *mx, const struct cal_opts *o,
-                           const struct core_rng *rng, struct cal_theta *t,
-                           struct cal_report *rep, char *eb, size_t ebn)
+                           const struct core_rng *rng, struct cal_theta *t, struct cal_report *rep,
+                           char *eb, size_t ebn)
 {
     core_err rc;
     size_t n_tr = (size_t)floor(o->train_frac * (double)mx->n);
@@ -443,8 +444,9 @@ static core_err compute_mu(struct run *r, const struct cal_matrix *mx, const str
         return cal_mu_aggregate(t->d, r->w, t->mu);
     }
     if (!mx->labels) {
-        snprintf(eb, ebn, "calibrate.task=classify: the calibration matrix has no labels "
-                          "(csv: calibrate.input.label_column; occupancy: Occupancy column)");
+        snprintf(eb, ebn,
+                 "calibrate.task=classify: the calibration matrix has no labels "
+                 "(csv: calibrate.input.label_column; occupancy: Occupancy column)");
         return CORE_EINVAL;
     }
     work = core_xmalloc(cal_mu_classify_work_len(mx->n, t->d, mx->n_classes) * sizeof(double));
@@ -452,8 +454,9 @@ static core_err compute_mu(struct run *r, const struct cal_matrix *mx, const str
                          t->coords, o->mask_value, &cal_lr_default, t->mu, &rep->f1_full, work);
     free(work);
     if (rc != CORE_OK) {
-        snprintf(eb, ebn, "classify task failed (%s): needs >= 2 label classes, >= 2 training "
-                          "and >= 1 validation rows (calibrate.classify.train_frac)",
+        snprintf(eb, ebn,
+                 "classify task failed (%s): needs >= 2 label classes, >= 2 training "
+                 "and >= 1 validation rows (calibrate.classify.train_frac)",
                  core_errname(rc));
         return rc;
     }
@@ -501,9 +504,10 @@ static void stamp(struct cal_theta *t, const struct cal_opts *o, const struct ca
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    core_time_format((int64_t)ts.tv_sec * 1000, CORE_TIME_SEC, t->created_at, sizeof(t->created_at));
-    t->version = o->version ? o->version
-                            : (uint64_t)ts.tv_sec * 1000u + (uint64_t)(ts.tv_nsec / 1000000);
+    core_time_format((int64_t)ts.tv_sec * 1000, CORE_TIME_SEC, t->created_at,
+                     sizeof(t->created_at));
+    t->version =
+        o->version ? o->version : (uint64_t)ts.tv_sec * 1000u + (uint64_t)(ts.tv_nsec / 1000000);
     t->mode = o->mode;
     t->eps_cal = o->mode == CAL_MODE_PRIVATE ? o->eps : (struct cal_eps_cal){0, 0, 0, 0};
     t->delta_U = o->mode == CAL_MODE_PRIVATE && o->tau_from_grid ? 1.0 : 0.0;
@@ -586,8 +590,8 @@ static core_err scores(struct run *r, const struct cal_matrix *mx, const struct 
 /* Algorithm 1 proper (timed from here; setup and copies are not counted): lagged scores,
  * their private release in private mode, tau, the graph and its exposure. */
 static core_err run_alg1(struct run *r, const struct cal_matrix *mx, const struct cal_opts *o,
-                         const struct core_rng *rng, struct cal_theta *t,
-                         struct cal_report *rep, char *eb, size_t ebn)
+                         const struct core_rng *rng, struct cal_theta *t, struct cal_report *rep,
+                         char *eb, size_t ebn)
 {
     double ta = now_s(), t1;
     core_err rc;
@@ -616,9 +620,9 @@ static core_err run_alg1(struct run *r, const struct cal_matrix *mx, const struc
 }
 
 /* The utility mu and the empirical influence xi, each timed. */
-static core_err run_utility(struct run *r, const struct cal_matrix *mx,
-                            const struct cal_opts *o, const struct core_rng *rng,
-                            struct cal_theta *t, struct cal_report *rep, char *eb, size_t ebn)
+static core_err run_utility(struct run *r, const struct cal_matrix *mx, const struct cal_opts *o,
+                            const struct core_rng *rng, struct cal_theta *t, struct cal_report *rep,
+                            char *eb, size_t ebn)
 {
     double t1 = now_s();
     core_err rc;

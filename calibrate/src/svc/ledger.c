@@ -2,10 +2,10 @@
 #include "cal/ledger.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,8 +51,9 @@ static int by_start(const void *x, const void *y)
 static core_err check_devices(const struct cal_ledger_opts *o, char *eb, size_t ebn)
 {
     if (o->n_devices == 0 || !o->devices) {
-        snprintf(eb, ebn, "private calibration needs the device id(s) of the calibration data "
-                          "to charge the privacy ledger (--device ID or calibrate.ledger.devices)");
+        snprintf(eb, ebn,
+                 "private calibration needs the device id(s) of the calibration data "
+                 "to charge the privacy ledger (--device ID or calibrate.ledger.devices)");
         return CORE_EINVAL;
     }
     if (o->n_devices > CAL_LEDGER_MAX_DEVICES) {
@@ -91,9 +92,10 @@ static core_err row_spans(const struct cal_matrix *mx, const struct cal_ledger_o
         a = slot_of(ts - o->widen_ms, o->slot_ms);
         b = slot_of(ts + (o->row_len_ms > 0 ? o->row_len_ms - 1 : 0) + o->widen_ms, o->slot_ms);
         if (b - a + 1 > CAL_LEDGER_MAX_ROW_SPAN) {
-            snprintf(eb, ebn, "calibration rows span %" PRId64 " ledger slots each (more than %d: "
-                     "release.ledger.slot_ms too small for the time radius)", b - a + 1,
-                     CAL_LEDGER_MAX_ROW_SPAN);
+            snprintf(eb, ebn,
+                     "calibration rows span %" PRId64 " ledger slots each (more than %d: "
+                     "release.ledger.slot_ms too small for the time radius)",
+                     b - a + 1, CAL_LEDGER_MAX_ROW_SPAN);
             free(v);
             return CORE_ETOOBIG;
         }
@@ -130,16 +132,18 @@ core_err cal_ledger_units(const struct cal_matrix *mx, const struct cal_ledger_o
 
     *out = NULL;
     if (!mx || !mx->ts) {
-        snprintf(eb, ebn, "calibration rows have no timestamps: a private calibration charges "
-                          "the ledger units '<device>|<slot>' of its rows (csv: a timestamp "
-                          "column, calibrate.input.ts_column; occupancy: the date column)");
+        snprintf(eb, ebn,
+                 "calibration rows have no timestamps: a private calibration charges "
+                 "the ledger units '<device>|<slot>' of its rows (csv: a timestamp "
+                 "column, calibrate.input.ts_column; occupancy: the date column)");
         return CORE_EINVAL;
     }
     if ((rc = check_devices(o, eb, ebn)) != CORE_OK)
         return rc;
     if (o->slot_ms < 1 || o->widen_ms < 0 || o->widen_ms > TS_LIMIT || o->row_len_ms < 0 ||
         o->row_len_ms > ((int64_t)1 << 40)) {
-        snprintf(eb, ebn, "release.ledger.slot_ms must be >= 1, the time radius and the row "
+        snprintf(eb, ebn,
+                 "release.ledger.slot_ms must be >= 1, the time radius and the row "
                  "length >= 0");
         return CORE_EINVAL;
     }
@@ -148,7 +152,8 @@ core_err cal_ledger_units(const struct cal_matrix *mx, const struct cal_ledger_o
     for (size_t i = 0; i < n_sp && slots <= CAL_LEDGER_MAX_UNITS; i++)
         slots += (uint64_t)(sp[i].b - sp[i].a) + 1u;
     if (slots * o->n_devices > CAL_LEDGER_MAX_UNITS) {
-        snprintf(eb, ebn, "the calibration rows cover more than %u ledger units (devices x "
+        snprintf(eb, ebn,
+                 "the calibration rows cover more than %u ledger units (devices x "
                  "release.ledger.slot_ms slots); calibrate on a shorter span",
                  CAL_LEDGER_MAX_UNITS);
         free(sp);
@@ -200,8 +205,7 @@ core_err cal_theta_to_bytes(const struct cal_theta *t, char **bytes, size_t *len
     return CORE_OK;
 }
 
-core_err cal_bytes_save_file(const char *bytes, size_t len, const char *path, char *eb,
-                             size_t ebn)
+core_err cal_bytes_save_file(const char *bytes, size_t len, const char *path, char *eb, size_t ebn)
 {
     char tmp[4096];
     size_t off = 0;
@@ -275,15 +279,18 @@ static core_err replay(struct core_dp_ledger *l, const struct cal_matrix *mx,
     core_err rc = CORE_EINVARIANT;
 
     if (json_is_true(json_object_get(j, "calibrate_failed"))) {
-        snprintf(eb, ebn, "ledger: calibrate|%" PRIu64 " failed after its noise was drawn; its "
+        snprintf(eb, ebn,
+                 "ledger: calibrate|%" PRIu64 " failed after its noise was drawn; its "
                  "charge stands and it has no theta to replay (use a new calibrate.version)",
                  o->version);
         goto out;
     }
     if (!j || cal_theta_from_json(j, &t, eb, ebn) != CORE_OK || t->version != o->version ||
         t->mode != CAL_MODE_PRIVATE) {
-        snprintf(eb, ebn, "ledger: the stored theta of calibrate|%" PRIu64 " is not a valid "
-                 "private theta of that version; refusing to replay it", o->version);
+        snprintf(eb, ebn,
+                 "ledger: the stored theta of calibrate|%" PRIu64 " is not a valid "
+                 "private theta of that version; refusing to replay it",
+                 o->version);
         goto out;
     }
     part_id(id, o->version, 1);
@@ -301,8 +308,10 @@ static core_err replay(struct core_dp_ledger *l, const struct cal_matrix *mx,
             free(pb);
         }
         if (parts < 2) {
-            snprintf(eb, ebn, "ledger: calibrate|%" PRIu64 " is present but some of its part "
-                     "rows are missing; refusing to replay it", o->version);
+            snprintf(eb, ebn,
+                     "ledger: calibrate|%" PRIu64 " is present but some of its part "
+                     "rows are missing; refusing to replay it",
+                     o->version);
             goto out;
         }
     }
@@ -325,13 +334,12 @@ out:
 static char *params_json(const struct cal_opts *o, const struct cal_ledger_opts *lo, size_t n_cal,
                          double eps, size_t part, size_t parts)
 {
-    json_t *p = json_pack("{s:s,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I}", "stage",
-                          "calibrate", "theta_version", (json_int_t)o->version, "part",
-                          (json_int_t)part, "parts", (json_int_t)parts, "eps_G", o->eps.G,
-                          "eps_tau", o->eps.tau, "eps_mu", o->eps.mu, "eps_xi", o->eps.xi,
-                          "eps_cal", eps, "n_cal", (json_int_t)n_cal, "slot_ms",
-                          (json_int_t)lo->slot_ms, "widen_ms", (json_int_t)lo->widen_ms,
-                          "devices", (json_int_t)lo->n_devices);
+    json_t *p = json_pack(
+        "{s:s,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I}", "stage", "calibrate",
+        "theta_version", (json_int_t)o->version, "part", (json_int_t)part, "parts",
+        (json_int_t)parts, "eps_G", o->eps.G, "eps_tau", o->eps.tau, "eps_mu", o->eps.mu, "eps_xi",
+        o->eps.xi, "eps_cal", eps, "n_cal", (json_int_t)n_cal, "slot_ms", (json_int_t)lo->slot_ms,
+        "widen_ms", (json_int_t)lo->widen_ms, "devices", (json_int_t)lo->n_devices);
     char *s = p ? json_dumps(p, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(p);
     return s;
@@ -341,15 +349,14 @@ static char *params_json(const struct cal_opts *o, const struct cal_ledger_opts 
 static core_err charge_parts(struct core_dp_ledger *l, const struct cal_opts *o,
                              const struct cal_ledger_opts *lo, const struct cal_units *u,
                              size_t n_cal, char (*ids)[ID_MAX], size_t parts,
-                             const struct core_dp_cost *cost, size_t *charged, char *eb,
-                             size_t ebn)
+                             const struct core_dp_cost *cost, size_t *charged, char *eb, size_t ebn)
 {
     core_err rc = CORE_OK;
     *charged = 0;
     for (size_t p = 0; p < parts && rc == CORE_OK; p++) {
         size_t first = p * CORE_DP_LEDGER_MAX_UNITS;
-        size_t cnt = u->n - first < CORE_DP_LEDGER_MAX_UNITS ? u->n - first
-                                                             : CORE_DP_LEDGER_MAX_UNITS;
+        size_t cnt =
+            u->n - first < CORE_DP_LEDGER_MAX_UNITS ? u->n - first : CORE_DP_LEDGER_MAX_UNITS;
         const char *const *names = (const char *const *)u->names + first;
         char *pj = params_json(o, lo, n_cal, cost->eps, p + 1, parts);
         rc = core_dp_ledger_charge(l, ids[p], CAL_LEDGER_MECH, names, cnt, cost, pj);
@@ -363,9 +370,11 @@ static core_err charge_parts(struct core_dp_ledger *l, const struct cal_opts *o,
             if (used + 1 < ebn)
                 snprintf(eb + used, ebn - used, ": no noise drawn, no theta written");
         } else if (rc == CORE_EEXIST) {
-            snprintf(eb, ebn, "ledger: %s is already committed without its theta (an earlier "
+            snprintf(eb, ebn,
+                     "ledger: %s is already committed without its theta (an earlier "
                      "run was cut off while committing; its charge stays counted); set another "
-                     "calibrate.version", ids[p]);
+                     "calibrate.version",
+                     ids[p]);
         } else {
             snprintf(eb, ebn, "ledger: charging %s failed (%s)", ids[p], core_errname(rc));
         }
@@ -379,8 +388,8 @@ static core_err charge_parts(struct core_dp_ledger *l, const struct cal_opts *o,
  * are committed with a failure marker as their output (no θ), so the ε_cal stays on every
  * unit and a replay of this version is refused (the marker is not a θ). Returns true when
  * the rows are durable. */
-static bool commit_failure(struct core_dp_ledger *l, const struct cal_opts *o,
-                           char (*ids)[ID_MAX], size_t parts, char *eb, size_t ebn)
+static bool commit_failure(struct core_dp_ledger *l, const struct cal_opts *o, char (*ids)[ID_MAX],
+                           size_t parts, char *eb, size_t ebn)
 {
     char mark[160];
     const char **idp = core_xcalloc(parts, sizeof(char *));
@@ -398,7 +407,8 @@ static bool commit_failure(struct core_dp_ledger *l, const struct cal_opts *o,
     ok = core_dp_ledger_commit_batch(l, parts, idp, bp, lens) == CORE_OK;
     used = strlen(eb);
     if (ok && used + 1 < ebn)
-        snprintf(eb + used, ebn - used, "; noise had been drawn, so the eps_cal charge of "
+        snprintf(eb + used, ebn - used,
+                 "; noise had been drawn, so the eps_cal charge of "
                  "calibrate|%" PRIu64 " stands in the ledger (use a new calibrate.version)",
                  o->version);
     free(idp);
@@ -442,8 +452,10 @@ static core_err run_and_commit(struct core_dp_ledger *l, const struct cal_matrix
     lens[parts - 1] = out->len;
     rc = core_dp_ledger_commit_batch(l, parts, idp, bp, lens);
     if (rc != CORE_OK)
-        snprintf(eb, ebn, "ledger: committing calibrate|%" PRIu64 " failed (%s); theta not "
-                 "written", o->version, core_errname(rc));
+        snprintf(eb, ebn,
+                 "ledger: committing calibrate|%" PRIu64 " failed (%s); theta not "
+                 "written",
+                 o->version, core_errname(rc));
 out:
     if (rc != CORE_OK && !commit_failure(l, o, ids, parts, eb, ebn))
         cancel_all(l, ids, parts); /* nothing durable could be written: nothing stands */
@@ -470,7 +482,7 @@ core_err cal_calibrate_charged(struct core_dp_ledger *l, const struct cal_matrix
     struct cal_opts o = *o_in;
     struct cal_units *u = NULL;
     struct core_dp_cost cost = {0.0, 0.0, 0.0};
-    char (*ids)[ID_MAX] = NULL;
+    char(*ids)[ID_MAX] = NULL;
     uint8_t *stored = NULL;
     size_t stored_len = 0, parts = 0, charged = 0;
     core_err rc;

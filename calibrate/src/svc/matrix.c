@@ -110,15 +110,13 @@ struct loader {
     char **names;
 };
 
-static const char *const occ_cols[] = {"Temperature", "Humidity", "Light", "CO2",
-                                       "HumidityRatio"};
+static const char *const occ_cols[] = {"Temperature", "Humidity", "Light", "CO2", "HumidityRatio"};
 static const char *const occ_nodes[] = {"temperature", "humidity", "light", "co2",
                                         "humidity_ratio"};
 
 /* The occupancy header: its five sensor columns in a fixed order, "Occupancy" as label and
  * "date" as timestamp. */
-static core_err setup_occupancy_header(struct loader *L, char **f, size_t nf, char *eb,
-                                       size_t ebn)
+static core_err setup_occupancy_header(struct loader *L, char **f, size_t nf, char *eb, size_t ebn)
 {
     for (size_t c = 0; c < 5; c++) {
         size_t h = 0;
@@ -176,8 +174,7 @@ static core_err setup_generic_header(struct loader *L, char **f, size_t nf,
 
 /* Map the header fields f[0..nf) to node, label and timestamp columns. */
 static core_err setup_header(struct loader *L, char **f, size_t nf, enum cal_format fmt,
-                             const char *label_column, const char *ts_column, char *eb,
-                             size_t ebn)
+                             const char *label_column, const char *ts_column, char *eb, size_t ebn)
 {
     L->n_header = nf;
     L->label_col = -1;
@@ -201,8 +198,7 @@ static int label_id(struct loader *L, const char *s)
     return (int)L->n_classes++;
 }
 
-static core_err add_row(struct loader *L, char **f, size_t nf, size_t line, char *eb,
-                        size_t ebn)
+static core_err add_row(struct loader *L, char **f, size_t nf, size_t line, char *eb, size_t ebn)
 {
     size_t off = (size_t)L->skip_lead;
     const char *tcell;

@@ -19,10 +19,15 @@
 static core_err reader_new(const struct core_config *cfg, const char *group, rd_kafka_t **rk,
                            char *eb, size_t ebn)
 {
-    static const char *const extra[] = {"enable.partition.eof", "true", "enable.auto.commit",
-                                        "false", "auto.offset.reset", "earliest", NULL};
-    core_err rc = core_kafka_client_new(cfg, CORE_KAFKA_CONSUMER, group, extra, NULL, NULL, rk,
-                                        eb, ebn);
+    static const char *const extra[] = {"enable.partition.eof",
+                                        "true",
+                                        "enable.auto.commit",
+                                        "false",
+                                        "auto.offset.reset",
+                                        "earliest",
+                                        NULL};
+    core_err rc =
+        core_kafka_client_new(cfg, CORE_KAFKA_CONSUMER, group, extra, NULL, NULL, rk, eb, ebn);
     if (rc == CORE_OK)
         rd_kafka_poll_set_consumer(*rk);
     return rc;
@@ -62,8 +67,8 @@ static core_err assign_all(rd_kafka_t *rk, const char *topic, int np, struct rea
 }
 
 /* Read every partition of topic from its log start to the high watermark; fn per record. */
-static core_err read_all(rd_kafka_t *rk, const char *topic, int np, struct reach *r,
-                         int timeout_ms, rec_fn *fn, void *arg, char *eb, size_t ebn)
+static core_err read_all(rd_kafka_t *rk, const char *topic, int np, struct reach *r, int timeout_ms,
+                         rec_fn *fn, void *arg, char *eb, size_t ebn)
 {
     int64_t deadline = core_mono_ms() + timeout_ms;
     size_t open_parts = 0;
@@ -118,8 +123,7 @@ core_err cal_priv_read_windows(const struct core_config *cfg, const char *topic,
     core_err rc = reader_new(cfg, "gcdp-calibrate-span", &rk, eb, ebn);
 
     if (rc == CORE_OK)
-        rc = core_kafka_partitions(rk, topic, 10000, ids, CAL_SPAN_MAX_PARTITIONS, &np, eb,
-                                   ebn);
+        rc = core_kafka_partitions(rk, topic, 10000, ids, CAL_SPAN_MAX_PARTITIONS, &np, eb, ebn);
     if (rc == CORE_OK)
         rc = read_all(rk, topic, np, r, timeout_ms, add_window, set, eb, ebn);
     for (int p = 0; rc == CORE_OK && p < np; p++)
@@ -150,9 +154,11 @@ core_err cal_priv_release_caught_up(const struct core_config *cfg, const char *g
     for (int i = 0; rc == CORE_OK && i < l->cnt; i++) {
         const rd_kafka_topic_partition_t *e = &l->elems[i];
         if (e->err || e->offset < res->need[e->partition]) {
-            snprintf(eb, ebn, "release (group %s) has not caught up with the span: %s partition "
-                     "%" PRId32 " committed %" PRId64 ", needs >= %" PRId64, group, topic,
-                     e->partition, e->err ? (int64_t)-1 : e->offset, res->need[e->partition]);
+            snprintf(eb, ebn,
+                     "release (group %s) has not caught up with the span: %s partition "
+                     "%" PRId32 " committed %" PRId64 ", needs >= %" PRId64,
+                     group, topic, e->partition, e->err ? (int64_t)-1 : e->offset,
+                     res->need[e->partition]);
             rc = CORE_ESTATE;
         }
     }
@@ -222,15 +228,15 @@ core_err cal_priv_adopt_changelog(const struct core_config *cfg, const char *top
     a->l = l;
     a->st = st;
     if (rc == CORE_OK)
-        rc = core_kafka_partitions(rk, topic, 10000, ids, CAL_SPAN_MAX_PARTITIONS, &np, eb,
-                                   ebn);
+        rc = core_kafka_partitions(rk, topic, 10000, ids, CAL_SPAN_MAX_PARTITIONS, &np, eb, ebn);
     if (rc == CORE_OK)
         rc = read_all(rk, topic, np, r, timeout_ms, add_row, a, eb, ebn);
     for (int p = 0; rc == CORE_OK && p < np; p++)
         if (r->low[p] > 0) { /* rows may have been deleted: the totals would undercount */
-            snprintf(eb, ebn, "%s partition %d starts at offset %" PRId64 ": rows may have "
-                     "been deleted, so release's charges cannot all be adopted", topic, p,
-                     r->low[p]);
+            snprintf(eb, ebn,
+                     "%s partition %d starts at offset %" PRId64 ": rows may have "
+                     "been deleted, so release's charges cannot all be adopted",
+                     topic, p, r->low[p]);
             rc = CORE_ESTATE;
         }
     if (rc == CORE_OK)
@@ -246,9 +252,8 @@ core_err cal_priv_adopt_changelog(const struct core_config *cfg, const char *top
 
 /* ---------------------------------------------------------------- publication */
 
-static core_err send_rows(struct core_ksync *k, struct core_dp_ledger *l,
-                          const char *const *ids, size_t n, const int64_t *need, size_t n_parts,
-                          char *eb, size_t ebn)
+static core_err send_rows(struct core_ksync *k, struct core_dp_ledger *l, const char *const *ids,
+                          size_t n, const int64_t *need, size_t n_parts, char *eb, size_t ebn)
 {
     core_err rc = CORE_OK;
     for (size_t i = 0; i < n && rc == CORE_OK; i++) {
@@ -260,8 +265,8 @@ static core_err send_rows(struct core_ksync *k, struct core_dp_ledger *l,
         }
         for (size_t p = 0; p < n_parts && rc == CORE_OK; p++)
             if (need[p] >= 0)
-                rc = core_ksync_send_to(k, (int32_t)p, ids[i], strlen(ids[i]), row, len, NULL,
-                                        NULL, 0, eb, ebn);
+                rc = core_ksync_send_to(k, (int32_t)p, ids[i], strlen(ids[i]), row, len, NULL, NULL,
+                                        0, eb, ebn);
         free(row);
     }
     return rc;
@@ -294,8 +299,8 @@ core_err cal_priv_publish(const struct core_config *cfg, struct core_dp_ledger *
     return rc;
 }
 
-core_err cal_priv_all_partitions(const struct core_config *cfg, const char *topic,
-                                 int64_t *need, size_t *n_parts, char *eb, size_t ebn)
+core_err cal_priv_all_partitions(const struct core_config *cfg, const char *topic, int64_t *need,
+                                 size_t *n_parts, char *eb, size_t ebn)
 {
     rd_kafka_t *rk = NULL;
     int32_t ids[CAL_SPAN_MAX_PARTITIONS];
@@ -303,8 +308,7 @@ core_err cal_priv_all_partitions(const struct core_config *cfg, const char *topi
     core_err rc = reader_new(cfg, "gcdp-calibrate-meta", &rk, eb, ebn);
 
     if (rc == CORE_OK)
-        rc = core_kafka_partitions(rk, topic, 10000, ids, CAL_SPAN_MAX_PARTITIONS, &np, eb,
-                                   ebn);
+        rc = core_kafka_partitions(rk, topic, 10000, ids, CAL_SPAN_MAX_PARTITIONS, &np, eb, ebn);
     for (int p = 0; p < CAL_SPAN_MAX_PARTITIONS; p++)
         need[p] = p < np ? 0 : -1;
     *n_parts = (size_t)np;

@@ -32,9 +32,8 @@ CORE_MUST_CHECK core_err cal_priv_read_windows(const struct core_config *cfg, co
  * CORE_EKAFKA. */
 CORE_MUST_CHECK core_err cal_priv_release_caught_up(const struct core_config *cfg,
                                                     const char *group, const char *topic,
-                                                    const struct cal_span_result *r,
-                                                    int timeout_ms, char *errbuf,
-                                                    size_t errbuf_size);
+                                                    const struct cal_span_result *r, int timeout_ms,
+                                                    char *errbuf, size_t errbuf_size);
 
 struct cal_priv_adopt_stats {
     uint64_t rows, adopted, same, over_cap, expired;
@@ -46,11 +45,10 @@ struct cal_priv_adopt_stats {
  * log start is > 0 may have lost rows: refused (CORE_ESTATE, fail closed). Returns CORE_OK,
  * CORE_ESTATE, CORE_EKAFKA, the errors of core_dp_ledger_adopt_rows (CORE_EINVARIANT: a row
  * conflicts with this ledger; CORE_EPARSE: a record is not a ledger row). */
-CORE_MUST_CHECK core_err cal_priv_adopt_changelog(const struct core_config *cfg,
-                                                  const char *topic, struct core_dp_ledger *l,
-                                                  int timeout_ms,
-                                                  struct cal_priv_adopt_stats *st,
-                                                  char *errbuf, size_t errbuf_size);
+CORE_MUST_CHECK core_err cal_priv_adopt_changelog(const struct core_config *cfg, const char *topic,
+                                                  struct core_dp_ledger *l, int timeout_ms,
+                                                  struct cal_priv_adopt_stats *st, char *errbuf,
+                                                  size_t errbuf_size);
 
 /* Publish the ledger rows ids[0..n) of l (core_dp_ledger_row) to the changelog topic on every
  * partition p < n_parts with need[p] >= 0 (key = release id, same bytes on each), wait for
@@ -59,18 +57,16 @@ CORE_MUST_CHECK core_err cal_priv_adopt_changelog(const struct core_config *cfg,
  * Returns CORE_OK, CORE_EKAFKA (a record not acknowledged within timeout_ms), the errors of
  * core_dp_ledger_row. */
 CORE_MUST_CHECK core_err cal_priv_publish(const struct core_config *cfg, struct core_dp_ledger *l,
-                                          const char *const *ids, size_t n,
-                                          const int64_t *need, size_t n_parts,
-                                          const char *cal_topic, uint64_t version,
+                                          const char *const *ids, size_t n, const int64_t *need,
+                                          size_t n_parts, const char *cal_topic, uint64_t version,
                                           const char *theta, size_t theta_len, int timeout_ms,
                                           char *errbuf, size_t errbuf_size);
 
 /* Partitions need[] should name when republishing a stored θ after a restart: every
  * partition of the changelog topic (the units' partitions are not recorded). Fills need[p] =
  * 0 for p < partition count, -1 after; *n_parts. Returns CORE_OK, CORE_EKAFKA. */
-CORE_MUST_CHECK core_err cal_priv_all_partitions(const struct core_config *cfg,
-                                                 const char *topic, int64_t *need,
-                                                 size_t *n_parts, char *errbuf,
+CORE_MUST_CHECK core_err cal_priv_all_partitions(const struct core_config *cfg, const char *topic,
+                                                 int64_t *need, size_t *n_parts, char *errbuf,
                                                  size_t errbuf_size);
 
 #endif /* CAL_SVC_PRIVATE_H */

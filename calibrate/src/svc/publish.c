@@ -8,8 +8,8 @@
 
 #include "core/ksync.h"
 
-core_err cal_theta_publish(const struct core_config *cfg, const struct cal_theta *t,
-                           int timeout_ms, char *eb, size_t ebn)
+core_err cal_theta_publish(const struct core_config *cfg, const struct cal_theta *t, int timeout_ms,
+                           char *eb, size_t ebn)
 {
     struct core_ksync_opts po = {.topic = core_config_str(cfg, "topics.calibration")};
     struct core_ksync *p = NULL;
@@ -18,8 +18,9 @@ core_err cal_theta_publish(const struct core_config *cfg, const struct cal_theta
     core_err rc;
 
     if (!core_config_str(cfg, "broker.bootstrap")) {
-        snprintf(eb, ebn, "broker.bootstrap: needed to publish theta (e.g. --set "
-                          "broker.bootstrap=@FILE written by `gcdp broker`)");
+        snprintf(eb, ebn,
+                 "broker.bootstrap: needed to publish theta (e.g. --set "
+                 "broker.bootstrap=@FILE written by `gcdp broker`)");
         return CORE_ECONFIG;
     }
     if ((rc = cal_theta_to_json(t, &j, eb, ebn)) != CORE_OK)

@@ -24,11 +24,10 @@
 #include "core/mem.h"
 #include "private.h"
 
-#define TICK_MS 250
-#define IO_MS 30000 /* private mode: reading a topic to its end, waiting for acks */
-#define SETTLE_MS 1500 /* topics.calibration quiet this long (or lag 0): read to its end */
-#define CLOSE_MS 10000
-
+#define TICK_MS   250
+#define IO_MS     30000 /* private mode: reading a topic to its end, waiting for acks */
+#define SETTLE_MS 1500  /* topics.calibration quiet this long (or lag 0): read to its end */
+#define CLOSE_MS  10000
 
 enum svc_state { S_READING, S_RUNNING, S_CLOSING, S_DONE };
 
@@ -51,9 +50,10 @@ struct cal_service {
     core_err status;
     bool done_called, tcons_closed;
     uint64_t started, last_theta_msg, close_started, last_made_at; /* loop ms */
-    uint64_t newest;        /* newest version seen or made */
+    uint64_t newest;                                               /* newest version seen or made */
     uint64_t periodic_from; /* loop ms the periodic fallback counts from */
-    _Atomic uint64_t a_version, a_made, a_published, a_by_reason[CAL_N_REASONS], a_limited, a_failures;
+    _Atomic uint64_t a_version, a_made, a_published, a_by_reason[CAL_N_REASONS], a_limited,
+        a_failures;
     _Atomic uint64_t a_refused[CAL_N_REFUSALS], a_replayed;
     char last_reason[16];
 };
@@ -69,8 +69,8 @@ static void on_delivery(void *arg, void *opaque, rd_kafka_resp_err_t err)
         return;
     }
     if (err) {
-        CORE_ERROR("theta version %" PRIu64 " was not acknowledged by the broker (%s)",
-                   version, rd_kafka_err2str(err));
+        CORE_ERROR("theta version %" PRIu64 " was not acknowledged by the broker (%s)", version,
+                   rd_kafka_err2str(err));
         atomic_fetch_add(&s->a_failures, 1);
         return;
     }
@@ -81,8 +81,8 @@ static void on_delivery(void *arg, void *opaque, rd_kafka_resp_err_t err)
 /* ------------------------------------------------------------------------------------ */
 /* Private mode (cal/service.h: the protocol) */
 
-static const char *const refusal_names[CAL_N_REFUSALS] = {"budget", "release_behind",
-                                                          "no_windows", "changelog"};
+static const char *const refusal_names[CAL_N_REFUSALS] = {"budget", "release_behind", "no_windows",
+                                                          "changelog"};
 enum { R_BUDGET, R_BEHIND, R_NO_WINDOWS, R_CHANGELOG };
 
 const char *cal_refusal_name(int i)
@@ -107,14 +107,14 @@ static void refuse(struct cal_service *s, int why, const char *reason, const cha
     atomic_fetch_add(&s->a_refused[why], 1);
     core_metric_add(s->m_refused[why], 1);
     CORE_WARN("private recalibration (%s) refused (%s): %s", reason, refusal_names[why], detail);
-    reply(s, NULL, json_pack("{s:s, s:s, s:s, s:s}", "recalibrate", "refused",
-                                      "reason", reason, "refusal", refusal_names[why],
-                                       "detail", said[why]));
+    reply(s, NULL,
+          json_pack("{s:s, s:s, s:s, s:s}", "recalibrate", "refused", "reason", reason, "refusal",
+                    refusal_names[why], "detail", said[why]));
 }
 
 /* Steps 1-3: windows, span, release caught up, changelog adopted. */
-static core_err private_span(struct cal_service *s, struct cal_span_result *r, int *why,
-                             char *eb, size_t ebn)
+static core_err private_span(struct cal_service *s, struct cal_span_result *r, int *why, char *eb,
+                             size_t ebn)
 {
     struct cal_span_set set;
     struct cal_priv_adopt_stats ad;
@@ -122,10 +122,9 @@ static core_err private_span(struct cal_service *s, struct cal_span_result *r, i
     core_err rc;
 
     memset(r, 0, sizeof(*r));
-    cal_span_set_init(&set, s->opts.lateness_ms + widen + s->opts.scheme.slot_ms,
-                      s->opts.span_ms);
-    rc = cal_priv_read_windows(s->cfg, core_config_str(s->cfg, "topics.windows"), &set, IO_MS,
-                               eb, ebn);
+    cal_span_set_init(&set, s->opts.lateness_ms + widen + s->opts.scheme.slot_ms, s->opts.span_ms);
+    rc = cal_priv_read_windows(s->cfg, core_config_str(s->cfg, "topics.windows"), &set, IO_MS, eb,
+                               ebn);
     if (rc == CORE_OK && !cal_span_bounds(set.newest_end, s->opts.lateness_ms, widen,
                                           s->opts.scheme.slot_ms, s->opts.span_ms, &t0, &t1)) {
         snprintf(eb, ebn, "no window on %s", core_config_str(s->cfg, "topics.windows"));
@@ -135,9 +134,11 @@ static core_err private_span(struct cal_service *s, struct cal_span_result *r, i
         rc = cal_span_select(&set, t0, t1, r, eb, ebn);
     *why = rc == CORE_ENOTFOUND ? R_NO_WINDOWS : -1;
     if (rc == CORE_OK && s->opts.lateness_ms < r->row_len_ms + widen + s->opts.scheme.slot_ms) {
-        snprintf(eb, ebn, "release.service.ledger_lateness_ms = %" PRId64 " is shorter than a "
+        snprintf(eb, ebn,
+                 "release.service.ledger_lateness_ms = %" PRId64 " is shorter than a "
                  "window (%" PRId64 " ms) + the widening + one slot: a later window of a device "
-                 "could charge a unit of the span", s->opts.lateness_ms, r->row_len_ms);
+                 "could charge a unit of the span",
+                 s->opts.lateness_ms, r->row_len_ms);
         rc = CORE_ECONFIG;
     }
     if (rc == CORE_OK) {
@@ -152,7 +153,8 @@ static core_err private_span(struct cal_service *s, struct cal_span_result *r, i
         *why = rc == CORE_ESTATE || rc == CORE_EINVARIANT || rc == CORE_EPARSE ? R_CHANGELOG : -1;
         for (size_t p = 0; rc == CORE_OK && p < r->n_parts; p++)
             if (r->need[p] >= 0 && ad.rows_in[p] == 0) { /* released windows, no rows */
-                snprintf(eb, ebn, "%s partition %zu holds no ledger row although release "
+                snprintf(eb, ebn,
+                         "%s partition %zu holds no ledger row although release "
                          "committed past windows of the span: is release.service.changelog "
                          "on for every release instance?",
                          core_config_str(s->cfg, "topics.ledger_changelog"), p);
@@ -171,8 +173,8 @@ static core_err private_span(struct cal_service *s, struct cal_span_result *r, i
 
 /* Step 5 for a committed version: its rows (head and parts) to the changelog, then θ. */
 static core_err private_publish(struct cal_service *s, uint64_t version, size_t parts,
-                                const char *bytes, size_t len, const int64_t *need,
-                                size_t n_parts, char *eb, size_t ebn)
+                                const char *bytes, size_t len, const int64_t *need, size_t n_parts,
+                                char *eb, size_t ebn)
 {
     char(*idb)[64] = core_xcalloc(parts ? parts : 1, sizeof(*idb));
     const char **ids = core_xcalloc(parts ? parts : 1, sizeof(*ids));
@@ -228,20 +230,20 @@ static core_err make_private_version(struct cal_service *s, const char *reason, 
         lo.widen_ms = cal_ledger_widen_ms(&s->opts.scheme);
         lo.cap = s->opts.cap;
         lo.row_len_ms = r.row_len_ms;
-        rc = cal_calibrate_charged(s->opts.ledger, r.mx, &o, &lo, "windows:span", s->opts.rng,
-                                   &ch, eb, ebn);
+        rc = cal_calibrate_charged(s->opts.ledger, r.mx, &o, &lo, "windows:span", s->opts.rng, &ch,
+                                   eb, ebn);
         core_rng_os_wipe();
         why = rc == CORE_EBUDGET ? R_BUDGET : -1;
     }
     if (rc == CORE_OK)
-        rc = private_publish(s, ch.version, ch.n_parts, ch.bytes, ch.len, r.need, r.n_parts,
-                             eb, ebn);
+        rc = private_publish(s, ch.version, ch.n_parts, ch.bytes, ch.len, r.need, r.n_parts, eb,
+                             ebn);
     if (rc == CORE_OK) {
         made(s, ch.version, reason);
         atomic_fetch_add(&s->a_published, 1);
         CORE_INFO("private theta version %" PRIu64 " (%s): eps_cal %.17g charged to %zu units "
-                  "in %zu ledger rows, published after its rows", ch.version, reason,
-                  ch.eps_charged, ch.n_units, ch.n_parts);
+                  "in %zu ledger rows, published after its rows",
+                  ch.version, reason, ch.eps_charged, ch.n_units, ch.n_parts);
     } else if (why >= 0) {
         refuse(s, why, reason, eb);
     } else {
@@ -287,8 +289,8 @@ static core_err private_replay(struct cal_service *s, char *eb, size_t ebn)
     int64_t *need = core_xcalloc(CAL_SPAN_MAX_PARTITIONS, sizeof(*need));
     char id[64];
     json_t *j = NULL;
-    core_err rc = core_dp_ledger_scan(s->opts.ledger_path, &sc, &cap, scan_head, &h, &torn, eb,
-                                      ebn);
+    core_err rc =
+        core_dp_ledger_scan(s->opts.ledger_path, &sc, &cap, scan_head, &h, &torn, eb, ebn);
 
     if (rc != CORE_OK || h.v <= s->newest)
         goto out;
@@ -297,7 +299,7 @@ static core_err private_replay(struct cal_service *s, char *eb, size_t ebn)
         goto out;
     j = json_loadb((const char *)bytes, len, 0, NULL);
     if (!json_is_integer(json_object_get(j, "version"))) { /* a failure marker: no θ */
-        s->newest = h.v; /* never reused */
+        s->newest = h.v;                                   /* never reused */
         goto out;
     }
     snprintf(id, sizeof(id), "calibrate|%" PRIu64 "#1", (uint64_t)h.v);
@@ -306,11 +308,11 @@ static core_err private_replay(struct cal_service *s, char *eb, size_t ebn)
         parts = (size_t)json_integer_value(json_object_get(pj, "parts"));
         json_decref(pj);
     }
-    rc = cal_priv_all_partitions(s->cfg, core_config_str(s->cfg, "topics.windows"), need,
-                                 &n_parts, eb, ebn);
+    rc = cal_priv_all_partitions(s->cfg, core_config_str(s->cfg, "topics.windows"), need, &n_parts,
+                                 eb, ebn);
     if (rc == CORE_OK)
-        rc = private_publish(s, h.v, parts ? parts : 1, (const char *)bytes, len, need, n_parts,
-                             eb, ebn);
+        rc = private_publish(s, h.v, parts ? parts : 1, (const char *)bytes, len, need, n_parts, eb,
+                             ebn);
     if (rc == CORE_OK) {
         s->newest = h.v;
         atomic_store(&s->a_version, h.v);
@@ -318,7 +320,8 @@ static core_err private_replay(struct cal_service *s, char *eb, size_t ebn)
         atomic_fetch_add(&s->a_published, 1);
         core_metric_set(s->m_version, (int64_t)h.v);
         CORE_INFO("private theta version %" PRIu64 " republished from the ledger (committed, "
-                  "not on %s): stored bytes, no noise drawn", (uint64_t)h.v, s->t_cal);
+                  "not on %s): stored bytes, no noise drawn",
+                  (uint64_t)h.v, s->t_cal);
     }
 out:
     json_decref(j);
@@ -357,8 +360,8 @@ static core_err make_version(struct cal_service *s, const char *reason, char *eb
     }
     if (rc == CORE_OK) {
         snprintf(key, sizeof(key), "%" PRIu64, t->version);
-        rc = core_kproducer_send(s->prod, s->t_cal, RD_KAFKA_PARTITION_UA, key, strlen(key),
-                                 bytes, len, (void *)(uintptr_t)t->version);
+        rc = core_kproducer_send(s->prod, s->t_cal, RD_KAFKA_PARTITION_UA, key, strlen(key), bytes,
+                                 len, (void *)(uintptr_t)t->version);
         if (rc != CORE_OK)
             snprintf(eb, ebn, "cannot enqueue theta version %" PRIu64 " (%s)", t->version,
                      core_strerror(rc));
@@ -406,7 +409,8 @@ core_err cal_service_request(struct cal_service *s, const char *reason, char *eb
     if (s->last_made_at && now < next) {
         atomic_fetch_add(&s->a_limited, 1);
         core_metric_add(s->m_limited, 1);
-        snprintf(eb, ebn, "rate-limited: the previous version was made %.1f s ago; the next is "
+        snprintf(eb, ebn,
+                 "rate-limited: the previous version was made %.1f s ago; the next is "
                  "allowed in %.1f s (calibrate.service.min_interval_s)",
                  (double)(now - s->last_made_at) / 1000.0, (double)(next - now) / 1000.0);
         CORE_WARN("recalibration (%s) refused: %s", reason, eb);
@@ -457,9 +461,8 @@ static json_t *status_body(struct cal_service *s)
     o = json_pack("{s:I, s:s, s:I, s:I, s:o, s:I, s:I, s:b, s:s}", "theta_version",
                   (json_int_t)st.version, "last_reason", st.last_reason, "made",
                   (json_int_t)st.made, "published", (json_int_t)st.published, "by_reason", by,
-                  "rate_limited", (json_int_t)st.rate_limited, "failures",
-                  (json_int_t)st.failures, "paused", s->paused, "mode",
-                  s->priv ? "private" : "public");
+                  "rate_limited", (json_int_t)st.rate_limited, "failures", (json_int_t)st.failures,
+                  "paused", s->paused, "mode", s->priv ? "private" : "public");
     if (s->priv) {
         json_t *rf = json_object();
         for (int i = 0; i < CAL_N_REFUSALS; i++)
@@ -507,14 +510,16 @@ static void on_command(void *arg, const struct core_ctl_cmd *cmd)
         refused_before = refusals(s);
         rc = cal_service_request(s, why, eb, sizeof(eb));
         if (refusals(s) != refused_before) /* private: detail kept off the public topic */
-            snprintf(eb, sizeof(eb), "refused by the privacy protocol (see the status record "
+            snprintf(eb, sizeof(eb),
+                     "refused by the privacy protocol (see the status record "
                      "with its refusal reason and the service log)");
-        reply(s, cmd->nonce, json_pack("{s:s, s:s, s:s, s:I}", "recalibrate",
-                                       rc == CORE_OK       ? "made"
-                                       : rc == CORE_EAGAIN ? "rate_limited"
-                                                           : "refused",
-                                       "reason", why, "detail", rc == CORE_OK ? "" : eb,
-                                       "theta_version", (json_int_t)s->newest));
+        reply(s, cmd->nonce,
+              json_pack("{s:s, s:s, s:s, s:I}", "recalibrate",
+                        rc == CORE_OK       ? "made"
+                        : rc == CORE_EAGAIN ? "rate_limited"
+                                            : "refused",
+                        "reason", why, "detail", rc == CORE_OK ? "" : eb, "theta_version",
+                        (json_int_t)s->newest));
         break;
     case CORE_CTL_PAUSE:
     case CORE_CTL_RESUME:
@@ -553,7 +558,8 @@ static void finish(struct cal_service *s)
         return;
     s->state = S_DONE;
     CORE_INFO("calibrate stopped: newest version %" PRIu64 ", %" PRIu64 " made, %" PRIu64
-              " published", s->newest, atomic_load(&s->a_made), atomic_load(&s->a_published));
+              " published",
+              s->newest, atomic_load(&s->a_made), atomic_load(&s->a_published));
     if (s->metrics)
         core_metrics_set_health(s->metrics, false, "stopped");
     core_kconsumer_detach(s->tcons);
@@ -643,21 +649,21 @@ static void metrics_register(struct cal_service *s)
                                     NULL, "newest theta version (0: none)");
     for (int i = 0; i < CAL_N_REASONS; i++) {
         snprintf(lab, sizeof(lab), "reason=\"%s\"", cal_reason_name(i));
-        s->m_made[i] = core_metrics_get(s->metrics, CORE_METRIC_COUNTER,
-                                        "gcdp_calibrate_versions_total", lab,
-                                        "theta versions made, by reason");
+        s->m_made[i] =
+            core_metrics_get(s->metrics, CORE_METRIC_COUNTER, "gcdp_calibrate_versions_total", lab,
+                             "theta versions made, by reason");
     }
-    s->m_limited = core_metrics_get(s->metrics, CORE_METRIC_COUNTER,
-                                    "gcdp_calibrate_rate_limited_total", NULL,
-                                    "recalibration requests refused by the rate limit");
-    s->m_failures = core_metrics_get(s->metrics, CORE_METRIC_COUNTER,
-                                     "gcdp_calibrate_failures_total", NULL,
-                                     "calibrations or publications that failed");
+    s->m_limited =
+        core_metrics_get(s->metrics, CORE_METRIC_COUNTER, "gcdp_calibrate_rate_limited_total", NULL,
+                         "recalibration requests refused by the rate limit");
+    s->m_failures =
+        core_metrics_get(s->metrics, CORE_METRIC_COUNTER, "gcdp_calibrate_failures_total", NULL,
+                         "calibrations or publications that failed");
     for (int i = 0; s->priv && i < CAL_N_REFUSALS; i++) {
         snprintf(lab, sizeof(lab), "reason=\"%s\"", refusal_names[i]);
-        s->m_refused[i] = core_metrics_get(s->metrics, CORE_METRIC_COUNTER,
-                                           "gcdp_calibrate_refusals_total", lab,
-                                           "private recalibrations refused, by reason");
+        s->m_refused[i] =
+            core_metrics_get(s->metrics, CORE_METRIC_COUNTER, "gcdp_calibrate_refusals_total", lab,
+                             "private recalibrations refused, by reason");
     }
 }
 
@@ -665,7 +671,8 @@ static core_err make_clients(struct cal_service *s, char *eb, size_t ebn)
 {
     rd_kafka_conf_t *c = NULL;
     struct core_kconsumer_ops ops = {.on_message = on_theta_message,
-                                     .on_assign = on_theta_assign, .on_closed = on_closed,
+                                     .on_assign = on_theta_assign,
+                                     .on_closed = on_closed,
                                      .arg = s};
     core_err rc = core_kafka_conf_new(s->cfg, CORE_KAFKA_PRODUCER, NULL, &c, eb, ebn);
 
@@ -677,27 +684,28 @@ static core_err make_clients(struct cal_service *s, char *eb, size_t ebn)
     rc = core_kconsumer_new_own(s->loop, s->cfg, "gcdp-calibrate", s->t_cal, "earliest", &ops,
                                 &s->tcons, eb, ebn); /* every θ version, from the start */
     if (rc == CORE_OK) {
-        struct core_ctl_listener_opts co = {"calibrate", on_command, on_ctl_closed, s,
-                                            s->metrics};
+        struct core_ctl_listener_opts co = {"calibrate", on_command, on_ctl_closed, s, s->metrics};
         rc = core_ctl_listener_new(s->loop, s->cfg, &co, &s->ctl, eb, ebn);
     }
     return rc;
 }
 
-core_err cal_service_opts_from_config(const struct core_config *cfg, struct cal_opts *o,
-                                      char *eb, size_t ebn)
+core_err cal_service_opts_from_config(const struct core_config *cfg, struct cal_opts *o, char *eb,
+                                      size_t ebn)
 {
     core_err rc = cal_opts_from_config(cfg, o, eb, ebn);
 
     if (rc == CORE_OK && o->mode == CAL_MODE_PRIVATE && o->sens != CAL_SENS_UNIVERSAL) {
-        snprintf(eb, ebn, "calibrate.private.sensitivity: the private calibrate service uses "
-                          "universal (the expansion bound needs the policy graph over the "
-                          "span's nodes; use the offline `gcdp calibrate --mode private`)");
+        snprintf(eb, ebn,
+                 "calibrate.private.sensitivity: the private calibrate service uses "
+                 "universal (the expansion bound needs the policy graph over the "
+                 "span's nodes; use the offline `gcdp calibrate --mode private`)");
         rc = CORE_ECONFIG;
     }
     if (rc == CORE_OK && o->mode == CAL_MODE_PRIVATE && o->task != CAL_TASK_AGGREGATE) {
-        snprintf(eb, ebn, "calibrate.task: the private calibrate service builds theta from "
-                          "windows, which carry no labels: aggregate only");
+        snprintf(eb, ebn,
+                 "calibrate.task: the private calibrate service builds theta from "
+                 "windows, which carry no labels: aggregate only");
         rc = CORE_ECONFIG;
     }
     if (rc == CORE_OK && o->mode == CAL_MODE_PRIVATE && o->version != 0) {
@@ -723,15 +731,17 @@ void cal_service_opts_init(const struct core_config *cfg, const char *input,
 static core_err private_check(const struct cal_service_opts *o, char *eb, size_t ebn)
 {
     if (!o->ledger || !o->ledger_path || !o->rng) {
-        snprintf(eb, ebn, "calibrate.mode=private: the service needs its own ledger "
-                          "(calibrate.ledger.path) and a noise source");
+        snprintf(eb, ebn,
+                 "calibrate.mode=private: the service needs its own ledger "
+                 "(calibrate.ledger.path) and a noise source");
         return CORE_ECONFIG;
     }
     if (o->span_ms < 1 || o->lateness_ms < 0 || !o->release_group || !o->release_group[0] ||
         o->scheme.slot_ms < 1 || o->scheme.period_ms < 1) {
-        snprintf(eb, ebn, "calibrate.service.private_span_s, calibrate.service.release_group, "
-                          "release.service.ledger_lateness_ms and release.ledger.slot_ms must be "
-                          "set for a private service");
+        snprintf(eb, ebn,
+                 "calibrate.service.private_span_s, calibrate.service.release_group, "
+                 "release.service.ledger_lateness_ms and release.ledger.slot_ms must be "
+                 "set for a private service");
         return CORE_ECONFIG;
     }
     return CORE_OK;
@@ -756,8 +766,9 @@ core_err cal_service_new(uv_loop_t *loop, const struct core_config *cfg,
     if (rc == CORE_OK && s->priv)
         rc = private_check(opts, eb, ebn);
     if (rc == CORE_OK && !s->priv && (!opts->input || !opts->input[0])) {
-        snprintf(eb, ebn, "calibrate service: a public calibration source file is required "
-                          "(--input FILE)");
+        snprintf(eb, ebn,
+                 "calibrate service: a public calibration source file is required "
+                 "(--input FILE)");
         rc = CORE_ECONFIG;
     }
     metrics_register(s);

@@ -43,8 +43,8 @@ static void prune(struct cal_span_set *s)
     s->n = m;
 }
 
-core_err cal_span_add(struct cal_span_set *s, const void *payload, size_t len,
-                      int32_t partition, int64_t offset)
+core_err cal_span_add(struct cal_span_set *s, const void *payload, size_t len, int32_t partition,
+                      int64_t offset)
 {
     json_t *j = payload ? json_loadb(payload, len, 0, NULL) : NULL;
     const json_t *st = json_object_get(j, "window_start"), *en = json_object_get(j, "window_end");
@@ -97,8 +97,8 @@ core_err cal_span_add(struct cal_span_set *s, const void *payload, size_t len,
     return CORE_OK;
 }
 
-bool cal_span_bounds(int64_t newest_end, int64_t lateness_ms, int64_t widen_ms,
-                     int64_t slot_ms, int64_t span_ms, int64_t *t0, int64_t *t1)
+bool cal_span_bounds(int64_t newest_end, int64_t lateness_ms, int64_t widen_ms, int64_t slot_ms,
+                     int64_t span_ms, int64_t *t0, int64_t *t1)
 {
     const int64_t lim = (int64_t)1 << 61;
     if (newest_end <= 0 || newest_end > lim || lateness_ms < 0 || lateness_ms > lim ||
@@ -144,8 +144,7 @@ static size_t node_names(const struct cal_span_win *w, const char ***keys, char 
 
     *keys = core_xcalloc(m ? m : 1, sizeof(**keys));
     *names = core_xcalloc(m ? m : 1, sizeof(**names));
-    json_object_foreach(w->nodes, key, v)
-        (*keys)[k++] = key;
+    json_object_foreach(w->nodes, key, v)(*keys)[k++] = key;
     qsort(*keys, m, sizeof(**keys), by_str);
     for (size_t i = 0; i < m; i++) {
         const char *dot = strrchr((*keys)[i], '.');
@@ -161,8 +160,7 @@ static size_t node_names(const struct cal_span_win *w, const char ***keys, char 
 }
 
 /* One row's values; false when a node is missing or not a finite number. */
-static bool row_values(const struct cal_span_win *w, const char *const *keys, size_t m,
-                       double *x)
+static bool row_values(const struct cal_span_win *w, const char *const *keys, size_t m, double *x)
 {
     for (size_t j = 0; j < m; j++) {
         const json_t *v = json_object_get(w->nodes, keys[j]);
@@ -181,8 +179,10 @@ static core_err collect_devices(const struct cal_span_win *const *sel, size_t n,
         if (out->n_devices > 0 && strcmp(out->devices[out->n_devices - 1], sel[i]->device) == 0)
             continue;
         if (out->n_devices == CAL_LEDGER_MAX_DEVICES) {
-            snprintf(eb, ebn, "the span holds windows of more than %u devices; declare a "
-                     "shorter span (calibrate.service.private_span_s)", CAL_LEDGER_MAX_DEVICES);
+            snprintf(eb, ebn,
+                     "the span holds windows of more than %u devices; declare a "
+                     "shorter span (calibrate.service.private_span_s)",
+                     CAL_LEDGER_MAX_DEVICES);
             return CORE_ETOOBIG;
         }
         out->devices = core_xrealloc(out->devices, (out->n_devices + 1) * sizeof(char *));
@@ -221,7 +221,8 @@ static size_t fill_rows(const struct cal_span_set *s, const struct cal_span_win 
 core_err cal_span_select(const struct cal_span_set *s, int64_t t0, int64_t t1,
                          struct cal_span_result *out, char *eb, size_t ebn)
 {
-    const struct cal_span_win **sel = core_xcalloc(s->n ? s->n : 1, sizeof(*sel)); // NOLINT(bugprone-sizeof-expression): array of pointers
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): array of pointers
+    const struct cal_span_win **sel = core_xcalloc(s->n ? s->n : 1, sizeof(*sel));
     const char **keys = NULL;
     char **names = NULL;
     double *x = NULL;
@@ -237,16 +238,18 @@ core_err cal_span_select(const struct cal_span_set *s, int64_t t0, int64_t t1,
         if (s->w[i].start >= t0 && s->w[i].end <= t1 && s->w[i].end <= dn - s->gap_ms)
             sel[n++] = &s->w[i];
     }
-    qsort(sel, n, sizeof(*sel), by_dev_start); // NOLINT(bugprone-sizeof-expression): array of pointers
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): array of pointers
+    qsort(sel, n, sizeof(*sel), by_dev_start);
     if (n > 0)
         m = node_names(sel[0], &keys, &names);
     x = core_xcalloc((n ? n : 1) * (m ? m : 1), sizeof(*x));
     ts = core_xcalloc(n ? n : 1, sizeof(*ts));
     rows = fill_rows(s, sel, n, keys, m, x, ts, out);
     if (rows < 2 || m == 0) {
-        snprintf(eb, ebn, "the declared span [%" PRId64 ", %" PRId64 "] holds %zu usable "
-                 "windows (%zu skipped); a private recalibration needs at least 2", t0, t1, rows,
-                 out->skipped);
+        snprintf(eb, ebn,
+                 "the declared span [%" PRId64 ", %" PRId64 "] holds %zu usable "
+                 "windows (%zu skipped); a private recalibration needs at least 2",
+                 t0, t1, rows, out->skipped);
         rc = CORE_ENOTFOUND;
     }
     if (rc == CORE_OK)

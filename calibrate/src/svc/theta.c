@@ -12,7 +12,6 @@
 #include "cal/calibrate.h"
 #include "core/mem.h"
 
-
 /* ------------------------------------------------------------------ lifecycle */
 
 core_err cal_theta_new(size_t n_nodes, size_t d, struct cal_theta **out)
@@ -249,8 +248,7 @@ core_err cal_theta_node_index(const struct cal_theta *t, const char *name, size_
     return CORE_ENOTFOUND;
 }
 
-static const char *const reason_names[CAL_N_REASONS] = {"initial", "drift", "command",
-                                                        "periodic"};
+static const char *const reason_names[CAL_N_REASONS] = {"initial", "drift", "command", "periodic"};
 
 const char *cal_reason_name(int i)
 {
@@ -312,7 +310,8 @@ static core_err validate_params(const struct cal_theta *t, char *eb, size_t ebn)
     if (t->reason[0] && cal_reason_index(t->reason) < 0)
         return theta_invalid(eb, ebn,
                              "reason: \"%.15s\" is not initial, drift, command or "
-                             "periodic", t->reason);
+                             "periodic",
+                             t->reason);
     if (t->L < 0 || t->L > CAL_MAX_LAG)
         return theta_invalid(eb, ebn, "L: %d not in [0,%d]", t->L, CAL_MAX_LAG);
     if (!in_range(t->lambda, 0.0, 1.0))
@@ -408,7 +407,8 @@ static core_err validate_coords(const struct cal_theta *t, char *eb, size_t ebn)
             if (c->nodes[a] >= t->n_nodes || (a > 0 && c->nodes[a] <= c->nodes[a - 1]))
                 return theta_invalid(eb, ebn,
                                      "coords[%zu].nodes[%zu]: out of range, duplicate or "
-                                     "unsorted", k, a);
+                                     "unsorted",
+                                     k, a);
             if (!isfinite(c->coef[a]))
                 return theta_invalid(eb, ebn, "coords[%zu].coef[%zu]: not finite", k, a);
         }
@@ -517,16 +517,16 @@ core_err cal_theta_to_json(const struct cal_theta *t, json_t **out, char *eb, si
     *out = NULL;
     if (rc != CORE_OK)
         return rc;
-    o = json_pack("{s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:I}", "schema", CAL_THETA_SCHEMA,
-                  "version", (json_int_t)t->version, "mode", cal_mode_name(t->mode),
-                  "created_at", t->created_at, "software", t->software, "config_version",
-                  t->config_version, "source", t->source, "n_cal", (json_int_t)t->n_cal);
+    o = json_pack("{s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:I}", "schema", CAL_THETA_SCHEMA, "version",
+                  (json_int_t)t->version, "mode", cal_mode_name(t->mode), "created_at",
+                  t->created_at, "software", t->software, "config_version", t->config_version,
+                  "source", t->source, "n_cal", (json_int_t)t->n_cal);
     if (t->reason[0])
         json_object_set_new(o, "reason", json_string(t->reason));
     json_object_set_new(o, "eps_cal",
                         json_pack("{s:f, s:f, s:f, s:f, s:f}", "G", t->eps_cal.G, "tau",
-                                  t->eps_cal.tau, "mu", t->eps_cal.mu, "xi", t->eps_cal.xi,
-                                  "total", cal_theta_eps_cal_total(t)));
+                                  t->eps_cal.tau, "mu", t->eps_cal.mu, "xi", t->eps_cal.xi, "total",
+                                  cal_theta_eps_cal_total(t)));
     json_object_set_new(o, "sensitivity",
                         json_pack("{s:s, s:f, s:f, s:f, s:f}", "choice", cal_sens_name(t->sens),
                                   "delta_S", t->delta_S, "delta_mu", t->delta_mu, "delta_xi",
@@ -574,13 +574,15 @@ static core_err parse_fail(core_err code, char *eb, size_t ebn, const char *fmt,
 }
 
 static const char *const known_fields[] = {
-    "schema", "version", "mode", "created_at", "software", "config_version", "source",
-    "reason", "n_cal", "eps_cal", "sensitivity", "task", "L", "lambda", "tau", "tau_grid", "K",
-    "alpha", "gamma", "tau_c", "kappa", "g_max", "nodes", "norm", "edges", "exposure",
-    "coords", "mu", "xi_hat", "B", "s", "eps", "eps_rel", "mechanism", NULL};
+    "schema", "version",  "mode",    "created_at", "software",    "config_version",
+    "source", "reason",   "n_cal",   "eps_cal",    "sensitivity", "task",
+    "L",      "lambda",   "tau",     "tau_grid",   "K",           "alpha",
+    "gamma",  "tau_c",    "kappa",   "g_max",      "nodes",       "norm",
+    "edges",  "exposure", "coords",  "mu",         "xi_hat",      "B",
+    "s",      "eps",      "eps_rel", "mechanism",  NULL};
 
-static core_err get_num(const json_t *o, const char *key, bool required, double *out,
-                        char *eb, size_t ebn)
+static core_err get_num(const json_t *o, const char *key, bool required, double *out, char *eb,
+                        size_t ebn)
 {
     const json_t *v = json_object_get(o, key);
     if (!v) {
@@ -611,8 +613,8 @@ static core_err get_int(const json_t *o, const char *key, json_int_t lo, json_in
     return CORE_OK;
 }
 
-static core_err get_str(const json_t *o, const char *key, bool required, char *dst,
-                        size_t dstn, char *eb, size_t ebn)
+static core_err get_str(const json_t *o, const char *key, bool required, char *dst, size_t dstn,
+                        char *eb, size_t ebn)
 {
     const json_t *v = json_object_get(o, key);
     if (!v) {
@@ -628,8 +630,8 @@ static core_err get_str(const json_t *o, const char *key, bool required, char *d
     return CORE_OK;
 }
 
-static core_err get_enum(const json_t *o, const char *key, const char *a, const char *b,
-                         int *out, char *eb, size_t ebn)
+static core_err get_enum(const json_t *o, const char *key, const char *a, const char *b, int *out,
+                         char *eb, size_t ebn)
 {
     char s[32] = "";
     core_err rc = get_str(o, key, true, s, sizeof(s), eb, ebn);
@@ -645,8 +647,7 @@ static core_err get_enum(const json_t *o, const char *key, const char *a, const 
 }
 
 /* Fill v[0..n) from array `key` of exactly n numbers. */
-static core_err get_vec(const json_t *o, const char *key, size_t n, double *v, char *eb,
-                        size_t ebn)
+static core_err get_vec(const json_t *o, const char *key, size_t n, double *v, char *eb, size_t ebn)
 {
     const json_t *a = json_object_get(o, key);
     if (!a)
@@ -668,16 +669,17 @@ static core_err get_vec(const json_t *o, const char *key, size_t n, double *v, c
 }
 
 static const char *const eps_keys[] = {"G", "tau", "mu", "xi", "total", NULL};
-static const char *const sens_keys[] = {"choice", "delta_S", "delta_mu", "delta_xi", "delta_U",
-                                        NULL};
+static const char *const sens_keys[] = {"choice",   "delta_S", "delta_mu",
+                                        "delta_xi", "delta_U", NULL};
 
 /* Every member of object o must be one of known[]. */
-static core_err check_keys(const json_t *o, const char *what, const char *const *known,
-                           char *eb, size_t ebn)
+static core_err check_keys(const json_t *o, const char *what, const char *const *known, char *eb,
+                           size_t ebn)
 {
     const char *key;
     const json_t *v;
-    json_object_foreach((json_t *)o, key, v) {
+    json_object_foreach((json_t *)o, key, v)
+    {
         bool ok = false;
         for (size_t i = 0; known[i]; i++)
             ok = ok || strcmp(known[i], key) == 0;
@@ -717,8 +719,8 @@ static core_err parse_identity(const json_t *j, struct cal_theta *t, char *eb, s
     t->mode = (enum cal_mode)e;
     if ((rc = get_str(j, "created_at", true, t->created_at, sizeof(t->created_at), eb, ebn)) ||
         (rc = get_str(j, "software", false, t->software, sizeof(t->software), eb, ebn)) ||
-        (rc = get_str(j, "config_version", false, t->config_version,
-                      sizeof(t->config_version), eb, ebn)) ||
+        (rc = get_str(j, "config_version", false, t->config_version, sizeof(t->config_version), eb,
+                      ebn)) ||
         (rc = get_str(j, "source", false, t->source, sizeof(t->source), eb, ebn)) ||
         (rc = get_str(j, "reason", false, t->reason, sizeof(t->reason), eb, ebn)))
         return rc;
@@ -819,8 +821,7 @@ static core_err parse_params(const json_t *j, struct cal_theta *t, char *eb, siz
         return parse_fail(CORE_ETOOBIG, eb, ebn, "tau_grid: more than 1024 entries");
     t->n_tau_grid = json_array_size(g);
     t->tau_grid = t->n_tau_grid ? core_xcalloc(t->n_tau_grid, sizeof(double)) : NULL;
-    return t->n_tau_grid ? get_vec(j, "tau_grid", t->n_tau_grid, t->tau_grid, eb, ebn)
-                         : CORE_OK;
+    return t->n_tau_grid ? get_vec(j, "tau_grid", t->n_tau_grid, t->tau_grid, eb, ebn) : CORE_OK;
 }
 
 static core_err parse_nodes(const json_t *j, struct cal_theta *t, char *eb, size_t ebn)
@@ -861,7 +862,8 @@ static core_err parse_edges(const json_t *j, struct cal_theta *t, char *eb, size
     e = core_xcalloc(n ? n : 1, sizeof(*e));
     for (size_t x = 0; x < n && rc == CORE_OK; x++) {
         const json_t *r = json_array_get(a, x);
-        const json_t *i = json_array_get(r, 0), *jj = json_array_get(r, 1), *w = json_array_get(r, 2);
+        const json_t *i = json_array_get(r, 0), *jj = json_array_get(r, 1),
+                     *w = json_array_get(r, 2);
         if (!json_is_array(r) || json_array_size(r) != 3 || !json_is_integer(i) ||
             !json_is_integer(jj) || !json_is_number(w)) {
             snprintf(eb, ebn, "edges[%zu]: expected [i, j, w]", x);
@@ -903,8 +905,8 @@ static core_err parse_coords(const json_t *j, struct cal_theta *t, char *eb, siz
         if (!json_is_object(c) || json_object_size(c) != 3 || !json_is_string(nm) ||
             !json_is_array(nd) || !json_is_array(cf) || json_array_size(cf) != n || n == 0 ||
             n > CAL_MAX_COORD_NNZ) {
-            snprintf(eb, ebn, "coords[%zu]: expected {name, nodes[1..%u], coef[same length]}",
-                     k, CAL_MAX_COORD_NNZ);
+            snprintf(eb, ebn, "coords[%zu]: expected {name, nodes[1..%u], coef[same length]}", k,
+                     CAL_MAX_COORD_NNZ);
             rc = CORE_EPARSE;
             break;
         }
@@ -922,8 +924,8 @@ static core_err parse_coords(const json_t *j, struct cal_theta *t, char *eb, siz
                 coef[x] = json_number_value(ci);
             }
         }
-        if (rc == CORE_OK && (rc = cal_theta_set_coord(t, k, json_string_value(nm), n, nodes,
-                                                       coef)) != CORE_OK)
+        if (rc == CORE_OK &&
+            (rc = cal_theta_set_coord(t, k, json_string_value(nm), n, nodes, coef)) != CORE_OK)
             snprintf(eb, ebn, "coords[%zu]: bad name, duplicate node or non-finite coef", k);
     }
     free(nodes);
@@ -939,7 +941,8 @@ static core_err parse_release(const json_t *j, struct cal_theta *t, char *eb, si
     if (!any)
         return CORE_OK;
     cal_theta_release_alloc(t);
-    if ((rc = get_vec(j, "B", t->d, t->B, eb, ebn)) || (rc = get_vec(j, "s", t->d, t->s, eb, ebn)) ||
+    if ((rc = get_vec(j, "B", t->d, t->B, eb, ebn)) ||
+        (rc = get_vec(j, "s", t->d, t->s, eb, ebn)) ||
         (rc = get_vec(j, "eps", t->d, t->eps, eb, ebn)) ||
         (rc = get_num(j, "eps_rel", true, &t->eps_rel, eb, ebn)) ||
         (rc = get_str(j, "mechanism", true, t->mechanism, sizeof(t->mechanism), eb, ebn)))
@@ -953,7 +956,8 @@ static core_err check_shape(const json_t *j, size_t *m, size_t *d, char *eb, siz
     const json_t *v;
     if (!json_is_object(j))
         return parse_fail(CORE_EPARSE, eb, ebn, "theta: not a JSON object");
-    json_object_foreach((json_t *)j, key, v) {
+    json_object_foreach((json_t *)j, key, v)
+    {
         bool ok = false;
         for (size_t i = 0; known_fields[i]; i++)
             ok = ok || strcmp(known_fields[i], key) == 0;
@@ -995,10 +999,8 @@ core_err cal_theta_from_json(const json_t *j, struct cal_theta **out, char *eb, 
         goto out;
     if ((rc = parse_header(j, t, eb, ebn)) || (rc = parse_params(j, t, eb, ebn)) ||
         (rc = parse_nodes(j, t, eb, ebn)) || (rc = parse_edges(j, t, eb, ebn)) ||
-        (rc = parse_coords(j, t, eb, ebn)) ||
-        (rc = get_vec(j, "mu", d, t->mu, eb, ebn)) ||
-        (rc = get_vec(j, "xi_hat", d, t->xi_hat, eb, ebn)) ||
-        (rc = parse_release(j, t, eb, ebn)))
+        (rc = parse_coords(j, t, eb, ebn)) || (rc = get_vec(j, "mu", d, t->mu, eb, ebn)) ||
+        (rc = get_vec(j, "xi_hat", d, t->xi_hat, eb, ebn)) || (rc = parse_release(j, t, eb, ebn)))
         goto out;
     if ((rc = cal_theta_validate(t, eb, ebn)) != CORE_OK)
         goto out;

@@ -67,8 +67,8 @@ CORE_MUST_CHECK core_err core_audit_mirror_new(uv_loop_t *loop, rd_kafka_conf_t 
 /* Mirror what is durable now, wait (at most timeout_ms) for every message to be
  * acknowledged, persist the offset, close the handles, then call done(arg) on the loop.
  * Call once. */
-void core_audit_mirror_stop(struct core_audit_mirror *m, int timeout_ms,
-                            void (*done)(void *arg), void *arg);
+void core_audit_mirror_stop(struct core_audit_mirror *m, int timeout_ms, void (*done)(void *arg),
+                            void *arg);
 
 void core_audit_mirror_stats(const struct core_audit_mirror *m,
                              struct core_audit_mirror_stats *out);

@@ -19,9 +19,9 @@
 #include "core/err.h"
 
 /* The mock's fixed per-partition retention (librdkafka rdkafka_mock.c, not configurable). */
-#define CORE_BROKER_RETENTION_BYTES (5u * 1024u * 1024u)
+#define CORE_BROKER_RETENTION_BYTES   (5u * 1024u * 1024u)
 #define CORE_BROKER_RETENTION_BATCHES 100000u
-#define CORE_BROKER_MAX_BROKERS 16
+#define CORE_BROKER_MAX_BROKERS       16
 
 struct core_broker;
 
@@ -30,9 +30,8 @@ struct core_broker;
  *   topics  ntopics names, borrowed.
  *   out     new broker; stop and free with core_broker_free().
  * Returns CORE_OK, CORE_EINVAL (counts out of range), CORE_EKAFKA (errbuf says why). */
-CORE_MUST_CHECK core_err core_broker_new(int nbrokers, const char *const *topics,
-                                         size_t ntopics, int partitions,
-                                         struct core_broker **out, char *errbuf,
+CORE_MUST_CHECK core_err core_broker_new(int nbrokers, const char *const *topics, size_t ntopics,
+                                         int partitions, struct core_broker **out, char *errbuf,
                                          size_t errbuf_size);
 
 /* Create one more topic. CORE_EKAFKA if the mock refuses. */

@@ -11,12 +11,12 @@
 
 #include "core/config.h"
 
-#define K_INT  CORE_KEY_INT
-#define K_DBL  CORE_KEY_DBL
-#define K_BOOL CORE_KEY_BOOL
-#define K_STR  CORE_KEY_STR
-#define K_ENUM CORE_KEY_ENUM
-#define K_JSON CORE_KEY_JSON
+#define K_INT     CORE_KEY_INT
+#define K_DBL     CORE_KEY_DBL
+#define K_BOOL    CORE_KEY_BOOL
+#define K_STR     CORE_KEY_STR
+#define K_ENUM    CORE_KEY_ENUM
+#define K_JSON    CORE_KEY_JSON
 #define K_INT_AT  CORE_KEY_INT_AT
 #define K_DBL_AT  CORE_KEY_DBL_AT
 #define K_BOOL_AT CORE_KEY_BOOL_AT

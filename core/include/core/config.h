@@ -29,8 +29,8 @@ enum core_cfg_type {
     CORE_CFG_INT,    /* int64, range [min, max] */
     CORE_CFG_DOUBLE, /* finite double, range [min, max] */
     CORE_CFG_STRING,
-    CORE_CFG_ENUM,   /* string, one of choices "a|b|c" */
-    CORE_CFG_JSON    /* any JSON value; the owning stage validates it (validate hook) */
+    CORE_CFG_ENUM, /* string, one of choices "a|b|c" */
+    CORE_CFG_JSON  /* any JSON value; the owning stage validates it (validate hook) */
 };
 
 /* Optional extra check for a key; write a reason into errbuf and return non-OK to refuse. */
@@ -66,20 +66,22 @@ struct core_cfg_key {
 /* Rows of a key table, defined once for every stage's table (use these, not positional
  * initializers; a table ends with {0}): CORE_KEY_INT("ingest.period_ms", "60000", 1,
  * 86400000, "help"). CORE_KEY is the general row. */
-#define CORE_KEY(nm, ty, df, lo, hi, ch, hl, ck)                                           \
-    {.name = (nm), .type = (ty), .def = (df), .min = (lo), .max = (hi), .choices = (ch),   \
-     .help = (hl), .check = (ck)}
-#define CORE_KEY_INT(name, def, lo, hi, help)                                              \
+#define CORE_KEY(nm, ty, df, lo, hi, ch, hl, ck)                                                   \
+    {                                                                                              \
+        .name = (nm), .type = (ty), .def = (df), .min = (lo), .max = (hi), .choices = (ch),        \
+        .help = (hl), .check = (ck)                                                                \
+    }
+#define CORE_KEY_INT(name, def, lo, hi, help)                                                      \
     CORE_KEY(name, CORE_CFG_INT, def, lo, hi, NULL, help, NULL)
-#define CORE_KEY_DBL(name, def, lo, hi, help)                                              \
+#define CORE_KEY_DBL(name, def, lo, hi, help)                                                      \
     CORE_KEY(name, CORE_CFG_DOUBLE, def, lo, hi, NULL, help, NULL)
 #define CORE_KEY_BOOL(name, def, help) CORE_KEY(name, CORE_CFG_BOOL, def, 1, 0, NULL, help, NULL)
 #define CORE_KEY_STR(name, def, help)  CORE_KEY(name, CORE_CFG_STRING, def, 1, 0, NULL, help, NULL)
-#define CORE_KEY_STR_CHECK(name, def, help, check)                                         \
+#define CORE_KEY_STR_CHECK(name, def, help, check)                                                 \
     CORE_KEY(name, CORE_CFG_STRING, def, 1, 0, NULL, help, check)
-#define CORE_KEY_ENUM(name, def, choices, help)                                            \
+#define CORE_KEY_ENUM(name, def, choices, help)                                                    \
     CORE_KEY(name, CORE_CFG_ENUM, def, 1, 0, choices, help, NULL)
-#define CORE_KEY_JSON(name, def, help, check)                                              \
+#define CORE_KEY_JSON(name, def, help, check)                                                      \
     CORE_KEY(name, CORE_CFG_JSON, def, 1, 0, NULL, help, check)
 
 /* Options declared once: a row that also binds the key to member `mem` of `struct st` in
@@ -96,19 +98,20 @@ struct core_cfg_key {
 #define CORE_FIELD_SIZEOF_SIZE   sizeof(size_t)
 #define CORE_FIELD_SIZEOF_DOUBLE sizeof(double)
 #define CORE_FIELD_SIZEOF_BOOL   sizeof(bool)
-#define CORE_FIELD_OFFSET(ft, st, mem)                                                     \
-    (offsetof(struct st, mem) +                                                            \
+#define CORE_FIELD_OFFSET(ft, st, mem)                                                             \
+    (offsetof(struct st, mem) +                                                                    \
      0 * sizeof(char[sizeof(((struct st *)0)->mem) == CORE_FIELD_SIZEOF_##ft ? 1 : -1]))
-#define CORE_KEY_AT(nm, ty, df, lo, hi, hl, grp, ft, st, mem)                              \
-    {.name = (nm), .type = (ty), .def = (df), .min = (lo), .max = (hi), .help = (hl),      \
-     .group = (grp), .field = CORE_FIELD_##ft, .offset = CORE_FIELD_OFFSET(ft, st, mem)}
-#define CORE_KEY_INT_AT(name, def, lo, hi, help, grp, ft, st, mem)                         \
+#define CORE_KEY_AT(nm, ty, df, lo, hi, hl, grp, ft, st, mem)                                      \
+    {                                                                                              \
+        .name = (nm), .type = (ty), .def = (df), .min = (lo), .max = (hi), .help = (hl),           \
+        .group = (grp), .field = CORE_FIELD_##ft, .offset = CORE_FIELD_OFFSET(ft, st, mem)         \
+    }
+#define CORE_KEY_INT_AT(name, def, lo, hi, help, grp, ft, st, mem)                                 \
     CORE_KEY_AT(name, CORE_CFG_INT, def, lo, hi, help, grp, ft, st, mem)
-#define CORE_KEY_DBL_AT(name, def, lo, hi, help, grp, st, mem)                             \
+#define CORE_KEY_DBL_AT(name, def, lo, hi, help, grp, st, mem)                                     \
     CORE_KEY_AT(name, CORE_CFG_DOUBLE, def, lo, hi, help, grp, DOUBLE, st, mem)
-#define CORE_KEY_BOOL_AT(name, def, help, grp, st, mem)                                    \
+#define CORE_KEY_BOOL_AT(name, def, help, grp, st, mem)                                            \
     CORE_KEY_AT(name, CORE_CFG_BOOL, def, 1, 0, help, grp, BOOL, st, mem)
-
 
 struct core_config;
 
@@ -121,8 +124,8 @@ CORE_MUST_CHECK core_err core_cfg_defaults(const struct core_cfg_key *table, uns
 
 /* Set every field of obj bound in group grp of table to cfg's value of its key (values were
  * checked against type and range when set). A key cfg does not hold leaves its field. */
-void core_cfg_read(const struct core_config *cfg, const struct core_cfg_key *table,
-                   unsigned grp, void *obj);
+void core_cfg_read(const struct core_config *cfg, const struct core_cfg_key *table, unsigned grp,
+                   void *obj);
 
 /* New configuration holding the defaults of every key in tables[0..ntables).
  *   tables  borrowed; must outlive the configuration.
@@ -141,18 +144,17 @@ CORE_MUST_CHECK core_err core_config_load_env(struct core_config *cfg, char *con
 
 /* Set one key from text: JSON literal, or a bare word taken as a string.
  *   source  "file", "env", "flag" (for messages). CORE_ECONFIG names key and reason. */
-CORE_MUST_CHECK core_err core_config_set(struct core_config *cfg, const char *key,
-                                         const char *text, const char *source, char *errbuf,
-                                         size_t errbuf_size);
+CORE_MUST_CHECK core_err core_config_set(struct core_config *cfg, const char *key, const char *text,
+                                         const char *source, char *errbuf, size_t errbuf_size);
 
 /* Set one key from a JSON value (borrowed). */
 CORE_MUST_CHECK core_err core_config_set_json(struct core_config *cfg, const char *key,
-                                              const json_t *value, const char *source,
-                                              char *errbuf, size_t errbuf_size);
+                                              const json_t *value, const char *source, char *errbuf,
+                                              size_t errbuf_size);
 
 /* Parse "key=value" (a --set flag). */
-CORE_MUST_CHECK core_err core_config_set_arg(struct core_config *cfg, const char *arg,
-                                             char *errbuf, size_t errbuf_size);
+CORE_MUST_CHECK core_err core_config_set_arg(struct core_config *cfg, const char *arg, char *errbuf,
+                                             size_t errbuf_size);
 
 /* Getters. The key must be declared with the matching type (ENUM reads as a string). An
  * undeclared key or a wrong type is a programmer error, fatal in every build (release
@@ -162,7 +164,7 @@ CORE_MUST_CHECK core_err core_config_set_arg(struct core_config *cfg, const char
 bool core_config_bool(const struct core_config *cfg, const char *key);
 int64_t core_config_int(const struct core_config *cfg, const char *key);
 double core_config_double(const struct core_config *cfg, const char *key);
-const char *core_config_str(const struct core_config *cfg, const char *key); /* NULL if unset */
+const char *core_config_str(const struct core_config *cfg, const char *key);    /* NULL if unset */
 const json_t *core_config_json(const struct core_config *cfg, const char *key); /* NULL if unset */
 bool core_config_is_set(const struct core_config *cfg, const char *key);
 

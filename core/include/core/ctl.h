@@ -59,23 +59,23 @@ struct core_ctl_cmd {
 
 /* Verdicts: CORE_CTL_ACCEPTED, then one stable reason per rejection (metrics label, log
  * word, docs/operations.md "Control topic"). */
-#define CORE_CTL_VERDICT_MAP(X)                                                        \
-    X(CORE_CTL_ACCEPTED, "accepted")                                                   \
-    X(CORE_CTL_MALFORMED, "malformed")                                                 \
-    X(CORE_CTL_UNSIGNED, "unsigned")                                                   \
-    X(CORE_CTL_UNKNOWN_KEY, "unknown_key")                                             \
-    X(CORE_CTL_BAD_SIGNATURE, "bad_signature")                                         \
-    X(CORE_CTL_STALE, "stale")                                                         \
-    X(CORE_CTL_FUTURE, "future")                                                       \
-    X(CORE_CTL_REPLAYED, "replayed")                                                   \
-    X(CORE_CTL_WRONG_TARGET, "wrong_target")                                           \
+#define CORE_CTL_VERDICT_MAP(X)                                                                    \
+    X(CORE_CTL_ACCEPTED, "accepted")                                                               \
+    X(CORE_CTL_MALFORMED, "malformed")                                                             \
+    X(CORE_CTL_UNSIGNED, "unsigned")                                                               \
+    X(CORE_CTL_UNKNOWN_KEY, "unknown_key")                                                         \
+    X(CORE_CTL_BAD_SIGNATURE, "bad_signature")                                                     \
+    X(CORE_CTL_STALE, "stale")                                                                     \
+    X(CORE_CTL_FUTURE, "future")                                                                   \
+    X(CORE_CTL_REPLAYED, "replayed")                                                               \
+    X(CORE_CTL_WRONG_TARGET, "wrong_target")                                                       \
     X(CORE_CTL_REPLAY_CACHE_FULL, "replay_cache_full")
 
 enum core_ctl_verdict {
 #define X(name, text) name,
     CORE_CTL_VERDICT_MAP(X)
 #undef X
-    CORE_CTL_NVERDICTS
+        CORE_CTL_NVERDICTS
 };
 
 /* "accepted", "malformed", ...; "?" out of range. Static. */
@@ -129,8 +129,8 @@ CORE_MUST_CHECK core_err core_ctl_keygen(const char *path, char key_id_out[17], 
  *   out  on CORE_OK a new NUL-terminated compact JSON text; caller frees with free().
  * Returns CORE_OK, CORE_EINVAL (target/reason/nonce/issued_at not encodable; errbuf). */
 CORE_MUST_CHECK core_err core_ctl_encode(const struct core_ctl_key *k,
-                                         const struct core_ctl_cmd *cmd, char **out,
-                                         char *errbuf, size_t errbuf_size);
+                                         const struct core_ctl_cmd *cmd, char **out, char *errbuf,
+                                         size_t errbuf_size);
 
 /* Sign a new command: a fresh nonce from the OS CSPRNG (randombytes_buf), issued_at = now.
  *   target  NULL means "all"; reason NULL means "".

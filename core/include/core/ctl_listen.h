@@ -51,11 +51,11 @@ typedef void core_ctl_command_fn(void *arg, const struct core_ctl_cmd *cmd);
 typedef void core_ctl_closed_fn(void *arg);
 
 struct core_ctl_listener_opts {
-    const char *service;            /* this service's target name ("calibrate"); copied */
+    const char *service;             /* this service's target name ("calibrate"); copied */
     core_ctl_command_fn *on_command; /* required */
-    core_ctl_closed_fn *on_closed;  /* optional: the listener left its group */
-    void *arg;                      /* for both callbacks */
-    struct core_metrics *metrics;   /* optional; borrowed, must outlive the listener */
+    core_ctl_closed_fn *on_closed;   /* optional: the listener left its group */
+    void *arg;                       /* for both callbacks */
+    struct core_metrics *metrics;    /* optional; borrowed, must outlive the listener */
 };
 
 /* New listener on loop, configured from cfg (borrowed during the call only).

@@ -29,15 +29,13 @@ double core_dp_add_up(double a, double b);
 
 /* acc += c, field by field, rounded up (sequential composition). Returns CORE_OK or
  * CORE_EINVAL (a negative or non-finite field in c or acc; acc unchanged). */
-CORE_MUST_CHECK core_err core_dp_cost_add(struct core_dp_cost *acc,
-                                          const struct core_dp_cost *c);
+CORE_MUST_CHECK core_err core_dp_cost_add(struct core_dp_cost *acc, const struct core_dp_cost *c);
 
 /* a and b hold the same three values (==, field by field; not a byte comparison). */
 bool core_dp_cost_same(const struct core_dp_cost *a, const struct core_dp_cost *b);
 
 /* Parallel composition over disjoint units: acc = field-wise max(acc, c). Same returns. */
-CORE_MUST_CHECK core_err core_dp_cost_max(struct core_dp_cost *acc,
-                                          const struct core_dp_cost *c);
+CORE_MUST_CHECK core_err core_dp_cost_max(struct core_dp_cost *acc, const struct core_dp_cost *c);
 
 /* zCDP of an eps-DP Laplace release / PF selection: rho = eps^2 / 2, rounded up. */
 CORE_MUST_CHECK core_err core_dp_rho_lap(double eps, double *rho);

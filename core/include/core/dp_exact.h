@@ -22,14 +22,14 @@
 /* Bernoulli(num/den), 0 <= num <= den, 1 <= den < 2^100, exactly: the bits of a uniform
  * U in [0,1) are compared lazily with the binary expansion of num/den (2 bits expected).
  * Returns CORE_OK, CORE_EINVAL (num > den, den == 0 or too large), CORE_ERNG. */
-CORE_MUST_CHECK core_err core_dp_bern_rat(const struct core_rng *rng, core_u128 num,
-                                          core_u128 den, bool *out);
+CORE_MUST_CHECK core_err core_dp_bern_rat(const struct core_rng *rng, core_u128 num, core_u128 den,
+                                          bool *out);
 
 /* Bernoulli(exp(-num/den)), num >= 0, 1 <= den < 2^100 (CKS20 Alg. 1, §4.4 items 2-3).
  * Returns CORE_OK, CORE_EINVAL, CORE_ENUMERIC (k*den overflow; probability < 1/(2^27)!),
  * CORE_ERNG. */
-CORE_MUST_CHECK core_err core_dp_bern_exp(const struct core_rng *rng, core_u128 num,
-                                          core_u128 den, bool *out);
+CORE_MUST_CHECK core_err core_dp_bern_exp(const struct core_rng *rng, core_u128 num, core_u128 den,
+                                          bool *out);
 
 /* Geometric: P(V = v) = (1 - e^-1) e^-v, v >= 0 (§4.4 item 4). */
 CORE_MUST_CHECK core_err core_dp_geom_e1(const struct core_rng *rng, uint64_t *out);

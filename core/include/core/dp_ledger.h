@@ -81,12 +81,12 @@
 #include "core/err.h"
 
 /* Input caps (STYLE P8). */
-#define CORE_DP_LEDGER_MAX_ID      256           /* bytes in a release id or unit name */
-#define CORE_DP_LEDGER_MAX_MECH    32            /* bytes in a mechanism name */
-#define CORE_DP_LEDGER_MAX_UNITS   4096          /* units per charge */
-#define CORE_DP_LEDGER_MAX_PARAMS  4096          /* bytes of params JSON per charge */
-#define CORE_DP_LEDGER_MAX_OUTPUT  (1u << 24)    /* output bytes per release (16 MiB) */
-#define CORE_DP_LEDGER_MAX_LINE    (1u << 26)    /* bytes per ledger line on reopen */
+#define CORE_DP_LEDGER_MAX_ID          256        /* bytes in a release id or unit name */
+#define CORE_DP_LEDGER_MAX_MECH        32         /* bytes in a mechanism name */
+#define CORE_DP_LEDGER_MAX_UNITS       4096       /* units per charge */
+#define CORE_DP_LEDGER_MAX_PARAMS      4096       /* bytes of params JSON per charge */
+#define CORE_DP_LEDGER_MAX_OUTPUT      (1u << 24) /* output bytes per release (16 MiB) */
+#define CORE_DP_LEDGER_MAX_LINE        (1u << 26) /* bytes per ledger line on reopen */
 #define CORE_DP_LEDGER_DEF_MAX_TRACKED (1u << 22) /* default cap on distinct ids + units */
 
 struct core_dp_ledger;
@@ -103,7 +103,7 @@ struct core_dp_scheme {
     int64_t period_ms;   /* p >= 1 */
 };
 
-#define CORE_DP_UNIT_FORMAT "<device>|floor(t/slot_ms)"
+#define CORE_DP_UNIT_FORMAT    "<device>|floor(t/slot_ms)"
 #define CORE_DP_MAX_SPAN_UNITS 1024u /* units one span may charge */
 
 /* Units of device over [t0, t1) widened as above, written into buf (buf_size) as consecutive
@@ -126,10 +126,10 @@ int core_dp_unit_name(char *buf, size_t n, const char *device, int64_t slot);
 int core_dp_unit_parse(const char *unit, char *dev, size_t dev_size, int64_t *slot);
 
 struct core_dp_ledger_opts {
-    const char *path;       /* ledger file, borrowed; created (0600) if absent */
-    struct core_dp_cost cap; /* lifetime cap per unit; each field finite and >= 0
-                              * (0 forbids that kind of charge); bound in the header */
-    size_t max_tracked;     /* cap on distinct release ids + units (0 -> default) */
+    const char *path;             /* ledger file, borrowed; created (0600) if absent */
+    struct core_dp_cost cap;      /* lifetime cap per unit; each field finite and >= 0
+                                   * (0 forbids that kind of charge); bound in the header */
+    size_t max_tracked;           /* cap on distinct release ids + units (0 -> default) */
     struct core_dp_scheme scheme; /* required; bound in the header */
 };
 
@@ -153,18 +153,18 @@ struct core_dp_store_opts {
 };
 
 struct core_dp_ledger_stats {
-    uint64_t releases;      /* committed rows (after reopen: rows scanned + new) */
-    uint64_t units;         /* distinct units with a charge */
-    uint64_t pending;       /* charged, not yet committed or cancelled */
-    uint64_t fsyncs;        /* durability points (fsync of file + directory) */
-    uint64_t torn_dropped;  /* torn last lines cut off at open */
-    uint64_t cached_units;  /* store: units held in memory (JSONL: = units) */
-    uint64_t compacted;     /* store: releases deleted by compaction since open */
-    uint64_t audit_bytes;   /* bytes of the ledger file (store: audit log) whose rows are
-                             * committed: what a mirror may publish (core/audit_mirror.h) */
-    double max_eps;         /* high-water mark of a unit's eps total (committed + pending)
-                             * over the units this object has totalled: every unit of a JSONL
-                             * ledger; store: the units charged or loaded since open */
+    uint64_t releases;     /* committed rows (after reopen: rows scanned + new) */
+    uint64_t units;        /* distinct units with a charge */
+    uint64_t pending;      /* charged, not yet committed or cancelled */
+    uint64_t fsyncs;       /* durability points (fsync of file + directory) */
+    uint64_t torn_dropped; /* torn last lines cut off at open */
+    uint64_t cached_units; /* store: units held in memory (JSONL: = units) */
+    uint64_t compacted;    /* store: releases deleted by compaction since open */
+    uint64_t audit_bytes;  /* bytes of the ledger file (store: audit log) whose rows are
+                            * committed: what a mirror may publish (core/audit_mirror.h) */
+    double max_eps;        /* high-water mark of a unit's eps total (committed + pending)
+                            * over the units this object has totalled: every unit of a JSONL
+                            * ledger; store: the units charged or loaded since open */
 };
 
 /* Open (or create, when the path does not exist) the ledger and rebuild the totals.
@@ -224,16 +224,15 @@ CORE_MUST_CHECK core_err core_dp_ledger_cancel(struct core_dp_ledger *l, const c
  *   bytes borrowed, len in [0, MAX_OUTPUT].
  * Returns CORE_OK, CORE_ENOTFOUND (not pending), CORE_EIO, CORE_ETOOBIG, CORE_EINVAL. */
 CORE_MUST_CHECK core_err core_dp_ledger_commit_output(struct core_dp_ledger *l,
-                                                      const char *release_id,
-                                                      const void *bytes, size_t len);
+                                                      const char *release_id, const void *bytes,
+                                                      size_t len);
 
 /* Group commit: n pending releases in one write(2) + one fsync (file and directory).
  * All or nothing from the caller's point of view: publish none of them unless CORE_OK.
  *   ids, bytes, lens: borrowed arrays of n. Returns as core_dp_ledger_commit_output. */
 CORE_MUST_CHECK core_err core_dp_ledger_commit_batch(struct core_dp_ledger *l, size_t n,
                                                      const char *const *ids,
-                                                     const void *const *bytes,
-                                                     const size_t *lens);
+                                                     const void *const *bytes, const size_t *lens);
 
 /* Stored output of a committed release, for byte-identical republication.
  *   bytes  out: new buffer (caller frees with free()); len out.
@@ -250,8 +249,7 @@ CORE_MUST_CHECK core_err core_dp_ledger_spent(const struct core_dp_ledger *l, co
 /* Read-only header check of an existing ledger file without opening it for writing (for
  * `gcdp ledger`): fills scheme and cap from the header. Returns CORE_OK, CORE_EIO,
  * CORE_ESTATE (empty / header-less / format 1). */
-CORE_MUST_CHECK core_err core_dp_ledger_read_header(const char *path,
-                                                    struct core_dp_scheme *scheme,
+CORE_MUST_CHECK core_err core_dp_ledger_read_header(const char *path, struct core_dp_scheme *scheme,
                                                     struct core_dp_cost *cap, char *errbuf,
                                                     size_t errbuf_size);
 
@@ -284,8 +282,8 @@ CORE_MUST_CHECK core_err core_dp_ledger_scan(const char *path, struct core_dp_sc
  * needs ("release", "calibration") under the name eps_name ("eps", "eps_cal") and the cap.
  * Public accounting numbers only. Always writes errbuf. */
 void core_dp_ledger_refusal(const struct core_dp_ledger *l, const char *const *units, size_t n,
-                            const struct core_dp_cost *cost, const char *what,
-                            const char *eps_name, char *errbuf, size_t errbuf_size);
+                            const struct core_dp_cost *cost, const char *what, const char *eps_name,
+                            char *errbuf, size_t errbuf_size);
 
 /* Tell the ledger how far time has gone (store back end; a no-op returning CORE_OK for the
  * JSONL one). Units whose slot ended at or before watermark_ms - lateness_ms - time_radius *
@@ -307,8 +305,8 @@ CORE_MUST_CHECK core_err core_dp_ledger_advance(struct core_dp_ledger *l, int64_
  * core_dp_ledger_open, CORE_EIO (no JSONL file), CORE_EINVARIANT (verification failed: the
  * store is not put in place). */
 CORE_MUST_CHECK core_err core_dp_ledger_import(const struct core_dp_ledger_opts *opts,
-                                               const char *store_path, uint64_t *rows,
-                                               char *errbuf, size_t errbuf_size);
+                                               const char *store_path, uint64_t *rows, char *errbuf,
+                                               size_t errbuf_size);
 
 /* Counters (no protected values). Always succeeds. */
 void core_dp_ledger_stats(const struct core_dp_ledger *l, struct core_dp_ledger_stats *out);
@@ -320,10 +318,10 @@ void core_dp_ledger_stats(const struct core_dp_ledger *l, struct core_dp_ledger_
  * the cached units (those that can still be charged; evicted units are not read back).
  * Accounting numbers only (public), never protected values. */
 struct core_dp_eps_summary {
-    uint64_t units;            /* units summarized; 0: every field below is 0 */
-    double max;                /* largest unit total */
-    double p50, p90, p99;      /* nearest-rank quantiles: the smallest total t such that at
-                                  least q of the units have a total <= t */
+    uint64_t units;       /* units summarized; 0: every field below is 0 */
+    double max;           /* largest unit total */
+    double p50, p90, p99; /* nearest-rank quantiles: the smallest total t such that at
+                             least q of the units have a total <= t */
 };
 
 /* Fill out (one allocation of `units` doubles and three selections: expected O(n); meant
@@ -368,17 +366,16 @@ CORE_MUST_CHECK core_err core_dp_ledger_adopt(struct core_dp_ledger *l, const ch
                                               const char *mech, const char *const *units,
                                               size_t n_units, const struct core_dp_cost *cost,
                                               const char *params_json, const void *bytes,
-                                              size_t len, enum core_dp_adopted *what,
-                                              char *errbuf, size_t errbuf_size);
+                                              size_t len, enum core_dp_adopted *what, char *errbuf,
+                                              size_t errbuf_size);
 
 /* core_dp_ledger_adopt of one row text (as core_dp_ledger_row gives it; a trailing newline
  * is allowed), validated by core_dp_ledger_parse_row. id: optional, receives the release id
  * (truncated to id_size) when the row parsed. Returns as core_dp_ledger_adopt, plus
  * CORE_EPARSE (not a ledger row, or its output is not base64; errbuf says which field). */
 CORE_MUST_CHECK core_err core_dp_ledger_adopt_row(struct core_dp_ledger *l, const char *row,
-                                                  size_t len, enum core_dp_adopted *what,
-                                                  char *id, size_t id_size, char *errbuf,
-                                                  size_t errbuf_size);
+                                                  size_t len, enum core_dp_adopted *what, char *id,
+                                                  size_t id_size, char *errbuf, size_t errbuf_size);
 
 /* Group adoption (a restore): rows[0..n) (lens[i] bytes each; texts as for _adopt_row) as
  * core_dp_ledger_adopt_row would adopt them one by one, the new ones made durable by ONE

@@ -56,16 +56,16 @@ struct core_dp_lap {
  * grid, i.e. bound >= 2^62 * g with K = CORE_DP_LAP_K_MIN; grid exponent outside
  * [-1022, 960], i.e. l1/eps below ~2^-982 or above ~2^1000, where outputs could be
  * subnormal-gridded or overflow). */
-CORE_MUST_CHECK core_err core_dp_lap_params(double l1, double eps, double bound,
-                                            uint64_t n_coords, struct core_dp_lap *out);
+CORE_MUST_CHECK core_err core_dp_lap_params(double l1, double eps, double bound, uint64_t n_coords,
+                                            struct core_dp_lap *out);
 
 /* y[i] = grid(clamp(x[i])) + g * dlap(t), independently for i < n (p from core_dp_lap_params).
  *   x  borrowed, n finite values (NaN/Inf -> CORE_EINVAL before any draw).
  *   y  caller-allocated n doubles; may alias x.
  * Returns CORE_OK, CORE_EINVAL, CORE_ERNG, CORE_ENUMERIC (noise overflow; not data dependent). */
 CORE_MUST_CHECK core_err core_dp_lap_release(const struct core_rng *rng,
-                                             const struct core_dp_lap *p, size_t n,
-                                             const double *x, double *y);
+                                             const struct core_dp_lap *p, size_t n, const double *x,
+                                             double *y);
 
 /* The paper's release (gc-dp Sec. 4.5, Theorem 1): y_k = x_k + Lap(s_k/eps_k) with a
  * per-coordinate calibration core_dp_lap_params(s[k], eps[k], bound, 1). Coordinate k is
@@ -73,8 +73,7 @@ CORE_MUST_CHECK core_err core_dp_lap_release(const struct core_rng *rng,
  * Arrays are borrowed and hold n values. Returns as core_dp_lap_release. */
 CORE_MUST_CHECK core_err core_dp_lap_release_coords(const struct core_rng *rng, size_t n,
                                                     const double *x, const double *s,
-                                                    const double *eps, double bound,
-                                                    double *y);
+                                                    const double *eps, double bound, double *y);
 
 /* ---- Discrete Gaussian on a fine grid (NOISE.md §4.6, CKS20) ---- */
 
@@ -96,17 +95,16 @@ CORE_MUST_CHECK core_err core_dp_gauss_params_sigma(double sigma, double l2, uin
 
 /* Calibration for a zCDP budget rho > 0: sigma_g = Delta_int / sqrt(2 rho), S = ceil(sigma_g^2);
  * out->rho <= rho. Returns CORE_OK, CORE_EINVAL. */
-CORE_MUST_CHECK core_err core_dp_gauss_params_rho(double rho, double l2, uint64_t d,
-                                                  double bound, struct core_dp_gauss *out);
+CORE_MUST_CHECK core_err core_dp_gauss_params_rho(double rho, double l2, uint64_t d, double bound,
+                                                  struct core_dp_gauss *out);
 
 /* (eps, delta) calibration by the analytic Gaussian mechanism (core/dp_calib.h) on the
  * rounded sensitivity l2 + g*sqrt(d), times a margin (1 + 2^-10) for the lattice effect
  * (NOISE.md §4.6 option ii). out->rho is also valid (zCDP route). eps in
  * [CORE_DP_EPS_MIN, CORE_DP_EPS_MAX], delta in [CORE_DP_DELTA_MIN, CORE_DP_DELTA_MAX].
  * Returns CORE_OK, CORE_EINVAL, CORE_ENUMERIC (calibration failed its post-check). */
-CORE_MUST_CHECK core_err core_dp_gauss_params_agm(double eps, double delta, double l2,
-                                                  uint64_t d, double bound,
-                                                  struct core_dp_gauss *out);
+CORE_MUST_CHECK core_err core_dp_gauss_params_agm(double eps, double delta, double l2, uint64_t d,
+                                                  double bound, struct core_dp_gauss *out);
 
 /* y[i] = grid(clamp(x[i])) + g * dgauss(S), i < n (n may be < d; it is the number of values
  * passed now). Same contract as core_dp_lap_release. */
@@ -145,7 +143,7 @@ CORE_MUST_CHECK core_err core_dp_pf_select(const struct core_rng *rng, size_t n,
  * with quantised L-inf sensitivity u = ceil(sens * 2^f) + 1 units, range distance
  * r = u (monotone scores) or 2u, eps = r * 2^-f / scale. zCDP: core_dp_rho_em().
  *   sens >= 0 finite (L-inf sensitivity of the real scores). Returns CORE_OK, CORE_EINVAL. */
-CORE_MUST_CHECK core_err core_dp_em_eps(double sens, double scale, int frac_bits,
-                                        bool monotone, double *eps);
+CORE_MUST_CHECK core_err core_dp_em_eps(double sens, double scale, int frac_bits, bool monotone,
+                                        double *eps);
 
 #endif /* CORE_DP_MECH_H */

@@ -51,8 +51,7 @@ CORE_MUST_CHECK core_err core_rng_u64(const struct core_rng *rng, uint64_t *out)
 /* Exactly uniform integer in [0, n) by rejection (thr = (2^64 - n) mod n; draw r until
  * r >= thr; return r mod n). n >= 1. Returns CORE_OK, CORE_EINVAL (n == 0 or NULL),
  * CORE_ERNG. */
-CORE_MUST_CHECK core_err core_rng_u64_below(const struct core_rng *rng, uint64_t n,
-                                            uint64_t *out);
+CORE_MUST_CHECK core_err core_rng_u64_below(const struct core_rng *rng, uint64_t n, uint64_t *out);
 
 /* core_rng_u64_below with its threshold thr = (0 - n) % n computed once by the caller (for
  * loops drawing many values below the same n): the same rejection loop, the same words

@@ -7,23 +7,23 @@
 #define CORE_ERR_H
 
 /* CORE_OK is 0; every failure is negative. Counts never travel in the return value. */
-#define CORE_ERR_MAP(X)                                                                \
-    X(CORE_OK, 0, "success")                                                           \
-    X(CORE_ENOMEM, -1, "out of memory")                                                \
-    X(CORE_EINVAL, -2, "invalid argument")                                             \
-    X(CORE_ETOOBIG, -3, "input exceeds configured limit")                              \
-    X(CORE_EPARSE, -4, "malformed input")                                              \
-    X(CORE_ENUMERIC, -5, "numerical failure")                                          \
-    X(CORE_EAGAIN, -6, "resource temporarily unavailable")                             \
-    X(CORE_EIO, -7, "i/o error")                                                       \
-    X(CORE_ECONFIG, -8, "invalid configuration")                                       \
-    X(CORE_EINVARIANT, -9, "privacy invariant violated; release refused")              \
-    X(CORE_EBUDGET, -10, "privacy budget exhausted; work refused")                     \
-    X(CORE_ERNG, -11, "secure random source failed")                                   \
-    X(CORE_EKAFKA, -12, "kafka error")                                                 \
-    X(CORE_ENOTFOUND, -13, "not found")                                                \
-    X(CORE_EEXIST, -14, "already exists")                                              \
-    X(CORE_ESTATE, -15, "operation not valid in the current state")                    \
+#define CORE_ERR_MAP(X)                                                                            \
+    X(CORE_OK, 0, "success")                                                                       \
+    X(CORE_ENOMEM, -1, "out of memory")                                                            \
+    X(CORE_EINVAL, -2, "invalid argument")                                                         \
+    X(CORE_ETOOBIG, -3, "input exceeds configured limit")                                          \
+    X(CORE_EPARSE, -4, "malformed input")                                                          \
+    X(CORE_ENUMERIC, -5, "numerical failure")                                                      \
+    X(CORE_EAGAIN, -6, "resource temporarily unavailable")                                         \
+    X(CORE_EIO, -7, "i/o error")                                                                   \
+    X(CORE_ECONFIG, -8, "invalid configuration")                                                   \
+    X(CORE_EINVARIANT, -9, "privacy invariant violated; release refused")                          \
+    X(CORE_EBUDGET, -10, "privacy budget exhausted; work refused")                                 \
+    X(CORE_ERNG, -11, "secure random source failed")                                               \
+    X(CORE_EKAFKA, -12, "kafka error")                                                             \
+    X(CORE_ENOTFOUND, -13, "not found")                                                            \
+    X(CORE_EEXIST, -14, "already exists")                                                          \
+    X(CORE_ESTATE, -15, "operation not valid in the current state")                                \
     X(CORE_EEXPIRED, -16, "older than the ledger's replay horizon; refused")
 
 typedef enum core_err {

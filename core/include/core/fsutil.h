@@ -22,15 +22,15 @@ bool core_path_same(const char *a, const char *b);
  * the target only by core_outfile_commit, so a failed or interrupted run never leaves a
  * truncated target (and never truncates a file before everything was checked). */
 struct core_outfile {
-    FILE *f;          /* write here; stdout when the path is "-" */
-    char *path;       /* target (owned) */
-    char *tmp;        /* temporary path (owned), NULL for stdout */
+    FILE *f;    /* write here; stdout when the path is "-" */
+    char *path; /* target (owned) */
+    char *tmp;  /* temporary path (owned), NULL for stdout */
 };
 
 /* Open a temporary file next to path (mode 0644), or stdout for "-".
  * Returns CORE_OK or CORE_EIO (errbuf: the path and the reason). */
-CORE_MUST_CHECK core_err core_outfile_open(struct core_outfile *o, const char *path,
-                                           char *errbuf, size_t errbuf_size);
+CORE_MUST_CHECK core_err core_outfile_open(struct core_outfile *o, const char *path, char *errbuf,
+                                           size_t errbuf_size);
 
 /* Flush, fsync and rename the temporary file over the target (then fsync the directory).
  * After an error the target is untouched and the temporary file removed.

@@ -165,9 +165,9 @@ rd_kafka_t *core_kconsumer_handle(struct core_kconsumer *c);
 
 /* Destroy the client (may block ~1 s in rd_kafka_destroy: call after uv_run returned, or
  * after on_closed; a consumer that did not finish closing is destroyed without the
- * implicit blocking close; an in-flight refill query is waited for, <= 0.5 s). NULL-safe. Handles not yet closed are closed with uv_close and the
- * memory is released by their close callbacks: run the loop once more (uv_run DEFAULT)
- * before uv_loop_close. */
+ * implicit blocking close; an in-flight refill query is waited for, <= 0.5 s). NULL-safe. Handles
+ * not yet closed are closed with uv_close and the memory is released by their close callbacks: run
+ * the loop once more (uv_run DEFAULT) before uv_loop_close. */
 void core_kconsumer_free(struct core_kconsumer *c);
 
 /* Enqueue a copy of one record on any producer handle, without librdkafka's producev
@@ -181,10 +181,9 @@ rd_kafka_resp_err_t core_kafka_produce_copy(rd_kafka_t *rk, const char *topic, i
 /* As core_kafka_produce_copy, with headers hdrs (may be NULL): librdkafka takes them on
  * success only; after an error the caller still owns (and destroys) them. */
 rd_kafka_resp_err_t core_kafka_produce_copy_hdrs(rd_kafka_t *rk, const char *topic,
-                                                 int32_t partition, const void *key,
-                                                 size_t key_len, const void *value,
-                                                 size_t value_len, rd_kafka_headers_t *hdrs,
-                                                 void *opaque);
+                                                 int32_t partition, const void *key, size_t key_len,
+                                                 const void *value, size_t value_len,
+                                                 rd_kafka_headers_t *hdrs, void *opaque);
 
 /* Delivery report for one produced record: err 0 = acknowledged by the broker.
  *   opaque  the value passed to core_kproducer_send. */
@@ -202,9 +201,8 @@ CORE_MUST_CHECK core_err core_kproducer_new(uv_loop_t *loop, rd_kafka_conf_t *co
  * Returns CORE_OK, CORE_EAGAIN (local queue full: serve the loop and retry), CORE_ETOOBIG
  * (larger than message.max.bytes), CORE_EKAFKA. */
 CORE_MUST_CHECK core_err core_kproducer_send(struct core_kproducer *p, const char *topic,
-                                             int32_t partition, const void *key,
-                                             size_t key_len, const void *value,
-                                             size_t value_len, void *opaque);
+                                             int32_t partition, const void *key, size_t key_len,
+                                             const void *value, size_t value_len, void *opaque);
 
 /* Records enqueued but not yet delivered or failed. */
 size_t core_kproducer_outq(const struct core_kproducer *p);

@@ -49,7 +49,6 @@ CORE_MUST_CHECK core_err core_kafka_conf_new(const struct core_config *cfg,
 
 /* Set one property, with librdkafka's message on failure. */
 CORE_MUST_CHECK core_err core_kafka_conf_set(rd_kafka_conf_t *conf, const char *name,
-                                             const char *value, char *errbuf,
-                                             size_t errbuf_size);
+                                             const char *value, char *errbuf, size_t errbuf_size);
 
 #endif /* CORE_KCONF_H */

@@ -58,10 +58,10 @@ struct core_ksync;
 typedef void core_ksync_dr_fn(void *arg, rd_kafka_resp_err_t err);
 
 struct core_ksync_opts {
-    const char *topic;          /* default topic of core_ksync_send (copied); required */
-    size_t max_message_bytes;   /* largest payload to send; message.max.bytes is raised to
-                                   fit when librdkafka's default (1000000) is too small; 0: default */
-    const char *const *extra;   /* as core_kafka_client_new (e.g. linger.ms); may be NULL */
+    const char *topic;             /* default topic of core_ksync_send (copied); required */
+    size_t max_message_bytes;      /* largest payload to send; message.max.bytes is raised to
+                                      fit when librdkafka's default (1000000) is too small; 0: default */
+    const char *const *extra;      /* as core_kafka_client_new (e.g. linger.ms); may be NULL */
     core_ksync_dr_fn *on_delivery; /* optional */
     void *arg;                     /* for on_delivery */
     const atomic_int *stop;        /* optional: while waiting for room, a set flag ends the
@@ -82,9 +82,9 @@ CORE_MUST_CHECK core_err core_ksync_new(const struct core_config *cfg,
  * Returns CORE_OK; CORE_ESTATE when o->stop was set while waiting (not produced);
  * CORE_EKAFKA on a non-retriable produce error (errbuf: topic and librdkafka's reason). */
 CORE_MUST_CHECK core_err core_ksync_send(struct core_ksync *p, const void *key, size_t key_len,
-                                         const void *value, size_t len,
-                                         const char *const *names, const char *const *values,
-                                         size_t nhdr, char *errbuf, size_t errbuf_size);
+                                         const void *value, size_t len, const char *const *names,
+                                         const char *const *values, size_t nhdr, char *errbuf,
+                                         size_t errbuf_size);
 
 /* As core_ksync_send, to partition of the default topic (RD_KAFKA_PARTITION_UA: the
  * partitioner chooses, which is core_ksync_send). An unknown partition fails the delivery
@@ -92,8 +92,8 @@ CORE_MUST_CHECK core_err core_ksync_send(struct core_ksync *p, const void *key, 
 CORE_MUST_CHECK core_err core_ksync_send_to(struct core_ksync *p, int32_t partition,
                                             const void *key, size_t key_len, const void *value,
                                             size_t len, const char *const *names,
-                                            const char *const *values, size_t nhdr,
-                                            char *errbuf, size_t errbuf_size);
+                                            const char *const *values, size_t nhdr, char *errbuf,
+                                            size_t errbuf_size);
 
 /* Serve delivery reports for at most timeout_ms (0: only what is ready). */
 void core_ksync_poll(struct core_ksync *p, int timeout_ms);
@@ -111,8 +111,7 @@ void core_ksync_counts(const struct core_ksync *p, uint64_t *sent, uint64_t *ack
  * Returns CORE_OK when all were acknowledged; CORE_EKAFKA when some failed or are still
  * unreported (errbuf: how many; the topic). */
 CORE_MUST_CHECK core_err core_ksync_flush(struct core_ksync *p, int timeout_ms,
-                                          uint64_t *unreported, char *errbuf,
-                                          size_t errbuf_size);
+                                          uint64_t *unreported, char *errbuf, size_t errbuf_size);
 
 /* The underlying handle (borrowed, valid until core_ksync_free), for metadata and
  * watermark queries; do not set callbacks or destroy it. */

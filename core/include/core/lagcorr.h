@@ -37,8 +37,7 @@ size_t core_lagcorr_work_len(size_t n, size_t m, int max_lag);
  * Returns CORE_OK, CORE_EINVAL (sizes; m, n > INT_MAX; max_lag out of
  * [0, CORE_LAGCORR_MAX_LAG]), CORE_ENUMERIC (a non-finite result). */
 CORE_MUST_CHECK core_err core_lagcorr_blas(size_t n, size_t m, const double *x, size_t ld,
-                                           int max_lag, double *rho0, double *rhomax,
-                                           double *work);
+                                           int max_lag, double *rho0, double *rhomax, double *work);
 
 /* The float32 variant: same contract, products in ssyrk/sgemm on a float copy; the window
  * sums and corrections stay in double. work: core_lagcorr_work_len doubles; fwork: n*m + m*m

@@ -28,9 +28,8 @@ struct core_lines;
  *   max_line  longest accepted line in bytes, without its line ending (>= 1).
  *   out       on CORE_OK a new reader; caller frees with core_lines_free().
  * Returns CORE_OK or CORE_EIO (errbuf: "cannot open 'path': reason"). */
-CORE_MUST_CHECK core_err core_lines_open(const char *path, size_t max_line,
-                                         struct core_lines **out, char *errbuf,
-                                         size_t errbuf_size);
+CORE_MUST_CHECK core_err core_lines_open(const char *path, size_t max_line, struct core_lines **out,
+                                         char *errbuf, size_t errbuf_size);
 
 /* Read from an open stream f (borrowed: core_lines_free does not close it).
  *   name  copied; used in error messages. Returns a new reader (core_xmalloc: never NULL). */
@@ -42,8 +41,8 @@ struct core_lines *core_lines_wrap(FILE *f, const char *name, size_t max_line);
  * Returns CORE_OK; CORE_ENOTFOUND at end of input (no text left); CORE_ETOOBIG (longer than
  * max_line) or CORE_EPARSE (NUL byte) with "name:line: reason", the line skipped; CORE_EIO on
  * a read error. */
-CORE_MUST_CHECK core_err core_lines_next(struct core_lines *l, char **line, size_t *n,
-                                         char *errbuf, size_t errbuf_size);
+CORE_MUST_CHECK core_err core_lines_next(struct core_lines *l, char **line, size_t *n, char *errbuf,
+                                         size_t errbuf_size);
 
 /* 1-based number of the line last returned or refused (0 before the first). */
 uint64_t core_lines_lineno(const struct core_lines *l);

@@ -23,10 +23,10 @@ enum core_log_level {
 
 extern int core_log_level;
 
-#define CORE_LOG(lvl, ...)                                                             \
-    do {                                                                               \
-        if ((int)(lvl) >= core_log_level)                                              \
-            core_log_emit((lvl), __func__, __LINE__, __VA_ARGS__);                     \
+#define CORE_LOG(lvl, ...)                                                                         \
+    do {                                                                                           \
+        if ((int)(lvl) >= core_log_level)                                                          \
+            core_log_emit((lvl), __func__, __LINE__, __VA_ARGS__);                                 \
     } while (0)
 
 #define CORE_DEBUG(...) CORE_LOG(CORE_LOG_DEBUG, __VA_ARGS__)

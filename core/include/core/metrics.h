@@ -61,7 +61,7 @@ CORE_MUST_CHECK core_err core_metrics_render(struct core_metrics *m, char **out)
  *   bound_port  optional out.
  * Returns CORE_OK, CORE_EINVAL (bad address), CORE_EIO (bind/listen failed), CORE_ESTATE
  * (already serving). */
-CORE_MUST_CHECK core_err core_metrics_serve(struct core_metrics *m, const char *bind_addr,
-                                            int port, int *bound_port);
+CORE_MUST_CHECK core_err core_metrics_serve(struct core_metrics *m, const char *bind_addr, int port,
+                                            int *bound_port);
 
 #endif /* CORE_METRICS_H */

@@ -2,10 +2,10 @@
  * SPDX-License-Identifier: Apache-2.0
  *
  * This is not a privacy noise source: DP noise comes from the CSPRNG in core (DESIGN §7.6).
- * The simulator and the SEM generator (gcdp sem-gen) need reproducibility from --seed, which is exactly what a CSPRNG must
- * not give. State is seeded with splitmix64 (Vigna's recommended seeding); normals by
- * Box-Muller (both outputs used).
- * Thread-safety: a struct core_prng is plain caller-owned state; one per thread.
+ * The simulator and the SEM generator (gcdp sem-gen) need reproducibility from --seed, which is
+ * exactly what a CSPRNG must not give. State is seeded with splitmix64 (Vigna's recommended
+ * seeding); normals by Box-Muller (both outputs used). Thread-safety: a struct core_prng is plain
+ * caller-owned state; one per thread.
  */
 #ifndef CORE_PRNG_H
 #define CORE_PRNG_H

@@ -3,11 +3,12 @@
  * full-batch gradient descent on the class-weighted cross-entropy + (l2/2)|W|^2, balanced
  * class weights n / (C n_c). Hyperparameters: cal_lr_default (the calibrate stage's μ
  * classifier uses the same ones; its implementation is private to calibrate/src/alg). */
-#include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cblas.h>
 
 #include "core/mem.h"
 #include "eval/eval.h"
@@ -78,8 +79,8 @@ struct lr_work {
 };
 
 /* One full-batch gradient step on the weighted cross-entropy with L2 on the weights. */
-static void gradient_step(struct eval_lr *m, size_t n, const int *y,
-                          const struct cal_lr_params *p, const struct lr_work *w)
+static void gradient_step(struct eval_lr *m, size_t n, const int *y, const struct cal_lr_params *p,
+                          const struct lr_work *w)
 {
     size_t d = m->d, nc = m->nc;
 
@@ -94,8 +95,8 @@ static void gradient_step(struct eval_lr *m, size_t n, const int *y,
             w->gb[c] += r;
         }
     }
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)nc, (int)n, 1.0, w->z,
-                (int)d, w->lg, (int)nc, 0.0, w->g, (int)nc);
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)nc, (int)n, 1.0, w->z, (int)d,
+                w->lg, (int)nc, 0.0, w->g, (int)nc);
     for (size_t i = 0; i < d * nc; i++)
         m->w[i] -= p->step * (w->g[i] + p->l2 * m->w[i]);
     for (size_t c = 0; c < nc; c++)

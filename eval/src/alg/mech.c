@@ -124,8 +124,7 @@ static core_err plan_gauss(struct eval_plan *p, size_t dn, char *eb, size_t ebn)
     rc = core_dp_gauss_params_agm(p->eps_rel, p->delta, sqrt((double)dn), dn, zb > 0 ? zb : 1.0,
                                   &p->gauss);
     if (rc != CORE_OK)
-        snprintf(eb, ebn, "eval: analytic Gaussian refused eps %g delta %g", p->eps_rel,
-                 p->delta);
+        snprintf(eb, ebn, "eval: analytic Gaussian refused eps %g delta %g", p->eps_rel, p->delta);
     return rc;
 }
 

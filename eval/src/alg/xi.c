@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "cal/graph.h"
-#include "core/lagcorr.h"
 #include "cal/influence.h"
+#include "core/lagcorr.h"
 #include "core/mem.h"
 #include "eval/eval.h"
 
@@ -91,8 +91,8 @@ static core_err xi_prepare(const struct cal_theta *t, size_t n, const double *x,
 
 /* Influence of node i (position a of coordinate c): its own δ, plus γ r_i times the weighted
  * δ of its neighbours in the compressed set ck[0..nck). */
-static double node_xi(const struct cal_theta *t, const struct xi_ws *w,
-                      const struct cal_coord *c, size_t a, size_t nck)
+static double node_xi(const struct cal_theta *t, const struct xi_ws *w, const struct cal_coord *c,
+                      size_t a, size_t nck)
 {
     uint32_t i = c->nodes[a];
     double inner = 0.0;

@@ -155,8 +155,8 @@ static core_err read_description(struct csv_load *L, struct eval_data *ds)
     }
     L->d = json_array_size(L->nodes);
     if (!json_is_array(L->nodes) || L->d == 0 || L->d > EVAL_MAX_NODES) {
-        snprintf(L->eb, L->ebn, "%s: 'nodes' must be an array of 1..%d column names",
-                 L->cfg_path, EVAL_MAX_NODES);
+        snprintf(L->eb, L->ebn, "%s: 'nodes' must be an array of 1..%d column names", L->cfg_path,
+                 EVAL_MAX_NODES);
         return CORE_ECONFIG;
     }
     if (L->file[0] == '/') {
@@ -178,12 +178,12 @@ static core_err read_header(struct csv_load *L, FILE *fh, char *line, size_t lin
     }
     L->hdr_buf = core_xstrdup(line);
     L->nh = split_line(L->hdr_buf, L->hdr, CSV_MAX_COLS);
-    L->c_split = find_col(L->hdr, L->nh,
-                          json_string_value(json_object_get(L->cfg, "split_column")));
-    L->c_label = find_col(L->hdr, L->nh,
-                          json_string_value(json_object_get(L->cfg, "label_column")));
-    L->c_attr = find_col(L->hdr, L->nh,
-                         json_string_value(json_object_get(L->cfg, "attribute_column")));
+    L->c_split =
+        find_col(L->hdr, L->nh, json_string_value(json_object_get(L->cfg, "split_column")));
+    L->c_label =
+        find_col(L->hdr, L->nh, json_string_value(json_object_get(L->cfg, "label_column")));
+    L->c_attr =
+        find_col(L->hdr, L->nh, json_string_value(json_object_get(L->cfg, "attribute_column")));
     if (L->c_split < 0 || L->c_label < 0 || L->c_attr < 0) {
         snprintf(L->eb, L->ebn,
                  "%s: split_column, label_column and attribute_column must name header columns",
@@ -193,8 +193,8 @@ static core_err read_header(struct csv_load *L, FILE *fh, char *line, size_t lin
     for (size_t k = 0; k < L->d; k++) {
         L->c_node[k] = find_col(L->hdr, L->nh, json_string_value(json_array_get(L->nodes, k)));
         if (L->c_node[k] < 0) {
-            snprintf(L->eb, L->ebn, "%s: nodes[%zu] is not a header column of %s", L->cfg_path,
-                     k, L->path);
+            snprintf(L->eb, L->ebn, "%s: nodes[%zu] is not a header column of %s", L->cfg_path, k,
+                     L->path);
             return CORE_ECONFIG;
         }
     }
@@ -244,8 +244,7 @@ static core_err parse_row(struct csv_load *L, char **f)
                : strcmp(s, "test") == 0 ? EVAL_TEST
                                         : -1;
     if (L->sp[n] < 0) {
-        snprintf(L->eb, L->ebn, "%s:%zu: split '%s' is not train, val or test", L->path, L->ln,
-                 s);
+        snprintf(L->eb, L->ebn, "%s:%zu: split '%s' is not train, val or test", L->path, L->ln, s);
         return CORE_EPARSE;
     }
     if (strcmp(f[L->c_attr], "0") != 0 && strcmp(f[L->c_attr], "1") != 0) {
@@ -282,8 +281,7 @@ static core_err read_rows(struct csv_load *L, FILE *fh, char *line, size_t line_
             continue;
         nf = split_line(line, f, CSV_MAX_COLS);
         if (nf != L->nh) {
-            snprintf(L->eb, L->ebn, "%s:%zu: %d fields, header has %d", L->path, L->ln, nf,
-                     L->nh);
+            snprintf(L->eb, L->ebn, "%s:%zu: %d fields, header has %d", L->path, L->ln, nf, L->nh);
             return CORE_EPARSE;
         }
         grow_rows(L);

@@ -9,6 +9,8 @@
  * disjoint in time). Task label: window occupancy (mean of the rows' 0/1 label >= 0.5).
  * Protected attribute (fixed before any run): the window falls on a weekend (Saturday or
  * Sunday, calendar date of window_start; the file dates are local time read as UTC). */
+#include "sim/occupancy.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +21,6 @@
 #include "core/mem.h"
 #include "eval/eval.h"
 #include "ing/engine.h"
-#include "sim/occupancy.h"
 
 #define OCC_GAP   1   /* ingest.max_interp_gap used here */
 #define OCC_COVER 0.9 /* ingest.min_coverage used here */

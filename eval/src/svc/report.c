@@ -449,7 +449,8 @@ static void read_runtime(FILE *r, struct rt_runs *R)
         char v[64];
         int rep;
         double s, kb;
-        if (sscanf(line, "%*[^,],%63[^,],%d,%lf,%lf", v, &rep, &s, &kb) != 4) // NOLINT(cert-err34-c)
+        // NOLINTNEXTLINE(cert-err34-c)
+        if (sscanf(line, "%*[^,],%63[^,],%d,%lf,%lf", v, &rep, &s, &kb) != 4)
             continue;
         for (int i = 0; i < 6; i++)
             if (strcmp(v, eval_pass_label(i - 1)) == 0 && R->cnt[i] < 16) {

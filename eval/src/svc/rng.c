@@ -1,9 +1,10 @@
 /* rng.c - a seeded ChaCha20 (libsodium) core_rng for reproducible evaluation noise draws.
  * It is a CSPRNG stream (DESIGN §7.6: noise only from a CSPRNG); production releases use
  * core_rng_os(). The seed of every draw is written beside its outputs (draws.csv). */
-#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sodium.h>
 
 #include "core/mem.h"
 #include "eval/eval.h"

@@ -398,11 +398,11 @@ core_err eval_run(const struct eval_opts *o, char *eb, size_t ebn)
 
 /* The calibrations of one run and the τ chosen among them. */
 struct sweep {
-    struct cal_theta *theta[8]; /* θ per τ of the grid */
+    struct cal_theta *theta[8];             /* θ per τ of the grid */
     struct cal_theta *th_nolag, *th_nocomp; /* Table 11 ablations */
-    size_t sel;  /* index of the selected τ */
-    double best; /* its mean validation F1 */
-    size_t e1;   /* index of ε = 1 in the eps list */
+    size_t sel;                             /* index of the selected τ */
+    double best;                            /* its mean validation F1 */
+    size_t e1;                              /* index of ε = 1 in the eps list */
 };
 
 /* Refuse options the protocol cannot run; one BLAS thread. */
@@ -473,12 +473,12 @@ static core_err tune_tau(struct ctx *c, struct sweep *S, char *eb, size_t ebn)
     core_err rc = CORE_OK;
 
     for (size_t i = 0; i < o->n_tau && rc == CORE_OK; i++)
-        rc = calibrate_train(o, c->ds, c->rows[EVAL_TRAIN], c->nrows[EVAL_TRAIN], o->tau_grid[i],
-                             3, 0.85, &S->theta[i], NULL, eb, ebn);
+        rc = calibrate_train(o, c->ds, c->rows[EVAL_TRAIN], c->nrows[EVAL_TRAIN], o->tau_grid[i], 3,
+                             0.85, &S->theta[i], NULL, eb, ebn);
     for (size_t i = 0; i < o->n_tau && rc == CORE_OK; i++) {
         double f1 = 0.0;
-        rc = run_setting(c, "tau_val", 1, EVAL_M_GCDP, S->theta[i], S->e1, 1.0, i,
-                         o->tune_draws, EVAL_VAL, &f1, eb, ebn);
+        rc = run_setting(c, "tau_val", 1, EVAL_M_GCDP, S->theta[i], S->e1, 1.0, i, o->tune_draws,
+                         EVAL_VAL, &f1, eb, ebn);
         if (rc == CORE_OK && f1 > S->best) {
             S->best = f1;
             S->sel = i;
@@ -526,8 +526,8 @@ static core_err run_ablations(struct ctx *c, struct sweep *S, char *eb, size_t e
         rc = run_setting(c, "ablation", 4, EVAL_M_NOCOMP, S->th_nocomp, e1, 1.0, sel, o->draws,
                          EVAL_TEST, NULL, eb, ebn);
     if (rc == CORE_OK)
-        rc = run_setting(c, "ablation", 4, EVAL_M_NOUTILITY, S->theta[sel], e1, 1.0, sel,
-                         o->draws, EVAL_TEST, NULL, eb, ebn);
+        rc = run_setting(c, "ablation", 4, EVAL_M_NOUTILITY, S->theta[sel], e1, 1.0, sel, o->draws,
+                         EVAL_TEST, NULL, eb, ebn);
     if (rc == CORE_OK)
         rc = run_setting(c, "ablation", 4, EVAL_M_NORISK, S->theta[sel], e1, 1.0, sel, o->draws,
                          EVAL_TEST, NULL, eb, ebn);
@@ -541,8 +541,8 @@ static void write_run_txt(FILE *f, const struct ctx *c, const struct sweep *S,
     const struct eval_opts *o = c->o;
     const struct eval_data *ds = c->ds;
 
-    fprintf(f, "dataset: %s\nwindows: train %zu, validation %zu, test %zu; nodes %zu\n",
-            ds->name, c->nrows[0], c->nrows[1], c->nrows[2], ds->d);
+    fprintf(f, "dataset: %s\nwindows: train %zu, validation %zu, test %zu; nodes %zu\n", ds->name,
+            c->nrows[0], c->nrows[1], c->nrows[2], ds->d);
     for (int sp = 0; sp < 3; sp++) {
         size_t pos = 0, att = 0;
         for (size_t i = 0; i < c->nrows[sp]; i++) {

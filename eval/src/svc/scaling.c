@@ -67,8 +67,7 @@ struct points {
 };
 
 /* Add one run of size m, variant var to its point. */
-static void add_run(struct points *R, size_t m, size_t nc, size_t nr, int var, double s,
-                    double kb)
+static void add_run(struct points *R, size_t m, size_t nc, size_t nr, int var, double s, double kb)
 {
     struct pt *p = pt_get(&R->P, &R->np, m, var);
     int seen = 0;
@@ -108,7 +107,8 @@ static core_err read_runs(FILE *f, const char *path, struct points *R, char *eb,
             continue;
         }
         /* Our own runs.csv (written by this program); a short row is refused by the count. */
-        if (sscanf(line, "%zu,%zu,%zu,%63[^,],%d,%lf,%lf", &m, &nc, &nr, v, &rep, &s, &kb) != 7 || // NOLINT(cert-err34-c)
+        // NOLINTNEXTLINE(cert-err34-c)
+        if (sscanf(line, "%zu,%zu,%zu,%63[^,],%d,%lf,%lf", &m, &nc, &nr, v, &rep, &s, &kb) != 7 ||
             (var = variant_of(v)) < -1) {
             snprintf(eb, ebn, "%s:%zu: malformed run", path, ln);
             return CORE_EPARSE;
@@ -172,14 +172,12 @@ static void write_size(struct points *R, size_t m, const struct fig7_out *out)
     for (int v = 0; v < EVAL_N_PASS; v++) {
         const struct eval_rt_stats *s = &st[v + 1];
         struct pt *p = pt_get(&R->P, &R->np, m, v);
-        fprintf(out->csv, "%zu,%zu,%zu,%s,%zu,%.4f,%.4f,%.4f,%.3f,%.3f\n", m, p->n_cal,
-                p->n_rel, eval_pass_label(v), s->n, 1e3 * s->median_s, 1e3 * s->fastest_s,
-                1e3 * s->slowest_s, s->median_s / st[1].median_s,
-                (s->median_kb - st[0].median_kb) / 1024.0);
+        fprintf(out->csv, "%zu,%zu,%zu,%s,%zu,%.4f,%.4f,%.4f,%.3f,%.3f\n", m, p->n_cal, p->n_rel,
+                eval_pass_label(v), s->n, 1e3 * s->median_s, 1e3 * s->fastest_s, 1e3 * s->slowest_s,
+                s->median_s / st[1].median_s, (s->median_kb - st[0].median_kb) / 1024.0);
         fprintf(out->md, " %.2f [%.2f–%.2f] |", 1e3 * s->median_s, 1e3 * s->fastest_s,
                 1e3 * s->slowest_s);
-        fprintf(out->dat, " %g %g %g", 1e3 * s->median_s, 1e3 * s->fastest_s,
-                1e3 * s->slowest_s);
+        fprintf(out->dat, " %g %g %g", 1e3 * s->median_s, 1e3 * s->fastest_s, 1e3 * s->slowest_s);
     }
     fprintf(out->md, " %.1f | %.1f | %.2f |\n", st[4].median_s / st[5].median_s,
             st[4].median_s / st[1].median_s, (st[4].median_kb - st[0].median_kb) / 1024.0);

@@ -27,9 +27,9 @@
 
 #include "core/mem.h"
 #include "eval/eval.h"
+#include "eval_int.h"
 #include "ing/engine.h"
 #include "sim/gen.h"
-#include "eval_int.h"
 
 #define S_DEV   6
 #define S_DAYS  4
@@ -67,8 +67,7 @@ static void on_win(void *arg, const char *key, size_t key_len, const char *json,
     int64_t w = (info->window_start - S_T0) / S_WIN;
     (void)key;
     (void)key_len;
-    if (info->excluded || !mote_index(info->device, &dev) ||
-        w < 0 || w >= S_NW)
+    if (info->excluded || !mote_index(info->device, &dev) || w < 0 || w >= S_NW)
         return;
     doc = json_loadb(json, len, 0, NULL);
     nodes = doc ? json_object_get(doc, "nodes") : NULL;
@@ -176,16 +175,16 @@ static core_err push_reading(struct ing_engine *eng, const double *raw, int k, i
                      "\"readings\":{\"temperature\":%.17g,\"humidity\":%.17g,"
                      "\"light\":%.17g,\"voltage\":%.17g}}",
                      d, (long long)(S_T0 + (int64_t)k * 60000), v[0], v[1], v[2], v[3]);
-    if (ing_engine_push(eng, msg, (size_t)n, NULL, 0, src, S_T0 + (int64_t)k * 60000, sink,
-                        NULL) != CORE_OK)
+    if (ing_engine_push(eng, msg, (size_t)n, NULL, 0, src, S_T0 + (int64_t)k * 60000, sink, NULL) !=
+        CORE_OK)
         return CORE_EINVAL;
     return CORE_OK;
 }
 
 /* One split (0 train: days 0-1, 1 validation: day 2, 2 test: day 3) through its own engine;
  * the windows land in c. */
-static core_err ingest_split(const struct ing_params *p, const double *raw, int sp,
-                             struct sctx *c, char *eb, size_t ebn)
+static core_err ingest_split(const struct ing_params *p, const double *raw, int sp, struct sctx *c,
+                             char *eb, size_t ebn)
 {
     int k0 = sp == 0 ? 0 : sp == 1 ? 2 * 1440 : 3 * 1440, k1 = sp == 0 ? 2 * 1440 : k0 + 1440;
     struct ing_engine *eng = ing_engine_new(p, eb, ebn);

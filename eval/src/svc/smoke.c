@@ -9,7 +9,8 @@
 #include "eval_int.h"
 
 /* eb is unused (nothing here can fail) but kept: every loader has the same signature. */
-core_err eval_load_smoke(uint64_t seed, struct eval_data *ds, char *eb, size_t ebn) // NOLINT(readability-non-const-parameter)
+// NOLINTNEXTLINE(readability-non-const-parameter)
+core_err eval_load_smoke(uint64_t seed, struct eval_data *ds, char *eb, size_t ebn)
 {
     static const char *names[4] = {"a", "b", "c", "d"};
     struct core_prng r;

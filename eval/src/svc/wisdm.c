@@ -15,10 +15,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sodium.h>
 
 #include "core/mem.h"
 #include "eval/eval.h"
@@ -163,8 +164,8 @@ static int cmp_dbl(const void *a, const void *b)
 
 /* The files of sub whose names end in suffix, sorted; *paths new (caller frees each and the
  * array). */
-static core_err list_arff(const char *sub, const char *suffix, char ***paths, size_t *np,
-                          char *eb, size_t ebn)
+static core_err list_arff(const char *sub, const char *suffix, char ***paths, size_t *np, char *eb,
+                          size_t ebn)
 {
     DIR *dh;
     struct dirent *de;
@@ -228,8 +229,7 @@ static void scale_wisdm_nodes(const struct wrow *rows, size_t nr, struct eval_da
     }
     for (size_t i = 0; i < nr; i++)
         for (int k = 0; k < W_NODES; k++)
-            ds->x[i * W_NODES + k] =
-                fmin(1.0, fmax(0.0, (rows[i].v[k] - lo[k]) / (hi[k] - lo[k])));
+            ds->x[i * W_NODES + k] = fmin(1.0, fmax(0.0, (rows[i].v[k] - lo[k]) / (hi[k] - lo[k])));
     free(col);
 }
 

@@ -62,8 +62,8 @@
 #define ING_SCHEMA_WINDOW     "gcdp.window/2"
 /* Normalization every node value went through (window record "prov.norm"): clip to the
  * channel's public [clip_lo, clip_hi], then map linearly onto [0, 1]. */
-#define ING_NORM_NAME         "clip_minmax"
-#define ING_SCHEMA_REJECTED   "gcdp.rejected/1"
+#define ING_NORM_NAME       "clip_minmax"
+#define ING_SCHEMA_REJECTED "gcdp.rejected/1"
 
 /* Reject reasons: X(enum, "code", "description"). Codes are stable; never renumber or
  * rename one (consumers of sensors.rejected and /metrics key on the code); new codes are
@@ -107,7 +107,7 @@
     X(ING_R_TOO_MANY_DEVICES, "too_many_devices", "new device beyond ingest.max_devices")          \
     X(ING_R_LATE, "late", "every window the reading belongs to has already closed")                \
     X(ING_R_DUPLICATE, "duplicate", "same (device, ts) already buffered")                          \
-    X(ING_R_BUFFER_FULL, "buffer_full", "device buffer at ingest.max_buffer_per_device")         \
+    X(ING_R_BUFFER_FULL, "buffer_full", "device buffer at ingest.max_buffer_per_device")           \
     X(ING_R_TS_IN_FUTURE, "ts_in_future", "\"ts\" beyond processing time + ingest.max_future_ms")  \
     X(ING_R_TS_JUMP, "ts_jump", "\"ts\" beyond the device's latest + ingest.max_jump_ms")
 
@@ -194,8 +194,8 @@ struct ing_params {
     size_t max_buffer; /* ingest.max_buffer_per_device */
     enum ing_key_policy key_policy;
     enum ing_decoder decoder; /* ingest.decoder */
-    unsigned features;  /* OR of enum ing_feature, at least one */
-    bool emit_excluded; /* ingest.emit_excluded: also emit excluded-window records */
+    unsigned features;        /* OR of enum ing_feature, at least one */
+    bool emit_excluded;       /* ingest.emit_excluded: also emit excluded-window records */
     size_t n_channels;
     struct ing_channel channels[ING_MAX_CHANNELS];
     size_t n_nodes;                        /* 0 = auto: channels seen in the window */
@@ -341,8 +341,8 @@ CORE_MUST_CHECK core_err ing_engine_push(struct ing_engine *eng, const char *pay
  * device's state cold; loading it while the messages before it are handled hides that
  * latency. Reads only the key (payload: prefetch only): no result, counter or later call
  * depends on it. key NULL: no device hint. */
-void ing_engine_prefetch(struct ing_engine *eng, const char *payload, size_t len,
-                         const char *key, size_t key_len);
+void ing_engine_prefetch(struct ing_engine *eng, const char *payload, size_t len, const char *key,
+                         size_t key_len);
 
 /* Close every window of devices idle (no accepted reading) for >= idle_timeout_ms of
  * processing time as of now_ms; then drop the entries of devices without buffered readings

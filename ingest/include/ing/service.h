@@ -16,8 +16,8 @@
  *
  * Shutdown (ing_service_stop): stop intake, wait for every produced record's
  * acknowledgement (bounded by ING_SERVICE_DRAIN_MS), commit, leave the group cleanly
- * (bounded by ING_SERVICE_CLOSE_MS), close every handle, then call on_done. Open windows are NOT flushed: their readings
- * stay uncommitted and the next owner rebuilds them.
+ * (bounded by ING_SERVICE_CLOSE_MS), close every handle, then call on_done. Open windows are NOT
+ * flushed: their readings stay uncommitted and the next owner rebuilds them.
  *
  * Memory: the consumer's prefetch is bounded by default (queued.max.messages.kbytes=4096,
  * queued.min.messages=50000, fetch.max.bytes=2097152, max.partition.fetch.bytes=262144;
@@ -56,11 +56,11 @@
 struct ing_service;
 
 struct ing_service_opts {
-    const char *group;        /* consumer group id; borrowed */
+    const char *group;          /* consumer group id; borrowed */
     int64_t commit_interval_ms; /* how often committable offsets are committed (> 0) */
-    int64_t exit_idle_ms;     /* > 0: stop by itself after this long with nothing consumed,
-                                 once something was consumed (tests, bounded replays) */
-    bool flush_on_idle;       /* with exit_idle_ms: flush open windows before stopping */
+    int64_t exit_idle_ms;       /* > 0: stop by itself after this long with nothing consumed,
+                                   once something was consumed (tests, bounded replays) */
+    bool flush_on_idle;         /* with exit_idle_ms: flush open windows before stopping */
     /* Called once on the loop when the service has fully stopped. status: CORE_OK, or
      * the failure that stopped it. */
     void (*on_done)(void *arg, core_err status);
@@ -70,17 +70,17 @@ struct ing_service_opts {
 /* Live counters (a snapshot; safe from any thread). */
 struct ing_service_stats {
     uint64_t consumed, accepted, rejected;
-    uint64_t produced;      /* records (windows + dead letters) handed to the producer */
-    uint64_t windows_out;   /* window records acknowledged by the broker */
-    uint64_t rejected_out;  /* dead letters acknowledged */
+    uint64_t produced;     /* records (windows + dead letters) handed to the producer */
+    uint64_t windows_out;  /* window records acknowledged by the broker */
+    uint64_t rejected_out; /* dead letters acknowledged */
     uint64_t produce_errors;
     uint64_t commits, commit_errors;
     uint64_t offset_gaps, offsets_lost;
-    int64_t lag;            /* -1 unknown */
+    int64_t lag; /* -1 unknown */
     uint64_t open_devices;
     bool assigned;
-    uint64_t refill_nudges; /* prefetch refill nudges (core_kconsumer_set_refill) */
-    uint64_t output_holds;  /* intake holds for unacknowledged output (> 16 MiB) */
+    uint64_t refill_nudges;  /* prefetch refill nudges (core_kconsumer_set_refill) */
+    uint64_t output_holds;   /* intake holds for unacknowledged output (> 16 MiB) */
     uint64_t output_held_ms; /* loop time spent in them (ms) */
     uint64_t rejected_by_reason[ING_REASON_COUNT]; /* ing_reason_code() names them */
 };
@@ -92,9 +92,8 @@ struct ing_service_stats {
  * Returns CORE_OK, CORE_ECONFIG (errbuf names the key), CORE_EKAFKA, CORE_EIO. */
 CORE_MUST_CHECK core_err ing_service_new(uv_loop_t *loop, const struct core_config *cfg,
                                          const struct ing_service_opts *opts,
-                                         struct core_metrics *metrics,
-                                         struct ing_service **out, char *errbuf,
-                                         size_t errbuf_size);
+                                         struct core_metrics *metrics, struct ing_service **out,
+                                         char *errbuf, size_t errbuf_size);
 
 /* Begin the graceful shutdown described above (idempotent). */
 void ing_service_stop(struct ing_service *s);

@@ -163,8 +163,10 @@ static enum ing_reason check_ts(const struct ing_params *p, const json_t *t, int
     case ING_R_TS_OUT_OF_RANGE:
         return R(ING_R_TS_OUT_OF_RANGE, "\"ts\" outside [ingest.ts_min_ms, ingest.ts_max_ms)");
     case ING_R_TS_IN_FUTURE:
-        return R(ING_R_TS_IN_FUTURE, "\"ts\" more than ingest.max_future_ms %lld beyond "
-                 "processing time", (long long)p->max_future_ms);
+        return R(ING_R_TS_IN_FUTURE,
+                 "\"ts\" more than ingest.max_future_ms %lld beyond "
+                 "processing time",
+                 (long long)p->max_future_ms);
     default:
         break;
     }
@@ -220,8 +222,8 @@ static enum ing_reason check_value(const struct ing_channel *ch, const json_t *v
     case ING_R_NON_FINITE:
         return R(ING_R_NON_FINITE, "channel '%s' is not a finite number", ch->name);
     case ING_R_OUT_OF_DOMAIN:
-        return R(ING_R_OUT_OF_DOMAIN, "channel '%s' outside its physical domain [%g, %g]",
-                 ch->name, ch->dom_lo, ch->dom_hi);
+        return R(ING_R_OUT_OF_DOMAIN, "channel '%s' outside its physical domain [%g, %g]", ch->name,
+                 ch->dom_lo, ch->dom_hi);
     default:
         break;
     }
@@ -279,8 +281,8 @@ static enum ing_reason check_seq(const json_t *s, char *detail, size_t detail_si
 /* Checks run in the order of ING_REASON_MAP; the first failure is the reason. */
 enum ing_reason ing__decode(const struct ing_params *p, struct core_jalloc *ja, const char *payload,
                             size_t len, const char *key, size_t key_len, int64_t now_ms,
-                            json_t **root,
-                            struct ing__reading *out, char *detail, size_t detail_size)
+                            json_t **root, struct ing__reading *out, char *detail,
+                            size_t detail_size)
 {
     json_error_t err;
     struct members m;

@@ -32,8 +32,8 @@ struct ing__reading {
  * Returns ING_R_NONE or the first failing reason in ING_REASON_MAP order. */
 enum ing_reason ing__decode(const struct ing_params *p, struct core_jalloc *ja, const char *payload,
                             size_t len, const char *key, size_t key_len, int64_t now_ms,
-                            json_t **root,
-                            struct ing__reading *out, char *detail, size_t detail_size);
+                            json_t **root, struct ing__reading *out, char *detail,
+                            size_t detail_size);
 
 /* The fast decoder (ingest.decoder = simdjson, the default): the same contract and the same
  * result as ing__decode, reading by reading (reason, detail and every decoded value;

@@ -217,10 +217,11 @@ struct ing_engine *ing_engine_new(const struct ing_params *p, char *errbuf, size
     eng->half = p->period_ms / 2;
     ing__window_scratch_init(&eng->ws, p);
     eng->ja = core_jalloc_new(ING_JALLOC_BYTES);
-    if (p->decoder == ING_DECODER_SIMDJSON &&
-        !(eng->fj = ing__fj_new(p->max_message_bytes))) {
-        snprintf(errbuf, errbuf_size, "ingest.decoder: the simdjson scanner could not allocate "
-                 "its buffers for ingest.max_message_bytes %zu", p->max_message_bytes);
+    if (p->decoder == ING_DECODER_SIMDJSON && !(eng->fj = ing__fj_new(p->max_message_bytes))) {
+        snprintf(errbuf, errbuf_size,
+                 "ingest.decoder: the simdjson scanner could not allocate "
+                 "its buffers for ingest.max_message_bytes %zu",
+                 p->max_message_bytes);
         core_jalloc_free(eng->ja);
         ing__window_scratch_cleanup(&eng->ws);
         free(eng);
@@ -699,11 +700,10 @@ enum ing_reason ing_engine_decode_only(struct ing_engine *eng, const char *paylo
     enum ing_reason reason;
     char detail[256];
 
-    reason = eng->fj && !reference
-                 ? ing__decode_fast(&eng->p, eng->fj, eng->ja, payload, len, key, key_len, 0,
-                                    &root, &r, detail, sizeof(detail))
-                 : ing__decode(&eng->p, eng->ja, payload, len, key, key_len, 0, &root, &r,
-                               detail, sizeof(detail));
+    reason = eng->fj && !reference ? ing__decode_fast(&eng->p, eng->fj, eng->ja, payload, len, key,
+                                                      key_len, 0, &root, &r, detail, sizeof(detail))
+                                   : ing__decode(&eng->p, eng->ja, payload, len, key, key_len, 0,
+                                                 &root, &r, detail, sizeof(detail));
     core_jalloc_release(eng->ja, root);
     return reason;
 }
@@ -725,8 +725,8 @@ core_err ing_engine_push(struct ing_engine *eng, const char *payload, size_t len
     eng->c.consumed++;
     reason = eng->fj ? ing__decode_fast(&eng->p, eng->fj, eng->ja, payload, len, key, key_len,
                                         now_ms, &root, &r, detail, sizeof(detail))
-                     : ing__decode(&eng->p, eng->ja, payload, len, key, key_len, now_ms, &root,
-                                   &r, detail, sizeof(detail));
+                     : ing__decode(&eng->p, eng->ja, payload, len, key, key_len, now_ms, &root, &r,
+                                   detail, sizeof(detail));
     if (reason == ING_R_NONE)
         reason = admit(eng, &r, src, now_ms, sink, &d, detail, sizeof(detail));
     if (reason != ING_R_NONE) {

@@ -6,16 +6,15 @@
 // shape outside the plain one (fastjson.h) makes ing__fj_scan return false, and the jansson
 // reference decoder then decides (alg/decode.c).
 #define SIMDJSON_EXCEPTIONS 0
-#include <simdjson.h>
+#include "alg/fastjson.h"
 
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <simdjson.h>
 #include <string_view>
 #include <utility>
-
-#include "alg/fastjson.h"
 
 namespace od = simdjson::ondemand;
 
@@ -25,11 +24,12 @@ static constexpr size_t kMaxDepth = 8;
 
 struct ing__fj {
     od::parser parser;
-    char *buf;        // max_bytes + SIMDJSON_PADDING bytes
+    char *buf; // max_bytes + SIMDJSON_PADDING bytes
     size_t max_bytes;
 };
 
-namespace {
+namespace
+{
 
 unsigned member_bit(std::string_view k)
 {
@@ -121,8 +121,8 @@ bool get_channel_value(od::value &v, ing__fj_value *out)
         return true;
     }
     double d;
-    if (significant_digits(v.raw_json_token()) > 19 ||
-        v.get_double().get(d) != simdjson::SUCCESS || !std::isfinite(d))
+    if (significant_digits(v.raw_json_token()) > 19 || v.get_double().get(d) != simdjson::SUCCESS ||
+        !std::isfinite(d))
         return false;
     out->num = d;
     return true;
@@ -136,7 +136,8 @@ bool get_readings(od::value &v, ing__fj_doc *out)
     for (auto fr : obj) {
         od::field f;
         std::string_view name;
-        if (std::move(fr).get(f) != simdjson::SUCCESS || f.unescaped_key().get(name) != simdjson::SUCCESS)
+        if (std::move(fr).get(f) != simdjson::SUCCESS ||
+            f.unescaped_key().get(name) != simdjson::SUCCESS)
             return false;
         if (out->n_values >= ING_MAX_CHANNELS)
             return false; // more members than channels: a duplicate or unknown one
@@ -197,7 +198,8 @@ bool scan(ing__fj *fj, size_t len, ing__fj_doc *out)
     for (auto fr : obj) {
         od::field f;
         std::string_view k;
-        if (std::move(fr).get(f) != simdjson::SUCCESS || f.unescaped_key().get(k) != simdjson::SUCCESS)
+        if (std::move(fr).get(f) != simdjson::SUCCESS ||
+            f.unescaped_key().get(k) != simdjson::SUCCESS)
             return false;
         unsigned bit = member_bit(k);
         if (bit == 0 || (out->seen & bit) != 0)

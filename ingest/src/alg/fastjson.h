@@ -41,8 +41,13 @@ extern "C" {
 #endif
 
 /* Top-level members seen (bits of ing__fj_doc.seen). */
-enum { ING__FJ_SCHEMA = 1, ING__FJ_DEVICE = 2, ING__FJ_TS = 4, ING__FJ_READINGS = 8,
-       ING__FJ_SEQ = 16 };
+enum {
+    ING__FJ_SCHEMA = 1,
+    ING__FJ_DEVICE = 2,
+    ING__FJ_TS = 4,
+    ING__FJ_READINGS = 8,
+    ING__FJ_SEQ = 16
+};
 
 /* A string: the unescaped bytes in the scanner's buffer (valid until its next scan). */
 struct ing__fj_str {
@@ -59,11 +64,11 @@ struct ing__fj_value {
 struct ing__fj_doc {
     unsigned seen; /* ING__FJ_* */
     struct ing__fj_str schema, device;
-    bool ts_is_int;          /* else a string in ts_str */
+    bool ts_is_int; /* else a string in ts_str */
     int64_t ts_int;
     struct ing__fj_str ts_str;
-    int64_t seq;             /* when seen & ING__FJ_SEQ */
-    size_t n_values;         /* members of readings */
+    int64_t seq;     /* when seen & ING__FJ_SEQ */
+    size_t n_values; /* members of readings */
     struct ing__fj_value values[ING_MAX_CHANNELS];
 };
 

@@ -8,8 +8,9 @@
 #include "core/jalloc.h"
 #include "ing_int.h"
 
-#define ING_JALLOC_BYTES ((size_t)64 * 1024) /* parse arena per engine; a 200-byte reading
-                                                uses ~2 KiB */
+#define ING_JALLOC_BYTES                                                                           \
+    ((size_t)64 * 1024) /* parse arena per engine; a 200-byte reading                              \
+                           uses ~2 KiB */
 
 /* One buffered reading (values live in the device's val array, n_channels per row). */
 struct ing__rd {
@@ -32,8 +33,8 @@ struct ing__dev {
     int32_t last_partition;
     int list;                     /* ING__LIST_NONE / _OPEN (n > 0) / _IDLE (n == 0) */
     struct ing__dev *prev, *next; /* links in the open or the idle list */
-    int64_t jump_tau; /* slot time of the latest rejected ts_jump reading */
-    int jump_run;     /* consecutive ts_jump readings agreeing within max_jump_ms */
+    int64_t jump_tau;             /* slot time of the latest rejected ts_jump reading */
+    int jump_run;                 /* consecutive ts_jump readings agreeing within max_jump_ms */
 };
 
 /* A device table slot. The hash is kept in the slot, so that a probe past another device
@@ -78,8 +79,8 @@ struct ing__dlist {
 
 struct ing_engine {
     struct ing_params p;
-    int64_t n_slots; /* window_ms / period_ms */
-    int64_t half;    /* period_ms / 2 */
+    int64_t n_slots;        /* window_ms / period_ms */
+    int64_t half;           /* period_ms / 2 */
     struct ing__tslot *tab; /* open addressing, linear probing, tab_size a power of 2 */
     size_t tab_size, n_dev;
     struct ing__dlist open; /* devices holding buffered readings */
@@ -87,11 +88,11 @@ struct ing_engine {
     struct ing_counters c;
     struct core_buf out;
     struct ing__wscratch ws;
-    struct core_jalloc *ja; /* parse arena (core/jalloc.h) */
-    struct ing__fj *fj;     /* simdjson scanner (alg/fastjson.h); NULL: ingest.decoder=jansson */
+    struct core_jalloc *ja;   /* parse arena (core/jalloc.h) */
+    struct ing__fj *fj;       /* simdjson scanner (alg/fastjson.h); NULL: ingest.decoder=jansson */
     const char *closed_early; /* while force-closing: why ("flush", "idle_timeout",
                                  "stream_restart"); NULL when windows close on the watermark */
-    uint64_t pf_hash[2]; /* ing_engine_prefetch: key hashes of the last two calls */
+    uint64_t pf_hash[2];      /* ing_engine_prefetch: key hashes of the last two calls */
     bool pf_valid[2];
 };
 

@@ -87,17 +87,17 @@ struct ing_service {
     enum svc_state state;
     core_err status;
     bool paused, commit_in_flight, consumed_any, group_joined, done_called;
-    bool held;          /* intake held for the output bound (OUT_HOLD_*) */
-    bool hold_expired;  /* a hold ran OUT_HOLD_MAX_MS: none again until below OUT_HOLD_LOW */
+    bool held;           /* intake held for the output bound (OUT_HOLD_*) */
+    bool hold_expired;   /* a hold ran OUT_HOLD_MAX_MS: none again until below OUT_HOLD_LOW */
     uint64_t held_since; /* loop time the hold began */
-    size_t out_bytes;   /* record bytes produced and not yet reported (OUT_HOLD_*) */
-    bool broker_down;           /* a transport / all-brokers-down error since the broker last
-                                   answered (a record consumed, a commit acknowledged) */
-    uint64_t broker_down_since; /* loop time of the first such error */
-    uint64_t unassigned_since;  /* loop time since which the joined member holds no partition */
+    size_t out_bytes;    /* record bytes produced and not yet reported (OUT_HOLD_*) */
+    bool broker_down;    /* a transport / all-brokers-down error since the broker last
+                            answered (a record consumed, a commit acknowledged) */
+    uint64_t broker_down_since;  /* loop time of the first such error */
+    uint64_t unassigned_since;   /* loop time since which the joined member holds no partition */
     uint64_t session_timeout_ms; /* the consumer's session.timeout.ms */
     uint64_t drain_started, close_started, last_consume;
-    int64_t now_ms;  /* wall clock for the engine, refreshed every 1024 messages and tick */
+    int64_t now_ms; /* wall clock for the engine, refreshed every 1024 messages and tick */
     uint32_t since_clock;
     /* Stats readable from any thread. */
     _Atomic uint64_t a_consumed, a_accepted, a_rejected, a_windows_out, a_rejected_out;
@@ -237,8 +237,7 @@ static void produce(struct ing_service *s, const char *topic, const char *key, s
     rec->refs++; /* held by the delivery report */
     rec->bytes = len + klen;
     for (int tries = 0;; tries++) {
-        rc = core_kproducer_send(s->prod, topic, RD_KAFKA_PARTITION_UA, key, klen, json, len,
-                                 rec);
+        rc = core_kproducer_send(s->prod, topic, RD_KAFKA_PARTITION_UA, key, klen, json, len, rec);
         if (rc != CORE_EAGAIN || tries == 6000)
             break;
         core_kproducer_poll(s->prod, 5); /* rare: backpressure pauses us long before */
@@ -306,8 +305,8 @@ static void metrics_register(struct ing_service *s)
     m->accepted = C("gcdp_ingest_accepted_total", "messages accepted by validation");
     for (int i = 1; i < ING_REASON_COUNT; i++) {
         snprintf(lab, sizeof(lab), "reason=\"%s\"", ing_reason_code((enum ing_reason)i));
-        m->rejected[i] = core_metrics_get(r, CORE_METRIC_COUNTER, "gcdp_ingest_rejected_total",
-                                          lab, "messages dead-lettered, by reason");
+        m->rejected[i] = core_metrics_get(r, CORE_METRIC_COUNTER, "gcdp_ingest_rejected_total", lab,
+                                          "messages dead-lettered, by reason");
     }
     m->windows_emitted = C("gcdp_ingest_windows_emitted_total", "window records produced");
     m->windows_excluded = C("gcdp_ingest_windows_excluded_total", "of which excluded");
@@ -376,8 +375,7 @@ static void health_refresh(struct ing_service *s)
         core_metrics_set_health(s->metrics, false,
                                 "offset gap or cluster replacement detected: records were lost "
                                 "(see the log and gcdp_offset_gaps_total)");
-    else if (s->unassigned_since &&
-             uv_now(s->loop) - s->unassigned_since >= s->session_timeout_ms)
+    else if (s->unassigned_since && uv_now(s->loop) - s->unassigned_since >= s->session_timeout_ms)
         core_metrics_set_health(s->metrics, false,
                                 "no partition assigned for longer than the session timeout");
     else
@@ -597,7 +595,8 @@ static void on_assign(void *arg, const rd_kafka_topic_partition_list_t *parts)
     s->group_joined = true;
     for (int i = 0; i < parts->cnt; i++) {
         int32_t p = parts->elems[i].partition;
-        if (p >= 0 && p < ING_SERVICE_MAX_PARTITIONS && strcmp(parts->elems[i].topic, s->t_raw) == 0) {
+        if (p >= 0 && p < ING_SERVICE_MAX_PARTITIONS &&
+            strcmp(parts->elems[i].topic, s->t_raw) == 0) {
             s->parts[p].assigned = true;
             s->parts[p].next = -1;
             s->parts[p].committed = -1;
@@ -618,14 +617,16 @@ static void on_revoke(void *arg, const rd_kafka_topic_partition_list_t *parts)
         (void)commit_now(s);
     for (int i = 0; i < parts->cnt; i++) {
         int32_t p = parts->elems[i].partition;
-        if (p < 0 || p >= ING_SERVICE_MAX_PARTITIONS || strcmp(parts->elems[i].topic, s->t_raw) != 0)
+        if (p < 0 || p >= ING_SERVICE_MAX_PARTITIONS ||
+            strcmp(parts->elems[i].topic, s->t_raw) != 0)
             continue;
         s->parts[p].assigned = false;
         s->parts[p].next = -1;
         size_t dropped = ing_engine_forget_partition(s->eng, p);
         if (dropped)
             CORE_INFO("partition %" PRId32 " revoked: %zu buffered readings left to its next "
-                      "owner", p, dropped);
+                      "owner",
+                      p, dropped);
     }
     atomic_store(&s->a_assigned, false);
     if (!s->unassigned_since)
@@ -693,7 +694,8 @@ static void on_tick(uv_timer_t *t)
     if (s->state == S_RUNNING) {
         if (s->held && now - s->held_since >= OUT_HOLD_MAX_MS) {
             CORE_WARN("%zu bytes of records unacknowledged for %d ms: intake resumed (the "
-                      "broker is slow or unreachable)", s->out_bytes, OUT_HOLD_MAX_MS);
+                      "broker is slow or unreachable)",
+                      s->out_bytes, OUT_HOLD_MAX_MS);
             s->hold_expired = true;
             hold_intake(s, false);
         }
@@ -714,7 +716,8 @@ static void on_tick(uv_timer_t *t)
         drain_step(s);
     if (s->state == S_CLOSING && now - s->close_started >= ING_SERVICE_CLOSE_MS) {
         CORE_WARN("the consumer did not leave its group within %d ms (broker gone?); "
-                  "stopping anyway", ING_SERVICE_CLOSE_MS);
+                  "stopping anyway",
+                  ING_SERVICE_CLOSE_MS);
         finish(s);
     }
     metrics_refresh(s);
@@ -788,9 +791,15 @@ static core_err make_clients(struct ing_service *s, char *eb, size_t ebn)
     rd_kafka_conf_t *cc = NULL, *pc = NULL;
     const char *topics[1] = {s->t_raw};
     struct core_kconsumer_ops ops = {
-        .on_message = on_message, .on_assign = on_assign, .on_revoke = on_revoke,
-        .on_gap = on_gap,         .on_error = on_error,   .on_commit = on_commit,
-        .on_closed = on_closed,   .on_peek = on_peek,     .arg = s,
+        .on_message = on_message,
+        .on_assign = on_assign,
+        .on_revoke = on_revoke,
+        .on_gap = on_gap,
+        .on_error = on_error,
+        .on_commit = on_commit,
+        .on_closed = on_closed,
+        .on_peek = on_peek,
+        .arg = s,
     };
     core_err rc;
 

@@ -41,8 +41,8 @@
 
 #include "core/err.h"
 
-#define LRN_ADMM_MAX_D 4096
-#define LRN_ADMM_MAX_P 4096
+#define LRN_ADMM_MAX_D      4096
+#define LRN_ADMM_MAX_P      4096
 #define LRN_ADMM_MAX_ROUNDS 100000
 
 /* Pluggable local solver (STYLE P10). */
@@ -76,43 +76,43 @@ struct lrn_local_ops {
 enum lrn_wire { LRN_WIRE_SPARSE = 0, LRN_WIRE_DENSE = 1 };
 
 enum lrn_rho_schedule {
-    LRN_RHO_ON_STALL = 0,  /* ρ₁ *= rho1_growth when h(Wᵗ) > h_stall·h(Wᵗ⁻¹); ρ₂ fixed */
+    LRN_RHO_ON_STALL = 0, /* ρ₁ *= rho1_growth when h(Wᵗ) > h_stall·h(Wᵗ⁻¹); ρ₂ fixed */
     LRN_RHO_EVERY_ROUND = 1 /* notears-admm: ρ₁ *= rho1_growth, ρ₂ *= rho2_growth each round */
 };
 
 struct lrn_admm_opts {
-    size_t max_rounds;      /* T ≥ 1 */
-    double rho1, rho2;      /* initial penalties (> 0) */
-    double rho1_growth;     /* ≥ 1 */
-    double rho2_growth;     /* ≥ 1; LRN_RHO_EVERY_ROUND only */
-    double rho_max;         /* cap on ρ₁ and ρ₂ */
+    size_t max_rounds;  /* T ≥ 1 */
+    double rho1, rho2;  /* initial penalties (> 0) */
+    double rho1_growth; /* ≥ 1 */
+    double rho2_growth; /* ≥ 1; LRN_RHO_EVERY_ROUND only */
+    double rho_max;     /* cap on ρ₁ and ρ₂ */
     enum lrn_rho_schedule schedule;
-    double h_stall;         /* in (0, 1]: the "h did not decrease enough" ratio */
-    double h_tol;           /* stopping rule: h ≤ h_tol (h(W̃) when acyc_on_server) */
-    double primal_tol;      /* stopping rule: max_p ‖B_p − W‖_max ≤ primal_tol; ≤ 0 disables
-                             * the stopping rule (all max_rounds are run) */
-    double dual_tol;        /* stopping rule: ρ₂·max|Wᵗ − Wᵗ⁻¹| ≤ dual_tol */
-    size_t stable_rounds;   /* stopping rule: support {|W| ≥ w_threshold} unchanged for this
-                             * many consecutive rounds */
-    bool acyc_on_server;    /* α ← α + ρ₁h and the ρ₁ schedule use h(W̃) of the server's own
-                             * minimiser, before w_sparsify (docs/learner.md "Convergence");
-                             * false: h of the sparsified W (blind once that W is a DAG) */
-    double w_keep;          /* in (0, 1]: an entry already in the sent W stays while
-                             * |W̃_ij| ≥ w_keep·w_sparsify (hysteresis; 1: none) */
-    bool down_own_support;  /* the server also sends participant p the W̃ entries p uploaded
-                             * (exact duals there; docs/learner.md "Convergence") */
-    double rho1_h_floor;    /* acyc_on_server: ρ₁ grows on stall only while h(W̃) > this */
-    double w_threshold;     /* final |w| < w_threshold → 0 (paper: 0.3) */
-    double w_sparsify;      /* each round, the server zeroes |W_ij| < w_sparsify before
-                             * sending W (both sides then use that W); 0 disables */
-    double b_sparsify;      /* each round, a participant zeroes |B_p,ij| < b_sparsify before
-                             * sending B_p (its own B_p too: both sides use what was sent);
-                             * 0 disables; ≤ w_threshold */
-    bool enforce_dag;       /* final cycle breaking (lrn_dag_prune) */
-    enum lrn_wire wire;     /* what participants and server send */
-    size_t lbfgs_max_iter;  /* server L-BFGS iteration cap per round */
-    double lbfgs_epsilon;   /* liblbfgs relative gradient tolerance */
-    double lbfgs_wtol;      /* also stop when no W_ij moved more than this in 3 iterations */
+    double h_stall;       /* in (0, 1]: the "h did not decrease enough" ratio */
+    double h_tol;         /* stopping rule: h ≤ h_tol (h(W̃) when acyc_on_server) */
+    double primal_tol;    /* stopping rule: max_p ‖B_p − W‖_max ≤ primal_tol; ≤ 0 disables
+                           * the stopping rule (all max_rounds are run) */
+    double dual_tol;      /* stopping rule: ρ₂·max|Wᵗ − Wᵗ⁻¹| ≤ dual_tol */
+    size_t stable_rounds; /* stopping rule: support {|W| ≥ w_threshold} unchanged for this
+                           * many consecutive rounds */
+    bool acyc_on_server; /* α ← α + ρ₁h and the ρ₁ schedule use h(W̃) of the server's own
+                          * minimiser, before w_sparsify (docs/learner.md "Convergence");
+                          * false: h of the sparsified W (blind once that W is a DAG) */
+    double w_keep;       /* in (0, 1]: an entry already in the sent W stays while
+                          * |W̃_ij| ≥ w_keep·w_sparsify (hysteresis; 1: none) */
+    bool down_own_support; /* the server also sends participant p the W̃ entries p uploaded
+                            * (exact duals there; docs/learner.md "Convergence") */
+    double rho1_h_floor;   /* acyc_on_server: ρ₁ grows on stall only while h(W̃) > this */
+    double w_threshold;    /* final |w| < w_threshold → 0 (paper: 0.3) */
+    double w_sparsify;     /* each round, the server zeroes |W_ij| < w_sparsify before
+                            * sending W (both sides then use that W); 0 disables */
+    double b_sparsify;     /* each round, a participant zeroes |B_p,ij| < b_sparsify before
+                            * sending B_p (its own B_p too: both sides use what was sent);
+                            * 0 disables; ≤ w_threshold */
+    bool enforce_dag;      /* final cycle breaking (lrn_dag_prune) */
+    enum lrn_wire wire;    /* what participants and server send */
+    size_t lbfgs_max_iter; /* server L-BFGS iteration cap per round */
+    double lbfgs_epsilon;  /* liblbfgs relative gradient tolerance */
+    double lbfgs_wtol;     /* also stop when no W_ij moved more than this in 3 iterations */
 };
 
 /* Fed-Sparse-BNSL defaults (paper B.3.2: ρ₁ = 1000, ρ₂ = 1; T = 100 as the cap; threshold
@@ -129,23 +129,23 @@ CORE_MUST_CHECK core_err lrn_admm_opts_check(const struct lrn_admm_opts *o, char
 
 /* Per-round progress, handed to the callback after the dual update of round `round`. */
 struct lrn_admm_progress {
-    size_t round;            /* 0-based */
-    double h;                /* h(W) of the sent (sparsified) W */
-    double h_server;         /* h(W̃) of the server's minimiser before w_sparsify */
-    size_t edges;            /* entries of W with |w| ≥ w_threshold (off-diagonal) */
-    size_t nnz_up;           /* nonzeros sent by participants this round (sum over p) */
-    size_t nnz_down;         /* nonzeros of W sent down this round (sum over participants) */
-    uint64_t bytes_model;    /* cumulative, paper B.2.1 model, both directions */
-    uint64_t bytes_wire;     /* cumulative encoded bytes, both directions */
+    size_t round;         /* 0-based */
+    double h;             /* h(W) of the sent (sparsified) W */
+    double h_server;      /* h(W̃) of the server's minimiser before w_sparsify */
+    size_t edges;         /* entries of W with |w| ≥ w_threshold (off-diagonal) */
+    size_t nnz_up;        /* nonzeros sent by participants this round (sum over p) */
+    size_t nnz_down;      /* nonzeros of W sent down this round (sum over participants) */
+    uint64_t bytes_model; /* cumulative, paper B.2.1 model, both directions */
+    uint64_t bytes_wire;  /* cumulative encoded bytes, both directions */
     double rho1, rho2, alpha;
-    double primal_residual;  /* max_p max_ij |B_p − W| */
-    double dual_residual;    /* ρ₂·max_ij |Wᵗ − Wᵗ⁻¹| (sent W) */
-    size_t support_changes;  /* entries that entered or left {|W| ≥ w_threshold} this round */
-    size_t stable_rounds;    /* consecutive rounds (ending here) without support change */
-    double beta_dropped;     /* max_p |β_p,ij| over entries with W_ij = 0 */
-    size_t lbfgs_iters;      /* server L-BFGS iterations this round */
-    size_t lbfgs_evals;      /* server objective evaluations (each one h(W) and ∇h) */
-    size_t server_vars;      /* size of the union support the server optimised over */
+    double primal_residual; /* max_p max_ij |B_p − W| */
+    double dual_residual;   /* ρ₂·max_ij |Wᵗ − Wᵗ⁻¹| (sent W) */
+    size_t support_changes; /* entries that entered or left {|W| ≥ w_threshold} this round */
+    size_t stable_rounds;   /* consecutive rounds (ending here) without support change */
+    double beta_dropped;    /* max_p |β_p,ij| over entries with W_ij = 0 */
+    size_t lbfgs_iters;     /* server L-BFGS iterations this round */
+    size_t lbfgs_evals;     /* server objective evaluations (each one h(W) and ∇h) */
+    size_t server_vars;     /* size of the union support the server optimised over */
 };
 
 /* Return false to stop after this round (the result is then thresholded as usual). */
@@ -159,12 +159,12 @@ enum lrn_admm_status {
 
 struct lrn_admm_result {
     enum lrn_admm_status status;
-    size_t rounds;           /* rounds run */
-    double h_raw;            /* h(W) before thresholding */
-    double h;                /* h(W) after thresholding/pruning (0 when enforce_dag) */
-    size_t edges;            /* edges of the returned W */
-    size_t pruned;           /* edges dropped by cycle breaking */
-    uint64_t bytes_model;    /* total, both directions */
+    size_t rounds;        /* rounds run */
+    double h_raw;         /* h(W) before thresholding */
+    double h;             /* h(W) after thresholding/pruning (0 when enforce_dag) */
+    size_t edges;         /* edges of the returned W */
+    size_t pruned;        /* edges dropped by cycle breaking */
+    uint64_t bytes_model; /* total, both directions */
     uint64_t bytes_wire;
     uint64_t bytes_up_model; /* participants → server part of bytes_model */
     /* the last round's stopping quantities (see struct lrn_admm_progress) */
@@ -248,9 +248,9 @@ CORE_MUST_CHECK core_err lrn_covariance(size_t n, size_t d, const double *X, dou
  *          standardize wins over rescale), or 0 (= lrn_covariance).
  * Returns as lrn_covariance(); CORE_EINVAL also for a constant column with standardize, or
  * every column constant with rescale. */
-#define LRN_COV_CENTER 1u
+#define LRN_COV_CENTER      1u
 #define LRN_COV_STANDARDIZE 2u
-#define LRN_COV_RESCALE 4u
+#define LRN_COV_RESCALE     4u
 CORE_MUST_CHECK core_err lrn_covariance_ex(size_t n, size_t d, const double *X, double scale,
                                            unsigned flags, double *sigma);
 

@@ -60,9 +60,8 @@ struct lrn_admm_opts lrn_fedbnsl_admm_opts_default(void);
  * Returns CORE_OK, CORE_EINVAL (bad parameters, non-finite data), CORE_ERNG, CORE_ENUMERIC;
  * on failure sigma is zeroed and must not be used. */
 CORE_MUST_CHECK core_err lrn_dp_covariance(size_t n, size_t d, const double *x, double b,
-                                           double eps, double delta,
-                                           const struct core_rng *rng, double *sigma,
-                                           double *work);
+                                           double eps, double delta, const struct core_rng *rng,
+                                           double *sigma, double *work);
 
 /* ---- Personalisation (Appendix B.2.2) ---- */
 

@@ -47,9 +47,8 @@ struct lrn_runner_opts;
  *                        point into it afterwards).
  * Returns CORE_OK or CORE_ECONFIG (errbuf names the key; o partly written). */
 CORE_MUST_CHECK core_err lrn_runner_opts_from_config(const struct core_config *cfg, size_t d,
-                                                     struct lrn_runner_opts *o,
-                                                     double *m_public, char *errbuf,
-                                                     size_t errbuf_size);
+                                                     struct lrn_runner_opts *o, double *m_public,
+                                                     char *errbuf, size_t errbuf_size);
 
 /* Set OpenBLAS's thread count for the whole process (learner.blas_threads, default 1).
  * The learner's matrices are small (d ≤ a few hundred) and OpenBLAS worker threads

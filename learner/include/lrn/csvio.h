@@ -14,16 +14,16 @@
 
 #include "core/err.h"
 
-#define LRN_CSV_MAX_D    4096      /* columns */
-#define LRN_CSV_MAX_ROWS 20000000  /* data rows */
+#define LRN_CSV_MAX_D     4096      /* columns */
+#define LRN_CSV_MAX_ROWS  20000000  /* data rows */
 #define LRN_CSV_MAX_CELLS 400000000 /* rows * columns (3.2 GB of doubles) */
-#define LRN_CSV_MAX_LINE (1 << 20) /* bytes per line */
+#define LRN_CSV_MAX_LINE  (1 << 20) /* bytes per line */
 
 /* A dense n x d matrix read from a CSV file. */
 struct lrn_csv {
     size_t n, d;
-    double *x;      /* n*d row-major values */
-    char **names;   /* d column names (from the header, else "x0".."x{d-1}") */
+    double *x;    /* n*d row-major values */
+    char **names; /* d column names (from the header, else "x0".."x{d-1}") */
     int has_header;
 };
 

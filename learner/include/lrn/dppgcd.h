@@ -50,10 +50,10 @@ enum lrn_m_source { LRN_M_PRIVATE = 0, LRN_M_PUBLIC = 1, LRN_M_EXACT = 2 };
  * "Smoothness constants"): ε_M = 1.25, additional to the optimisation's ε, and the public
  * bound b = 100 on x_kj² (values clipped to it). One owner: the config keys and the runner
  * defaults both use these. */
-#define LRN_DPPGCD_EPS_M_DEFAULT 1.25
+#define LRN_DPPGCD_EPS_M_DEFAULT   1.25
 #define LRN_DPPGCD_M_BOUND_DEFAULT 100
-#define LRN_STR_(x) #x
-#define LRN_STR(x) LRN_STR_(x)
+#define LRN_STR_(x)                #x
+#define LRN_STR(x)                 LRN_STR_(x)
 
 /* Noise/accounting variant of a DP-PGCD step (same clipping, scores and update rule):
  *   LRN_DP_ZCDP     this paper's DP-PGCD (above): Gumbel-max EM + Gaussian, zCDP.
@@ -69,32 +69,32 @@ enum lrn_m_source { LRN_M_PRIVATE = 0, LRN_M_PUBLIC = 1, LRN_M_EXACT = 2 };
 enum lrn_dp_variant { LRN_DP_ZCDP = 0, LRN_DP_MANGOLD = 1 };
 
 struct lrn_dppgcd_opts {
-    double lambda;      /* ℓ1 weight */
-    double gamma;       /* step */
-    size_t steps;       /* K: private steps per round */
-    size_t rounds;      /* T: ADMM rounds the budget is split over */
-    double clip;        /* C > 0 (global clipping threshold) */
-    double eps;         /* ε for the optimisation (> 0) */
-    double delta;       /* δ in (0, 0.5]; 0 → 1/n² (paper default) */
+    double lambda; /* ℓ1 weight */
+    double gamma;  /* step */
+    size_t steps;  /* K: private steps per round */
+    size_t rounds; /* T: ADMM rounds the budget is split over */
+    double clip;   /* C > 0 (global clipping threshold) */
+    double eps;    /* ε for the optimisation (> 0) */
+    double delta;  /* δ in (0, 0.5]; 0 → 1/n² (paper default) */
     enum lrn_m_source m_source;
-    double eps_m;       /* ε_M for LRN_M_PRIVATE (> 0), additional to eps */
-    double m_bound;     /* b: public bound on x_kj² for LRN_M_PRIVATE (> 0) */
-    const double *m_public; /* d values M_i for LRN_M_PUBLIC, borrowed (copied in _new) */
+    double eps_m;                /* ε_M for LRN_M_PRIVATE (> 0), additional to eps */
+    double m_bound;              /* b: public bound on x_kj² for LRN_M_PRIVATE (> 0) */
+    const double *m_public;      /* d values M_i for LRN_M_PUBLIC, borrowed (copied in _new) */
     enum lrn_dp_variant variant; /* LRN_DP_ZCDP (0, default) or LRN_DP_MANGOLD */
 };
 
 /* Theorem 5.1 calibration for given public quantities. */
 struct lrn_dppgcd_calib {
-    double c;           /* β/Δ_S = σ_ij/Δ_ij = √(KT)(√(L+ε)+√L)/ε, L = log(1/δ) */
-    double rho_step;    /* nominal zCDP of ONE mechanism = 1/(2c²) */
-    double rho_total;   /* 2KT·rho_step */
-    double eps_check;   /* ρ_tot + 2√(ρ_tot L), equals eps up to rounding */
+    double c;         /* β/Δ_S = σ_ij/Δ_ij = √(KT)(√(L+ε)+√L)/ε, L = log(1/δ) */
+    double rho_step;  /* nominal zCDP of ONE mechanism = 1/(2c²) */
+    double rho_total; /* 2KT·rho_step */
+    double eps_check; /* ρ_tot + 2√(ρ_tot L), equals eps up to rounding */
 };
 
 /* Compute the calibration. Returns CORE_OK or CORE_EINVAL (K, T = 0; ε, δ out of range;
  * any NaN). */
-CORE_MUST_CHECK core_err lrn_dppgcd_calibrate(size_t steps, size_t rounds, double eps,
-                                              double delta, struct lrn_dppgcd_calib *out);
+CORE_MUST_CHECK core_err lrn_dppgcd_calibrate(size_t steps, size_t rounds, double eps, double delta,
+                                              struct lrn_dppgcd_calib *out);
 
 /* Private estimate noise (Appendix A.3.2): σ_j = (b/n)·√d·(√(L_M+ε_M)+√L_M)/(√2·ε_M). */
 CORE_MUST_CHECK core_err lrn_dppgcd_m_sigma(size_t n, size_t d, double m_bound, double eps_m,
@@ -102,9 +102,9 @@ CORE_MUST_CHECK core_err lrn_dppgcd_m_sigma(size_t n, size_t d, double m_bound, 
 
 /* Advanced-composition calibration of the Mangold variant (see LRN_DP_MANGOLD). */
 struct lrn_dppgcd_mangold_calib {
-    uint64_t n_mech;    /* N = 2·K·T pure-DP mechanisms (selection + update per step) */
-    double eps_step;    /* ε₀ of each mechanism: largest value with eps_check ≤ ε */
-    double eps_check;   /* √(2N log(1/δ))ε₀ + Nε₀(e^{ε₀} − 1) ≤ ε */
+    uint64_t n_mech;  /* N = 2·K·T pure-DP mechanisms (selection + update per step) */
+    double eps_step;  /* ε₀ of each mechanism: largest value with eps_check ≤ ε */
+    double eps_check; /* √(2N log(1/δ))ε₀ + Nε₀(e^{ε₀} − 1) ≤ ε */
 };
 
 /* Solve the advanced composition formula for ε₀. Returns CORE_OK or CORE_EINVAL (K, T = 0;
@@ -126,8 +126,8 @@ struct lrn_dppgcd;
  * With LRN_M_PRIVATE this draws the M noise now and charges ρ_M.
  * Returns CORE_OK, CORE_EINVAL, CORE_ETOOBIG, CORE_ERNG, CORE_ENUMERIC. */
 CORE_MUST_CHECK core_err lrn_dppgcd_new(size_t n, size_t d, const double *X,
-                                        const struct lrn_dppgcd_opts *o,
-                                        const struct core_rng *rng, struct lrn_dppgcd **out);
+                                        const struct lrn_dppgcd_opts *o, const struct core_rng *rng,
+                                        struct lrn_dppgcd **out);
 void lrn_dppgcd_free(struct lrn_dppgcd *s); /* NULL-safe */
 
 /* Prepare the clipped data state for (B, ρ₂) without any private step or charge: sets
@@ -141,25 +141,25 @@ CORE_MUST_CHECK core_err lrn_dppgcd_prepare(struct lrn_dppgcd *s, const double *
  * Returns CORE_OK, CORE_EINVAL, CORE_EBUDGET (more rounds than calibrated: nothing done),
  * CORE_ERNG/CORE_ENUMERIC (sampler failure: B is left unchanged from the last good step;
  * the run must be abandoned). */
-CORE_MUST_CHECK core_err lrn_dppgcd_solve(struct lrn_dppgcd *s, const double *W,
-                                          const double *beta, double rho2, double *B);
+CORE_MUST_CHECK core_err lrn_dppgcd_solve(struct lrn_dppgcd *s, const double *W, const double *beta,
+                                          double rho2, double *B);
 
 /* Privacy spent so far. */
 struct lrn_dppgcd_spent {
-    double rho;         /* zCDP spent by the optimisation steps */
-    double rho_m;       /* zCDP spent estimating M (0 unless LRN_M_PRIVATE) */
-    double eps;         /* (ε, δ) of rho + rho_m at delta (simple conversion, Theorem A.2);
-                         * Mangold: advanced composition of the steps at δ, plus (when M is
-                         * private) ρ_M converted at δ, composed basically: delta is then 2δ */
+    double rho;   /* zCDP spent by the optimisation steps */
+    double rho_m; /* zCDP spent estimating M (0 unless LRN_M_PRIVATE) */
+    double eps;   /* (ε, δ) of rho + rho_m at delta (simple conversion, Theorem A.2);
+                   * Mangold: advanced composition of the steps at δ, plus (when M is
+                   * private) ρ_M converted at δ, composed basically: delta is then 2δ */
     double delta;
-    bool m_private;     /* false for LRN_M_EXACT: the guarantee does NOT cover M */
+    bool m_private; /* false for LRN_M_EXACT: the guarantee does NOT cover M */
     uint64_t steps;
-    double em_scale;    /* β of the last call (public: derived from public parameters) */
-    size_t last_sel;    /* i·d + j of the last selected coordinate (a released output) */
-    double upd_scale;   /* noise scale of the last update: Gaussian σ_ij (zCDP) or the
-                         * Laplace scale b = t·g (Mangold) as calibrated by core */
+    double em_scale;  /* β of the last call (public: derived from public parameters) */
+    size_t last_sel;  /* i·d + j of the last selected coordinate (a released output) */
+    double upd_scale; /* noise scale of the last update: Gaussian σ_ij (zCDP) or the
+                       * Laplace scale b = t·g (Mangold) as calibrated by core */
     enum lrn_dp_variant variant;
-    uint64_t mechs;     /* Mangold: pure-DP mechanisms run so far (2 per step) */
+    uint64_t mechs; /* Mangold: pure-DP mechanisms run so far (2 per step) */
 };
 void lrn_dppgcd_spent(const struct lrn_dppgcd *s, struct lrn_dppgcd_spent *out);
 

@@ -41,8 +41,8 @@
 #include "core/config.h"
 #include "core/err.h"
 
-#define LRN_FEDSVC_MAX_ID 64      /* participant id bytes */
-#define LRN_FEDSVC_MAX_NODES 512  /* nodes (released coordinates) per sample row */
+#define LRN_FEDSVC_MAX_ID    64  /* participant id bytes */
+#define LRN_FEDSVC_MAX_NODES 512 /* nodes (released coordinates) per sample row */
 
 /* Server progress; all fields written by the server thread only. */
 struct lrn_fedsvc_server_progress {
@@ -60,17 +60,17 @@ struct lrn_fedsvc_server_progress {
 
 /* Participant progress; written by the participant thread only. */
 struct lrn_fedsvc_participant_progress {
-    _Atomic uint64_t samples;      /* rows held (≤ horizon) */
-    _Atomic uint64_t skipped;      /* records of its devices skipped (missing node, bad) */
-    _Atomic uint64_t other;        /* records of other devices (not taken) */
-    _Atomic uint64_t duplicates;   /* republished records (release_id already held) */
-    _Atomic uint64_t replies;      /* SOLVE replies sent (resends included) */
-    _Atomic uint64_t first_round;  /* first round asked in the current session */
-    _Atomic uint64_t last_round;   /* last round answered in the current session */
-    _Atomic uint64_t session;      /* session of the frozen snapshot (0: none) */
-    _Atomic bool running;          /* the Kafka clients are up */
-    char subscribed[2][256];       /* the topics its consumers subscribed to (set once,
-                                    * before running becomes true) */
+    _Atomic uint64_t samples;     /* rows held (≤ horizon) */
+    _Atomic uint64_t skipped;     /* records of its devices skipped (missing node, bad) */
+    _Atomic uint64_t other;       /* records of other devices (not taken) */
+    _Atomic uint64_t duplicates;  /* republished records (release_id already held) */
+    _Atomic uint64_t replies;     /* SOLVE replies sent (resends included) */
+    _Atomic uint64_t first_round; /* first round asked in the current session */
+    _Atomic uint64_t last_round;  /* last round answered in the current session */
+    _Atomic uint64_t session;     /* session of the frozen snapshot (0: none) */
+    _Atomic bool running;         /* the Kafka clients are up */
+    char subscribed[2][256];      /* the topics its consumers subscribed to (set once,
+                                   * before running becomes true) */
 };
 
 /* One learned DAG, handed to the result callback; every pointer is borrowed and valid only
@@ -78,25 +78,25 @@ struct lrn_fedsvc_participant_progress {
 struct lrn_fedsvc_result {
     uint64_t session;
     size_t d;
-    const char *const *nodes;        /* d names */
-    const double *w;                 /* d×d row-major weighted DAG */
+    const char *const *nodes; /* d names */
+    const double *w;          /* d×d row-major weighted DAG */
     size_t rounds;
     bool converged;
-    size_t participants;             /* P of the session */
-    const char *const *ids;          /* P participant ids (sorted) */
-    const uint64_t *missing_from;    /* P: UINT64_MAX when present to the end, else the
-                                      * round from which the participant was absent */
-    const char *json;                /* the exact record published on learner.dag */
-    const char *dot_path;            /* DOT file written (NULL if none) */
+    size_t participants;          /* P of the session */
+    const char *const *ids;       /* P participant ids (sorted) */
+    const uint64_t *missing_from; /* P: UINT64_MAX when present to the end, else the
+                                   * round from which the participant was absent */
+    const char *json;             /* the exact record published on learner.dag */
+    const char *dot_path;         /* DOT file written (NULL if none) */
 };
 typedef void lrn_fedsvc_result_fn(void *arg, const struct lrn_fedsvc_result *r);
 
 struct lrn_fedsvc_server_opts {
-    const struct core_config *cfg; /* borrowed: broker.*, kafka.*, topics.*, learner.* */
-    uint64_t max_sessions;         /* return after this many published results (0: never) */
+    const struct core_config *cfg;   /* borrowed: broker.*, kafka.*, topics.*, learner.* */
+    uint64_t max_sessions;           /* return after this many published results (0: never) */
     lrn_fedsvc_result_fn *on_result; /* optional, called on the server thread */
     void *arg;
-    struct core_metrics *metrics;  /* optional: counters/gauges gcdp_learner_server_* */
+    struct core_metrics *metrics; /* optional: counters/gauges gcdp_learner_server_* */
 };
 
 struct lrn_fedsvc_participant_opts {
@@ -123,8 +123,8 @@ CORE_MUST_CHECK core_err lrn_fedsvc_check(const struct core_config *cfg, const c
  * CORE_EIO (state dir / checkpoint), CORE_ENUMERIC (the ADMM server step). */
 CORE_MUST_CHECK core_err lrn_fedsvc_server_run(const struct lrn_fedsvc_server_opts *o,
                                                const atomic_bool *stop,
-                                               struct lrn_fedsvc_server_progress *prog,
-                                               char *eb, size_t ebn);
+                                               struct lrn_fedsvc_server_progress *prog, char *eb,
+                                               size_t ebn);
 
 /* Run one participant until *stop becomes true (returns within ~1 s) or a fatal error.
  * Returns CORE_OK (stopped), CORE_ECONFIG, CORE_EKAFKA, CORE_EIO. */

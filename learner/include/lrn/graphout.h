@@ -45,8 +45,8 @@ CORE_MUST_CHECK core_err lrn_graph_write_dot(const char *path, const double *est
 /* Render dot_path to png_path with `dot -Tpng` (graphviz), run without a shell.
  * Returns CORE_OK, CORE_ENOTFOUND (dot not installed / not on PATH), CORE_EIO (dot
  * failed). */
-CORE_MUST_CHECK core_err lrn_graph_render_png(const char *dot_path, const char *png_path,
-                                              char *eb, size_t ebn);
+CORE_MUST_CHECK core_err lrn_graph_render_png(const char *dot_path, const char *png_path, char *eb,
+                                              size_t ebn);
 
 /* New JSON object of the metrics (every field of struct lrn_metrics). */
 json_t *lrn_metrics_to_json(const struct lrn_metrics *m);

@@ -19,23 +19,23 @@
 
 struct lrn_metrics {
     size_t d;
-    size_t true_edges;    /* |E_true| */
-    size_t pred_edges;    /* |E_pred| (number of edges of the estimate) */
-    size_t true_pos;      /* predicted i->j with i->j true */
-    size_t reversed;      /* predicted i->j with j->i true (and i->j not true) */
-    size_t false_pos;     /* predicted edges whose pair is not in the true skeleton */
-    size_t extra_skel;    /* skeleton pairs predicted but not true */
-    size_t missing_skel;  /* skeleton pairs true but not predicted */
-    size_t shd;           /* extra_skel + missing_skel + reversed */
-    double tpr;           /* true_pos / max(true_edges, 1) */
-    double fdr;           /* (reversed + false_pos) / max(pred_edges, 1) */
-    double fpr;           /* (reversed + false_pos) / max(d(d-1)/2 - true_edges, 1) */
-    size_t skel_correct;  /* undirected pairs in both skeletons */
-    double skel_recall;   /* skel_correct / max(|true skeleton|, 1) */
+    size_t true_edges;     /* |E_true| */
+    size_t pred_edges;     /* |E_pred| (number of edges of the estimate) */
+    size_t true_pos;       /* predicted i->j with i->j true */
+    size_t reversed;       /* predicted i->j with j->i true (and i->j not true) */
+    size_t false_pos;      /* predicted edges whose pair is not in the true skeleton */
+    size_t extra_skel;     /* skeleton pairs predicted but not true */
+    size_t missing_skel;   /* skeleton pairs true but not predicted */
+    size_t shd;            /* extra_skel + missing_skel + reversed */
+    double tpr;            /* true_pos / max(true_edges, 1) */
+    double fdr;            /* (reversed + false_pos) / max(pred_edges, 1) */
+    double fpr;            /* (reversed + false_pos) / max(d(d-1)/2 - true_edges, 1) */
+    size_t skel_correct;   /* undirected pairs in both skeletons */
+    double skel_recall;    /* skel_correct / max(|true skeleton|, 1) */
     double skel_precision; /* skel_correct / max(|pred skeleton|, 1) */
-    size_t vs_true;       /* v-structures a->c<-b, a,b non-adjacent, in the true graph */
-    size_t vs_pred;       /* same in the estimate */
-    size_t vs_correct;    /* v-structures present in both */
+    size_t vs_true;        /* v-structures a->c<-b, a,b non-adjacent, in the true graph */
+    size_t vs_pred;        /* same in the estimate */
+    size_t vs_correct;     /* v-structures present in both */
 };
 
 /* Compare an estimate with the truth. An entry counts as an edge when |w| > thresh

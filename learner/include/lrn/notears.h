@@ -22,21 +22,21 @@
 #include "core/err.h"
 
 struct lrn_notears_opts {
-    double lambda;        /* l1 weight (notears default 0.1) */
-    double w_threshold;   /* final pruning (0.3) */
-    double h_tol;         /* 1e-8 */
-    double rho_max;       /* 1e16 */
-    double h_shrink;      /* 0.25 */
-    size_t max_outer;     /* dual ascent steps (100) */
+    double lambda;         /* l1 weight (notears default 0.1) */
+    double w_threshold;    /* final pruning (0.3) */
+    double h_tol;          /* 1e-8 */
+    double rho_max;        /* 1e16 */
+    double h_shrink;       /* 0.25 */
+    size_t max_outer;      /* dual ascent steps (100) */
     size_t lbfgs_max_iter; /* per inner solve, 0 = until convergence (default 0) */
 };
 
 struct lrn_notears_result {
-    size_t outer;         /* dual steps done */
-    size_t inner_solves;  /* OWL-QN solves */
-    size_t evals;         /* objective evaluations */
-    double h_raw;         /* h before thresholding */
-    size_t edges;         /* of the returned W */
+    size_t outer;        /* dual steps done */
+    size_t inner_solves; /* OWL-QN solves */
+    size_t evals;        /* objective evaluations */
+    double h_raw;        /* h before thresholding */
+    size_t edges;        /* of the returned W */
 };
 
 struct lrn_notears_opts lrn_notears_opts_default(void);

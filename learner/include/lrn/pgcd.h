@@ -60,8 +60,8 @@ void lrn_pgcd_free(struct lrn_pgcd *s); /* NULL-safe */
  * incrementally. Returns CORE_OK, CORE_EINVAL (bad options, non-finite input),
  * CORE_ENUMERIC (iterate became non-finite). */
 CORE_MUST_CHECK core_err lrn_pgcd_solve(struct lrn_pgcd *s, const struct lrn_pgcd_opts *o,
-                                        const double *W, const double *beta, double rho2,
-                                        double *B, struct lrn_pgcd_stats *stats);
+                                        const double *W, const double *beta, double rho2, double *B,
+                                        struct lrn_pgcd_stats *stats);
 
 /* The smooth gradient G kept by the last lrn_pgcd_solve() (d×d row-major, valid until the
  * next call or free). Exposed so tests can compare it with a full recomputation. */

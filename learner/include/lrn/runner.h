@@ -46,20 +46,20 @@ CORE_MUST_CHECK core_err lrn_method_parse(const char *name, enum lrn_method *out
 
 struct lrn_runner_opts {
     enum lrn_method method;
-    struct lrn_admm_opts admm;      /* federated methods */
-    struct lrn_pgcd_opts pgcd;      /* fed-sparse local solver */
-    struct lrn_dppgcd_opts dppgcd;  /* dp-fed-sparse local solver */
+    struct lrn_admm_opts admm;       /* federated methods */
+    struct lrn_pgcd_opts pgcd;       /* fed-sparse local solver */
+    struct lrn_dppgcd_opts dppgcd;   /* dp-fed-sparse local solver */
     struct lrn_notears_opts notears; /* notears, local-notears */
-    double cov_eps, cov_delta;      /* dp-fed-bnsl: (eps, delta) per participant; delta 0 -> 1/n^2 */
-    double cov_bound;               /* dp-fed-bnsl: b, rows clipped to ||x||^2 <= b */
-    bool fs_cov_by_p;               /* fed-sparse: Sigma_p = X^T X / (n_p P) as notears-admm */
-    bool center;                    /* each participant centres its columns (default true);
-                                     * non-private methods only: see lrn_runner_run() */
-    bool standardize;               /* ... and scales them to unit variance (default false) */
-    bool rescale;                   /* ... or all by one factor to unit mean variance (false) */
-    struct core_pool *pool;         /* borrowed, optional (default NULL): fed-sparse runs the
-                                     * participants' local solves of a round on it; the
-                                     * result is bit-identical for any thread count */
+    double cov_eps, cov_delta; /* dp-fed-bnsl: (eps, delta) per participant; delta 0 -> 1/n^2 */
+    double cov_bound;          /* dp-fed-bnsl: b, rows clipped to ||x||^2 <= b */
+    bool fs_cov_by_p;          /* fed-sparse: Sigma_p = X^T X / (n_p P) as notears-admm */
+    bool center;               /* each participant centres its columns (default true);
+                                * non-private methods only: see lrn_runner_run() */
+    bool standardize;          /* ... and scales them to unit variance (default false) */
+    bool rescale;              /* ... or all by one factor to unit mean variance (false) */
+    struct core_pool *pool;    /* borrowed, optional (default NULL): fed-sparse runs the
+                                * participants' local solves of a round on it; the
+                                * result is bit-identical for any thread count */
 };
 
 /* The paper's tuned defaults (Appendix B.3) for method m at dimension d:
@@ -86,17 +86,17 @@ bool lrn_method_is_dppgcd(enum lrn_method m);
 void lrn_runner_opts_table5(struct lrn_runner_opts *o, double eps);
 
 struct lrn_runner_result {
-    struct lrn_admm_result admm;   /* federated methods (zero otherwise) */
+    struct lrn_admm_result admm; /* federated methods (zero otherwise) */
     struct lrn_notears_result notears;
-    double eps_spent;              /* DP methods: per-participant end-to-end eps actually spent
-                                    * (dp-fed-sparse: optimisation + private M); INFINITY
-                                    * when M was exact (not end-to-end private) */
-    double eps_opt;                /* the mechanisms run by the optimisation (+ private M when
-                                    * it was private), i.e. what eps_spent would be if the
-                                    * exact M were public */
-    bool m_private;                /* dp-fed-sparse: was M privatised? */
-    uint64_t local_steps;          /* fed-sparse: PGCD coordinate steps (all participants) */
-    bool centered, standardized;   /* what was applied to each participant's data */
+    double eps_spent;            /* DP methods: per-participant end-to-end eps actually spent
+                                  * (dp-fed-sparse: optimisation + private M); INFINITY
+                                  * when M was exact (not end-to-end private) */
+    double eps_opt;              /* the mechanisms run by the optimisation (+ private M when
+                                  * it was private), i.e. what eps_spent would be if the
+                                  * exact M were public */
+    bool m_private;              /* dp-fed-sparse: was M privatised? */
+    uint64_t local_steps;        /* fed-sparse: PGCD coordinate steps (all participants) */
+    bool centered, standardized; /* what was applied to each participant's data */
 };
 
 /* Run o->method.

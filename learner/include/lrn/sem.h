@@ -72,9 +72,9 @@ CORE_MUST_CHECK core_err lrn_sem_topo_order(const double *w, size_t d, size_t *o
 /* A whole synthetic federated problem held in memory. */
 struct lrn_sem_problem {
     size_t d, participants, n_per;
-    double *w;    /* d*d global weighted DAG */
-    double *w_p;  /* participants * d*d participant weights (= w when homogeneous) */
-    double *x;    /* participants * n_per * d samples; participant p at x + p*n_per*d */
+    double *w;   /* d*d global weighted DAG */
+    double *w_p; /* participants * d*d participant weights (= w when homogeneous) */
+    double *x;   /* participants * n_per * d samples; participant p at x + p*n_per*d */
 };
 
 /* Generate DAG, participant weights and data from opts (one seeded stream, in that order:

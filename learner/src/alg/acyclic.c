@@ -15,24 +15,25 @@
  */
 #include "lrn/acyclic.h"
 
-#include <cblas.h>
-#include <lapacke.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cblas.h>
+#include <lapacke.h>
+
 #include "core/mem.h"
 
 struct lrn_acyclic_ws {
     size_t d;
-    double *a, *a2, *a4, *a6, *u, *v, *t; /* d² each; sub-blocks use leading dim k */
-    double *e;                            /* d², Padé scratch */
-    double *eb;                           /* d², exp of one SCC block */
-    lapack_int *ipiv;                     /* d */
+    double *a, *a2, *a4, *a6, *u, *v, *t;               /* d² each; sub-blocks use leading dim k */
+    double *e;                                          /* d², Padé scratch */
+    double *eb;                                         /* d², exp of one SCC block */
+    lapack_int *ipiv;                                   /* d */
     size_t *comp, *order, *stk, *call, *idx, *low, *it; /* Tarjan, d each */
-    unsigned char *onst;                  /* d */
-    size_t *start;                        /* d + 1: component offsets into order */
+    unsigned char *onst;                                /* d */
+    size_t *start;                                      /* d + 1: component offsets into order */
 };
 
 core_err lrn_acyclic_ws_new(size_t d, struct lrn_acyclic_ws **out)
@@ -90,29 +91,35 @@ size_t lrn_acyclic_ws_dim(const struct lrn_acyclic_ws *ws)
 /* ---- Padé approximants (Higham 2005, "The scaling and squaring method for the matrix
  * exponential revisited", Table 2.3 θ_m and the coefficients b_j of r_m) ---- */
 
-static const double theta[5] = {1.495585217958292e-2, 2.539398330063230e-1,
-                                9.504178996162932e-1, 2.097847961257068e0,
-                                5.371920351148152e0};
+static const double theta[5] = {1.495585217958292e-2, 2.539398330063230e-1, 9.504178996162932e-1,
+                                2.097847961257068e0, 5.371920351148152e0};
 static const int degree[5] = {3, 5, 7, 9, 13};
 
 static const double b3[4] = {120.0, 60.0, 12.0, 1.0};
 static const double b5[6] = {30240.0, 15120.0, 3360.0, 420.0, 30.0, 1.0};
 static const double b7[8] = {17297280.0, 8648640.0, 1995840.0, 277200.0,
                              25200.0,    1512.0,    56.0,      1.0};
-static const double b9[10] = {17643225600.0, 8821612800.0, 2075673600.0, 302702400.0,
-                              30270240.0,    2162160.0,    110880.0,     3960.0,
-                              90.0,          1.0};
-static const double b13[14] = {64764752532480000.0, 32382376266240000.0, 7771770303897600.0,
-                               1187353796428800.0,  129060195264000.0,   10559470521600.0,
-                               670442572800.0,      33522128640.0,       1323241920.0,
-                               40840800.0,          960960.0,            16380.0,
-                               182.0,               1.0};
+static const double b9[10] = {17643225600.0, 8821612800.0, 2075673600.0, 302702400.0, 30270240.0,
+                              2162160.0,     110880.0,     3960.0,       90.0,        1.0};
+static const double b13[14] = {64764752532480000.0,
+                               32382376266240000.0,
+                               7771770303897600.0,
+                               1187353796428800.0,
+                               129060195264000.0,
+                               10559470521600.0,
+                               670442572800.0,
+                               33522128640.0,
+                               1323241920.0,
+                               40840800.0,
+                               960960.0,
+                               16380.0,
+                               182.0,
+                               1.0};
 
 /* C = A·B for k×k column-major matrices (ld k). */
 static void mm(int k, const double *A, const double *B, double *C)
 {
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, k, k, k, 1.0, A, k, B, k, 0.0, C,
-                k);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, k, k, k, 1.0, A, k, B, k, 0.0, C, k);
 }
 
 static double norm1(size_t k, const double *A)
@@ -389,8 +396,7 @@ core_err lrn_acyclic_h(struct lrn_acyclic_ws *ws, const double *W, double *h, do
         memset(grad, 0, d2 * sizeof(double));
     ncomp = scc(ws, W);
     for (size_t c = 0; c < ncomp && rc == CORE_OK; c++)
-        rc = h_block(ws, W, ws->order + ws->start[c], ws->start[c + 1] - ws->start[c], &acc,
-                     grad);
+        rc = h_block(ws, W, ws->order + ws->start[c], ws->start[c + 1] - ws->start[c], &acc, grad);
     if (rc != CORE_OK)
         return rc;
     if (!isfinite(acc))

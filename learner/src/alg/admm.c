@@ -31,16 +31,17 @@
  */
 #include "lrn/admm.h"
 
-#include <cblas.h>
 #include <lbfgs.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cblas.h>
+
 #include "core/mem.h"
-#include "lrn/config.h"
 #include "lrn/acyclic.h"
+#include "lrn/config.h"
 #include "lrn/pgcd.h"
 
 /* ---- options ---- */
@@ -247,8 +248,8 @@ core_err lrn_covariance(size_t n, size_t d, const double *X, double scale, doubl
         if (!isfinite(X[x]))
             return CORE_EINVAL;
     /* Row-major X (n×d): Σ = XᵀX/(n·scale), upper triangle by dsyrk, then mirrored. */
-    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)d, (int)n,
-                1.0 / ((double)n * scale), X, (int)d, 0.0, sigma, (int)d);
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)d, (int)n, 1.0 / ((double)n * scale), X,
+                (int)d, 0.0, sigma, (int)d);
     for (size_t i = 0; i < d; i++)
         for (size_t j = 0; j < i; j++)
             sigma[i * d + j] = sigma[j * d + i];
@@ -323,19 +324,19 @@ core_err lrn_covariance_ex(size_t n, size_t d, const double *X, double scale, un
 struct run {
     size_t d, P, d2;
     const struct lrn_admm_opts *o;
-    double *W, *B, *beta;    /* W: the server's minimiser W̃, d²; B, beta: P·d² */
-    double *sumB, *sumBeta;  /* d² */
-    double *grad;            /* d² */
-    double *Ws;              /* d²: W̃ sparsified at w_sparsify (the sent support, the result) */
-    double *Wp;              /* P·d²: what participant p received this round (= Ws unless
-                              * down_own_support) */
-    uint8_t *sent;           /* d²: entry sent to at least one participant this round */
-    uint8_t *sprev_ws;       /* d²: entry in Ws last round (w_keep hysteresis) */
-    double *Wprev;           /* d²: the W sent in the previous round */
-    uint8_t *sprev;          /* d²: support (|W| ≥ w_threshold) of the previous round */
-    double h_srv;            /* h(W̃) */
-    size_t *supp, nsupp;     /* server variables (indices into d²) */
-    double const_b;          /* Σ_p ‖B_p‖² (objective constant, for meaningful f) */
+    double *W, *B, *beta;   /* W: the server's minimiser W̃, d²; B, beta: P·d² */
+    double *sumB, *sumBeta; /* d² */
+    double *grad;           /* d² */
+    double *Ws;             /* d²: W̃ sparsified at w_sparsify (the sent support, the result) */
+    double *Wp;             /* P·d²: what participant p received this round (= Ws unless
+                             * down_own_support) */
+    uint8_t *sent;          /* d²: entry sent to at least one participant this round */
+    uint8_t *sprev_ws;      /* d²: entry in Ws last round (w_keep hysteresis) */
+    double *Wprev;          /* d²: the W sent in the previous round */
+    uint8_t *sprev;         /* d²: support (|W| ≥ w_threshold) of the previous round */
+    double h_srv;           /* h(W̃) */
+    size_t *supp, nsupp;    /* server variables (indices into d²) */
+    double const_b;         /* Σ_p ‖B_p‖² (objective constant, for meaningful f) */
     double alpha, rho1, rho2, h;
     struct lrn_acyclic_ws *ws;
     uint8_t *buf;
@@ -345,9 +346,9 @@ struct run {
     double *xprev;
     uint64_t bytes_model, bytes_wire, bytes_up_model;
     size_t nnz_up, nnz_down;
-    uint8_t *absent;         /* P: participant absent this round (solve returned ENOTFOUND) */
-    core_err *rc;            /* P: solve()'s answers of this round (par_run only) */
-    size_t present;          /* participants present this round */
+    uint8_t *absent; /* P: participant absent this round (solve returned ENOTFOUND) */
+    core_err *rc;    /* P: solve()'s answers of this round (par_run only) */
+    size_t present;  /* participants present this round */
 };
 
 static void run_free(struct run *r)
@@ -894,7 +895,8 @@ core_err lrn_pgcd_local_new(size_t d, size_t P, const double *const *sigma,
     l->d = d;
     l->P = P;
     l->o = *o;
-    l->s = core_xcalloc(P, sizeof(*l->s)); // NOLINT(bugprone-sizeof-expression): array of pointers
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): array of pointers
+    l->s = core_xcalloc(P, sizeof(*l->s));
     l->steps = core_xcalloc(P, sizeof(*l->steps));
     for (size_t p = 0; p < P && rc == CORE_OK; p++)
         rc = lrn_pgcd_new(d, sigma[p], &l->s[p]);

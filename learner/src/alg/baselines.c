@@ -69,8 +69,8 @@ static core_err factor(struct lrn_fedbnsl_local *l, size_t p, double rho2)
         memset(v, 0, d * d * sizeof(double));
         for (size_t i = 0; i < d; i++)
             v[i * d + i] = 1.0;
-        info = LAPACKE_dpotrs(LAPACK_ROW_MAJOR, 'L', (lapack_int)d, (lapack_int)d, a,
-                              (lapack_int)d, v, (lapack_int)d);
+        info = LAPACKE_dpotrs(LAPACK_ROW_MAJOR, 'L', (lapack_int)d, (lapack_int)d, a, (lapack_int)d,
+                              v, (lapack_int)d);
     }
     if (info != 0) {
         l->rho_of[p] = NAN;
@@ -89,8 +89,8 @@ static core_err factor(struct lrn_fedbnsl_local *l, size_t p, double rho2)
  * unconstrained solve. Zeroing the diagonal of the unconstrained solution instead (what a
  * driver that merely masks the diagonal would do) is not a minimiser and measurably hurts
  * SHD (docs/learner.md). */
-static core_err fedbnsl_solve(void *self, size_t p, size_t t, const double *W,
-                              const double *beta_p, double rho2, double *B_p)
+static core_err fedbnsl_solve(void *self, size_t p, size_t t, const double *W, const double *beta_p,
+                              double rho2, double *B_p)
 {
     struct lrn_fedbnsl_local *l = self;
     size_t d = l->d;
@@ -110,8 +110,8 @@ static core_err fedbnsl_solve(void *self, size_t p, size_t t, const double *W,
     v = l->inv + p * d * d;
     for (size_t k = 0; k < d * d; k++)
         B_p[k] = rho2 * W[k] - (beta_p ? beta_p[k] : 0.0) + s[k];
-    info = LAPACKE_dpotrs(LAPACK_ROW_MAJOR, 'L', (lapack_int)d, (lapack_int)d,
-                          l->chol + p * d * d, (lapack_int)d, B_p, (lapack_int)d);
+    info = LAPACKE_dpotrs(LAPACK_ROW_MAJOR, 'L', (lapack_int)d, (lapack_int)d, l->chol + p * d * d,
+                          (lapack_int)d, B_p, (lapack_int)d);
     if (info != 0)
         return CORE_ENUMERIC;
     for (size_t j = 0; j < d; j++) {
@@ -147,7 +147,7 @@ struct lrn_admm_opts lrn_fedbnsl_admm_opts_default(void)
     o.wire = LRN_WIRE_DENSE;
     o.w_threshold = 0.3;
     o.enforce_dag = true;
-    o.primal_tol = 0.0; /* no early stop: the paper's cost is T full rounds */
+    o.primal_tol = 0.0;       /* no early stop: the paper's cost is T full rounds */
     o.acyc_on_server = false; /* no w_sparsify: W̃ is what is sent, same h */
     o.w_keep = 1.0;
     o.down_own_support = false; /* dense wire: every participant gets all of W */
@@ -211,9 +211,8 @@ out:
     return rc;
 }
 
-core_err lrn_dp_covariance(size_t n, size_t d, const double *x, double b, double eps,
-                           double delta, const struct core_rng *rng, double *sigma,
-                           double *work)
+core_err lrn_dp_covariance(size_t n, size_t d, const double *x, double b, double eps, double delta,
+                           const struct core_rng *rng, double *sigma, double *work)
 {
     struct core_dp_gauss gp;
     size_t m = d * (d + 1) / 2, k = 0;

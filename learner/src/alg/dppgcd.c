@@ -40,14 +40,14 @@ struct lrn_dppgcd {
     size_t n, d;
     struct lrn_dppgcd_opts o;
     const struct core_rng *rng;
-    double *xc;       /* d×n column-major copy of X */
-    double *r;        /* d×n residuals XB − X, column-major */
-    double *dg;       /* d×d clipped data gradient, row-major */
-    double *bcache;   /* d×d: the B that r and dg belong to */
-    double *m;        /* d: M_i (private, public or exact) */
-    double *score;    /* d×d scratch for selection */
-    double *cij;      /* d×d clipping thresholds in use */
-    double rho2_c;    /* ρ₂ the thresholds were computed for (NaN: none yet) */
+    double *xc;     /* d×n column-major copy of X */
+    double *r;      /* d×n residuals XB − X, column-major */
+    double *dg;     /* d×d clipped data gradient, row-major */
+    double *bcache; /* d×d: the B that r and dg belong to */
+    double *m;      /* d: M_i (private, public or exact) */
+    double *score;  /* d×d scratch for selection */
+    double *cij;    /* d×d clipping thresholds in use */
+    double rho2_c;  /* ρ₂ the thresholds were computed for (NaN: none yet) */
     double delta, rho_budget, c;
     struct core_dp_cost spent, spent_m;
     uint64_t steps;
@@ -85,14 +85,14 @@ core_err lrn_dppgcd_m_sigma(size_t n, size_t d, double m_bound, double eps_m, do
 {
     double L;
 
-    if (n == 0 || d == 0 || !(m_bound > 0.0) || !isfinite(m_bound) ||
-        !(eps_m >= CORE_DP_EPS_MIN) || !(eps_m <= CORE_DP_EPS_MAX) ||
-        !(delta_m >= CORE_DP_DELTA_MIN) || !(delta_m <= CORE_DP_DELTA_MAX))
+    if (n == 0 || d == 0 || !(m_bound > 0.0) || !isfinite(m_bound) || !(eps_m >= CORE_DP_EPS_MIN) ||
+        !(eps_m <= CORE_DP_EPS_MAX) || !(delta_m >= CORE_DP_DELTA_MIN) ||
+        !(delta_m <= CORE_DP_DELTA_MAX))
         return CORE_EINVAL;
     L = log(1.0 / delta_m);
     /* Appendix A.3.2: σ_j = Δ_M √d (√(L+ε_M) + √L) / (√2 ε_M), Δ_M = b/n. */
-    *sigma = (m_bound / (double)n) * sqrt((double)d) * (sqrt(L + eps_m) + sqrt(L)) /
-             (sqrt(2.0) * eps_m);
+    *sigma =
+        (m_bound / (double)n) * sqrt((double)d) * (sqrt(L + eps_m) + sqrt(L)) / (sqrt(2.0) * eps_m);
     return CORE_OK;
 }
 
@@ -260,8 +260,8 @@ static core_err opts_check(size_t n, size_t d, const struct lrn_dppgcd_opts *o)
         !(o->delta >= 0.0) || !(o->delta <= CORE_DP_DELTA_MAX))
         return CORE_EINVAL;
     if (o->m_source == LRN_M_PRIVATE &&
-        (!(o->eps_m >= CORE_DP_EPS_MIN) || !(o->eps_m <= CORE_DP_EPS_MAX) ||
-         !(o->m_bound > 0.0) || !isfinite(o->m_bound)))
+        (!(o->eps_m >= CORE_DP_EPS_MIN) || !(o->eps_m <= CORE_DP_EPS_MAX) || !(o->m_bound > 0.0) ||
+         !isfinite(o->m_bound)))
         return CORE_EINVAL;
     if (o->m_source == LRN_M_PUBLIC) {
         if (!o->m_public)
@@ -365,7 +365,7 @@ struct dp_step {
     double rho2, delta_s, scale; /* Δ_S, Gumbel/EM scale β */
     int frac_bits;
     double score_max;
-    struct core_dp_cost cost;    /* charge of one step (EM + Gaussian), rounded up */
+    struct core_dp_cost cost; /* charge of one step (EM + Gaussian), rounded up */
 };
 
 static double g_public(const struct dp_step *st, const double *B, size_t x)
@@ -453,8 +453,8 @@ static core_err step_setup(struct lrn_dppgcd *s, struct dp_step *st)
     return CORE_OK;
 }
 
-static core_err noisy_update(struct lrn_dppgcd *s, const struct dp_step *st, double *B,
-                             size_t i, size_t j, double *delta_out)
+static core_err noisy_update(struct lrn_dppgcd *s, const struct dp_step *st, double *B, size_t i,
+                             size_t j, double *delta_out)
 {
     struct core_dp_gauss gp;
     size_t x = i * s->d + j;
@@ -655,7 +655,8 @@ core_err lrn_dppgcd_local_new(size_t d, size_t P, const double *const *X, const 
     l = core_xcalloc(1, sizeof(*l));
     l->d = d;
     l->P = P;
-    l->s = core_xcalloc(P, sizeof(*l->s)); // NOLINT(bugprone-sizeof-expression): array of pointers
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): array of pointers
+    l->s = core_xcalloc(P, sizeof(*l->s));
     for (size_t p = 0; p < P && rc == CORE_OK; p++)
         rc = lrn_dppgcd_new(n[p], d, X[p], o, rng, &l->s[p]);
     if (rc != CORE_OK) {

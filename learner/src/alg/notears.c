@@ -1,12 +1,12 @@
 /* notears.c - centralized NOTEARS by augmented Lagrangian + OWL-QN (Zheng et al. 2018). */
 #include "lrn/notears.h"
 
+#include <lbfgs.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cblas.h>
-#include <lbfgs.h>
 
 #include "core/mem.h"
 #include "lrn/acyclic.h"
@@ -60,8 +60,8 @@ static lbfgsfloatval_t nt_eval(void *inst, const lbfgsfloatval_t *x, lbfgsfloatv
     for (size_t i = 0; i < d; i++)
         c->w[i * d + i] = 0.0;
     /* T = Sigma M, M = I - W */
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)d, (int)d, (int)d, 1.0,
-                c->sigma, (int)d, c->m, (int)d, 0.0, c->t, (int)d);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)d, (int)d, (int)d, 1.0, c->sigma,
+                (int)d, c->m, (int)d, 0.0, c->t, (int)d);
     for (size_t k = 0; k < d * d; k++)
         loss += c->m[k] * c->t[k];
     loss *= 0.5;
@@ -94,8 +94,8 @@ static core_err nt_check(size_t d, const double *sigma, const struct lrn_notears
 }
 
 /* One inner solve from x (in/out); returns h of the result in *h. */
-static core_err nt_inner(struct nt_ctx *c, const struct lrn_notears_opts *o,
-                         lbfgsfloatval_t *x, double *h)
+static core_err nt_inner(struct nt_ctx *c, const struct lrn_notears_opts *o, lbfgsfloatval_t *x,
+                         double *h)
 {
     lbfgs_parameter_t par;
     lbfgsfloatval_t fx;
@@ -155,8 +155,8 @@ static core_err nt_loop(struct nt_ctx *c, const struct lrn_notears_opts *o, lbfg
     return CORE_OK;
 }
 
-core_err lrn_notears_run(size_t d, const double *sigma, const struct lrn_notears_opts *o,
-                         double *W, struct lrn_notears_result *res)
+core_err lrn_notears_run(size_t d, const double *sigma, const struct lrn_notears_opts *o, double *W,
+                         struct lrn_notears_result *res)
 {
     struct nt_ctx c = {0};
     struct lrn_notears_result r = {0};

@@ -10,11 +10,12 @@
  */
 #include "lrn/pgcd.h"
 
-#include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cblas.h>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -28,14 +29,14 @@ struct lrn_pgcd {
     double *dt;          /* d²: Dt[j*d + i] = (Σ(B − I))_ij */
     double *bcache;      /* d²: the B that dt belongs to */
     int have_cache;
-    double *g;           /* d²: G at the end of the last call (row-major) */
-    double *m;           /* d: M_i = Σ_ii + ρ₂ */
+    double *g;              /* d²: G at the end of the last call (row-major) */
+    double *m;              /* d: M_i = Σ_ii + ρ₂ */
     double *sqm, *lm, *glm; /* d each, per call: √M_i, λ/M_i, γλ/M_i (the same operations
                              * as inline, hoisted out of the O(d)-per-step scans) */
     double *bt, *wt, *btt;  /* d² each, per call: Bᵀ, Wᵀ, βᵀ (column j contiguous) */
     double *score;          /* d: scores of the column being refreshed */
-    double *colmax;      /* d: best score in column j */
-    size_t *colarg;      /* d: its row */
+    double *colmax;         /* d: best score in column j */
+    size_t *colarg;         /* d: its row */
 };
 
 double lrn_soft_threshold(double x, double t)
@@ -227,8 +228,8 @@ static core_err check_inputs(const struct lrn_pgcd *s, const struct lrn_pgcd_opt
 }
 
 /* One coordinate update (paper Eq. 9) at (i, j); returns the change δ. */
-static double update_at(struct lrn_pgcd *s, const struct step_ctx *c,
-                        const struct lrn_pgcd_opts *o, double *B, size_t i, size_t j)
+static double update_at(struct lrn_pgcd *s, const struct step_ctx *c, const struct lrn_pgcd_opts *o,
+                        double *B, size_t i, size_t j)
 {
     size_t d = s->d;
     double M = s->m[i], b = B[i * d + j];

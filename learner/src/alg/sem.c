@@ -104,8 +104,8 @@ core_err lrn_sem_topo_order(const double *w, size_t d, size_t *order, size_t *sc
 /* Paper Section 2, eq. (1): X_j = sum_{i in Pa(j)} W_ij X_i + Z_j, evaluated in
  * topological order so every parent is set before its children. Parents are gathered once
  * into a CSR list in scratch so a sample costs O(d + edges), not O(d^2). */
-core_err lrn_sem_sample(const double *w, size_t d, size_t n, double noise_sd,
-                        struct core_prng *rng, double *x, size_t *scratch)
+core_err lrn_sem_sample(const double *w, size_t d, size_t n, double noise_sd, struct core_prng *rng,
+                        double *x, size_t *scratch)
 {
     size_t *order = scratch, *pstart = scratch + d, *pidx = scratch + 2 * d + 1, e = 0;
     core_err rc;
@@ -171,8 +171,7 @@ core_err lrn_sem_problem_new(const struct lrn_sem_opts *o, struct lrn_sem_proble
     for (size_t p = 0; rc == CORE_OK && p < o->participants; p++) {
         double *wp = pb->w_p + p * d * d;
         lrn_sem_perturb(pb->w, d, o->hetero_var, &rng, wp);
-        rc = lrn_sem_sample(wp, d, o->n_per, o->noise_sd, &rng, pb->x + p * o->n_per * d,
-                            scratch);
+        rc = lrn_sem_sample(wp, d, o->n_per, o->noise_sd, &rng, pb->x + p * o->n_per * d, scratch);
     }
     free(scratch);
     if (rc != CORE_OK) {

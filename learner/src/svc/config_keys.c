@@ -6,53 +6,70 @@
  * our reading (C: see docs/learner.md, "DP-PGCD").
  */
 #include "lrn/config.h"
-#include "lrn/dppgcd.h"
 
 #include "core/cfg_keys.h"
 #include "lrn/admm.h"
-
+#include "lrn/dppgcd.h"
 
 const struct core_cfg_key lrn_config_keys[] = {
     /* ADMM (paper Algorithm 1) */
-    K_INT_AT("learner.rounds", "100", 1, 100000, "ADMM rounds T", LRN_KEYS_ADMM, SIZE, lrn_admm_opts, max_rounds),
+    K_INT_AT("learner.rounds", "100", 1, 100000, "ADMM rounds T", LRN_KEYS_ADMM, SIZE,
+             lrn_admm_opts, max_rounds),
     K_DBL("learner.lambda", "0.1", 0, 1e6, "l1 weight lambda on each B_p (paper B.3.2: 0.1)"),
-    K_DBL_AT("learner.rho1", "1000", 1e-12, 1e16, "initial acyclicity penalty rho1 (paper: 1000)", LRN_KEYS_ADMM, lrn_admm_opts, rho1),
-    K_DBL_AT("learner.rho2", "1", 1e-12, 1e16, "consensus penalty rho2 (paper: 1)", LRN_KEYS_ADMM, lrn_admm_opts, rho2),
+    K_DBL_AT("learner.rho1", "1000", 1e-12, 1e16, "initial acyclicity penalty rho1 (paper: 1000)",
+             LRN_KEYS_ADMM, lrn_admm_opts, rho1),
+    K_DBL_AT("learner.rho2", "1", 1e-12, 1e16, "consensus penalty rho2 (paper: 1)", LRN_KEYS_ADMM,
+             lrn_admm_opts, rho2),
     K_ENUM("learner.rho_schedule", "\"on_stall\"", "on_stall|every_round",
            "on_stall: rho1 *= rho1_growth when h(W) > h_stall*h(W_prev); every_round: "
            "notears-admm (rho1 *= rho1_growth, rho2 *= rho2_growth each round)"),
     K_DBL_AT("learner.rho1_growth", "2", 1, 1e6,
-          "rho1 growth factor: per stalled round (on_stall) or per round (every_round)", LRN_KEYS_ADMM, lrn_admm_opts, rho1_growth),
-    K_DBL_AT("learner.rho2_growth", "1", 1, 1e6, "rho2 growth factor (every_round only)", LRN_KEYS_ADMM, lrn_admm_opts, rho2_growth),
-    K_DBL_AT("learner.rho_max", "1e16", 1, 1e300, "cap on rho1 and rho2", LRN_KEYS_ADMM, lrn_admm_opts, rho_max),
+             "rho1 growth factor: per stalled round (on_stall) or per round (every_round)",
+             LRN_KEYS_ADMM, lrn_admm_opts, rho1_growth),
+    K_DBL_AT("learner.rho2_growth", "1", 1, 1e6, "rho2 growth factor (every_round only)",
+             LRN_KEYS_ADMM, lrn_admm_opts, rho2_growth),
+    K_DBL_AT("learner.rho_max", "1e16", 1, 1e300, "cap on rho1 and rho2", LRN_KEYS_ADMM,
+             lrn_admm_opts, rho_max),
     K_DBL_AT("learner.h_stall", "0.9", 1e-9, 1,
-          "h(W~) must fall below h_stall*h_prev or rho1 grows (tuned on seeds 100-109)", LRN_KEYS_ADMM, lrn_admm_opts, h_stall),
+             "h(W~) must fall below h_stall*h_prev or rho1 grows (tuned on seeds 100-109)",
+             LRN_KEYS_ADMM, lrn_admm_opts, h_stall),
     K_DBL_AT("learner.rho1_h_floor", "1e-5", 0, 1,
-          "rho1 grows on stall only while h(W~) > rho1_h_floor (alpha keeps acting)", LRN_KEYS_ADMM, lrn_admm_opts, rho1_h_floor),
-    K_DBL_AT("learner.h_tol", "1e-5", 0, 1, "stopping rule: h(W~) <= h_tol", LRN_KEYS_ADMM, lrn_admm_opts, h_tol),
+             "rho1 grows on stall only while h(W~) > rho1_h_floor (alpha keeps acting)",
+             LRN_KEYS_ADMM, lrn_admm_opts, rho1_h_floor),
+    K_DBL_AT("learner.h_tol", "1e-5", 0, 1, "stopping rule: h(W~) <= h_tol", LRN_KEYS_ADMM,
+             lrn_admm_opts, h_tol),
     K_DBL_AT("learner.primal_tol", "0.03", 0, 1e6,
-          "stopping rule: max|B_p - W| <= primal_tol (with dual_tol, h_tol, stable_rounds); "
-          "0: no stopping rule, run all rounds", LRN_KEYS_ADMM, lrn_admm_opts, primal_tol),
-    K_DBL_AT("learner.dual_tol", "0.01", 0, 1e6, "stopping rule: rho2*max|W_t - W_t-1| <= dual_tol", LRN_KEYS_ADMM, lrn_admm_opts, dual_tol),
+             "stopping rule: max|B_p - W| <= primal_tol (with dual_tol, h_tol, stable_rounds); "
+             "0: no stopping rule, run all rounds",
+             LRN_KEYS_ADMM, lrn_admm_opts, primal_tol),
+    K_DBL_AT("learner.dual_tol", "0.01", 0, 1e6, "stopping rule: rho2*max|W_t - W_t-1| <= dual_tol",
+             LRN_KEYS_ADMM, lrn_admm_opts, dual_tol),
     K_INT_AT("learner.stable_rounds", "10", 0, 100000,
-          "stopping rule: support {|W| >= w_threshold} unchanged for this many rounds", LRN_KEYS_ADMM, SIZE, lrn_admm_opts, stable_rounds),
+             "stopping rule: support {|W| >= w_threshold} unchanged for this many rounds",
+             LRN_KEYS_ADMM, SIZE, lrn_admm_opts, stable_rounds),
     K_DBL_AT("learner.w_keep", "1", 1e-6, 1,
-          "hysteresis: an entry already sent stays while |W~| >= w_keep*w_sparsify (1: off)", LRN_KEYS_ADMM, lrn_admm_opts, w_keep),
+             "hysteresis: an entry already sent stays while |W~| >= w_keep*w_sparsify (1: off)",
+             LRN_KEYS_ADMM, lrn_admm_opts, w_keep),
     K_BOOL_AT("learner.down_own_support", "true",
-           "the server also sends each participant W~ on the entries it uploaded (exact duals)", LRN_KEYS_ADMM, lrn_admm_opts, down_own_support),
+              "the server also sends each participant W~ on the entries it uploaded (exact duals)",
+              LRN_KEYS_ADMM, lrn_admm_opts, down_own_support),
     K_BOOL("learner.center", "true",
            "each participant centres its columns (non-private methods; docs/learner.md)"),
     K_BOOL("learner.standardize", "false", "each participant also scales columns to unit variance"),
     K_BOOL("learner.rescale", "false",
            "each participant divides all its centred columns by one common factor (unit mean "
            "variance; keeps relative variances); learner.standardize wins"),
-    K_DBL_AT("learner.w_threshold", "0.3", 0, 1e6, "final |w| < threshold -> 0 (paper: 0.3)", LRN_KEYS_ADMM, lrn_admm_opts, w_threshold),
+    K_DBL_AT("learner.w_threshold", "0.3", 0, 1e6, "final |w| < threshold -> 0 (paper: 0.3)",
+             LRN_KEYS_ADMM, lrn_admm_opts, w_threshold),
     K_DBL_AT("learner.w_sparsify", "0.1", 0, 1e6,
-          "server zeroes |W_ij| < w_sparsify each round before sending W (0: off)", LRN_KEYS_ADMM, lrn_admm_opts, w_sparsify),
+             "server zeroes |W_ij| < w_sparsify each round before sending W (0: off)",
+             LRN_KEYS_ADMM, lrn_admm_opts, w_sparsify),
     K_DBL_AT("learner.b_sparsify", "0.02", 0, 1e6,
-          "each participant zeroes |B_ij| < b_sparsify each round before sending B_p "
-          "(0: off; <= learner.w_threshold)", LRN_KEYS_ADMM, lrn_admm_opts, b_sparsify),
-    K_BOOL_AT("learner.enforce_dag", "true", "drop weakest edges until acyclic at the end", LRN_KEYS_ADMM, lrn_admm_opts, enforce_dag),
+             "each participant zeroes |B_ij| < b_sparsify each round before sending B_p "
+             "(0: off; <= learner.w_threshold)",
+             LRN_KEYS_ADMM, lrn_admm_opts, b_sparsify),
+    K_BOOL_AT("learner.enforce_dag", "true", "drop weakest edges until acyclic at the end",
+              LRN_KEYS_ADMM, lrn_admm_opts, enforce_dag),
     K_ENUM("learner.wire", "\"sparse\"", "sparse|dense",
            "message encoding: (index,value) pairs of nonzeros, or dense d*d"),
     K_ENUM("learner.cov_scale", "\"n\"", "n|nP",
@@ -63,10 +80,13 @@ const struct core_cfg_key lrn_config_keys[] = {
           "gcdp learn: threads that read the participant files and run the participants' "
           "local solves of a round (fed-sparse); 0: online CPUs, at most 8; 1: none. The "
           "result is the same for any value"),
-    K_INT_AT("learner.lbfgs.max_iter", "100", 1, 100000, "server L-BFGS iterations per round", LRN_KEYS_ADMM, SIZE, lrn_admm_opts, lbfgs_max_iter),
-    K_DBL_AT("learner.lbfgs.epsilon", "1e-6", 1e-16, 0.5, "liblbfgs relative gradient tolerance", LRN_KEYS_ADMM, lrn_admm_opts, lbfgs_epsilon),
+    K_INT_AT("learner.lbfgs.max_iter", "100", 1, 100000, "server L-BFGS iterations per round",
+             LRN_KEYS_ADMM, SIZE, lrn_admm_opts, lbfgs_max_iter),
+    K_DBL_AT("learner.lbfgs.epsilon", "1e-6", 1e-16, 0.5, "liblbfgs relative gradient tolerance",
+             LRN_KEYS_ADMM, lrn_admm_opts, lbfgs_epsilon),
     K_DBL_AT("learner.lbfgs.wtol", "1e-6", 0, 1,
-          "server stops when no W_ij moved more than this in 3 iterations", LRN_KEYS_ADMM, lrn_admm_opts, lbfgs_wtol),
+             "server stops when no W_ij moved more than this in 3 iterations", LRN_KEYS_ADMM,
+             lrn_admm_opts, lbfgs_wtol),
     /* PGCD local solver (paper §4.2) */
     K_DBL("learner.pgcd.gamma", "0.5", 1e-6, 1, "PGCD step gamma (paper: 0.5)"),
     K_INT("learner.pgcd.max_steps", "1000", 1, 100000000,
@@ -87,7 +107,7 @@ const struct core_cfg_key lrn_config_keys[] = {
     K_DBL("learner.dp.m_bound", LRN_STR(LRN_DPPGCD_M_BOUND_DEFAULT), 1e-12, 1e12,
           "public bound b on x_kj^2 for the private M_j estimate (values are clipped to it)"),
     CORE_KEY("learner.dp.m_public", CORE_CFG_JSON, NULL, 1, 0, NULL,
-     "array of d public smoothness constants M_j (m_source = public)", NULL),
+             "array of d public smoothness constants M_j (m_source = public)", NULL),
     /* the learner services (lrn/fedsvc.h, docs/learner.md "Learner services") */
     K_INT("learner.service.horizon", "2000", 2, 10000000,
           "participant: sample rows kept (ring; the oldest is dropped)"),
@@ -105,12 +125,14 @@ const struct core_cfg_key lrn_config_keys[] = {
     K_DBL("learner.service.session_interval_s", "60", 0, 1e7,
           "server: pause between the end of a session and the next one"),
     CORE_KEY("learner.service.state_dir", CORE_CFG_STRING, "\"learner-state\"", 1, 0, NULL,
-     "server checkpoints and participant snapshots (one directory per deployment); "
-     "relative: under state.dir", NULL),
+             "server checkpoints and participant snapshots (one directory per deployment); "
+             "relative: under state.dir",
+             NULL),
     CORE_KEY("learner.service.out_dir", CORE_CFG_STRING, "\"learner-out\"", 1, 0, NULL,
-     "server: dag-s<session>.{json,dot,png} of each result; relative: under state.dir", NULL),
+             "server: dag-s<session>.{json,dot,png} of each result; relative: under state.dir",
+             NULL),
     CORE_KEY("learner.service.devices", CORE_CFG_STRING, "\"*\"", 1, 0, NULL,
-     "participant: its devices, comma-separated globs (--devices overrides)", NULL),
+             "participant: its devices, comma-separated globs (--devices overrides)", NULL),
     K_BOOL("learner.service.png", "true", "server: render the result's PNG with graphviz"),
     K_ENUM("learner.service.method", "\"fed-sparse\"", "fed-sparse|fed-bnsl",
            "server: Fed-Sparse-BNSL (PGCD, sparse wire, learner.* options) or Fed-BNSL "

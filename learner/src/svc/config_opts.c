@@ -1,10 +1,11 @@
 /* config_opts.c - learner.* configuration keys → algorithm options (see lrn/config.h). */
 #include "lrn/config.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <cblas.h>
 
 #include "lrn/admm.h"
 #include "lrn/dppgcd.h"
@@ -19,7 +20,7 @@ static void read_admm(const struct core_config *cfg, struct lrn_admm_opts *o)
                       ? LRN_RHO_EVERY_ROUND
                       : LRN_RHO_ON_STALL;
     o->wire = strcmp(core_config_str(cfg, "learner.wire"), "dense") == 0 ? LRN_WIRE_DENSE
-                                                                          : LRN_WIRE_SPARSE;
+                                                                         : LRN_WIRE_SPARSE;
 }
 
 static core_err read_m_public(const struct core_config *cfg, size_t d, double *m, char *eb,
@@ -43,9 +44,8 @@ static core_err read_m_public(const struct core_config *cfg, size_t d, double *m
 }
 
 core_err lrn_config_opts(const struct core_config *cfg, size_t d, struct lrn_admm_opts *admm,
-                         struct lrn_pgcd_opts *pgcd, struct lrn_dppgcd_opts *dp,
-                         double *m_public, bool *dp_enabled, bool *cov_by_p, char *errbuf,
-                         size_t errbuf_size)
+                         struct lrn_pgcd_opts *pgcd, struct lrn_dppgcd_opts *dp, double *m_public,
+                         bool *dp_enabled, bool *cov_by_p, char *errbuf, size_t errbuf_size)
 {
     const char *ms = core_config_str(cfg, "learner.dp.m_source");
     char why[128];
@@ -84,7 +84,8 @@ core_err lrn_config_opts(const struct core_config *cfg, size_t d, struct lrn_adm
 
 /* OpenBLAS's own (not in cblas.h): join its worker threads; a later multi-threaded call
  * starts them again. Weak, so that another OpenBLAS build without it still links. */
-extern void blas_thread_shutdown_(void) __attribute__((weak)); // NOLINT(readability-identifier-naming): OpenBLAS's name
+// NOLINTNEXTLINE(readability-identifier-naming): OpenBLAS's name
+extern void blas_thread_shutdown_(void) __attribute__((weak));
 
 void lrn_blas_set_threads(int n)
 {
@@ -103,10 +104,10 @@ void lrn_config_apply_blas(const struct core_config *cfg)
 }
 
 /* A learner.* key an operator set (file, env, --set) replaces the method's default. */
-#define TAKE(key, dst, src)                                                                \
-    do {                                                                                   \
-        if (core_config_is_explicit(cfg, key))                                             \
-            (dst) = (src);                                                                 \
+#define TAKE(key, dst, src)                                                                        \
+    do {                                                                                           \
+        if (core_config_is_explicit(cfg, key))                                                     \
+            (dst) = (src);                                                                         \
     } while (0)
 
 static void take_admm(const struct core_config *cfg, struct lrn_admm_opts *o,

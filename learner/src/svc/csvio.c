@@ -113,8 +113,8 @@ static core_err parse_row(char *line, size_t d, double *row, const char *path, s
             *comma = '\0';
         if (parse_num(p, &row[j]) != 0) {
             if (eb)
-                snprintf(eb, ebn, "%s:%zu: field %zu is not a finite number: '%.40s'", path,
-                         lineno, j + 1, trim(p));
+                snprintf(eb, ebn, "%s:%zu: field %zu is not a finite number: '%.40s'", path, lineno,
+                         j + 1, trim(p));
             return CORE_EPARSE;
         }
         p = comma ? comma + 1 : p + strlen(p);
@@ -203,8 +203,7 @@ static core_err check_width(const char *path, size_t lineno, size_t k, size_t d,
     if (k == d)
         return CORE_OK;
     if (eb)
-        snprintf(eb, ebn, "%s:%zu: ragged row: expected %zu fields, got %zu", path, lineno, d,
-                 k);
+        snprintf(eb, ebn, "%s:%zu: ragged row: expected %zu fields, got %zu", path, lineno, d, k);
     return CORE_EPARSE;
 }
 
@@ -225,8 +224,8 @@ static core_err next_line(struct core_lines *ln, char **line, char *eb, size_t e
     return rc;
 }
 
-static core_err read_first(struct core_lines *ln, size_t expect_d, struct lrn_csv *c,
-                           char **line, char *eb, size_t ebn)
+static core_err read_first(struct core_lines *ln, size_t expect_d, struct lrn_csv *c, char **line,
+                           char *eb, size_t ebn)
 {
     const char *path = core_lines_path(ln);
     core_err rc = next_line(ln, line, eb, ebn);
@@ -241,14 +240,13 @@ static core_err read_first(struct core_lines *ln, size_t expect_d, struct lrn_cs
     c->d = count_fields(*line);
     if (c->d > LRN_CSV_MAX_D) {
         if (eb)
-            snprintf(eb, ebn, "%s:1: %zu columns exceeds the cap %d", path, c->d,
-                     LRN_CSV_MAX_D);
+            snprintf(eb, ebn, "%s:1: %zu columns exceeds the cap %d", path, c->d, LRN_CSV_MAX_D);
         return CORE_ETOOBIG;
     }
     if (expect_d && c->d != expect_d) {
         if (eb)
-            snprintf(eb, ebn, "%s:1: %zu columns, expected %zu (same d in every participant)",
-                     path, c->d, expect_d);
+            snprintf(eb, ebn, "%s:1: %zu columns, expected %zu (same d in every participant)", path,
+                     c->d, expect_d);
         return CORE_EINVAL;
     }
     c->has_header = !looks_numeric(*line);

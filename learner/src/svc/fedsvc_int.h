@@ -5,10 +5,11 @@
 #ifndef LRN_FEDSVC_INT_H
 #define LRN_FEDSVC_INT_H
 
-#include <librdkafka/rdkafka.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
 #include <uv.h>
 
 #include "core/config.h"
@@ -32,18 +33,18 @@ struct fs_msg {
     /* ANNOUNCE */
     uint64_t samples;
     size_t d;
-    char **names;              /* d strings, owned (fs_msg_clear) */
+    char **names; /* d strings, owned (fs_msg_clear) */
     /* SOLVE (d also) */
     uint64_t nodes_hash;
     double rho2, lambda, gamma, tol;
     uint64_t max_steps;
-    uint8_t wire, center;      /* center: LRN_COV_CENTER | _STANDARDIZE | _RESCALE bits (lrn/admm.h) */
-    uint8_t method;            /* SOLVE: 0 fed-sparse (PGCD), 1 fed-bnsl (closed form) */
-    double cov_scale;          /* SOLVE: Σ_p = X̃ᵀX̃ / (n_p · cov_scale) */
+    uint8_t wire, center; /* center: LRN_COV_CENTER | _STANDARDIZE | _RESCALE bits (lrn/admm.h) */
+    uint8_t method;       /* SOLVE: 0 fed-sparse (PGCD), 1 fed-bnsl (closed form) */
+    double cov_scale;     /* SOLVE: Σ_p = X̃ᵀX̃ / (n_p · cov_scale) */
     /* SOLVE: W_p, β_p, B_p(prev); REPLY: B_p in blob[0]. Borrowed from the decoded bytes. */
     const uint8_t *blob[3];
     uint32_t blen[3];
-    uint8_t status;            /* REPLY */
+    uint8_t status; /* REPLY */
 };
 
 struct fs_wbuf {
@@ -104,8 +105,8 @@ CORE_MUST_CHECK core_err fs_mkdir_p(const char *dir);
 /* The directory of key (learner.service.state_dir / out_dir) into buf: as given when
  * absolute, else under state.dir (as a relative ledger path is; never the working
  * directory). Returns the directory, created if missing, or NULL (eb names key and path). */
-const char *fs_dir(const struct core_config *cfg, const char *key, char *buf, size_t n,
-                   char *eb, size_t ebn);
+const char *fs_dir(const struct core_config *cfg, const char *key, char *buf, size_t n, char *eb,
+                   size_t ebn);
 /* Write len bytes to path atomically (core_outfile: temp + fsync + rename). */
 CORE_MUST_CHECK core_err fs_write_atomic(const char *path, const void *buf, size_t len, char *eb,
                                          size_t ebn);

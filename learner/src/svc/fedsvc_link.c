@@ -1,7 +1,5 @@
 /* fedsvc_link.c - the learner services' Kafka link (a libuv loop served by a blocking
  * caller), their message codec and the startup checks (see fedsvc_int.h, lrn/fedsvc.h). */
-#include "fedsvc_int.h"
-
 #include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
@@ -15,13 +13,14 @@
 #include "core/kconf.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "fedsvc_int.h"
 #include "lrn/admm.h"
 #include "lrn/config.h"
 #include "lrn/dppgcd.h"
 #include "lrn/pgcd.h"
 
-#define FS_MAGIC0 'L'
-#define FS_MAGIC1 'F'
+#define FS_MAGIC0  'L'
+#define FS_MAGIC1  'F'
 #define FS_VERSION 1
 
 /* ---- byte buffers ---- */
@@ -264,8 +263,8 @@ static void on_message(void *arg, const rd_kafka_message_t *m)
 static void on_error(void *arg, rd_kafka_resp_err_t err, const char *reason, bool fatal)
 {
     struct fs_link *l = arg;
-    CORE_WARN("learner kafka %s: %s (%s)", fatal ? "fatal error" : "error",
-              rd_kafka_err2str(err), reason ? reason : "");
+    CORE_WARN("learner kafka %s: %s (%s)", fatal ? "fatal error" : "error", rd_kafka_err2str(err),
+              reason ? reason : "");
     if (fatal) {
         l->fatal = true;
         snprintf(l->fatal_why, sizeof(l->fatal_why), "%s", rd_kafka_err2str(err));
@@ -294,8 +293,8 @@ core_err fs_link_open(struct fs_link *l, const struct core_config *cfg, const ch
                       const char *const *topics, const char *const *reset, size_t n,
                       fs_msg_fn *on_msg, void *arg, char *eb, size_t ebn)
 {
-    struct core_kconsumer_ops ops = {.on_message = on_message, .on_error = on_error,
-                                     .on_closed = on_closed, .arg = l};
+    struct core_kconsumer_ops ops = {
+        .on_message = on_message, .on_error = on_error, .on_closed = on_closed, .arg = l};
     rd_kafka_conf_t *pc = NULL;
     char grp[256];
     core_err rc = CORE_OK;
@@ -312,8 +311,8 @@ core_err fs_link_open(struct fs_link *l, const struct core_config *cfg, const ch
     l->timer_on = true;
     for (size_t k = 0; k < n && k < 2 && rc == CORE_OK; k++) {
         snprintf(grp, sizeof(grp), "%s.%zu", prefix, k);
-        rc = core_kconsumer_new_own(&l->loop, cfg, grp, topics[k], reset[k], &ops,
-                                    &l->cons[k], eb, ebn);
+        rc = core_kconsumer_new_own(&l->loop, cfg, grp, topics[k], reset[k], &ops, &l->cons[k], eb,
+                                    ebn);
         if (rc == CORE_OK)
             l->ncons++;
     }
@@ -346,8 +345,8 @@ core_err fs_link_send(struct fs_link *l, const char *topic, const char *key, con
 {
     core_err rc;
     for (int tries = 0; tries < 100; tries++) {
-        rc = core_kproducer_send(l->prod, topic, RD_KAFKA_PARTITION_UA, key,
-                                 key ? strlen(key) : 0, buf, len, NULL);
+        rc = core_kproducer_send(l->prod, topic, RD_KAFKA_PARTITION_UA, key, key ? strlen(key) : 0,
+                                 buf, len, NULL);
         if (rc != CORE_EAGAIN)
             break;
         fs_link_pump(l, 10);
@@ -366,8 +365,8 @@ void fs_link_close(struct fs_link *l)
     for (size_t k = 0; k < l->ncons; k++)
         core_kconsumer_close(l->cons[k]);
     while (fs_now_ms() - t0 < 3000 &&
-           (l->closed < l->ncons || (l->prod && core_kproducer_outq(l->prod) > 0 &&
-                                     fs_now_ms() - t0 < 1000)))
+           (l->closed < l->ncons ||
+            (l->prod && core_kproducer_outq(l->prod) > 0 && fs_now_ms() - t0 < 1000)))
         fs_link_pump(l, 20);
     for (size_t k = 0; k < l->ncons; k++)
         core_kconsumer_detach(l->cons[k]);
@@ -408,8 +407,8 @@ bool fs_id_valid(const char *id)
     return true;
 }
 
-const char *fs_dir(const struct core_config *cfg, const char *key, char *buf, size_t n,
-                   char *eb, size_t ebn)
+const char *fs_dir(const struct core_config *cfg, const char *key, char *buf, size_t n, char *eb,
+                   size_t ebn)
 {
     const char *v = core_config_str(cfg, key), *base = core_config_str(cfg, "state.dir");
     int len = v && v[0] == '/' ? snprintf(buf, n, "%s", v)
@@ -490,16 +489,20 @@ core_err fs_read_file(const char *path, uint8_t **buf, size_t *len)
  * configured names or their defaults), never one of the learner's own topics. */
 static core_err check_topics(const struct core_config *cfg, char *eb, size_t ebn)
 {
-    static const char *const protected_keys[] = {"topics.raw", "topics.windows",
-                                                 "topics.rejected", "topics.release_rejected",
+    static const char *const protected_keys[] = {"topics.raw",
+                                                 "topics.windows",
+                                                 "topics.rejected",
+                                                 "topics.release_rejected",
                                                  "topics.learner_updates",
-                                                 "topics.learner_global", "topics.learner_dag",
-                                                 "topics.control", "topics.audit",
-                                                 "topics.calibration", "topics.status",
+                                                 "topics.learner_global",
+                                                 "topics.learner_dag",
+                                                 "topics.control",
+                                                 "topics.audit",
+                                                 "topics.calibration",
+                                                 "topics.status",
                                                  "topics.ledger_changelog"};
-    static const char *const protected_names[] = {"sensors.raw", "gcdp.windows",
-                                                  "sensors.rejected", "gcdp.windows.rejected",
-                                                  "gcdp.ledger.changelog"};
+    static const char *const protected_names[] = {"sensors.raw", "gcdp.windows", "sensors.rejected",
+                                                  "gcdp.windows.rejected", "gcdp.ledger.changelog"};
     const char *rel = core_config_str(cfg, "topics.released");
 
     if (!rel || !*rel) {
@@ -509,15 +512,19 @@ static core_err check_topics(const struct core_config *cfg, char *eb, size_t ebn
     for (size_t k = 0; k < sizeof(protected_keys) / sizeof(*protected_keys); k++) {
         const char *t = core_config_str(cfg, protected_keys[k]);
         if (t && strcmp(t, rel) == 0) {
-            snprintf(eb, ebn, "topics.released = %s is %s: the learner reads only the "
-                     "privatized released stream", rel, protected_keys[k]);
+            snprintf(eb, ebn,
+                     "topics.released = %s is %s: the learner reads only the "
+                     "privatized released stream",
+                     rel, protected_keys[k]);
             return CORE_ECONFIG;
         }
     }
     for (size_t k = 0; k < sizeof(protected_names) / sizeof(*protected_names); k++)
         if (strcmp(protected_names[k], rel) == 0) {
-            snprintf(eb, ebn, "topics.released = %s names a protected topic: the learner "
-                     "reads only the privatized released stream", rel);
+            snprintf(eb, ebn,
+                     "topics.released = %s names a protected topic: the learner "
+                     "reads only the privatized released stream",
+                     rel);
             return CORE_ECONFIG;
         }
     return CORE_OK;
@@ -550,7 +557,8 @@ core_err lrn_fedsvc_check(const struct core_config *cfg, const char *id, const c
     if (rc == CORE_OK)
         rc = lrn_config_opts(cfg, 2, &admm, &pgcd, &dp, NULL, &dp_on, &by_p, eb, ebn);
     if (rc == CORE_OK && dp_on) {
-        snprintf(eb, ebn, "learner.dp.enabled: the learner services run fed-sparse only "
+        snprintf(eb, ebn,
+                 "learner.dp.enabled: the learner services run fed-sparse only "
                  "(dp-fed-sparse over the topics is not built yet)");
         rc = CORE_ECONFIG;
     }
@@ -565,7 +573,7 @@ core_err lrn_fedsvc_check(const struct core_config *cfg, const char *id, const c
         rc = CORE_ECONFIG;
     }
     if (rc == CORE_OK && id)
-        rc = check_devices(devices ? devices : core_config_str(cfg, "learner.service.devices"),
-                           eb, ebn);
+        rc = check_devices(devices ? devices : core_config_str(cfg, "learner.service.devices"), eb,
+                           ebn);
     return rc;
 }

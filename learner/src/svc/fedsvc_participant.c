@@ -14,12 +14,13 @@
  *    a participant restarted mid-session answers the later rounds from the same rows.
  */
 #include <fnmatch.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "core/log.h"
 #include "core/mem.h"
@@ -298,8 +299,8 @@ static core_err snap_load(struct part *s, const struct fs_msg *m)
     free(buf);
     s->snap_session = m->session;
     s->snap_hash = m->nodes_hash;
-    CORE_INFO("participant %s: session %" PRIu64 " resumed from its persisted snapshot",
-              s->o->id, m->session);
+    CORE_INFO("participant %s: session %" PRIu64 " resumed from its persisted snapshot", s->o->id,
+              m->session);
     return snap_sigma(s, m);
 }
 
@@ -308,8 +309,11 @@ static core_err snap_load(struct part *s, const struct fs_msg *m)
 static void send_reply(struct part *s, const struct fs_msg *req, uint8_t status,
                        const struct fs_wbuf *blob)
 {
-    struct fs_msg r = {.type = FS_REPLY, .session = req->session, .round = req->round,
-                       .status = status, .samples = s->snap_n};
+    struct fs_msg r = {.type = FS_REPLY,
+                       .session = req->session,
+                       .round = req->round,
+                       .status = status,
+                       .samples = s->snap_n};
     snprintf(r.id, sizeof(r.id), "%s", s->o->id);
     if (blob) {
         r.blob[0] = blob->p;
@@ -392,8 +396,8 @@ static void handle_solve(struct part *s, const struct fs_msg *m)
     if (m->session != s->snap_session)
         rc = m->round == 0 ? snap_freeze(s, m) : snap_load(s, m);
     if (rc != CORE_OK) {
-        CORE_WARN("participant %s: no snapshot for session %" PRIu64 " round %u (%s)",
-                  s->o->id, m->session, m->round, core_strerror(rc));
+        CORE_WARN("participant %s: no snapshot for session %" PRIu64 " round %u (%s)", s->o->id,
+                  m->session, m->round, core_strerror(rc));
         snap_drop(s);
         send_reply(s, m, FS_REPLY_NO_SNAPSHOT, NULL);
         return;
@@ -441,8 +445,11 @@ static void on_msg(void *arg, const rd_kafka_message_t *km)
 
 static void announce(struct part *s)
 {
-    struct fs_msg m = {.type = FS_ANNOUNCE, .session = s->snap_session,
-                       .samples = s->n, .d = s->d, .names = s->names};
+    struct fs_msg m = {.type = FS_ANNOUNCE,
+                       .session = s->snap_session,
+                       .samples = s->n,
+                       .d = s->d,
+                       .names = s->names};
     snprintf(m.id, sizeof(m.id), "%s", s->o->id);
     fs_msg_encode(&m, &s->out);
     if (fs_link_send(&s->link, s->t_up, s->o->id, s->out.p, s->out.n) != CORE_OK)
@@ -463,7 +470,8 @@ static void publish_progress(struct part *s)
     snprintf(lbl, sizeof(lbl), "participant=\"%s\"", s->o->id);
     core_metric_set(core_metrics_get(s->o->metrics, CORE_METRIC_GAUGE,
                                      "gcdp_learner_participant_samples", lbl,
-                                     "sample rows held (ring)"), (int64_t)s->n);
+                                     "sample rows held (ring)"),
+                    (int64_t)s->n);
     core_metric_set(core_metrics_get(s->o->metrics, CORE_METRIC_GAUGE,
                                      "gcdp_learner_participant_skipped", lbl,
                                      "records of the site skipped (missing node, bad record)"),
@@ -526,8 +534,8 @@ core_err lrn_fedsvc_participant_run(const struct lrn_fedsvc_participant_opts *o,
     s.prog = prog;
     s.t_up = core_config_str(o->cfg, "topics.learner_updates");
     s.t_glob = core_config_str(o->cfg, "topics.learner_global");
-    s.globs = core_xstrdup(o->devices ? o->devices
-                                      : core_config_str(o->cfg, "learner.service.devices"));
+    s.globs =
+        core_xstrdup(o->devices ? o->devices : core_config_str(o->cfg, "learner.service.devices"));
     s.horizon = (size_t)core_config_int(o->cfg, "learner.service.horizon");
     s.announce_ms = (uint64_t)core_config_int(o->cfg, "learner.service.announce_ms");
     rc = part_open(&s, eb, ebn);
@@ -538,8 +546,7 @@ core_err lrn_fedsvc_participant_run(const struct lrn_fedsvc_participant_opts *o,
     }
     while (rc == CORE_OK && !atomic_load(stop) && !s.link.fatal) {
         fs_link_pump(&s.link, 100);
-        if (s.d > 0 && fs_now_ms() - s.last_announce >= s.announce_ms &&
-            fs_link_ready(&s.link)) {
+        if (s.d > 0 && fs_now_ms() - s.last_announce >= s.announce_ms && fs_link_ready(&s.link)) {
             announce(&s);
             s.last_announce = fs_now_ms();
         }

@@ -17,11 +17,12 @@
  * from the first round not completed: the same inputs give the same W, duals and DAG.
  */
 #include <inttypes.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "core/log.h"
 #include "core/mem.h"
@@ -34,7 +35,7 @@
 #include "lrn/graphout.h"
 #include "lrn/pgcd.h"
 
-#define MAX_ANN 4096
+#define MAX_ANN      4096
 #define ANN_FRESH_MS 15000
 
 struct ann {
@@ -64,9 +65,9 @@ struct srv {
     size_t d, P;
     char **names, **ids;
     uint64_t hash, *samples, *missing_from;
-    json_t *ckpt;           /* {"last_session", "active": {... "rounds": [[hex|null]...]}} */
-    json_t *cur;            /* this round's replies (array of P) */
-    size_t replay_rounds;   /* rounds answered from the checkpoint */
+    json_t *ckpt;         /* {"last_session", "active": {... "rounds": [[hex|null]...]}} */
+    json_t *cur;          /* this round's replies (array of P) */
+    size_t replay_rounds; /* rounds answered from the checkpoint */
     /* the reply being waited for */
     uint32_t want_round;
     size_t want_p;
@@ -232,8 +233,8 @@ static core_err ckpt_load(struct srv *s, char *eb, size_t ebn)
 
     s->ckpt = json_load_file(s->ckpt_path, 0, &je);
     if (!s->ckpt) {
-        s->ckpt = json_pack("{s:s,s:I,s:n}", "schema", "gcdp.learner-checkpoint/1",
-                            "last_session", (json_int_t)0, "active");
+        s->ckpt = json_pack("{s:s,s:I,s:n}", "schema", "gcdp.learner-checkpoint/1", "last_session",
+                            (json_int_t)0, "active");
         return CORE_OK;
     }
     s->last_session = (uint64_t)json_integer_value(json_object_get(s->ckpt, "last_session"));
@@ -247,8 +248,8 @@ static core_err ckpt_load(struct srv *s, char *eb, size_t ebn)
     s->missing_from = core_xcalloc(s->P, sizeof(uint64_t));
     for (size_t p = 0; p < s->P; p++) {
         s->missing_from[p] = UINT64_MAX;
-        s->samples[p] = (uint64_t)json_integer_value(
-            json_array_get(json_object_get(act, "samples"), p));
+        s->samples[p] =
+            (uint64_t)json_integer_value(json_array_get(json_object_get(act, "samples"), p));
     }
     s->replay_rounds = json_array_size(json_object_get(act, "rounds"));
     (void)nn;
@@ -257,8 +258,8 @@ static core_err ckpt_load(struct srv *s, char *eb, size_t ebn)
         return CORE_EIO;
     }
     s->hash = fs_nodes_hash((const char *const *)s->names, s->d);
-    CORE_INFO("learner server: resuming session %" PRIu64 " after %zu completed rounds",
-              s->session, s->replay_rounds);
+    CORE_INFO("learner server: resuming session %" PRIu64 " after %zu completed rounds", s->session,
+              s->replay_rounds);
     return CORE_OK;
 }
 
@@ -308,13 +309,20 @@ static core_err encode_blob(struct srv *s, int k, const double *M)
     return rc;
 }
 
-static core_err send_solve(struct srv *s, size_t p, size_t t, const double *W,
-                           const double *beta, double rho2, const double *B)
+static core_err send_solve(struct srv *s, size_t p, size_t t, const double *W, const double *beta,
+                           double rho2, const double *B)
 {
-    struct fs_msg m = {.type = FS_SOLVE, .session = s->session, .round = (uint32_t)t,
-                       .d = s->d, .nodes_hash = s->hash, .rho2 = rho2,
-                       .lambda = s->pgcd.lambda, .gamma = s->pgcd.gamma, .tol = s->pgcd.tol,
-                       .max_steps = s->pgcd.max_steps, .wire = wire(s) == LRN_WIRE_DENSE,
+    struct fs_msg m = {.type = FS_SOLVE,
+                       .session = s->session,
+                       .round = (uint32_t)t,
+                       .d = s->d,
+                       .nodes_hash = s->hash,
+                       .rho2 = rho2,
+                       .lambda = s->pgcd.lambda,
+                       .gamma = s->pgcd.gamma,
+                       .tol = s->pgcd.tol,
+                       .max_steps = s->pgcd.max_steps,
+                       .wire = wire(s) == LRN_WIRE_DENSE,
                        .center = (uint8_t)s->center,
                        .method = s->fedbnsl ? FS_METHOD_FED_BNSL : FS_METHOD_FED_SPARSE,
                        .cov_scale = s->fedbnsl || s->cov_by_p ? (double)s->P : 1.0};
@@ -338,7 +346,8 @@ static core_err mark_absent(struct srv *s, size_t p, size_t t, const char *why)
     if (s->missing_from[p] == UINT64_MAX) {
         s->missing_from[p] = t;
         CORE_WARN("learner session %" PRIu64 " round %zu: participant %s absent from now on "
-                  "(%s)", s->session, t, s->ids[p], why);
+                  "(%s)",
+                  s->session, t, s->ids[p], why);
     }
     json_array_set_new(s->cur, p, json_null());
     return CORE_ENOTFOUND;
@@ -370,8 +379,8 @@ static core_err ask(struct srv *s, size_t p, size_t t, const double *W, const do
         return rc;
     s->want_p = SIZE_MAX;
     if (s->got_status != FS_REPLY_OK)
-        return mark_absent(s, p, t, s->got_status == FS_REPLY_NODES ? "other nodes"
-                                                                    : "no snapshot");
+        return mark_absent(s, p, t,
+                           s->got_status == FS_REPLY_NODES ? "other nodes" : "no snapshot");
     if (lrn_wire_decode(s->d, s->reply.p, s->reply.n, wire(s), B) != CORE_OK)
         return mark_absent(s, p, t, "malformed B_p");
     json_array_set_new(s->cur, p, hex_json(s->reply.p, s->reply.n));
@@ -397,8 +406,8 @@ static core_err replay(struct srv *s, size_t p, size_t t, double *B)
     return CORE_OK;
 }
 
-static core_err remote_solve(void *self, size_t p, size_t t, const double *W,
-                             const double *beta_p, double rho2, double *B_p)
+static core_err remote_solve(void *self, size_t p, size_t t, const double *W, const double *beta_p,
+                             double rho2, double *B_p)
 {
     struct srv *s = self;
 
@@ -458,10 +467,10 @@ static bool on_round(void *arg, const struct lrn_admm_progress *pr)
     atomic_store(&s->prog->missing, count_missing(s));
     metrics_round(s, pr);
     CORE_INFO("learner session %" PRIu64 " round %zu%s: h=%.3g support=%zu edges=%zu "
-              "nnz_up=%zu nnz_down=%zu bytes_wire=%" PRIu64 " kafka_bytes=%" PRIu64
-              " missing=%zu", s->session, pr->round, logged ? " (replayed)" : "",
-              pr->h_server, pr->server_vars, pr->edges, pr->nnz_up, pr->nnz_down,
-              pr->bytes_wire, s->link.bytes_in + s->link.bytes_out, count_missing(s));
+              "nnz_up=%zu nnz_down=%zu bytes_wire=%" PRIu64 " kafka_bytes=%" PRIu64 " missing=%zu",
+              s->session, pr->round, logged ? " (replayed)" : "", pr->h_server, pr->server_vars,
+              pr->edges, pr->nnz_up, pr->nnz_down, pr->bytes_wire,
+              s->link.bytes_in + s->link.bytes_out, count_missing(s));
     return !atomic_load(s->stop);
 }
 
@@ -483,8 +492,7 @@ static json_t *participants_json(const struct srv *s, size_t rounds)
             a, json_pack("{s:s,s:I,s:b,s:o,s:I}", "id", s->ids[p], "samples",
                          (json_int_t)s->samples[p], "present", !gone, "missing_from_round",
                          gone ? json_integer((json_int_t)s->missing_from[p]) : json_null(),
-                         "rounds_answered",
-                         (json_int_t)(gone ? s->missing_from[p] : rounds)));
+                         "rounds_answered", (json_int_t)(gone ? s->missing_from[p] : rounds)));
     }
     return a;
 }
@@ -522,8 +530,8 @@ static json_t *result_json(struct srv *s, const double *W, const struct lrn_admm
 static void write_files(struct srv *s, const double *W, char *dot, size_t dotn)
 {
     char path[4200], eb[512], dbuf[4096];
-    const char *dir = fs_dir(s->o->cfg, "learner.service.out_dir", dbuf, sizeof(dbuf), eb,
-                             sizeof(eb));
+    const char *dir =
+        fs_dir(s->o->cfg, "learner.service.out_dir", dbuf, sizeof(dbuf), eb, sizeof(eb));
 
     dot[0] = 0;
     if (!dir) {
@@ -535,8 +543,8 @@ static void write_files(struct srv *s, const double *W, char *dot, size_t dotn)
         CORE_OK)
         CORE_WARN("learner server: %s", eb);
     snprintf(dot, dotn, "%s/dag-s%" PRIu64 ".dot", dir, s->session);
-    if (lrn_graph_write_dot(dot, W, NULL, s->d, (const char *const *)s->names, eb,
-                            sizeof(eb)) != CORE_OK) {
+    if (lrn_graph_write_dot(dot, W, NULL, s->d, (const char *const *)s->names, eb, sizeof(eb)) !=
+        CORE_OK) {
         CORE_WARN("learner server: %s", eb);
         dot[0] = 0;
         return;
@@ -561,14 +569,20 @@ static core_err publish(struct srv *s, const double *W, const struct lrn_admm_re
     if (rc == CORE_OK)
         rc = fs_link_send(&s->link, s->t_glob, NULL, s->out.p, s->out.n);
     CORE_INFO("learner session %" PRIu64 " done: %zu rounds (%s), %zu edges, %zu of %zu "
-              "participants missing", s->session, r->rounds, status_name(r->status), r->edges,
-              count_missing(s), s->P);
+              "participants missing",
+              s->session, r->rounds, status_name(r->status), r->edges, count_missing(s), s->P);
     if (s->o->on_result) {
-        struct lrn_fedsvc_result res = {
-            .session = s->session, .d = s->d, .nodes = (const char *const *)s->names, .w = W,
-            .rounds = r->rounds, .converged = r->status == LRN_ADMM_CONVERGED,
-            .participants = s->P, .ids = (const char *const *)s->ids,
-            .missing_from = s->missing_from, .json = txt, .dot_path = dot[0] ? dot : NULL};
+        struct lrn_fedsvc_result res = {.session = s->session,
+                                        .d = s->d,
+                                        .nodes = (const char *const *)s->names,
+                                        .w = W,
+                                        .rounds = r->rounds,
+                                        .converged = r->status == LRN_ADMM_CONVERGED,
+                                        .participants = s->P,
+                                        .ids = (const char *const *)s->ids,
+                                        .missing_from = s->missing_from,
+                                        .json = txt,
+                                        .dot_path = dot[0] ? dot : NULL};
         s->o->on_result(s->o->arg, &res);
     }
     free(txt);
@@ -590,12 +604,10 @@ static core_err run_session(struct srv *s, bool *done)
     atomic_store(&s->prog->resumed_from_round, 0);
     rc = lrn_admm_run(s->d, s->P, &ops, &s->admm, on_round, s, W, NULL, &r);
     if (rc == CORE_ESTATE || (rc == CORE_OK && r.status == LRN_ADMM_STOPPED)) {
-        CORE_INFO("learner session %" PRIu64 " interrupted; the checkpoint resumes it",
-                  s->session);
+        CORE_INFO("learner session %" PRIu64 " interrupted; the checkpoint resumes it", s->session);
         rc = s->link.fatal ? CORE_EKAFKA : CORE_OK;
     } else if (rc == CORE_ENOTFOUND) {
-        CORE_WARN("learner session %" PRIu64 ": every participant absent; abandoned",
-                  s->session);
+        CORE_WARN("learner session %" PRIu64 ": every participant absent; abandoned", s->session);
         rc = ckpt_end(s);
     } else if (rc == CORE_OK) {
         rc = publish(s, W, &r);
@@ -677,8 +689,8 @@ static core_err srv_open(struct srv *s, char *eb, size_t ebn)
     const char *topics[1] = {s->t_up}, *reset[1] = {"latest"};
     struct lrn_dppgcd_opts dp;
     bool dp_on;
-    core_err rc = lrn_config_opts(cfg, 2, &s->admm, &s->pgcd, &dp, NULL, &dp_on, &s->cov_by_p,
-                                  eb, ebn);
+    core_err rc =
+        lrn_config_opts(cfg, 2, &s->admm, &s->pgcd, &dp, NULL, &dp_on, &s->cov_by_p, eb, ebn);
 
     if (rc != CORE_OK)
         return rc;
@@ -700,8 +712,8 @@ static core_err srv_open(struct srv *s, char *eb, size_t ebn)
     snprintf(s->ckpt_path, sizeof(s->ckpt_path), "%s/server.ckpt", dir);
     rc = ckpt_load(s, eb, ebn);
     if (rc == CORE_OK)
-        rc = fs_link_open(&s->link, cfg, "gcdp-learner-server", topics, reset, 1, on_msg, s,
-                          eb, ebn);
+        rc = fs_link_open(&s->link, cfg, "gcdp-learner-server", topics, reset, 1, on_msg, s, eb,
+                          ebn);
     return rc;
 }
 
@@ -722,8 +734,8 @@ static void srv_free(struct srv *s)
 
 static core_err serve(struct srv *s)
 {
-    uint64_t interval = (uint64_t)(1000.0 *
-                                   core_config_double(s->o->cfg, "learner.service.session_interval_s"));
+    uint64_t interval =
+        (uint64_t)(1000.0 * core_config_double(s->o->cfg, "learner.service.session_interval_s"));
     core_err rc = CORE_OK;
     bool done;
 
@@ -743,12 +755,12 @@ static core_err serve(struct srv *s)
             break; /* stopped (checkpoint kept), or failed */
         s->last_session = s->session;
         session_clear(s);
-        atomic_store(&s->prog->sessions_completed,
-                     atomic_load(&s->prog->sessions_completed) + 1);
+        atomic_store(&s->prog->sessions_completed, atomic_load(&s->prog->sessions_completed) + 1);
         if (s->o->metrics)
             core_metric_add(core_metrics_get(s->o->metrics, CORE_METRIC_COUNTER,
                                              "gcdp_learner_server_sessions_total", NULL,
-                                             "learned DAGs published"), 1);
+                                             "learned DAGs published"),
+                            1);
         if (s->o->max_sessions && atomic_load(&s->prog->sessions_completed) >= s->o->max_sessions)
             break;
         idle(s, interval);

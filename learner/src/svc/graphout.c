@@ -36,8 +36,8 @@ json_t *lrn_graph_to_json(const double *w, size_t d, const char *const *names)
     for (size_t i = 0; i < d; i++)
         for (size_t j = 0; j < d; j++)
             if (w[i * d + j] != 0.0)
-                json_array_append_new(edges, json_pack("[I,I,f]", (json_int_t)i,
-                                                       (json_int_t)j, w[i * d + j]));
+                json_array_append_new(
+                    edges, json_pack("[I,I,f]", (json_int_t)i, (json_int_t)j, w[i * d + j]));
     json_object_set_new(o, "schema", json_string("gcdp.dag/1"));
     json_object_set_new(o, "d", json_integer((json_int_t)d));
     json_object_set_new(o, "nodes", nodes);
@@ -45,8 +45,8 @@ json_t *lrn_graph_to_json(const double *w, size_t d, const char *const *names)
     return o;
 }
 
-core_err lrn_graph_write_json(const char *path, const double *w, size_t d,
-                              const char *const *names, char *eb, size_t ebn)
+core_err lrn_graph_write_json(const char *path, const double *w, size_t d, const char *const *names,
+                              char *eb, size_t ebn)
 {
     json_t *o = lrn_graph_to_json(w, d, names);
     int r = json_dump_file(o, path, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
@@ -64,14 +64,17 @@ static core_err parse_edges(json_t *edges, size_t d, double *w, const char *path
 {
     size_t k;
     json_t *e;
-    json_array_foreach(edges, k, e) {
+    json_array_foreach(edges, k, e)
+    {
         json_int_t i, j;
         double v;
-        if (json_unpack(e, "[IIF]", &i, &j, &v) != 0 || i < 0 || j < 0 ||
-            (size_t)i >= d || (size_t)j >= d || i == j || !isfinite(v)) {
+        if (json_unpack(e, "[IIF]", &i, &j, &v) != 0 || i < 0 || j < 0 || (size_t)i >= d ||
+            (size_t)j >= d || i == j || !isfinite(v)) {
             if (eb)
-                snprintf(eb, ebn, "%s: edges[%zu]: want [from, to, finite weight], "
-                         "0 <= from != to < %zu", path, k, d);
+                snprintf(eb, ebn,
+                         "%s: edges[%zu]: want [from, to, finite weight], "
+                         "0 <= from != to < %zu",
+                         path, k, d);
             return CORE_EPARSE;
         }
         w[(size_t)i * d + (size_t)j] = v;
@@ -91,8 +94,8 @@ static core_err read_json_dag(const char *path, double **w, size_t *d_out, char 
             snprintf(eb, ebn, "%s:%d: %s", path, je.line, je.text);
         return CORE_EPARSE;
     }
-    if (json_unpack(root, "{s:I,s:o}", "d", &d, "edges", &edges) != 0 || d < 1 ||
-        d > GRAPH_MAX_D || !json_is_array(edges)) {
+    if (json_unpack(root, "{s:I,s:o}", "d", &d, "edges", &edges) != 0 || d < 1 || d > GRAPH_MAX_D ||
+        !json_is_array(edges)) {
         if (eb)
             snprintf(eb, ebn, "%s: want {\"d\": 1..%d, \"edges\": [...]}", path, GRAPH_MAX_D);
         rc = CORE_EPARSE;
@@ -124,8 +127,7 @@ core_err lrn_graph_read(const char *path, size_t expect_d, double **w, size_t *d
         rc = lrn_csv_read(path, 0, 1, &c, eb, ebn);
         if (rc == CORE_OK && c->n != c->d) {
             if (eb)
-                snprintf(eb, ebn, "%s: adjacency must be square, got %zu x %zu", path, c->n,
-                         c->d);
+                snprintf(eb, ebn, "%s: adjacency must be square, got %zu x %zu", path, c->n, c->d);
             rc = CORE_EINVAL;
         }
         if (rc == CORE_OK) {
@@ -171,7 +173,8 @@ core_err lrn_graph_write_dot(const char *path, const double *est, const double *
     }
     fprintf(f, "digraph learned {\n  graph [rankdir=TB%s];\n  node [shape=ellipse];\n",
             truth ? ", label=\"black: correct  orange: reversed  red: extra  "
-                    "grey dashed: missing\"" : "");
+                    "grey dashed: missing\""
+                  : "");
     for (size_t i = 0; i < d; i++) {
         node_name(names, i, nb, sizeof(nb));
         fprintf(f, "  n%zu [label=\"%s\"];\n", i, nb);
@@ -205,8 +208,10 @@ core_err lrn_graph_render_png(const char *dot_path, const char *png_path, char *
     r = posix_spawnp(&pid, "dot", NULL, NULL, argv, environ);
     if (r != 0) {
         if (eb)
-            snprintf(eb, ebn, "graphviz 'dot' not found on PATH (%s); install graphviz to "
-                     "get %s (the .dot file is written)", strerror(r), png_path);
+            snprintf(eb, ebn,
+                     "graphviz 'dot' not found on PATH (%s); install graphviz to "
+                     "get %s (the .dot file is written)",
+                     strerror(r), png_path);
         return CORE_ENOTFOUND;
     }
     if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -220,14 +225,13 @@ core_err lrn_graph_render_png(const char *dot_path, const char *png_path, char *
 json_t *lrn_metrics_to_json(const struct lrn_metrics *m)
 {
     return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:I,s:f,s:f,s:I,s:I,s:I}",
-                     "d", (json_int_t)m->d, "true_edges", (json_int_t)m->true_edges,
-                     "pred_edges", (json_int_t)m->pred_edges, "true_pos",
-                     (json_int_t)m->true_pos, "reversed", (json_int_t)m->reversed, "false_pos",
-                     (json_int_t)m->false_pos, "extra_skeleton", (json_int_t)m->extra_skel,
-                     "missing_skeleton", (json_int_t)m->missing_skel, "shd",
-                     (json_int_t)m->shd, "tpr", m->tpr, "fdr", m->fdr, "fpr", m->fpr,
-                     "skeleton_correct", (json_int_t)m->skel_correct, "skeleton_recall",
-                     m->skel_recall, "skeleton_precision", m->skel_precision,
+                     "d", (json_int_t)m->d, "true_edges", (json_int_t)m->true_edges, "pred_edges",
+                     (json_int_t)m->pred_edges, "true_pos", (json_int_t)m->true_pos, "reversed",
+                     (json_int_t)m->reversed, "false_pos", (json_int_t)m->false_pos,
+                     "extra_skeleton", (json_int_t)m->extra_skel, "missing_skeleton",
+                     (json_int_t)m->missing_skel, "shd", (json_int_t)m->shd, "tpr", m->tpr, "fdr",
+                     m->fdr, "fpr", m->fpr, "skeleton_correct", (json_int_t)m->skel_correct,
+                     "skeleton_recall", m->skel_recall, "skeleton_precision", m->skel_precision,
                      "vstructures_true", (json_int_t)m->vs_true, "vstructures_pred",
                      (json_int_t)m->vs_pred, "vstructures_correct", (json_int_t)m->vs_correct);
 }

@@ -10,8 +10,8 @@
 #include "lrn/baselines.h"
 
 static const char *const method_names[LRN_METHOD_COUNT] = {
-    "fed-sparse", "dp-fed-sparse", "fed-bnsl", "dp-fed-bnsl", "notears", "local-notears",
-    "dp-fed-sparse-mangold",
+    "fed-sparse",    "dp-fed-sparse",         "fed-bnsl", "dp-fed-bnsl", "notears",
+    "local-notears", "dp-fed-sparse-mangold",
 };
 
 bool lrn_method_is_federated(enum lrn_method m)
@@ -115,7 +115,7 @@ void lrn_runner_opts_table5(struct lrn_runner_opts *o, double eps)
     static const struct {
         double eps, c;
         size_t t, k;
-    } t5[] = {{0.5, 10, 10, 10}, {1, 10, 10, 10},  {2, 5, 100, 10},  {5, 5, 100, 20},
+    } t5[] = {{0.5, 10, 10, 10}, {1, 10, 10, 10},  {2, 5, 100, 10}, {5, 5, 100, 20},
               {10, 10, 100, 30}, {25, 7, 100, 30}, {50, 5, 100, 50}};
     size_t r = 0;
     for (size_t i = 0; i < sizeof(t5) / sizeof(t5[0]); i++)
@@ -160,7 +160,8 @@ static void cov_one(void *arg, size_t p)
 
 static core_err covariances(const struct lrn_runner_opts *o, size_t d, size_t P,
                             const double *const *x, const size_t *n,
-                            double *sig) // NOLINT(readability-non-const-parameter): the jobs write it
+                            // NOLINTNEXTLINE(readability-non-const-parameter): the jobs write it
+                            double *sig)
 {
     core_err *rc = core_xcalloc(P, sizeof(*rc)), ret = CORE_OK;
     struct cov_job job = {o, d, P, x, n, sig, rc};
@@ -173,9 +174,8 @@ static core_err covariances(const struct lrn_runner_opts *o, size_t d, size_t P,
 }
 
 static core_err run_fed_sparse(const struct lrn_runner_opts *o, size_t d, size_t P,
-                               const double *const *x, const size_t *n,
-                               lrn_admm_progress_fn *cb, void *cb_arg, double *W,
-                               struct lrn_runner_result *res)
+                               const double *const *x, const size_t *n, lrn_admm_progress_fn *cb,
+                               void *cb_arg, double *W, struct lrn_runner_result *res)
 {
     double *sig = core_xmalloc(P * d * d * sizeof(double));
     const double **sp = core_xmalloc(P * sizeof(*sp));
@@ -262,9 +262,9 @@ static core_err make_bnsl_sigmas(const struct lrn_runner_opts *o, size_t d, size
 }
 
 static core_err run_fed_bnsl(const struct lrn_runner_opts *o, size_t d, size_t P,
-                             const double *const *x, const size_t *n,
-                             const struct core_rng *rng, lrn_admm_progress_fn *cb, void *cb_arg,
-                             double *W, struct lrn_runner_result *res)
+                             const double *const *x, const size_t *n, const struct core_rng *rng,
+                             lrn_admm_progress_fn *cb, void *cb_arg, double *W,
+                             struct lrn_runner_result *res)
 {
     double *sig = core_xmalloc(P * d * d * sizeof(double));
     const double **sp = core_xmalloc(P * sizeof(*sp));
@@ -325,10 +325,10 @@ static core_err run_local_notears(const struct lrn_runner_opts *o, size_t d, siz
     return rc;
 }
 
-core_err lrn_runner_run(const struct lrn_runner_opts *o, size_t d, size_t P,
-                        const double *const *x, const size_t *n, const struct core_rng *rng,
-                        lrn_admm_progress_fn *cb, void *cb_arg, double *W,
-                        struct lrn_runner_result *res, char *eb, size_t ebn)
+core_err lrn_runner_run(const struct lrn_runner_opts *o, size_t d, size_t P, const double *const *x,
+                        const size_t *n, const struct core_rng *rng, lrn_admm_progress_fn *cb,
+                        void *cb_arg, double *W, struct lrn_runner_result *res, char *eb,
+                        size_t ebn)
 {
     core_err rc = CORE_EINVAL;
     int federated = lrn_method_is_federated(o->method);
@@ -345,16 +345,25 @@ core_err lrn_runner_run(const struct lrn_runner_opts *o, size_t d, size_t P,
         res->standardized = o->standardize;
     }
     switch (o->method) {
-    case LRN_METHOD_FED_SPARSE: rc = run_fed_sparse(o, d, P, x, n, cb, cb_arg, W, res); break;
+    case LRN_METHOD_FED_SPARSE:
+        rc = run_fed_sparse(o, d, P, x, n, cb, cb_arg, W, res);
+        break;
     case LRN_METHOD_DP_FED_SPARSE:
     case LRN_METHOD_DP_FED_SPARSE_MANGOLD:
         rc = run_dp_fed_sparse(o, d, P, x, n, rng, cb, cb_arg, W, res);
         break;
     case LRN_METHOD_FED_BNSL:
-    case LRN_METHOD_DP_FED_BNSL: rc = run_fed_bnsl(o, d, P, x, n, rng, cb, cb_arg, W, res); break;
-    case LRN_METHOD_NOTEARS: rc = run_notears(o, d, P, x, n, W, res); break;
-    case LRN_METHOD_LOCAL_NOTEARS: rc = run_local_notears(o, d, P, x, n, W, res); break;
-    default: break;
+    case LRN_METHOD_DP_FED_BNSL:
+        rc = run_fed_bnsl(o, d, P, x, n, rng, cb, cb_arg, W, res);
+        break;
+    case LRN_METHOD_NOTEARS:
+        rc = run_notears(o, d, P, x, n, W, res);
+        break;
+    case LRN_METHOD_LOCAL_NOTEARS:
+        rc = run_local_notears(o, d, P, x, n, W, res);
+        break;
+    default:
+        break;
     }
     if (rc != CORE_OK && eb && eb[0] == '\0')
         snprintf(eb, ebn, "%s failed: %s", lrn_method_name(o->method), core_strerror(rc));

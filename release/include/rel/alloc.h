@@ -18,10 +18,10 @@
 #define REL_ETA_DEFAULT    1e-8
 
 struct rel_alloc_params {
-    double beta_r; /* exposure exponent, >= 0 */
-    double beta_g; /* certified-scale exponent, >= 0 */
-    double beta_u; /* utility exponent, >= 0 */
-    double eta;    /* numerical stabilizer, > 0 */
+    double beta_r;  /* exposure exponent, >= 0 */
+    double beta_g;  /* certified-scale exponent, >= 0 */
+    double beta_u;  /* utility exponent, >= 0 */
+    double eta;     /* numerical stabilizer, > 0 */
     double eps_min; /* per-coordinate floor; <= 0 selects the Table 5 default
                        ε_rel / (100 d'), d' = number of noisy coordinates */
 };
@@ -43,12 +43,11 @@ struct rel_alloc_params {
  * or NaN, a parameter is out of range, every s_k is 0, or the refusal rule of Algorithm 3
  * step 1 fails: 0 < ε_min < ε_rel / d'. */
 CORE_MUST_CHECK core_err rel_alloc(size_t d, double eps_rel, const double *r, const double *s,
-                                   const double *mu, const struct rel_alloc_params *p,
-                                   double *eps, double *eps_min_used);
+                                   const double *mu, const struct rel_alloc_params *p, double *eps,
+                                   double *eps_min_used);
 
 /* Uniform allocation (Lap-DP): ε_k = ε_rel / d' for the d' coordinates with s_k > 0, 0 for
  * the others; same rounding rule and errors as rel_alloc. */
-CORE_MUST_CHECK core_err rel_alloc_uniform(size_t d, double eps_rel, const double *s,
-                                           double *eps);
+CORE_MUST_CHECK core_err rel_alloc_uniform(size_t d, double eps_rel, const double *s, double *eps);
 
 #endif /* REL_ALLOC_H */

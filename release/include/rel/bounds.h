@@ -53,9 +53,9 @@ struct rel_query_params {
 
 /* One term of a coordinate q_k = Σ coef · stat(channel). */
 struct rel_term {
-    uint32_t chan;      /* channel index in the policy graph */
+    uint32_t chan; /* channel index in the policy graph */
     enum rel_stat stat;
-    double coef;        /* finite */
+    double coef; /* finite */
 };
 
 /* Parse a stat suffix: "mean", "sum", ... Returns CORE_OK or CORE_ENOTFOUND. */
@@ -77,9 +77,9 @@ CORE_MUST_CHECK core_err rel_query_params_check(const struct rel_query_params *q
  *                 (1 when h = 0, (2h+1)k when h > 0, or 0).
  *   work          caller-allocated, 2*n_chan uint32_t.
  * Returns CORE_OK, CORE_EINVAL (index out of range, n_chan 0 or over the cap, overflow). */
-CORE_MUST_CHECK core_err rel_policy_counts(size_t n_chan, const uint32_t *edges,
-                                           size_t n_edges, uint32_t hops, uint32_t time_radius,
-                                           uint32_t per_slot, uint32_t *counts, uint32_t *work);
+CORE_MUST_CHECK core_err rel_policy_counts(size_t n_chan, const uint32_t *edges, size_t n_edges,
+                                           uint32_t hops, uint32_t time_radius, uint32_t per_slot,
+                                           uint32_t *counts, uint32_t *work);
 
 /* Certified global sensitivity of one node statistic when c of its real samples may change,
  * in normalized units, with P = c(1+2G) changed points of the completed series (DESIGN §5:
@@ -113,8 +113,8 @@ double rel_stat_sensitivity_obs(enum rel_stat s, uint64_t c, const struct rel_no
 /* Algorithm 2 step 2 with the window's certificate: B = max_i Σ_t |coef_t|
  * Δ_obs(stat_t, counts[i][chan_t], obs[t]) (no range cap beyond each term's own), rounded up.
  *   obs  one per term. Returns CORE_OK or CORE_EINVAL (as rel_coord_bound; n_points 0). */
-CORE_MUST_CHECK core_err rel_coord_bound_obs(size_t n_chan, const uint32_t *counts,
-                                             size_t n_terms, const struct rel_term *terms,
+CORE_MUST_CHECK core_err rel_coord_bound_obs(size_t n_chan, const uint32_t *counts, size_t n_terms,
+                                             const struct rel_term *terms,
                                              const struct rel_node_obs *obs,
                                              const struct rel_query_params *qp, double *B);
 
@@ -131,13 +131,12 @@ void rel_stat_range(enum rel_stat s, const struct rel_query_params *qp, double *
  * Returns CORE_OK, CORE_EINVAL (no terms, bad channel, non-finite coef, overflow). */
 CORE_MUST_CHECK core_err rel_coord_bound(size_t n_chan, const uint32_t *counts, size_t n_terms,
                                          const struct rel_term *terms,
-                                         const struct rel_query_params *qp, double *lo,
-                                         double *hi, double *B, int *analytic);
+                                         const struct rel_query_params *qp, double *lo, double *hi,
+                                         double *B, int *analytic);
 
 /* Algorithm 2 step 5: s_k = max{B_k, ξ̂_k} (xi NULL: s_k = B_k, mechanisms that omit the
  * empirical influence). Proposition 1: s_k >= B_k for every k.
  * Returns CORE_OK, CORE_EINVAL (B_k or ξ̂_k negative or not finite; NaN fails closed). */
-CORE_MUST_CHECK core_err rel_scale_compute(size_t d, const double *B, const double *xi,
-                                           double *s);
+CORE_MUST_CHECK core_err rel_scale_compute(size_t d, const double *B, const double *xi, double *s);
 
 #endif /* REL_BOUNDS_H */

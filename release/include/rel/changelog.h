@@ -73,7 +73,7 @@ struct rel_changelog_restore_stats {
 CORE_MUST_CHECK core_err rel_changelog_restore(rd_kafka_t *rk, const char *topic, int32_t p,
                                                struct core_dp_ledger *l, int64_t horizon_ms,
                                                int timeout_ms, json_t *known,
-                                               struct rel_changelog_restore_stats *st,
-                                               char *errbuf, size_t errbuf_size);
+                                               struct rel_changelog_restore_stats *st, char *errbuf,
+                                               size_t errbuf_size);
 
 #endif /* REL_CHANGELOG_H */

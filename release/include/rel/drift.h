@@ -76,12 +76,12 @@
 #include "core/config.h"
 #include "core/err.h"
 
-#define REL_DRIFT_MAX_HORIZON (1u << 16) /* rows (released windows) per horizon */
-#define REL_DRIFT_MAX_CELLS   (1u << 24) /* horizon × observed nodes */
-#define REL_DRIFT_MAX_DEVICE  64u        /* device id bytes (as gcdp.released/1) */
+#define REL_DRIFT_MAX_HORIZON  (1u << 16) /* rows (released windows) per horizon */
+#define REL_DRIFT_MAX_CELLS    (1u << 24) /* horizon × observed nodes */
+#define REL_DRIFT_MAX_DEVICE   64u        /* device id bytes (as gcdp.released/1) */
 #define REL_DRIFT_MAX_PATIENCE 1000u
-#define REL_DRIFT_OPEN        2u                  /* open horizons on window time */
-#define REL_DRIFT_MAX_SPAN_MS (30LL * 86400000LL) /* span_ms cap: 30 days */
+#define REL_DRIFT_OPEN         2u                  /* open horizons on window time */
+#define REL_DRIFT_MAX_SPAN_MS  (30LL * 86400000LL) /* span_ms cap: 30 days */
 
 enum rel_drift_ref {
     REL_DRIFT_REF_THETA = 0,   /* compare with θ's edges and τ (default) */
@@ -89,10 +89,10 @@ enum rel_drift_ref {
 };
 
 struct rel_drift_opts {
-    size_t horizon;         /* released windows (all devices) per horizon, [8, MAX_HORIZON] */
-    double threshold;       /* score above which a horizon is "above", (0, 1] */
-    unsigned patience;      /* consecutive above horizons that fire, [1, MAX_PATIENCE] */
-    size_t min_samples;     /* windows a device needs in a horizon to enter it, [2, horizon] */
+    size_t horizon;     /* released windows (all devices) per horizon, [8, MAX_HORIZON] */
+    double threshold;   /* score above which a horizon is "above", (0, 1] */
+    unsigned patience;  /* consecutive above horizons that fire, [1, MAX_PATIENCE] */
+    size_t min_samples; /* windows a device needs in a horizon to enter it, [2, horizon] */
     enum rel_drift_ref ref;
     bool correct;           /* attenuation correction (default true) */
     double min_reliability; /* r floor for the correction, (0, 1) (default 0.1) */
@@ -122,30 +122,30 @@ double rel_drift_noise_var(double scale, bool gaussian);
 
 /* The outcome of one push. Every field is a public, post-processed value. */
 struct rel_drift_result {
-    bool evaluated;       /* this push completed a horizon (the fields below are set) */
-    bool valid;           /* enough rows and at least one compared pair */
-    bool baseline;        /* REF_BASELINE: this horizon became the reference (no score) */
-    double score;         /* sup distance (0 when not valid) */
-    double mean;          /* mean distance over the compared pairs */
-    bool above;           /* valid && score > threshold */
-    unsigned consecutive; /* valid above horizons in a row */
-    bool fire;            /* consecutive reached patience on this horizon (once per arm) */
-    size_t rows;          /* windows in the pooled matrix */
-    size_t devices;       /* devices in it (>= min_samples windows each) */
-    size_t pairs;         /* pairs compared */
-    size_t noisy;         /* observed nodes too noisy to correct (r < min_reliability) */
+    bool evaluated;         /* this push completed a horizon (the fields below are set) */
+    bool valid;             /* enough rows and at least one compared pair */
+    bool baseline;          /* REF_BASELINE: this horizon became the reference (no score) */
+    double score;           /* sup distance (0 when not valid) */
+    double mean;            /* mean distance over the compared pairs */
+    bool above;             /* valid && score > threshold */
+    unsigned consecutive;   /* valid above horizons in a row */
+    bool fire;              /* consecutive reached patience on this horizon (once per arm) */
+    size_t rows;            /* windows in the pooled matrix */
+    size_t devices;         /* devices in it (>= min_samples windows each) */
+    size_t pairs;           /* pairs compared */
+    size_t noisy;           /* observed nodes too noisy to correct (r < min_reliability) */
     uint64_t horizon_index; /* horizons completed since the last reset, from 1 */
     int64_t span_start_ms;  /* window time the horizon starts at (0 in arrival order) */
 };
 
 /* Counters since the last reset (public). */
 struct rel_drift_stats {
-    uint64_t pushed;      /* windows accepted into a horizon */
-    uint64_t duplicates;  /* (device, window_start) repeated in a horizon: left out */
-    uint64_t sparse;      /* windows of devices with < min_samples in their horizon (on
-                             window time also < 90 % of the fullest device's windows) */
-    uint64_t late;        /* windows of a horizon already closed: left out */
-    uint64_t partial;     /* horizons closed with < min_fill x horizon rows: not evaluated */
+    uint64_t pushed;     /* windows accepted into a horizon */
+    uint64_t duplicates; /* (device, window_start) repeated in a horizon: left out */
+    uint64_t sparse;     /* windows of devices with < min_samples in their horizon (on
+                            window time also < 90 % of the fullest device's windows) */
+    uint64_t late;       /* windows of a horizon already closed: left out */
+    uint64_t partial;    /* horizons closed with < min_fill x horizon rows: not evaluated */
     uint64_t horizons, valid, above, fired;
 };
 

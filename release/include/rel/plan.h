@@ -29,14 +29,14 @@
 #include "rel/mech.h"
 
 #define REL_MAX_POLICY_EDGES 65536u
-#define REL_MAX_KEY 48u /* bytes of a window node name "<channel>.<stat>" (+ NUL) */
+#define REL_MAX_KEY          48u /* bytes of a window node name "<channel>.<stat>" (+ NUL) */
 #define REL_NORM_CLIP_MINMAX "clip_minmax" /* the one normalization release certifies */
 
 /* Provenance of one θ node as a window record states it (gcdp.window/2 "prov"). */
 struct rel_node_prov {
-    char key[REL_MAX_KEY];  /* window node the θ node reads: "<channel>.<stat>" */
-    char chan[REL_MAX_KEY]; /* its channel (the G0 vertex) */
-    enum rel_stat stat;     /* its statistic */
+    char key[REL_MAX_KEY];   /* window node the θ node reads: "<channel>.<stat>" */
+    char chan[REL_MAX_KEY];  /* its channel (the G0 vertex) */
+    enum rel_stat stat;      /* its statistic */
     double clip_lo, clip_hi; /* public clip interval normalized onto [0, 1] */
 };
 
@@ -45,9 +45,9 @@ struct rel_node_prov {
  * records (tests, benchmarks, `--plan` without input), from θ node names that carry their
  * statistic and rel_opts' query.interp_gap / period_ms. Public: ingest configuration only. */
 struct rel_profile {
-    size_t n_nodes;              /* θ n_nodes */
-    struct rel_node_prov *node;  /* owned, n_nodes (unused θ nodes: zeroed) */
-    uint32_t interp_gap;         /* G */
+    size_t n_nodes;             /* θ n_nodes */
+    struct rel_node_prov *node; /* owned, n_nodes (unused θ nodes: zeroed) */
+    uint32_t interp_gap;        /* G */
     int64_t period_ms;
     bool from_record;
 };
@@ -56,7 +56,7 @@ void rel_profile_init(struct rel_profile *pr, size_t n_nodes); /* zeroed, alloca
 
 /* Which θ nodes some coordinate reads: new array of θ n_nodes flags (1 = read); free(). */
 uint8_t *rel_theta_used_nodes(const struct cal_theta *t);
-void rel_profile_cleanup(struct rel_profile *pr);               /* NULL-safe fields */
+void rel_profile_cleanup(struct rel_profile *pr); /* NULL-safe fields */
 void rel_profile_copy(struct rel_profile *dst, const struct rel_profile *src);
 
 /* Split "<channel>.<stat>" (a known statistic after the last dot, channel non-empty and
@@ -66,22 +66,22 @@ bool rel_name_split(const char *name, char *chan, size_t chan_size, enum rel_sta
 
 /* Options of a release, normally from the release.* configuration keys. */
 struct rel_opts {
-    const struct rel_mech *mech;   /* borrowed (static table) */
-    double eps_rel;                /* release budget per window */
-    double delta;                  /* gauss only: δ of the (ε_rel, δ) guarantee */
-    struct rel_alloc_params alloc; /* β_r, β_g, β_u, η, ε_min (0 = Table 5 default) */
-    struct rel_query_params query; /* n_min, n_max; G only without a profile */
+    const struct rel_mech *mech;       /* borrowed (static table) */
+    double eps_rel;                    /* release budget per window */
+    double delta;                      /* gauss only: δ of the (ε_rel, δ) guarantee */
+    struct rel_alloc_params alloc;     /* β_r, β_g, β_u, η, ε_min (0 = Table 5 default) */
+    struct rel_query_params query;     /* n_min, n_max; G only without a profile */
     const struct rel_profile *profile; /* borrowed, optional: the windows' provenance (the
                                           plan copies it); NULL: θ node names must carry
                                           their statistic, G = query.interp_gap and
                                           period_ms as given */
-    const json_t *policy_edges;    /* borrowed: [[chanA, chanB], ...] names of G0 edges */
-    uint32_t policy_hops;          /* G0 neighbourhood radius */
-    uint32_t policy_time_radius;   /* h, in sampling periods */
-    uint32_t policy_per_slot;      /* k: real readings of a channel that may share a slot */
-    int64_t period_ms;             /* sampling period without a profile (time radius -> ms) */
-    int64_t slot_ms;               /* ledger unit slot length (privacy unit time grain) */
-    struct core_dp_cost cap;       /* lifetime cap per unit */
+    const json_t *policy_edges;        /* borrowed: [[chanA, chanB], ...] names of G0 edges */
+    uint32_t policy_hops;              /* G0 neighbourhood radius */
+    uint32_t policy_time_radius;       /* h, in sampling periods */
+    uint32_t policy_per_slot;          /* k: real readings of a channel that may share a slot */
+    int64_t period_ms;                 /* sampling period without a profile (time radius -> ms) */
+    int64_t slot_ms;                   /* ledger unit slot length (privacy unit time grain) */
+    struct core_dp_cost cap;           /* lifetime cap per unit */
 };
 
 /* Read every release.* key of cfg into o (borrowing cfg's JSON; cfg must outlive o). Nothing
@@ -96,25 +96,25 @@ struct rel_plan {
     const struct cal_theta *theta; /* borrowed; must outlive the plan */
     struct rel_opts opts;
     size_t d;
-    size_t n_noisy;                /* d' = coordinates with s_k > 0 */
-    struct rel_profile prof;       /* what the plan was built for (owned copy) */
-    size_t n_chan;                 /* channels of G0 (from the profile) */
-    char **chan_names;             /* n_chan */
-    uint32_t *counts;              /* n_chan x n_chan Γ(u) occurrence counts (Algorithm 2) */
-    uint32_t *node_chan;           /* θ node -> channel */
-    enum rel_stat *node_stat;      /* θ node -> statistic (from the profile) */
-    uint8_t *node_used;            /* θ node -> 1 if some coordinate reads it */
-    double *lo, *hi;               /* Π_k interval */
-    double *B, *s, *eps;           /* Algorithm 2 / 3 results */
-    double *scale;                 /* published per-coordinate noise scale: Laplace b_k =
-                                      s_k/ε_k; Gaussian σ_k = s_k σ; 0 when deterministic */
-    int *analytic;                 /* 1: B_k analytic, 0: clipped-range fallback */
-    struct core_dp_lap *lap;       /* Laplace params per coordinate (noisy ones) */
-    struct core_dp_gauss gauss;    /* gauss: params on the s-normalized vector */
-    double bound;                  /* public clamp: max_k max(|lo_k|, |hi_k|) */
-    double eps_min;                /* floor used by Algorithm 3 (0 for lap/gauss) */
-    struct core_dp_cost cost;      /* what one window release charges to each unit */
-    char params_json[512];         /* public parameters stored in each ledger row */
+    size_t n_noisy;             /* d' = coordinates with s_k > 0 */
+    struct rel_profile prof;    /* what the plan was built for (owned copy) */
+    size_t n_chan;              /* channels of G0 (from the profile) */
+    char **chan_names;          /* n_chan */
+    uint32_t *counts;           /* n_chan x n_chan Γ(u) occurrence counts (Algorithm 2) */
+    uint32_t *node_chan;        /* θ node -> channel */
+    enum rel_stat *node_stat;   /* θ node -> statistic (from the profile) */
+    uint8_t *node_used;         /* θ node -> 1 if some coordinate reads it */
+    double *lo, *hi;            /* Π_k interval */
+    double *B, *s, *eps;        /* Algorithm 2 / 3 results */
+    double *scale;              /* published per-coordinate noise scale: Laplace b_k =
+                                   s_k/ε_k; Gaussian σ_k = s_k σ; 0 when deterministic */
+    int *analytic;              /* 1: B_k analytic, 0: clipped-range fallback */
+    struct core_dp_lap *lap;    /* Laplace params per coordinate (noisy ones) */
+    struct core_dp_gauss gauss; /* gauss: params on the s-normalized vector */
+    double bound;               /* public clamp: max_k max(|lo_k|, |hi_k|) */
+    double eps_min;             /* floor used by Algorithm 3 (0 for lap/gauss) */
+    struct core_dp_cost cost;   /* what one window release charges to each unit */
+    char params_json[512];      /* public parameters stored in each ledger row */
 };
 
 /* Build the plan: channels of G0, Γ(u) counts, Algorithm 2 (B_k, s_k), Algorithm 3 (ε_k)
@@ -150,8 +150,8 @@ void rel_plan_scheme(const struct rel_plan *p, struct core_dp_scheme *out);
  * window lies in one of these slots). Units are written into buf (size buf_size) as
  * consecutive NUL-terminated strings and pointed to by units[0..*n).
  * Returns CORE_OK, CORE_ETOOBIG (more than max_units or buf too small), CORE_EINVAL. */
-CORE_MUST_CHECK core_err rel_plan_units(const struct rel_plan *p, const char *device,
-                                        int64_t start, int64_t end, char *buf, size_t buf_size,
-                                        const char **units, size_t max_units, size_t *n);
+CORE_MUST_CHECK core_err rel_plan_units(const struct rel_plan *p, const char *device, int64_t start,
+                                        int64_t end, char *buf, size_t buf_size, const char **units,
+                                        size_t max_units, size_t *n);
 
 #endif /* REL_PLAN_H */

@@ -29,26 +29,26 @@
 
 #define REL_SCHEMA_RELEASED "gcdp.released/1"
 #define REL_SCHEMA_WINDOW   "gcdp.window/2"
-#define REL_MAX_ID          200u     /* window id bytes */
-#define REL_MAX_DEVICE      64u      /* device id bytes */
+#define REL_MAX_ID          200u       /* window id bytes */
+#define REL_MAX_DEVICE      64u        /* device id bytes */
 #define REL_MAX_LINE        (1u << 22) /* one input record (JSONL line / CSV row) */
 /* Parse arena of a window buffer (core/jalloc.h): a 100-node record's tree takes ~170 KiB;
  * a bigger record parses too, its excess blocks from malloc. */
-#define REL_JALLOC_BYTES    ((size_t)1 << 20)
+#define REL_JALLOC_BYTES ((size_t)1 << 20)
 
 /* One window, values indexed by θ node (caller storage; see rel_window_init). */
 struct rel_window {
     const struct cal_theta *theta; /* borrowed */
     char id[REL_MAX_ID + 1];
     char device[REL_MAX_DEVICE + 1];
-    int64_t start, end;  /* epoch ms, [start, end) */
-    bool excluded;       /* ingest excluded it: nothing to release */
-    uint32_t n_slots;    /* slots in the window (record's "n_slots"); 0 if not given */
-    double *x;           /* θ n_nodes values (NAN where unused) */
+    int64_t start, end;       /* epoch ms, [start, end) */
+    bool excluded;            /* ingest excluded it: nothing to release */
+    uint32_t n_slots;         /* slots in the window (record's "n_slots"); 0 if not given */
+    double *x;                /* θ n_nodes values (NAN where unused) */
     struct rel_node_obs *obs; /* θ n_nodes: real samples, series points, longest imputed run */
-    uint8_t *used;       /* θ n_nodes: 1 if some coordinate reads the node */
-    struct rel_profile prof; /* the record's provenance (prof.from_record once parsed) */
-    struct core_jalloc *ja;  /* owned: the parse arena of rel_window_from_json (NULL: malloc) */
+    uint8_t *used;            /* θ n_nodes: 1 if some coordinate reads the node */
+    struct rel_profile prof;  /* the record's provenance (prof.from_record once parsed) */
+    struct core_jalloc *ja;   /* owned: the parse arena of rel_window_from_json (NULL: malloc) */
 };
 
 /* Allocate the per-node arrays and the parse arena for θ (borrowed; must outlive w).
@@ -65,9 +65,8 @@ void rel_window_cleanup(struct rel_window *w);
  *   gcdp.window/1 records carry no provenance and are refused by name.
  * Returns CORE_OK, CORE_EPARSE (shape), CORE_EINVAL (values, inconsistent provenance),
  * CORE_ETOOBIG; errbuf names the field. */
-CORE_MUST_CHECK core_err rel_window_from_json(const char *text, size_t len,
-                                              struct rel_window *w, char *errbuf,
-                                              size_t errbuf_size);
+CORE_MUST_CHECK core_err rel_window_from_json(const char *text, size_t len, struct rel_window *w,
+                                              char *errbuf, size_t errbuf_size);
 
 /* The plan for θ and w's provenance (Algorithm 2-3 via rel_plan_new with o->profile set to
  * w's for the call), checked against the ledger's unit scheme: a window whose sampling
@@ -76,9 +75,9 @@ CORE_MUST_CHECK core_err rel_window_from_json(const char *text, size_t len,
  * Returns as rel_plan_new (*out NULL on error), or CORE_ESTATE (periods differ; errbuf names
  * the window and both periods). */
 CORE_MUST_CHECK core_err rel_plan_for_window(const struct cal_theta *theta, struct rel_opts *o,
-                                             const struct rel_window *w,
-                                             int64_t ledger_period_ms, struct rel_plan **out,
-                                             char *errbuf, size_t errbuf_size);
+                                             const struct rel_window *w, int64_t ledger_period_ms,
+                                             struct rel_plan **out, char *errbuf,
+                                             size_t errbuf_size);
 
 /* Output callback: one released record (JSON, no newline), durable in the ledger.
  *   replayed  true when the bytes came from the ledger (an earlier identical release). */
@@ -105,9 +104,9 @@ struct rel_releaser;
  *             its buffered OS randomness when it exits.
  * Returns CORE_OK or CORE_EINVAL. */
 CORE_MUST_CHECK core_err rel_releaser_new(const struct rel_plan *plan,
-                                          struct core_dp_ledger *ledger,
-                                          const struct core_rng *rng, size_t batch,
-                                          unsigned nthreads, struct rel_releaser **out);
+                                          struct core_dp_ledger *ledger, const struct core_rng *rng,
+                                          size_t batch, unsigned nthreads,
+                                          struct rel_releaser **out);
 
 #define REL_MAX_THREADS 16u
 
@@ -130,16 +129,17 @@ void rel_releaser_free(struct rel_releaser *r);
  * provenance must be what the plan was built for (rel_plan_covers), and its own certificate
  * (rel_coord_bound_obs from its provenance) must not exceed any B_k (hence s_k).
  * Returns CORE_OK; CORE_EINVAL (window not covered: too few / too many samples, provenance
- * not the plan's, certificate above the plan's bound, non-finite value; nothing charged), CORE_EBUDGET (a unit's lifetime cap; errbuf
- * names the unit and its totals; nothing charged), CORE_ERNG / CORE_ENUMERIC (noise
- * failed; the charge is cancelled), CORE_EIO (ledger), or the emit callback's error. */
+ * not the plan's, certificate above the plan's bound, non-finite value; nothing charged),
+ * CORE_EBUDGET (a unit's lifetime cap; errbuf names the unit and its totals; nothing charged),
+ * CORE_ERNG / CORE_ENUMERIC (noise failed; the charge is cancelled), CORE_EIO (ledger), or the emit
+ * callback's error. */
 CORE_MUST_CHECK core_err rel_releaser_push(struct rel_releaser *r, const struct rel_window *w,
                                            rel_emit_fn *emit, void *arg, char *errbuf,
                                            size_t errbuf_size);
 
 /* Commit the pending batch (one fsync) and emit it. */
-CORE_MUST_CHECK core_err rel_releaser_flush(struct rel_releaser *r, rel_emit_fn *emit,
-                                            void *arg, char *errbuf, size_t errbuf_size);
+CORE_MUST_CHECK core_err rel_releaser_flush(struct rel_releaser *r, rel_emit_fn *emit, void *arg,
+                                            char *errbuf, size_t errbuf_size);
 
 void rel_releaser_stats(const struct rel_releaser *r, struct rel_release_stats *out);
 

@@ -57,8 +57,8 @@
 
 #define REL_SCHEMA_RELEASE_REJECTED "gcdp.release_rejected/1"
 /* Upper bound on the time spent waiting for acknowledgements / leaving the group. */
-#define REL_SERVICE_DRAIN_MS 15000
-#define REL_SERVICE_CLOSE_MS 10000
+#define REL_SERVICE_DRAIN_MS       15000
+#define REL_SERVICE_CLOSE_MS       10000
 #define REL_SERVICE_MAX_PARTITIONS 1024
 
 /* Why a window was dead-lettered (stable codes, also metric labels). */
@@ -74,43 +74,43 @@ const char *rel_dlq_reason_code(enum rel_dlq_reason r);
 struct rel_service;
 
 struct rel_service_opts {
-    const char *group;        /* consumer group of topics.windows; borrowed */
-    const char *theta_path;   /* NULL: θ from topics.calibration; else a θ file (fixed) */
+    const char *group;             /* consumer group of topics.windows; borrowed */
+    const char *theta_path;        /* NULL: θ from topics.calibration; else a θ file (fixed) */
     struct core_dp_ledger *ledger; /* opened by the caller (JSONL or store back end, with
                                       release.ledger.cap_*): borrowed, must outlive the
                                       service */
-    struct core_dp_scheme scheme; /* the ledger's unit scheme (bound in its header) */
-    int64_t ledger_lateness_ms; /* store back end: units of slots that ended more than this
-                                   before the newest window end seen are evicted from memory
-                                   (core_dp_ledger_advance, every 10 s); > 0 */
-    int64_t commit_interval_ms; /* > 0 */
-    bool changelog;           /* release.service.changelog (default false): every ledger
-                                 row goes to topics.ledger_changelog (acknowledged) before
-                                 its output is published; an assigned partition is restored
-                                 from it before any of its windows is released
-                                 (rel/changelog.h) */
-    int64_t replay_horizon_ms; /* release.ledger.replay_horizon_ms: the truncation decision
-                                  of a restore (rel_changelog_truncated) */
-    int64_t exit_idle_ms;     /* > 0: stop after this long with nothing consumed, counted
-                                 while windows can be read (θ known, partitions assigned):
-                                 tests, bounded replays, catching up on a finished topic */
+    struct core_dp_scheme scheme;  /* the ledger's unit scheme (bound in its header) */
+    int64_t ledger_lateness_ms;    /* store back end: units of slots that ended more than this
+                                      before the newest window end seen are evicted from memory
+                                      (core_dp_ledger_advance, every 10 s); > 0 */
+    int64_t commit_interval_ms;    /* > 0 */
+    bool changelog;                /* release.service.changelog (default false): every ledger
+                                      row goes to topics.ledger_changelog (acknowledged) before
+                                      its output is published; an assigned partition is restored
+                                      from it before any of its windows is released
+                                      (rel/changelog.h) */
+    int64_t replay_horizon_ms;     /* release.ledger.replay_horizon_ms: the truncation decision
+                                      of a restore (rel_changelog_truncated) */
+    int64_t exit_idle_ms;          /* > 0: stop after this long with nothing consumed, counted
+                                      while windows can be read (θ known, partitions assigned):
+                                      tests, bounded replays, catching up on a finished topic */
     void (*on_done)(void *arg, core_err status);
     void *arg;
 };
 
 struct rel_service_stats {
-    uint64_t consumed;       /* window records read */
-    uint64_t released;       /* new releases committed and acknowledged */
-    uint64_t replayed;       /* republished from the ledger and acknowledged */
-    uint64_t excluded;       /* excluded windows (nothing to release) */
-    uint64_t dead_letters;   /* refused windows acknowledged on topics.release_rejected */
+    uint64_t consumed;     /* window records read */
+    uint64_t released;     /* new releases committed and acknowledged */
+    uint64_t replayed;     /* republished from the ledger and acknowledged */
+    uint64_t excluded;     /* excluded windows (nothing to release) */
+    uint64_t dead_letters; /* refused windows acknowledged on topics.release_rejected */
     uint64_t by_reason[REL_DLQ_COUNT];
     uint64_t produce_errors, commits, commit_errors, offset_gaps;
-    uint64_t theta_version;  /* 0: none yet */
-    uint64_t theta_swaps;    /* θ versions adopted after the first */
-    int64_t lag;             /* -1 unknown */
-    uint64_t first_read_ns;  /* uv_hrtime() when the first window was read; 0 none yet */
-    int64_t drift_ppm;       /* last valid drift score (rel/drift.h) in ppm; -1: none yet */
+    uint64_t theta_version;      /* 0: none yet */
+    uint64_t theta_swaps;        /* θ versions adopted after the first */
+    int64_t lag;                 /* -1 unknown */
+    uint64_t first_read_ns;      /* uv_hrtime() when the first window was read; 0 none yet */
+    int64_t drift_ppm;           /* last valid drift score (rel/drift.h) in ppm; -1: none yet */
     uint64_t changelog_sent;     /* ledger rows acknowledged on topics.ledger_changelog */
     uint64_t adopted;            /* rows adopted from the changelog at assignments */
     uint64_t adopted_over_cap;   /* of which took a unit above the cap (counted, recorded) */
@@ -134,9 +134,8 @@ void rel_service_opts_init(const struct core_config *cfg, const char *group,
  * Returns CORE_OK, CORE_ECONFIG (errbuf names the key or file), CORE_EIO, CORE_EKAFKA. */
 CORE_MUST_CHECK core_err rel_service_new(uv_loop_t *loop, const struct core_config *cfg,
                                          const struct rel_service_opts *opts,
-                                         struct core_metrics *metrics,
-                                         struct rel_service **out, char *errbuf,
-                                         size_t errbuf_size);
+                                         struct core_metrics *metrics, struct rel_service **out,
+                                         char *errbuf, size_t errbuf_size);
 
 /* Graceful shutdown: stop intake, commit the pending group, wait for acknowledgements,
  * commit offsets, leave the group, then on_done (idempotent). */

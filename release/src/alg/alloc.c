@@ -38,9 +38,9 @@ static size_t count_noisy(size_t d, const double *s)
 
 static int params_ok(const struct rel_alloc_params *p)
 {
-    return p->beta_r >= 0.0 && isfinite(p->beta_r) && p->beta_g >= 0.0 &&
-           isfinite(p->beta_g) && p->beta_u >= 0.0 && isfinite(p->beta_u) && p->eta > 0.0 &&
-           isfinite(p->eta) && isfinite(p->eps_min);
+    return p->beta_r >= 0.0 && isfinite(p->beta_r) && p->beta_g >= 0.0 && isfinite(p->beta_g) &&
+           p->beta_u >= 0.0 && isfinite(p->beta_u) && p->eta > 0.0 && isfinite(p->eta) &&
+           isfinite(p->eps_min);
 }
 
 core_err rel_alloc(size_t d, double eps_rel, const double *r, const double *s, const double *mu,

@@ -4,8 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-static const char *const stat_names[REL_STAT_N_] = {"mean", "sum", "count",
-                                                     "min",  "max", "std"};
+static const char *const stat_names[REL_STAT_N_] = {"mean", "sum", "count", "min", "max", "std"};
 
 core_err rel_stat_parse(const char *name, enum rel_stat *out)
 {
@@ -34,8 +33,8 @@ core_err rel_query_params_check(const struct rel_query_params *qp)
 /* Breadth-first search from `src` up to `hops` edges over the edge list; marks reached
  * channels in `mark` (n_chan entries, 1 = reached). `queue` holds n_chan entries.
  * O(hops * n_edges) without adjacency lists: fine for the policy graph sizes we allow. */
-static void reach(size_t n_chan, const uint32_t *edges, size_t n_edges, uint32_t hops,
-                  uint32_t src, uint32_t *mark, uint32_t *queue)
+static void reach(size_t n_chan, const uint32_t *edges, size_t n_edges, uint32_t hops, uint32_t src,
+                  uint32_t *mark, uint32_t *queue)
 {
     size_t head = 0, tail = 0, level_end;
 

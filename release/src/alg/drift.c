@@ -13,20 +13,20 @@
 #include "core/mem.h"
 #include "rel/config.h"
 
-#define DEF_MIN_REL     0.1
+#define DEF_MIN_REL 0.1
 /* On window time a device enters its horizon only with at least this fraction of the
  * fullest device's windows (a device read halfway through the span would weigh one time of
  * day: the diurnal bias a backlog caused); a few excluded windows per device still pass. */
-#define SPAN_COVER      0.9
+#define SPAN_COVER 0.9
 
 /* What a θ contributes (rebuilt by reset). */
 struct drift_theta {
     const struct cal_theta *theta;
-    size_t m;        /* observed nodes */
-    uint32_t *node;  /* m θ node indices, ascending */
-    size_t *coord;   /* m coordinate indices (a(k) = {node}) */
-    double *thw;     /* m x m θ edge weights, 0 = no edge */
-    uint8_t *sat;    /* m: θ degree >= K */
+    size_t m;       /* observed nodes */
+    uint32_t *node; /* m θ node indices, ascending */
+    size_t *coord;  /* m coordinate indices (a(k) = {node}) */
+    double *thw;    /* m x m θ edge weights, 0 = no edge */
+    uint8_t *sat;   /* m: θ degree >= K */
 };
 
 /* Sort key of one horizon row (qsort has no context argument in C11). */
@@ -49,9 +49,9 @@ struct rel_drift {
     /* the open horizons (1 slot in arrival order, REL_DRIFT_OPEN with span_ms) */
     size_t slots;
     struct drift_bucket b[REL_DRIFT_OPEN];
-    int64_t closed_upto;  /* highest span index closed since the last reset */
+    int64_t closed_upto; /* highest span index closed since the last reset */
     bool any_closed;
-    int64_t arrival;      /* arrival order: index of the open horizon */
+    int64_t arrival; /* arrival order: index of the open horizon */
     char (*dev)[REL_DRIFT_MAX_DEVICE + 1];
     int64_t *start;
     double *val, *nv; /* horizon x m */
@@ -150,8 +150,7 @@ static core_err theta_check(const struct cal_theta *th, char *eb, size_t ebn)
 }
 
 /* Observed nodes, θ weights among them and saturated endpoints. */
-static core_err theta_build(const struct cal_theta *th, struct drift_theta *t, char *eb,
-                            size_t ebn)
+static core_err theta_build(const struct cal_theta *th, struct drift_theta *t, char *eb, size_t ebn)
 {
     size_t *by_node, *pos, *deg;
     core_err rc = theta_check(th, eb, ebn);
@@ -189,8 +188,9 @@ static core_err theta_build(const struct cal_theta *th, struct drift_theta *t, c
     free(by_node), free(pos), free(deg);
     if (t->m < 2) {
         theta_free(t);
-        return bad(eb, ebn, "θ has fewer than two nodes released through a single-node "
-                            "coordinate: nothing to monitor");
+        return bad(eb, ebn,
+                   "θ has fewer than two nodes released through a single-node "
+                   "coordinate: nothing to monitor");
     }
     return CORE_OK;
 }
@@ -249,8 +249,10 @@ core_err rel_drift_new(const struct cal_theta *theta, const struct rel_drift_opt
     if (slots * o->horizon * t.m > REL_DRIFT_MAX_CELLS) {
         theta_free(&t);
         if (eb && ebn)
-            snprintf(eb, ebn, "drift monitor: %zu open horizon(s) x horizon x observed nodes "
-                              "over %u", slots, REL_DRIFT_MAX_CELLS);
+            snprintf(eb, ebn,
+                     "drift monitor: %zu open horizon(s) x horizon x observed nodes "
+                     "over %u",
+                     slots, REL_DRIFT_MAX_CELLS);
         return CORE_ETOOBIG;
     }
     d = core_xcalloc(1, sizeof(*d));
@@ -444,7 +446,7 @@ static double pair_distance(const struct rel_drift *d, size_t a, size_t b)
     if (w > 0.0)
         return fabs(s - w); /* an edge of θ: its weight is the calibrated S */
     if (d->t.sat[a] || d->t.sat[b])
-        return NAN; /* the pair may have been capped by K rather than below τ */
+        return NAN;                 /* the pair may have been capped by K rather than below τ */
     return s > tau ? s - tau : 0.0; /* a non-edge: only the excess above τ */
 }
 
@@ -555,8 +557,7 @@ static int64_t floor_div(int64_t a, int64_t b)
 
 /* The open slot of horizon idx, opening one (and closing the oldest open horizon when every
  * slot is taken: *r may then hold its evaluation). SIZE_MAX: idx was already closed (late). */
-static size_t slot_for(struct rel_drift *d, int64_t idx, struct rel_drift_result *r,
-                       core_err *rc)
+static size_t slot_for(struct rel_drift *d, int64_t idx, struct rel_drift_result *r, core_err *rc)
 {
     size_t free_slot = SIZE_MAX, oldest = SIZE_MAX;
     for (size_t s = 0; s < d->slots; s++) {
@@ -591,8 +592,7 @@ static core_err close_overtaken(struct rel_drift *d, size_t s, struct rel_drift_
 }
 
 core_err rel_drift_push(struct rel_drift *d, const char *device, int64_t window_start,
-                        const double *value, const double *noise_var,
-                        struct rel_drift_result *out)
+                        const double *value, const double *noise_var, struct rel_drift_result *out)
 {
     size_t m, len, s, row;
     core_err rc = CORE_OK;

@@ -41,14 +41,22 @@ const struct rel_mech *rel_mech_get(enum rel_mech_id id)
 const char *rel_refusal_str(enum rel_refusal r)
 {
     switch (r) {
-    case REL_REFUSE_NONE: return "none";
-    case REL_REFUSE_EPS_REL: return "eps_rel is not a finite positive number";
-    case REL_REFUSE_BOUND: return "B_k is negative, not finite, or below the certified bound";
-    case REL_REFUSE_SCALE: return "s_k < B_k (or not finite)";
-    case REL_REFUSE_EPS: return "eps_k <= 0 (or not finite) on a noisy coordinate";
-    case REL_REFUSE_EPS_CONSTANT: return "eps_k != 0 on a zero-sensitivity coordinate";
-    case REL_REFUSE_NOISE_SCALE: return "noise scale s_k/eps_k is not finite";
-    case REL_REFUSE_BUDGET: return "sum of eps_k exceeds eps_rel";
+    case REL_REFUSE_NONE:
+        return "none";
+    case REL_REFUSE_EPS_REL:
+        return "eps_rel is not a finite positive number";
+    case REL_REFUSE_BOUND:
+        return "B_k is negative, not finite, or below the certified bound";
+    case REL_REFUSE_SCALE:
+        return "s_k < B_k (or not finite)";
+    case REL_REFUSE_EPS:
+        return "eps_k <= 0 (or not finite) on a noisy coordinate";
+    case REL_REFUSE_EPS_CONSTANT:
+        return "eps_k != 0 on a zero-sensitivity coordinate";
+    case REL_REFUSE_NOISE_SCALE:
+        return "noise scale s_k/eps_k is not finite";
+    case REL_REFUSE_BUDGET:
+        return "sum of eps_k exceeds eps_rel";
     }
     return "?";
 }
@@ -72,8 +80,7 @@ static enum rel_refusal check_one(double B, const double *B_cert, double s, doub
 
 /* Algorithm 4 step 1 (and Theorem 1's hypotheses), before any noise is drawn. */
 core_err rel_release_check(size_t d, const double *B, const double *B_cert, const double *s,
-                           const double *eps, double eps_rel, size_t *bad_k,
-                           enum rel_refusal *why)
+                           const double *eps, double eps_rel, size_t *bad_k, enum rel_refusal *why)
 {
     enum rel_refusal r = REL_REFUSE_NONE;
     size_t k = d;

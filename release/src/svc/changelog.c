@@ -13,15 +13,22 @@
 
 core_err rel_changelog_topic_check(const struct core_config *cfg, char *eb, size_t ebn)
 {
-    static const char *const others[] = {
-        "topics.raw",           "topics.rejected",       "topics.windows",
-        "topics.calibration",   "topics.released",       "topics.release_rejected",
-        "topics.control",       "topics.status",         "topics.audit",
-        "topics.learner_updates", "topics.learner_global", "topics.learner_dag"};
-    static const char *const defaults[] = {"sensors.raw", "sensors.rejected", "gcdp.windows",
-                                           "gcdp.calibration", "gcdp.released",
-                                           "gcdp.windows.rejected", "gcdp.control",
-                                           "gcdp.status", "gcdp.audit"};
+    static const char *const others[] = {"topics.raw",
+                                         "topics.rejected",
+                                         "topics.windows",
+                                         "topics.calibration",
+                                         "topics.released",
+                                         "topics.release_rejected",
+                                         "topics.control",
+                                         "topics.status",
+                                         "topics.audit",
+                                         "topics.learner_updates",
+                                         "topics.learner_global",
+                                         "topics.learner_dag"};
+    static const char *const defaults[] = {
+        "sensors.raw",      "sensors.rejected", "gcdp.windows",
+        "gcdp.calibration", "gcdp.released",    "gcdp.windows.rejected",
+        "gcdp.control",     "gcdp.status",      "gcdp.audit"};
     const char *cl = core_config_str(cfg, "topics.ledger_changelog");
 
     if (!cl || !cl[0]) {
@@ -31,15 +38,19 @@ core_err rel_changelog_topic_check(const struct core_config *cfg, char *eb, size
     for (size_t i = 0; i < sizeof(others) / sizeof(*others); i++) {
         const char *t = core_config_str(cfg, others[i]);
         if (t && strcmp(t, cl) == 0) {
-            snprintf(eb, ebn, "topics.ledger_changelog = %s is also %s: the changelog is a "
-                     "topic of its own", cl, others[i]);
+            snprintf(eb, ebn,
+                     "topics.ledger_changelog = %s is also %s: the changelog is a "
+                     "topic of its own",
+                     cl, others[i]);
             return CORE_ECONFIG;
         }
     }
     for (size_t i = 0; i < sizeof(defaults) / sizeof(*defaults); i++)
         if (strcmp(defaults[i], cl) == 0) {
-            snprintf(eb, ebn, "topics.ledger_changelog = %s is the default name of another "
-                     "topic: the changelog is a topic of its own", cl);
+            snprintf(eb, ebn,
+                     "topics.ledger_changelog = %s is the default name of another "
+                     "topic: the changelog is a topic of its own",
+                     cl);
             return CORE_ECONFIG;
         }
     return CORE_OK;
@@ -63,9 +74,8 @@ static void pend_clear(struct pend *b)
 }
 
 /* Adopt the pending rows in one group commit; count the results. */
-static core_err pend_adopt(struct pend *b, const char *topic, int32_t p,
-                           struct core_dp_ledger *l, struct rel_changelog_restore_stats *st,
-                           char *eb, size_t ebn)
+static core_err pend_adopt(struct pend *b, const char *topic, int32_t p, struct core_dp_ledger *l,
+                           struct rel_changelog_restore_stats *st, char *eb, size_t ebn)
 {
     enum core_dp_adopted what[RESTORE_BATCH];
     char why[768] = "";
@@ -74,15 +84,15 @@ static core_err pend_adopt(struct pend *b, const char *topic, int32_t p,
 
     if (b->n == 0)
         return CORE_OK;
-    rc = core_dp_ledger_adopt_rows(l, b->n, (const char *const *)b->rows, b->lens, what, &bad,
-                                   why, sizeof(why));
+    rc = core_dp_ledger_adopt_rows(l, b->n, (const char *const *)b->rows, b->lens, what, &bad, why,
+                                   sizeof(why));
     if (rc != CORE_OK) {
         if (bad < b->n)
             snprintf(eb, ebn, "%s partition %" PRId32 " offset %" PRId64 ": %s", topic, p,
                      b->offs[bad], why[0] ? why : core_strerror(rc));
         else
-            snprintf(eb, ebn, "%s partition %" PRId32 ": adopting %zu rows: %s", topic, p,
-                     b->n, why[0] ? why : core_strerror(rc));
+            snprintf(eb, ebn, "%s partition %" PRId32 ": adopting %zu rows: %s", topic, p, b->n,
+                     why[0] ? why : core_strerror(rc));
         pend_clear(b);
         return rc;
     }
@@ -97,10 +107,10 @@ static core_err pend_adopt(struct pend *b, const char *topic, int32_t p,
 }
 
 /* One record of partition p: the truncation decision on the first, then queue it. */
-static core_err restore_one(const rd_kafka_message_t *m, const char *topic, bool first,
-                            int64_t low, struct core_dp_ledger *l, int64_t horizon_ms,
-                            struct pend *b, json_t *known,
-                            struct rel_changelog_restore_stats *st, char *eb, size_t ebn)
+static core_err restore_one(const rd_kafka_message_t *m, const char *topic, bool first, int64_t low,
+                            struct core_dp_ledger *l, int64_t horizon_ms, struct pend *b,
+                            json_t *known, struct rel_changelog_restore_stats *st, char *eb,
+                            size_t ebn)
 {
     if (first) {
         int64_t ts = rd_kafka_message_timestamp(m, NULL), now = core_wall_ms();
@@ -121,15 +131,14 @@ static core_err restore_one(const rd_kafka_message_t *m, const char *topic, bool
     memcpy(b->rows[b->n], m->payload, m->len);
     b->lens[b->n] = m->len;
     b->offs[b->n++] = m->offset;
-    return b->n == RESTORE_BATCH ? pend_adopt(b, topic, m->partition, l, st, eb, ebn)
-                                 : CORE_OK;
+    return b->n == RESTORE_BATCH ? pend_adopt(b, topic, m->partition, l, st, eb, ebn) : CORE_OK;
 }
 
 /* Read [low, high) of topic/p (assigned at low) and adopt every row. */
 static core_err restore_range(rd_kafka_t *rk, const char *topic, int32_t p, int64_t low,
                               int64_t high, struct core_dp_ledger *l, int64_t horizon_ms,
-                              int timeout_ms, json_t *known,
-                              struct rel_changelog_restore_stats *st, char *eb, size_t ebn)
+                              int timeout_ms, json_t *known, struct rel_changelog_restore_stats *st,
+                              char *eb, size_t ebn)
 {
     int64_t deadline = core_wall_ms() + timeout_ms, next = low;
     bool first = true;
@@ -139,8 +148,10 @@ static core_err restore_range(rd_kafka_t *rk, const char *topic, int32_t p, int6
     while (rc == CORE_OK && next < high && !st->truncated) {
         rd_kafka_message_t *m;
         if (core_wall_ms() > deadline) {
-            snprintf(eb, ebn, "%s partition %" PRId32 ": restore not done within %d ms (at "
-                     "offset %" PRId64 " of %" PRId64 ")", topic, p, timeout_ms, next, high);
+            snprintf(eb, ebn,
+                     "%s partition %" PRId32 ": restore not done within %d ms (at "
+                     "offset %" PRId64 " of %" PRId64 ")",
+                     topic, p, timeout_ms, next, high);
             rc = CORE_EKAFKA;
             break;
         }
@@ -196,12 +207,10 @@ core_err rel_changelog_restore(rd_kafka_t *rk, const char *topic, int32_t p,
     e = rd_kafka_assign(rk, a);
     rd_kafka_topic_partition_list_destroy(a);
     if (e) {
-        snprintf(eb, ebn, "%s partition %" PRId32 ": assign: %s", topic, p,
-                 rd_kafka_err2str(e));
+        snprintf(eb, ebn, "%s partition %" PRId32 ": assign: %s", topic, p, rd_kafka_err2str(e));
         return CORE_EKAFKA;
     }
-    rc = restore_range(rk, topic, p, low, high, l, horizon_ms, timeout_ms, known, st, eb,
-                       ebn);
+    rc = restore_range(rk, topic, p, low, high, l, horizon_ms, timeout_ms, known, st, eb, ebn);
     (void)rd_kafka_assign(rk, NULL);
     return rc;
 }

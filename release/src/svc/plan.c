@@ -91,7 +91,8 @@ static core_err make_profile(struct rel_plan *p, char *eb, size_t ebn)
             continue;
         if (!t->nodes[m] || strlen(t->nodes[m]) >= sizeof(np->key) ||
             !rel_name_split(t->nodes[m], np->chan, sizeof(np->chan), &np->stat)) {
-            snprintf(eb, ebn, "theta node %s names no statistic (<channel>.<stat>): the plan "
+            snprintf(eb, ebn,
+                     "theta node %s names no statistic (<channel>.<stat>): the plan "
                      "needs the windows' provenance (give window records as input)",
                      t->nodes[m] ? t->nodes[m] : "?");
             return CORE_EINVAL;
@@ -139,8 +140,7 @@ static core_err split_nodes(struct rel_plan *p, char *eb, size_t ebn)
     return CORE_OK;
 }
 
-bool rel_plan_covers(const struct rel_plan *p, const struct rel_profile *wp, char *eb,
-                     size_t ebn)
+bool rel_plan_covers(const struct rel_plan *p, const struct rel_profile *wp, char *eb, size_t ebn)
 {
     const struct rel_profile *pp = &p->prof;
 
@@ -149,7 +149,8 @@ bool rel_plan_covers(const struct rel_plan *p, const struct rel_profile *wp, cha
         return false;
     }
     if (wp->period_ms != pp->period_ms || wp->interp_gap > pp->interp_gap) {
-        snprintf(eb, ebn, "provenance prov.period_ms %" PRId64 " / prov.interp_gap %" PRIu32
+        snprintf(eb, ebn,
+                 "provenance prov.period_ms %" PRId64 " / prov.interp_gap %" PRIu32
                  " not covered by the plan (period %" PRId64 ", G %" PRIu32 "): windows of "
                  "another ingest configuration need their own release run",
                  wp->period_ms, wp->interp_gap, pp->period_ms, pp->interp_gap);
@@ -161,10 +162,11 @@ bool rel_plan_covers(const struct rel_plan *p, const struct rel_profile *wp, cha
             continue;
         if (a->stat != b->stat || strcmp(a->key, b->key) != 0 ||
             (pp->from_record && (a->clip_lo != b->clip_lo || a->clip_hi != b->clip_hi))) {
-            snprintf(eb, ebn, "node %s: provenance (%s of %s, clip [%g, %g]) differs from the "
+            snprintf(eb, ebn,
+                     "node %s: provenance (%s of %s, clip [%g, %g]) differs from the "
                      "plan's (%s of %s, clip [%g, %g]): windows of another ingest "
-                     "configuration need their own release run", a->key,
-                     rel_stat_name(a->stat), a->chan, a->clip_lo, a->clip_hi,
+                     "configuration need their own release run",
+                     a->key, rel_stat_name(a->stat), a->chan, a->clip_lo, a->clip_hi,
                      rel_stat_name(b->stat), b->chan, b->clip_lo, b->clip_hi);
             return false;
         }
@@ -194,18 +196,17 @@ static core_err policy_counts(const struct rel_plan *p, uint32_t **out, char *eb
 
     for (size_t e = 0; e < ne && rc == CORE_OK; e++) {
         for (size_t side = 0; side < 2 && rc == CORE_OK; side++) {
-            const char *nm = json_string_value(
-                json_array_get(json_array_get(p->opts.policy_edges, e), side));
+            const char *nm =
+                json_string_value(json_array_get(json_array_get(p->opts.policy_edges, e), side));
             if (!nm || chan_index(p, nm, &edges[2 * e + side]) != CORE_OK) {
-                snprintf(eb, ebn, "release.policy.edges[%zu]: '%s' is not a channel of theta",
-                         e, nm ? nm : "?");
+                snprintf(eb, ebn, "release.policy.edges[%zu]: '%s' is not a channel of theta", e,
+                         nm ? nm : "?");
                 rc = CORE_ECONFIG;
             }
         }
     }
     if (rc == CORE_OK &&
-        rel_policy_counts(p->n_chan, edges, ne, p->opts.policy_hops,
-                          p->opts.policy_time_radius,
+        rel_policy_counts(p->n_chan, edges, ne, p->opts.policy_hops, p->opts.policy_time_radius,
                           p->opts.policy_per_slot ? p->opts.policy_per_slot : 1, counts,
                           work) != CORE_OK) {
         snprintf(eb, ebn, "release.policy: invalid policy graph");
@@ -236,8 +237,8 @@ static core_err bounds_all(struct rel_plan *p, const uint32_t *counts, char *eb,
             terms[a].stat = p->node_stat[c->nodes[a]];
             terms[a].coef = c->coef[a];
         }
-        rc = rel_coord_bound(p->n_chan, counts, c->n, terms, &p->opts.query, &p->lo[k],
-                             &p->hi[k], &p->B[k], &p->analytic[k]);
+        rc = rel_coord_bound(p->n_chan, counts, c->n, terms, &p->opts.query, &p->lo[k], &p->hi[k],
+                             &p->B[k], &p->analytic[k]);
         if (rc != CORE_OK)
             snprintf(eb, ebn, "coordinate %zu (%s): no certified bound (bad map a(k))", k,
                      c->name ? c->name : "?");
@@ -269,7 +270,8 @@ static core_err allocate(struct rel_plan *p, char *eb, size_t ebn)
         free(r);
     }
     if (rc != CORE_OK)
-        snprintf(eb, ebn, "allocation refused (Algorithm 3): need some coordinate with s_k > 0,"
+        snprintf(eb, ebn,
+                 "allocation refused (Algorithm 3): need some coordinate with s_k > 0,"
                  " inputs in range and 0 < release.eps_min < eps_rel/d' (d' = %zu)",
                  p->n_noisy);
     return rc;
@@ -304,13 +306,17 @@ static core_err noise_params(struct rel_plan *p, char *eb, size_t ebn)
             rc = core_dp_lap_params(p->s[k], p->eps[k], bk > 0.0 ? bk : 1.0, 1, &p->lap[k]);
             p->scale[k] = p->s[k] / p->eps[k]; /* b_k, Algorithm 4 step 3 */
             if (rc != CORE_OK)
-                snprintf(eb, ebn, "coordinate %zu: Laplace parameters refused (eps_k = %g, "
-                         "s_k = %g out of the sampler's range)", k, p->eps[k], p->s[k]);
+                snprintf(eb, ebn,
+                         "coordinate %zu: Laplace parameters refused (eps_k = %g, "
+                         "s_k = %g out of the sampler's range)",
+                         k, p->eps[k], p->s[k]);
         }
     }
     if (rc != CORE_OK && p->opts.mech->gaussian)
-        snprintf(eb, ebn, "gauss: analytic Gaussian calibration failed for eps_rel = %g, "
-                 "delta = %g", p->opts.eps_rel, p->opts.delta);
+        snprintf(eb, ebn,
+                 "gauss: analytic Gaussian calibration failed for eps_rel = %g, "
+                 "delta = %g",
+                 p->opts.eps_rel, p->opts.delta);
     return rc;
 }
 
@@ -327,8 +333,8 @@ static void plan_cost(struct rel_plan *p)
     snprintf(p->params_json, sizeof(p->params_json),
              "{\"theta_version\":%" PRIu64 ",\"eps_rel\":%.17g,\"delta\":%.17g,\"d\":%zu,"
              "\"d_noisy\":%zu,\"eps_cal\":%.17g}",
-             p->theta->version, p->opts.eps_rel, p->opts.mech->gaussian ? p->opts.delta : 0.0,
-             p->d, p->n_noisy, cal_theta_eps_cal_total(p->theta));
+             p->theta->version, p->opts.eps_rel, p->opts.mech->gaussian ? p->opts.delta : 0.0, p->d,
+             p->n_noisy, cal_theta_eps_cal_total(p->theta));
 }
 
 static core_err theta_suits_mech(const struct rel_plan *p, char *eb, size_t ebn)
@@ -339,8 +345,10 @@ static core_err theta_suits_mech(const struct rel_plan *p, char *eb, size_t ebn)
         return CORE_ECONFIG;
     }
     if (p->opts.mech->need_theta_nocomp && !(p->theta->tau_c >= 1.0)) {
-        snprintf(eb, ebn, "release.mechanism %s needs a theta calibrated with tau_c >= 1 "
-                 "(no compression; got %g)", p->opts.mech->name, p->theta->tau_c);
+        snprintf(eb, ebn,
+                 "release.mechanism %s needs a theta calibrated with tau_c >= 1 "
+                 "(no compression; got %g)",
+                 p->opts.mech->name, p->theta->tau_c);
         return CORE_ECONFIG;
     }
     return CORE_OK;
@@ -383,7 +391,8 @@ core_err rel_plan_new(const struct cal_theta *theta, const struct rel_opts *o,
         p->opts.query.interp_gap = p->prof.interp_gap; /* G of the windows' provenance */
         p->opts.period_ms = p->prof.period_ms;
         if (rel_query_params_check(&p->opts.query) != CORE_OK || p->opts.period_ms <= 0) {
-            snprintf(eb, ebn, "query parameters out of range (n_min >= 2, n_max >= n_min, "
+            snprintf(eb, ebn,
+                     "query parameters out of range (n_min >= 2, n_max >= n_min, "
                      "G and period from the provenance)");
             rc = CORE_EINVAL;
         }
@@ -436,9 +445,8 @@ void rel_plan_scheme(const struct rel_plan *p, struct core_dp_scheme *out)
 /* Sequential composition per slot: every window whose data an expansion set can touch
  * charges the slot of the protected occurrence (docs/release.md, "Composition"); the unit
  * scheme itself is core's (core_dp_units), shared with calibrate and `gcdp ledger`. */
-core_err rel_plan_units(const struct rel_plan *p, const char *device, int64_t start,
-                        int64_t end, char *buf, size_t buf_size, const char **units,
-                        size_t max_units, size_t *n)
+core_err rel_plan_units(const struct rel_plan *p, const char *device, int64_t start, int64_t end,
+                        char *buf, size_t buf_size, const char **units, size_t max_units, size_t *n)
 {
     struct core_dp_scheme sc;
 

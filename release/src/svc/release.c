@@ -3,8 +3,8 @@
 #include "rel/release.h"
 
 #include <inttypes.h>
-#include <pthread.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +30,7 @@ struct noise_job {
     const double *y;
     double *out, *work;
     size_t k0, k1;
-    char *const *names; /* optional: JSON-quoted coordinate names, to format the values */
+    char *const *names;     /* optional: JSON-quoted coordinate names, to format the values */
     const size_t *name_len; /* with names: strlen of each */
     struct core_buf *txt;   /* with names: receives ',"name":value' for k in [k0, k1) */
     core_err rc;
@@ -68,14 +68,14 @@ struct rel_releaser {
     size_t batch, n_pending;
     unsigned nthreads;
     struct pending *pending;
-    char **coord_json;     /* d JSON-escaped coordinate names, with quotes */
-    size_t *coord_len;     /* their lengths */
-    struct pool *pool;     /* NULL with one thread */
-    struct core_buf scale_json; /* '},"scale":{...}}': the plan's scales, encoded once */
+    char **coord_json;                    /* d JSON-escaped coordinate names, with quotes */
+    size_t *coord_len;                    /* their lengths */
+    struct pool *pool;                    /* NULL with one thread */
+    struct core_buf scale_json;           /* '},"scale":{...}}': the plan's scales, encoded once */
     struct core_buf txt[REL_MAX_THREADS]; /* per-worker formatted values of the current window */
-    double *y, *z, *out;   /* d work arrays */
-    double *bw;            /* d: the current window's own certificates (Algorithm 2) */
-    struct rel_term *terms; /* scratch for one coordinate's terms */
+    double *y, *z, *out;                  /* d work arrays */
+    double *bw;                /* d: the current window's own certificates (Algorithm 2) */
+    struct rel_term *terms;    /* scratch for one coordinate's terms */
     struct rel_node_obs *tobs; /* their observations */
     size_t cap_terms;
     /* Certificate cache: bw[k] is a function of the plan (fixed for the releaser) and the
@@ -217,8 +217,8 @@ core_err rel_releaser_new(const struct rel_plan *plan, struct core_dp_ledger *le
     r->out = core_xcalloc(plan->d, sizeof(double));
     r->bw = core_xcalloc(plan->d, sizeof(double));
     for (size_t k = 0; k < plan->d; k++)
-        r->cap_terms = plan->theta->coords[k].n > r->cap_terms ? plan->theta->coords[k].n
-                                                                : r->cap_terms;
+        r->cap_terms =
+            plan->theta->coords[k].n > r->cap_terms ? plan->theta->coords[k].n : r->cap_terms;
     r->terms = core_xcalloc(r->cap_terms + 1, sizeof(*r->terms));
     r->tobs = core_xcalloc(r->cap_terms + 1, sizeof(*r->tobs));
     cert_cache_init(r);
@@ -302,14 +302,14 @@ static core_err window_certificates(struct rel_releaser *r, const struct rel_win
             continue; /* bw[k] is the certificate of these very observations */
         r->cert_ok[k] = 0;
         for (size_t a = 0; a < c->n; a++) {
-            r->terms[a] = (struct rel_term){p->node_chan[c->nodes[a]], p->node_stat[c->nodes[a]],
-                                            c->coef[a]};
+            r->terms[a] =
+                (struct rel_term){p->node_chan[c->nodes[a]], p->node_stat[c->nodes[a]], c->coef[a]};
             r->tobs[a] = w->obs[c->nodes[a]];
         }
         if (rel_coord_bound_obs(p->n_chan, p->counts, c->n, r->terms, r->tobs, &p->opts.query,
                                 &r->bw[k]) != CORE_OK) {
-            snprintf(eb, ebn, "window %s: coordinate %s: no certificate from its provenance",
-                     w->id, c->name ? c->name : "?");
+            snprintf(eb, ebn, "window %s: coordinate %s: no certificate from its provenance", w->id,
+                     c->name ? c->name : "?");
             return CORE_EINVAL;
         }
         memcpy(seen, r->tobs, c->n * sizeof(*seen));
@@ -321,8 +321,7 @@ static core_err window_certificates(struct rel_releaser *r, const struct rel_win
 /* y_k = Π_k(q_k(D)): public clamps of every node statistic, then of the combination.
  * Refuses windows the plan does not cover: provenance not the plan's, n outside
  * [n_min, n_max], over-dense windows. */
-static core_err project(struct rel_releaser *r, const struct rel_window *w, char *eb,
-                        size_t ebn)
+static core_err project(struct rel_releaser *r, const struct rel_window *w, char *eb, size_t ebn)
 {
     const struct rel_plan *p = r->plan;
     const struct cal_theta *t = p->theta;
@@ -338,7 +337,8 @@ static core_err project(struct rel_releaser *r, const struct rel_window *w, char
         if (!p->node_used[m])
             continue;
         if (n < p->opts.query.min_samples || n > p->opts.query.max_samples) {
-            snprintf(eb, ebn, "window %s: node %s has %" PRIu32 " real samples, outside the "
+            snprintf(eb, ebn,
+                     "window %s: node %s has %" PRIu32 " real samples, outside the "
                      "certified range [%" PRIu32 ", %" PRIu32 "] (release.query.*); refused",
                      w->id, w->prof.node[m].key, n, p->opts.query.min_samples,
                      p->opts.query.max_samples);
@@ -346,9 +346,10 @@ static core_err project(struct rel_releaser *r, const struct rel_window *w, char
         }
         if (p->opts.policy_time_radius > 0 && w->n_slots > 0 &&
             (uint64_t)n > (uint64_t)p->opts.policy_per_slot * w->n_slots) {
-            snprintf(eb, ebn, "window %s: node %s has more real samples than "
-                     "release.policy.max_per_slot x n_slots; refused", w->id,
-                     w->prof.node[m].key);
+            snprintf(eb, ebn,
+                     "window %s: node %s has more real samples than "
+                     "release.policy.max_per_slot x n_slots; refused",
+                     w->id, w->prof.node[m].key);
             return CORE_EINVAL;
         }
         if (!isfinite(w->x[m])) {
@@ -491,11 +492,11 @@ static void *pool_worker(void *arg)
 /* rel_noise_apply, optionally formatting each worker's values into txt[t]; *used = parts.
  * With a pool, its workers take the other shares; without one, threads are created for
  * this call. */
-static core_err noise_apply(const struct rel_plan *p, const struct core_rng *rng,
-                            unsigned nthreads, struct pool *pl, const double *y, double *out,
-                            double *work, // NOLINT(readability-non-const-parameter): the jobs write it
-                            char *const *names, const size_t *name_len, struct core_buf *txt,
-                            unsigned *used)
+static core_err noise_apply(const struct rel_plan *p, const struct core_rng *rng, unsigned nthreads,
+                            struct pool *pl, const double *y, double *out,
+                            // NOLINTNEXTLINE(readability-non-const-parameter): the jobs write it
+                            double *work, char *const *names, const size_t *name_len,
+                            struct core_buf *txt, unsigned *used)
 {
     struct noise_job local[REL_MAX_THREADS], *jobs = pl ? pl->jobs : local;
     pthread_t tid[REL_MAX_THREADS];
@@ -513,9 +514,17 @@ static core_err noise_apply(const struct rel_plan *p, const struct core_rng *rng
         nthreads = 1;
     pooled = pl && nthreads > 1;
     for (unsigned t = 0; t < nthreads; t++)
-        jobs[t] = (struct noise_job){p,          rng, y, out, work, p->d * t / nthreads,
-                                     p->d * (t + 1) / nthreads, names, name_len,
-                                     names ? &txt[t] : NULL, CORE_OK};
+        jobs[t] = (struct noise_job){p,
+                                     rng,
+                                     y,
+                                     out,
+                                     work,
+                                     p->d * t / nthreads,
+                                     p->d * (t + 1) / nthreads,
+                                     names,
+                                     name_len,
+                                     names ? &txt[t] : NULL,
+                                     CORE_OK};
     if (used)
         *used = nthreads;
     if (pooled) {
@@ -569,9 +578,10 @@ static char *encode(struct rel_releaser *r, const struct rel_window *w, const ch
     q = json_quote(rid);
     core_buf_put(&b, q, strlen(q));
     free(q);
-    core_buf_printf(&b, ",\"device\":\"%s\",\"window_start\":%" PRId64 ",\"window_end\":%" PRId64
-              ",\"theta_version\":%" PRIu64 ",\"mechanism\":\"%s\",\"eps_rel\":",
-              w->device, w->start, w->end, p->theta->version, p->opts.mech->name);
+    core_buf_printf(&b,
+                    ",\"device\":\"%s\",\"window_start\":%" PRId64 ",\"window_end\":%" PRId64
+                    ",\"theta_version\":%" PRIu64 ",\"mechanism\":\"%s\",\"eps_rel\":",
+                    w->device, w->start, w->end, p->theta->version, p->opts.mech->name);
     sb_double(&b, p->opts.eps_rel);
     if (p->opts.mech->gaussian) {
         core_buf_put(&b, ",\"delta\":", 9);
@@ -620,8 +630,10 @@ core_err rel_releaser_flush(struct rel_releaser *r, rel_emit_fn *emit, void *arg
     }
     r->n_pending = 0;
     if (rc != CORE_OK)
-        snprintf(eb, ebn, "output failed after the ledger commit (%s); rerun to republish "
-                 "from the ledger", core_strerror(rc));
+        snprintf(eb, ebn,
+                 "output failed after the ledger commit (%s); rerun to republish "
+                 "from the ledger",
+                 core_strerror(rc));
 out:
     free(ids);
     free(bytes);
@@ -651,18 +663,19 @@ static core_err charge(struct rel_releaser *r, const struct rel_window *w, const
 {
     const struct rel_plan *p = r->plan;
     size_t n_units = 0;
-    core_err rc = rel_plan_units(p, w->device, w->start, w->end, r->unit_buf, UNIT_BUF,
-                                 r->units, REL_MAX_UNITS_PER_WINDOW, &n_units);
+    core_err rc = rel_plan_units(p, w->device, w->start, w->end, r->unit_buf, UNIT_BUF, r->units,
+                                 REL_MAX_UNITS_PER_WINDOW, &n_units);
     if (rc != CORE_OK) {
-        snprintf(eb, ebn, "window %s: spans more than %u ledger slots "
-                 "(release.ledger.slot_ms too small)", w->id, REL_MAX_UNITS_PER_WINDOW);
+        snprintf(eb, ebn,
+                 "window %s: spans more than %u ledger slots "
+                 "(release.ledger.slot_ms too small)",
+                 w->id, REL_MAX_UNITS_PER_WINDOW);
         return rc;
     }
     rc = core_dp_ledger_charge(r->ledger, rid, p->opts.mech->name, r->units, n_units, &p->cost,
                                p->params_json);
     if (rc == CORE_EBUDGET) /* the cap's message is core's, as its decision */
-        core_dp_ledger_refusal(r->ledger, r->units, n_units, &p->cost, "release", "eps", eb,
-                               ebn);
+        core_dp_ledger_refusal(r->ledger, r->units, n_units, &p->cost, "release", "eps", eb, ebn);
     else if (rc != CORE_OK)
         snprintf(eb, ebn, "window %s: ledger charge failed (%s)", w->id, core_strerror(rc));
     return rc;
@@ -722,7 +735,8 @@ core_err rel_releaser_push(struct rel_releaser *r, const struct rel_window *w, r
             if (r->stats.replayed_other++ == 0)
                 CORE_WARN("release %s was first published with another mechanism or eps_rel; "
                           "republishing the stored record unchanged (a new theta version "
-                          "is needed for a new release)", rid);
+                          "is needed for a new release)",
+                          rid);
         }
         return queue(r, rid, (char *)stored, len, true, emit, arg, eb, ebn);
     }
@@ -737,10 +751,12 @@ core_err rel_releaser_push(struct rel_releaser *r, const struct rel_window *w, r
         enum rel_refusal why = REL_REFUSE_NONE;
         rc = rel_release_check(p->d, p->B, r->bw, p->s, p->eps, p->opts.eps_rel, &bad, &why);
         if (rc != CORE_OK) {
-            snprintf(eb, ebn, "window %s: release refused (Algorithm 4): coordinate %s: %s "
-                     "(the window's certificate %.6g, plan B %.6g)", w->id,
-                     bad < p->d && t_name(p, bad) ? t_name(p, bad) : "-", rel_refusal_str(why),
-                     bad < p->d ? r->bw[bad] : 0.0, bad < p->d ? p->B[bad] : 0.0);
+            snprintf(eb, ebn,
+                     "window %s: release refused (Algorithm 4): coordinate %s: %s "
+                     "(the window's certificate %.6g, plan B %.6g)",
+                     w->id, bad < p->d && t_name(p, bad) ? t_name(p, bad) : "-",
+                     rel_refusal_str(why), bad < p->d ? r->bw[bad] : 0.0,
+                     bad < p->d ? p->B[bad] : 0.0);
             rc = CORE_EINVAL; /* this window only: nothing charged, nothing drawn */
         }
     }
@@ -777,7 +793,8 @@ core_err rel_plan_for_window(const struct cal_theta *theta, struct rel_opts *o,
         return rc;
     rel_plan_scheme(*out, &sc);
     if (ledger_period_ms > 0 && sc.period_ms != ledger_period_ms) {
-        snprintf(eb, ebn, "window %s: prov.period_ms %lld differs from the ledger scheme's "
+        snprintf(eb, ebn,
+                 "window %s: prov.period_ms %lld differs from the ledger scheme's "
                  "period %lld (ingest.period_ms): the units would not be the ledger's; refused",
                  w->id, (long long)sc.period_ms, (long long)ledger_period_ms);
         rel_plan_free(*out);

@@ -29,13 +29,13 @@
 #include "rel/plan.h"
 #include "rel/release.h"
 
-#define TICK_MS 200
-#define OUTQ_HIGH 20000 /* pause intake above this many unacknowledged records */
-#define OUTQ_LOW  5000
-#define THETA_SETTLE_MS 1500 /* θ topic quiet this long (or lag 0): read to its end */
-#define EPS_GAUGE_MS 5000  /* the ε spent gauges (a sort of the cached units) */
-#define RESTORE_TIMEOUT_MS 60000 /* one changelog partition's restore */
-#define CL_KNOWN_MAX 2000000 /* ids remembered as on the changelog (then forgotten: re-sent) */
+#define TICK_MS            200
+#define OUTQ_HIGH          20000 /* pause intake above this many unacknowledged records */
+#define OUTQ_LOW           5000
+#define THETA_SETTLE_MS    1500    /* θ topic quiet this long (or lag 0): read to its end */
+#define EPS_GAUGE_MS       5000    /* the ε spent gauges (a sort of the cached units) */
+#define RESTORE_TIMEOUT_MS 60000   /* one changelog partition's restore */
+#define CL_KNOWN_MAX       2000000 /* ids remembered as on the changelog (then forgotten: re-sent) */
 
 static const char *const dlq_codes[REL_DLQ_COUNT] = {"malformed", "not_covered", "budget_cap",
                                                      "no_plan"};
@@ -54,8 +54,8 @@ struct entry {
     int32_t part;
     uint32_t refs;
     bool acked, dead_letter, replayed;
-    bool cl_inflight;    /* its ledger row is on the way to the changelog; out waits */
-    char *out;           /* the output, produced once the changelog record is acknowledged */
+    bool cl_inflight; /* its ledger row is on the way to the changelog; out waits */
+    char *out;        /* the output, produced once the changelog record is acknowledged */
     size_t out_len;
     char device[REL_MAX_DEVICE + 1];
     char rid[REL_MAX_ID + 32]; /* release id (releases only) */
@@ -63,9 +63,9 @@ struct entry {
 
 struct pstate {
     bool assigned;
-    bool refused;               /* its changelog was truncated: never released from */
-    int64_t next, committed;    /* next offset to consume; last committed (-1: none) */
-    struct entry *head, *tail;  /* in offset order */
+    bool refused;              /* its changelog was truncated: never released from */
+    int64_t next, committed;   /* next offset to consume; last committed (-1: none) */
+    struct entry *head, *tail; /* in offset order */
 };
 
 enum svc_state { S_RUNNING, S_DRAINING, S_CLOSING, S_DONE };
@@ -73,8 +73,7 @@ enum svc_state { S_RUNNING, S_DRAINING, S_CLOSING, S_DONE };
 struct svc_metrics {
     struct core_metric *consumed, *released, *replayed, *excluded, *dlq[REL_DLQ_COUNT];
     struct core_metric *theta_version, *theta_swaps, *lag, *commits, *produce_errors, *gaps;
-    struct core_metric *drift_score, *drift_horizons, *drift_reports, *drift_partial,
-        *drift_late;
+    struct core_metric *drift_score, *drift_horizons, *drift_reports, *drift_partial, *drift_late;
     struct core_metric *eps_q[4], *eps_cap, *eps_units; /* ε spent per unit: max, p50/90/99 */
     struct core_metric *cl_sent, *cl_adopted, *cl_over_cap, *cl_refused;
 };
@@ -83,16 +82,16 @@ struct svc_metrics {
 struct drift_state {
     bool enabled;
     struct rel_drift_opts opts;
-    struct rel_drift *mon;       /* for the current θ; NULL when disabled or not possible */
-    json_t *coord;               /* coordinate name -> index in θ (current θ) */
-    struct core_jalloc *ja;      /* parse arena of the released records fed to it */
-    double *val, *var;           /* d values / noise variances of one released record */
+    struct rel_drift *mon;  /* for the current θ; NULL when disabled or not possible */
+    json_t *coord;          /* coordinate name -> index in θ (current θ) */
+    struct core_jalloc *ja; /* parse arena of the released records fed to it */
+    double *val, *var;      /* d values / noise variances of one released record */
     struct rel_drift_result last;
     uint64_t horizons, reports;
     uint64_t seen_partial, seen_late; /* the monitor's counts already added to /metrics */
-    struct core_ctl_key *key;    /* signs drift reports; NULL: control disabled */
-    bool pending;                /* a report was sent and no newer θ came yet */
-    uint64_t report_at, retry_ms; /* loop ms of the last report; re-send interval */
+    struct core_ctl_key *key;         /* signs drift reports; NULL: control disabled */
+    bool pending;                     /* a report was sent and no newer θ came yet */
+    uint64_t report_at, retry_ms;     /* loop ms of the last report; re-send interval */
 };
 
 struct rel_service {
@@ -101,40 +100,40 @@ struct rel_service {
     struct rel_service_opts opts;
     struct rel_opts ropts;
     struct core_dp_ledger *ledger;
-    struct cal_theta *theta;      /* current θ (owned) */
-    struct rel_plan *plan;        /* for theta, built from the first record's provenance */
+    struct cal_theta *theta; /* current θ (owned) */
+    struct rel_plan *plan;   /* for theta, built from the first record's provenance */
     struct rel_releaser *rr;
-    struct rel_window w;          /* parse buffer for theta */
+    struct rel_window w; /* parse buffer for theta */
     bool w_init;
     struct core_kconsumer *cons, *tcons; /* windows; θ (NULL with theta_path) */
     struct core_kproducer *prod;
-    struct core_ctl_listener *ctl;   /* signed commands: pause, resume, status */
+    struct core_ctl_listener *ctl; /* signed commands: pause, resume, status */
     bool ctl_paused;
     struct drift_state dr;
     struct core_metrics *metrics;
     struct svc_metrics m;
     const char *t_windows, *t_released, *t_dlq, *t_cal, *t_changelog;
-    rd_kafka_t *restorer;            /* changelog reader (manual assign); NULL: no changelog */
-    uint64_t cl_inflight;            /* changelog records not yet acknowledged */
-    json_t *cl_known;                /* release ids known to be on the changelog (restored or
-                                        acknowledged): a replay of one is not sent again */
-    rd_kafka_topic_t *warm[2];       /* topics.released, topics.ledger_changelog: handles made
-                                        at start so their metadata is known before the first
-                                        release (two lookups in a row otherwise) */
+    rd_kafka_t *restorer;      /* changelog reader (manual assign); NULL: no changelog */
+    uint64_t cl_inflight;      /* changelog records not yet acknowledged */
+    json_t *cl_known;          /* release ids known to be on the changelog (restored or
+                                  acknowledged): a replay of one is not sent again */
+    rd_kafka_topic_t *warm[2]; /* topics.released, topics.ledger_changelog: handles made
+                                  at start so their metadata is known before the first
+                                  release (two lookups in a row otherwise) */
     struct pstate parts[REL_SERVICE_MAX_PARTITIONS];
     struct entry *eq_head, *eq_tail; /* releases pushed, not yet emitted (push order) */
     struct entry *cur;               /* the entry of the record being pushed */
     uv_timer_t commit_timer, tick_timer;
-    uv_timer_t flush_timer;          /* group commit linger: started by the first pending */
+    uv_timer_t flush_timer; /* group commit linger: started by the first pending */
     uint64_t linger_ms;
     int open_handles, closed_consumers, n_consumers;
     enum svc_state state;
     core_err status;
     bool intake, paused, commit_in_flight, consumed_any, group_joined, done_called;
     bool plan_warned;
-    int64_t newest_end;           /* newest window end seen (ms): the ledger's watermark */
-    uint64_t last_advance;        /* loop ms of the last core_dp_ledger_advance */
-    uint64_t last_eps;            /* loop ms of the last ε gauges update (0: never) */
+    int64_t newest_end;    /* newest window end seen (ms): the ledger's watermark */
+    uint64_t last_advance; /* loop ms of the last core_dp_ledger_advance */
+    uint64_t last_eps;     /* loop ms of the last ε gauges update (0: never) */
     uint64_t last_consume, drain_started, close_started, last_theta_msg;
     _Atomic uint64_t a_consumed, a_released, a_replayed, a_excluded, a_dlq, a_theta_version;
     _Atomic uint64_t a_by_reason[REL_DLQ_COUNT], a_produce_errors, a_commits, a_commit_errors;
@@ -275,7 +274,8 @@ static void drift_setup(struct rel_service *s)
         return;
     if (rel_drift_new(t, &d->opts, &d->mon, eb, sizeof(eb)) != CORE_OK) {
         CORE_WARN("drift monitor off for theta %" PRIu64 ": %s (the periodic refresh of the "
-                  "calibrate service is the fallback)", t->version, eb);
+                  "calibrate service is the fallback)",
+                  t->version, eb);
         return;
     }
     d->coord = json_object();
@@ -305,14 +305,14 @@ static json_t *drift_json(const struct rel_service *s)
     struct rel_drift_stats st = {0};
     if (d->mon)
         rel_drift_stats(d->mon, &st);
-    return json_pack("{s:b, s:f, s:f, s:b, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-                     "enabled", d->mon != NULL, "score", d->last.score, "threshold",
-                     d->opts.threshold, "valid", d->last.valid, "consecutive",
-                     (int)d->last.consecutive, "patience", (int)d->opts.patience, "horizons",
-                     (json_int_t)d->horizons, "horizon_windows", (json_int_t)d->opts.horizon,
-                     "span_ms", (json_int_t)d->opts.span_ms, "span_start_ms",
-                     (json_int_t)d->last.span_start_ms, "late", (json_int_t)st.late,
-                     "partial", (json_int_t)st.partial, "reports", (json_int_t)d->reports);
+    return json_pack("{s:b, s:f, s:f, s:b, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "enabled",
+                     d->mon != NULL, "score", d->last.score, "threshold", d->opts.threshold,
+                     "valid", d->last.valid, "consecutive", (int)d->last.consecutive, "patience",
+                     (int)d->opts.patience, "horizons", (json_int_t)d->horizons, "horizon_windows",
+                     (json_int_t)d->opts.horizon, "span_ms", (json_int_t)d->opts.span_ms,
+                     "span_start_ms", (json_int_t)d->last.span_start_ms, "late",
+                     (json_int_t)st.late, "partial", (json_int_t)st.partial, "reports",
+                     (json_int_t)d->reports);
 }
 
 static void publish_status(struct rel_service *s, const char *in_reply_to, json_t *body);
@@ -328,15 +328,17 @@ static void drift_report(struct rel_service *s)
     d->pending = true;
     d->report_at = uv_now(s->loop);
     core_metric_add(s->m.drift_reports, 1);
-    snprintf(reason, sizeof(reason), "drift: score %.4f above %.4f for %u horizon(s) of %zu "
-             "windows under theta %" PRIu64, d->last.score, d->opts.threshold,
-             d->last.consecutive, d->opts.horizon, s->theta->version);
+    snprintf(reason, sizeof(reason),
+             "drift: score %.4f above %.4f for %u horizon(s) of %zu "
+             "windows under theta %" PRIu64,
+             d->last.score, d->opts.threshold, d->last.consecutive, d->opts.horizon,
+             s->theta->version);
     if (!d->key) {
         CORE_WARN("%s; control.key_file is empty, so no recalibration was requested", reason);
         return;
     }
-    if (core_ctl_sign(d->key, CORE_CTL_RECALIBRATE, "calibrate", reason, core_ctl_now_ms(),
-                      NULL, &rec, eb, sizeof(eb)) != CORE_OK ||
+    if (core_ctl_sign(d->key, CORE_CTL_RECALIBRATE, "calibrate", reason, core_ctl_now_ms(), NULL,
+                      &rec, eb, sizeof(eb)) != CORE_OK ||
         core_kproducer_send(s->prod, core_config_str(s->cfg, "topics.control"),
                             RD_KAFKA_PARTITION_UA, "release", 7, rec, strlen(rec),
                             NULL) != CORE_OK) {
@@ -372,7 +374,8 @@ static void drift_feed(struct rel_service *s, const char *bytes, size_t len)
         d->val[k] = NAN;
         d->var[k] = 0;
     }
-    json_object_foreach(vals, name, v) {
+    json_object_foreach(vals, name, v)
+    {
         json_t *ix = json_object_get(d->coord, name);
         if (!ix)
             continue;
@@ -399,16 +402,15 @@ static void drift_feed(struct rel_service *s, const char *bytes, size_t len)
 
 /* The committed ledger row of e (new or replayed) to the changelog, to the partition number
  * of its window, key = release id; the output (copied) waits for the acknowledgement. */
-static void changelog_send(struct rel_service *s, struct entry *e, const char *bytes,
-                           size_t len)
+static void changelog_send(struct rel_service *s, struct entry *e, const char *bytes, size_t len)
 {
     char *row = NULL;
     size_t rl = 0;
     core_err rc = core_dp_ledger_row(s->ledger, e->rid, &row, &rl);
 
     if (rc != CORE_OK) {
-        CORE_ERROR("release %s: its ledger row cannot be read back for the changelog (%s)",
-                   e->rid, core_strerror(rc));
+        CORE_ERROR("release %s: its ledger row cannot be read back for the changelog (%s)", e->rid,
+                   core_strerror(rc));
         fail(s, rc, "ledger row not readable for the changelog");
         return;
     }
@@ -419,8 +421,8 @@ static void changelog_send(struct rel_service *s, struct entry *e, const char *b
     e->cl_inflight = true;
     s->cl_inflight++;
     for (int tries = 0;; tries++) {
-        rc = core_kproducer_send(s->prod, s->t_changelog, e->part, e->rid, strlen(e->rid), row,
-                                 rl, e);
+        rc = core_kproducer_send(s->prod, s->t_changelog, e->part, e->rid, strlen(e->rid), row, rl,
+                                 e);
         if (rc != CORE_EAGAIN || tries == 6000)
             break;
         core_kproducer_poll(s->prod, 5);
@@ -454,7 +456,7 @@ static core_err on_emit(void *arg, const char *bytes, size_t len, bool replayed)
     else
         produce(s, s->t_released, e, bytes, len);
     drift_feed(s, bytes, len); /* a repeated (device, window) counts once */
-    entry_unref(e); /* the emit queue's reference */
+    entry_unref(e);            /* the emit queue's reference */
     return CORE_OK;
 }
 
@@ -493,8 +495,8 @@ static struct entry *entry_new(struct rel_service *s, int32_t p, int64_t off, co
 
 /* gcdp.release_rejected/1 for the record m, refused for why (detail: errbuf text, which
  * names window ids, fields, units and totals, never values). */
-static void dead_letter(struct rel_service *s, const rd_kafka_message_t *m,
-                        enum rel_dlq_reason why, const char *detail, const char *window_id)
+static void dead_letter(struct rel_service *s, const rd_kafka_message_t *m, enum rel_dlq_reason why,
+                        const char *detail, const char *window_id)
 {
     json_t *o, *payload = NULL;
     struct entry *e;
@@ -514,11 +516,10 @@ static void dead_letter(struct rel_service *s, const rd_kafka_message_t *m,
     o = json_pack("{s:s, s:s, s:s, s:s?, s:{s:s, s:i, s:I}, s:I, s:s, s:I, s:o}", "schema",
                   REL_SCHEMA_RELEASE_REJECTED, "reason", rel_dlq_reason_code(why), "detail",
                   detail && detail[0] ? detail : rel_dlq_reason_code(why), "window_id",
-                  window_id && window_id[0] ? window_id : NULL, "source", "topic",
-                  s->t_windows, "partition", (int)m->partition, "offset",
-                  (json_int_t)m->offset, "received_at_ms", (json_int_t)core_wall_ms(),
-                  "payload_encoding", enc, "payload_bytes", (json_int_t)m->len, "payload",
-                  payload ? payload : json_string(""));
+                  window_id && window_id[0] ? window_id : NULL, "source", "topic", s->t_windows,
+                  "partition", (int)m->partition, "offset", (json_int_t)m->offset, "received_at_ms",
+                  (json_int_t)core_wall_ms(), "payload_encoding", enc, "payload_bytes",
+                  (json_int_t)m->len, "payload", payload ? payload : json_string(""));
     txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     if (!txt) {
@@ -577,8 +578,8 @@ static void adopt_theta(struct rel_service *s, struct cal_theta *t)
     uint64_t old = s->theta ? s->theta->version : 0;
 
     if (s->theta && t->version <= old) {
-        CORE_INFO("theta version %" PRIu64 " ignored: version %" PRIu64 " is in use",
-                  t->version, old);
+        CORE_INFO("theta version %" PRIu64 " ignored: version %" PRIu64 " is in use", t->version,
+                  old);
         cal_theta_free(t);
         return;
     }
@@ -601,9 +602,8 @@ static void adopt_theta(struct rel_service *s, struct cal_theta *t)
         bump(&s->a_theta_swaps);
         core_metric_add(s->m.theta_swaps, 1);
     }
-    CORE_INFO("theta version %" PRIu64 " (%s, %s) in use%s", t->version,
-              cal_mode_name(t->mode), t->source[0] ? t->source : "-",
-              old ? " from the next window on" : "");
+    CORE_INFO("theta version %" PRIu64 " (%s, %s) in use%s", t->version, cal_mode_name(t->mode),
+              t->source[0] ? t->source : "-", old ? " from the next window on" : "");
 }
 
 static void on_theta_assign(void *arg, const rd_kafka_topic_partition_list_t *parts)
@@ -628,7 +628,8 @@ static void on_theta_message(void *arg, const rd_kafka_message_t *m)
     if (!j || cal_theta_from_json(j, &t, eb, sizeof(eb)) != CORE_OK ||
         cal_theta_validate(t, eb, sizeof(eb)) != CORE_OK) {
         CORE_WARN("%s partition %" PRId32 " offset %" PRId64 ": not a valid theta (%s); "
-                  "ignored", s->t_cal, m->partition, m->offset, j ? eb : je.text);
+                  "ignored",
+                  s->t_cal, m->partition, m->offset, j ? eb : je.text);
         json_decref(j);
         cal_theta_free(t);
         return;
@@ -640,11 +641,10 @@ static void on_theta_message(void *arg, const rd_kafka_message_t *m)
         cal_theta_free(t);
 }
 
-static core_err build_plan(struct rel_service *s, const struct rel_window *w, char *eb,
-                           size_t ebn)
+static core_err build_plan(struct rel_service *s, const struct rel_window *w, char *eb, size_t ebn)
 {
-    core_err rc = rel_plan_for_window(s->theta, &s->ropts, w, s->opts.scheme.period_ms,
-                                      &s->plan, eb, ebn);
+    core_err rc =
+        rel_plan_for_window(s->theta, &s->ropts, w, s->opts.scheme.period_ms, &s->plan, eb, ebn);
     if (rc != CORE_OK)
         return rc;
     rc = rel_releaser_new(s->plan, s->ledger, core_rng_os(),
@@ -663,9 +663,12 @@ static core_err build_plan(struct rel_service *s, const struct rel_window *w, ch
 static enum rel_dlq_reason dlq_reason(core_err rc)
 {
     switch (rc) {
-    case CORE_EBUDGET: return REL_DLQ_BUDGET;
-    case CORE_EINVAL: return REL_DLQ_NOT_COVERED;
-    default: return REL_DLQ_MALFORMED;
+    case CORE_EBUDGET:
+        return REL_DLQ_BUDGET;
+    case CORE_EINVAL:
+        return REL_DLQ_NOT_COVERED;
+    default:
+        return REL_DLQ_MALFORMED;
     }
 }
 
@@ -678,8 +681,8 @@ static void release_window(struct rel_service *s, const rd_kafka_message_t *m)
 
     if (!s->plan && (rc = build_plan(s, &s->w, eb, sizeof(eb))) != CORE_OK) {
         if (!s->plan_warned)
-            CORE_ERROR("no release plan for theta %" PRIu64 " and window %s: %s",
-                       s->theta->version, s->w.id, eb);
+            CORE_ERROR("no release plan for theta %" PRIu64 " and window %s: %s", s->theta->version,
+                       s->w.id, eb);
         s->plan_warned = true;
         dead_letter(s, m, REL_DLQ_NO_PLAN, eb, s->w.id);
         return;
@@ -687,7 +690,7 @@ static void release_window(struct rel_service *s, const rd_kafka_message_t *m)
     e = entry_new(s, m->partition, m->offset, s->w.device);
     snprintf(e->rid, sizeof(e->rid), "%s@%" PRIu64, s->w.id, s->theta->version); /* as the
                                                                             releaser names it */
-    e->refs++; /* the emit queue's */
+    e->refs++;       /* the emit queue's */
     if (!s->eq_head) /* the first of a group: it waits at most linger_ms for company */
         uv_timer_start(&s->flush_timer, on_flush_timer, s->linger_ms, 0);
     if (s->eq_tail)
@@ -748,8 +751,7 @@ static void on_message(void *arg, const rd_kafka_message_t *m)
     s->consumed_any = true;
     s->last_consume = uv_now(s->loop);
     s->w.id[0] = '\0';
-    rc = m->payload ? rel_window_from_json(m->payload, m->len, &s->w, eb, sizeof(eb))
-                    : CORE_EPARSE;
+    rc = m->payload ? rel_window_from_json(m->payload, m->len, &s->w, eb, sizeof(eb)) : CORE_EPARSE;
     if (rc != CORE_OK) {
         dead_letter(s, m, REL_DLQ_MALFORMED, m->payload ? eb : "empty record", s->w.id);
         return;
@@ -795,9 +797,9 @@ static json_t *eps_json(struct rel_service *s)
 
     core_dp_ledger_eps_summary(s->ledger, &e);
     eps_gauges(s, &e);
-    return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f}", "units", (json_int_t)e.units,
-                     "max", e.max, "p50", e.p50, "p90", e.p90, "p99", e.p99, "cap", cap,
-                     "remaining_min", cap > e.max ? cap - e.max : 0.0);
+    return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f}", "units", (json_int_t)e.units, "max",
+                     e.max, "p50", e.p50, "p90", e.p90, "p99", e.p99, "cap", cap, "remaining_min",
+                     cap > e.max ? cap - e.max : 0.0);
 }
 
 static json_t *status_body(struct rel_service *s)
@@ -817,11 +819,10 @@ static json_t *status_body(struct rel_service *s)
                   (json_int_t)st.replayed, "excluded", (json_int_t)st.excluded, "dead_letters",
                   (json_int_t)st.dead_letters, "refused", refused, "lag", (json_int_t)st.lag,
                   "paused", s->ctl_paused, "intake", s->intake);
-    json_object_set_new(o, "ledger", json_pack("{s:I, s:I, s:f, s:f, s:o}", "releases",
-                                               (json_int_t)ls.releases, "units",
-                                               (json_int_t)ls.units, "eps_per_window",
-                                               s->ropts.eps_rel, "cap_eps", s->ropts.cap.eps,
-                                               "eps_spent", eps_json(s)));
+    json_object_set_new(o, "ledger",
+                        json_pack("{s:I, s:I, s:f, s:f, s:o}", "releases", (json_int_t)ls.releases,
+                                  "units", (json_int_t)ls.units, "eps_per_window", s->ropts.eps_rel,
+                                  "cap_eps", s->ropts.cap.eps, "eps_spent", eps_json(s)));
     json_object_set_new(o, "drift", drift_json(s));
     json_object_set_new(o, "changelog",
                         json_pack("{s:b, s:I, s:I, s:I, s:I}", "enabled", s->restorer != NULL,
@@ -838,8 +839,8 @@ static void publish_status(struct rel_service *s, const char *in_reply_to, json_
 {
     char eb[256] = "";
     if (s->ctl && core_ctl_reply_status(s->prod, core_config_str(s->cfg, "topics.status"),
-                                        "release", core_ctl_listener_instance(s->ctl),
-                                        in_reply_to, body, NULL, eb, sizeof(eb)) != CORE_OK)
+                                        "release", core_ctl_listener_instance(s->ctl), in_reply_to,
+                                        body, NULL, eb, sizeof(eb)) != CORE_OK)
         CORE_WARN("status record not sent: %s", eb);
     json_decref(body);
 }
@@ -955,9 +956,9 @@ static void changelog_restore(struct rel_service *s, int32_t p)
 {
     struct rel_changelog_restore_stats st;
     char eb[1024] = "";
-    core_err rc = rel_changelog_restore(s->restorer, s->t_changelog, p, s->ledger,
-                                        s->opts.replay_horizon_ms, RESTORE_TIMEOUT_MS,
-                                        s->cl_known, &st, eb, sizeof(eb));
+    core_err rc =
+        rel_changelog_restore(s->restorer, s->t_changelog, p, s->ledger, s->opts.replay_horizon_ms,
+                              RESTORE_TIMEOUT_MS, s->cl_known, &st, eb, sizeof(eb));
 
     s->parts[p].refused = rc != CORE_OK || st.truncated;
     atomic_fetch_add(&s->a_cl_adopted, st.adopted);
@@ -966,15 +967,16 @@ static void changelog_restore(struct rel_service *s, int32_t p)
     core_metric_add(s->m.cl_over_cap, (int64_t)st.over_cap);
     if (rc != CORE_OK) {
         CORE_ERROR("ledger changelog restore of partition %" PRId32 " failed: %s", p, eb);
-        fail(s, rc, rc == CORE_EINVARIANT ? "a changelog row conflicts with this ledger (two "
-                                            "outputs for one release id)"
-                                          : "ledger changelog restore failed");
+        fail(s, rc,
+             rc == CORE_EINVARIANT ? "a changelog row conflicts with this ledger (two "
+                                     "outputs for one release id)"
+                                   : "ledger changelog restore failed");
     } else if (st.truncated) {
         bump(&s->a_cl_refusals);
         CORE_ERROR("%s partition %" PRId32 " is truncated (log start > 0 within "
                    "release.ledger.replay_horizon_ms): ledger rows still needed may be gone; "
-                   "partition %" PRId32 " of %s is not processed by this instance", s->t_changelog,
-                   p, p, s->t_windows);
+                   "partition %" PRId32 " of %s is not processed by this instance",
+                   s->t_changelog, p, p, s->t_windows);
     } else {
         CORE_INFO("%s partition %" PRId32 " restored: %" PRIu64 " rows, %" PRIu64 " adopted "
                   "(%" PRIu64 " over the cap), %" PRIu64 " already here, %" PRIu64 " expired",
@@ -1014,8 +1016,9 @@ static void changelog_settle(struct rel_service *s)
            uv_hrtime() - t0 < (uint64_t)REL_SERVICE_DRAIN_MS * 1000000u)
         core_kproducer_poll(s->prod, 20);
     if (s->cl_inflight > 0 && s->status == CORE_OK)
-        fail(s, CORE_EKAFKA, "ledger changelog records not acknowledged before the partitions "
-                             "were revoked");
+        fail(s, CORE_EKAFKA,
+             "ledger changelog records not acknowledged before the partitions "
+             "were revoked");
 }
 
 static void on_revoke(void *arg, const rd_kafka_topic_partition_list_t *parts)
@@ -1102,9 +1105,10 @@ static void finish(struct rel_service *s)
         return;
     s->state = S_DONE;
     rel_service_stats(s, &st);
-    CORE_INFO("release stopped (%s): consumed=%" PRIu64 " released=%" PRIu64 " replayed=%"
-              PRIu64 " excluded=%" PRIu64 " dead_letters=%" PRIu64, core_strerror(s->status),
-              st.consumed, st.released, st.replayed, st.excluded, st.dead_letters);
+    CORE_INFO("release stopped (%s): consumed=%" PRIu64 " released=%" PRIu64 " replayed=%" PRIu64
+              " excluded=%" PRIu64 " dead_letters=%" PRIu64,
+              core_strerror(s->status), st.consumed, st.released, st.replayed, st.excluded,
+              st.dead_letters);
     if (s->metrics)
         core_metrics_set_health(s->metrics, false, "stopped");
     core_kconsumer_detach(s->cons);
@@ -1139,8 +1143,7 @@ static void drain_step(struct rel_service *s)
 {
     uint64_t waited = uv_now(s->loop) - s->drain_started;
 
-    if (core_kproducer_outq(s->prod) > 0 && waited < REL_SERVICE_DRAIN_MS &&
-        s->status == CORE_OK)
+    if (core_kproducer_outq(s->prod) > 0 && waited < REL_SERVICE_DRAIN_MS && s->status == CORE_OK)
         return;
     if (core_kproducer_outq(s->prod) > 0)
         CORE_WARN("%zu records still unacknowledged at shutdown; their windows stay "
@@ -1191,11 +1194,13 @@ static void health_refresh(struct rel_service *s)
     else if (!s->group_joined)
         core_metrics_set_health(s->metrics, false, "waiting for the consumer group");
     else if (atomic_load(&s->a_cl_refused) > 0)
-        core_metrics_set_health(s->metrics, false, "ledger changelog truncated: partitions "
-                                                   "not processed (see the log)");
+        core_metrics_set_health(s->metrics, false,
+                                "ledger changelog truncated: partitions "
+                                "not processed (see the log)");
     else if (atomic_load(&s->a_gaps) > 0)
-        core_metrics_set_health(s->metrics, false, "offset gap detected: windows were lost "
-                                                   "(see the log)");
+        core_metrics_set_health(s->metrics, false,
+                                "offset gap detected: windows were lost "
+                                "(see the log)");
     else
         core_metrics_set_health(s->metrics, true, NULL);
 }
@@ -1239,16 +1244,14 @@ static void on_tick(uv_timer_t *t)
         eps_refresh(s, now);
     if (s->state == S_RUNNING && s->newest_end > 0 && now - s->last_advance >= 10000) {
         s->last_advance = now; /* bounded ledger memory (store back end; JSONL: no-op) */
-        if (core_dp_ledger_advance(s->ledger, s->newest_end, s->opts.ledger_lateness_ms) !=
-            CORE_OK)
+        if (core_dp_ledger_advance(s->ledger, s->newest_end, s->opts.ledger_lateness_ms) != CORE_OK)
             CORE_WARN("ledger advance failed (memory is bounded by the cache cap instead)");
     }
     if (s->state == S_RUNNING) {
         intake_check(s, now);
         if (!s->intake || core_kconsumer_assigned(s->cons) == 0)
             s->last_consume = now; /* idle counts only while windows can be read */
-        if (s->opts.exit_idle_ms > 0 &&
-            now - s->last_consume >= (uint64_t)s->opts.exit_idle_ms) {
+        if (s->opts.exit_idle_ms > 0 && now - s->last_consume >= (uint64_t)s->opts.exit_idle_ms) {
             CORE_INFO("nothing consumed for %" PRId64 " ms: stopping", s->opts.exit_idle_ms);
             rel_service_stop(s);
         }
@@ -1317,15 +1320,14 @@ static void metrics_register(struct rel_service *s)
     m->drift_score = G("gcdp_release_drift_score_ppm",
                        "drift score of the last horizon, in millionths (post-processing)");
     m->drift_horizons = C("gcdp_release_drift_horizons_total", "drift horizons evaluated");
-    m->drift_reports = C("gcdp_release_drift_reports_total",
-                         "drift reports (recalibration requests) sent");
+    m->drift_reports =
+        C("gcdp_release_drift_reports_total", "drift reports (recalibration requests) sent");
     m->drift_partial = C("gcdp_release_drift_partial_total",
                          "drift horizons closed with too few covered rows: not evaluated");
     m->drift_late = C("gcdp_release_drift_late_total",
                       "released windows of a drift horizon already closed: left out");
     for (int i = 0; i < 4; i++) {
-        static const char *const q[4] = {"q=\"max\"", "q=\"0.5\"", "q=\"0.9\"",
-                                         "q=\"0.99\""};
+        static const char *const q[4] = {"q=\"max\"", "q=\"0.5\"", "q=\"0.9\"", "q=\"0.99\""};
         m->eps_q[i] = core_metrics_get(r, CORE_METRIC_GAUGE, "gcdp_release_eps_spent_ppm", q[i],
                                        "epsilon spent per unit over the ledger's units in "
                                        "memory, max and quantiles, in millionths");
@@ -1349,13 +1351,20 @@ static core_err make_consumers(struct rel_service *s, char *eb, size_t ebn)
     rd_kafka_conf_t *cc = NULL;
     const char *wt[1] = {s->t_windows};
     struct core_kconsumer_ops ops = {
-        .on_message = on_message, .on_assign = on_assign, .on_revoke = on_revoke,
-        .on_gap = on_gap,         .on_error = on_error,   .on_commit = on_commit,
-        .on_closed = on_closed,   .arg = s,
+        .on_message = on_message,
+        .on_assign = on_assign,
+        .on_revoke = on_revoke,
+        .on_gap = on_gap,
+        .on_error = on_error,
+        .on_commit = on_commit,
+        .on_closed = on_closed,
+        .arg = s,
     };
     struct core_kconsumer_ops tops = {.on_message = on_theta_message,
-                                      .on_assign = on_theta_assign, .on_error = on_error,
-                                      .on_closed = on_closed, .arg = s};
+                                      .on_assign = on_theta_assign,
+                                      .on_error = on_error,
+                                      .on_closed = on_closed,
+                                      .arg = s};
     char prefix[256];
     core_err rc;
 
@@ -1372,8 +1381,8 @@ static core_err make_consumers(struct rel_service *s, char *eb, size_t ebn)
     /* Every instance reads every θ version: a group of its own, from the beginning, never
      * committed (the topic is compacted and small). */
     snprintf(prefix, sizeof(prefix), "%s-theta", s->opts.group);
-    rc = core_kconsumer_new_own(s->loop, s->cfg, prefix, s->t_cal, "earliest", &tops,
-                                &s->tcons, eb, ebn);
+    rc = core_kconsumer_new_own(s->loop, s->cfg, prefix, s->t_cal, "earliest", &tops, &s->tcons, eb,
+                                ebn);
     if (rc == CORE_OK)
         s->n_consumers = 2;
     return rc;
@@ -1420,8 +1429,13 @@ static core_err open_state(struct rel_service *s, char *eb, size_t ebn)
 /* The changelog reader: a consumer that only assigns (never joins, never commits). */
 static core_err make_restorer(struct rel_service *s, char *eb, size_t ebn)
 {
-    static const char *const extra[] = {"enable.partition.eof", "true", "auto.offset.reset",
-                                        "error", "enable.auto.commit", "false", NULL};
+    static const char *const extra[] = {"enable.partition.eof",
+                                        "true",
+                                        "auto.offset.reset",
+                                        "error",
+                                        "enable.auto.commit",
+                                        "false",
+                                        NULL};
     char group[300];
     core_err rc;
 
@@ -1432,8 +1446,8 @@ static core_err make_restorer(struct rel_service *s, char *eb, size_t ebn)
     if (rc != CORE_OK)
         return rc;
     snprintf(group, sizeof(group), "%s-changelog-restore", s->opts.group);
-    rc = core_kafka_client_new(s->cfg, CORE_KAFKA_CONSUMER, group, extra, NULL, NULL,
-                               &s->restorer, eb, ebn);
+    rc = core_kafka_client_new(s->cfg, CORE_KAFKA_CONSUMER, group, extra, NULL, NULL, &s->restorer,
+                               eb, ebn);
     if (rc == CORE_OK) {
         rd_kafka_poll_set_consumer(s->restorer); /* its logs are served by its polls */
         s->cl_known = json_object();
@@ -1451,8 +1465,7 @@ static core_err make_producer(struct rel_service *s, char *eb, size_t ebn)
     if (rc == CORE_OK) { /* leader lookups now, not on the first release's path */
         s->warm[0] = rd_kafka_topic_new(core_kproducer_handle(s->prod), s->t_released, NULL);
         if (s->restorer)
-            s->warm[1] = rd_kafka_topic_new(core_kproducer_handle(s->prod), s->t_changelog,
-                                            NULL);
+            s->warm[1] = rd_kafka_topic_new(core_kproducer_handle(s->prod), s->t_changelog, NULL);
     }
     return rc;
 }
@@ -1481,8 +1494,9 @@ core_err rel_service_new(uv_loop_t *loop, const struct core_config *cfg,
     *out = NULL;
     if (!opts->group || !opts->group[0] || !opts->ledger || opts->commit_interval_ms <= 0 ||
         opts->ledger_lateness_ms <= 0) {
-        snprintf(eb, ebn, "release: a group id, an open ledger, a positive commit interval "
-                          "and ledger lateness are required");
+        snprintf(eb, ebn,
+                 "release: a group id, an open ledger, a positive commit interval "
+                 "and ledger lateness are required");
         return CORE_ECONFIG;
     }
     s = core_xcalloc(1, sizeof(*s));

@@ -3,8 +3,6 @@
  * the statistic, counts, imputed runs, gap, period and clip interval is what release
  * certifies from. A record whose provenance is missing, unknown or inconsistent (with itself
  * or with θ) is refused by name. */
-#include "rel/release.h"
-
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -13,6 +11,7 @@
 #include <string.h>
 
 #include "core/mem.h"
+#include "rel/release.h"
 
 void rel_window_init(struct rel_window *w, const struct cal_theta *t)
 {
@@ -79,8 +78,8 @@ static int device_ok(const char *s)
     if (!*s)
         return 0;
     for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-              (*s >= '0' && *s <= '9') || *s == '.' || *s == '_' || *s == ':' || *s == '-'))
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '.' || *s == '_' || *s == ':' || *s == '-'))
             return 0;
     return 1;
 }
@@ -150,20 +149,25 @@ static core_err bind_node(const struct cal_theta *t, size_t m, const json_t *pn,
     if (rel_name_split(name, chan, sizeof(chan), &st)) {
         len = strlen(name);
         if (len >= REL_MAX_KEY || !(*pv = json_object_getn(pn, name, len))) {
-            snprintf(eb, ebn, "prov.nodes.%s: missing (theta node %s has no provenance in "
-                     "this window)", name, name);
+            snprintf(eb, ebn,
+                     "prov.nodes.%s: missing (theta node %s has no provenance in "
+                     "this window)",
+                     name, name);
             return CORE_EPARSE;
         }
         memcpy(np->key, name, len + 1);
         return CORE_OK;
     }
-    json_object_foreach((json_t *)pn, key, v) {
+    json_object_foreach((json_t *)pn, key, v)
+    {
         const char *c = json_string_value(json_object_get(v, "channel"));
         if (!c || strcmp(c, name) != 0)
             continue;
         if (hit) {
-            snprintf(eb, ebn, "theta node %s: the window has several statistics of channel "
-                     "%s; calibrate with statistic-named nodes (<channel>.<stat>)", name, name);
+            snprintf(eb, ebn,
+                     "theta node %s: the window has several statistics of channel "
+                     "%s; calibrate with statistic-named nodes (<channel>.<stat>)",
+                     name, name);
             return CORE_EINVAL;
         }
         hit = v;
@@ -197,16 +201,17 @@ static core_err node_prov(const json_t *nn, const json_t *imp, const json_t *pv,
     uint32_t n_imp = 0, run = 0;
     size_t clen = chan ? strlen(chan) : 0;
 
-    if (!stat || rel_stat_parse(stat, &np->stat) != CORE_OK || !chan ||
-        clen >= sizeof(np->chan)) {
+    if (!stat || rel_stat_parse(stat, &np->stat) != CORE_OK || !chan || clen >= sizeof(np->chan)) {
         snprintf(eb, ebn, "prov.nodes.%s: stat missing or unknown, or channel missing", np->key);
         return CORE_EPARSE;
     }
     memcpy(np->chan, chan, clen + 1);
     if (!rel_name_split(np->key, kchan, sizeof(kchan), &kst) || kst != np->stat ||
         strcmp(kchan, chan) != 0) {
-        snprintf(eb, ebn, "node %s: the name does not state its statistic and channel as its "
-                 "provenance does (%s of %s)", np->key, stat, chan);
+        snprintf(eb, ebn,
+                 "node %s: the name does not state its statistic and channel as its "
+                 "provenance does (%s of %s)",
+                 np->key, stat, chan);
         return CORE_EINVAL;
     }
     if (!json_is_array(clip) || json_array_size(clip) != 2 ||
@@ -223,15 +228,19 @@ static core_err node_prov(const json_t *nn, const json_t *imp, const json_t *pv,
     if (!json_is_integer(nr) || json_integer_value(nr) < 1 ||
         json_integer_value(nr) > (json_int_t)REL_MAX_SAMPLES || !json_is_integer(ni) ||
         !json_is_integer(mr)) {
-        snprintf(eb, ebn, "n_node.%s / prov.nodes.%s.n_imputed / max_run: missing or not "
-                 "integers in range", np->key, np->key);
+        snprintf(eb, ebn,
+                 "n_node.%s / prov.nodes.%s.n_imputed / max_run: missing or not "
+                 "integers in range",
+                 np->key, np->key);
         return CORE_EPARSE;
     }
     if (imputed_runs(il, pr->period_ms, &n_imp, &run) != CORE_OK ||
         json_integer_value(ni) != (json_int_t)n_imp || json_integer_value(mr) != (json_int_t)run ||
         run > pr->interp_gap) {
-        snprintf(eb, ebn, "node %s: provenance inconsistent: imputed list, n_imputed, max_run "
-                 "and prov.interp_gap disagree", np->key);
+        snprintf(eb, ebn,
+                 "node %s: provenance inconsistent: imputed list, n_imputed, max_run "
+                 "and prov.interp_gap disagree",
+                 np->key);
         return CORE_EINVAL;
     }
     ob->n_real = (uint32_t)json_integer_value(nr);
@@ -245,7 +254,8 @@ static core_err node_prov(const json_t *nn, const json_t *imp, const json_t *pv,
 /* Window-level provenance: gap, period, normalization. */
 static core_err window_prov(const json_t *prov, struct rel_profile *pr, char *eb, size_t ebn)
 {
-    const json_t *g = json_object_get(prov, "interp_gap"), *per = json_object_get(prov, "period_ms");
+    const json_t *g = json_object_get(prov, "interp_gap"),
+                 *per = json_object_get(prov, "period_ms");
     const char *norm = json_string_value(json_object_get(prov, "norm"));
 
     if (!json_is_object(prov) || !json_is_object(json_object_get(prov, "nodes"))) {
@@ -304,8 +314,8 @@ static core_err json_values(const json_t *doc, struct rel_window *w, char *eb, s
     return CORE_OK;
 }
 
-core_err rel_window_from_json(const char *text, size_t len,
-                              struct rel_window *w, char *eb, size_t ebn)
+core_err rel_window_from_json(const char *text, size_t len, struct rel_window *w, char *eb,
+                              size_t ebn)
 {
     json_error_t jerr;
     json_t *doc = NULL, *v;
@@ -330,8 +340,10 @@ core_err rel_window_from_json(const char *text, size_t len,
     }
     schema = json_string_value(json_object_get(doc, "schema"));
     if (schema && strcmp(schema, "gcdp.window/1") == 0) {
-        snprintf(eb, ebn, "schema gcdp.window/1 carries no provenance and cannot be certified; "
-                 "re-run ingest to produce \"%s\" records", REL_SCHEMA_WINDOW);
+        snprintf(eb, ebn,
+                 "schema gcdp.window/1 carries no provenance and cannot be certified; "
+                 "re-run ingest to produce \"%s\" records",
+                 REL_SCHEMA_WINDOW);
         goto out;
     }
     if (!schema || strcmp(schema, REL_SCHEMA_WINDOW) != 0) {
@@ -342,7 +354,8 @@ core_err rel_window_from_json(const char *text, size_t len,
     id = json_string_value(json_object_get(doc, "id"));
     if (!device || !json_is_integer(json_object_get(doc, "window_start")) ||
         !json_is_integer(json_object_get(doc, "window_end"))) {
-        snprintf(eb, ebn, "device / window_start / window_end: missing or wrong type "
+        snprintf(eb, ebn,
+                 "device / window_start / window_end: missing or wrong type "
                  "(epoch ms integers)");
         goto out;
     }
@@ -372,4 +385,3 @@ out:
         json_decref(doc);
     return rc;
 }
-

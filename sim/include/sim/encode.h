@@ -1,5 +1,5 @@
-/* sim/encode.h - pure text helpers: gcdp.reading/1 JSON encoding with fault transforms. No I/O, no clock (times: core/timefmt.h).
- * SPDX-License-Identifier: Apache-2.0
+/* sim/encode.h - pure text helpers: gcdp.reading/1 JSON encoding with fault transforms. No I/O, no
+ * clock (times: core/timefmt.h). SPDX-License-Identifier: Apache-2.0
  *
  * Thread-safety: reentrant.
  */
@@ -10,8 +10,8 @@
 #include <stdint.h>
 
 #include "core/err.h"
-#include "sim/gen.h"
 #include "core/prng.h"
+#include "sim/gen.h"
 #include "sim/sim.h"
 
 /* Longest device id we generate or accept from a replay flag. */

@@ -76,7 +76,6 @@ struct sim_progress {
 };
 void sim_progress_init(struct sim_progress *p);
 
-
 /* The producer settings both producers share (sim_run and sim_replay_run; the flags
  * --topic, --max-inflight, --flush-timeout, --lag-group, --max-lag-bytes of both
  * commands). Fill with sim_producer_opts_default() (the *_options_default functions do)
@@ -112,12 +111,12 @@ struct sim_options {
     double ar;                 /* temporal AR(1) coefficient of the innovations, [0, 1) */
     struct sim_channel_info channel[SIM_NCH]; /* physical mapping (sim.channel_params over the
                                                  built-in table; sim/gen.h) */
-    double fault_rate[SIM_FAULT_COUNT]; /* per-reading probability of each kind; sum <= 1 */
-    unsigned gap_ticks;                 /* length of a "gap" fault in readings */
-    double late_s;                      /* how far into the past a "late" reading goes */
-    size_t oversize_bytes;              /* size an "oversize" message is padded beyond */
-    const char *truth_path;             /* write the ground-truth SEM JSON here; NULL: don't */
-    struct sim_producer_opts prod;      /* topic, in-flight cap, flush bound, lag guard */
+    double fault_rate[SIM_FAULT_COUNT];       /* per-reading probability of each kind; sum <= 1 */
+    unsigned gap_ticks;                       /* length of a "gap" fault in readings */
+    double late_s;                            /* how far into the past a "late" reading goes */
+    size_t oversize_bytes;                    /* size an "oversize" message is padded beyond */
+    const char *truth_path;        /* write the ground-truth SEM JSON here; NULL: don't */
+    struct sim_producer_opts prod; /* topic, in-flight cap, flush bound, lag guard */
 };
 void sim_options_default(struct sim_options *o);
 

@@ -96,8 +96,9 @@ core_err sim_encode_reading(const struct sim_reading *r, enum sim_fault f, struc
         dir = (int)core_prng_below(rng, 2);
     }
     core_time_format(r->ts_ms, CORE_TIME_MS, ts, sizeof(ts));
-    core_buf_printf(&b, "{\"schema\":\"gcdp.reading/1\",\"device\":\"%s\",\"ts\":\"%s\",\"readings\":{",
-        r->device, ts);
+    core_buf_printf(&b,
+                    "{\"schema\":\"gcdp.reading/1\",\"device\":\"%s\",\"ts\":\"%s\",\"readings\":{",
+                    r->device, ts);
     for (size_t c = 0; c < r->n; c++) {
         core_buf_printf(&b, "%s\"%s\":", c ? "," : "", r->names[c]);
         put_value(&b, r, c, f, target, dir);

@@ -68,8 +68,8 @@ void sim_options_default(struct sim_options *o)
 {
     memset(o, 0, sizeof(*o));
     table_defaults(SIM_KEYS_OPTIONS, o); /* devices, seed, rate, ticks, duration, start, ... */
-    o->period_s = 60.0;            /* = ingest.period_ms default (the Intel Lab motes used ~31 s) */
-    o->regime_change_at_s = -1.0;  /* sim.regime_change_at_s unset */
+    o->period_s = 60.0;           /* = ingest.period_ms default (the Intel Lab motes used ~31 s) */
+    o->regime_change_at_s = -1.0; /* sim.regime_change_at_s unset */
     for (size_t c = 0; c < SIM_NCH; c++)
         o->channel[c] = *sim_gen_channel_info(c);
     o->oversize_bytes = 65536; /* = ingest.max_message_bytes default */
@@ -180,16 +180,20 @@ static core_err channel_params(const struct core_config *cfg, struct sim_options
         return CORE_OK;
     if (!json_is_object(all))
         goto bad;
-    json_object_foreach((json_t *)all, name, v) {
+    json_object_foreach((json_t *)all, name, v)
+    {
         int c = sim_gen_channel_index(name);
         const char *f;
         json_t *x;
         if (c < 0 || !json_is_object(v)) {
-            snprintf(eb, ebn, "config key 'sim.channel_params': '%s' is not a simulated channel "
-                     "(temperature, humidity, light, voltage) with an object of parameters", name);
+            snprintf(eb, ebn,
+                     "config key 'sim.channel_params': '%s' is not a simulated channel "
+                     "(temperature, humidity, light, voltage) with an object of parameters",
+                     name);
             return CORE_ECONFIG;
         }
-        json_object_foreach(v, f, x) {
+        json_object_foreach(v, f, x)
+        {
             double *dst[] = {&o->channel[c].base, &o->channel[c].scale, &o->channel[c].amp,
                              &o->channel[c].offset_sd};
             size_t k = 0;
@@ -197,8 +201,10 @@ static core_err channel_params(const struct core_config *cfg, struct sim_options
                 k++;
             if (k == 4 || !json_is_number(x) || !isfinite(json_number_value(x)) ||
                 (k != 0 && k != 2 && json_number_value(x) < 0)) {
-                snprintf(eb, ebn, "config key 'sim.channel_params': %s.%s: expected base, amp "
-                         "(numbers) or scale, offset_sd (numbers >= 0)", name, f);
+                snprintf(eb, ebn,
+                         "config key 'sim.channel_params': %s.%s: expected base, amp "
+                         "(numbers) or scale, offset_sd (numbers >= 0)",
+                         name, f);
                 return CORE_ECONFIG;
             }
             *dst[k] = json_number_value(x);

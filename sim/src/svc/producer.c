@@ -145,8 +145,8 @@ core_err sim_producer_send_hdrs(struct sim_producer *p, const char *key, size_t 
     core_err rc = wait_turn(p);
 
     if (rc == CORE_OK)
-        rc = core_ksync_send(p->ks, key, key ? key_len : 0, payload, len, names, values, nhdr,
-                             why, sizeof(why));
+        rc = core_ksync_send(p->ks, key, key ? key_len : 0, payload, len, names, values, nhdr, why,
+                             sizeof(why));
     if (rc == CORE_EKAFKA) {
         p->produce_errors++;
         atomic_fetch_add(&p->progress->failed, 1);
