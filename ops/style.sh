@@ -31,7 +31,7 @@ if [ -n "$hits" ]; then
 fi
 
 # 3. Formatting (--format; --fix-format rewrites instead).
-mapfile -t fmt_files < <(find "${src_dirs[@]}" tests -name '*.[ch]' -o -name '*.cpp' | grep -v '^bench/results/' | sort)
+mapfile -t fmt_files < <(git ls-files '*.c' '*.h' '*.cpp') # every tracked source
 if [ "$mode" = --fix-format ]; then
   clang-format -i "${fmt_files[@]}"
   exit 0

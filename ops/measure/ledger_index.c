@@ -247,8 +247,8 @@ int main(int argc, char **argv)
     double all = cpu() - c0, hour = cpu() - cl;
     printf("%s: %ld devices x %ld min, horizon %ld min, batch %ld: %.2f us CPU per release "
            "over the run, %.2f us over the last simulated hour (%.0f releases per CPU-s)\n",
-           argv[1], N, M, H, B, all * 1e6 / (double)(N * M),
-           hour * 1e6 / (double)(N * (M - last)), (double)(N * (M - last)) / hour);
+           argv[1], N, M, H, B, all * 1e6 / (double)(N * M), hour * 1e6 / (double)(N * (M - last)),
+           (double)(N * (M - last)) / hour);
     if (sqlite)
         sqlite3_close(q.db);
     else

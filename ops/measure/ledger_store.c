@@ -49,10 +49,11 @@ static sqlite3 *sq_open(const char *path)
     sqlite3 *db;
     if (sqlite3_open(path, &db) != SQLITE_OK)
         exit(2);
-    sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-                     "CREATE TABLE IF NOT EXISTS unit(name TEXT PRIMARY KEY, eps REAL) WITHOUT ROWID;"
-                     "CREATE TABLE IF NOT EXISTS rel(seq INTEGER PRIMARY KEY, id TEXT UNIQUE, "
-                     "t INTEGER, out BLOB);",
+    sqlite3_exec(db,
+                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                 "CREATE TABLE IF NOT EXISTS unit(name TEXT PRIMARY KEY, eps REAL) WITHOUT ROWID;"
+                 "CREATE TABLE IF NOT EXISTS rel(seq INTEGER PRIMARY KEY, id TEXT UNIQUE, "
+                 "t INTEGER, out BLOB);",
                  NULL, NULL, NULL);
     return db;
 }
@@ -63,8 +64,10 @@ static void sq_run(const char *path, long n, long b, int ack_fd)
     sqlite3_stmt *u, *r;
     char id[64], un[64], out[OUT_LEN];
     memset(out, 'x', sizeof(out));
-    sqlite3_prepare_v2(db, "INSERT INTO unit VALUES(?1, 0.01) ON CONFLICT(name) DO UPDATE SET "
-                           "eps = eps + 0.01", -1, &u, NULL);
+    sqlite3_prepare_v2(db,
+                       "INSERT INTO unit VALUES(?1, 0.01) ON CONFLICT(name) DO UPDATE SET "
+                       "eps = eps + 0.01",
+                       -1, &u, NULL);
     sqlite3_prepare_v2(db, "INSERT INTO rel(id, t, out) VALUES(?1, ?2, ?3)", -1, &r, NULL);
     for (long i = 0; i < n; i += b) {
         sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
@@ -248,8 +251,9 @@ int main(int argc, char **argv)
         dt = mono() - t0;
         c = lmdb ? lm_count(p, &reopen, &sum) : sq_count(p, &reopen, &sum);
         printf("%-6s n=%ld batch=%ld: %.0f releases/s (%.0f commits/s), peak RSS %ld kB, "
-               "reopen %.4f s, rows %ld, sum %.2f\n", lmdb ? "lmdb" : "sqlite", n, b,
-               (double)n / dt, (double)n / b / dt, hwm, reopen, c, sum);
+               "reopen %.4f s, rows %ld, sum %.2f\n",
+               lmdb ? "lmdb" : "sqlite", n, b, (double)n / dt, (double)n / b / dt, hwm, reopen, c,
+               sum);
         /* SIGKILL in the middle of a second run of writes into a fresh store */
         char q[1100];
         snprintf(q, sizeof(q), "%s.crash", p);
@@ -258,7 +262,8 @@ int main(int argc, char **argv)
         long acked = crash_run(lmdb, q, n, b, dt / 2 > 0.05 ? dt / 2 : 0.05);
         c = lmdb ? lm_count(q, &reopen, &sum) : sq_count(q, &reopen, &sum);
         printf("%-6s SIGKILL mid-run: acknowledged %ld, found %ld rows, unit sum %.2f (= rows x "
-               "0.01: %s), reopen %.4f s: %s\n", lmdb ? "lmdb" : "sqlite", acked, c, sum,
+               "0.01: %s), reopen %.4f s: %s\n",
+               lmdb ? "lmdb" : "sqlite", acked, c, sum,
                (long)(sum / 0.01 + 0.5) == c ? "yes" : "NO", reopen,
                c >= acked && (c - acked) <= b ? "OK" : "LOST ACKNOWLEDGED WRITES");
     }
