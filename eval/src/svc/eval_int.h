@@ -18,6 +18,14 @@ core_err eval_write_report(const char *dir, const struct eval_opts *o, char *eb,
 /* A small synthetic window dataset (the smoke test's): 4 nodes, 2 classes. */
 core_err eval_load_csv(const char *cfg_path, struct eval_data *ds, char *eb, size_t ebn);
 core_err eval_load_sim(struct eval_data *ds, char *eb, size_t ebn);
+struct ing_params;
+
+/* Ingest parameters of an offline replay through the real engine: tumbling windows of
+ * window_ms of the window mean, one-minute sampling, no idle close, message keys ignored,
+ * excluded windows not emitted, the given gap fill and coverage (the caller sets channels). */
+void eval_ingest_params_offline(struct ing_params *p, int64_t window_ms, int max_interp_gap,
+                                double min_coverage);
+
 core_err eval_load_smoke(uint64_t seed, struct eval_data *ds, char *eb, size_t ebn);
 
 /* ---- runtime of one calibration-and-release pass (Table 12, Figure 7; run.c) */

@@ -20,6 +20,7 @@
 
 #include "core/mem.h"
 #include "eval/eval.h"
+#include "eval_int.h"
 #include "ing/engine.h"
 
 #define OCC_GAP   1   /* ingest.max_interp_gap used here */
@@ -154,16 +155,7 @@ static int weekend(int64_t ms)
 static core_err occ_ingest_params(struct ing_params *p, int64_t window_ms,
                                   const struct occ_rows *train, char *eb, size_t ebn)
 {
-    ing_params_default(p);
-    p->window_ms = window_ms;
-    p->hop_ms = window_ms;
-    p->period_ms = 60000;
-    p->idle_timeout_ms = 0;
-    p->key_policy = ING_KEY_IGNORE;
-    p->features = ING_F_MEAN;
-    p->emit_excluded = false;
-    p->max_interp_gap = OCC_GAP;
-    p->min_coverage = OCC_COVER;
+    eval_ingest_params_offline(p, window_ms, OCC_GAP, OCC_COVER);
     p->n_nodes = SIM_OCC_NVALUES;
     for (size_t j = 0; j < SIM_OCC_NVALUES; j++) {
         size_t c = 0;

@@ -134,20 +134,26 @@ static void train_clip(const double *raw, size_t ch, double *lo, double *hi)
         *hi = *lo + 1.0;
 }
 
-/* Ingest parameters: 15-min tumbling windows of the window mean, one node per channel with
- * its frozen training clip interval; validated. */
-static core_err sim_ingest_params(struct ing_params *p, const double *raw, char *eb, size_t ebn)
+void eval_ingest_params_offline(struct ing_params *p, int64_t window_ms, int max_interp_gap,
+                                double min_coverage)
 {
     ing_params_default(p);
-    p->window_ms = S_WIN;
-    p->hop_ms = S_WIN;
+    p->window_ms = window_ms;
+    p->hop_ms = window_ms;
     p->period_ms = 60000;
     p->idle_timeout_ms = 0;
     p->key_policy = ING_KEY_IGNORE;
     p->features = ING_F_MEAN;
     p->emit_excluded = false;
-    p->max_interp_gap = 1;
-    p->min_coverage = 0.9;
+    p->max_interp_gap = max_interp_gap;
+    p->min_coverage = min_coverage;
+}
+
+/* Ingest parameters: 15-min tumbling windows of the window mean, one node per channel with
+ * its frozen training clip interval; validated. */
+static core_err sim_ingest_params(struct ing_params *p, const double *raw, char *eb, size_t ebn)
+{
+    eval_ingest_params_offline(p, S_WIN, 1, 0.9);
     p->n_nodes = SIM_NCH;
     for (size_t ch = 0; ch < SIM_NCH; ch++) {
         size_t ci = 0;
