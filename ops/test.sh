@@ -4,6 +4,8 @@
 # in the release build and in the ASan+UBSan debug build (leaks fail the run); the default
 # run also compiles everything with clang (-Werror, -O0: the `clang` preset) without running it,
 # so clang-only warnings cannot creep in.
+# ctest runs two suites at a time (test presets: execution.jobs 2): the integration suite, which
+# mostly waits on brokers and processes, starts first and the unit suites run beside it.
 #   ops/test.sh               both builds (default; what CI runs)
 #   ops/test.sh --release     release build only (quicker while developing)
 #   ops/test.sh --sanitize    ASan+UBSan build only
