@@ -1,9 +1,10 @@
-/* app.h - the gcdp executable: subcommand entry points and shared option handling.
+/* app.h - the gcdp executable: the commands' table entries and shared option handling.
  * SPDX-License-Identifier: Apache-2.0
  *
- * Every subcommand is `int cmd_<name>(int argc, char **argv)` with argv[0] the subcommand
- * name, returning the process exit code (0 ok, 1 runtime failure, 2 usage/config error).
- * Only main() and the cmd_* functions decide exit codes; library code returns core_err.
+ * Every command is a `struct app_command` (cli.h) run by the one driver (cli.c): help before
+ * configuration, the common options, the configuration loaded once, exit codes (0 ok, 1
+ * runtime failure, 2 usage/config error). Only the driver and the commands' run functions
+ * decide exit codes; library code returns core_err.
  */
 #ifndef GCDP_APP_H
 #define GCDP_APP_H
@@ -17,21 +18,11 @@
 #define APP_EXIT_FAILURE 1
 #define APP_EXIT_USAGE   2
 
-int cmd_run(int argc, char **argv);
-int cmd_broker(int argc, char **argv);
-int cmd_simulate(int argc, char **argv);
-int cmd_replay(int argc, char **argv);
-int cmd_ingest(int argc, char **argv);
-int cmd_calibrate(int argc, char **argv);
-int cmd_release(int argc, char **argv);
-int cmd_ledger(int argc, char **argv);
-int cmd_semgen(int argc, char **argv);
-int cmd_learn(int argc, char **argv);
-int cmd_bench(int argc, char **argv);
-int cmd_eval(int argc, char **argv);
-int cmd_config(int argc, char **argv);
-int cmd_ctl(int argc, char **argv);
-int cmd_healthcheck(int argc, char **argv);
+#include "cli.h"
+
+extern const struct app_command app_cmd_run, app_cmd_broker, app_cmd_simulate, app_cmd_replay,
+    app_cmd_ingest, app_cmd_calibrate, app_cmd_release, app_cmd_ledger, app_cmd_semgen,
+    app_cmd_learn, app_cmd_eval, app_cmd_bench, app_cmd_ctl, app_cmd_healthcheck, app_cmd_config;
 
 /* The process skeleton of a long-running service command (app/serve.c): app_serve_init
  * makes the loop; the command starts its service on s->loop with app_serve_on_done (arg s)
@@ -85,15 +76,13 @@ int release_serve(struct core_config *cfg, const struct release_serve_args *a);
 int calibrate_serve(struct core_config *cfg, const char *input, double exit_after_s);
 
 /* `gcdp learn --server` / `gcdp learn --participant ID` (app/learn_serve.c): the learner
- * services of lrn/fedsvc.h; cmd_learn hands over when either flag is present. */
-int learn_serve(int argc, char **argv);
+ * services of lrn/fedsvc.h; `gcdp learn` hands over (its mode) when either flag is present. */
+extern const struct app_command app_cmd_learn_serve;
 bool learn_serve_wanted(int argc, char **argv);
 
-int bench_ingest(int argc, char **argv);
-int bench_calibrate(int argc, char **argv);
-int bench_release(int argc, char **argv);
-int bench_ledger(int argc, char **argv);
-int bench_learner(int argc, char **argv);
+/* The benchmarks (bench/), the verbs of `gcdp bench`. */
+extern const struct app_command app_bench_ingest, app_bench_calibrate, app_bench_release,
+    app_bench_ledger, app_bench_learner;
 
 /* Service phase of `gcdp bench release` (bench/bench_release_service.c): windows records of
  * theta's nodes through the release service on an in-process embedded broker, compared with
@@ -130,6 +119,11 @@ int bench_release_primitives(const char *dir);
  *   out  on success a new configuration; free with core_config_free().
  * On failure prints the reason (naming the key) to stderr and returns CORE_ECONFIG etc. */
 CORE_MUST_CHECK core_err app_config_load(int *argc, char **argv, struct core_config **out);
+
+/* As app_config_load, naming the command cmd ("bench ingest") in its messages instead of
+ * argv[0]. */
+CORE_MUST_CHECK core_err app_config_load_named(const char *cmd, int *argc, char **argv,
+                                               struct core_config **out);
 
 /* True when argv[1..argc) holds -h or --help: commands print their usage and exit 0 before
  * loading any configuration, so --help works even with a broken config file. */

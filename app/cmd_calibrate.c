@@ -550,25 +550,27 @@ static int run_offline(struct core_config *cfg, const struct calibrate_cli *cli)
     return cli->check ? check_file(cli->check) : run(cfg, cli);
 }
 
-int cmd_calibrate(int argc, char **argv)
+static int cmd_main(struct app_call *call)
 {
-    struct core_config *cfg = NULL;
+    struct core_config *cfg = call->cfg;
+    int argc = call->argc;
+    char **argv = call->argv;
     struct calibrate_cli cli = {0};
     int ret;
 
-    if (app_help_requested(argc, argv)) {
-        usage(stdout);
-        return APP_EXIT_OK;
-    }
-    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
-        return APP_EXIT_USAGE;
-    core_log_set_component("calibrate");
     cli.serve_check = take_serve_check(&argc, argv);
     ret = parse_args(argc, argv, cfg, &cli);
     if (ret == APP_EXIT_OK)
         ret = check_args(argc, argv, cfg, &cli);
     if (ret == APP_EXIT_OK)
         ret = cli.serve ? run_serve(cfg, &cli) : run_offline(cfg, &cli);
-    core_config_free(cfg);
     return ret;
 }
+
+const struct app_command app_cmd_calibrate = {
+    .name = "calibrate",
+    .summary = "build theta (GC-DP calibration) from a calibration matrix",
+    .help = usage,
+    .run = cmd_main,
+    .component = "calibrate",
+};

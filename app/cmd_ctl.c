@@ -57,8 +57,10 @@ static void usage(FILE *f)
             CORE_CTL_MAX_REASON, STATUS_WAIT_S, app_common_help);
 }
 
-static int keygen(int argc, char **argv)
+static int keygen(struct app_call *call)
 {
+    int argc = call->argc;
+    char **argv = call->argv;
     static const struct option lo[] = {{"out", required_argument, NULL, 'o'}, {NULL, 0, NULL, 0}};
     const char *out = NULL;
     char id[17], eb[512];
@@ -330,23 +332,14 @@ out:
     return code;
 }
 
-int cmd_ctl(int argc, char **argv)
+static int cmd_main(struct app_call *call)
 {
-    struct core_config *cfg = NULL;
+    const struct core_config *cfg = call->cfg;
     struct ctl_opts o = {0};
     struct core_ctl_key *k = NULL;
     int code;
 
-    if (argc < 2 || app_help_requested(argc, argv)) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? APP_EXIT_USAGE : APP_EXIT_OK;
-    }
-    if (strcmp(argv[1], "keygen") == 0)
-        return keygen(argc, argv);
-    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
-        return APP_EXIT_USAGE;
-    core_log_set_component("ctl");
-    code = parse_opts(argc, argv, &o);
+    code = parse_opts(call->argc, call->argv, &o);
     if (code == -1 && !core_config_str(cfg, "broker.bootstrap")) {
         fprintf(stderr, "gcdp ctl: configuration error: broker.bootstrap: unset; commands go "
                         "to the services' broker (e.g. --set broker.bootstrap=@FILE written "
@@ -356,6 +349,28 @@ int cmd_ctl(int argc, char **argv)
     if (code == -1)
         code = load_key(cfg, o.key, &k) == CORE_OK ? send_command(cfg, &o, k) : APP_EXIT_USAGE;
     core_ctl_key_free(k);
-    core_config_free(cfg);
     return code;
 }
+
+/* `gcdp ctl keygen` needs no configuration (its help is ctl's). */
+static const struct app_command cmd_keygen = {
+    .name = "ctl keygen",
+    .help = usage,
+    .run = keygen,
+    .flags = APP_CMD_NO_CONFIG,
+};
+
+static const struct app_command *mode(int argc, char **argv)
+{
+    return argc >= 2 && strcmp(argv[1], "keygen") == 0 ? &cmd_keygen : NULL;
+}
+
+const struct app_command app_cmd_ctl = {
+    .name = "ctl",
+    .summary = "signed operator commands: recalibrate | pause | resume | status, keygen",
+    .help = usage,
+    .run = cmd_main,
+    .mode = mode,
+    .component = "ctl",
+    .flags = APP_CMD_NEEDS_ARG,
+};

@@ -107,6 +107,14 @@ struct learn_args {
     size_t P;
 };
 
+static void usage(FILE *f)
+{
+    fputs(learn_help, f);
+    fputs(learn_help_more, f);
+    fputs(learn_help_exit, f);
+    fputs(app_common_help, f);
+}
+
 static int num(const char *s, double *v)
 {
     return app_flag_parse_double(s, -DBL_MAX, DBL_MAX, v);
@@ -283,10 +291,7 @@ static int parse_one(int c, int li, struct learn_args *a, struct overrides *v, e
         a->quiet = 1;
         return 0;
     case 'h':
-        fputs(learn_help, stdout);
-        fputs(learn_help_more, stdout);
-        fputs(learn_help_exit, stdout);
-        fputs(app_common_help, stdout);
+        usage(stdout);
         return 1;
     default:
         return -1;
@@ -649,9 +654,9 @@ static int make_pool(const struct core_config *cfg, const struct overrides *v,
     return 0;
 }
 
-int cmd_learn(int argc, char **argv)
+static int cmd_main(struct app_call *call)
 {
-    struct core_config *cfg = NULL;
+    const struct core_config *cfg = call->cfg;
     struct core_pool *pool = NULL;
     struct learn_args a = {.out = "learned", .min_rows = 10, .png = 1};
     struct learn_state s = {0};
@@ -661,19 +666,8 @@ int cmd_learn(int argc, char **argv)
     size_t d, dt = 0;
     int ret = APP_EXIT_USAGE, pr;
 
-    if (learn_serve_wanted(argc, argv))
-        return learn_serve(argc, argv);
-    if (app_help_requested(argc, argv)) { /* also as a flag's value: help, never a run */
-        fputs(learn_help, stdout);
-        fputs(learn_help_more, stdout);
-        fputs(learn_help_exit, stdout);
-        fputs(app_common_help, stdout);
-        return APP_EXIT_OK;
-    }
     lrn_blas_set_threads(1); /* first: OpenBLAS's idle workers spin from load time on */
-    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
-        goto out;
-    pr = parse_args(argc, argv, &a, &ov, &m);
+    pr = parse_args(call->argc, call->argv, &a, &ov, &m);
     if (pr != 0) {
         ret = pr > 0 ? APP_EXIT_OK : APP_EXIT_USAGE;
         goto out;
@@ -727,7 +721,19 @@ out:
     free(s.truth);
     free(s.m_public);
     json_decref(s.report);
-    core_config_free(cfg);
     core_pool_free(pool);
     return ret;
 }
+
+static const struct app_command *mode(int argc, char **argv)
+{
+    return learn_serve_wanted(argc, argv) ? &app_cmd_learn_serve : NULL;
+}
+
+const struct app_command app_cmd_learn = {
+    .name = "learn",
+    .summary = "learn a DAG from participant CSVs (Fed-Sparse-BNSL and baselines)",
+    .help = usage,
+    .run = cmd_main,
+    .mode = mode,
+};

@@ -418,6 +418,11 @@ struct ledger_cli {
     int as_json;
 };
 
+static void usage(FILE *f)
+{
+    fprintf(f, "%s%s", ledger_help, app_common_help);
+}
+
 /* Parse argv into cli. Returns -1 to go on, else the exit status (--help printed: OK). */
 static int parse_args(int argc, char **argv, struct ledger_cli *cli)
 {
@@ -450,7 +455,7 @@ static int parse_args(int argc, char **argv, struct ledger_cli *cli)
             cli->to = optarg;
             break;
         case 'h':
-            printf("%s%s", ledger_help, app_common_help);
+            usage(stdout);
             return APP_EXIT_OK;
         default:
             return APP_EXIT_USAGE;
@@ -501,21 +506,15 @@ static void scan_cleanup(struct scan *s)
     free(s->ids);
 }
 
-int cmd_ledger(int argc, char **argv)
+static int cmd_main(struct app_call *call)
 {
-    struct core_config *cfg = NULL;
+    const struct core_config *cfg = call->cfg;
     struct ledger_cli cli = {0};
     char path[4096];
     struct scan s = {0};
     int ex;
 
-    if (app_help_requested(argc, argv)) {
-        printf("%s%s", ledger_help, app_common_help);
-        return APP_EXIT_OK;
-    }
-    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
-        return APP_EXIT_USAGE;
-    ex = parse_args(argc, argv, &cli);
+    ex = parse_args(call->argc, call->argv, &cli);
     if (ex >= 0)
         goto out;
     if (cli.imp || cli.to) {
@@ -528,6 +527,12 @@ int cmd_ledger(int argc, char **argv)
     ex = inspect(path, &cli, cfg, &s);
 out:
     scan_cleanup(&s);
-    core_config_free(cfg);
     return ex;
 }
+
+const struct app_command app_cmd_ledger = {
+    .name = "ledger",
+    .summary = "inspect the privacy ledger: totals per protected unit",
+    .help = usage,
+    .run = cmd_main,
+};

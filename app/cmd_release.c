@@ -137,6 +137,11 @@ static int check_args(int argc, const struct args *a)
     return APP_EXIT_OK;
 }
 
+static void usage(FILE *f)
+{
+    fprintf(f, "%s%s%s", release_help, release_serve_help, app_common_help);
+}
+
 /* Parse argv into a (defaults first), then check_args. --help prints the help and returns
  * APP_EXIT_OK + 100. */
 static int parse_args(int argc, char **argv, struct args *a)
@@ -214,7 +219,7 @@ static int parse_args(int argc, char **argv, struct args *a)
             }
             break;
         case 'h':
-            printf("%s%s%s", release_help, release_serve_help, app_common_help);
+            usage(stdout);
             return APP_EXIT_OK + 100;
         default:
             return APP_EXIT_USAGE;
@@ -527,23 +532,16 @@ static int check_paths(const struct core_config *cfg, const struct args *a)
     return app_paths_distinct("release", paths, roles, 2, 6);
 }
 
-int cmd_release(int argc, char **argv)
+static int cmd_main(struct app_call *call)
 {
-    struct core_config *cfg = NULL;
+    struct core_config *cfg = call->cfg;
     struct run r;
     struct args a;
     char eb[1024] = "";
     int ex;
 
     memset(&r, 0, sizeof(r));
-    core_log_set_component("release");
-    if (app_help_requested(argc, argv)) {
-        printf("%s%s%s", release_help, release_serve_help, app_common_help);
-        return APP_EXIT_OK;
-    }
-    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
-        return APP_EXIT_USAGE;
-    ex = parse_args(argc, argv, &a);
+    ex = parse_args(call->argc, call->argv, &a);
     if (ex != APP_EXIT_OK || apply_shorthands(cfg, &a) != CORE_OK) {
         ex = ex == APP_EXIT_OK + 100 ? APP_EXIT_OK : APP_EXIT_USAGE;
         goto out;
@@ -578,6 +576,13 @@ int cmd_release(int argc, char **argv)
 out:
     rel_plan_free(r.plan);
     cal_theta_free(r.theta);
-    core_config_free(cfg);
     return ex;
 }
+
+const struct app_command app_cmd_release = {
+    .name = "release",
+    .summary = "privatize windows with theta (offline) and write the ledger",
+    .help = usage,
+    .run = cmd_main,
+    .component = "release",
+};

@@ -610,7 +610,7 @@ static void run_loop(struct run_ctx *c)
 }
 
 /* After the loop: the summary, then every stage, the ledger, the loop and the broker.
- * Returns the exit status; frees c. */
+ * Returns the exit status; frees c (not the configuration: the driver's). */
 static int finish(struct run_ctx *c)
 {
     int ret;
@@ -627,12 +627,11 @@ static int finish(struct run_ctx *c)
     broker_stop(c);
     ret = c->exit_code;
     core_metrics_free(c->metrics);
-    core_config_free(c->cfg);
     free(c);
     return ret;
 }
 
-int cmd_run(int argc, char **argv)
+static int cmd_main(struct app_call *call)
 {
     struct run_ctx *c = calloc(1, sizeof(*c));
     int ret;
@@ -642,19 +641,9 @@ int cmd_run(int argc, char **argv)
     c->o = (struct run_opts){0, NULL, 100, 2000, 1, false, "run", NULL, NULL, 4};
     c->exit_code = APP_EXIT_OK;
     c->sim_status = CORE_OK;
+    c->cfg = call->cfg;
     sim_progress_init(&c->sim);
-    if (app_help_requested(argc, argv)) {
-        usage(stdout);
-        free(c);
-        return APP_EXIT_OK;
-    }
-    if (app_config_load(&argc, argv, &c->cfg) != CORE_OK) {
-        free(c);
-        return APP_EXIT_USAGE;
-    }
-    core_log_set_component("run");
-    if ((ret = parse_opts(argc, argv, &c->o)) >= 0) {
-        core_config_free(c->cfg);
+    if ((ret = parse_opts(call->argc, call->argv, &c->o)) >= 0) {
         free(c);
         return ret;
     }
@@ -671,7 +660,16 @@ int cmd_run(int argc, char **argv)
     if (c->forced) { /* stuck stage: stop the broker, leave the rest to process exit */
         broker_stop(c);
         fprintf(stderr, "gcdp run: forced stop\n");
+        call->cfg = NULL; /* stages may still read it: not freed (cli.h) */
         return APP_EXIT_FAILURE;
     }
     return finish(c);
 }
+
+const struct app_command app_cmd_run = {
+    .name = "run",
+    .summary = "run the whole pipeline (embedded broker + simulator + all stages)",
+    .help = usage,
+    .run = cmd_main,
+    .component = "run",
+};

@@ -39,6 +39,12 @@ static const char semgen_help[] =
     "  --seed S             seed of the generator (default 1)\n"
     "  -h, --help           this text\n";
 
+static void usage(FILE *f)
+{
+    fputs(semgen_help, f);
+    fputs(app_common_help, f);
+}
+
 static int parse_size(const char *s, size_t *out)
 {
     unsigned long long v;
@@ -109,8 +115,7 @@ static int parse_opts(int argc, char **argv, struct lrn_sem_opts *o, const char 
             o->seed = seed;
             break;
         case 'h':
-            fputs(semgen_help, stdout);
-            fputs(app_common_help, stdout);
+            usage(stdout);
             return 1;
         default:
             return -1;
@@ -184,9 +189,8 @@ static core_err write_all(const char *dir, const struct lrn_sem_opts *o,
     return rc;
 }
 
-int cmd_semgen(int argc, char **argv)
+static int cmd_main(struct app_call *call)
 {
-    struct core_config *cfg = NULL;
     struct lrn_sem_opts o = lrn_sem_opts_default();
     struct lrn_sem_problem *pb = NULL;
     const char *dir = NULL;
@@ -195,14 +199,7 @@ int cmd_semgen(int argc, char **argv)
     int ret = APP_EXIT_USAGE, pr;
     core_err rc;
 
-    if (app_help_requested(argc, argv)) { /* also as a flag's value: help, never a run */
-        fputs(semgen_help, stdout);
-        fputs(app_common_help, stdout);
-        return APP_EXIT_OK;
-    }
-    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
-        goto out;
-    pr = parse_opts(argc, argv, &o, &dir);
+    pr = parse_opts(call->argc, call->argv, &o, &dir);
     if (pr != 0) {
         ret = pr > 0 ? APP_EXIT_OK : APP_EXIT_USAGE;
         goto out;
@@ -232,6 +229,12 @@ int cmd_semgen(int argc, char **argv)
     ret = APP_EXIT_OK;
 out:
     lrn_sem_problem_free(pb);
-    core_config_free(cfg);
     return ret;
 }
+
+const struct app_command app_cmd_semgen = {
+    .name = "sem-gen",
+    .summary = "generate linear Gaussian SEM data for the structure learner",
+    .help = usage,
+    .run = cmd_main,
+};

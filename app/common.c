@@ -132,6 +132,11 @@ static core_err apply_log_level(const struct core_config *cfg, const char *level
  * runs on this defaults-only configuration (tests/integration/test_commands.c). */
 core_err app_config_load(int *argc, char **argv, struct core_config **out)
 {
+    return app_config_load_named(argv[0], argc, argv, out);
+}
+
+core_err app_config_load_named(const char *cmd, int *argc, char **argv, struct core_config **out)
+{
     struct core_config *cfg = core_config_new(all_tables, n_all_tables);
     const char *file = getenv("GCDP_CONFIG"), *level = getenv("GCDP_LOG_LEVEL");
     const bool help = app_help_requested(*argc, argv);
@@ -149,8 +154,7 @@ core_err app_config_load(int *argc, char **argv, struct core_config **out)
     if (rc == CORE_OK && !help)
         rc = apply_log_level(cfg, level, eb, sizeof(eb));
     if (rc != CORE_OK) {
-        fprintf(stderr, "gcdp %s: configuration error: %s\n", argv[0],
-                eb[0] ? eb : core_strerror(rc));
+        fprintf(stderr, "gcdp %s: configuration error: %s\n", cmd, eb[0] ? eb : core_strerror(rc));
         core_config_free(cfg);
         return rc;
     }

@@ -1048,10 +1048,6 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
     size_t one[BL_MAX_LIST], k;
     double dl[BL_MAX_LIST];
 
-    if (app_help_requested(argc, argv)) { /* help wins over any other argument */
-        fputs(bench_help, stdout);
-        return 1;
-    }
     while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
         switch (c) {
         case '1':
@@ -1118,8 +1114,10 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
     return 0;
 }
 
-int bench_learner(int argc, char **argv)
+static int bench_main(struct app_call *call)
 {
+    int argc = call->argc;
+    char **argv = call->argv;
     struct bl_args a = {.threads = 1,
                         .seeds = 10,
                         .first_seed = 2,
@@ -1170,3 +1168,17 @@ int bench_learner(int argc, char **argv)
     }
     return ret;
 }
+
+static void usage(FILE *f)
+{
+    fputs(bench_help, f);
+}
+
+/* Settings from its flags only: no common options, no configuration. */
+const struct app_command app_bench_learner = {
+    .name = "learner",
+    .summary = "Fed-Sparse-BNSL vs Fed-BNSL (paper Table 1) and sweeps",
+    .help = usage,
+    .run = bench_main,
+    .flags = APP_CMD_NO_CONFIG,
+};
