@@ -53,16 +53,6 @@ void app_serve_init(struct app_serve *s, const struct core_config *cfg,
 void app_serve_on_done(void *arg, core_err status);
 int app_serve_run(struct app_serve *s, void *svc, core_err started, const char *why);
 
-struct core_dp_ledger;
-struct core_dp_ledger_opts;
-/* The ledger `gcdp release --serve` (and `gcdp run`) charges, at path: the JSONL or store
- * back end (release.ledger.store) with release.ledger.cap_* and the unit scheme of the
- * configuration (app_ledger_scheme), lo filled. Returns APP_EXIT_OK, or the exit status of
- * the failure with eb saying why (the path, the field, "held by another process"). */
-int release_ledger_open(const struct core_config *cfg, const char *path,
-                        struct core_dp_ledger_opts *lo, struct core_dp_ledger **out, char *eb,
-                        size_t ebn);
-
 /* `gcdp release --serve` (app/release_serve.c): the release service until a signal, an
  * error or exit_idle_s of silence. theta NULL: θ from topics.calibration. */
 struct release_serve_args {
@@ -129,12 +119,6 @@ CORE_MUST_CHECK core_err app_config_load_named(const char *cmd, int *argc, char 
  * loading any configuration, so --help works even with a broken config file. */
 bool app_help_requested(int argc, char **argv);
 
-/* mkdir -p: create dir and every missing parent (mode 0777 before umask). Returns 0 when
- * dir exists as a directory afterwards, -1 with errno set otherwise. parent_only: create
- * only the directory part of a path (everything before its last '/'), e.g. for an output
- * prefix or a file path. */
-int app_mkdir_p(const char *dir, int parent_only);
-
 /* The privacy ledger's path: flag (a path given on the command line, used as given) or
  * release.ledger.path, which when relative lives under state.dir (created if missing).
  * Writes into buf. Returns 0, or -1 after printing why (naming the key) to stderr. */
@@ -143,23 +127,6 @@ int app_ledger_path(const struct core_config *cfg, const char *flag, char *buf, 
 /* As app_ledger_path; create false: state.dir is not created (--check). */
 int app_ledger_path_resolve(const struct core_config *cfg, const char *flag, char *buf, size_t n,
                             bool create);
-
-/* release.ledger.store resolved as app_ledger_open does (relative: under state.dir) into buf;
- * "" when no store is configured. Returns 0, or -1 when it does not fit. */
-int app_ledger_store_path(const struct core_config *cfg, char *buf, size_t n);
-
-/* Open the ledger opts describes (opts->path from app_ledger_path) on the back end the
- * configuration names: release.ledger.store empty -> the JSONL ledger (core_dp_ledger_open);
- * set -> the store (core_dp_ledger_open_store; a relative path lives under state.dir) with
- * release.ledger.replay_horizon_ms, opts->path being its audit log. Returns as those. */
-CORE_MUST_CHECK core_err app_ledger_open(const struct core_config *cfg,
-                                         const struct core_dp_ledger_opts *opts,
-                                         struct core_dp_ledger **out, char *eb, size_t ebn);
-
-/* The ledger's unit scheme from configuration: release.ledger.slot_ms,
- * release.policy.time_radius, ingest.period_ms (each window's provenance must agree). */
-struct core_dp_scheme;
-void app_ledger_scheme(const struct core_config *cfg, struct core_dp_scheme *out);
 
 /* Refuse before anything is opened for writing: every output path must differ from every
  * input, the ledger and every other output (same file: same inode, symlinks included).

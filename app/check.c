@@ -16,6 +16,7 @@
 #include "cal/theta.h"
 #include "core/ctl.h"
 #include "core/dp_ledger.h"
+#include "core/dp_ledger_cfg.h"
 #include "core/kconf.h"
 #include "ing/engine.h"
 #include "rel/changelog.h"
@@ -170,7 +171,7 @@ static core_err ledger_binding(const struct core_config *cfg, const char *path, 
         return CORE_OK; /* created with this configuration's values at the first start */
     if (rel_opts_from_config(cfg, &ro, eb, ebn) != CORE_OK)
         return CORE_ECONFIG;
-    app_ledger_scheme(cfg, &want);
+    core_dp_scheme_from_config(cfg, &want);
     if (core_dp_ledger_read_header(path, &have, &cap, why, sizeof(why)) != CORE_OK) {
         snprintf(eb, ebn, "release.ledger.path: %s", why);
         return CORE_ECONFIG;
@@ -202,7 +203,7 @@ static core_err ledger_paths(const struct core_config *cfg, const char *ledger, 
         rc = ledger_binding(cfg, ledger, eb, ebn);
     if (rc != CORE_OK)
         return rc;
-    if (app_ledger_store_path(cfg, store, sizeof(store)) != 0) {
+    if (core_dp_ledger_store_path(cfg, store, sizeof(store)) != 0) {
         snprintf(eb, ebn, "release.ledger.store: path too long");
         return CORE_ECONFIG;
     }

@@ -23,6 +23,7 @@
 #include "app.h"
 #include "broker_bind.h"
 #include "core/broker.h"
+#include "core/fsutil.h"
 #include "core/log.h"
 #include "flags.h"
 
@@ -34,7 +35,7 @@ static core_err write_bootstrap(const char *path, const char *addr)
     char tmp[4200];
     FILE *f;
 
-    (void)app_mkdir_p(path, 1); /* a failure shows as the open error below */
+    (void)core_mkdir_p(path, 1); /* a failure shows as the open error below */
     snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
     f = fopen(tmp, "w");
     if (!f)

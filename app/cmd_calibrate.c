@@ -14,6 +14,7 @@
 #include "cal/publish.h"
 #include "cal/theta.h"
 #include "core/dp_ledger.h"
+#include "core/dp_ledger_cfg.h"
 #include "core/dp_rng.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -171,7 +172,7 @@ static int publish_bytes(const struct core_config *cfg, const char *bytes, size_
 static void ledger_opts(const struct core_config *cfg, const char *const *devices, size_t n_dev,
                         struct cal_ledger_opts *lo, struct core_dp_scheme *sc)
 {
-    app_ledger_scheme(cfg, sc); /* the ledger's scheme, exactly as release binds it */
+    core_dp_scheme_from_config(cfg, sc); /* the ledger's scheme, exactly as release binds it */
     memset(lo, 0, sizeof(*lo));
     lo->devices = devices;
     lo->n_devices = n_dev;
@@ -214,7 +215,7 @@ static int run_private(struct core_config *cfg, const struct cal_opts *o,
     lop.path = path;
     ledger_opts(cfg, devices, n_dev, &lo, &lop.scheme);
     lop.cap = lo.cap;
-    rc = app_ledger_open(cfg, &lop, &led, eb, sizeof(eb));
+    rc = core_dp_ledger_open_config(cfg, &lop, &led, eb, sizeof(eb));
     if (rc != CORE_OK) {
         fprintf(stderr,
                 "gcdp calibrate: ledger '%s': %s (%s); nothing charged, no noise "

@@ -14,6 +14,7 @@
 
 #include "app.h"
 #include "core/dp_rng.h"
+#include "core/fsutil.h"
 #include "core/mem.h"
 #include "core/pool.h"
 #include "flags.h"
@@ -705,7 +706,7 @@ static int cmd_main(struct app_call *call)
         ret = APP_EXIT_FAILURE;
         goto out;
     }
-    if (app_mkdir_p(a.out, 1) != 0) { /* before the run: a bad --out fails fast */
+    if (core_mkdir_p(a.out, 1) != 0) { /* before the run: a bad --out fails fast */
         fprintf(stderr, "gcdp learn: cannot create the directory of --out %s: %s\n", a.out,
                 strerror(errno));
         ret = APP_EXIT_FAILURE;

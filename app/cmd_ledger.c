@@ -13,6 +13,7 @@
 #include "app.h"
 #include "core/dp_acct.h"
 #include "core/dp_ledger.h"
+#include "core/dp_ledger_cfg.h"
 #include "core/fsutil.h"
 #include "core/mem.h"
 
@@ -309,7 +310,7 @@ static int carry_to(struct scan *s, const char *old_path, const struct core_dp_s
                 new_path);
         return APP_EXIT_USAGE;
     }
-    app_ledger_scheme(cfg, &lo.scheme);
+    core_dp_scheme_from_config(cfg, &lo.scheme);
     lo.cap.eps = core_config_double(cfg, "release.ledger.cap_eps");
     lo.cap.delta = core_config_double(cfg, "release.ledger.cap_delta");
     if (carried_units(s, old, &lo.scheme, &v, &m) != 0)

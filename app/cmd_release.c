@@ -12,6 +12,7 @@
 #include "app.h"
 #include "cal/theta.h"
 #include "core/dp_ledger.h"
+#include "core/dp_ledger_cfg.h"
 #include "core/dp_rng.h"
 #include "core/fsutil.h"
 #include "core/lines.h"
@@ -431,7 +432,7 @@ static int open_ledger(struct run *r)
 {
     struct core_dp_ledger_opts lo = {r->a->ledger_path, r->opts.cap, 0, r->scheme};
     char eb[1024] = "";
-    core_err rc = app_ledger_open(r->cfg, &lo, &r->ledger, eb, sizeof(eb));
+    core_err rc = core_dp_ledger_open_config(r->cfg, &lo, &r->ledger, eb, sizeof(eb));
 
     if (rc != CORE_OK) {
         fprintf(stderr, "gcdp release: ledger '%s': %s (%s)\n", lo.path, eb[0] ? eb : "cannot open",
@@ -519,7 +520,7 @@ out:
 static int check_paths(const struct core_config *cfg, const struct args *a)
 {
     char store[4096];
-    if (app_ledger_store_path(cfg, store, sizeof(store)) != 0)
+    if (core_dp_ledger_store_path(cfg, store, sizeof(store)) != 0)
         return -1;
     const char *paths[] = {a->plan_only ? NULL : a->output,
                            a->theta_out,
@@ -563,7 +564,7 @@ static int cmd_main(struct app_call *call)
     }
     r.cfg = cfg;
     r.a = &a;
-    app_ledger_scheme(cfg, &r.scheme);
+    core_dp_scheme_from_config(cfg, &r.scheme);
     if (rel_opts_from_config(cfg, &r.opts, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp release: configuration error: %s\n", eb);
         goto out;

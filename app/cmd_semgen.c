@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "app.h"
+#include "core/fsutil.h"
 #include "core/mem.h"
 #include "flags.h"
 #include "lrn/csvio.h"
@@ -213,7 +214,7 @@ static int cmd_main(struct app_call *call)
         goto out;
     }
     ret = APP_EXIT_FAILURE;
-    if (app_mkdir_p(dir, 0) != 0) {
+    if (core_mkdir_p(dir, 0) != 0) {
         fprintf(stderr, "gcdp sem-gen: cannot create %s: %s\n", dir, strerror(errno));
         goto out;
     }

@@ -170,42 +170,6 @@ bool app_help_requested(int argc, char **argv)
     return false;
 }
 
-int app_mkdir_p(const char *dir, int parent_only)
-{
-    char buf[4096];
-    struct stat st;
-    size_t n = strlen(dir);
-
-    if (n == 0 || n >= sizeof(buf)) {
-        errno = n == 0 ? ENOENT : ENAMETOOLONG;
-        return -1;
-    }
-    memcpy(buf, dir, n + 1);
-    if (parent_only) {
-        char *slash = strrchr(buf, '/');
-        if (!slash || slash == buf) /* no directory part, or the root */
-            return 0;
-        *slash = '\0';
-    }
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return -1;
-    if (stat(buf, &st) != 0)
-        return -1;
-    if (!S_ISDIR(st.st_mode)) {
-        errno = ENOTDIR;
-        return -1;
-    }
-    return 0;
-}
-
 int app_ledger_path(const struct core_config *cfg, const char *flag, char *buf, size_t n)
 {
     return app_ledger_path_resolve(cfg, flag, buf, n, true);
@@ -230,7 +194,7 @@ int app_ledger_path_resolve(const struct core_config *cfg, const char *flag, cha
                         "explicit state directory)\n");
         return -1;
     }
-    if (create && app_mkdir_p(dir, 0) != 0) {
+    if (create && core_mkdir_p(dir, 0) != 0) {
         fprintf(stderr, "gcdp: state.dir '%s': cannot create: %s\n", dir, strerror(errno));
         return -1;
     }
@@ -239,44 +203,6 @@ int app_ledger_path_resolve(const struct core_config *cfg, const char *flag, cha
         return -1;
     }
     return 0;
-}
-
-int app_ledger_store_path(const struct core_config *cfg, char *buf, size_t n)
-{
-    const char *store = core_config_str(cfg, "release.ledger.store");
-    const char *dir = core_config_str(cfg, "state.dir");
-    int w;
-
-    buf[0] = '\0';
-    if (!store || !store[0])
-        return 0;
-    if (store[0] == '/' || !dir || !dir[0])
-        w = snprintf(buf, n, "%s", store);
-    else
-        w = snprintf(buf, n, "%s/%s", dir, store);
-    return w >= 0 && (size_t)w < n ? 0 : -1;
-}
-
-core_err app_ledger_open(const struct core_config *cfg, const struct core_dp_ledger_opts *opts,
-                         struct core_dp_ledger **out, char *eb, size_t ebn)
-{
-    char path[4096];
-    int64_t horizon = core_config_int(cfg, "release.ledger.replay_horizon_ms");
-    struct core_dp_store_opts so = {
-        .path = path, .replay_horizon_ms = horizon, .compact_step_ms = horizon / 4};
-
-    if (app_ledger_store_path(cfg, path, sizeof(path)) != 0)
-        return CORE_EINVAL;
-    if (!path[0])
-        return core_dp_ledger_open(opts, out, eb, ebn);
-    return core_dp_ledger_open_store(opts, &so, out, eb, ebn);
-}
-
-void app_ledger_scheme(const struct core_config *cfg, struct core_dp_scheme *out)
-{
-    out->slot_ms = core_config_int(cfg, "release.ledger.slot_ms");
-    out->time_radius = core_config_int(cfg, "release.policy.time_radius");
-    out->period_ms = core_config_int(cfg, "ingest.period_ms");
 }
 
 int app_paths_distinct(const char *cmd, const char *const *paths, const char *const *roles,

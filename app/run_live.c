@@ -21,8 +21,10 @@
 #include "cal/service.h"
 #include "cal/theta.h"
 #include "core/ctl.h"
+#include "core/fsutil.h"
 #include "core/log.h"
 #include "ing/engine.h"
+#include "rel/ledger.h"
 #include "rel/service.h"
 
 /* The run's own defaults, applied to every key the user did not set (flag, file or
@@ -201,7 +203,7 @@ core_err run_files_prepare(struct run_ctx *c, char *eb, size_t ebn)
             (rc = core_config_set(c->cfg, run_defaults[i].key, run_defaults[i].json,
                                   "gcdp run default", eb, ebn)) != CORE_OK)
             return rc;
-    if (app_mkdir_p(c->o.dir, 0) != 0 || !realpath(c->o.dir, c->absdir)) {
+    if (core_mkdir_p(c->o.dir, 0) != 0 || !realpath(c->o.dir, c->absdir)) {
         snprintf(eb, ebn, "cannot create %s: %s", c->o.dir, strerror(errno));
         return CORE_EIO;
     }
@@ -278,10 +280,10 @@ core_err run_rel_start(struct run_ctx *c, char *eb, size_t ebn)
 {
     struct rel_service_opts so;
 
-    int st = release_ledger_open(c->cfg, c->ledger_path, &c->lo, &c->ledger, eb, ebn);
+    core_err rc = rel_ledger_open(c->cfg, c->ledger_path, &c->lo, &c->ledger, eb, ebn);
 
-    if (st != APP_EXIT_OK) /* another scheme or caps than the ledger's: a usage error */
-        return st == APP_EXIT_USAGE ? CORE_ECONFIG : CORE_EIO;
+    if (rc != CORE_OK) /* another scheme or caps than the ledger's: a usage error */
+        return rc == CORE_ESTATE || rc == CORE_ECONFIG ? CORE_ECONFIG : CORE_EIO;
     rel_service_opts_init(c->cfg, "gcdp-release", c->ledger, &c->lo.scheme, &so);
     so.on_done = rel_on_done;
     so.arg = c;

@@ -20,6 +20,7 @@
 
 #include "app.h"
 #include "core/dp_rng.h"
+#include "core/fsutil.h"
 #include "core/mem.h"
 #include "core/pool.h"
 #include "lrn/csvio.h"
@@ -1134,7 +1135,7 @@ static int bench_main(struct app_call *call)
     r = bl_parse(argc, argv, &a);
     if (r != 0)
         return r > 0 ? APP_EXIT_OK : APP_EXIT_USAGE;
-    if (app_mkdir_p(a.out, 0) != 0) {
+    if (core_mkdir_p(a.out, 0) != 0) {
         fprintf(stderr, "gcdp bench learner: cannot create %s: %s\n", a.out, strerror(errno));
         return APP_EXIT_FAILURE;
     }
