@@ -1,11 +1,9 @@
-/* run_live.c - `gcdp run`'s live privacy path (app/run.h): the files of a run (state
+/* run_live.c - `gcdp run`'s live privacy path (run_int.h): the files of a run (state
  * directory, control key, ledger, public calibration rows), the calibrate service (public θ
  * versions on topics.calibration) and the release service (topics.windows -> topics.released,
  * charging the run's ledger), on the run's loop. Wiring only: the services are the libraries'
  * (cal/service.h, rel/service.h), the same ones `gcdp calibrate --serve` and
  * `gcdp release --serve` run. */
-#include "run.h"
-
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -17,7 +15,6 @@
 
 #include <jansson.h>
 
-#include "app.h"
 #include "cal/service.h"
 #include "cal/theta.h"
 #include "core/ctl.h"
@@ -26,6 +23,7 @@
 #include "ing/engine.h"
 #include "rel/ledger.h"
 #include "rel/service.h"
+#include "run_int.h"
 
 /* The run's own defaults, applied to every key the user did not set (flag, file or
  * environment), chosen so that the DAG learned from the privatized stream in 60-120 s is
@@ -237,7 +235,7 @@ void run_service_done(struct run_ctx *c, const char *name, bool *done, core_err 
     *st = status;
     if (!c->stopping) {
         CORE_ERROR("%s stopped unexpectedly: %s", name, core_strerror(status));
-        c->exit_code = APP_EXIT_FAILURE;
+        c->status = CORE_ESTATE;
     }
 }
 
