@@ -157,27 +157,12 @@ int app_require_bootstrap(struct core_config *cfg, const char *cmd);
 struct core_metrics;
 int app_metrics_start(const struct core_config *cfg, const char *cmd, struct core_metrics **out);
 
-/* `--check` of a service command (app/check.c): validate, without the network and without
- * opening anything for writing, what the service would refuse at start: broker.bootstrap
- * (required; an @FILE is read), the stage's own keys parsed as its service parses them
- * (cmd "ingest": ing_params_from_config; "calibrate": cal_service_opts_from_config;
- * "release": rel_opts_from_config + rel_drift_opts_from_config; any other cmd: none),
- * both librdkafka client profiles with every kafka.* property, metrics.bind, then the
- * inputs o names. Prints "gcdp <cmd>: configuration ok" on stdout and returns 0, or prints
+/* `--check` of a service command (app/check.c): app_require_bootstrap, then the checks of
+ * pipe/check.h. Prints "gcdp <cmd>: configuration ok" on stdout and returns 0, or prints
  * "gcdp <cmd>: configuration error: <key or flag>: <why>" on stderr and returns 2. cfg may
  * gain broker.bootstrap=@run/kafka.bootstrap as in app_require_bootstrap. */
-struct app_check_opts {
-    const char *cmd;         /* "ingest", "calibrate", "release", "learn", ... */
-    bool control;            /* the service listens to topics.control: control.key_file and
-                                control.prev_key_file load (64 hex, mode 0600) */
-    const char *theta;       /* a θ file the service loads (--theta), strictly validated */
-    const char *cal_input;   /* a calibration source (--input), parsed with calibrate.input.* */
-    const char *ledger_path; /* the ledger path (app_ledger_path_resolve): it and
-                                release.ledger.store exist writable or can be created; an
-                                existing ledger's header (read only) binds the configured
-                                unit scheme and caps */
-};
-int app_service_check(struct core_config *cfg, const struct app_check_opts *o);
+#include "pipe/check.h"
+int app_service_check(struct core_config *cfg, const struct pipe_check_opts *o);
 
 /* Help text for the common options, for each subcommand's --help. */
 extern const char app_common_help[];

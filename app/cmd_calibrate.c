@@ -533,7 +533,7 @@ static int run_serve(struct core_config *cfg, const struct calibrate_cli *cli)
         return APP_EXIT_USAGE;
     }
     if (cli->serve_check) {
-        struct app_check_opts co = {"calibrate", true, NULL, cli->input, NULL};
+        struct pipe_check_opts co = {"calibrate", true, NULL, cli->input, NULL};
         return app_service_check(cfg, &co);
     }
     return calibrate_serve(cfg, cli->input, cli->exit_after);

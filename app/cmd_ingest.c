@@ -156,7 +156,7 @@ static int cmd_main(struct app_call *call)
     if ((ret = parse_opts(call->argc, call->argv, &o)) >= 0)
         return ret;
     if (o.check) {
-        struct app_check_opts co = {"ingest", false, NULL, NULL, NULL};
+        struct pipe_check_opts co = {"ingest", false, NULL, NULL, NULL};
         return app_service_check(cfg, &co);
     }
     if (app_require_bootstrap(cfg, "ingest") != 0)

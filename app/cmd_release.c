@@ -431,7 +431,7 @@ static int cmd_main(struct app_call *call)
         check_paths(cfg, &a) != 0)
         goto out;
     if (a.check) {
-        struct app_check_opts co = {"release", true, a.theta, NULL, a.ledger_path};
+        struct pipe_check_opts co = {"release", true, a.theta, NULL, a.ledger_path};
         ex = app_service_check(cfg, &co);
         goto out;
     }
