@@ -79,8 +79,7 @@ static int private_opts(const struct core_config *cfg, struct cal_service_opts *
         return APP_EXIT_USAGE;
     core_dp_scheme_from_config(cfg, &lop.scheme);
     lop.path = path;
-    lop.cap.eps = core_config_double(cfg, "release.ledger.cap_eps");
-    lop.cap.delta = core_config_double(cfg, "release.ledger.cap_delta");
+    core_dp_cap_from_config(cfg, &lop.cap);
     rc = core_dp_ledger_open(&lop, led, eb, sizeof(eb));
     if (rc != CORE_OK) {
         fprintf(stderr, "gcdp calibrate: ledger '%s': %s (%s)\n", path, eb[0] ? eb : "cannot open",

@@ -167,22 +167,6 @@ static int publish_bytes(const struct core_config *cfg, const char *bytes, size_
     return ret;
 }
 
-/* Private mode: the ledger's unit options from release.* (the release stage's keys, so both
- * stages name and cap the same units; docs/release.md "Composition"). */
-static void ledger_opts(const struct core_config *cfg, const char *const *devices, size_t n_dev,
-                        struct cal_ledger_opts *lo, struct core_dp_scheme *sc)
-{
-    core_dp_scheme_from_config(cfg, sc); /* the ledger's scheme, exactly as release binds it */
-    memset(lo, 0, sizeof(*lo));
-    lo->devices = devices;
-    lo->n_devices = n_dev;
-    lo->slot_ms = sc->slot_ms;
-    lo->widen_ms = cal_ledger_widen_ms(sc); /* raw times: ingest snaps them (<= p/2) */
-    lo->cap.eps = core_config_double(cfg, "release.ledger.cap_eps");
-    lo->cap.delta = core_config_double(cfg, "release.ledger.cap_delta");
-    lo->cap.rho = 0.0; /* as the release stage: no mechanism here charges zCDP */
-}
-
 /* Devices: the --device flags, else calibrate.ledger.devices (borrowed strings). */
 static size_t devices_of(const struct core_config *cfg, const char *const *flags, size_t n_flags,
                          const char **out)
@@ -213,7 +197,7 @@ static int run_private(struct core_config *cfg, const struct cal_opts *o,
     if (app_ledger_path(cfg, ledger_flag, path, sizeof(path)) != 0)
         return APP_EXIT_USAGE;
     lop.path = path;
-    ledger_opts(cfg, devices, n_dev, &lo, &lop.scheme);
+    cal_ledger_opts_from_config(cfg, devices, n_dev, &lo, &lop.scheme);
     lop.cap = lo.cap;
     rc = core_dp_ledger_open_config(cfg, &lop, &led, eb, sizeof(eb));
     if (rc != CORE_OK) {

@@ -142,8 +142,7 @@ static int carry_to(struct core_dp_tally *t, const char *old_path, const struct 
     core_err rc;
 
     core_dp_scheme_from_config(cfg, &nw);
-    cap.eps = core_config_double(cfg, "release.ledger.cap_eps");
-    cap.delta = core_config_double(cfg, "release.ledger.cap_delta");
+    core_dp_cap_from_config(cfg, &cap);
     rc =
         core_dp_tally_carry_to(t, old_path, &nw, &cap, new_path, &units, &releases, eb, sizeof(eb));
     if (rc != CORE_OK) {

@@ -10,6 +10,13 @@ void core_dp_scheme_from_config(const struct core_config *cfg, struct core_dp_sc
     out->period_ms = core_config_int(cfg, "ingest.period_ms");
 }
 
+void core_dp_cap_from_config(const struct core_config *cfg, struct core_dp_cost *out)
+{
+    out->eps = core_config_double(cfg, "release.ledger.cap_eps");
+    out->delta = core_config_double(cfg, "release.ledger.cap_delta");
+    out->rho = 0.0;
+}
+
 int core_dp_ledger_store_path(const struct core_config *cfg, char *buf, size_t n)
 {
     const char *store = core_config_str(cfg, "release.ledger.store");

@@ -4,7 +4,8 @@
  * SPDX-License-Identifier: Apache-2.0
  *
  * Keys read: release.ledger.slot_ms, release.policy.time_radius, ingest.period_ms (the
- * scheme; each window's provenance must agree), release.ledger.store,
+ * scheme; each window's provenance must agree), release.ledger.cap_eps and cap_delta (the
+ * cap), release.ledger.store,
  * release.ledger.replay_horizon_ms and state.dir. They are declared by the stages' key tables
  * (the configuration must hold them).
  * Thread-safety: as the configuration (read-only use).
@@ -19,6 +20,10 @@
 
 /* The ledger's unit scheme from configuration into out. */
 void core_dp_scheme_from_config(const struct core_config *cfg, struct core_dp_scheme *out);
+
+/* The ledger's lifetime cap from configuration: release.ledger.cap_eps and cap_delta; rho 0
+ * (no mechanism that charges a ledger charges zCDP). */
+void core_dp_cap_from_config(const struct core_config *cfg, struct core_dp_cost *out);
 
 /* release.ledger.store resolved (relative: under state.dir) into buf; "" when no store is
  * configured. Returns 0, or -1 when it does not fit. */
