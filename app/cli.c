@@ -20,11 +20,11 @@ void app_cli_list(FILE *f, const struct app_command *const *table, int width)
         fprintf(f, "  %-*s %s\n", width, (*table)->name, (*table)->summary);
 }
 
-int app_exit_status(const char *name, int rc, const char *eb)
+int app_exit_status(const char *name, core_err rc, const char *eb)
 {
     if (rc == CORE_OK)
         return APP_EXIT_OK;
-    fprintf(stderr, "gcdp %s: %s\n", name, eb && eb[0] ? eb : core_strerror((core_err)rc));
+    fprintf(stderr, "gcdp %s: %s\n", name, eb && eb[0] ? eb : core_strerror(rc));
     return rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
 }
 

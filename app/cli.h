@@ -22,6 +22,8 @@
 
 #include <stdio.h>
 
+#include "core/err.h"
+
 struct core_config;
 
 /* One invocation as run() sees it. */
@@ -60,7 +62,7 @@ int app_cli_main(int argc, char **argv);
 /* The exit status of a command whose work ended with rc: 0 for CORE_OK; otherwise, after
  * "gcdp <name>: <eb, or core_strerror(rc) when eb is empty>" on stderr, 2 (usage or
  * configuration) for CORE_ECONFIG and 1 (runtime failure) for everything else. eb may be NULL. */
-int app_exit_status(const char *name, int rc, const char *eb);
+int app_exit_status(const char *name, core_err rc, const char *eb);
 
 /* The listing of a verb table: "  name  summary" lines, name padded to width. */
 void app_cli_list(FILE *f, const struct app_command *const *table, int width);

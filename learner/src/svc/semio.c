@@ -60,4 +60,3 @@ core_err lrn_sem_problem_write(const char *dir, const struct lrn_sem_opts *o,
     free(nbuf);
     return rc;
 }
-
