@@ -1,9 +1,10 @@
-/* app.h - the gcdp executable: subcommand entry points and shared option handling.
+/* app.h - the gcdp executable: the commands' table entries and shared option handling.
  * SPDX-License-Identifier: Apache-2.0
  *
- * Every subcommand is `int cmd_<name>(int argc, char **argv)` with argv[0] the subcommand
- * name, returning the process exit code (0 ok, 1 runtime failure, 2 usage/config error).
- * Only main() and the cmd_* functions decide exit codes; library code returns core_err.
+ * Every command is a `struct app_command` (cli.h) run by the one driver (cli.c): help before
+ * configuration, the common options, the configuration loaded once, exit codes (0 ok, 1
+ * runtime failure, 2 usage/config error). Only the driver and the commands' run functions
+ * decide exit codes; library code returns core_err.
  */
 #ifndef GCDP_APP_H
 #define GCDP_APP_H
@@ -17,21 +18,11 @@
 #define APP_EXIT_FAILURE 1
 #define APP_EXIT_USAGE   2
 
-int cmd_run(int argc, char **argv);
-int cmd_broker(int argc, char **argv);
-int cmd_simulate(int argc, char **argv);
-int cmd_replay(int argc, char **argv);
-int cmd_ingest(int argc, char **argv);
-int cmd_calibrate(int argc, char **argv);
-int cmd_release(int argc, char **argv);
-int cmd_ledger(int argc, char **argv);
-int cmd_semgen(int argc, char **argv);
-int cmd_learn(int argc, char **argv);
-int cmd_bench(int argc, char **argv);
-int cmd_eval(int argc, char **argv);
-int cmd_config(int argc, char **argv);
-int cmd_ctl(int argc, char **argv);
-int cmd_healthcheck(int argc, char **argv);
+#include "cli.h"
+
+extern const struct app_command app_cmd_run, app_cmd_broker, app_cmd_simulate, app_cmd_replay,
+    app_cmd_ingest, app_cmd_calibrate, app_cmd_release, app_cmd_ledger, app_cmd_semgen,
+    app_cmd_learn, app_cmd_eval, app_cmd_bench, app_cmd_ctl, app_cmd_healthcheck, app_cmd_config;
 
 /* The process skeleton of a long-running service command (app/serve.c): app_serve_init
  * makes the loop; the command starts its service on s->loop with app_serve_on_done (arg s)
@@ -62,16 +53,6 @@ void app_serve_init(struct app_serve *s, const struct core_config *cfg,
 void app_serve_on_done(void *arg, core_err status);
 int app_serve_run(struct app_serve *s, void *svc, core_err started, const char *why);
 
-struct core_dp_ledger;
-struct core_dp_ledger_opts;
-/* The ledger `gcdp release --serve` (and `gcdp run`) charges, at path: the JSONL or store
- * back end (release.ledger.store) with release.ledger.cap_* and the unit scheme of the
- * configuration (app_ledger_scheme), lo filled. Returns APP_EXIT_OK, or the exit status of
- * the failure with eb saying why (the path, the field, "held by another process"). */
-int release_ledger_open(const struct core_config *cfg, const char *path,
-                        struct core_dp_ledger_opts *lo, struct core_dp_ledger **out, char *eb,
-                        size_t ebn);
-
 /* `gcdp release --serve` (app/release_serve.c): the release service until a signal, an
  * error or exit_idle_s of silence. theta NULL: θ from topics.calibration. */
 struct release_serve_args {
@@ -85,15 +66,13 @@ int release_serve(struct core_config *cfg, const struct release_serve_args *a);
 int calibrate_serve(struct core_config *cfg, const char *input, double exit_after_s);
 
 /* `gcdp learn --server` / `gcdp learn --participant ID` (app/learn_serve.c): the learner
- * services of lrn/fedsvc.h; cmd_learn hands over when either flag is present. */
-int learn_serve(int argc, char **argv);
+ * services of lrn/fedsvc.h; `gcdp learn` hands over (its mode) when either flag is present. */
+extern const struct app_command app_cmd_learn_serve;
 bool learn_serve_wanted(int argc, char **argv);
 
-int bench_ingest(int argc, char **argv);
-int bench_calibrate(int argc, char **argv);
-int bench_release(int argc, char **argv);
-int bench_ledger(int argc, char **argv);
-int bench_learner(int argc, char **argv);
+/* The benchmarks (bench/), the verbs of `gcdp bench`. */
+extern const struct app_command app_bench_ingest, app_bench_calibrate, app_bench_release,
+    app_bench_ledger, app_bench_learner;
 
 /* Service phase of `gcdp bench release` (bench/bench_release_service.c): windows records of
  * theta's nodes through the release service on an in-process embedded broker, compared with
@@ -131,15 +110,14 @@ int bench_release_primitives(const char *dir);
  * On failure prints the reason (naming the key) to stderr and returns CORE_ECONFIG etc. */
 CORE_MUST_CHECK core_err app_config_load(int *argc, char **argv, struct core_config **out);
 
+/* As app_config_load, naming the command cmd ("bench ingest") in its messages instead of
+ * argv[0]. */
+CORE_MUST_CHECK core_err app_config_load_named(const char *cmd, int *argc, char **argv,
+                                               struct core_config **out);
+
 /* True when argv[1..argc) holds -h or --help: commands print their usage and exit 0 before
  * loading any configuration, so --help works even with a broken config file. */
 bool app_help_requested(int argc, char **argv);
-
-/* mkdir -p: create dir and every missing parent (mode 0777 before umask). Returns 0 when
- * dir exists as a directory afterwards, -1 with errno set otherwise. parent_only: create
- * only the directory part of a path (everything before its last '/'), e.g. for an output
- * prefix or a file path. */
-int app_mkdir_p(const char *dir, int parent_only);
 
 /* The privacy ledger's path: flag (a path given on the command line, used as given) or
  * release.ledger.path, which when relative lives under state.dir (created if missing).
@@ -149,23 +127,6 @@ int app_ledger_path(const struct core_config *cfg, const char *flag, char *buf, 
 /* As app_ledger_path; create false: state.dir is not created (--check). */
 int app_ledger_path_resolve(const struct core_config *cfg, const char *flag, char *buf, size_t n,
                             bool create);
-
-/* release.ledger.store resolved as app_ledger_open does (relative: under state.dir) into buf;
- * "" when no store is configured. Returns 0, or -1 when it does not fit. */
-int app_ledger_store_path(const struct core_config *cfg, char *buf, size_t n);
-
-/* Open the ledger opts describes (opts->path from app_ledger_path) on the back end the
- * configuration names: release.ledger.store empty -> the JSONL ledger (core_dp_ledger_open);
- * set -> the store (core_dp_ledger_open_store; a relative path lives under state.dir) with
- * release.ledger.replay_horizon_ms, opts->path being its audit log. Returns as those. */
-CORE_MUST_CHECK core_err app_ledger_open(const struct core_config *cfg,
-                                         const struct core_dp_ledger_opts *opts,
-                                         struct core_dp_ledger **out, char *eb, size_t ebn);
-
-/* The ledger's unit scheme from configuration: release.ledger.slot_ms,
- * release.policy.time_radius, ingest.period_ms (each window's provenance must agree). */
-struct core_dp_scheme;
-void app_ledger_scheme(const struct core_config *cfg, struct core_dp_scheme *out);
 
 /* Refuse before anything is opened for writing: every output path must differ from every
  * input, the ledger and every other output (same file: same inode, symlinks included).
@@ -196,27 +157,12 @@ int app_require_bootstrap(struct core_config *cfg, const char *cmd);
 struct core_metrics;
 int app_metrics_start(const struct core_config *cfg, const char *cmd, struct core_metrics **out);
 
-/* `--check` of a service command (app/check.c): validate, without the network and without
- * opening anything for writing, what the service would refuse at start: broker.bootstrap
- * (required; an @FILE is read), the stage's own keys parsed as its service parses them
- * (cmd "ingest": ing_params_from_config; "calibrate": cal_service_opts_from_config;
- * "release": rel_opts_from_config + rel_drift_opts_from_config; any other cmd: none),
- * both librdkafka client profiles with every kafka.* property, metrics.bind, then the
- * inputs o names. Prints "gcdp <cmd>: configuration ok" on stdout and returns 0, or prints
+/* `--check` of a service command (app/check.c): app_require_bootstrap, then the checks of
+ * pipe/check.h. Prints "gcdp <cmd>: configuration ok" on stdout and returns 0, or prints
  * "gcdp <cmd>: configuration error: <key or flag>: <why>" on stderr and returns 2. cfg may
  * gain broker.bootstrap=@run/kafka.bootstrap as in app_require_bootstrap. */
-struct app_check_opts {
-    const char *cmd;         /* "ingest", "calibrate", "release", "learn", ... */
-    bool control;            /* the service listens to topics.control: control.key_file and
-                                control.prev_key_file load (64 hex, mode 0600) */
-    const char *theta;       /* a θ file the service loads (--theta), strictly validated */
-    const char *cal_input;   /* a calibration source (--input), parsed with calibrate.input.* */
-    const char *ledger_path; /* the ledger path (app_ledger_path_resolve): it and
-                                release.ledger.store exist writable or can be created; an
-                                existing ledger's header (read only) binds the configured
-                                unit scheme and caps */
-};
-int app_service_check(struct core_config *cfg, const struct app_check_opts *o);
+#include "pipe/check.h"
+int app_service_check(struct core_config *cfg, const struct pipe_check_opts *o);
 
 /* Help text for the common options, for each subcommand's --help. */
 extern const char app_common_help[];

@@ -10,7 +10,9 @@
 #include "cal/ledger.h"
 #include "cal/service.h"
 #include "core/dp_ledger.h"
+#include "core/dp_ledger_cfg.h"
 #include "core/dp_rng.h"
+#include "core/fsutil.h"
 #include "core/log.h"
 #include "core/metrics.h"
 
@@ -57,7 +59,7 @@ static int cal_ledger_path(const struct core_config *cfg, char *buf, size_t n)
     }
     if (p[0] == '/')
         return (size_t)snprintf(buf, n, "%s", p) < n ? 0 : -1;
-    if (!dir || !dir[0] || app_mkdir_p(dir, 0) != 0) {
+    if (!dir || !dir[0] || core_mkdir_p(dir, 0) != 0) {
         fprintf(stderr, "gcdp calibrate: state.dir '%s': cannot create: %s\n", dir ? dir : "",
                 strerror(errno));
         return -1;
@@ -75,10 +77,9 @@ static int private_opts(const struct core_config *cfg, struct cal_service_opts *
 
     if (cal_ledger_path(cfg, path, n) != 0)
         return APP_EXIT_USAGE;
-    app_ledger_scheme(cfg, &lop.scheme);
+    core_dp_scheme_from_config(cfg, &lop.scheme);
     lop.path = path;
-    lop.cap.eps = core_config_double(cfg, "release.ledger.cap_eps");
-    lop.cap.delta = core_config_double(cfg, "release.ledger.cap_delta");
+    core_dp_cap_from_config(cfg, &lop.cap);
     rc = core_dp_ledger_open(&lop, led, eb, sizeof(eb));
     if (rc != CORE_OK) {
         fprintf(stderr, "gcdp calibrate: ledger '%s': %s (%s)\n", path, eb[0] ? eb : "cannot open",

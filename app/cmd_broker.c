@@ -23,6 +23,7 @@
 #include "app.h"
 #include "broker_bind.h"
 #include "core/broker.h"
+#include "core/fsutil.h"
 #include "core/log.h"
 #include "flags.h"
 
@@ -34,7 +35,7 @@ static core_err write_bootstrap(const char *path, const char *addr)
     char tmp[4200];
     FILE *f;
 
-    (void)app_mkdir_p(path, 1); /* a failure shows as the open error below */
+    (void)core_mkdir_p(path, 1); /* a failure shows as the open error below */
     snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
     f = fopen(tmp, "w");
     if (!f)
@@ -264,27 +265,18 @@ static void announce(const struct broker_opts *o, struct core_broker *b)
     fflush(stdout);
 }
 
-int cmd_broker(int argc, char **argv)
+static int cmd_main(struct app_call *call)
 {
-    struct core_config *cfg = NULL;
+    const struct core_config *cfg = call->cfg;
     struct core_broker *b = NULL;
     struct broker_opts o = {"run/kafka.bootstrap", 0, 1, 0, {NULL}, 0, NULL};
     const char *topics[NTOPIC_KEYS];
     sigset_t set;
     int rc = APP_EXIT_FAILURE, ret, sig, ctl = -1;
 
-    if (app_help_requested(argc, argv)) {
-        usage(stdout);
-        return APP_EXIT_OK;
-    }
-    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
-        return APP_EXIT_USAGE;
-    core_log_set_component("broker");
     o.partitions = (long)core_config_int(cfg, "broker.partitions");
-    if ((ret = parse_opts(argc, argv, &o)) >= 0) {
-        rc = ret;
-        goto out;
-    }
+    if ((ret = parse_opts(call->argc, call->argv, &o)) >= 0)
+        return ret;
     for (size_t i = 0; i < NTOPIC_KEYS; i++)
         topics[i] = core_config_str(cfg, topic_keys[i]);
     /* Before any librdkafka thread exists: threads inherit the mask (KAFKA.md §8.1). */
@@ -312,6 +304,13 @@ out:
         unlink(o.control);
     }
     core_broker_free(b);
-    core_config_free(cfg);
     return rc;
 }
+
+const struct app_command app_cmd_broker = {
+    .name = "broker",
+    .summary = "run the embedded in-memory Kafka-protocol broker (dev/test only)",
+    .help = usage,
+    .run = cmd_main,
+    .component = "broker",
+};

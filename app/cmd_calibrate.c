@@ -14,6 +14,7 @@
 #include "cal/publish.h"
 #include "cal/theta.h"
 #include "core/dp_ledger.h"
+#include "core/dp_ledger_cfg.h"
 #include "core/dp_rng.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -166,22 +167,6 @@ static int publish_bytes(const struct core_config *cfg, const char *bytes, size_
     return ret;
 }
 
-/* Private mode: the ledger's unit options from release.* (the release stage's keys, so both
- * stages name and cap the same units; docs/release.md "Composition"). */
-static void ledger_opts(const struct core_config *cfg, const char *const *devices, size_t n_dev,
-                        struct cal_ledger_opts *lo, struct core_dp_scheme *sc)
-{
-    app_ledger_scheme(cfg, sc); /* the ledger's scheme, exactly as release binds it */
-    memset(lo, 0, sizeof(*lo));
-    lo->devices = devices;
-    lo->n_devices = n_dev;
-    lo->slot_ms = sc->slot_ms;
-    lo->widen_ms = cal_ledger_widen_ms(sc); /* raw times: ingest snaps them (<= p/2) */
-    lo->cap.eps = core_config_double(cfg, "release.ledger.cap_eps");
-    lo->cap.delta = core_config_double(cfg, "release.ledger.cap_delta");
-    lo->cap.rho = 0.0; /* as the release stage: no mechanism here charges zCDP */
-}
-
 /* Devices: the --device flags, else calibrate.ledger.devices (borrowed strings). */
 static size_t devices_of(const struct core_config *cfg, const char *const *flags, size_t n_flags,
                          const char **out)
@@ -212,9 +197,9 @@ static int run_private(struct core_config *cfg, const struct cal_opts *o,
     if (app_ledger_path(cfg, ledger_flag, path, sizeof(path)) != 0)
         return APP_EXIT_USAGE;
     lop.path = path;
-    ledger_opts(cfg, devices, n_dev, &lo, &lop.scheme);
+    cal_ledger_opts_from_config(cfg, devices, n_dev, &lo, &lop.scheme);
     lop.cap = lo.cap;
-    rc = app_ledger_open(cfg, &lop, &led, eb, sizeof(eb));
+    rc = core_dp_ledger_open_config(cfg, &lop, &led, eb, sizeof(eb));
     if (rc != CORE_OK) {
         fprintf(stderr,
                 "gcdp calibrate: ledger '%s': %s (%s); nothing charged, no noise "
@@ -532,7 +517,7 @@ static int run_serve(struct core_config *cfg, const struct calibrate_cli *cli)
         return APP_EXIT_USAGE;
     }
     if (cli->serve_check) {
-        struct app_check_opts co = {"calibrate", true, NULL, cli->input, NULL};
+        struct pipe_check_opts co = {"calibrate", true, NULL, cli->input, NULL};
         return app_service_check(cfg, &co);
     }
     return calibrate_serve(cfg, cli->input, cli->exit_after);
@@ -550,25 +535,27 @@ static int run_offline(struct core_config *cfg, const struct calibrate_cli *cli)
     return cli->check ? check_file(cli->check) : run(cfg, cli);
 }
 
-int cmd_calibrate(int argc, char **argv)
+static int cmd_main(struct app_call *call)
 {
-    struct core_config *cfg = NULL;
+    struct core_config *cfg = call->cfg;
+    int argc = call->argc;
+    char **argv = call->argv;
     struct calibrate_cli cli = {0};
     int ret;
 
-    if (app_help_requested(argc, argv)) {
-        usage(stdout);
-        return APP_EXIT_OK;
-    }
-    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
-        return APP_EXIT_USAGE;
-    core_log_set_component("calibrate");
     cli.serve_check = take_serve_check(&argc, argv);
     ret = parse_args(argc, argv, cfg, &cli);
     if (ret == APP_EXIT_OK)
         ret = check_args(argc, argv, cfg, &cli);
     if (ret == APP_EXIT_OK)
         ret = cli.serve ? run_serve(cfg, &cli) : run_offline(cfg, &cli);
-    core_config_free(cfg);
     return ret;
 }
+
+const struct app_command app_cmd_calibrate = {
+    .name = "calibrate",
+    .summary = "build theta (GC-DP calibration) from a calibration matrix",
+    .help = usage,
+    .run = cmd_main,
+    .component = "calibrate",
+};

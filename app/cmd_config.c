@@ -27,23 +27,24 @@ static void redact_secrets(json_t *dump)
     }
 }
 
-int cmd_config(int argc, char **argv)
+static void usage(FILE *f)
 {
-    struct core_config *cfg = NULL;
+    fprintf(f,
+            "usage: gcdp config keys | show [common options]\n"
+            "  keys  list every configuration key with type, default, range and meaning\n"
+            "  show  print the effective configuration (defaults < file < env < --set)\n\n%s",
+            app_common_help);
+}
+
+static int cmd_main(struct app_call *call)
+{
+    const struct core_config *cfg = call->cfg;
+    int argc = call->argc;
+    char **argv = call->argv;
     json_t *dump;
 
-    if (app_help_requested(argc, argv)) {
-        printf("usage: gcdp config keys | show [common options]\n"
-               "  keys  list every configuration key with type, default, range and meaning\n"
-               "  show  print the effective configuration (defaults < file < env < --set)\n\n%s",
-               app_common_help);
-        return APP_EXIT_OK;
-    }
-    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
-        return APP_EXIT_USAGE;
     if (argc > 2) { /* e.g. a bare trailing --set: never silently ignored */
         fprintf(stderr, "gcdp config: unexpected argument '%s'\n", argv[2]);
-        core_config_free(cfg);
         return APP_EXIT_USAGE;
     }
     if (argc >= 2 && strcmp(argv[1], "keys") == 0) {
@@ -56,9 +57,14 @@ int cmd_config(int argc, char **argv)
         json_decref(dump);
     } else {
         fprintf(stderr, "gcdp config: expected 'keys' or 'show'\n");
-        core_config_free(cfg);
         return APP_EXIT_USAGE;
     }
-    core_config_free(cfg);
     return APP_EXIT_OK;
 }
+
+const struct app_command app_cmd_config = {
+    .name = "config",
+    .summary = "configuration: `config keys` lists every key, `config show`",
+    .help = usage,
+    .run = cmd_main,
+};

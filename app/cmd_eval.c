@@ -329,7 +329,6 @@ static int run_tables_from(const char *tables_from, const char *md)
 static int run_dataset(struct eval_opts *o)
 {
     char data_dir[4096], eb[1024] = "";
-    core_err rc;
 
     if (!o->data_dir && strcmp(o->dataset, "csv") == 0) {
         fprintf(stderr, "gcdp eval: --dataset csv needs --data DATASET.json\n");
@@ -339,26 +338,17 @@ static int run_dataset(struct eval_opts *o)
         snprintf(data_dir, sizeof(data_dir), "../shared/data/%s", o->dataset);
         o->data_dir = data_dir;
     }
-    rc = eval_run(o, eb, sizeof(eb));
-    if (rc != CORE_OK) {
-        fprintf(stderr, "gcdp eval: %s\n", eb[0] ? eb : core_strerror(rc));
-        return rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
-    }
-    return APP_EXIT_OK;
+    return app_exit_status("eval", eval_run(o, eb, sizeof(eb)), eb);
 }
 
-int cmd_eval(int argc, char **argv)
+static int cmd_main(struct app_call *call)
 {
     struct eval_cli cli;
     char eb[1024] = "";
     core_err rc;
     int st;
 
-    if (app_help_requested(argc, argv)) {
-        usage(stdout);
-        return APP_EXIT_OK;
-    }
-    st = parse_args(argc, argv, &cli);
+    st = parse_args(call->argc, call->argv, &cli);
     if (st != APP_EXIT_OK)
         return st;
     if (cli.rebuild7) {
@@ -369,15 +359,18 @@ int cmd_eval(int argc, char **argv)
         }
         return APP_EXIT_OK;
     }
-    if (cli.figure7) {
-        rc = eval_run_scaling(&cli.o, eb, sizeof(eb));
-        if (rc != CORE_OK) {
-            fprintf(stderr, "gcdp eval: %s\n", eb[0] ? eb : core_strerror(rc));
-            return rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
-        }
-        return APP_EXIT_OK;
-    }
+    if (cli.figure7)
+        return app_exit_status("eval", eval_run_scaling(&cli.o, eb, sizeof(eb)), eb);
     if (cli.tables_from)
         return run_tables_from(cli.tables_from, cli.md);
     return run_dataset(&cli.o);
 }
+
+/* The evaluation takes its settings from its flags only (no configuration keys). */
+const struct app_command app_cmd_eval = {
+    .name = "eval",
+    .summary = "evaluation protocol of the GC-DP paper (tables, figures) on a dataset",
+    .help = usage,
+    .run = cmd_main,
+    .flags = APP_CMD_NO_CONFIG,
+};

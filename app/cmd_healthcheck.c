@@ -106,27 +106,21 @@ static int parse_opts(int argc, char **argv, long *port, const char **host, doub
     return 0;
 }
 
-int cmd_healthcheck(int argc, char **argv)
+static int cmd_main(struct app_call *call)
 {
-    struct core_config *cfg = NULL;
+    const struct core_config *cfg = call->cfg;
     const char *host = NULL;
     char addr[64], reason[256];
     double timeout = 3;
     long port = 0;
-    int code, rc = APP_EXIT_USAGE;
+    int code, rc;
 
-    if (app_help_requested(argc, argv)) {
-        usage(stdout);
-        return APP_EXIT_OK;
-    }
-    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
+    if (parse_opts(call->argc, call->argv, &port, &host, &timeout) != 0)
         return APP_EXIT_USAGE;
-    if (parse_opts(argc, argv, &port, &host, &timeout) != 0)
-        goto out;
     if (!port && !(port = (long)core_config_int(cfg, "metrics.port"))) {
         fprintf(stderr, "gcdp healthcheck: metrics.port is 0 (no /healthz served); give "
                         "--port or set metrics.port\n");
-        goto out;
+        return APP_EXIT_USAGE;
     }
     if (!host)
         host = core_config_str(cfg, "metrics.bind");
@@ -141,7 +135,12 @@ int cmd_healthcheck(int argc, char **argv)
         rc = APP_EXIT_OK;
     if (code == 200)
         printf("gcdp healthcheck: %s:%ld/healthz: 200 %s\n", addr, port, reason);
-out:
-    core_config_free(cfg);
     return rc;
 }
+
+const struct app_command app_cmd_healthcheck = {
+    .name = "healthcheck",
+    .summary = "probe a running service's /healthz (the container image's HEALTHCHECK)",
+    .help = usage,
+    .run = cmd_main,
+};

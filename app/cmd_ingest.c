@@ -141,9 +141,9 @@ static const struct app_service_ops ingest_ops = {
     "the consumer to leave its group",
     stop_svc, print_summary, free_svc};
 
-int cmd_ingest(int argc, char **argv)
+static int cmd_main(struct app_call *call)
 {
-    struct core_config *cfg = NULL;
+    struct core_config *cfg = call->cfg;
     struct core_metrics *metrics = NULL;
     struct ingest_opts o = {"gcdp-ingest", 500, 0, false, false};
     struct app_serve srv;
@@ -153,24 +153,14 @@ int cmd_ingest(int argc, char **argv)
     int rc = APP_EXIT_USAGE, ret;
     core_err err;
 
-    if (app_help_requested(argc, argv)) {
-        usage(stdout);
-        return APP_EXIT_OK;
-    }
-    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
-        return APP_EXIT_USAGE;
-    core_log_set_component("ingest");
-    if ((ret = parse_opts(argc, argv, &o)) >= 0) {
-        rc = ret;
-        goto out;
-    }
+    if ((ret = parse_opts(call->argc, call->argv, &o)) >= 0)
+        return ret;
     if (o.check) {
-        struct app_check_opts co = {"ingest", false, NULL, NULL, NULL};
-        rc = app_service_check(cfg, &co);
-        goto out;
+        struct pipe_check_opts co = {"ingest", false, NULL, NULL, NULL};
+        return app_service_check(cfg, &co);
     }
     if (app_require_bootstrap(cfg, "ingest") != 0)
-        goto out;
+        return APP_EXIT_USAGE;
     if (app_metrics_start(cfg, "ingest", &metrics) != 0) {
         rc = APP_EXIT_FAILURE;
         goto out;
@@ -183,6 +173,13 @@ int cmd_ingest(int argc, char **argv)
     rc = app_serve_run(&srv, svc, err, eb); /* a bad setting: 2 */
 out:
     core_metrics_free(metrics);
-    core_config_free(cfg);
     return rc;
 }
+
+const struct app_command app_cmd_ingest = {
+    .name = "ingest",
+    .summary = "ingest stage: sensors.raw -> gcdp.windows + sensors.rejected",
+    .help = usage,
+    .run = cmd_main,
+    .component = "ingest",
+};

@@ -14,6 +14,7 @@
 
 #include "app.h"
 #include "core/dp_rng.h"
+#include "core/fsutil.h"
 #include "core/mem.h"
 #include "core/pool.h"
 #include "flags.h"
@@ -25,6 +26,7 @@
 #include "lrn/graphout.h"
 #include "lrn/metrics.h"
 #include "lrn/pgcd.h"
+#include "lrn/report.h"
 #include "lrn/runner.h"
 
 #define LEARN_MAX_P 1024
@@ -106,6 +108,14 @@ struct learn_args {
     char **files;
     size_t P;
 };
+
+static void usage(FILE *f)
+{
+    fputs(learn_help, f);
+    fputs(learn_help_more, f);
+    fputs(learn_help_exit, f);
+    fputs(app_common_help, f);
+}
 
 static int num(const char *s, double *v)
 {
@@ -283,10 +293,7 @@ static int parse_one(int c, int li, struct learn_args *a, struct overrides *v, e
         a->quiet = 1;
         return 0;
     case 'h':
-        fputs(learn_help, stdout);
-        fputs(learn_help_more, stdout);
-        fputs(learn_help_exit, stdout);
-        fputs(app_common_help, stdout);
+        usage(stdout);
         return 1;
     default:
         return -1;
@@ -396,85 +403,6 @@ static int write_graph(const struct learn_args *a, const char *tag, const double
     return 0;
 }
 
-static json_t *opts_json(const struct lrn_runner_opts *o)
-{
-    return json_pack(
-        "{s:s,s:I,s:f,s:f,s:s,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:f,s:f}", "method",
-        lrn_method_name(o->method), "rounds", (json_int_t)o->admm.max_rounds, "rho1", o->admm.rho1,
-        "rho2", o->admm.rho2, "wire", o->admm.wire == LRN_WIRE_DENSE ? "dense" : "sparse", "lambda",
-        lrn_method_is_dppgcd(o->method) ? o->dppgcd.lambda : o->pgcd.lambda, "gamma",
-        lrn_method_is_dppgcd(o->method) ? o->dppgcd.gamma : o->pgcd.gamma, "threshold",
-        o->admm.w_threshold, "steps",
-        (json_int_t)(lrn_method_is_dppgcd(o->method) ? o->dppgcd.steps : o->pgcd.max_steps), "eps",
-        o->dppgcd.eps, "clip", o->dppgcd.clip, "cov_bound", o->cov_bound, "notears_lambda",
-        o->notears.lambda, "delta", o->dppgcd.delta);
-}
-
-static const char *m_source_name(enum lrn_m_source m)
-{
-    return m == LRN_M_PRIVATE ? "private" : m == LRN_M_PUBLIC ? "public" : "exact";
-}
-
-/* Why the ADMM run ended, for the summary and the metrics. */
-static const char *stop_reason(const struct lrn_runner_opts *o, const struct lrn_runner_result *r)
-{
-    if (r->admm.status == LRN_ADMM_CONVERGED)
-        return "primal and dual residuals and h under tolerance, support stable";
-    if (r->admm.status == LRN_ADMM_STOPPED)
-        return "stopped by the caller";
-    if (!(o->admm.primal_tol > 0.0))
-        return "max_rounds (no stopping rule: learner.primal_tol = 0)";
-    return "max_rounds reached before the stopping rule held: NOT converged";
-}
-
-static json_t *result_json(const struct lrn_runner_opts *o, const struct lrn_runner_result *r,
-                           double secs)
-{
-    json_t *j = json_pack("{s:f,s:I,s:I,s:f,s:f,s:I}", "wall_seconds", secs, "rounds",
-                          (json_int_t)r->admm.rounds, "pruned", (json_int_t)r->admm.pruned, "h_raw",
-                          !lrn_method_is_federated(o->method) ? r->notears.h_raw : r->admm.h_raw,
-                          "bytes_model_mb", (double)r->admm.bytes_model / 1e6, "bytes_wire",
-                          (json_int_t)r->admm.bytes_wire);
-    json_object_set_new(j, "bytes_model", json_integer((json_int_t)r->admm.bytes_model));
-    json_object_set_new(j, "centered", json_boolean(r->centered));
-    json_object_set_new(j, "standardized", json_boolean(r->standardized));
-    if (lrn_method_is_federated(o->method)) {
-        json_t *c = json_object();
-        json_object_set_new(c, "converged", json_boolean(r->admm.status == LRN_ADMM_CONVERGED));
-        json_object_set_new(c, "stop_reason", json_string(stop_reason(o, r)));
-        json_object_set_new(c, "rounds", json_integer((json_int_t)r->admm.rounds));
-        json_object_set_new(c, "max_rounds", json_integer((json_int_t)o->admm.max_rounds));
-        json_object_set_new(c, "primal_residual", json_real(r->admm.primal_residual));
-        json_object_set_new(c, "dual_residual", json_real(r->admm.dual_residual));
-        json_object_set_new(c, "h_server", json_real(r->admm.h_server));
-        json_object_set_new(c, "stable_rounds", json_integer((json_int_t)r->admm.stable_rounds));
-        json_object_set_new(c, "primal_tol", json_real(o->admm.primal_tol));
-        json_object_set_new(c, "dual_tol", json_real(o->admm.dual_tol));
-        json_object_set_new(c, "h_tol", json_real(o->admm.h_tol));
-        json_object_set_new(c, "stable_rounds_needed",
-                            json_integer((json_int_t)o->admm.stable_rounds));
-        json_object_set_new(j, "convergence", c);
-    }
-    if (lrn_method_is_dppgcd(o->method) || o->method == LRN_METHOD_DP_FED_BNSL) {
-        bool priv = o->method == LRN_METHOD_DP_FED_BNSL || r->m_private;
-        /* never a finite ε alone for a run that is not end-to-end private */
-        json_object_set_new(j, "private", json_boolean(priv));
-        json_object_set_new(j, "eps_spent",
-                            priv && isfinite(r->eps_spent) ? json_real(r->eps_spent) : json_null());
-        json_object_set_new(j, "m_private", json_boolean(priv));
-        if (lrn_method_is_dppgcd(o->method)) {
-            json_object_set_new(j, "m_source", json_string(m_source_name(o->dppgcd.m_source)));
-            json_object_set_new(j, "eps_m",
-                                r->m_private && o->dppgcd.m_source == LRN_M_PRIVATE
-                                    ? json_real(o->dppgcd.eps_m)
-                                : r->m_private ? json_real(0.0)
-                                               : json_null());
-            json_object_set_new(j, "eps_optimisation_and_m", json_real(r->eps_opt));
-        }
-    }
-    return j;
-}
-
 static int add_metrics(json_t *arr, const double *truth, const double *w, size_t d)
 {
     struct lrn_metrics m;
@@ -558,9 +486,9 @@ static void print_status(const struct lrn_runner_opts *o, const struct lrn_runne
         printf("%s after %zu of %zu rounds (%s); primal %.2e (tol %g), dual %.2e (tol %g), "
                "h(W~) %.2e (tol %g), support stable %zu rounds (need %zu)\n",
                r->admm.status == LRN_ADMM_CONVERGED ? "converged" : "NOT converged", r->admm.rounds,
-               o->admm.max_rounds, stop_reason(o, r), r->admm.primal_residual, o->admm.primal_tol,
-               r->admm.dual_residual, o->admm.dual_tol, r->admm.h_server, o->admm.h_tol,
-               r->admm.stable_rounds, o->admm.stable_rounds);
+               o->admm.max_rounds, lrn_runner_stop_reason(o, r), r->admm.primal_residual,
+               o->admm.primal_tol, r->admm.dual_residual, o->admm.dual_tol, r->admm.h_server,
+               o->admm.h_tol, r->admm.stable_rounds, o->admm.stable_rounds);
     printf("data: %s\n", r->standardized ? "each participant centred and standardized"
                          : r->centered   ? "each participant centred"
                                          : "raw (not centred)");
@@ -604,7 +532,8 @@ static int run_and_report(struct learn_args *a, struct learn_state *s, size_t d)
     }
     secs = now_s() - t0;
     if (!a->quiet && lrn_method_is_federated(a->ro.method)) /* closes the progress lines */
-        fprintf(stderr, "stop after round %zu: %s\n", res.admm.rounds, stop_reason(&a->ro, &res));
+        fprintf(stderr, "stop after round %zu: %s\n", res.admm.rounds,
+                lrn_runner_stop_reason(&a->ro, &res));
     printf("%s: d = %zu, P = %zu, %.3f s, %zu rounds, communication %.3f MB (paper model), "
            "%llu bytes encoded\n",
            lrn_method_name(a->ro.method), d, a->P, secs, res.admm.rounds,
@@ -619,8 +548,8 @@ static int run_and_report(struct learn_args *a, struct learn_state *s, size_t d)
         if (ret == 0 && s->truth)
             ret = add_metrics(mets, s->truth, s->w + g * d * d, d);
     }
-    json_object_set_new(s->report, "options", opts_json(&a->ro));
-    json_object_set_new(s->report, "result", result_json(&a->ro, &res, secs));
+    json_object_set_new(s->report, "options", lrn_runner_opts_json(&a->ro));
+    json_object_set_new(s->report, "result", lrn_runner_result_json(&a->ro, &res, secs));
     json_object_set_new(s->report, "metrics", mets);
     if (ret == 0 && (a->personalize || a->n_ptruth) && ngraph == 1)
         ret = personalize(a, s->csv, s->w, d, s->report);
@@ -649,9 +578,9 @@ static int make_pool(const struct core_config *cfg, const struct overrides *v,
     return 0;
 }
 
-int cmd_learn(int argc, char **argv)
+static int cmd_main(struct app_call *call)
 {
-    struct core_config *cfg = NULL;
+    const struct core_config *cfg = call->cfg;
     struct core_pool *pool = NULL;
     struct learn_args a = {.out = "learned", .min_rows = 10, .png = 1};
     struct learn_state s = {0};
@@ -661,19 +590,8 @@ int cmd_learn(int argc, char **argv)
     size_t d, dt = 0;
     int ret = APP_EXIT_USAGE, pr;
 
-    if (learn_serve_wanted(argc, argv))
-        return learn_serve(argc, argv);
-    if (app_help_requested(argc, argv)) { /* also as a flag's value: help, never a run */
-        fputs(learn_help, stdout);
-        fputs(learn_help_more, stdout);
-        fputs(learn_help_exit, stdout);
-        fputs(app_common_help, stdout);
-        return APP_EXIT_OK;
-    }
     lrn_blas_set_threads(1); /* first: OpenBLAS's idle workers spin from load time on */
-    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
-        goto out;
-    pr = parse_args(argc, argv, &a, &ov, &m);
+    pr = parse_args(call->argc, call->argv, &a, &ov, &m);
     if (pr != 0) {
         ret = pr > 0 ? APP_EXIT_OK : APP_EXIT_USAGE;
         goto out;
@@ -711,7 +629,7 @@ int cmd_learn(int argc, char **argv)
         ret = APP_EXIT_FAILURE;
         goto out;
     }
-    if (app_mkdir_p(a.out, 1) != 0) { /* before the run: a bad --out fails fast */
+    if (core_mkdir_p(a.out, 1) != 0) { /* before the run: a bad --out fails fast */
         fprintf(stderr, "gcdp learn: cannot create the directory of --out %s: %s\n", a.out,
                 strerror(errno));
         ret = APP_EXIT_FAILURE;
@@ -727,7 +645,19 @@ out:
     free(s.truth);
     free(s.m_public);
     json_decref(s.report);
-    core_config_free(cfg);
     core_pool_free(pool);
     return ret;
 }
+
+static const struct app_command *mode(int argc, char **argv)
+{
+    return learn_serve_wanted(argc, argv) ? &app_cmd_learn_serve : NULL;
+}
+
+const struct app_command app_cmd_learn = {
+    .name = "learn",
+    .summary = "learn a DAG from participant CSVs (Fed-Sparse-BNSL and baselines)",
+    .help = usage,
+    .run = cmd_main,
+    .mode = mode,
+};

@@ -12,12 +12,13 @@
 #include "app.h"
 #include "cal/theta.h"
 #include "core/dp_ledger.h"
+#include "core/dp_ledger_cfg.h"
 #include "core/dp_rng.h"
 #include "core/fsutil.h"
-#include "core/lines.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "flags.h"
+#include "rel/offline.h"
 #include "rel/plan.h"
 #include "rel/release.h"
 
@@ -137,6 +138,11 @@ static int check_args(int argc, const struct args *a)
     return APP_EXIT_OK;
 }
 
+static void usage(FILE *f)
+{
+    fprintf(f, "%s%s%s", release_help, release_serve_help, app_common_help);
+}
+
 /* Parse argv into a (defaults first), then check_args. --help prints the help and returns
  * APP_EXIT_OK + 100. */
 static int parse_args(int argc, char **argv, struct args *a)
@@ -214,7 +220,7 @@ static int parse_args(int argc, char **argv, struct args *a)
             }
             break;
         case 'h':
-            printf("%s%s%s", release_help, release_serve_help, app_common_help);
+            usage(stdout);
             return APP_EXIT_OK + 100;
         default:
             return APP_EXIT_USAGE;
@@ -277,156 +283,35 @@ static void print_plan(const struct rel_plan *p)
     json_decref(o);
 }
 
-static core_err emit_line(void *arg, const char *bytes, size_t len, bool replayed)
+static void on_skip(void *arg, size_t lineno, const char *why, core_err rc)
 {
-    (void)replayed;
-    if (fwrite(bytes, 1, len, arg) != len || fputc('\n', arg) == EOF)
-        return CORE_EIO;
-    return CORE_OK;
+    (void)arg;
+    fprintf(stderr, "gcdp release: input line %zu: %s (%s); skipped\n", lineno, why,
+            core_errname(rc));
 }
 
-/* A refusal that concerns one record only (nothing charged, nothing drawn). */
-static int record_refusal(core_err rc)
+static int run_stream(struct rel_offline *r, FILE *in, FILE *out)
 {
-    return rc == CORE_EINVAL || rc == CORE_EPARSE || rc == CORE_ETOOBIG || rc == CORE_EBUDGET;
-}
-
-/* One release run: the plan is built from the first non-excluded record's provenance. */
-struct run {
-    const struct core_config *cfg;
-    const struct args *a;
-    struct cal_theta *theta;
-    struct rel_opts opts;
-    struct rel_plan *plan;
-    struct core_dp_ledger *ledger; /* NULL with --plan */
-    struct core_dp_scheme scheme;  /* the ledger's */
-    struct rel_releaser *rr;
-    uint64_t excluded_before; /* excluded records before the plan existed */
-    bool plan_failed;         /* θ, configuration and the records' provenance do not make a
-                                 plan: a configuration/θ error (exit 2) */
-};
-
-static core_err build_plan(struct run *r, const struct rel_window *w, char *eb, size_t ebn)
-{
-    core_err rc = rel_plan_for_window(r->theta, &r->opts, w, r->ledger ? r->scheme.period_ms : 0,
-                                      &r->plan, eb, ebn);
-
-    if (rc != CORE_OK)
-        return rc;
-    if (r->a->theta_out) {
-        rel_plan_fill_theta(r->plan, r->theta);
-        if (cal_theta_save_file(r->theta, r->a->theta_out, eb, ebn) != CORE_OK)
-            return CORE_EIO;
-    }
-    if (!r->ledger)
-        return CORE_OK;
-    rc = rel_releaser_new(r->plan, r->ledger, core_rng_os(),
-                          (size_t)core_config_int(r->cfg, "release.ledger.batch"),
-                          (unsigned)core_config_int(r->cfg, "release.threads"), &r->rr);
-    if (rc != CORE_OK)
-        snprintf(eb, ebn, "cannot start the releaser (%s)", core_strerror(rc));
-    return rc;
-}
-
-/* Parse one line and release it (building the plan on the first record that needs one). */
-static core_err one_record(struct run *r, struct rel_window *w, const char *line, size_t n,
-                           FILE *out, char *eb, size_t ebn)
-{
-    core_err rc = rel_window_from_json(line, n, w, eb, ebn);
-
-    if (rc != CORE_OK)
-        return rc;
-    if (!r->plan && w->excluded) {
-        r->excluded_before++;
-        return CORE_OK;
-    }
-    if (!r->plan && (rc = build_plan(r, w, eb, ebn)) != CORE_OK) {
-        r->plan_failed = true;
-        return rc == CORE_EINVAL ? CORE_ESTATE : rc; /* no plan: nothing else can go on */
-    }
-    if (!r->rr)
-        return CORE_OK; /* --plan: the plan is all we wanted */
-    return rel_releaser_push(r->rr, w, emit_line, out, eb, ebn);
-}
-
-/* Read records one line at a time and release them; stops at the first refusal after
- * committing and writing everything before it (or, with --skip-refused, goes on).
- * *lineno: the line of the last record read. */
-static core_err read_records(struct run *r, struct core_lines *ln, struct rel_window *w, FILE *out,
-                             char *eb, size_t ebn, size_t *lineno, size_t *skipped)
-{
-    core_err rc = CORE_OK;
-    char *line;
-    size_t n;
-
-    while (rc == CORE_OK) {
-        rc = core_lines_next(ln, &line, &n, eb, ebn); /* a refused line is skipped whole */
-        if (rc == CORE_ENOTFOUND)
-            return CORE_OK;
-        *lineno = (size_t)core_lines_lineno(ln);
-        if (rc == CORE_ETOOBIG)
-            snprintf(eb, ebn, "record longer than %u bytes", REL_MAX_LINE);
-        if (rc == CORE_OK && n == 0)
-            continue;
-        if (rc == CORE_OK)
-            rc = one_record(r, w, line, n, out, eb, ebn);
-        if (r->a->skip && record_refusal(rc)) {
-            fprintf(stderr, "gcdp release: input line %zu: %s (%s); skipped\n", *lineno, eb,
-                    core_errname(rc));
-            (*skipped)++;
-            rc = CORE_OK;
-        }
-        if (rc == CORE_OK && r->plan && !r->rr)
-            break; /* --plan */
-    }
-    return rc;
-}
-
-static int run_stream(struct run *r, FILE *in, FILE *out)
-{
-    struct rel_window w;
-    struct core_lines *ln = core_lines_wrap(in, "input", REL_MAX_LINE);
     char eb[1024] = "";
-    size_t lineno = 0, skipped = 0;
-    core_err rc;
+    core_err rc = rel_offline_run(r, in, out, eb, sizeof(eb));
 
-    rel_window_init(&w, r->theta);
-    rc = read_records(r, ln, &w, out, eb, sizeof(eb), &lineno, &skipped);
-    if (r->rr) {
-        char eb2[512] = "";
-        core_err fr = rel_releaser_flush(r->rr, emit_line, out, eb2, sizeof(eb2));
-        if (rc == CORE_OK && fr != CORE_OK) {
-            rc = fr;
-            snprintf(eb, sizeof(eb), "%s", eb2);
-            lineno = 0;
-        }
-    }
-    if (rc == CORE_OK && !r->plan && r->a->plan_only) {
-        snprintf(eb, sizeof(eb),
-                 "no non-excluded window record in the input: the plan is "
-                 "built from a record's provenance");
-        rc = CORE_EPARSE;
-        lineno = 0;
-    }
-    if (rc != CORE_OK && lineno)
-        fprintf(stderr, "gcdp release: input line %zu: %s (%s)\n", lineno,
+    if (rc != CORE_OK && r->lineno)
+        fprintf(stderr, "gcdp release: input line %zu: %s (%s)\n", r->lineno,
                 eb[0] ? eb : "output error", core_errname(rc));
     else if (rc != CORE_OK)
         fprintf(stderr, "gcdp release: %s (%s)\n", eb[0] ? eb : "output error", core_errname(rc));
-    if (skipped)
-        fprintf(stderr, "gcdp release: %zu record(s) refused and skipped\n", skipped);
-    core_lines_free(ln);
-    rel_window_cleanup(&w);
+    if (r->skipped)
+        fprintf(stderr, "gcdp release: %zu record(s) refused and skipped\n", r->skipped);
     if (rc != CORE_OK && r->plan_failed && rc != CORE_EIO)
         return APP_EXIT_USAGE;
     return rc == CORE_OK ? APP_EXIT_OK : APP_EXIT_FAILURE;
 }
 
-static int open_ledger(struct run *r)
+static int open_ledger(struct rel_offline *r, const char *path)
 {
-    struct core_dp_ledger_opts lo = {r->a->ledger_path, r->opts.cap, 0, r->scheme};
+    struct core_dp_ledger_opts lo = {path, r->opts.cap, 0, r->scheme};
     char eb[1024] = "";
-    core_err rc = app_ledger_open(r->cfg, &lo, &r->ledger, eb, sizeof(eb));
+    core_err rc = core_dp_ledger_open_config(r->cfg, &lo, &r->ledger, eb, sizeof(eb));
 
     if (rc != CORE_OK) {
         fprintf(stderr, "gcdp release: ledger '%s': %s (%s)\n", lo.path, eb[0] ? eb : "cannot open",
@@ -459,9 +344,8 @@ static int open_input(const char *input, FILE **in)
     return APP_EXIT_OK;
 }
 
-static int run_release(struct run *r)
+static int run_release(const struct args *a, struct rel_offline *r)
 {
-    const struct args *a = r->a;
     struct rel_release_stats st;
     struct core_outfile of = {0};
     FILE *in = stdin;
@@ -470,7 +354,7 @@ static int run_release(struct run *r)
 
     if ((ex = open_input(a->input, &in)) != APP_EXIT_OK)
         return ex;
-    if (!a->plan_only && (ex = open_ledger(r)) != APP_EXIT_OK)
+    if (!a->plan_only && (ex = open_ledger(r, a->ledger_path)) != APP_EXIT_OK)
         goto out;
     if (!a->plan_only && core_outfile_open(&of, a->output, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp release: output: %s\n", eb);
@@ -501,7 +385,7 @@ static int run_release(struct run *r)
                   r->excluded_before);
     }
 out:
-    rel_releaser_free(r->rr);
+    rel_offline_cleanup(r);
     core_dp_ledger_free(r->ledger);
     core_rng_os_wipe();
     if (in && in != stdin)
@@ -514,7 +398,7 @@ out:
 static int check_paths(const struct core_config *cfg, const struct args *a)
 {
     char store[4096];
-    if (app_ledger_store_path(cfg, store, sizeof(store)) != 0)
+    if (core_dp_ledger_store_path(cfg, store, sizeof(store)) != 0)
         return -1;
     const char *paths[] = {a->plan_only ? NULL : a->output,
                            a->theta_out,
@@ -527,23 +411,16 @@ static int check_paths(const struct core_config *cfg, const struct args *a)
     return app_paths_distinct("release", paths, roles, 2, 6);
 }
 
-int cmd_release(int argc, char **argv)
+static int cmd_main(struct app_call *call)
 {
-    struct core_config *cfg = NULL;
-    struct run r;
+    struct core_config *cfg = call->cfg;
+    struct rel_offline r;
     struct args a;
     char eb[1024] = "";
     int ex;
 
     memset(&r, 0, sizeof(r));
-    core_log_set_component("release");
-    if (app_help_requested(argc, argv)) {
-        printf("%s%s%s", release_help, release_serve_help, app_common_help);
-        return APP_EXIT_OK;
-    }
-    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
-        return APP_EXIT_USAGE;
-    ex = parse_args(argc, argv, &a);
+    ex = parse_args(call->argc, call->argv, &a);
     if (ex != APP_EXIT_OK || apply_shorthands(cfg, &a) != CORE_OK) {
         ex = ex == APP_EXIT_OK + 100 ? APP_EXIT_OK : APP_EXIT_USAGE;
         goto out;
@@ -554,7 +431,7 @@ int cmd_release(int argc, char **argv)
         check_paths(cfg, &a) != 0)
         goto out;
     if (a.check) {
-        struct app_check_opts co = {"release", true, a.theta, NULL, a.ledger_path};
+        struct pipe_check_opts co = {"release", true, a.theta, NULL, a.ledger_path};
         ex = app_service_check(cfg, &co);
         goto out;
     }
@@ -564,8 +441,11 @@ int cmd_release(int argc, char **argv)
         goto out;
     }
     r.cfg = cfg;
-    r.a = &a;
-    app_ledger_scheme(cfg, &r.scheme);
+    r.theta_out = a.theta_out;
+    r.skip_refused = a.skip;
+    r.plan_only = a.plan_only;
+    r.on_skip = on_skip;
+    core_dp_scheme_from_config(cfg, &r.scheme);
     if (rel_opts_from_config(cfg, &r.opts, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp release: configuration error: %s\n", eb);
         goto out;
@@ -574,10 +454,16 @@ int cmd_release(int argc, char **argv)
         fprintf(stderr, "gcdp release: theta '%s': %s\n", a.theta, eb);
         goto out;
     }
-    ex = run_release(&r);
+    ex = run_release(&a, &r);
 out:
-    rel_plan_free(r.plan);
     cal_theta_free(r.theta);
-    core_config_free(cfg);
     return ex;
 }
+
+const struct app_command app_cmd_release = {
+    .name = "release",
+    .summary = "privatize windows with theta (offline) and write the ledger",
+    .help = usage,
+    .run = cmd_main,
+    .component = "release",
+};

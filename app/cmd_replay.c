@@ -106,25 +106,20 @@ static int apply_opt(int c, const char *arg, struct sim_replay_options *o)
     return 0;
 }
 
-int cmd_replay(int argc, char **argv)
+static int cmd_main(struct app_call *call)
 {
-    struct core_config *cfg = NULL;
+    struct core_config *cfg = call->cfg;
+    int argc = call->argc;
+    char **argv = call->argv;
     struct sim_replay_options o;
     struct sim_progress pr;
     char eb[1024] = "";
-    int c, code = APP_EXIT_USAGE;
+    int c;
     struct sigaction sa;
     core_err rc;
 
     sim_replay_options_default(&o);
     sim_progress_init(&pr);
-    if (app_help_requested(argc, argv)) {
-        usage(stdout);
-        return APP_EXIT_OK;
-    }
-    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
-        return APP_EXIT_USAGE;
-    core_log_set_component("replay");
     /* the lag guard's keys, as gcdp simulate reads them (sim.max_inflight is simulate's
      * only: replay's in-flight cap is --max-inflight or its default) */
     o.prod.lag_group = core_config_str(cfg, "sim.lag_group");
@@ -146,20 +141,16 @@ int cmd_replay(int argc, char **argv)
     rc = sim_replay_run(cfg, &o, &pr, eb, sizeof(eb));
     replay_sig_progress = NULL;
     sim_progress_print(&pr, stdout);
-    if (rc == CORE_EINVAL || rc == CORE_ECONFIG) {
-        fprintf(stderr, "gcdp replay: %s\n", eb);
-        code = APP_EXIT_USAGE;
-    } else if (rc != CORE_OK) {
-        fprintf(stderr, "gcdp replay: %s\n", eb[0] ? eb : core_strerror(rc));
-        code = APP_EXIT_FAILURE;
-    } else {
-        code = APP_EXIT_OK;
-    }
-    goto out;
+    return app_exit_status("replay", rc == CORE_EINVAL ? CORE_ECONFIG : rc, eb);
 usage_err:
     fprintf(stderr, "(gcdp replay --help lists the options)\n");
-    code = APP_EXIT_USAGE;
-out:
-    core_config_free(cfg);
-    return code;
+    return APP_EXIT_USAGE;
 }
+
+const struct app_command app_cmd_replay = {
+    .name = "replay",
+    .summary = "replay a recorded dataset (UCI Occupancy CSV, JSONL) to sensors.raw",
+    .help = usage,
+    .run = cmd_main,
+    .component = "replay",
+};

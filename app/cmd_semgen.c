@@ -9,14 +9,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <jansson.h>
-
 #include "app.h"
+#include "core/fsutil.h"
 #include "core/mem.h"
 #include "flags.h"
-#include "lrn/csvio.h"
-#include "lrn/graphout.h"
 #include "lrn/sem.h"
+#include "lrn/semio.h"
 
 static const char semgen_help[] =
     "usage: gcdp sem-gen --out DIR [options]\n"
@@ -38,6 +36,12 @@ static const char semgen_help[] =
     "  --heterogeneous      shorthand for --hetero-var 0.1\n"
     "  --seed S             seed of the generator (default 1)\n"
     "  -h, --help           this text\n";
+
+static void usage(FILE *f)
+{
+    fputs(semgen_help, f);
+    fputs(app_common_help, f);
+}
 
 static int parse_size(const char *s, size_t *out)
 {
@@ -109,8 +113,7 @@ static int parse_opts(int argc, char **argv, struct lrn_sem_opts *o, const char 
             o->seed = seed;
             break;
         case 'h':
-            fputs(semgen_help, stdout);
-            fputs(app_common_help, stdout);
+            usage(stdout);
             return 1;
         default:
             return -1;
@@ -133,60 +136,8 @@ static int parse_opts(int argc, char **argv, struct lrn_sem_opts *o, const char 
     return 0;
 }
 
-static core_err write_manifest(const char *dir, const struct lrn_sem_opts *o)
+static int cmd_main(struct app_call *call)
 {
-    char path[4096];
-    json_t *m =
-        json_pack("{s:s,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:s}", "schema", "gcdp.semgen/1", "d",
-                  (json_int_t)o->d, "participants", (json_int_t)o->participants, "n_per",
-                  (json_int_t)o->n_per, "expected_edges", o->expected_edges, "w_lo", o->w_lo,
-                  "w_hi", o->w_hi, "noise_sd", o->noise_sd, "hetero_var", o->hetero_var, "seed",
-                  (json_int_t)o->seed, "generator", "ER G(n,p) + xoshiro256**/Box-Muller");
-    int r;
-    snprintf(path, sizeof(path), "%s/manifest.json", dir);
-    r = json_dump_file(m, path, JSON_INDENT(1));
-    json_decref(m);
-    return r == 0 ? CORE_OK : CORE_EIO;
-}
-
-static core_err write_all(const char *dir, const struct lrn_sem_opts *o,
-                          const struct lrn_sem_problem *pb, char *eb, size_t ebn)
-{
-    char path[4096];
-    size_t d = pb->d;
-    const char **names = core_xcalloc(d, sizeof(*names));
-    char *nbuf = core_xcalloc(d, 24);
-    core_err rc = CORE_OK;
-
-    for (size_t j = 0; j < d; j++) {
-        snprintf(nbuf + 24 * j, 24, "x%zu", j);
-        names[j] = nbuf + 24 * j;
-    }
-    snprintf(path, sizeof(path), "%s/truth.json", dir);
-    rc = lrn_graph_write_json(path, pb->w, d, names, eb, ebn);
-    snprintf(path, sizeof(path), "%s/truth.csv", dir);
-    if (rc == CORE_OK)
-        rc = lrn_csv_write(path, pb->w, d, d, NULL, eb, ebn);
-    for (size_t p = 0; rc == CORE_OK && p < pb->participants; p++) {
-        snprintf(path, sizeof(path), "%s/p%zu.csv", dir, p + 1);
-        rc = lrn_csv_write(path, pb->x + p * pb->n_per * d, pb->n_per, d, names, eb, ebn);
-        if (rc == CORE_OK && o->hetero_var > 0.0) {
-            snprintf(path, sizeof(path), "%s/truth_p%zu.json", dir, p + 1);
-            rc = lrn_graph_write_json(path, pb->w_p + p * d * d, d, names, eb, ebn);
-        }
-    }
-    if (rc == CORE_OK && write_manifest(dir, o) != CORE_OK) {
-        snprintf(eb, ebn, "%s/manifest.json: cannot write", dir);
-        rc = CORE_EIO;
-    }
-    free(names);
-    free(nbuf);
-    return rc;
-}
-
-int cmd_semgen(int argc, char **argv)
-{
-    struct core_config *cfg = NULL;
     struct lrn_sem_opts o = lrn_sem_opts_default();
     struct lrn_sem_problem *pb = NULL;
     const char *dir = NULL;
@@ -195,14 +146,7 @@ int cmd_semgen(int argc, char **argv)
     int ret = APP_EXIT_USAGE, pr;
     core_err rc;
 
-    if (app_help_requested(argc, argv)) { /* also as a flag's value: help, never a run */
-        fputs(semgen_help, stdout);
-        fputs(app_common_help, stdout);
-        return APP_EXIT_OK;
-    }
-    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
-        goto out;
-    pr = parse_opts(argc, argv, &o, &dir);
+    pr = parse_opts(call->argc, call->argv, &o, &dir);
     if (pr != 0) {
         ret = pr > 0 ? APP_EXIT_OK : APP_EXIT_USAGE;
         goto out;
@@ -216,11 +160,11 @@ int cmd_semgen(int argc, char **argv)
         goto out;
     }
     ret = APP_EXIT_FAILURE;
-    if (app_mkdir_p(dir, 0) != 0) {
+    if (core_mkdir_p(dir, 0) != 0) {
         fprintf(stderr, "gcdp sem-gen: cannot create %s: %s\n", dir, strerror(errno));
         goto out;
     }
-    rc = write_all(dir, &o, pb, eb, sizeof(eb));
+    rc = lrn_sem_problem_write(dir, &o, pb, eb, sizeof(eb));
     if (rc != CORE_OK) {
         fprintf(stderr, "gcdp sem-gen: %s\n", eb);
         goto out;
@@ -232,6 +176,12 @@ int cmd_semgen(int argc, char **argv)
     ret = APP_EXIT_OK;
 out:
     lrn_sem_problem_free(pb);
-    core_config_free(cfg);
     return ret;
 }
+
+const struct app_command app_cmd_semgen = {
+    .name = "sem-gen",
+    .summary = "generate linear Gaussian SEM data for the structure learner",
+    .help = usage,
+    .run = cmd_main,
+};

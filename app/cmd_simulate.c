@@ -263,47 +263,36 @@ static void install_signals(struct sim_progress *pr)
     sigaction(SIGTERM, &sa, NULL);
 }
 
-int cmd_simulate(int argc, char **argv)
+static int cmd_main(struct app_call *call)
 {
-    struct core_config *cfg = NULL;
+    struct core_config *cfg = call->cfg;
     struct sim_options o;
     struct sim_progress pr;
     char eb[1024] = "";
-    int code = APP_EXIT_USAGE;
     core_err rc;
 
     sim_progress_init(&pr);
-    if (app_help_requested(argc, argv)) {
-        usage(stdout);
-        return APP_EXIT_OK;
-    }
-    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
-        return APP_EXIT_USAGE;
-    core_log_set_component("simulate");
     /* Defaults come from the sim.* keys (and ingest.period_ms / ingest.max_message_bytes,
      * so the readings match what ingest expects); the flags override them. */
     if (sim_options_from_config(cfg, &o, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp simulate: configuration error: %s\n", eb);
-        goto out;
+        return APP_EXIT_USAGE;
     }
-    if (parse_flags(argc, argv, &o) != 0) {
+    if (parse_flags(call->argc, call->argv, &o) != 0) {
         fprintf(stderr, "(gcdp simulate --help lists the options)\n");
-        goto out;
+        return APP_EXIT_USAGE;
     }
     install_signals(&pr);
     rc = sim_run(cfg, &o, &pr, eb, sizeof(eb));
     sim_sig_progress = NULL;
     sim_progress_print(&pr, stdout);
-    if (rc == CORE_EINVAL || rc == CORE_ECONFIG) {
-        fprintf(stderr, "gcdp simulate: %s\n", eb);
-        code = APP_EXIT_USAGE;
-    } else if (rc != CORE_OK) {
-        fprintf(stderr, "gcdp simulate: %s\n", eb[0] ? eb : core_strerror(rc));
-        code = APP_EXIT_FAILURE;
-    } else {
-        code = APP_EXIT_OK;
-    }
-out:
-    core_config_free(cfg);
-    return code;
+    return app_exit_status("simulate", rc == CORE_EINVAL ? CORE_ECONFIG : rc, eb);
 }
+
+const struct app_command app_cmd_simulate = {
+    .name = "simulate",
+    .summary = "publish live simulated sensor readings to sensors.raw",
+    .help = usage,
+    .run = cmd_main,
+    .component = "simulate",
+};

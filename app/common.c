@@ -132,6 +132,11 @@ static core_err apply_log_level(const struct core_config *cfg, const char *level
  * runs on this defaults-only configuration (tests/integration/test_commands.c). */
 core_err app_config_load(int *argc, char **argv, struct core_config **out)
 {
+    return app_config_load_named(argv[0], argc, argv, out);
+}
+
+core_err app_config_load_named(const char *cmd, int *argc, char **argv, struct core_config **out)
+{
     struct core_config *cfg = core_config_new(all_tables, n_all_tables);
     const char *file = getenv("GCDP_CONFIG"), *level = getenv("GCDP_LOG_LEVEL");
     const bool help = app_help_requested(*argc, argv);
@@ -149,8 +154,7 @@ core_err app_config_load(int *argc, char **argv, struct core_config **out)
     if (rc == CORE_OK && !help)
         rc = apply_log_level(cfg, level, eb, sizeof(eb));
     if (rc != CORE_OK) {
-        fprintf(stderr, "gcdp %s: configuration error: %s\n", argv[0],
-                eb[0] ? eb : core_strerror(rc));
+        fprintf(stderr, "gcdp %s: configuration error: %s\n", cmd, eb[0] ? eb : core_strerror(rc));
         core_config_free(cfg);
         return rc;
     }
@@ -164,42 +168,6 @@ bool app_help_requested(int argc, char **argv)
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
             return true;
     return false;
-}
-
-int app_mkdir_p(const char *dir, int parent_only)
-{
-    char buf[4096];
-    struct stat st;
-    size_t n = strlen(dir);
-
-    if (n == 0 || n >= sizeof(buf)) {
-        errno = n == 0 ? ENOENT : ENAMETOOLONG;
-        return -1;
-    }
-    memcpy(buf, dir, n + 1);
-    if (parent_only) {
-        char *slash = strrchr(buf, '/');
-        if (!slash || slash == buf) /* no directory part, or the root */
-            return 0;
-        *slash = '\0';
-    }
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return -1;
-    if (stat(buf, &st) != 0)
-        return -1;
-    if (!S_ISDIR(st.st_mode)) {
-        errno = ENOTDIR;
-        return -1;
-    }
-    return 0;
 }
 
 int app_ledger_path(const struct core_config *cfg, const char *flag, char *buf, size_t n)
@@ -226,7 +194,7 @@ int app_ledger_path_resolve(const struct core_config *cfg, const char *flag, cha
                         "explicit state directory)\n");
         return -1;
     }
-    if (create && app_mkdir_p(dir, 0) != 0) {
+    if (create && core_mkdir_p(dir, 0) != 0) {
         fprintf(stderr, "gcdp: state.dir '%s': cannot create: %s\n", dir, strerror(errno));
         return -1;
     }
@@ -235,44 +203,6 @@ int app_ledger_path_resolve(const struct core_config *cfg, const char *flag, cha
         return -1;
     }
     return 0;
-}
-
-int app_ledger_store_path(const struct core_config *cfg, char *buf, size_t n)
-{
-    const char *store = core_config_str(cfg, "release.ledger.store");
-    const char *dir = core_config_str(cfg, "state.dir");
-    int w;
-
-    buf[0] = '\0';
-    if (!store || !store[0])
-        return 0;
-    if (store[0] == '/' || !dir || !dir[0])
-        w = snprintf(buf, n, "%s", store);
-    else
-        w = snprintf(buf, n, "%s/%s", dir, store);
-    return w >= 0 && (size_t)w < n ? 0 : -1;
-}
-
-core_err app_ledger_open(const struct core_config *cfg, const struct core_dp_ledger_opts *opts,
-                         struct core_dp_ledger **out, char *eb, size_t ebn)
-{
-    char path[4096];
-    int64_t horizon = core_config_int(cfg, "release.ledger.replay_horizon_ms");
-    struct core_dp_store_opts so = {
-        .path = path, .replay_horizon_ms = horizon, .compact_step_ms = horizon / 4};
-
-    if (app_ledger_store_path(cfg, path, sizeof(path)) != 0)
-        return CORE_EINVAL;
-    if (!path[0])
-        return core_dp_ledger_open(opts, out, eb, ebn);
-    return core_dp_ledger_open_store(opts, &so, out, eb, ebn);
-}
-
-void app_ledger_scheme(const struct core_config *cfg, struct core_dp_scheme *out)
-{
-    out->slot_ms = core_config_int(cfg, "release.ledger.slot_ms");
-    out->time_radius = core_config_int(cfg, "release.policy.time_radius");
-    out->period_ms = core_config_int(cfg, "ingest.period_ms");
 }
 
 int app_paths_distinct(const char *cmd, const char *const *paths, const char *const *roles,

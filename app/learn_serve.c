@@ -18,7 +18,7 @@
 #include "lrn/config.h"
 #include "lrn/fedsvc.h"
 
-static const char usage[] =
+static const char usage_text[] =
     "usage: gcdp learn --server [--check] [--sessions N] [--exit-after S] [--set k=v]...\n"
     "       gcdp learn --participant ID [--devices GLOBS] [--check] [--exit-after S]\n"
     "\n"
@@ -80,14 +80,10 @@ static int parse(int argc, char **argv, struct serve_args *a)
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
     int c;
 
-    if (app_help_requested(argc, argv)) { /* also as a flag's value: help, never a run */
-        fputs(usage, stdout);
-        return 1;
-    }
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (c == 'h') {
-            fputs(usage, stdout);
+            fputs(usage_text, stdout);
             return 1;
         }
         if (c == 'S')
@@ -146,9 +142,14 @@ static core_err run_service(struct core_config *cfg, const struct serve_args *a,
     return rc;
 }
 
-int learn_serve(int argc, char **argv)
+static void usage(FILE *f)
 {
-    struct core_config *cfg = NULL;
+    fputs(usage_text, f);
+}
+
+static int serve_main(struct app_call *call)
+{
+    struct core_config *cfg = call->cfg;
     struct serve_args a = {0};
     struct core_metrics *m = NULL;
     char eb[1024] = "";
@@ -156,21 +157,15 @@ int learn_serve(int argc, char **argv)
     int pr, ret = APP_EXIT_USAGE, port;
     core_err rc;
 
-    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
-        return APP_EXIT_USAGE;
-    pr = parse(argc, argv, &a);
-    if (pr != 0) {
-        core_config_free(cfg);
+    pr = parse(call->argc, call->argv, &a);
+    if (pr != 0)
         return pr > 0 ? APP_EXIT_OK : APP_EXIT_USAGE;
-    }
     if (lrn_fedsvc_check(cfg, a.participant, a.devices, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp learn: configuration error: %s\n", eb);
-        core_config_free(cfg);
         return APP_EXIT_USAGE;
     }
     if (a.check) {
         printf("gcdp learn: configuration ok\n");
-        core_config_free(cfg);
         return APP_EXIT_OK;
     }
     lrn_config_apply_blas(cfg);
@@ -189,14 +184,18 @@ int learn_serve(int argc, char **argv)
     if (a.exit_after > 0 && pthread_create(&th, NULL, stopper, NULL) == 0)
         pthread_detach(th);
     rc = run_service(cfg, &a, m, eb, sizeof(eb));
-    if (rc != CORE_OK)
-        fprintf(stderr, "gcdp learn: %s\n", eb[0] ? eb : core_strerror(rc));
-    ret = rc == CORE_OK ? APP_EXIT_OK : rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
+    ret = app_exit_status("learn", rc, eb);
 out:
     core_metrics_free(m);
-    core_config_free(cfg);
     return ret;
 }
+
+const struct app_command app_cmd_learn_serve = {
+    .name = "learn",
+    .summary = "the learner services: --server, --participant ID",
+    .help = usage,
+    .run = serve_main,
+};
 
 bool learn_serve_wanted(int argc, char **argv)
 {

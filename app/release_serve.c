@@ -11,9 +11,11 @@
 #include "app.h"
 #include "core/audit_mirror.h"
 #include "core/dp_ledger.h"
+#include "core/dp_ledger_cfg.h"
 #include "core/kconf.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "rel/ledger.h"
 #include "rel/plan.h"
 #include "rel/service.h"
 
@@ -128,33 +130,6 @@ static const struct app_service_ops release_ops = {
     "the consumers to leave their groups",
     stop_svc, print_summary, free_svc};
 
-int release_ledger_open(const struct core_config *cfg, const char *path,
-                        struct core_dp_ledger_opts *lo, struct core_dp_ledger **out, char *eb,
-                        size_t ebn)
-{
-    struct rel_opts ro;
-    char why[1024] = "";
-    core_err err;
-
-    if (rel_opts_from_config(cfg, &ro, why, sizeof(why)) != CORE_OK) {
-        snprintf(eb, ebn, "configuration error: %s", why);
-        return APP_EXIT_USAGE;
-    }
-    memset(lo, 0, sizeof(*lo));
-    lo->path = path;
-    lo->cap = ro.cap;
-    app_ledger_scheme(cfg, &lo->scheme);
-    err = app_ledger_open(cfg, lo, out, why, sizeof(why));
-    if (err == CORE_OK)
-        return APP_EXIT_OK;
-    snprintf(eb, ebn, "ledger '%s': %s (%s)", path,
-             err == CORE_EAGAIN ? "held by another process (one release instance per ledger)"
-             : why[0]           ? why
-                                : "cannot open",
-             core_errname(err));
-    return err == CORE_ESTATE || err == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
-}
-
 int release_serve(struct core_config *cfg, const struct release_serve_args *a)
 {
     struct core_metrics *metrics = NULL;
@@ -169,10 +144,9 @@ int release_serve(struct core_config *cfg, const struct release_serve_args *a)
 
     if (app_require_bootstrap(cfg, "release") != 0)
         return APP_EXIT_USAGE;
-    if ((rc = release_ledger_open(cfg, a->ledger_path, &lo, &ledger, eb, sizeof(eb))) !=
-        APP_EXIT_OK) {
+    if ((err = rel_ledger_open(cfg, a->ledger_path, &lo, &ledger, eb, sizeof(eb))) != CORE_OK) {
         fprintf(stderr, "gcdp release: %s\n", eb);
-        return rc;
+        return err == CORE_ESTATE || err == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
     }
     if (app_metrics_start(cfg, "release", &metrics) != 0) {
         rc = APP_EXIT_FAILURE;

@@ -398,21 +398,15 @@ static void print_header(const struct bench_args *a)
            "f32_s", "f32|dS|");
 }
 
-int bench_calibrate(int argc, char **argv)
+static int bench_main(struct app_call *call)
 {
     struct bench_args a;
     struct shape_result r;
-    struct core_config *cfg = NULL;
-    int ret = APP_EXIT_FAILURE;
+    const struct core_config *cfg = call->cfg;
+    int ret;
 
-    if (app_help_requested(argc, argv)) {
-        usage(stdout);
-        return APP_EXIT_OK;
-    }
-    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
-        return APP_EXIT_USAGE;
-    if ((ret = parse_args(argc, argv, &a)) != APP_EXIT_OK)
-        goto out;
+    if ((ret = parse_args(call->argc, call->argv, &a)) != APP_EXIT_OK)
+        return ret;
     ret = APP_EXIT_FAILURE;
     setvbuf(stdout, NULL, _IOLBF, 0); /* rows appear as they are measured */
     if (a.threads > 0)
@@ -432,6 +426,12 @@ int bench_calibrate(int argc, char **argv)
         goto out;
     ret = APP_EXIT_OK;
 out:
-    core_config_free(cfg);
     return ret;
 }
+
+const struct app_command app_bench_calibrate = {
+    .name = "calibrate",
+    .summary = "Algorithm 1 GFLOP/s vs dgemm and the direct reference",
+    .help = usage,
+    .run = bench_main,
+};

@@ -865,9 +865,9 @@ static void print_result(const struct bench_opts *o, struct bench_figs *f)
            f->dec_ref[m], f->dec_ref[m] / f->dec_fast[m]);
 }
 
-int bench_ingest(int argc, char **argv)
+static int bench_main(struct app_call *call)
 {
-    struct core_config *cfg = NULL;
+    struct core_config *cfg = call->cfg;
     struct bench_opts o = {1000000, 10000, 8, 1, false, 60000};
     struct bench_figs figs;
     char dir[] = "/tmp/gcdp-bench-XXXXXX", file[600], at_file[601];
@@ -875,24 +875,16 @@ int bench_ingest(int argc, char **argv)
     int rc = APP_EXIT_FAILURE, ret;
 
     memset(&figs, 0, sizeof(figs));
-    if (app_help_requested(argc, argv)) {
-        usage(stdout);
-        return APP_EXIT_OK;
-    }
-    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
-        return APP_EXIT_USAGE;
-    if ((ret = parse_opts(argc, argv, &o)) >= 0 || core_config_is_set(cfg, "broker.bootstrap")) {
+    if ((ret = parse_opts(call->argc, call->argv, &o)) >= 0 ||
+        core_config_is_set(cfg, "broker.bootstrap")) {
         if (ret < 0)
             fprintf(stderr, "gcdp bench ingest: starts its own embedded broker; do not set "
                             "broker.bootstrap\n");
-        core_config_free(cfg);
         return ret >= 0 ? ret : APP_EXIT_USAGE;
     }
     o.period_ms = (long long)core_config_int(cfg, "ingest.period_ms");
-    if (!mkdtemp(dir)) {
-        core_config_free(cfg);
+    if (!mkdtemp(dir))
         return APP_EXIT_FAILURE;
-    }
     snprintf(file, sizeof(file), "%s/kafka.bootstrap", dir);
     broker = start_broker(dir, file, o.partitions, o.repeat);
     snprintf(at_file, sizeof(at_file), "@%s", file);
@@ -917,6 +909,12 @@ out:
     snprintf(file, sizeof(file), "%s/broker.log", dir);
     unlink(file);
     rmdir(dir);
-    core_config_free(cfg);
     return rc;
 }
+
+const struct app_command app_bench_ingest = {
+    .name = "ingest",
+    .summary = "ingest readings/s vs a bare consumer on the embedded broker",
+    .help = usage,
+    .run = bench_main,
+};

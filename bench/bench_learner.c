@@ -20,6 +20,7 @@
 
 #include "app.h"
 #include "core/dp_rng.h"
+#include "core/fsutil.h"
 #include "core/mem.h"
 #include "core/pool.h"
 #include "lrn/csvio.h"
@@ -1048,10 +1049,6 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
     size_t one[BL_MAX_LIST], k;
     double dl[BL_MAX_LIST];
 
-    if (app_help_requested(argc, argv)) { /* help wins over any other argument */
-        fputs(bench_help, stdout);
-        return 1;
-    }
     while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
         switch (c) {
         case '1':
@@ -1118,8 +1115,10 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
     return 0;
 }
 
-int bench_learner(int argc, char **argv)
+static int bench_main(struct app_call *call)
 {
+    int argc = call->argc;
+    char **argv = call->argv;
     struct bl_args a = {.threads = 1,
                         .seeds = 10,
                         .first_seed = 2,
@@ -1136,7 +1135,7 @@ int bench_learner(int argc, char **argv)
     r = bl_parse(argc, argv, &a);
     if (r != 0)
         return r > 0 ? APP_EXIT_OK : APP_EXIT_USAGE;
-    if (app_mkdir_p(a.out, 0) != 0) {
+    if (core_mkdir_p(a.out, 0) != 0) {
         fprintf(stderr, "gcdp bench learner: cannot create %s: %s\n", a.out, strerror(errno));
         return APP_EXIT_FAILURE;
     }
@@ -1170,3 +1169,17 @@ int bench_learner(int argc, char **argv)
     }
     return ret;
 }
+
+static void usage(FILE *f)
+{
+    fputs(bench_help, f);
+}
+
+/* Settings from its flags only: no common options, no configuration. */
+const struct app_command app_bench_learner = {
+    .name = "learner",
+    .summary = "Fed-Sparse-BNSL vs Fed-BNSL (paper Table 1) and sweeps",
+    .help = usage,
+    .run = bench_main,
+    .flags = APP_CMD_NO_CONFIG,
+};

@@ -345,10 +345,6 @@ static int parse(int argc, char **argv, struct lbench *b)
                                        {"dir", required_argument, NULL, 'd'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
-    if (app_help_requested(argc, argv)) { /* help wins over any other argument */
-        fputs(bench_ledger_help, stdout);
-        return 100;
-    }
     int ch;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -383,12 +379,12 @@ static int parse(int argc, char **argv, struct lbench *b)
     return APP_EXIT_OK;
 }
 
-int bench_ledger(int argc, char **argv)
+static int bench_main(struct app_call *call)
 {
     struct lbench b = {10000, 1440, 256, 60, 0, 0, NULL};
     struct lresult base, st;
     char tmpl[] = "/tmp/gcdp-bench-ledger-XXXXXX", cmd[600];
-    int ex = parse(argc, argv, &b);
+    int ex = parse(call->argc, call->argv, &b);
 
     if (ex != APP_EXIT_OK)
         return ex == 100 ? APP_EXIT_OK : ex;
@@ -430,3 +426,17 @@ int bench_ledger(int argc, char **argv)
         fprintf(stderr, "gcdp bench ledger: could not remove %s\n", tmpl);
     return ex;
 }
+
+static void usage(FILE *f)
+{
+    fputs(bench_ledger_help, f);
+}
+
+/* Settings from its flags only: no common options, no configuration. */
+const struct app_command app_bench_ledger = {
+    .name = "ledger",
+    .summary = "the ledger over a simulated day: JSONL (baseline) vs store",
+    .help = usage,
+    .run = bench_main,
+    .flags = APP_CMD_NO_CONFIG,
+};

@@ -218,10 +218,6 @@ static int parse(int argc, char **argv, struct bench *b)
     long v;
     char *end;
 
-    if (app_help_requested(argc, argv)) { /* help wins over any other argument */
-        fputs(bench_help, stdout);
-        return 100;
-    }
     optind = 1;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         if (ch == 'h') {
@@ -314,7 +310,7 @@ core_err bench_release_plan(size_t n, struct cal_theta **theta, struct rel_plan 
     return rc;
 }
 
-int bench_release(int argc, char **argv)
+static int bench_main(struct app_call *call)
 {
     struct bench b = {.n = 1000,
                       .windows = 2000,
@@ -328,7 +324,7 @@ int bench_release(int argc, char **argv)
     struct timing tp, tn, tf = {0, 0}, ts = {0, 0};
     uint64_t bytes = 0, fsyncs = 0;
     core_err rc;
-    int ex = parse(argc, argv, &b);
+    int ex = parse(call->argc, call->argv, &b);
 
     if (ex != APP_EXIT_OK)
         return ex == 100 ? APP_EXIT_OK : ex;
@@ -377,3 +373,17 @@ int bench_release(int argc, char **argv)
         remove(tmpl);
     return ex;
 }
+
+static void usage(FILE *f)
+{
+    fputs(bench_help, f);
+}
+
+/* Settings from its flags only: no common options, no configuration. */
+const struct app_command app_bench_release = {
+    .name = "release",
+    .summary = "released coordinates/s with secure noise and the ledger",
+    .help = usage,
+    .run = bench_main,
+    .flags = APP_CMD_NO_CONFIG,
+};

@@ -29,6 +29,7 @@
 #include "core/mem.h"
 #include "core/prng.h"
 #include "ing/engine.h"
+#include "rel/ledger.h"
 #include "rel/service.h"
 #include "sim/encode.h"
 #include "sim/gen.h"
@@ -326,7 +327,6 @@ static int dr_run_services(const struct core_config *cfg, const char *csv, const
     struct cal_service_stats cs;
     char eb[1024] = "";
     core_err rc;
-    int ex;
 
     struct core_ksync_opts ko = {.topic = core_config_str(cfg, "topics.windows")};
 
@@ -338,10 +338,10 @@ static int dr_run_services(const struct core_config *cfg, const char *csv, const
         core_metrics_free(m);
         return APP_EXIT_FAILURE;
     }
-    if ((ex = release_ledger_open(cfg, ledger, &lo, &l, eb, sizeof(eb))) != APP_EXIT_OK) {
+    if ((rc = rel_ledger_open(cfg, ledger, &lo, &l, eb, sizeof(eb))) != CORE_OK) {
         fprintf(stderr, "gcdp bench release: drift: %s\n", eb);
         core_metrics_free(m);
-        return ex;
+        return rc == CORE_ESTATE || rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
     }
     uv_loop_init(&d.loop);
     uv_timer_init(&d.loop, &d.poll);

@@ -4,7 +4,7 @@
 # Run from the repository root.
 set -eu
 status=0
-files=$(find core ingest sim calibrate release learner eval -path '*/src/alg/*.[ch]' 2>/dev/null || true)
+files=$(find core ingest sim calibrate release learner pipeline eval -path '*/src/alg/*.[ch]' 2>/dev/null || true)
 if [ -n "$files" ]; then
   if grep -HnE '#include <(uv\.h|librdkafka/|microhttpd\.h|unistd\.h|pthread\.h)' $files; then
     echo "layering: I/O header included from pure algorithm code" >&2; status=1
@@ -16,10 +16,11 @@ if [ -n "$files" ]; then
   fi
 fi
 # The architecture's "never" rules (DESIGN.md): core includes no stage; ingest, sim,
-# calibrate and learner include no other stage; release reads only calibrate's theta header.
-# (eval, the evaluation harness, and app, the wiring, may use every stage.)
+# calibrate and learner include no other stage; release reads only calibrate's theta header;
+# pipeline (`gcdp run`'s orchestration) uses the stages but not eval, and no stage or eval
+# includes pipeline. (eval, the evaluation harness, and app, the wiring, may use every stage.)
 never() { # <dir> <allowed include prefixes, as an ERE alternation>
-  hits=$(grep -rHnE '#include "(core|ing|sim|cal|rel|lrn|eval)/' "$1/src" "$1/include" 2>/dev/null |
+  hits=$(grep -rHnE '#include "(core|ing|sim|cal|rel|lrn|eval|pipe)/' "$1/src" "$1/include" 2>/dev/null |
          grep -vE "#include \"($2)" || true)
   if [ -n "$hits" ]; then
     echo "$hits"
@@ -32,7 +33,9 @@ never sim 'core/|sim/'
 never calibrate 'core/|cal/'
 never learner 'core/|lrn/'
 never release 'core/|rel/|cal/theta\.h"'
-prod=$(find core ingest sim calibrate release learner eval app -name '*.c' 2>/dev/null || true)
+never pipeline 'core/|ing/|sim/|cal/|rel/|lrn/|pipe/'
+never eval 'core/|ing/|sim/|cal/|rel/|lrn/|eval/'
+prod=$(find core ingest sim calibrate release learner pipeline eval app -name '*.c' 2>/dev/null || true)
 if [ -n "$prod" ] && grep -HnE '(^|[^_a-z])(s?rand|random|drand48)\s*\(' $prod; then
   echo "layering: rand()/random()/drand48() in product code: noise must come from the CSPRNG" >&2
   status=1

@@ -156,3 +156,39 @@ void core_outfile_abort(struct core_outfile *o)
     free(o->path);
     memset(o, 0, sizeof(*o));
 }
+
+int core_mkdir_p(const char *dir, int parent_only)
+{
+    char buf[4096];
+    struct stat st;
+    size_t n = strlen(dir);
+
+    if (n == 0 || n >= sizeof(buf)) {
+        errno = n == 0 ? ENOENT : ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(buf, dir, n + 1);
+    if (parent_only) {
+        char *slash = strrchr(buf, '/');
+        if (!slash || slash == buf) /* no directory part, or the root */
+            return 0;
+        *slash = '\0';
+    }
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return -1;
+    if (stat(buf, &st) != 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}

@@ -82,6 +82,15 @@ void cal_units_free(struct cal_units *u); /* NULL-safe */
  * such slot lies in [ts - widen, ts + widen]. */
 int64_t cal_ledger_widen_ms(const struct core_dp_scheme *s);
 
+/* Private mode: the ledger's unit options from configuration, the release stage's keys
+ * (core/dp_ledger_cfg.h: the scheme and the cap exactly as release binds them), so both
+ * stages name and cap the same units (docs/release.md "Composition"). devices borrowed.
+ * sc out: the scheme. */
+struct core_config;
+void cal_ledger_opts_from_config(const struct core_config *cfg, const char *const *devices,
+                                 size_t n_devices, struct cal_ledger_opts *lo,
+                                 struct core_dp_scheme *sc);
+
 /* ε_cal = ε_G + ε_τ + ε_μ + ε_ξ rounded up (what is charged per unit). */
 double cal_eps_cal_charge(const struct cal_eps_cal *e);
 

@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "core/clock.h"
+#include "core/dp_ledger_cfg.h"
 #include "core/mem.h"
 
 #define TS_LIMIT ((int64_t)1 << 62) /* |ts| bound: ts ± widen never overflows */
@@ -539,4 +540,17 @@ core_err cal_calibrate_charged(struct core_dp_ledger *l, const struct cal_matrix
     free(ids);
     cal_units_free(u);
     return rc;
+}
+
+void cal_ledger_opts_from_config(const struct core_config *cfg, const char *const *devices,
+                                 size_t n_devices, struct cal_ledger_opts *lo,
+                                 struct core_dp_scheme *sc)
+{
+    core_dp_scheme_from_config(cfg, sc); /* the ledger's scheme, exactly as release binds it */
+    memset(lo, 0, sizeof(*lo));
+    lo->devices = devices;
+    lo->n_devices = n_devices;
+    lo->slot_ms = sc->slot_ms;
+    lo->widen_ms = cal_ledger_widen_ms(sc); /* raw times: ingest snaps them (<= p/2) */
+    core_dp_cap_from_config(cfg, &lo->cap);
 }

@@ -18,6 +18,12 @@
  * aliases anything. Errors resolving a path count as "same" (fail closed). */
 bool core_path_same(const char *a, const char *b);
 
+/* mkdir -p: create dir and every missing parent (mode 0777 before umask). Returns 0 when
+ * dir exists as a directory afterwards, -1 with errno set otherwise. parent_only: create
+ * only the directory part of a path (everything before its last '/'), e.g. for an output
+ * prefix or a file path. */
+int core_mkdir_p(const char *dir, int parent_only);
+
 /* An output file written under a temporary name in the target's directory and renamed over
  * the target only by core_outfile_commit, so a failed or interrupted run never leaves a
  * truncated target (and never truncates a file before everything was checked). */

@@ -1,7 +1,7 @@
-/* run.h - `gcdp run`'s shared state (app/cmd_run.c drives; app/run_live.c holds the live
- * privacy path's stages: calibrate, release, and the learner). Internal to app/. */
-#ifndef APP_RUN_H
-#define APP_RUN_H
+/* run_int.h - `gcdp run`'s shared state (run.c drives; run_live.c holds the live privacy
+ * path's stages: calibrate, release; run_learn.c the learner). Private to pipeline/. */
+#ifndef PIPE_RUN_INT_H
+#define PIPE_RUN_INT_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -14,6 +14,7 @@
 #include "core/dp_ledger.h"
 #include "core/metrics.h"
 #include "ing/service.h"
+#include "pipe/run.h"
 #include "sim/sim.h"
 
 struct cal_service;
@@ -26,19 +27,6 @@ struct run_learner;
 #define CATCH_UP_MS     10000
 #define FORCE_MS        5000
 
-struct run_opts {
-    double duration_s;
-    const char *bootstrap_file;
-    size_t devices;
-    double rate;
-    unsigned long long seed;
-    bool no_sim;
-    const char *dir;         /* --dir: this run's files (default "run") */
-    const char *ledger;      /* --ledger FILE; NULL: <dir>/ledger-<UTC stamp>.jsonl (new) */
-    const char *calibration; /* --calibration FILE (public CSV); NULL: generated */
-    size_t sites;            /* --sites: learner participants (device blocks) */
-};
-
 struct run_ctx {
     uv_loop_t loop;
     uv_signal_t sigint, sigterm;
@@ -46,13 +34,13 @@ struct run_ctx {
     bool forced; /* the second-signal deadline passed: skip the orderly cleanup */
     struct core_config *cfg;
     struct core_metrics *metrics;
-    struct run_opts o;
+    struct pipe_run_opts o;
     pid_t broker_pid;
     uint64_t t0;
     bool stopping, tty;
     int signals;
     size_t stopping_stage; /* index of the stage being stopped */
-    int exit_code;
+    core_err status;       /* CORE_OK; CORE_ECONFIG (refused at start) or CORE_ESTATE (failed) */
     /* simulator */
     uv_thread_t sim_thread;
     bool sim_started;
@@ -74,7 +62,7 @@ struct run_ctx {
     char truth_path[RUN_PATH_MAX]; /* the simulator's true DAG ("" when none) */
     char stamp[32];                /* UTC time of the run's start, names its files */
     char absdir[RUN_PATH_MAX];     /* realpath of --dir */
-    struct run_learner *lrn;       /* app/run_learn.c */
+    struct run_learner *lrn;       /* run_learn.c */
     /* calibrate service */
     struct cal_service *cal;
     bool cal_done;
@@ -88,7 +76,7 @@ struct run_ctx {
     core_err rel_status;
 };
 
-/* The live stages (app/run_live.c), each: start (CORE_OK or an error in eb), stop (begin),
+/* The live stages (run_live.c), each: start (CORE_OK or an error in eb), stop (begin),
  * done (fully stopped). A stage that stops by itself while the run is not stopping makes the
  * run fail. */
 core_err run_files_prepare(struct run_ctx *c, char *eb, size_t ebn);
@@ -110,7 +98,7 @@ void run_live_progress(struct run_ctx *c, char *buf, size_t n);
 void run_live_summary(struct run_ctx *c, FILE *human, FILE *json);
 bool run_live_failed(const struct run_ctx *c);
 void run_live_free(struct run_ctx *c);
-/* The learner stage (app/run_learn.c): a server and --sites participants on threads. */
+/* The learner stage (run_learn.c): a server and --sites participants on threads. */
 core_err run_lrn_start(struct run_ctx *c, char *eb, size_t ebn);
 void run_lrn_stop(struct run_ctx *c);
 bool run_lrn_done(struct run_ctx *c);
@@ -120,4 +108,4 @@ void run_lrn_summary(struct run_ctx *c, FILE *human, FILE *json);
 bool run_lrn_failed(const struct run_ctx *c);
 void run_lrn_free(struct run_ctx *c); /* joins the threads */
 
-#endif /* APP_RUN_H */
+#endif /* PIPE_RUN_INT_H */

@@ -1,11 +1,9 @@
-/* run_learn.c - `gcdp run`'s learner stage (app/run.h): the federated learner's server and
+/* run_learn.c - `gcdp run`'s learner stage (run_int.h): the federated learner's server and
  * one participant per site (lrn/fedsvc.h) on threads of their own, reading only
  * topics.released; the newest learned DAG is kept for the summary, which compares it with
  * the simulator's true DAG (lrn/metrics.h) and with what a random graph of the same edge
  * count would score. Wiring only: the services are the learner library's, the same ones
  * `gcdp learn --server` / `--participant ID` run. */
-#include "run.h"
-
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,13 +13,13 @@
 #include <jansson.h>
 #include <uv.h>
 
-#include "app.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/prng.h"
 #include "lrn/fedsvc.h"
 #include "lrn/graphout.h"
 #include "lrn/metrics.h"
+#include "run_int.h"
 
 #define LEARN_FINISH_MS  30000 /* at stop: wait this long for a session in progress */
 #define SITE_DEVICES_MAX ((size_t)64 * 1024)

@@ -1,11 +1,9 @@
-/* run_live.c - `gcdp run`'s live privacy path (app/run.h): the files of a run (state
+/* run_live.c - `gcdp run`'s live privacy path (run_int.h): the files of a run (state
  * directory, control key, ledger, public calibration rows), the calibrate service (public θ
  * versions on topics.calibration) and the release service (topics.windows -> topics.released,
  * charging the run's ledger), on the run's loop. Wiring only: the services are the libraries'
  * (cal/service.h, rel/service.h), the same ones `gcdp calibrate --serve` and
  * `gcdp release --serve` run. */
-#include "run.h"
-
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -17,13 +15,15 @@
 
 #include <jansson.h>
 
-#include "app.h"
 #include "cal/service.h"
 #include "cal/theta.h"
 #include "core/ctl.h"
+#include "core/fsutil.h"
 #include "core/log.h"
 #include "ing/engine.h"
+#include "rel/ledger.h"
 #include "rel/service.h"
+#include "run_int.h"
 
 /* The run's own defaults, applied to every key the user did not set (flag, file or
  * environment), chosen so that the DAG learned from the privatized stream in 60-120 s is
@@ -201,7 +201,7 @@ core_err run_files_prepare(struct run_ctx *c, char *eb, size_t ebn)
             (rc = core_config_set(c->cfg, run_defaults[i].key, run_defaults[i].json,
                                   "gcdp run default", eb, ebn)) != CORE_OK)
             return rc;
-    if (app_mkdir_p(c->o.dir, 0) != 0 || !realpath(c->o.dir, c->absdir)) {
+    if (core_mkdir_p(c->o.dir, 0) != 0 || !realpath(c->o.dir, c->absdir)) {
         snprintf(eb, ebn, "cannot create %s: %s", c->o.dir, strerror(errno));
         return CORE_EIO;
     }
@@ -235,7 +235,7 @@ void run_service_done(struct run_ctx *c, const char *name, bool *done, core_err 
     *st = status;
     if (!c->stopping) {
         CORE_ERROR("%s stopped unexpectedly: %s", name, core_strerror(status));
-        c->exit_code = APP_EXIT_FAILURE;
+        c->status = CORE_ESTATE;
     }
 }
 
@@ -278,10 +278,10 @@ core_err run_rel_start(struct run_ctx *c, char *eb, size_t ebn)
 {
     struct rel_service_opts so;
 
-    int st = release_ledger_open(c->cfg, c->ledger_path, &c->lo, &c->ledger, eb, ebn);
+    core_err rc = rel_ledger_open(c->cfg, c->ledger_path, &c->lo, &c->ledger, eb, ebn);
 
-    if (st != APP_EXIT_OK) /* another scheme or caps than the ledger's: a usage error */
-        return st == APP_EXIT_USAGE ? CORE_ECONFIG : CORE_EIO;
+    if (rc != CORE_OK) /* another scheme or caps than the ledger's: a usage error */
+        return rc == CORE_ESTATE || rc == CORE_ECONFIG ? CORE_ECONFIG : CORE_EIO;
     rel_service_opts_init(c->cfg, "gcdp-release", c->ledger, &c->lo.scheme, &so);
     so.on_done = rel_on_done;
     so.arg = c;
