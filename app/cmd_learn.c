@@ -578,6 +578,45 @@ static int make_pool(const struct core_config *cfg, const struct overrides *v,
     return 0;
 }
 
+/* The run's options over the defaults in a->ro: learner.* keys, then the flags; the BLAS
+ * thread count. 0, or -1 after the message (a usage or configuration error). */
+static int set_options(const struct core_config *cfg, size_t d, const struct overrides *ov,
+                       struct learn_args *a, struct learn_state *s)
+{
+    lrn_blas_set_threads(isnan(ov->threads) || ov->threads < 1 ? 1 : (int)fmin(ov->threads, 64));
+    if (apply_config_keys(cfg, d, &a->ro, s) != 0)
+        return -1;
+    apply_overrides(&a->ro, ov);
+    if (a->cov_by_p || !core_config_is_explicit(cfg, "learner.cov_scale"))
+        a->ro.fs_cov_by_p = a->cov_by_p;
+    if (a->no_center)
+        a->ro.center = false;
+    if (a->standardize)
+        a->ro.standardize = true;
+    if (!isnan(ov->threads))
+        lrn_blas_set_threads(ov->threads < 1 ? 1 : (int)fmin(ov->threads, 64));
+    return 0;
+}
+
+/* --truth into s->truth and the directory of --out, before the run (a bad one fails fast).
+ * 0, or -1 after the message (a runtime failure). */
+static int read_truth_and_out(const struct learn_args *a, struct learn_state *s, size_t d)
+{
+    char eb[1024];
+    size_t dt = 0;
+
+    if (a->truth && lrn_graph_read(a->truth, d, &s->truth, &dt, eb, sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp learn: %s\n", eb);
+        return -1;
+    }
+    if (core_mkdir_p(a->out, 1) != 0) {
+        fprintf(stderr, "gcdp learn: cannot create the directory of --out %s: %s\n", a->out,
+                strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 static int cmd_main(struct app_call *call)
 {
     const struct core_config *cfg = call->cfg;
@@ -586,8 +625,7 @@ static int cmd_main(struct app_call *call)
     struct learn_state s = {0};
     struct overrides ov;
     enum lrn_method m = LRN_METHOD_FED_SPARSE;
-    char eb[1024];
-    size_t d, dt = 0;
+    size_t d;
     int ret = APP_EXIT_USAGE, pr;
 
     lrn_blas_set_threads(1); /* first: OpenBLAS's idle workers spin from load time on */
@@ -612,26 +650,9 @@ static int cmd_main(struct app_call *call)
     }
     a.ro = lrn_runner_opts_default(m, d);
     a.ro.pool = pool;
-    lrn_blas_set_threads(isnan(ov.threads) || ov.threads < 1 ? 1 : (int)fmin(ov.threads, 64));
-    if (apply_config_keys(cfg, d, &a.ro, &s) != 0)
+    if (set_options(cfg, d, &ov, &a, &s) != 0)
         goto out;
-    apply_overrides(&a.ro, &ov);
-    if (a.cov_by_p || !core_config_is_explicit(cfg, "learner.cov_scale"))
-        a.ro.fs_cov_by_p = a.cov_by_p;
-    if (a.no_center)
-        a.ro.center = false;
-    if (a.standardize)
-        a.ro.standardize = true;
-    if (!isnan(ov.threads))
-        lrn_blas_set_threads(ov.threads < 1 ? 1 : (int)fmin(ov.threads, 64));
-    if (a.truth && lrn_graph_read(a.truth, d, &s.truth, &dt, eb, sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp learn: %s\n", eb);
-        ret = APP_EXIT_FAILURE;
-        goto out;
-    }
-    if (core_mkdir_p(a.out, 1) != 0) { /* before the run: a bad --out fails fast */
-        fprintf(stderr, "gcdp learn: cannot create the directory of --out %s: %s\n", a.out,
-                strerror(errno));
+    if (read_truth_and_out(&a, &s, d) != 0) {
         ret = APP_EXIT_FAILURE;
         goto out;
     }

@@ -143,6 +143,73 @@ static void usage(FILE *f)
     fprintf(f, "%s%s%s", release_help, release_serve_help, app_common_help);
 }
 
+/* One option (getopt_long's ch, optarg) into a. Returns APP_EXIT_OK, APP_EXIT_USAGE after
+ * the message, or APP_EXIT_OK + 100 after --help. */
+static int take_flag(int ch, struct args *a)
+{
+    switch (ch) {
+    case 't':
+        a->theta = optarg;
+        return APP_EXIT_OK;
+    case 'i':
+        a->input = optarg;
+        a->n_offline++;
+        return APP_EXIT_OK;
+    case 'f':
+        a->format = optarg;
+        a->n_offline++;
+        return APP_EXIT_OK;
+    case 'o':
+        a->output = optarg;
+        a->n_offline++;
+        return APP_EXIT_OK;
+    case 'l':
+        a->ledger = optarg;
+        return APP_EXIT_OK;
+    case 'm':
+        a->mech = optarg;
+        return APP_EXIT_OK;
+    case 'e':
+        a->eps = optarg;
+        return APP_EXIT_OK;
+    case 'p':
+        a->plan_only = 1;
+        a->n_offline++;
+        return APP_EXIT_OK;
+    case 's':
+        a->skip = 1;
+        a->n_offline++;
+        return APP_EXIT_OK;
+    case 'T':
+        a->theta_out = optarg;
+        a->n_offline++;
+        return APP_EXIT_OK;
+    case 'S':
+        a->serve = 1;
+        return APP_EXIT_OK;
+    case 'C':
+        a->check = 1;
+        return APP_EXIT_OK;
+    case 'g':
+        a->group = optarg;
+        return APP_EXIT_OK;
+    case 'x':
+        if (app_flag_parse_double(optarg, 0, 1e6, &a->exit_idle_s) != 0) {
+            fprintf(stderr,
+                    "gcdp release: --exit-idle %s: not a number of seconds in "
+                    "[0, 1e6]\n",
+                    optarg);
+            return APP_EXIT_USAGE;
+        }
+        return APP_EXIT_OK;
+    case 'h':
+        usage(stdout);
+        return APP_EXIT_OK + 100;
+    default:
+        return APP_EXIT_USAGE;
+    }
+}
+
 /* Parse argv into a (defaults first), then check_args. --help prints the help and returns
  * APP_EXIT_OK + 100. */
 static int parse_args(int argc, char **argv, struct args *a)
@@ -164,67 +231,9 @@ static int parse_args(int argc, char **argv, struct args *a)
     a->group = "gcdp-release";
     optind = 1;
     while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        switch (ch) {
-        case 't':
-            a->theta = optarg;
-            break;
-        case 'i':
-            a->input = optarg;
-            a->n_offline++;
-            break;
-        case 'f':
-            a->format = optarg;
-            a->n_offline++;
-            break;
-        case 'o':
-            a->output = optarg;
-            a->n_offline++;
-            break;
-        case 'l':
-            a->ledger = optarg;
-            break;
-        case 'm':
-            a->mech = optarg;
-            break;
-        case 'e':
-            a->eps = optarg;
-            break;
-        case 'p':
-            a->plan_only = 1;
-            a->n_offline++;
-            break;
-        case 's':
-            a->skip = 1;
-            a->n_offline++;
-            break;
-        case 'T':
-            a->theta_out = optarg;
-            a->n_offline++;
-            break;
-        case 'S':
-            a->serve = 1;
-            break;
-        case 'C':
-            a->check = 1;
-            break;
-        case 'g':
-            a->group = optarg;
-            break;
-        case 'x':
-            if (app_flag_parse_double(optarg, 0, 1e6, &a->exit_idle_s) != 0) {
-                fprintf(stderr,
-                        "gcdp release: --exit-idle %s: not a number of seconds in "
-                        "[0, 1e6]\n",
-                        optarg);
-                return APP_EXIT_USAGE;
-            }
-            break;
-        case 'h':
-            usage(stdout);
-            return APP_EXIT_OK + 100;
-        default:
-            return APP_EXIT_USAGE;
-        }
+        int st = take_flag(ch, a);
+        if (st != APP_EXIT_OK)
+            return st;
     }
     return check_args(argc, a);
 }

@@ -403,32 +403,63 @@ enum eng_mode {
     EM_DEC_REF   /* ing_engine_decode_only: the jansson reference alone */
 };
 
+/* The engine for mode (its decoder as the mode says), or NULL with r->err set. */
+static struct ing_engine *engine_for(const struct core_config *cfg, struct phase_result *r,
+                                     enum eng_mode mode)
+{
+    struct ing_params p;
+    struct ing_engine *e = NULL;
+    char eb[512];
+
+    if (ing_params_from_config(cfg, &p, eb, sizeof(eb)) == CORE_OK) {
+        if (mode == EM_PUSH_REF)
+            p.decoder = ING_DECODER_JANSSON;
+        if (mode == EM_DEC_FAST)
+            p.decoder = ING_DECODER_SIMDJSON;
+        e = ing_engine_new(&p, eb, sizeof(eb));
+    }
+    if (!e)
+        snprintf(r->err, sizeof(r->err), "%.200s", eb);
+    return e;
+}
+
+/* Readings base..base+n-1 (their JSON in val[], keys in key[], kl[]) through the engine as
+ * mode says; false with r->err set when the engine refuses one. */
+static bool push_chunk(struct ing_engine *e, const struct bench_opts *o, enum eng_mode mode,
+                       long long base, long long n, char (*key)[32], char (*val)[320],
+                       const int *kl, struct ing_sink *sink, struct phase_result *r)
+{
+    for (long long j = 0; j < n; j++) {
+        long long i = base + j;
+        struct ing_source src = {"bench", (int32_t)(i % o->partitions), i / o->partitions};
+        bool ok = mode >= EM_DEC_FAST
+                      ? ing_engine_decode_only(e, val[j], strlen(val[j]), key[j], (size_t)kl[j],
+                                               mode == EM_DEC_REF) == ING_R_NONE
+                      : ing_engine_push(e, val[j], strlen(val[j]), key[j], (size_t)kl[j], &src, 0,
+                                        sink, NULL) == CORE_OK;
+        if (!ok) {
+            snprintf(r->err, sizeof(r->err), "engine refused reading %lld", i);
+            return false;
+        }
+    }
+    return true;
+}
+
 static int engine_only(const struct core_config *cfg, const struct bench_opts *o,
                        struct phase_result *r, enum eng_mode mode)
 {
     enum { CHUNK = 4096 };
-    struct ing_params p;
     struct ing_engine *e;
     long long windows = 0;
     struct ing_sink sink = {discard_window, NULL, &windows};
-    char eb[512], (*key)[32] = NULL, (*val)[320] = NULL;
+    char(*key)[32] = NULL, (*val)[320] = NULL;
     int *kl = NULL;
     struct cpu_mark c0, c1;
     struct phase_result acc;
     double t = 0;
 
-    if (ing_params_from_config(cfg, &p, eb, sizeof(eb)) != CORE_OK) {
-        snprintf(r->err, sizeof(r->err), "%.200s", eb);
+    if (!(e = engine_for(cfg, r, mode)))
         return -1;
-    }
-    if (mode == EM_PUSH_REF)
-        p.decoder = ING_DECODER_JANSSON;
-    if (mode == EM_DEC_FAST)
-        p.decoder = ING_DECODER_SIMDJSON;
-    if (!(e = ing_engine_new(&p, eb, sizeof(eb)))) {
-        snprintf(r->err, sizeof(r->err), "%.200s", eb);
-        return -1;
-    }
     key = core_xcalloc(CHUNK, sizeof(*key));
     val = core_xcalloc(CHUNK, sizeof(*val));
     kl = core_xcalloc(CHUNK, sizeof(*kl));
@@ -441,19 +472,8 @@ static int engine_only(const struct core_config *cfg, const struct bench_opts *o
             kl[j] = reading_json(o, base + j, key[j], sizeof(key[j]), val[j], sizeof(val[j]));
         double t0 = now_s();
         cpu_mark_take(&c0);
-        for (long long j = 0; j < n; j++) {
-            long long i = base + j;
-            struct ing_source src = {"bench", (int32_t)(i % o->partitions), i / o->partitions};
-            bool ok = mode >= EM_DEC_FAST
-                          ? ing_engine_decode_only(e, val[j], strlen(val[j]), key[j], (size_t)kl[j],
-                                                   mode == EM_DEC_REF) == ING_R_NONE
-                          : ing_engine_push(e, val[j], strlen(val[j]), key[j], (size_t)kl[j], &src,
-                                            0, &sink, NULL) == CORE_OK;
-            if (!ok) {
-                snprintf(r->err, sizeof(r->err), "engine refused reading %lld", i);
-                goto out;
-            }
-        }
+        if (!push_chunk(e, o, mode, base, n, key, val, kl, &sink, r))
+            goto out;
         cpu_mark_take(&c1);
         t += now_s() - t0;
         cpu_mark_diff(&c0, &c1, r);
@@ -735,25 +755,27 @@ static void print_cpu(int k, const struct phase_result *r)
 }
 
 /* One repeat k: fresh topics, preload, bare consumer, ingest, engine alone. */
-static int run_repeat(struct core_config *cfg, const struct bench_opts *o, int k,
-                      struct bench_figs *f)
+/* A phase failed: its message, -1. */
+static int phase_failed(const struct phase_result *r)
+{
+    fprintf(stderr, "gcdp bench ingest: %s\n", r->err);
+    return -1;
+}
+
+/* Repeat k's preload, bare consumer and ingest phases on topic. 0 or -1 (reported). */
+static int core_phases(struct core_config *cfg, const struct bench_opts *o, int k,
+                       struct bench_figs *f, const char *topic)
 {
     struct phase_result r;
-    char topic[64], wtopic[64], group[64];
+    char group[64];
     long rss;
 
-    snprintf(topic, sizeof(topic), "bench.raw.%d", k);
-    snprintf(wtopic, sizeof(wtopic), "bench.windows.%d", k);
-    if (set_key(cfg, "topics.raw", topic) != CORE_OK ||
-        set_key(cfg, "topics.windows", wtopic) != CORE_OK ||
-        set_key(cfg, "topics.rejected", "bench.rejected") != CORE_OK)
-        return -1;
     if (run_phase(PH_PRELOAD, cfg, o, topic, NULL, &r, &rss) != 0)
-        goto fail;
+        return phase_failed(&r);
     printf("  [%d] preload   %lld msgs in %.2f s (zstd)\n", k, r.messages, r.seconds);
     snprintf(group, sizeof(group), "bench-bare-%d", k);
     if (run_phase(PH_BARE, cfg, o, topic, group, &r, &rss) != 0)
-        goto fail;
+        return phase_failed(&r);
     f->bare[k] = (double)r.messages / r.seconds;
     f->rss_bare = rss > f->rss_bare ? rss : f->rss_bare;
     f->bare_cpu[k] = (double)r.messages / r.cpu;
@@ -762,7 +784,7 @@ static int run_repeat(struct core_config *cfg, const struct bench_opts *o, int k
     print_cpu(k, &r);
     snprintf(group, sizeof(group), "bench-ingest-%d", k);
     if (run_phase(PH_INGEST, cfg, o, topic, group, &r, &rss) != 0)
-        goto fail;
+        return phase_failed(&r);
     f->ing[k] = (double)r.messages / r.seconds;
     f->rss_ing = rss > f->rss_ing ? rss : f->rss_ing;
     printf("  [%d] ingest    %lld readings in %.3f s = %.0f readings/s, %lld windows acked, "
@@ -773,10 +795,18 @@ static int run_repeat(struct core_config *cfg, const struct bench_opts *o, int k
            r.held_ms);
     f->ing_cpu[k] = (double)r.messages / r.cpu;
     print_cpu(k, &r);
-    if (o->core_only)
-        return 0;
+    return 0;
+}
+
+/* Repeat k's engine-alone and decoder-alone phases (no Kafka). 0 or -1 (reported). */
+static int engine_phases(struct core_config *cfg, const struct bench_opts *o, int k,
+                         struct bench_figs *f, const char *topic)
+{
+    struct phase_result r;
+    long rss;
+
     if (run_phase(PH_ENGINE, cfg, o, topic, NULL, &r, &rss) != 0)
-        goto fail;
+        return phase_failed(&r);
     f->eng[k] = (double)r.messages / r.seconds;
     printf("  [%d] engine    %lld readings in %.3f s = %.0f readings/s (ing_engine_push "
            "alone, no Kafka; %lld windows), peak RSS %.1f MiB\n",
@@ -784,7 +814,7 @@ static int run_repeat(struct core_config *cfg, const struct bench_opts *o, int k
     f->eng_cpu[k] = (double)r.messages / r.cpu;
     print_cpu(k, &r);
     if (run_phase(PH_ENGINE_REF, cfg, o, topic, NULL, &r, &rss) != 0)
-        goto fail;
+        return phase_failed(&r);
     f->eng_ref[k] = (double)r.messages / r.seconds;
     f->eng_ref_cpu[k] = (double)r.messages / r.cpu;
     printf("  [%d] engine/jansson %.0f readings/s (same, ingest.decoder=jansson), peak RSS "
@@ -792,45 +822,67 @@ static int run_repeat(struct core_config *cfg, const struct bench_opts *o, int k
            k, f->eng_ref[k], (double)rss / 1024.0);
     print_cpu(k, &r);
     if (run_phase(PH_DEC_FAST, cfg, o, topic, NULL, &r, &rss) != 0)
-        goto fail;
+        return phase_failed(&r);
     f->dec_fast[k] = r.cpu / (double)r.messages * 1e9;
     if (run_phase(PH_DEC_REF, cfg, o, topic, NULL, &r, &rss) != 0)
-        goto fail;
+        return phase_failed(&r);
     f->dec_ref[k] = r.cpu / (double)r.messages * 1e9;
     printf("  [%d] decoder alone (ing_engine_decode_only, thread CPU per reading): simdjson "
            "%.0f ns, jansson reference %.0f ns, speed-up %.2fx\n",
            k, f->dec_fast[k], f->dec_ref[k], f->dec_ref[k] / f->dec_fast[k]);
-    {
-        struct phase_result g[2];
-        long grss[2];
-        double t0, t1;
-        snprintf(group, sizeof(group), "bench-group-%d", k);
-        if (run_group(cfg, o, group, g, grss) != 0) {
-            r = g[0].ok ? g[1] : g[0];
-            goto fail;
-        }
-        double tb = g[0].both_at > g[1].both_at ? g[0].both_at : g[1].both_at;
-        long long nb = g[0].messages - g[0].both_consumed + g[1].messages - g[1].both_consumed;
-        t0 = g[0].t_first < g[1].t_first ? g[0].t_first : g[1].t_first;
-        t1 = g[0].t_last > g[1].t_last ? g[0].t_last : g[1].t_last;
-        f->group[k] = (double)nb / (t1 - tb);
-        printf("  [%d] group of 2 %lld readings in %.3f s from the first message = %.0f "
-               "readings/s (%lld consumed in all: %lld re-delivered after the rebalance the "
-               "second member's join causes); both members consuming: %lld readings in "
-               "%.3f s = %.0f readings/s aggregate, ratio to one member %.3f\n",
-               k, o->readings, t1 - t0, (double)o->readings / (t1 - t0),
-               g[0].messages + g[1].messages, g[0].messages + g[1].messages - o->readings, nb,
-               t1 - tb, f->group[k], f->group[k] / f->ing[k]);
-        for (int m = 0; m < 2; m++)
-            printf("      member %d: %lld readings, loop-thread CPU %.3f s = %.0f ns per reading, "
-                   "process CPU %.3f s, peak RSS %.1f MiB\n",
-                   m, g[m].messages, g[m].cpu, g[m].cpu / (double)g[m].messages * 1e9,
-                   g[m].cpu_proc, (double)grss[m] / 1024.0);
-    }
     return 0;
-fail:
-    fprintf(stderr, "gcdp bench ingest: %s\n", r.err);
-    return -1;
+}
+
+/* Repeat k's two members in one group. 0 or -1 (reported). */
+static int group_phase(struct core_config *cfg, const struct bench_opts *o, int k,
+                       struct bench_figs *f)
+{
+    struct phase_result g[2];
+    char group[64];
+    long grss[2];
+    double t0, t1;
+
+    snprintf(group, sizeof(group), "bench-group-%d", k);
+    if (run_group(cfg, o, group, g, grss) != 0)
+        return phase_failed(g[0].ok ? &g[1] : &g[0]);
+    double tb = g[0].both_at > g[1].both_at ? g[0].both_at : g[1].both_at;
+    long long nb = g[0].messages - g[0].both_consumed + g[1].messages - g[1].both_consumed;
+    t0 = g[0].t_first < g[1].t_first ? g[0].t_first : g[1].t_first;
+    t1 = g[0].t_last > g[1].t_last ? g[0].t_last : g[1].t_last;
+    f->group[k] = (double)nb / (t1 - tb);
+    printf("  [%d] group of 2 %lld readings in %.3f s from the first message = %.0f "
+           "readings/s (%lld consumed in all: %lld re-delivered after the rebalance the "
+           "second member's join causes); both members consuming: %lld readings in "
+           "%.3f s = %.0f readings/s aggregate, ratio to one member %.3f\n",
+           k, o->readings, t1 - t0, (double)o->readings / (t1 - t0), g[0].messages + g[1].messages,
+           g[0].messages + g[1].messages - o->readings, nb, t1 - tb, f->group[k],
+           f->group[k] / f->ing[k]);
+    for (int m = 0; m < 2; m++)
+        printf("      member %d: %lld readings, loop-thread CPU %.3f s = %.0f ns per reading, "
+               "process CPU %.3f s, peak RSS %.1f MiB\n",
+               m, g[m].messages, g[m].cpu, g[m].cpu / (double)g[m].messages * 1e9, g[m].cpu_proc,
+               (double)grss[m] / 1024.0);
+    return 0;
+}
+
+static int run_repeat(struct core_config *cfg, const struct bench_opts *o, int k,
+                      struct bench_figs *f)
+{
+    char topic[64], wtopic[64];
+
+    snprintf(topic, sizeof(topic), "bench.raw.%d", k);
+    snprintf(wtopic, sizeof(wtopic), "bench.windows.%d", k);
+    if (set_key(cfg, "topics.raw", topic) != CORE_OK ||
+        set_key(cfg, "topics.windows", wtopic) != CORE_OK ||
+        set_key(cfg, "topics.rejected", "bench.rejected") != CORE_OK)
+        return -1;
+    if (core_phases(cfg, o, k, f, topic) != 0)
+        return -1;
+    if (o->core_only)
+        return 0;
+    if (engine_phases(cfg, o, k, f, topic) != 0)
+        return -1;
+    return group_phase(cfg, o, k, f);
 }
 
 static void print_result(const struct bench_opts *o, struct bench_figs *f)

@@ -795,6 +795,21 @@ static int profile_admm(const struct lrn_runner_opts *o, size_t d, size_t P,
 }
 
 /* One seed: write the CSVs, time the stages in process, then the whole process. */
+/* The problem's participants as dir/p<k>.csv (paths[p] allocated, the caller frees them).
+ * 0, or -1 with eb set. */
+static int write_participants(const struct lrn_sem_problem *pb, size_t P, size_t d, const char *dir,
+                              char **paths, char *eb, size_t ebn)
+{
+    for (size_t p = 0; p < P; p++) {
+        paths[p] = core_xmalloc(1200);
+        snprintf(paths[p], 1200, "%s/p%zu.csv", dir, p + 1);
+        if (lrn_csv_write(paths[p], pb->x + p * pb->n_per * d, pb->n_per, d, NULL, eb, ebn) !=
+            CORE_OK)
+            return -1;
+    }
+    return 0;
+}
+
 static int profile_seed(const struct bl_args *a, size_t d, size_t seed, const char *dir,
                         struct core_pool *pool, double w[PR_N], double c[PR_N])
 {
@@ -810,14 +825,8 @@ static int profile_seed(const struct bl_args *a, size_t d, size_t seed, const ch
     struct stage_clock sc;
     int ret = -1;
 
-    for (size_t p = 0; pb && p < P; p++) {
-        paths[p] = core_xmalloc(1200);
-        snprintf(paths[p], 1200, "%s/p%zu.csv", dir, p + 1);
-        if (lrn_csv_write(paths[p], pb->x + p * pb->n_per * d, pb->n_per, d, NULL, eb,
-                          sizeof(eb)) != CORE_OK)
-            goto out;
-    }
-    if (!pb || spawn_start(&w[PR_START], &c[PR_START]) != 0)
+    if (!pb || write_participants(pb, P, d, dir, paths, eb, sizeof(eb)) != 0 ||
+        spawn_start(&w[PR_START], &c[PR_START]) != 0)
         goto out;
     stage_begin(&sc);
     if (lrn_csv_read_all((const char *const *)paths, P, 10, pool, csv, eb, sizeof(eb)) != CORE_OK)
@@ -1022,6 +1031,64 @@ static int parse_methods(const char *list, struct bl_args *a)
     return 0;
 }
 
+/* One option (getopt_long's c, optarg) into a: 0, 1 for a bad value, 2 after --help, -1
+ * for an unknown option. */
+static int bl_take(int c, struct bl_args *a)
+{
+    size_t one[BL_MAX_LIST], k;
+    double dl[BL_MAX_LIST];
+
+    switch (c) {
+    case '1':
+        a->table1 = 1;
+        return 0;
+    case '3':
+        a->fig3 = 1;
+        return 0;
+    case '4':
+        a->fig4 = 1;
+        return 0;
+    case '8':
+        a->c4 = 1;
+        return 0;
+    case 'R':
+        a->profile = 1;
+        return 0;
+    case 'd':
+        return parse_list_size(optarg, a->dims, &a->ndims) ? 1 : 0;
+    case 'e':
+        return parse_list_dbl(optarg, a->eps, &a->neps) ? 1 : 0;
+    case 'o':
+        a->out = optarg;
+        return 0;
+    case 'c':
+    case 'T':
+        if (parse_list_dbl(optarg, dl, &k) || k != 1)
+            return 1;
+        *(c == 'c' ? &a->clip_scale : &a->fs_tol) = dl[0];
+        return 0;
+    case 'M':
+        return parse_methods(optarg, a) ? 1 : 0;
+    case 'h':
+        fputs(bench_help, stdout);
+        return 2;
+    case 's':
+    case 'f':
+    case 'P':
+    case 'n':
+    case 'K':
+    case 'I':
+    case 't':
+    case 'w':
+        if (parse_list_size(optarg, one, &k) || k != 1)
+            return 1;
+        set_size_opt(a, c, one[0]);
+        return 0;
+    default:
+        return -1;
+    }
+}
+
 static int bl_parse(int argc, char **argv, struct bl_args *a)
 {
     static const struct option lo[] = {{"table1", no_argument, 0, '1'},
@@ -1045,63 +1112,15 @@ static int bl_parse(int argc, char **argv, struct bl_args *a)
                                        {"profile", no_argument, 0, 'R'},
                                        {"workers", required_argument, 0, 'w'},
                                        {0, 0, 0, 0}};
-    int c, li = 0, bad = 0;
-    size_t one[BL_MAX_LIST], k;
-    double dl[BL_MAX_LIST];
+    int c, li = 0;
 
     while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
-        switch (c) {
-        case '1':
-            a->table1 = 1;
-            break;
-        case '3':
-            a->fig3 = 1;
-            break;
-        case '4':
-            a->fig4 = 1;
-            break;
-        case '8':
-            a->c4 = 1;
-            break;
-        case 'R':
-            a->profile = 1;
-            break;
-        case 'd':
-            bad = parse_list_size(optarg, a->dims, &a->ndims);
-            break;
-        case 'e':
-            bad = parse_list_dbl(optarg, a->eps, &a->neps);
-            break;
-        case 'o':
-            a->out = optarg;
-            break;
-        case 'c':
-        case 'T':
-            bad = parse_list_dbl(optarg, dl, &k) || k != 1;
-            *(c == 'c' ? &a->clip_scale : &a->fs_tol) = dl[0];
-            break;
-        case 'M':
-            bad = parse_methods(optarg, a);
-            break;
-        case 'h':
-            fputs(bench_help, stdout);
+        int st = bl_take(c, a);
+        if (st == 2)
             return 1;
-        case 's':
-        case 'f':
-        case 'P':
-        case 'n':
-        case 'K':
-        case 'I':
-        case 't':
-        case 'w':
-            bad = parse_list_size(optarg, one, &k) || k != 1;
-            if (!bad)
-                set_size_opt(a, c, one[0]);
-            break;
-        default:
+        if (st < 0)
             return -1;
-        }
-        if (bad) {
+        if (st == 1) {
             fprintf(stderr, "gcdp bench learner: bad value '%s' for --%s\n", optarg, lo[li].name);
             return -1;
         }

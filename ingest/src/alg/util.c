@@ -80,17 +80,15 @@ __extension__ typedef unsigned __int128 ing__u128;
  * are D = m * 10^k / 2^s rounded to nearest, ties to even (glibc's rounding of the exact
  * binary value), all in 128-bit integers (m * 10^20 < 2^120). %.17g then prints fixed
  * notation (decimal exponent in [-4, 0] < 17) with trailing zeros and a bare '.' removed. */
-size_t ing__fmt_unit_double(double x, char *out)
+/* The 17 significant digits of x (1e-4 <= x <= 1, normal) rounded as above, into dig[17];
+ * returns the decimal exponent of the first digit (0 when x rounds to 1). */
+static int unit_digits(double x, char dig[17])
 {
     static const uint64_t p10[] = {10000000000000000ULL, 100000000000000000ULL};
     uint64_t bits, m, d;
     int s, k, ex;
     ing__u128 prod, q, r, half;
-    char dig[17];
-    size_t n = 0;
 
-    if (!(x >= 1e-4 && x <= 1.0))
-        return 0;
     memcpy(&bits, &x, sizeof(bits));
     m = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1) << 52); /* x is normal here */
     s = 1075 - (int)((bits >> 52) & 0x7ff);
@@ -118,27 +116,35 @@ size_t ing__fmt_unit_double(double x, char *out)
         dig[i] = (char)('0' + d % 10);
         d /= 10;
     }
-    {
-        int last = 16;
-        while (last > 0 && dig[last] == '0')
-            last--;
-        if (ex == 0) { /* x == 1 after rounding: "1" */
-            out[n++] = dig[0];
-            if (last > 0) {
-                out[n++] = '.';
-                memcpy(out + n, dig + 1, (size_t)last);
-                n += (size_t)last;
-            }
-        } else {
-            out[n++] = '0';
+    return ex;
+}
+
+size_t ing__fmt_unit_double(double x, char *out)
+{
+    char dig[17];
+    size_t n = 0;
+    int ex, last = 16;
+
+    if (!(x >= 1e-4 && x <= 1.0))
+        return 0;
+    ex = unit_digits(x, dig);
+    while (last > 0 && dig[last] == '0')
+        last--;
+    if (ex == 0) { /* x == 1 after rounding: "1" */
+        out[n++] = dig[0];
+        if (last > 0) {
             out[n++] = '.';
-            for (int i = 0; i < -ex - 1; i++)
-                out[n++] = '0';
-            memcpy(out + n, dig, (size_t)last + 1);
-            n += (size_t)last + 1;
+            memcpy(out + n, dig + 1, (size_t)last);
+            n += (size_t)last;
         }
+        return n;
     }
-    return n;
+    out[n++] = '0';
+    out[n++] = '.';
+    for (int i = 0; i < -ex - 1; i++)
+        out[n++] = '0';
+    memcpy(out + n, dig, (size_t)last + 1);
+    return n + (size_t)last + 1;
 }
 
 void ing__buf_double(struct core_buf *b, double v)

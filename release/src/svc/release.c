@@ -489,51 +489,20 @@ static void *pool_worker(void *arg)
     return NULL;
 }
 
-/* rel_noise_apply, optionally formatting each worker's values into txt[t]; *used = parts.
- * With a pool, its workers take the other shares; without one, threads are created for
- * this call. */
-static core_err noise_apply(const struct rel_plan *p, const struct core_rng *rng, unsigned nthreads,
-                            struct pool *pl, const double *y, double *out,
-                            // NOLINTNEXTLINE(readability-non-const-parameter): the jobs write it
-                            double *work, char *const *names, const size_t *name_len,
-                            struct core_buf *txt, unsigned *used)
+/* Runs jobs[0..nthreads): jobs 1.. on the pool's workers (pooled) or on threads created for
+ * this call (a thread that cannot be created: its job runs here), job 0 on this thread;
+ * returns when all are done. */
+static void noise_run_all(struct pool *pl, bool pooled, struct noise_job *jobs, unsigned nthreads)
 {
-    struct noise_job local[REL_MAX_THREADS], *jobs = pl ? pl->jobs : local;
     pthread_t tid[REL_MAX_THREADS];
     unsigned started = 1;
-    bool pooled;
-    core_err rc = CORE_OK;
 
-    if (!p || !rng || nthreads == 0 || nthreads > REL_MAX_THREADS)
-        return CORE_EINVAL;
-    if (pl && pl->pid != getpid())
-        pl = NULL, jobs = local; /* forked: the workers stayed in the parent */
-    if (pl)
-        nthreads = pl->n + 1;
-    if (p->d < (size_t)256 * nthreads) /* not worth a thread */
-        nthreads = 1;
-    pooled = pl && nthreads > 1;
-    for (unsigned t = 0; t < nthreads; t++)
-        jobs[t] = (struct noise_job){p,
-                                     rng,
-                                     y,
-                                     out,
-                                     work,
-                                     p->d * t / nthreads,
-                                     p->d * (t + 1) / nthreads,
-                                     names,
-                                     name_len,
-                                     names ? &txt[t] : NULL,
-                                     CORE_OK};
-    if (used)
-        *used = nthreads;
     if (pooled) {
         pthread_mutex_lock(&pl->mu);
         pl->running = pl->n;
         pl->gen++;
         pthread_cond_broadcast(&pl->go);
         pthread_mutex_unlock(&pl->mu);
-        started = nthreads;
     } else {
         for (; started < nthreads; started++)
             if (pthread_create(&tid[started], NULL, noise_run, &jobs[started]) != 0)
@@ -551,6 +520,43 @@ static core_err noise_apply(const struct rel_plan *p, const struct core_rng *rng
         for (unsigned t = 1; t < started; t++)
             pthread_join(tid[t], NULL);
     }
+}
+
+/* rel_noise_apply, optionally formatting each worker's values into txt[t]; *used = parts.
+ * With a pool, its workers take the other shares; without one, threads are created for
+ * this call. */
+static core_err noise_apply(const struct rel_plan *p, const struct core_rng *rng, unsigned nthreads,
+                            struct pool *pl, const double *y, double *out,
+                            // NOLINTNEXTLINE(readability-non-const-parameter): the jobs write it
+                            double *work, char *const *names, const size_t *name_len,
+                            struct core_buf *txt, unsigned *used)
+{
+    struct noise_job local[REL_MAX_THREADS], *jobs = pl ? pl->jobs : local;
+    core_err rc = CORE_OK;
+
+    if (!p || !rng || nthreads == 0 || nthreads > REL_MAX_THREADS)
+        return CORE_EINVAL;
+    if (pl && pl->pid != getpid())
+        pl = NULL, jobs = local; /* forked: the workers stayed in the parent */
+    if (pl)
+        nthreads = pl->n + 1;
+    if (p->d < (size_t)256 * nthreads) /* not worth a thread */
+        nthreads = 1;
+    for (unsigned t = 0; t < nthreads; t++)
+        jobs[t] = (struct noise_job){p,
+                                     rng,
+                                     y,
+                                     out,
+                                     work,
+                                     p->d * t / nthreads,
+                                     p->d * (t + 1) / nthreads,
+                                     names,
+                                     name_len,
+                                     names ? &txt[t] : NULL,
+                                     CORE_OK};
+    if (used)
+        *used = nthreads;
+    noise_run_all(pl, pl && nthreads > 1, jobs, nthreads);
     for (unsigned t = 0; t < nthreads; t++)
         if (jobs[t].rc != CORE_OK && rc == CORE_OK)
             rc = jobs[t].rc;
@@ -699,6 +705,41 @@ static bool replay_matches(const struct rel_plan *p, const uint8_t *bytes, size_
     return ok;
 }
 
+/* A replay of release rid: its stored bytes queued as they are (never new noise). */
+static core_err replay(struct rel_releaser *r, const char *rid, uint8_t *stored, size_t len,
+                       rel_emit_fn *emit, void *arg, char *eb, size_t ebn)
+{
+    if (!replay_matches(r->plan, stored, len) && r->stats.replayed_other++ == 0)
+        CORE_WARN("release %s was first published with another mechanism or eps_rel; "
+                  "republishing the stored record unchanged (a new theta version "
+                  "is needed for a new release)",
+                  rid);
+    return queue(r, rid, (char *)stored, len, true, emit, arg, eb, ebn);
+}
+
+/* The window's projection, then Algorithm 4 step 1 per window: s_k >= B_k >= the window's
+ * own certificate from its provenance (DESIGN §7.2, §7.7). CORE_EINVAL refuses this window
+ * only: nothing charged, nothing drawn. */
+static core_err certify(struct rel_releaser *r, const struct rel_window *w, char *eb, size_t ebn)
+{
+    const struct rel_plan *p = r->plan;
+    size_t bad = 0;
+    enum rel_refusal why = REL_REFUSE_NONE;
+    core_err rc = project(r, w, eb, ebn);
+
+    if (rc != CORE_OK)
+        return rc;
+    rc = rel_release_check(p->d, p->B, r->bw, p->s, p->eps, p->opts.eps_rel, &bad, &why);
+    if (rc == CORE_OK)
+        return CORE_OK;
+    snprintf(eb, ebn,
+             "window %s: release refused (Algorithm 4): coordinate %s: %s "
+             "(the window's certificate %.6g, plan B %.6g)",
+             w->id, bad < p->d && t_name(p, bad) ? t_name(p, bad) : "-", rel_refusal_str(why),
+             bad < p->d ? r->bw[bad] : 0.0, bad < p->d ? p->B[bad] : 0.0);
+    return CORE_EINVAL;
+}
+
 core_err rel_releaser_push(struct rel_releaser *r, const struct rel_window *w, rel_emit_fn *emit,
                            void *arg, char *eb, size_t ebn)
 {
@@ -730,36 +771,13 @@ core_err rel_releaser_push(struct rel_releaser *r, const struct rel_window *w, r
                 return rel_releaser_push(r, w, emit, arg, eb, ebn);
             }
     }
-    if (rc == CORE_OK) { /* replay: the stored bytes, never new noise */
-        if (!replay_matches(p, stored, len)) {
-            if (r->stats.replayed_other++ == 0)
-                CORE_WARN("release %s was first published with another mechanism or eps_rel; "
-                          "republishing the stored record unchanged (a new theta version "
-                          "is needed for a new release)",
-                          rid);
-        }
-        return queue(r, rid, (char *)stored, len, true, emit, arg, eb, ebn);
-    }
+    if (rc == CORE_OK) /* replay: the stored bytes, never new noise */
+        return replay(r, rid, stored, len, emit, arg, eb, ebn);
     if (rc != CORE_ENOTFOUND) {
         snprintf(eb, ebn, "ledger lookup failed (%s)", core_strerror(rc));
         return rc;
     }
-    rc = project(r, w, eb, ebn);
-    if (rc == CORE_OK) { /* Algorithm 4 step 1 per window: s_k >= B_k >= the window's own
-                          * certificate from its provenance (DESIGN §7.2, §7.7) */
-        size_t bad = 0;
-        enum rel_refusal why = REL_REFUSE_NONE;
-        rc = rel_release_check(p->d, p->B, r->bw, p->s, p->eps, p->opts.eps_rel, &bad, &why);
-        if (rc != CORE_OK) {
-            snprintf(eb, ebn,
-                     "window %s: release refused (Algorithm 4): coordinate %s: %s "
-                     "(the window's certificate %.6g, plan B %.6g)",
-                     w->id, bad < p->d && t_name(p, bad) ? t_name(p, bad) : "-",
-                     rel_refusal_str(why), bad < p->d ? r->bw[bad] : 0.0,
-                     bad < p->d ? p->B[bad] : 0.0);
-            rc = CORE_EINVAL; /* this window only: nothing charged, nothing drawn */
-        }
-    }
+    rc = certify(r, w, eb, ebn);
     if (rc == CORE_OK)
         rc = charge(r, w, rid, eb, ebn); /* write-ahead: charged before any noise */
     if (rc != CORE_OK)
