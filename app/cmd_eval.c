@@ -190,6 +190,8 @@ static int parse_scaling_count(int c, const char *arg, struct eval_opts *o)
 
 /* Long: one flat switch over the flags (getopt codes of the option table); splitting it
  * scatters the table. Returns APP_EXIT_OK or APP_EXIT_USAGE (message printed). */
+// One case per flag, a flat switch: split, it would only scatter the flag list.
+// NOLINTNEXTLINE(readability-function-size)
 static int apply_flag(int c, const char *arg, struct eval_cli *cli)
 {
     struct eval_opts *o = &cli->o;

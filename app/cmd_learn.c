@@ -235,6 +235,8 @@ static double *ov_slot(struct overrides *v, int c)
     }
 }
 
+// One case per flag, a flat switch: split, it would only scatter the flag list.
+// NOLINTNEXTLINE(readability-function-size)
 static int parse_one(int c, int li, struct learn_args *a, struct overrides *v, enum lrn_method *m)
 {
     double tmp, *slot = ov_slot(v, c);

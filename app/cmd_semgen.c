@@ -57,6 +57,8 @@ static int parse_double(const char *s, double *out)
     return app_flag_parse_double(s, -DBL_MAX, DBL_MAX, out);
 }
 
+// One case per flag, a flat switch: split, it would only scatter the flag list.
+// NOLINTNEXTLINE(readability-function-size)
 static int parse_opts(int argc, char **argv, struct lrn_sem_opts *o, const char **dir)
 {
     static const struct option lo[] = {{"out", required_argument, 0, 'o'},

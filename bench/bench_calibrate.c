@@ -217,6 +217,28 @@ static int release_once(const struct core_config *cfg, const struct cal_theta *t
 
 /* One full public calibration + release pass (best of reps): cal_calibrate (Algorithm 1,
  * exposure, μ aggregate, ξ̂ masking) then release_once. */
+static void print_pass(const struct pass_t *b, size_t n, size_t m, int L, int reps)
+{
+    const struct cal_report *rp = &b->rep;
+    double rest = b->t_cal + b->t_rel - rp->t_alg1;
+    printf("\nfull public calibration + release pass, M=%zu N=%zu L=%d, best of %d "
+           "(paper Table 12: GC-DP UCI-HAR 0.71 s)\n",
+           m, n, L, reps);
+    printf("  Algorithm 1 (normalize, %d products, S, graph, exposure) %8.4f s (products %.4f "
+           "s)\n",
+           L + 1, rp->t_alg1, rp->t_lagcorr);
+    printf("  mu (aggregate task)                                     %8.4f s\n", rp->t_mu);
+    printf("  xi_hat (masking, C_k)                                   %8.4f s\n", rp->t_xi);
+    printf("  rest of cal_calibrate (setup, copies, validate)         %8.4f s\n",
+           b->t_cal - rp->t_alg1 - rp->t_mu - rp->t_xi);
+    printf("  release (Alg. 2 bounds, Alg. 3 allocation, Alg. 4 check + Laplace) %8.4f s\n",
+           b->t_rel);
+    printf("  total %.4f s; beyond Algorithm 1: +%.4f s = %.1f %% of Algorithm 1 (target <= 30 "
+           "%%);"
+           " ours/paper = %.2f\n",
+           b->t_cal + b->t_rel, rest, 100.0 * rest / rp->t_alg1, (b->t_cal + b->t_rel) / 0.71);
+}
+
 static int full_pass(const struct core_config *cfg, size_t n, size_t m, int L, int threads,
                      int reps)
 {
@@ -253,27 +275,8 @@ static int full_pass(const struct core_config *cfg, size_t n, size_t m, int L, i
             best = p;
         cal_theta_free(t);
     }
-    if (ok) {
-        const struct cal_report *rp = &best.rep;
-        double rest = best.t_cal + best.t_rel - rp->t_alg1;
-        printf("\nfull public calibration + release pass, M=%zu N=%zu L=%d, best of %d "
-               "(paper Table 12: GC-DP UCI-HAR 0.71 s)\n",
-               m, n, L, reps);
-        printf("  Algorithm 1 (normalize, %d products, S, graph, exposure) %8.4f s (products %.4f "
-               "s)\n",
-               L + 1, rp->t_alg1, rp->t_lagcorr);
-        printf("  mu (aggregate task)                                     %8.4f s\n", rp->t_mu);
-        printf("  xi_hat (masking, C_k)                                   %8.4f s\n", rp->t_xi);
-        printf("  rest of cal_calibrate (setup, copies, validate)         %8.4f s\n",
-               best.t_cal - rp->t_alg1 - rp->t_mu - rp->t_xi);
-        printf("  release (Alg. 2 bounds, Alg. 3 allocation, Alg. 4 check + Laplace) %8.4f s\n",
-               best.t_rel);
-        printf("  total %.4f s; beyond Algorithm 1: +%.4f s = %.1f %% of Algorithm 1 (target <= 30 "
-               "%%);"
-               " ours/paper = %.2f\n",
-               best.t_cal + best.t_rel, rest, 100.0 * rest / rp->t_alg1,
-               (best.t_cal + best.t_rel) / 0.71);
-    }
+    if (ok)
+        print_pass(&best, n, m, L, reps);
     for (size_t j = 0; j < m; j++)
         free(names[j]);
     free(names);

@@ -405,6 +405,24 @@ static int dr_row(void *arg, const struct core_dp_row *row)
 
 /* One pipeline on a fresh embedded broker: windows, then both services until every window
  * is released, then the ledger read back. */
+/* The run's configuration: the broker (boot), the control key (kset), Laplace at eps_rel 20,
+ * a cap no run reaches, no rate limit on recalibration, and span (a --set, or NULL). */
+static core_err dr_config(char *boot, char *kset, char *span, struct core_config **cfg)
+{
+    /* clang-format off */
+    char *argv[] = {"bench", "--set", boot, "--set", kset,
+                    "--set", "release.mechanism=lap", "--set", "release.eps_rel=20",
+                    "--set", "release.ledger.cap_eps=1e6",
+                    "--set", "calibrate.service.min_interval_s=0", "--log-level", "error",
+                    "--set", span, NULL};
+    /* clang-format on */
+    int argc = span ? 17 : 15;
+
+    if (!span)
+        argv[15] = NULL;
+    return app_config_load(&argc, argv, cfg);
+}
+
 static int dr_one(uint64_t seed, bool change, const struct bench_drift_mode *mode, const char *dir,
                   struct dr_result *r)
 {
@@ -415,25 +433,7 @@ static int dr_one(uint64_t seed, bool change, const struct bench_drift_mode *mod
     struct dr_scan sc = {DR_START + (int64_t)DR_CHANGE * DR_PERIOD, 0, false, 0, 0};
     struct dr_prod prod;
     char eb[1024] = "", boot[300], key[4200], kset[4300], csv[4200], ledger[4200], span[64];
-    char *argv[] = {"bench",
-                    "--set",
-                    boot,
-                    "--set",
-                    kset,
-                    "--set",
-                    "release.mechanism=lap",
-                    "--set",
-                    "release.eps_rel=20",
-                    "--set",
-                    "release.ledger.cap_eps=1e6",
-                    "--set",
-                    "calibrate.service.min_interval_s=0",
-                    "--log-level",
-                    "error",
-                    "--set",
-                    span,
-                    NULL};
-    int argc = mode->span >= 0 ? 17 : 15, ex = APP_EXIT_FAILURE;
+    int ex = APP_EXIT_FAILURE;
     double t0 = dr_now();
     struct core_dp_scheme scheme;
     struct core_dp_cost cap;
@@ -455,7 +455,7 @@ static int dr_one(uint64_t seed, bool change, const struct bench_drift_mode *mod
         goto out;
     }
     snprintf(boot, sizeof(boot), "broker.bootstrap=%s", core_broker_bootstrap(br));
-    if (app_config_load(&argc, argv, &cfg) != CORE_OK)
+    if (dr_config(boot, kset, mode->span >= 0 ? span : NULL, &cfg) != CORE_OK)
         goto out;
     if (dr_pilot(seed, csv, eb, sizeof(eb)) != CORE_OK ||
         dr_windows(seed, change, &prod, eb, sizeof(eb)) != CORE_OK) {

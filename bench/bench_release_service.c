@@ -252,6 +252,33 @@ static int run_service(struct core_config *cfg, size_t windows, const char *thet
     return APP_EXIT_OK;
 }
 
+/* One service run's figures: windows/s and coords/s from the first read to the last
+ * acknowledgement, coords/s while 10-90 % were acknowledged. */
+struct svc_figs {
+    double wps, cps, steady;
+};
+
+static void print_service(size_t windows, size_t d, size_t batch, const struct svc_figs *jl,
+                          const struct svc_figs *st, double parsed_cps, double offline_cps)
+{
+    printf("  service: %zu windows x %zu coords, gcdp.windows -> gcdp.released on the "
+           "embedded broker, ledger on disk, batch %zu\n",
+           windows, d, batch);
+    printf("  %-30s %14.0f windows/s %14.0f coords/s\n", "service (first read to last ack)",
+           jl->wps, jl->cps);
+    printf("  %-30s %14.0f coords/s (the same records parsed from JSON, released, "
+           "no broker)\n",
+           "offline path, parsed", parsed_cps);
+    printf("  ratio service / offline parsed: %.4f (target >= 0.5: %s); service / "
+           "offline pre-parsed (above): %.4f; >= 1000000 coords/s: %s\n",
+           jl->cps / parsed_cps, jl->cps / parsed_cps >= 0.5 ? "MET" : "NOT MET",
+           jl->cps / offline_cps, jl->cps >= 1e6 ? "MET" : "NOT MET");
+    printf("  %-30s %14.0f windows/s %14.0f coords/s; store / JSONL %.3f (first read to "
+           "last ack), %.3f (10-90 %% acknowledged)\n",
+           "service, ledger store", st->wps, st->cps, st->cps / jl->cps,
+           jl->steady > 0 ? st->steady / jl->steady : 0.0);
+}
+
 int bench_release_service(const struct cal_theta *theta, size_t windows, size_t batch,
                           double offline_cps, const char *dir)
 {
@@ -260,22 +287,14 @@ int bench_release_service(const struct cal_theta *theta, size_t windows, size_t 
     struct core_broker *br = NULL;
     struct core_config *cfg = NULL;
     char eb[1024] = "", boot[300], theta_path[4200], ledger[4200], store[4200], bset[64];
-    char *argv[] = {"bench",
-                    "--set",
-                    boot,
-                    "--set",
-                    "ingest.period_ms=1000",
-                    "--set",
-                    "release.ledger.cap_eps=1e6",
-                    "--set",
-                    "release.drift.enabled=false",
-                    "--set",
-                    bset,
-                    "--log-level",
-                    "warn",
-                    NULL};
+    /* clang-format off */
+    char *argv[] = {"bench", "--set", boot, "--set", "ingest.period_ms=1000",
+                    "--set", "release.ledger.cap_eps=1e6", "--set", "release.drift.enabled=false",
+                    "--set", bset, "--log-level", "warn", NULL};
+    /* clang-format on */
     int argc = 13, ex = APP_EXIT_FAILURE;
-    double wps = 0, cps = 0, steady = 0, parsed_cps = 0, s_wps = 0, s_cps = 0, s_steady = 0;
+    struct svc_figs jl = {0}, st = {0};
+    double parsed_cps = 0;
 
     snprintf(theta_path, sizeof(theta_path), "%s/bench-theta.json", dir);
     snprintf(ledger, sizeof(ledger), "%s/bench-service-ledger.jsonl", dir);
@@ -296,32 +315,16 @@ int bench_release_service(const struct cal_theta *theta, size_t windows, size_t 
         goto out;
     }
     parsed_cps = offline_parsed(cfg, theta, windows, ledger);
-    ex = run_service(cfg, windows, theta_path, ledger, NULL, "gcdp-bench-release", theta->d, &wps,
-                     &cps, &steady);
+    ex = run_service(cfg, windows, theta_path, ledger, NULL, "gcdp-bench-release", theta->d,
+                     &jl.wps, &jl.cps, &jl.steady);
     remove(ledger);
     /* the same records again, by another group, on the ledger store (issue 16's baseline:
      * the JSONL path above, same run) */
     if (ex == APP_EXIT_OK)
         ex = run_service(cfg, windows, theta_path, ledger, store, "gcdp-bench-release-store",
-                         theta->d, &s_wps, &s_cps, &s_steady);
-    if (ex == APP_EXIT_OK) {
-        printf("  service: %zu windows x %zu coords, gcdp.windows -> gcdp.released on the "
-               "embedded broker, ledger on disk, batch %zu\n",
-               windows, theta->d, batch);
-        printf("  %-30s %14.0f windows/s %14.0f coords/s\n", "service (first read to last ack)",
-               wps, cps);
-        printf("  %-30s %14.0f coords/s (the same records parsed from JSON, released, "
-               "no broker)\n",
-               "offline path, parsed", parsed_cps);
-        printf("  ratio service / offline parsed: %.4f (target >= 0.5: %s); service / "
-               "offline pre-parsed (above): %.4f; >= 1000000 coords/s: %s\n",
-               cps / parsed_cps, cps / parsed_cps >= 0.5 ? "MET" : "NOT MET", cps / offline_cps,
-               cps >= 1e6 ? "MET" : "NOT MET");
-        printf("  %-30s %14.0f windows/s %14.0f coords/s; store / JSONL %.3f (first read to "
-               "last ack), %.3f (10-90 %% acknowledged)\n",
-               "service, ledger store", s_wps, s_cps, s_cps / cps,
-               steady > 0 ? s_steady / steady : 0.0);
-    }
+                         theta->d, &st.wps, &st.cps, &st.steady);
+    if (ex == APP_EXIT_OK)
+        print_service(windows, theta->d, batch, &jl, &st, parsed_cps, offline_cps);
 out:
     remove(ledger);
     remove(store);

@@ -203,6 +203,32 @@ static size_t send_rows(struct core_audit_mirror *m, const char *buf, size_t n, 
 }
 
 /* Send what became durable since the last look (as much as the in-flight window allows). */
+/* The row at next_off is longer than CHUNK: skip it whole (counted, logged, its slot acked).
+ * false on a read error (pump stops and tries again later). */
+static bool skip_long_row(struct core_audit_mirror *m, uint64_t durable)
+{
+    const char *nl = NULL;
+    uint64_t o = m->next_off + CHUNK;
+
+    while (!nl && o < durable) {
+        ssize_t g = pread(m->fd, m->buf, CHUNK, (off_t)o);
+        if (g <= 0)
+            return false;
+        nl = memchr(m->buf, '\n', (size_t)g);
+        o += nl ? (uint64_t)(nl - m->buf + 1) : (uint64_t)g;
+    }
+    m->st.skipped++;
+    core_metric_add(m->m_skipped, 1);
+    CORE_WARN("audit mirror: row at byte %" PRIu64 " of %s is longer than %u bytes: not mirrored",
+              m->next_off, m->audit, CHUNK);
+    m->ends[m->next_seq % m->cap] = o;
+    m->acked[m->next_seq % m->cap] = SLOT_ACKED;
+    m->next_seq++;
+    m->next_off = o;
+    settle(m);
+    return true;
+}
+
 static void pump(struct core_audit_mirror *m)
 {
     uint64_t durable = m->durable(m->arg);
@@ -213,28 +239,8 @@ static void pump(struct core_audit_mirror *m)
             break;
         size_t used = send_rows(m, m->buf, (size_t)got, m->next_off);
         if (used == 0) {
-            if ((size_t)got == CHUNK) { /* a row longer than CHUNK: skip it whole */
-                const char *nl = NULL;
-                uint64_t o = m->next_off + CHUNK;
-                while (!nl && o < durable) {
-                    ssize_t g = pread(m->fd, m->buf, CHUNK, (off_t)o);
-                    if (g <= 0)
-                        return;
-                    nl = memchr(m->buf, '\n', (size_t)g);
-                    o += nl ? (uint64_t)(nl - m->buf + 1) : (uint64_t)g;
-                }
-                m->st.skipped++;
-                core_metric_add(m->m_skipped, 1);
-                CORE_WARN("audit mirror: row at byte %" PRIu64 " of %s is longer than %u "
-                          "bytes: not mirrored",
-                          m->next_off, m->audit, CHUNK);
-                m->ends[m->next_seq % m->cap] = o;
-                m->acked[m->next_seq % m->cap] = SLOT_ACKED;
-                m->next_seq++;
-                m->next_off = o;
-                settle(m);
+            if ((size_t)got == CHUNK && skip_long_row(m, durable))
                 continue;
-            }
             break;
         }
         m->next_off += used;

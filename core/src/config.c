@@ -219,38 +219,45 @@ void core_cfg_read(const struct core_config *cfg, const struct core_cfg_key *tab
     }
 }
 
+/* Key k's default into cfg->values (none: nothing). false after the message when k's
+ * binding or default is invalid (a programming error in a key table). */
+static bool take_default(struct core_config *cfg, const struct core_cfg_key *k)
+{
+    char eb[256];
+    json_error_t jerr;
+    json_t *v;
+
+    if (!binding_fits(k)) {
+        CORE_ERROR("config key '%s' is bound to a field of another type", k->name);
+        return false;
+    }
+    if (!k->def)
+        return true;
+    v = json_loads(k->def, JSON_DECODE_ANY, &jerr);
+    if (!v || check_value(k, v, eb, sizeof(eb)) != CORE_OK) {
+        CORE_ERROR("default of config key '%s' is invalid: %s", k->name, v ? eb : jerr.text);
+        json_decref(v);
+        return false;
+    }
+    json_object_set_new(cfg->values, k->name, v);
+    return true;
+}
+
 struct core_config *core_config_new(const struct core_cfg_key *const *tables, size_t ntables)
 {
     struct core_config *cfg = core_xcalloc(1, sizeof(*cfg));
-    char eb[256];
 
     cfg->tables = tables;
     cfg->ntables = ntables;
     cfg->values = json_object();
     cfg->kafka = json_object();
     cfg->explicit_keys = json_object();
-    for (size_t t = 0; t < ntables; t++) {
-        for (const struct core_cfg_key *k = tables[t]; k->name; k++) {
-            json_error_t jerr;
-            json_t *v;
-            if (!binding_fits(k)) {
-                CORE_ERROR("config key '%s' is bound to a field of another type", k->name);
+    for (size_t t = 0; t < ntables; t++)
+        for (const struct core_cfg_key *k = tables[t]; k->name; k++)
+            if (!take_default(cfg, k)) {
                 core_config_free(cfg);
                 return NULL;
             }
-            if (!k->def)
-                continue;
-            v = json_loads(k->def, JSON_DECODE_ANY, &jerr);
-            if (!v || check_value(k, v, eb, sizeof(eb)) != CORE_OK) {
-                CORE_ERROR("default of config key '%s' is invalid: %s", k->name,
-                           v ? eb : jerr.text);
-                json_decref(v);
-                core_config_free(cfg);
-                return NULL;
-            }
-            json_object_set_new(cfg->values, k->name, v);
-        }
-    }
     return cfg;
 }
 

@@ -475,6 +475,29 @@ out:
     return rc;
 }
 
+/* Version o->version already committed: republish its stored θ into out (never re-noised;
+ * CORE_OK or the replay's error). CORE_ENOTFOUND when it is not in the ledger. */
+static core_err replay_if_committed(struct core_dp_ledger *l, const struct cal_matrix *mx,
+                                    const struct cal_opts *o, struct cal_charged *out, char *eb,
+                                    size_t ebn)
+{
+    char hid[ID_MAX];
+    uint8_t *stored = NULL;
+    size_t stored_len = 0;
+    core_err rc;
+
+    head_id(hid, o->version);
+    rc = core_dp_ledger_lookup(l, hid, &stored, &stored_len);
+    if (rc == CORE_OK) {
+        rc = replay(l, mx, o, stored, stored_len, out, eb, ebn);
+        free(stored);
+        return rc; /* CORE_OK or CORE_EINVARIANT, never CORE_ENOTFOUND */
+    }
+    if (rc != CORE_ENOTFOUND)
+        snprintf(eb, ebn, "ledger: lookup of %s failed (%s)", hid, core_errname(rc));
+    return rc;
+}
+
 core_err cal_calibrate_charged(struct core_dp_ledger *l, const struct cal_matrix *mx,
                                const struct cal_opts *o_in, const struct cal_ledger_opts *lo,
                                const char *source, const struct core_rng *rng,
@@ -484,8 +507,7 @@ core_err cal_calibrate_charged(struct core_dp_ledger *l, const struct cal_matrix
     struct cal_units *u = NULL;
     struct core_dp_cost cost = {0.0, 0.0, 0.0};
     char(*ids)[ID_MAX] = NULL;
-    uint8_t *stored = NULL;
-    size_t stored_len = 0, parts = 0, charged = 0;
+    size_t parts = 0, charged = 0;
     core_err rc;
 
     memset(out, 0, sizeof(*out));
@@ -503,20 +525,8 @@ core_err cal_calibrate_charged(struct core_dp_ledger *l, const struct cal_matrix
         return CORE_ECONFIG;
     }
     /* 1. replay */
-    {
-        char hid[ID_MAX];
-        head_id(hid, o.version);
-        rc = core_dp_ledger_lookup(l, hid, &stored, &stored_len);
-        if (rc == CORE_OK) {
-            rc = replay(l, mx, &o, stored, stored_len, out, eb, ebn);
-            free(stored);
-            return rc;
-        }
-        if (rc != CORE_ENOTFOUND) {
-            snprintf(eb, ebn, "ledger: lookup of %s failed (%s)", hid, core_errname(rc));
-            return rc;
-        }
-    }
+    if ((rc = replay_if_committed(l, mx, &o, out, eb, ebn)) != CORE_ENOTFOUND)
+        return rc;
     /* 2. charge every unit before any noise */
     if ((rc = cal_ledger_units(mx, lo, &u, eb, ebn)) != CORE_OK)
         return rc;

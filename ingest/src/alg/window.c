@@ -301,6 +301,29 @@ static void put_node_prov(struct core_buf *b, const struct ing_engine *e, size_t
 }
 
 /* Calls f(b, e, c, bit, feature index) for every node (channel x feature) in order. */
+/* One node's value of kind what (put_nodes) after its name. */
+static void put_node_value(struct core_buf *b, const struct ing_engine *e, size_t c, int f,
+                           int what)
+{
+    const struct ing__wscratch *ws = &e->ws;
+
+    if (what == 0) {
+        ing__buf_double(b, ws->feat[c][f]);
+    } else if (what == 1) {
+        core_buf_int(b, (int64_t)ws->n_real[c]);
+    } else if (what == 3) {
+        put_node_prov(b, e, c, f);
+    } else {
+        core_buf_puts(b, "[");
+        for (size_t i = 0; i < ws->imp_n[c]; i++) {
+            if (i)
+                core_buf_puts(b, ",");
+            core_buf_int(b, ws->imp_ts[c * (size_t)ws->n_slots + i]);
+        }
+        core_buf_puts(b, "]");
+    }
+}
+
 static void put_nodes(struct core_buf *b, const struct ing_engine *e, int what)
 {
     const struct ing__wscratch *ws = &e->ws;
@@ -310,28 +333,13 @@ static void put_nodes(struct core_buf *b, const struct ing_engine *e, int what)
     for (size_t k = 0; k < ws->n_nodes; k++) {
         size_t c = ws->nodes[k];
         for (int f = 0; f < 5; f++) {
-            unsigned bit = 1u << f;
-            if (!(e->p.features & bit))
+            if (!(e->p.features & (1u << f)))
                 continue;
             if (!first)
                 core_buf_puts(b, ",");
             first = false;
             put_node_name(b, e, c, f);
-            if (what == 0) {
-                ing__buf_double(b, ws->feat[c][f]);
-            } else if (what == 1) {
-                core_buf_int(b, (int64_t)ws->n_real[c]);
-            } else if (what == 3) {
-                put_node_prov(b, e, c, f);
-            } else {
-                core_buf_puts(b, "[");
-                for (size_t i = 0; i < ws->imp_n[c]; i++) {
-                    if (i)
-                        core_buf_puts(b, ",");
-                    core_buf_int(b, ws->imp_ts[c * (size_t)ws->n_slots + i]);
-                }
-                core_buf_puts(b, "]");
-            }
+            put_node_value(b, e, c, f, what);
         }
     }
     core_buf_puts(b, "}");

@@ -30,6 +30,22 @@ core_err rel_query_params_check(const struct rel_query_params *qp)
     return CORE_OK;
 }
 
+/* reach's step: the unmarked neighbours of v marked and appended to queue at tail; returns
+ * the new tail. */
+static size_t enqueue_neighbours(uint32_t v, const uint32_t *edges, size_t n_edges, uint32_t *mark,
+                                 uint32_t *queue, size_t tail)
+{
+    for (size_t e = 0; e < n_edges; e++) {
+        uint32_t a = edges[2 * e], b = edges[2 * e + 1];
+        uint32_t w = a == v ? b : b == v ? a : UINT32_MAX; /* the other end, or none */
+        if (w != UINT32_MAX && !mark[w]) {
+            mark[w] = 1;
+            queue[tail++] = w;
+        }
+    }
+    return tail;
+}
+
 /* Breadth-first search from `src` up to `hops` edges over the edge list; marks reached
  * channels in `mark` (n_chan entries, 1 = reached). `queue` holds n_chan entries.
  * O(hops * n_edges) without adjacency lists: fine for the policy graph sizes we allow. */
@@ -43,22 +59,8 @@ static void reach(size_t n_chan, const uint32_t *edges, size_t n_edges, uint32_t
     queue[tail++] = src;
     for (uint32_t h = 0; h < hops && head < tail; h++) {
         level_end = tail;
-        for (; head < level_end; head++) {
-            uint32_t v = queue[head];
-            for (size_t e = 0; e < n_edges; e++) {
-                uint32_t a = edges[2 * e], b = edges[2 * e + 1], w;
-                if (a == v)
-                    w = b;
-                else if (b == v)
-                    w = a;
-                else
-                    continue;
-                if (!mark[w]) {
-                    mark[w] = 1;
-                    queue[tail++] = w;
-                }
-            }
-        }
+        for (; head < level_end; head++)
+            tail = enqueue_neighbours(queue[head], edges, n_edges, mark, queue, tail);
     }
 }
 

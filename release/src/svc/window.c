@@ -183,6 +183,23 @@ static core_err bind_node(const struct cal_theta *t, size_t m, const json_t *pn,
     return CORE_OK;
 }
 
+/* prov.nodes.<key>.clip = [lo, hi], finite lo < hi, into np. */
+static core_err node_clip(const json_t *clip, struct rel_node_prov *np, char *eb, size_t ebn)
+{
+    if (!json_is_array(clip) || json_array_size(clip) != 2 ||
+        !json_is_number(json_array_get(clip, 0)) || !json_is_number(json_array_get(clip, 1))) {
+        snprintf(eb, ebn, "prov.nodes.%s.clip: expected [lo, hi]", np->key);
+        return CORE_EPARSE;
+    }
+    np->clip_lo = json_number_value(json_array_get(clip, 0));
+    np->clip_hi = json_number_value(json_array_get(clip, 1));
+    if (!(np->clip_lo < np->clip_hi) || !isfinite(np->clip_hi - np->clip_lo)) {
+        snprintf(eb, ebn, "prov.nodes.%s.clip: need finite lo < hi", np->key);
+        return CORE_EINVAL;
+    }
+    return CORE_OK;
+}
+
 /* One node's provenance, checked against itself, the record's gap and its n_node/imputed
  * (nn, imp: the record's "n_node" and "imputed" objects). */
 static core_err node_prov(const json_t *nn, const json_t *imp, const json_t *pv,
@@ -193,6 +210,7 @@ static core_err node_prov(const json_t *nn, const json_t *imp, const json_t *pv,
     const json_t *jchan = json_object_get(pv, "channel");
     const char *chan = json_string_value(jchan);
     const json_t *clip = json_object_get(pv, "clip"), *ni = json_object_get(pv, "n_imputed");
+    core_err rc;
     const json_t *mr = json_object_get(pv, "max_run");
     const json_t *nr = json_object_get(nn, np->key);
     const json_t *il = json_object_get(imp, np->key);
@@ -214,17 +232,8 @@ static core_err node_prov(const json_t *nn, const json_t *imp, const json_t *pv,
                  np->key, stat, chan);
         return CORE_EINVAL;
     }
-    if (!json_is_array(clip) || json_array_size(clip) != 2 ||
-        !json_is_number(json_array_get(clip, 0)) || !json_is_number(json_array_get(clip, 1))) {
-        snprintf(eb, ebn, "prov.nodes.%s.clip: expected [lo, hi]", np->key);
-        return CORE_EPARSE;
-    }
-    np->clip_lo = json_number_value(json_array_get(clip, 0));
-    np->clip_hi = json_number_value(json_array_get(clip, 1));
-    if (!(np->clip_lo < np->clip_hi) || !isfinite(np->clip_hi - np->clip_lo)) {
-        snprintf(eb, ebn, "prov.nodes.%s.clip: need finite lo < hi", np->key);
-        return CORE_EINVAL;
-    }
+    if ((rc = node_clip(clip, np, eb, ebn)) != CORE_OK)
+        return rc;
     if (!json_is_integer(nr) || json_integer_value(nr) < 1 ||
         json_integer_value(nr) > (json_int_t)REL_MAX_SAMPLES || !json_is_integer(ni) ||
         !json_is_integer(mr)) {
@@ -314,12 +323,32 @@ static core_err json_values(const json_t *doc, struct rel_window *w, char *eb, s
     return CORE_OK;
 }
 
+/* The record's schema is REL_SCHEMA_WINDOW; false with the reason in eb (gcdp.window/1 is
+ * named: it carries no provenance). */
+static bool schema_ok(const json_t *doc, char *eb, size_t ebn)
+{
+    const char *schema = json_string_value(json_object_get(doc, "schema"));
+
+    if (schema && strcmp(schema, "gcdp.window/1") == 0) {
+        snprintf(eb, ebn,
+                 "schema gcdp.window/1 carries no provenance and cannot be certified; "
+                 "re-run ingest to produce \"%s\" records",
+                 REL_SCHEMA_WINDOW);
+        return false;
+    }
+    if (!schema || strcmp(schema, REL_SCHEMA_WINDOW) != 0) {
+        snprintf(eb, ebn, "schema: expected \"%s\"", REL_SCHEMA_WINDOW);
+        return false;
+    }
+    return true;
+}
+
 core_err rel_window_from_json(const char *text, size_t len, struct rel_window *w, char *eb,
                               size_t ebn)
 {
     json_error_t jerr;
     json_t *doc = NULL, *v;
-    const char *schema, *device, *id;
+    const char *device, *id;
     core_err rc = CORE_EPARSE;
 
     if (len > REL_MAX_LINE) {
@@ -338,18 +367,8 @@ core_err rel_window_from_json(const char *text, size_t len, struct rel_window *w
             snprintf(eb, ebn, "not a JSON object (syntax error at byte %d)", jerr.position);
         goto out;
     }
-    schema = json_string_value(json_object_get(doc, "schema"));
-    if (schema && strcmp(schema, "gcdp.window/1") == 0) {
-        snprintf(eb, ebn,
-                 "schema gcdp.window/1 carries no provenance and cannot be certified; "
-                 "re-run ingest to produce \"%s\" records",
-                 REL_SCHEMA_WINDOW);
+    if (!schema_ok(doc, eb, ebn))
         goto out;
-    }
-    if (!schema || strcmp(schema, REL_SCHEMA_WINDOW) != 0) {
-        snprintf(eb, ebn, "schema: expected \"%s\"", REL_SCHEMA_WINDOW);
-        goto out;
-    }
     device = json_string_value(json_object_get(doc, "device"));
     id = json_string_value(json_object_get(doc, "id"));
     if (!device || !json_is_integer(json_object_get(doc, "window_start")) ||
