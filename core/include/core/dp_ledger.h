@@ -153,18 +153,22 @@ struct core_dp_store_opts {
 };
 
 struct core_dp_ledger_stats {
-    uint64_t releases;     /* committed rows (after reopen: rows scanned + new) */
-    uint64_t units;        /* distinct units with a charge */
-    uint64_t pending;      /* charged, not yet committed or cancelled */
-    uint64_t fsyncs;       /* durability points (fsync of file + directory) */
-    uint64_t torn_dropped; /* torn last lines cut off at open */
-    uint64_t cached_units; /* store: units held in memory (JSONL: = units) */
-    uint64_t compacted;    /* store: releases deleted by compaction since open */
-    uint64_t audit_bytes;  /* bytes of the ledger file (store: audit log) whose rows are
-                            * committed: what a mirror may publish (core/audit_mirror.h) */
-    double max_eps;        /* high-water mark of a unit's eps total (committed + pending)
-                            * over the units this object has totalled: every unit of a JSONL
-                            * ledger; store: the units charged or loaded since open */
+    uint64_t releases;      /* committed rows (after reopen: rows scanned + new) */
+    uint64_t units;         /* distinct units with a charge */
+    uint64_t pending;       /* charged, not yet committed or cancelled */
+    uint64_t fsyncs;        /* durability points (fsync of file + directory) */
+    uint64_t torn_dropped;  /* torn last lines cut off at open */
+    uint64_t cached_units;  /* store: units held in memory (JSONL: = units) */
+    uint64_t compacted;     /* store: releases deleted by compaction since open */
+    uint64_t audit_bytes;   /* bytes of the ledger file (store: audit log) whose rows are
+                             * committed: what a mirror may publish (core/audit_mirror.h) */
+    uint64_t id_collisions; /* store: rows read for an id that held another id (the in-memory
+                             * id index keeps a 32-bit tag of a keyed hash; never a wrong
+                             * answer, one read each) */
+    uint64_t index_bytes;   /* store: memory of the in-memory id index (16 B per slot) */
+    double max_eps;         /* high-water mark of a unit's eps total (committed + pending)
+                             * over the units this object has totalled: every unit of a JSONL
+                             * ledger; store: the units charged or loaded since open */
 };
 
 /* Open (or create, when the path does not exist) the ledger and rebuild the totals.
