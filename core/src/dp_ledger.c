@@ -1203,6 +1203,14 @@ static core_err batch_units(struct core_dp_ledger *l, size_t n, struct rel *cons
     return rc;
 }
 
+/* The batch's ids are in the store now: into the id index, at their rows' places. */
+static void index_batch(struct core_dp_ledger *l, size_t n, const char *const *ids,
+                        struct rel *const *rs, const size_t *lens, uint64_t at)
+{
+    for (size_t i = 0; i < n; at += row_len(rs[i], lens[i]), i++)
+        lidx_put(&l->ids, lidx_hash(&l->ids, ids[i]), at, (uint32_t)row_len(rs[i], lens[i]));
+}
+
 /* The batch's rows, already written AND fsync'd to the audit log at offset start (the one
  * durability point: the audit log is the write-ahead log), go into the store in ONE
  * transaction (group commit; synchronous=NORMAL, no fsync of its own). Each stored row says
@@ -1244,8 +1252,7 @@ static core_err store_commit(struct core_dp_ledger *l, size_t n, const char *con
         l->meta = m;
         for (size_t i = 0; i < nu; i++)
             undo[i].e->pending--;
-        for (size_t i = 0; i < n; at += row_len(rs[i], lens[i]), i++) /* now in the store */
-            lidx_put(&l->ids, lidx_hash(&l->ids, ids[i]), at, (uint32_t)row_len(rs[i], lens[i]));
+        index_batch(l, n, ids, rs, lens, at);
     } else {
         CORE_WARN("ledger store: commit failed: %s", ldb_errmsg(l->db));
         ldb_rollback(l->db);
