@@ -28,6 +28,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "dp_ledger_db.h"
+#include "dp_ledger_idx.h"
 #include "dp_round.h"
 
 #define LEDGER_FORMAT 2 /* header version; 1 had no unit scheme and is refused */
@@ -182,7 +183,8 @@ struct core_dp_ledger {
                         * in the store either (at open: the largest stored slot end; then
                         * raised by every eviction, so a unit committed since and still
                         * cached needs no store query) */
-    char *absent_id;   /* store: the last id lookup found absent (charge need not ask again) */
+    struct lidx ids;   /* store: every release id in the store -> its place in the audit log
+                        * (the live ids: compaction removes them; loaded at open) */
     struct ldb_meta meta;
     int64_t horizon_ms, step_ms; /* store: replay horizon; compaction step */
     uint64_t size;               /* bytes of valid file content */
@@ -972,7 +974,7 @@ void core_dp_ledger_free(struct core_dp_ledger *l)
     free(l->tail);
     free(l->path);
     free(l->store);
-    free(l->absent_id);
+    lidx_cleanup(&l->ids);
     free(l);
 }
 
@@ -1084,6 +1086,51 @@ static void row_format(const struct rel *r, const void *bytes, size_t len, char 
 
 /* ---- store back end (opts.store; dp_ledger_db.c) ---- */
 
+static core_err line_at(const struct core_dp_ledger *l, uint64_t off, size_t known, char **out,
+                        size_t *len);
+
+/* 1 when the audit row at e is id's, 0 when it is another id's (a hash collision), -1 when
+ * it cannot be read as a row. */
+static int row_is(const struct core_dp_ledger *l, const struct lidx_ent *e, const char *id)
+{
+    char *line = NULL;
+    size_t n = 0;
+    int is = -1;
+    if (line_at(l, e->off, e->len, &line, &n) == CORE_OK) {
+        json_t *row = json_loadb(line, n, 0, NULL);
+        const char *rid = json_string_value(json_object_get(row, "id"));
+        is = rid ? strcmp(rid, id) == 0 : -1;
+        json_decref(row);
+    }
+    free(line);
+    return is;
+}
+
+/* Where id's row is in the audit log, through the in-memory index: a tag match is confirmed
+ * by reading the row there (its id), never trusted. off/len may be NULL.
+ * CORE_OK, CORE_ENOTFOUND, CORE_EIO (a candidate's row unreadable: the audit log under the
+ * store changed; no decision is taken on it). */
+static core_err store_find(struct core_dp_ledger *l, const char *id, uint64_t *off, size_t *len)
+{
+    uint64_t h = lidx_hash(&l->ids, id);
+    size_t pos = SIZE_MAX;
+    const struct lidx_ent *e;
+    while ((e = lidx_next(&l->ids, h, &pos)) != NULL) {
+        int is = row_is(l, e, id);
+        if (is < 0)
+            return CORE_EIO;
+        if (is) {
+            if (off)
+                *off = e->off;
+            if (len)
+                *len = e->len;
+            return CORE_OK;
+        }
+        l->st.id_collisions++; /* another id of the same tag: one read, no harm */
+    }
+    return CORE_ENOTFOUND;
+}
+
 /* Charge checks the JSONL back end makes from memory: the id committed (CORE_EEXIST), a unit
  * at or before the compaction floor (CORE_EEXPIRED: its history is gone, never re-noised). */
 static core_err store_precheck(struct core_dp_ledger *l, const char *id, const char *const *units,
@@ -1092,12 +1139,11 @@ static core_err store_precheck(struct core_dp_ledger *l, const char *id, const c
     int64_t end;
     if (!l->db)
         return CORE_OK;
-    /* lookup just found it absent and nothing but this process writes the store. (An id's
-     * time cannot replace the probe: the ledger does not know that an id names one set of
-     * units, and must refuse a second release of it whatever units it names.) */
-    int ex = l->absent_id && strcmp(l->absent_id, id) == 0 ? 0 : ldb_rel_exists(l->db, id);
-    if (ex != 0)
-        return ex > 0 ? CORE_EEXIST : CORE_EIO;
+    /* (An id's time cannot replace the probe: the ledger does not know that an id names one
+     * set of units, and must refuse a second release of it whatever units it names.) */
+    core_err rc = store_find(l, id, NULL, NULL);
+    if (rc != CORE_ENOTFOUND)
+        return rc == CORE_OK ? CORE_EEXIST : rc;
     for (size_t i = 0; i < n; i++)
         if (unit_slot_end(l, units[i], &end) && end <= l->meta.floor_ms)
             return CORE_EEXPIRED;
@@ -1157,6 +1203,14 @@ static core_err batch_units(struct core_dp_ledger *l, size_t n, struct rel *cons
     return rc;
 }
 
+/* The batch's ids are in the store now: into the id index, at their rows' places. */
+static void index_batch(struct core_dp_ledger *l, size_t n, const char *const *ids,
+                        struct rel *const *rs, const size_t *lens, uint64_t at)
+{
+    for (size_t i = 0; i < n; at += row_len(rs[i], lens[i]), i++)
+        lidx_put(&l->ids, lidx_hash(&l->ids, ids[i]), at, (uint32_t)row_len(rs[i], lens[i]));
+}
+
 /* The batch's rows, already written AND fsync'd to the audit log at offset start (the one
  * durability point: the audit log is the write-ahead log), go into the store in ONE
  * transaction (group commit; synchronous=NORMAL, no fsync of its own). Each stored row says
@@ -1172,6 +1226,7 @@ static core_err store_commit(struct core_dp_ledger *l, size_t n, const char *con
 {
     size_t tot = 0, nu = 0;
     struct ldb_meta m = l->meta;
+    uint64_t at = start;
     core_err rc;
 
     for (size_t i = 0; i < n; i++)
@@ -1197,6 +1252,7 @@ static core_err store_commit(struct core_dp_ledger *l, size_t n, const char *con
         l->meta = m;
         for (size_t i = 0; i < nu; i++)
             undo[i].e->pending--;
+        index_batch(l, n, ids, rs, lens, at);
     } else {
         CORE_WARN("ledger store: commit failed: %s", ldb_errmsg(l->db));
         ldb_rollback(l->db);
@@ -1236,9 +1292,9 @@ static core_err tail_row(struct core_dp_ledger *l, const json_t *row, uint64_t o
 
     if (core_dp_ledger_parse_row(row, &pr, NULL, 0) != CORE_OK)
         return CORE_EPARSE;
-    int ex = ldb_rel_exists(l->db, pr.id);
-    if (ex != 0)
-        return ex > 0 ? CORE_EPARSE : CORE_EIO; /* an id is committed once */
+    rc = store_find(l, pr.id, NULL, NULL);
+    if (rc != CORE_ENOTFOUND)
+        return rc == CORE_OK ? CORE_EPARSE : rc; /* an id is committed once */
     size_t n = json_array_size(pr.units);
     for (size_t i = 0; i < n; i++)
         u[i] = json_string_value(json_array_get(pr.units, i));
@@ -1248,6 +1304,8 @@ static core_err tail_row(struct core_dp_ledger *l, const json_t *row, uint64_t o
     rc = store_load_units(l, u, n);
     if (rc == CORE_OK)
         rc = ldb_put_rel(l->db, &r);
+    if (rc == CORE_OK) /* (a failed open discards the index with the ledger) */
+        lidx_put(&l->ids, lidx_hash(&l->ids, pr.id), off, (uint32_t)len);
     for (size_t i = 0; rc == CORE_OK && i < n; i++) {
         struct unit_ent *e = smap_get(&l->units, u[i]);
         l->meta.units += !e->in_store;
@@ -1328,6 +1386,32 @@ static core_err store_audit_size(struct core_dp_ledger *l, size_t hdr_len, char 
     return CORE_OK;
 }
 
+static core_err load_id(void *arg, const char *id, int64_t off, size_t len)
+{
+    struct lidx *x = arg;
+    if (off < 0 || len > CORE_DP_LEDGER_MAX_LINE)
+        return CORE_EPARSE;
+    lidx_put(x, lidx_hash(x, id), (uint64_t)off, (uint32_t)len);
+    return CORE_OK;
+}
+
+/* The id index from the store's replay table: O(live releases), not O(history) (compaction
+ * keeps the table to the replay horizon). */
+static core_err store_load_ids(struct core_dp_ledger *l, char *eb, size_t ebn)
+{
+    core_err rc;
+    lidx_init(&l->ids, l->meta.releases > 0 ? (size_t)l->meta.releases : 0);
+    rc = ldb_rel_each(l->db, LDB_NO_SLOT, load_id, &l->ids);
+    if (rc == CORE_OK && l->ids.n != (size_t)l->meta.releases)
+        rc = CORE_EPARSE;
+    if (rc != CORE_OK) {
+        set_err(eb, ebn, "ledger store %s: cannot read its replay table (%s): %s", l->store,
+                core_errname(rc), ldb_errmsg(l->db));
+        return rc == CORE_EIO ? CORE_EIO : CORE_ESTATE;
+    }
+    return CORE_OK;
+}
+
 /* Open (creating when neither exists) the store and its audit log; never takes an existing
  * JSONL ledger for a new one. */
 static core_err store_open(struct core_dp_ledger *l, char *eb, size_t ebn)
@@ -1363,6 +1447,8 @@ static core_err store_open(struct core_dp_ledger *l, char *eb, size_t ebn)
     if (rc == CORE_OK)
         rc = header_matches(l, l->store, s, cap, eb, ebn);
     free(text);
+    if (rc == CORE_OK)
+        rc = store_load_ids(l, eb, ebn);
     if (rc == CORE_OK)
         rc = store_audit_size(l, hn, eb, ebn);
     if (rc == CORE_OK)
@@ -1409,14 +1495,41 @@ static void cache_trim(struct core_dp_ledger *l, int64_t cut, int64_t floor)
     free(gone);
 }
 
-/* Delete releases and units at or before floor in one transaction; moves meta.floor_ms. */
+/* The id index entries of the releases a compaction deletes (removed once it commits). */
+struct gone_ids {
+    const struct lidx *x;
+    struct gone_id {
+        uint64_t h, off;
+    } * v;
+    size_t n, cap;
+};
+
+static core_err gone_id(void *arg, const char *id, int64_t off, size_t len)
+{
+    struct gone_ids *g = arg;
+    (void)len;
+    if (g->n == g->cap) {
+        g->cap = g->cap ? g->cap * 2 : 1024;
+        g->v = core_xrealloc(g->v, g->cap * sizeof(*g->v));
+    }
+    g->v[g->n++] = (struct gone_id){lidx_hash(g->x, id), (uint64_t)off};
+    return CORE_OK;
+}
+
+/* Delete releases and units at or before floor in one transaction; moves meta.floor_ms; the
+ * deleted ids leave the id index once it has committed. */
 static core_err store_compact(struct core_dp_ledger *l, int64_t floor)
 {
     struct ldb_meta m = l->meta;
+    struct gone_ids g = {&l->ids, NULL, 0, 0};
     int64_t nr = 0, nu = 0;
     core_err rc = ldb_begin(l->db);
     if (rc == CORE_OK)
+        rc = ldb_rel_each(l->db, floor, gone_id, &g);
+    if (rc == CORE_OK)
         rc = ldb_compact(l->db, floor, &nr, &nu);
+    if (rc == CORE_OK && nr != (int64_t)g.n)
+        rc = CORE_EIO;
     m.floor_ms = floor;
     m.releases -= nr;
     m.units -= nu;
@@ -1427,8 +1540,14 @@ static core_err store_compact(struct core_dp_ledger *l, int64_t floor)
     if (rc != CORE_OK) {
         CORE_WARN("ledger store: compaction failed: %s", ldb_errmsg(l->db));
         ldb_rollback(l->db);
+        free(g.v);
         return CORE_EIO;
     }
+    for (size_t i = 0; i < g.n; i++)
+        if (!lidx_del(&l->ids, g.v[i].h, g.v[i].off))
+            CORE_WARN("ledger store: compacted release at audit offset %llu was not indexed",
+                      (unsigned long long)g.v[i].off);
+    free(g.v);
     l->meta = m;
     l->st.compacted += (uint64_t)nr;
     l->st.releases = (uint64_t)m.releases;
@@ -1539,12 +1658,14 @@ static core_err import_verify(struct core_dp_ledger *old, struct ldb *d, uint64_
         const struct rel *r = old->rels.slots[i].val;
         uint8_t *a = NULL;
         size_t la = 0, lb = 0;
-        int64_t ob = 0;
+        int64_t ob = 0, t = LDB_NO_SLOT;
         if (!old->rels.slots[i].key || r->state != REL_COMMITTED)
             continue;
         rc = core_dp_ledger_lookup(old, old->rels.slots[i].key, &a, &la);
+        if (rc == CORE_OK && !row_time(old, r, &t))
+            t = LDB_NO_SLOT;
         if (rc == CORE_OK)
-            rc = ldb_rel_get(d, old->rels.slots[i].key, &ob, &lb);
+            rc = ldb_rel_get(d, old->rels.slots[i].key, t, &ob, &lb);
         if (rc == CORE_OK && (ob != (int64_t)r->off || lb != r->len))
             rc = CORE_EINVARIANT;
         free(a);
@@ -1821,10 +1942,6 @@ static void batch_committed(struct core_dp_ledger *l, size_t n, const char *cons
         l->st.pending--;
         l->st.releases++;
         if (l->db) {
-            if (l->absent_id && strcmp(l->absent_id, ids[i]) == 0) {
-                free(l->absent_id); /* committed now */
-                l->absent_id = NULL;
-            }
             smap_del(&l->rels, ids[i], rel_free);
             rs[i] = NULL;
             continue;
@@ -1947,12 +2064,10 @@ core_err core_dp_ledger_lookup(struct core_dp_ledger *l, const char *release_id,
     if (!l || !release_id || !bytes || !len)
         return CORE_EINVAL;
     if (l->db) {
-        int64_t off = 0;
+        uint64_t off = 0;
         size_t n = 0;
-        core_err rc = ldb_rel_get(l->db, release_id, &off, &n);
-        free(l->absent_id);
-        l->absent_id = rc == CORE_ENOTFOUND ? core_xstrdup(release_id) : NULL;
-        return rc == CORE_OK ? read_output(l, release_id, (uint64_t)off, n, bytes, len) : rc;
+        core_err rc = store_find(l, release_id, &off, &n);
+        return rc == CORE_OK ? read_output(l, release_id, off, n, bytes, len) : rc;
     }
     struct rel *r = smap_get(&l->rels, release_id);
     if (!r || r->state != REL_COMMITTED)
@@ -1973,6 +2088,7 @@ void core_dp_ledger_stats(const struct core_dp_ledger *l, struct core_dp_ledger_
     if (l && out) {
         *out = l->st;
         out->cached_units = l->units.n;
+        out->index_bytes = l->db ? l->ids.cap * sizeof(struct lidx_ent) : 0;
     }
 }
 
@@ -2054,7 +2170,7 @@ void core_dp_ledger_eps_summary(const struct core_dp_ledger *l, struct core_dp_e
 
 /* ==== Several instances: rows follow their partitions (issue 12) ==== */
 /* Self-contained: uses the public functions above plus first_over_cap / charge_args_ok and
- * one store query (ldb_rel_get). Contract: core/dp_ledger.h, "Several instances". */
+ * the store's id lookup (store_find). Contract: core/dp_ledger.h, "Several instances". */
 
 /* The line starting at off in l's file (JSONL ledger, or the store's audit log), without
  * its newline: new NUL-terminated buffer. known: its length with the newline, 0 unknown. */
@@ -2089,13 +2205,14 @@ static core_err line_at(const struct core_dp_ledger *l, uint64_t off, size_t kno
     }
 }
 
-/* Store back end: the row is in the audit log where the store's replay index says. */
+/* Store back end: the row is in the audit log where the id index says (store_find has
+ * checked that the row there is id's). */
 static core_err store_row(struct core_dp_ledger *l, const char *id, char **row, size_t *len)
 {
-    int64_t off = 0;
+    uint64_t off = 0;
     size_t n = 0;
-    core_err rc = ldb_rel_get(l->db, id, &off, &n);
-    return rc != CORE_OK ? rc : off >= 0 ? line_at(l, (uint64_t)off, n, row, len) : CORE_EPARSE;
+    core_err rc = store_find(l, id, &off, &n);
+    return rc != CORE_OK ? rc : line_at(l, off, n, row, len);
 }
 
 core_err core_dp_ledger_row(struct core_dp_ledger *l, const char *release_id, char **row,

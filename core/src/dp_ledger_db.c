@@ -24,7 +24,7 @@
 
 enum {
     S_UNIT_GET,
-    S_REL_EXISTS,
+    S_REL_EACH,
     S_REL_GET,
     S_PUT_REL,
     S_PUT_UNIT,
@@ -36,8 +36,8 @@ enum {
 
 static const char *const sql_text[S_N] = {
     "SELECT eps, rho, delta FROM unit WHERE slot_end = ?2 AND name = ?1",
-    "SELECT 1 FROM rel WHERE id = ?1",
-    "SELECT off, len FROM rel WHERE id = ?1",
+    "SELECT id, off, len FROM rel WHERE t <= ?1",
+    "SELECT off, len FROM rel WHERE t = ?2 AND id = ?1",
     "INSERT INTO rel(off, id, t, len) VALUES(?1, ?2, ?3, ?4)",
     ("INSERT INTO unit(name, eps, rho, delta, slot_end) VALUES(?1, ?2, ?3, ?4, ?5) "
      "ON CONFLICT(slot_end, name) DO UPDATE SET eps = ?2, rho = ?3, delta = ?4"),
@@ -52,11 +52,12 @@ static const char schema[] =
      * group commit dirties few pages and compaction deletes a range at its start */
     "CREATE TABLE unit(slot_end INTEGER NOT NULL, name TEXT NOT NULL, eps REAL NOT NULL,"
     " rho REAL NOT NULL, delta REAL NOT NULL, PRIMARY KEY(slot_end, name)) WITHOUT ROWID;"
-    /* the output bytes stay in the audit log (one copy): rel says where its row is; keyed
-     * by id alone (one tree for the row and its lookup), t indexed for compaction */
-    "CREATE TABLE rel(id TEXT PRIMARY KEY, off INTEGER NOT NULL, len INTEGER NOT NULL,"
-    " t INTEGER) WITHOUT ROWID;"
-    "CREATE INDEX rel_t ON rel(t);";
+    /* the output bytes stay in the audit log (one copy): rel says where its row is. Keyed
+     * by time: a group commit appends at the right edge of the tree and compaction deletes a
+     * range at its left; ids are found through the ledger's in-memory index (a tree keyed by
+     * id made every release probe, insert and later delete at a random place of it) */
+    "CREATE TABLE rel(t INTEGER NOT NULL, id TEXT NOT NULL, off INTEGER NOT NULL,"
+    " len INTEGER NOT NULL, PRIMARY KEY(t, id)) WITHOUT ROWID;";
 
 struct ldb {
     sqlite3 *db;
@@ -205,8 +206,9 @@ static core_err load_meta(struct ldb *d, char **header, struct ldb_meta *m, cons
     if (meta_int(d->db, "format", &ok) != LDB_FORMAT || !ok) {
         set_err(eb, ebn, "refusing to open this ledger store", path,
                 "it is not in store format " LDB_FORMAT_TEXT " (a store made by an earlier "
-                "gcdp kept the output bytes in the store); build a new store from its audit "
-                "log: gcdp ledger --import AUDIT_LOG --to NEW_STORE");
+                "gcdp: format 2 keyed its replay table by release id, format 1 also kept "
+                "the output bytes in it); build a new store from its audit log: "
+                "gcdp ledger --import AUDIT_LOG --to NEW_STORE");
         return CORE_ESTATE;
     }
     m->audit_size = meta_int(d->db, "audit_size", &ok);
@@ -307,24 +309,14 @@ core_err ldb_unit_get(struct ldb *d, const char *name, int64_t slot_end, struct 
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? CORE_OK : CORE_EIO;
 }
 
-int ldb_rel_exists(struct ldb *d, const char *id)
-{
-    sqlite3_stmt *s = stmt(d, S_REL_EXISTS);
-    int rc;
-    if (sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC) != SQLITE_OK)
-        return -1;
-    rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
-}
-
-core_err ldb_rel_get(struct ldb *d, const char *id, int64_t *off, size_t *len)
+core_err ldb_rel_get(struct ldb *d, const char *id, int64_t t, int64_t *off, size_t *len)
 {
     sqlite3_stmt *s = stmt(d, S_REL_GET);
     core_err ret = CORE_EIO;
     int rc;
 
-    if (sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC) != SQLITE_OK)
+    if (sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC) != SQLITE_OK ||
+        sqlite3_bind_int64(s, 2, t) != SQLITE_OK)
         return CORE_EIO;
     rc = sqlite3_step(s);
     if (rc == SQLITE_DONE) {
@@ -334,6 +326,25 @@ core_err ldb_rel_get(struct ldb *d, const char *id, int64_t *off, size_t *len)
         *len = (size_t)sqlite3_column_int64(s, 1);
         ret = CORE_OK;
     }
+    sqlite3_reset(s);
+    return ret;
+}
+
+core_err ldb_rel_each(struct ldb *d, int64_t upto, ldb_rel_fn *fn, void *arg)
+{
+    sqlite3_stmt *s = stmt(d, S_REL_EACH);
+    core_err ret = CORE_OK;
+    int rc = sqlite3_bind_int64(s, 1, upto);
+
+    if (rc != SQLITE_OK)
+        return CORE_EIO;
+    while (ret == CORE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *id = (const char *)sqlite3_column_text(s, 0);
+        int64_t len = sqlite3_column_int64(s, 2);
+        ret = id && len > 0 ? fn(arg, id, sqlite3_column_int64(s, 1), (size_t)len) : CORE_EIO;
+    }
+    if (ret == CORE_OK && rc != SQLITE_DONE)
+        ret = CORE_EIO;
     sqlite3_reset(s);
     return ret;
 }
@@ -373,7 +384,7 @@ core_err ldb_put_rel(struct ldb *d, const struct ldb_rel *r)
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_text(s, 2, r->id, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK)
-        rc = r->has_t ? sqlite3_bind_int64(s, 3, r->t) : sqlite3_bind_null(s, 3);
+        rc = sqlite3_bind_int64(s, 3, r->has_t ? r->t : LDB_NO_SLOT);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int64(s, 4, (int64_t)r->len);
     return rc == SQLITE_OK ? step_done(s) : CORE_EIO;

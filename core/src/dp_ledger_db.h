@@ -9,9 +9,12 @@
  *                                        format (LDB_FORMAT)
  *   unit(slot_end, name, eps, rho, delta; PRIMARY KEY(slot_end, name))  committed totals
  *        per unit; slot_end LDB_NO_SLOT for a unit that is not "<device>|<slot>"
- *   rel(id TEXT PRIMARY KEY, off INTEGER, len INTEGER, t INTEGER) WITHOUT ROWID, index on t
- *        the replay index: the release's row is the len bytes at offset off of the audit
- *        log, which holds its output bytes (one copy, written and fsync'd first)
+ *   rel(t, id, off, len; PRIMARY KEY(t, id)) WITHOUT ROWID   the replay store: the release's
+ *        row is the len bytes at offset off of the audit log, which holds its output bytes
+ *        (one copy, written and fsync'd first); t its time (LDB_NO_SLOT: none). Keyed by time,
+ *        so a group commit appends at the right edge and compaction deletes a range at the
+ *        left; the lookup by id is the ledger's in-memory index (dp_ledger_idx.h), loaded
+ *        from this table at open (ldb_rel_each)
  * The committed totals are the upward-rounded sums of the committed charges in commit order:
  * bit for bit what the JSONL ledger rebuilds by its scan on open.
  * Ownership: struct ldb owns the sqlite3 handle and its prepared statements.
@@ -29,9 +32,10 @@
 
 struct ldb;
 
-/* Store format: 2 = output bytes in the audit log only (format 1 kept them in rel). */
-#define LDB_FORMAT      2
-#define LDB_FORMAT_TEXT "2"
+/* Store format: 3 = rel keyed by (t, id) (format 2 keyed it by id; format 1 also kept the
+ * output bytes in rel). */
+#define LDB_FORMAT      3
+#define LDB_FORMAT_TEXT "3"
 
 /* Numeric meta keys (kept in the same transaction as the rows they describe). */
 struct ldb_meta {
@@ -59,11 +63,16 @@ void ldb_close(struct ldb *d);
 CORE_MUST_CHECK core_err ldb_unit_get(struct ldb *d, const char *name, int64_t slot_end,
                                       struct core_dp_cost *c, int *found);
 
-/* 1 when id is in the replay store, 0 when not, -1 on error. */
-int ldb_rel_exists(struct ldb *d, const char *id);
+/* Where id (of time t: its release time, or LDB_NO_SLOT) has its row in the audit log.
+ * CORE_OK, CORE_ENOTFOUND, CORE_EIO. (The ledger finds ids through its in-memory index; this
+ * is for checks such as the import's.) */
+CORE_MUST_CHECK core_err ldb_rel_get(struct ldb *d, const char *id, int64_t t, int64_t *off,
+                                     size_t *len);
 
-/* Where id's row is in the audit log. CORE_OK, CORE_ENOTFOUND, CORE_EIO. */
-CORE_MUST_CHECK core_err ldb_rel_get(struct ldb *d, const char *id, int64_t *off, size_t *len);
+/* Call fn(arg, id, off, len) for every release with t <= upto (LDB_NO_SLOT: all), in (t, id)
+ * order; id is valid during the call only. A non-OK return from fn stops and is returned. */
+typedef core_err ldb_rel_fn(void *arg, const char *id, int64_t off, size_t len);
+CORE_MUST_CHECK core_err ldb_rel_each(struct ldb *d, int64_t upto, ldb_rel_fn *fn, void *arg);
 
 /* One transaction (group commit): begin, then rows and units, then meta, then commit. */
 CORE_MUST_CHECK core_err ldb_begin(struct ldb *d);

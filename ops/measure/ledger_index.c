@@ -13,17 +13,27 @@
  * time index and the units). Prints CPU seconds per release over the whole run and over the
  * last simulated hour, and the store's size.
  *
- * Build: cc -O2 -o /tmp/li ops/measure/ledger_index.c -lsqlite3 -lrocksdb
- * Run:   /tmp/li sqlite|rocksdb DIR [N M H B]   (defaults 10000 180 60 256)
+ * sqlite-time: the store since format 3: rel keyed by (t, id) (appends at the right edge,
+ * compaction deletes a range at the left), the id probed in the ledger's in-memory index
+ * (core/src/dp_ledger_idx.c, linked in), which compaction updates from the deleted range.
+ *
+ * Build: cc -O2 -Icore/include -Icore/src -o /tmp/li ops/measure/ledger_index.c
+ *          core/src/dp_ledger_idx.c core/src/mem.c -lsqlite3 -lsodium
+ *        (add -DLI_ROCKSDB ... -lrocksdb for the rocksdb variant)
+ * Run:   /tmp/li sqlite|sqlite-time|rocksdb DIR [N M H B]   (defaults 10000 180 60 256)
  * SPDX-License-Identifier: Apache-2.0 */
 #include <inttypes.h>
+#ifdef LI_ROCKSDB
 #include <rocksdb/c.h>
+#endif
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "dp_ledger_idx.h"
 
 static double cpu(void)
 {
@@ -42,7 +52,10 @@ static void die(const char *what, const char *msg)
 
 struct sq {
     sqlite3 *db;
-    sqlite3_stmt *exists, *put_rel, *put_unit, *del_rel, *del_unit;
+    sqlite3_stmt *exists, *put_rel, *put_unit, *del_rel, *del_unit, *sel_rel;
+    int by_time; /* sqlite-time: rel keyed by (t, id), ids in the in-memory index */
+    struct lidx ids;
+    long tag_hits; /* index candidates that a ledger would confirm by reading the row */
 };
 
 static sqlite3_stmt *prep(sqlite3 *db, const char *sql)
@@ -62,6 +75,12 @@ static void sq_exec(sqlite3 *db, const char *sql)
 
 static void sq_open(struct sq *q, const char *path)
 {
+    const char *rel = q->by_time ? "CREATE TABLE rel(t INTEGER NOT NULL, id TEXT NOT NULL, off "
+                                   "INTEGER NOT NULL, len INTEGER NOT NULL, PRIMARY KEY(t, id)) "
+                                   "WITHOUT ROWID;"
+                                 : "CREATE TABLE rel(id TEXT PRIMARY KEY, off INTEGER NOT NULL, "
+                                   "len INTEGER NOT NULL, t INTEGER) WITHOUT ROWID; CREATE INDEX "
+                                   "rel_t ON rel(t);";
     if (sqlite3_open(path, &q->db) != SQLITE_OK)
         die("open", sqlite3_errmsg(q->db));
     sq_exec(q->db, "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL;"
@@ -71,10 +90,14 @@ static void sq_open(struct sq *q, const char *path)
         sq_exec(q->db, getenv("LI_SQLITE_PRAGMA"));
     sq_exec(q->db, "CREATE TABLE unit(slot_end INTEGER NOT NULL, name TEXT NOT NULL, eps REAL "
                    "NOT NULL, rho REAL NOT NULL, delta REAL NOT NULL, PRIMARY KEY(slot_end, "
-                   "name)) WITHOUT ROWID;"
-                   "CREATE TABLE rel(id TEXT PRIMARY KEY, off INTEGER NOT NULL, len INTEGER "
-                   "NOT NULL, t INTEGER) WITHOUT ROWID; CREATE INDEX rel_t ON rel(t);");
-    q->exists = prep(q->db, "SELECT 1 FROM rel WHERE id = ?1");
+                   "name)) WITHOUT ROWID;");
+    sq_exec(q->db, rel);
+    if (q->by_time) {
+        lidx_init(&q->ids, 0);
+        q->sel_rel = prep(q->db, "SELECT id, off FROM rel WHERE t <= ?1");
+    } else {
+        q->exists = prep(q->db, "SELECT 1 FROM rel WHERE id = ?1");
+    }
     q->put_rel = prep(q->db, "INSERT INTO rel(off, id, t, len) VALUES(?1, ?2, ?3, ?4)");
     q->put_unit = prep(q->db, "INSERT INTO unit(name, eps, rho, delta, slot_end) VALUES(?1, ?2, "
                               "0, 0, ?3) ON CONFLICT(slot_end, name) DO UPDATE SET eps = ?2");
@@ -92,10 +115,18 @@ static void step(sqlite3_stmt *s)
 
 static void sq_release(struct sq *q, const char *id, int64_t t, int64_t off)
 {
-    sqlite3_bind_text(q->exists, 1, id, -1, SQLITE_STATIC);
-    if (sqlite3_step(q->exists) == SQLITE_ROW)
-        die("probe", id);
-    sqlite3_reset(q->exists);
+    if (q->by_time) { /* the probe; the entry goes in (the ledger: once the batch commits) */
+        uint64_t h = lidx_hash(&q->ids, id);
+        size_t pos = SIZE_MAX;
+        while (lidx_next(&q->ids, h, &pos))
+            q->tag_hits++;
+        lidx_put(&q->ids, h, (uint64_t)off, 1115);
+    } else {
+        sqlite3_bind_text(q->exists, 1, id, -1, SQLITE_STATIC);
+        if (sqlite3_step(q->exists) == SQLITE_ROW)
+            die("probe", id);
+        sqlite3_reset(q->exists);
+    }
     sqlite3_bind_text(q->put_unit, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_double(q->put_unit, 2, 0.01);
     sqlite3_bind_int64(q->put_unit, 3, t);
@@ -110,6 +141,16 @@ static void sq_release(struct sq *q, const char *id, int64_t t, int64_t off)
 static void sq_compact(struct sq *q, int64_t floor)
 {
     sq_exec(q->db, "BEGIN IMMEDIATE");
+    if (q->by_time) { /* the deleted ids leave the index (the ledger: after the COMMIT) */
+        sqlite3_bind_int64(q->sel_rel, 1, floor);
+        while (sqlite3_step(q->sel_rel) == SQLITE_ROW) {
+            const char *id = (const char *)sqlite3_column_text(q->sel_rel, 0);
+            if (!lidx_del(&q->ids, lidx_hash(&q->ids, id),
+                          (uint64_t)sqlite3_column_int64(q->sel_rel, 1)))
+                die("index", id);
+        }
+        sqlite3_reset(q->sel_rel);
+    }
     sqlite3_bind_int64(q->del_rel, 1, floor);
     step(q->del_rel);
     sqlite3_bind_int64(q->del_unit, 1, floor);
@@ -117,6 +158,7 @@ static void sq_compact(struct sq *q, int64_t floor)
     sq_exec(q->db, "COMMIT");
 }
 
+#ifdef LI_ROCKSDB
 /* ---- RocksDB: keys "r<id>" -> off,len,t; "t<t:016x><id>" -> ""; "u<t:016x><name>" -> eps ---- */
 
 struct rk {
@@ -194,21 +236,49 @@ static void rk_compact(struct rk *r, int64_t floor)
     rocksdb_writebatch_delete_range(r->wb, lo, 17, hi, 17);
     rk_commit(r);
 }
+#else
+struct rk {
+    void *db;
+};
+static void rk_open(struct rk *r, const char *path)
+{
+    (void)r;
+    die(path, "built without -DLI_ROCKSDB");
+}
+static void rk_release(struct rk *r, const char *id, int64_t t, int64_t off)
+{
+    (void)r, (void)id, (void)t, (void)off;
+}
+static void rk_commit(struct rk *r)
+{
+    (void)r;
+}
+static void rk_compact(struct rk *r, int64_t floor)
+{
+    (void)r, (void)floor;
+}
+static void rocksdb_close(void *db)
+{
+    (void)db;
+}
+#endif
 
 int main(int argc, char **argv)
 {
     if (argc < 3)
-        die("usage", "li sqlite|rocksdb DIR [N M H B]");
-    int sqlite = strcmp(argv[1], "sqlite") == 0;
+        die("usage", "li sqlite|sqlite-time|rocksdb DIR [N M H B]");
+    int sqlite = strncmp(argv[1], "sqlite", 6) == 0;
     long N = argc > 3 ? atol(argv[3]) : 10000, M = argc > 4 ? atol(argv[4]) : 180;
     long H = argc > 5 ? atol(argv[5]) : 60, B = argc > 6 ? atol(argv[6]) : 256;
     char path[4096], id[48];
-    struct sq q = {0};
+    struct sq q = {.by_time = strcmp(argv[1], "sqlite-time") == 0};
     struct rk r = {0};
     int64_t off = 0, floor = INT64_MIN, step_ms = H * 60000 / 4;
     long k = 0, last = M > 60 ? M - 60 : 0;
     double c0 = cpu(), cl = c0;
 
+    if (sodium_init() < 0)
+        die("sodium_init", NULL);
     snprintf(path, sizeof(path), "%s/%s", argv[2], sqlite ? "index.db" : "index.rocks");
     if (sqlite)
         sq_open(&q, path);
@@ -249,6 +319,9 @@ int main(int argc, char **argv)
            "over the run, %.2f us over the last simulated hour (%.0f releases per CPU-s)\n",
            argv[1], N, M, H, B, all * 1e6 / (double)(N * M), hour * 1e6 / (double)(N * (M - last)),
            (double)(N * (M - last)) / hour);
+    if (q.by_time)
+        printf("  in-memory id index: %zu ids, %zu slots, %.1f MB; %ld tag candidates read\n",
+               q.ids.n, q.ids.cap, (double)(q.ids.cap * sizeof(struct lidx_ent)) / 1e6, q.tag_hits);
     if (sqlite)
         sqlite3_close(q.db);
     else

@@ -49,8 +49,8 @@
  *     memory and the file is read whole at open. Kept as the reference implementation
  *     (the differential test drives both) and for existing files until they are imported.
  *   - core_dp_ledger_open_store: a SQLite file (WAL, synchronous=NORMAL) holds the unit
- *     totals, the replay index (release id -> its time and where its row is in the audit
- *     log) and the header; the JSONL file at opts.path is the audit log (same header, same
+ *     totals, the replay table (release time and id -> where its row is in the audit log)
+ *     and the header; the JSONL file at opts.path is the audit log (same header, same
  *     rows, the output bytes' one copy) and the write-ahead log: a group commit write(2)s its
  *     rows to it and fsyncs it (the durability point), then commits ONE store transaction.
  *     Open reads only the audit log's tail beyond what the store recorded: whole rows there
@@ -58,10 +58,13 @@
  *     store's last transactions) are applied to the store, since their outputs may have been
  *     published; a torn last line (its fsync never returned) is cut off (stats.torn_dropped);
  *     an audit log shorter than the store recorded is refused (CORE_ESTATE).
- *     Memory holds only pending releases and the units that can still be charged
+ *     Memory holds pending releases, the units that can still be charged
  *     (core_dp_ledger_advance evicts the others; a charge to an evicted unit reads its total
- *     back from the store, so no decision depends on the cache). Open reads the header,
- *     four counters and one index probe: O(1) in the history.
+ *     back from the store, so no decision depends on the cache) and an index of the release
+ *     ids in the store (16 B per slot, a keyed-hash tag -> the row's place; a tag match is
+ *     confirmed by the row's id): bounded by the replay horizon, growing with the history
+ *     when the horizon is 0. Open reads the header, four counters, one index probe and the
+ *     replay table's live ids: O(live state), not O(history).
  *     Release time: a release's time is the earliest END of the slots of its units
  *     ("<device>|<slot>", core_dp_unit_parse). Releases and units at or before the replay
  *     floor (watermark - replay_horizon_ms, moved by core_dp_ledger_advance) are deleted;
@@ -153,18 +156,22 @@ struct core_dp_store_opts {
 };
 
 struct core_dp_ledger_stats {
-    uint64_t releases;     /* committed rows (after reopen: rows scanned + new) */
-    uint64_t units;        /* distinct units with a charge */
-    uint64_t pending;      /* charged, not yet committed or cancelled */
-    uint64_t fsyncs;       /* durability points (fsync of file + directory) */
-    uint64_t torn_dropped; /* torn last lines cut off at open */
-    uint64_t cached_units; /* store: units held in memory (JSONL: = units) */
-    uint64_t compacted;    /* store: releases deleted by compaction since open */
-    uint64_t audit_bytes;  /* bytes of the ledger file (store: audit log) whose rows are
-                            * committed: what a mirror may publish (core/audit_mirror.h) */
-    double max_eps;        /* high-water mark of a unit's eps total (committed + pending)
-                            * over the units this object has totalled: every unit of a JSONL
-                            * ledger; store: the units charged or loaded since open */
+    uint64_t releases;      /* committed rows (after reopen: rows scanned + new) */
+    uint64_t units;         /* distinct units with a charge */
+    uint64_t pending;       /* charged, not yet committed or cancelled */
+    uint64_t fsyncs;        /* durability points (fsync of file + directory) */
+    uint64_t torn_dropped;  /* torn last lines cut off at open */
+    uint64_t cached_units;  /* store: units held in memory (JSONL: = units) */
+    uint64_t compacted;     /* store: releases deleted by compaction since open */
+    uint64_t audit_bytes;   /* bytes of the ledger file (store: audit log) whose rows are
+                             * committed: what a mirror may publish (core/audit_mirror.h) */
+    uint64_t id_collisions; /* store: rows read for an id that held another id (the in-memory
+                             * id index keeps a 32-bit tag of a keyed hash; never a wrong
+                             * answer, one read each) */
+    uint64_t index_bytes;   /* store: memory of the in-memory id index (16 B per slot) */
+    double max_eps;         /* high-water mark of a unit's eps total (committed + pending)
+                             * over the units this object has totalled: every unit of a JSONL
+                             * ledger; store: the units charged or loaded since open */
 };
 
 /* Open (or create, when the path does not exist) the ledger and rebuild the totals.
