@@ -60,6 +60,10 @@ Test(admm_config, defaults_are_the_paper_tuned_values)
     cr_assert_eq(d.lbfgs_max_iter, 100);
     cr_assert_eq(d.lbfgs_epsilon, 1e-6);
     cr_assert_eq(d.lbfgs_wtol, 1e-6);
+    cr_assert_eq(d.refit_threshold, 0.1);
+    cr_assert_eq(d.rho2_balance, 10.0);
+    cr_assert_eq(d.rho2_balance_factor, 2.0);
+    cr_assert_eq(d.rho2_max, 1e4);
     /* Table 5, eps = 5: K = 20; C = 50 is our measured choice (docs/learner.md) */
     cr_assert_float_eq(dp.clip, 50.0, 0.0);
     cr_assert_eq(dp.steps, 20);

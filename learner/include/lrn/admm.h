@@ -17,7 +17,9 @@
  *      primal_tol, ρ₂·max|ΔW_p| ≤ dual_tol, h(W̃) ≤ h_tol and the support {|W| ≥
  *      w_threshold} has not changed for stable_rounds rounds; else end at max_rounds with
  *      status LRN_ADMM_MAX_ROUNDS_REACHED (not converged).
- * After the last round |W_ij| < w_threshold is set to 0 and, if enforce_dag, the weakest
+ * After the last round, with refit_threshold > 0 and ops->refit, the participants refit
+ * their weights by OLS on the DAG {|W̃| ≥ refit_threshold} and W is their mean (one more
+ * message each way); then |W_ij| < w_threshold is set to 0 and, if enforce_dag, the weakest
  * edges are dropped until the graph is acyclic (lrn_dag_prune()).
  *
  * Communication (paper B.2.1). Every message is encoded for real by lrn_wire_encode() and
@@ -71,6 +73,11 @@ struct lrn_local_ops {
      * NULL: solve() is called for p = 0..P−1 in order on the driver's thread. */
     void (*par_run)(void *par, size_t n, void (*fn)(void *arg, size_t i), void *arg);
     void *par;
+    /* Optional final refit (opts refit_threshold; docs/learner.md "Final refit"):
+     * participant p's unpenalised least-squares weights on the fixed DAG `dag` (d×d,
+     * i → j where dag[i*d+j] != 0), written to B_p (d×d, zero off the DAG). Called once,
+     * after the last round, for p = 0..P−1 in order. NULL: no refit. */
+    core_err (*refit)(void *self, size_t p, const double *dag, double *B_p);
 };
 
 enum lrn_wire { LRN_WIRE_SPARSE = 0, LRN_WIRE_DENSE = 1 };
@@ -87,8 +94,15 @@ struct lrn_admm_opts {
     double rho2_growth; /* ≥ 1; LRN_RHO_EVERY_ROUND only */
     double rho_max;     /* cap on ρ₁ and ρ₂ */
     enum lrn_rho_schedule schedule;
-    double h_stall;       /* in (0, 1]: the "h did not decrease enough" ratio */
-    double h_tol;         /* stopping rule: h ≤ h_tol (h(W̃) when acyc_on_server) */
+    double h_stall;             /* in (0, 1]: the "h did not decrease enough" ratio */
+    double rho2_balance;        /* LRN_RHO_ON_STALL: residual balancing of ρ₂ (Boyd et al. 2011,
+                                 * §3.4.1, Eq. 3.13): after a round with primal residual >
+                                 * rho2_balance × dual residual ρ₂ ×= rho2_balance_factor, with
+                                 * dual > rho2_balance × primal ρ₂ /= the factor (never below the
+                                 * initial rho2); 0 disables (ρ₂ fixed) */
+    double rho2_balance_factor; /* > 1 when rho2_balance > 0 */
+    double rho2_max;            /* cap on ρ₂ under balancing (≥ rho2) */
+    double h_tol;               /* stopping rule: h ≤ h_tol (h(W̃) when acyc_on_server) */
     double primal_tol;    /* stopping rule: max_p ‖B_p − W‖_max ≤ primal_tol; ≤ 0 disables
                            * the stopping rule (all max_rounds are run) */
     double dual_tol;      /* stopping rule: ρ₂·max|Wᵗ − Wᵗ⁻¹| ≤ dual_tol */
@@ -99,20 +113,25 @@ struct lrn_admm_opts {
                           * false: h of the sparsified W (blind once that W is a DAG) */
     double w_keep;       /* in (0, 1]: an entry already in the sent W stays while
                           * |W̃_ij| ≥ w_keep·w_sparsify (hysteresis; 1: none) */
-    bool down_own_support; /* the server also sends participant p the W̃ entries p uploaded
-                            * (exact duals there; docs/learner.md "Convergence") */
-    double rho1_h_floor;   /* acyc_on_server: ρ₁ grows on stall only while h(W̃) > this */
-    double w_threshold;    /* final |w| < w_threshold → 0 (paper: 0.3) */
-    double w_sparsify;     /* each round, the server zeroes |W_ij| < w_sparsify before
-                            * sending W (both sides then use that W); 0 disables */
-    double b_sparsify;     /* each round, a participant zeroes |B_p,ij| < b_sparsify before
-                            * sending B_p (its own B_p too: both sides use what was sent);
-                            * 0 disables; ≤ w_threshold */
-    bool enforce_dag;      /* final cycle breaking (lrn_dag_prune) */
-    enum lrn_wire wire;    /* what participants and server send */
-    size_t lbfgs_max_iter; /* server L-BFGS iteration cap per round */
-    double lbfgs_epsilon;  /* liblbfgs relative gradient tolerance */
-    double lbfgs_wtol;     /* also stop when no W_ij moved more than this in 3 iterations */
+    bool down_own_support;  /* the server also sends participant p the W̃ entries p uploaded
+                             * (exact duals there; docs/learner.md "Convergence") */
+    double rho1_h_floor;    /* acyc_on_server: ρ₁ grows on stall only while h(W̃) > this */
+    double w_threshold;     /* final |w| < w_threshold → 0 (paper: 0.3) */
+    double w_sparsify;      /* each round, the server zeroes |W_ij| < w_sparsify before
+                             * sending W (both sides then use that W); 0 disables */
+    double b_sparsify;      /* each round, a participant zeroes |B_p,ij| < b_sparsify before
+                             * sending B_p (its own B_p too: both sides use what was sent);
+                             * 0 disables; ≤ w_threshold */
+    bool enforce_dag;       /* final cycle breaking (lrn_dag_prune) */
+    double refit_threshold; /* > 0 and ops->refit set: after the last round the server
+                             * sends the DAG {|W̃| ≥ refit_threshold} (cycles broken as
+                             * lrn_dag_prune), every participant returns its OLS weights on
+                             * it, and W is their mean (relaxed lasso, Meinshausen 2007;
+                             * docs/learner.md "Final refit"); 0: off */
+    enum lrn_wire wire;     /* what participants and server send */
+    size_t lbfgs_max_iter;  /* server L-BFGS iteration cap per round */
+    double lbfgs_epsilon;   /* liblbfgs relative gradient tolerance */
+    double lbfgs_wtol;      /* also stop when no W_ij moved more than this in 3 iterations */
 };
 
 /* Fed-Sparse-BNSL defaults (paper B.3.2: ρ₁ = 1000, ρ₂ = 1; T = 100 as the cap; threshold
@@ -120,7 +139,8 @@ struct lrn_admm_opts {
  * sparse wire; h and the schedule on W̃; ρ₁ ×2 on stall (h_stall 0.9) while h(W̃) > 1e-5,
  * cap 1e16; w_sparsify 0.1 (no hysteresis, w_keep 1); down_own_support; b_sparsify 0.02;
  * L-BFGS ≤ 100 iterations, wtol 1e-6, epsilon 1e-6; stopping rule primal 0.03, dual 0.01,
- * h 1e-5, 10 stable rounds; enforce_dag. */
+ * h 1e-5, 10 stable rounds; ρ₂ residual balancing 10 (×2, cap 1e4); final refit on
+ * {|W̃| ≥ 0.1} (tuning seeds 100–139); enforce_dag. */
 struct lrn_admm_opts lrn_admm_opts_default(void);
 
 /* Check an options struct. Returns CORE_OK or CORE_EINVAL (errbuf names the field). */

@@ -33,6 +33,14 @@ const struct core_cfg_key lrn_config_keys[] = {
     K_DBL_AT("learner.h_stall", "0.9", 1e-9, 1,
              "h(W~) must fall below h_stall*h_prev or rho1 grows (tuned on seeds 100-109)",
              LRN_KEYS_ADMM, lrn_admm_opts, h_stall),
+    K_DBL_AT("learner.rho2_balance", "10", 0, 1e6,
+             "residual balancing of rho2 (Boyd et al. 2011, 3.4.1): rho2 *= rho2_balance_factor "
+             "when primal > rho2_balance*dual, /= when dual > rho2_balance*primal; 0: rho2 fixed",
+             LRN_KEYS_ADMM, lrn_admm_opts, rho2_balance),
+    K_DBL_AT("learner.rho2_balance_factor", "2", 1, 1e6, "rho2 factor of residual balancing",
+             LRN_KEYS_ADMM, lrn_admm_opts, rho2_balance_factor),
+    K_DBL_AT("learner.rho2_max", "1e4", 1e-12, 1e16, "cap on rho2 under residual balancing",
+             LRN_KEYS_ADMM, lrn_admm_opts, rho2_max),
     K_DBL_AT("learner.rho1_h_floor", "1e-5", 0, 1,
              "rho1 grows on stall only while h(W~) > rho1_h_floor (alpha keeps acting)",
              LRN_KEYS_ADMM, lrn_admm_opts, rho1_h_floor),
@@ -68,6 +76,10 @@ const struct core_cfg_key lrn_config_keys[] = {
              "each participant zeroes |B_ij| < b_sparsify each round before sending B_p "
              "(0: off; <= learner.w_threshold)",
              LRN_KEYS_ADMM, lrn_admm_opts, b_sparsify),
+    K_DBL_AT("learner.refit_threshold", "0.1", 0, 1e6,
+             "final refit: participants' OLS weights on the DAG {|W~| >= refit_threshold}, "
+             "averaged, before the final threshold (fed-sparse; 0: off)",
+             LRN_KEYS_ADMM, lrn_admm_opts, refit_threshold),
     K_BOOL_AT("learner.enforce_dag", "true", "drop weakest edges until acyclic at the end",
               LRN_KEYS_ADMM, lrn_admm_opts, enforce_dag),
     K_ENUM("learner.wire", "\"sparse\"", "sparse|dense",

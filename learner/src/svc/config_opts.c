@@ -121,6 +121,9 @@ static void take_admm(const struct core_config *cfg, struct lrn_admm_opts *o,
     TAKE("learner.rho2_growth", o->rho2_growth, k->rho2_growth);
     TAKE("learner.rho_max", o->rho_max, k->rho_max);
     TAKE("learner.h_stall", o->h_stall, k->h_stall);
+    TAKE("learner.rho2_balance", o->rho2_balance, k->rho2_balance);
+    TAKE("learner.rho2_balance_factor", o->rho2_balance_factor, k->rho2_balance_factor);
+    TAKE("learner.rho2_max", o->rho2_max, k->rho2_max);
     TAKE("learner.h_tol", o->h_tol, k->h_tol);
     TAKE("learner.primal_tol", o->primal_tol, k->primal_tol);
     TAKE("learner.dual_tol", o->dual_tol, k->dual_tol);
@@ -132,6 +135,7 @@ static void take_admm(const struct core_config *cfg, struct lrn_admm_opts *o,
     TAKE("learner.w_sparsify", o->w_sparsify, k->w_sparsify);
     TAKE("learner.b_sparsify", o->b_sparsify, k->b_sparsify);
     TAKE("learner.enforce_dag", o->enforce_dag, k->enforce_dag);
+    TAKE("learner.refit_threshold", o->refit_threshold, k->refit_threshold);
     TAKE("learner.wire", o->wire, k->wire);
     TAKE("learner.lbfgs.max_iter", o->lbfgs_max_iter, k->lbfgs_max_iter);
     TAKE("learner.lbfgs.epsilon", o->lbfgs_epsilon, k->lbfgs_epsilon);

@@ -100,8 +100,13 @@ struct lrn_runner_opts lrn_runner_opts_default(enum lrn_method m, size_t d)
     /* The Mangold variant runs with the same (Table 7) hyperparameters; only the noise and
      * the accounting differ (Appendix C.4 compares at equal settings). */
     o.dppgcd.variant = m == LRN_METHOD_DP_FED_SPARSE_MANGOLD ? LRN_DP_MANGOLD : LRN_DP_ZCDP;
-    if (lrn_method_is_dppgcd(m))
+    if (lrn_method_is_dppgcd(m)) {
         o.admm.max_rounds = o.dppgcd.rounds;
+        /* ρ₂ fixed as in the paper: DP-PGCD's clipping thresholds depend on ρ₂ (through
+         * ΣM) and the DP figures were measured with it fixed; the final refit does not
+         * apply either (DP-PGCD's ops have no refit: an OLS on the raw Σ_p is not private). */
+        o.admm.rho2_balance = 0.0;
+    }
     if (m == LRN_METHOD_FED_BNSL || m == LRN_METHOD_DP_FED_BNSL)
         o.admm = lrn_fedbnsl_admm_opts_default();
     if (m == LRN_METHOD_DP_FED_BNSL)
