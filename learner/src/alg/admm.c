@@ -74,60 +74,76 @@ static core_err bad_option(char *errbuf, size_t errbuf_size, const char *field)
     return CORE_EINVAL;
 }
 
-core_err lrn_admm_opts_check(const struct lrn_admm_opts *o, char *errbuf, size_t errbuf_size)
+/* The first of the penalty schedule's options out of range, or NULL. */
+static const char *bad_schedule_option(const struct lrn_admm_opts *o)
 {
     if (o->max_rounds == 0 || o->max_rounds > LRN_ADMM_MAX_ROUNDS)
-        return bad_option(errbuf, errbuf_size, "max_rounds");
+        return "max_rounds";
     if (!(o->rho1 > 0.0) || !isfinite(o->rho1))
-        return bad_option(errbuf, errbuf_size, "rho1");
+        return "rho1";
     if (!(o->rho2 > 0.0) || !isfinite(o->rho2))
-        return bad_option(errbuf, errbuf_size, "rho2");
+        return "rho2";
     if (!(o->rho1_growth >= 1.0) || !isfinite(o->rho1_growth))
-        return bad_option(errbuf, errbuf_size, "rho1_growth");
+        return "rho1_growth";
     if (!(o->rho2_growth >= 1.0) || !isfinite(o->rho2_growth))
-        return bad_option(errbuf, errbuf_size, "rho2_growth");
+        return "rho2_growth";
     if (!(o->rho_max >= o->rho1) || !(o->rho_max >= o->rho2) || !isfinite(o->rho_max))
-        return bad_option(errbuf, errbuf_size, "rho_max");
+        return "rho_max";
     if (o->schedule != LRN_RHO_ON_STALL && o->schedule != LRN_RHO_EVERY_ROUND)
-        return bad_option(errbuf, errbuf_size, "schedule");
+        return "schedule";
     if (!(o->rho1_h_floor >= 0.0) || !isfinite(o->rho1_h_floor))
-        return bad_option(errbuf, errbuf_size, "rho1_h_floor");
+        return "rho1_h_floor";
     if (!(o->h_stall > 0.0) || !(o->h_stall <= 1.0))
-        return bad_option(errbuf, errbuf_size, "h_stall");
+        return "h_stall";
     if (!(o->rho2_balance >= 0.0) || !isfinite(o->rho2_balance) ||
         (o->rho2_balance > 0.0 &&
          (!(o->rho2_balance_factor > 1.0) || !isfinite(o->rho2_balance_factor))))
-        return bad_option(errbuf, errbuf_size, "rho2_balance");
+        return "rho2_balance";
     if (o->rho2_balance > 0.0 && o->schedule == LRN_RHO_ON_STALL &&
         (!(o->rho2_max >= o->rho2) || !isfinite(o->rho2_max)))
-        return bad_option(errbuf, errbuf_size, "rho2_max");
+        return "rho2_max";
+    return NULL;
+}
+
+/* The first of the stopping, sparsification, wire and L-BFGS options out of range, or NULL. */
+static const char *bad_run_option(const struct lrn_admm_opts *o)
+{
     if (!(o->h_tol >= 0.0) || !isfinite(o->h_tol))
-        return bad_option(errbuf, errbuf_size, "h_tol");
+        return "h_tol";
     if (isnan(o->primal_tol) || isinf(o->primal_tol))
-        return bad_option(errbuf, errbuf_size, "primal_tol");
+        return "primal_tol";
     if (!(o->w_keep > 0.0) || !(o->w_keep <= 1.0))
-        return bad_option(errbuf, errbuf_size, "w_keep");
+        return "w_keep";
     if (!(o->dual_tol >= 0.0) || !isfinite(o->dual_tol))
-        return bad_option(errbuf, errbuf_size, "dual_tol");
+        return "dual_tol";
     if (o->stable_rounds > LRN_ADMM_MAX_ROUNDS)
-        return bad_option(errbuf, errbuf_size, "stable_rounds");
+        return "stable_rounds";
     if (!(o->w_threshold >= 0.0) || !isfinite(o->w_threshold))
-        return bad_option(errbuf, errbuf_size, "w_threshold");
+        return "w_threshold";
     if (!(o->w_sparsify >= 0.0) || !(o->w_sparsify <= o->w_threshold))
-        return bad_option(errbuf, errbuf_size, "w_sparsify");
+        return "w_sparsify";
     if (!(o->b_sparsify >= 0.0) || !(o->b_sparsify <= o->w_threshold))
-        return bad_option(errbuf, errbuf_size, "b_sparsify");
+        return "b_sparsify";
     if (!(o->refit_threshold >= 0.0) || !isfinite(o->refit_threshold))
-        return bad_option(errbuf, errbuf_size, "refit_threshold");
+        return "refit_threshold";
     if (o->wire != LRN_WIRE_SPARSE && o->wire != LRN_WIRE_DENSE)
-        return bad_option(errbuf, errbuf_size, "wire");
+        return "wire";
     if (o->lbfgs_max_iter == 0 || o->lbfgs_max_iter > 100000)
-        return bad_option(errbuf, errbuf_size, "lbfgs_max_iter");
+        return "lbfgs_max_iter";
     if (!(o->lbfgs_epsilon > 0.0) || !(o->lbfgs_epsilon < 1.0))
-        return bad_option(errbuf, errbuf_size, "lbfgs_epsilon");
+        return "lbfgs_epsilon";
     if (!(o->lbfgs_wtol >= 0.0) || !isfinite(o->lbfgs_wtol))
-        return bad_option(errbuf, errbuf_size, "lbfgs_wtol");
-    return CORE_OK;
+        return "lbfgs_wtol";
+    return NULL;
+}
+
+core_err lrn_admm_opts_check(const struct lrn_admm_opts *o, char *errbuf, size_t errbuf_size)
+{
+    const char *bad = bad_schedule_option(o);
+
+    if (!bad)
+        bad = bad_run_option(o);
+    return bad ? bad_option(errbuf, errbuf_size, bad) : CORE_OK;
 }
 
 /* ---- wire (paper B.2.1) ---- */
@@ -266,24 +282,10 @@ core_err lrn_covariance(size_t n, size_t d, const double *X, double scale, doubl
     return CORE_OK;
 }
 
-core_err lrn_covariance_ex(size_t n, size_t d, const double *X, double scale, unsigned flags,
-                           double *sigma)
+/* Xc = X − μ (n × d), μ by a two-pass mean: μ = Σx/n, then μ += Σ(x − μ)/n (removes the
+ * first pass's error). mu: 2d scratch. */
+static void cov_center(size_t n, size_t d, const double *X, double *Xc, double *mu)
 {
-    double *Xc, *mu;
-    core_err rc;
-
-    if (!(flags & (LRN_COV_CENTER | LRN_COV_STANDARDIZE | LRN_COV_RESCALE)))
-        return lrn_covariance(n, d, X, scale, sigma);
-    if (n == 0 || d == 0)
-        return CORE_EINVAL;
-    if (n > (size_t)INT32_MAX || d > (size_t)INT32_MAX)
-        return CORE_ETOOBIG;
-    for (size_t x = 0; x < n * d; x++)
-        if (!isfinite(X[x]))
-            return CORE_EINVAL;
-    Xc = core_xmalloc(n * d * sizeof(double));
-    mu = core_xcalloc(2 * d, sizeof(double));
-    /* two-pass mean: μ = Σx/n, then μ += Σ(x − μ)/n (removes the first pass's error) */
     for (size_t k = 0; k < n; k++)
         for (size_t j = 0; j < d; j++)
             mu[j] += X[k * d + j];
@@ -297,33 +299,68 @@ core_err lrn_covariance_ex(size_t n, size_t d, const double *X, double scale, un
     for (size_t k = 0; k < n; k++)
         for (size_t j = 0; j < d; j++)
             Xc[k * d + j] = X[k * d + j] - mu[j];
-    rc = CORE_OK;
-    if (flags & LRN_COV_STANDARDIZE) {
-        memset(mu + d, 0, d * sizeof(double));
-        for (size_t k = 0; k < n; k++)
-            for (size_t j = 0; j < d; j++)
-                mu[d + j] += Xc[k * d + j] * Xc[k * d + j];
-        for (size_t j = 0; j < d && rc == CORE_OK; j++) {
-            double sd = sqrt(mu[d + j] / (double)n);
-            if (!(sd > 0.0) || !isfinite(sd))
-                rc = CORE_EINVAL; /* a constant column cannot be standardized */
-            mu[d + j] = 1.0 / sd;
-        }
-        for (size_t k = 0; rc == CORE_OK && k < n; k++)
-            for (size_t j = 0; j < d; j++)
-                Xc[k * d + j] *= mu[d + j];
+}
+
+/* Each centred column of Xc scaled to unit variance (/n); inv: d scratch. CORE_EINVAL for a
+ * constant column, which cannot be standardized. */
+static core_err cov_standardize(size_t n, size_t d, double *Xc, double *inv)
+{
+    core_err rc = CORE_OK;
+
+    memset(inv, 0, d * sizeof(double));
+    for (size_t k = 0; k < n; k++)
+        for (size_t j = 0; j < d; j++)
+            inv[j] += Xc[k * d + j] * Xc[k * d + j];
+    for (size_t j = 0; j < d && rc == CORE_OK; j++) {
+        double sd = sqrt(inv[j] / (double)n);
+        if (!(sd > 0.0) || !isfinite(sd))
+            rc = CORE_EINVAL;
+        inv[j] = 1.0 / sd;
     }
+    for (size_t k = 0; rc == CORE_OK && k < n; k++)
+        for (size_t j = 0; j < d; j++)
+            Xc[k * d + j] *= inv[j];
+    return rc;
+}
+
+/* Σ divided by its mean diagonal (the mean column variance, /scale). */
+static core_err cov_rescale(size_t d, double *sigma)
+{
+    double m = 0.0;
+
+    for (size_t j = 0; j < d; j++)
+        m += sigma[j * d + j] / (double)d;
+    if (!(m > 0.0) || !isfinite(m))
+        return CORE_EINVAL;
+    for (size_t x = 0; x < d * d; x++)
+        sigma[x] /= m;
+    return CORE_OK;
+}
+
+core_err lrn_covariance_ex(size_t n, size_t d, const double *X, double scale, unsigned flags,
+                           double *sigma)
+{
+    double *Xc, *mu;
+    core_err rc = CORE_OK;
+
+    if (!(flags & (LRN_COV_CENTER | LRN_COV_STANDARDIZE | LRN_COV_RESCALE)))
+        return lrn_covariance(n, d, X, scale, sigma);
+    if (n == 0 || d == 0)
+        return CORE_EINVAL;
+    if (n > (size_t)INT32_MAX || d > (size_t)INT32_MAX)
+        return CORE_ETOOBIG;
+    for (size_t x = 0; x < n * d; x++)
+        if (!isfinite(X[x]))
+            return CORE_EINVAL;
+    Xc = core_xmalloc(n * d * sizeof(double));
+    mu = core_xcalloc(2 * d, sizeof(double));
+    cov_center(n, d, X, Xc, mu);
+    if (flags & LRN_COV_STANDARDIZE)
+        rc = cov_standardize(n, d, Xc, mu + d);
     if (rc == CORE_OK)
         rc = lrn_covariance(n, d, Xc, scale, sigma);
-    if (rc == CORE_OK && (flags & LRN_COV_RESCALE) && !(flags & LRN_COV_STANDARDIZE)) {
-        double m = 0.0; /* mean diagonal of Σ = mean column variance (/scale) */
-        for (size_t j = 0; j < d; j++)
-            m += sigma[j * d + j] / (double)d;
-        if (!(m > 0.0) || !isfinite(m))
-            rc = CORE_EINVAL;
-        for (size_t x = 0; rc == CORE_OK && x < d * d; x++)
-            sigma[x] /= m;
-    }
+    if (rc == CORE_OK && (flags & LRN_COV_RESCALE) && !(flags & LRN_COV_STANDARDIZE))
+        rc = cov_rescale(d, sigma);
     free(Xc);
     free(mu);
     return rc;
@@ -850,6 +887,10 @@ static core_err final_refit(struct run *r, const struct lrn_local_ops *ops)
     void *work = core_xmalloc(lrn_dag_prune_work_len(r->d));
     core_err rc;
 
+    if (r->present == 0) { /* nobody to refit with: W̃ stays the answer */
+        free(work);
+        return CORE_OK;
+    }
     memcpy(dag, r->W, r->d2 * sizeof(double));
     rc = lrn_dag_prune(r->d, dag, r->o->refit_threshold, work, &pruned);
     free(work);

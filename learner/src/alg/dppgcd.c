@@ -294,11 +294,32 @@ static struct lrn_dppgcd *alloc_state(size_t n, size_t d)
     return s;
 }
 
+/* The noise calibration of s for o's budget (s->delta set): the per-step scale c, the zCDP
+ * budget, and for Mangold et al.'s variant its per-mechanism epsilon. */
+static core_err calibrate_noise(struct lrn_dppgcd *s, const struct lrn_dppgcd_opts *o)
+{
+    struct lrn_dppgcd_calib cal;
+    core_err rc = lrn_dppgcd_calibrate(o->steps, o->rounds, o->eps, s->delta, &cal);
+
+    if (rc != CORE_OK)
+        return rc;
+    s->c = cal.c * CALIB_MARGIN;
+    s->rho_budget = rho_for_eps(o->eps, s->delta);
+    if (o->variant == LRN_DP_MANGOLD) {
+        struct lrn_dppgcd_mangold_calib mc;
+        rc = lrn_dppgcd_mangold_calibrate(o->steps, o->rounds, o->eps, s->delta, &mc);
+        if (rc != CORE_OK)
+            return rc;
+        s->eps_step = mc.eps_step;
+        s->n_mech = mc.n_mech;
+    }
+    return CORE_OK;
+}
+
 core_err lrn_dppgcd_new(size_t n, size_t d, const double *X, const struct lrn_dppgcd_opts *o,
                         const struct core_rng *rng, struct lrn_dppgcd **out)
 {
     struct lrn_dppgcd *s = NULL;
-    struct lrn_dppgcd_calib cal;
     core_err rc;
 
     *out = NULL;
@@ -315,19 +336,9 @@ core_err lrn_dppgcd_new(size_t n, size_t d, const double *X, const struct lrn_dp
     s->o.m_public = NULL;
     s->rng = rng;
     s->delta = o->delta > 0.0 ? o->delta : 1.0 / ((double)n * (double)n);
-    rc = lrn_dppgcd_calibrate(o->steps, o->rounds, o->eps, s->delta, &cal);
+    rc = calibrate_noise(s, o);
     if (rc != CORE_OK)
         goto out;
-    s->c = cal.c * CALIB_MARGIN;
-    s->rho_budget = rho_for_eps(o->eps, s->delta);
-    if (o->variant == LRN_DP_MANGOLD) {
-        struct lrn_dppgcd_mangold_calib mc;
-        rc = lrn_dppgcd_mangold_calibrate(o->steps, o->rounds, o->eps, s->delta, &mc);
-        if (rc != CORE_OK)
-            goto out;
-        s->eps_step = mc.eps_step;
-        s->n_mech = mc.n_mech;
-    }
     for (size_t k = 0; k < n; k++)
         for (size_t i = 0; i < d; i++)
             s->xc[i * n + k] = X[k * d + i];

@@ -110,6 +110,8 @@ void lrn_config_apply_blas(const struct core_config *cfg)
             (dst) = (src);                                                                         \
     } while (0)
 
+// A flat list, one TAKE per key (each a statement with its own branch): read as one table.
+// NOLINTNEXTLINE(readability-function-size)
 static void take_admm(const struct core_config *cfg, struct lrn_admm_opts *o,
                       const struct lrn_admm_opts *k)
 {
@@ -142,6 +144,8 @@ static void take_admm(const struct core_config *cfg, struct lrn_admm_opts *o,
     TAKE("learner.lbfgs.wtol", o->lbfgs_wtol, k->lbfgs_wtol);
 }
 
+// A flat list, one TAKE per key (each a statement with its own branch): read as one table.
+// NOLINTNEXTLINE(readability-function-size)
 core_err lrn_runner_opts_from_config(const struct core_config *cfg, size_t d,
                                      struct lrn_runner_opts *o, double *m_public, char *errbuf,
                                      size_t errbuf_size)
