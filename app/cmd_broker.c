@@ -23,30 +23,11 @@
 #include "app.h"
 #include "broker_bind.h"
 #include "core/broker.h"
-#include "core/fsutil.h"
+#include "core/kconf.h"
 #include "core/log.h"
 #include "flags.h"
 
 #define MAX_EXTRA_TOPICS 32
-
-/* Write "BOOTSTRAP addr\n" atomically (tmp + rename) so readers never see half a line. */
-static core_err write_bootstrap(const char *path, const char *addr)
-{
-    char tmp[4200];
-    FILE *f;
-
-    (void)core_mkdir_p(path, 1); /* a failure shows as the open error below */
-    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-    f = fopen(tmp, "w");
-    if (!f)
-        return CORE_EIO;
-    fprintf(f, "BOOTSTRAP %s\n", addr);
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return CORE_EIO;
-    }
-    return CORE_OK;
-}
 
 static void usage(FILE *f)
 {
@@ -288,7 +269,7 @@ static int cmd_main(struct app_call *call)
         goto out;
     if (o.control && open_control(&o, &ctl) != CORE_OK)
         goto out;
-    if (write_bootstrap(o.bootstrap_file, core_broker_bootstrap(b)) != CORE_OK) {
+    if (core_kafka_bootstrap_write(o.bootstrap_file, core_broker_bootstrap(b)) != CORE_OK) {
         fprintf(stderr, "gcdp broker: cannot write bootstrap file '%s'\n", o.bootstrap_file);
         goto out;
     }

@@ -19,7 +19,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "flags.h"
-#include "rel/bounds.h"
+#include "pipe/calpolicy.h"
 
 /* The --help text of the offline command. */
 static const char usage_text[] =
@@ -231,61 +231,19 @@ static int run_private(struct core_config *cfg, const struct cal_opts *o,
     return APP_EXIT_OK;
 }
 
-/* |A| for the expansion bound on Δ₁S (paper Sec. 4.2): the most calibration nodes one
- * protected occurrence's expansion set Γ(u) touches, from the declared policy graph G0 over
- * the matrix's node names (release.policy.edges, hops; the same neighbourhoods release
- * certifies with, rel_policy_counts). Returns 0, or -1 after naming the bad edge. */
-static int expansion_from_policy(const struct core_config *cfg, const struct cal_matrix *mx,
-                                 struct cal_opts *o)
-{
-    const json_t *edges = core_config_json(cfg, "release.policy.edges");
-    size_t ne = json_array_size(edges), m = mx->m, best = 0;
-    uint32_t *ev = core_xcalloc(2 * ne + 1, sizeof(*ev));
-    uint32_t *counts = core_xcalloc(m * m, sizeof(*counts)), *work = core_xcalloc(2 * m, 4);
-    int ret = 0;
-
-    for (size_t e = 0; e < ne && ret == 0; e++)
-        for (size_t side = 0; side < 2 && ret == 0; side++) {
-            const char *nm = json_string_value(json_array_get(json_array_get(edges, e), side));
-            size_t j = 0;
-            while (j < m && (!nm || strcmp(mx->names[j], nm) != 0))
-                j++;
-            if (j == m) {
-                fprintf(stderr,
-                        "gcdp calibrate: release.policy.edges[%zu]: '%s' is not a node "
-                        "of the calibration matrix\n",
-                        e, nm ? nm : "?");
-                ret = -1;
-            }
-            ev[2 * e + side] = (uint32_t)j;
-        }
-    if (ret == 0 &&
-        rel_policy_counts(m, ev, ne, (uint32_t)core_config_int(cfg, "release.policy.hops"), 0, 1,
-                          counts, work) != CORE_OK) {
-        fprintf(stderr, "gcdp calibrate: release.policy: invalid policy graph\n");
-        ret = -1;
-    }
-    for (size_t i = 0; ret == 0 && i < m; i++) {
-        size_t a = 0;
-        for (size_t j = 0; j < m; j++)
-            a += counts[i * m + j] > 0;
-        best = a > best ? a : best;
-    }
-    o->expansion_nodes = (int)best;
-    free(ev);
-    free(counts);
-    free(work);
-    return ret;
-}
-
 /* Private mode from the loaded matrix: |A| from the policy graph, row timestamps required,
  * then run_private. */
 static int calibrate_private(struct core_config *cfg, struct cal_opts *o,
                              const struct cal_matrix *mx, const char *const *devices, size_t n_dev,
                              const char *source, const char *ledger_flag, struct cal_charged *res)
 {
-    if (expansion_from_policy(cfg, mx, o) != 0)
+    char eb[1024] = "";
+
+    if (pipe_cal_expansion_nodes(cfg, (const char *const *)mx->names, mx->m, &o->expansion_nodes,
+                                 eb, sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp calibrate: %s\n", eb);
         return APP_EXIT_USAGE;
+    }
     if (!mx->ts) {
         fprintf(stderr,
                 "gcdp calibrate: private mode needs row timestamps to charge the "

@@ -1,18 +1,13 @@
 /* cmd_healthcheck.c - `gcdp healthcheck`: probe a running service's /healthz (the container
  * image's HEALTHCHECK; no curl in the image). Plain HTTP/1.0 over loopback TCP. */
-#include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 #include "app.h"
+#include "core/metrics.h"
 #include "flags.h"
 
 static void usage(FILE *f)
@@ -30,52 +25,6 @@ static void usage(FILE *f)
             "  --help       this text\n\n"
             "exit status: 0 healthy, 1 unhealthy or unreachable, 2 usage/config.\n\n%s",
             app_common_help);
-}
-
-/* One GET /healthz; the status line's code into *code (0: no HTTP answer), the first body
- * line into reason. Returns 0, or -1 with errno (connect/send/receive failed). */
-static int probe(const char *host, int port, double timeout_s, int *code, char *reason, size_t rn)
-{
-    static const char req[] = "GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n";
-    long ms = (long)(timeout_s * 1000);
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000)};
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    char buf[2048];
-    size_t got = 0;
-    ssize_t n;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const char *body;
-
-    *code = 0;
-    reason[0] = '\0';
-    if (fd < 0 || inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
-        if (fd >= 0)
-            close(fd);
-        errno = fd < 0 ? errno : EINVAL;
-        return -1;
-    }
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-        send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof(req) - 1)) {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return -1;
-    }
-    while (got + 1 < sizeof(buf) && (n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0)) > 0)
-        got += (size_t)n;
-    close(fd);
-    buf[got] = '\0';
-    *code = 0; /* "HTTP/1.x NNN ..." */
-    if (strncmp(buf, "HTTP/1.", 7) == 0 && isdigit((unsigned char)buf[7]) && buf[8] == ' ' &&
-        isdigit((unsigned char)buf[9]) && isdigit((unsigned char)buf[10]) &&
-        isdigit((unsigned char)buf[11]))
-        *code = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
-    body = strstr(buf, "\r\n\r\n");
-    if (body)
-        snprintf(reason, rn, "%.*s", (int)strcspn(body + 4, "\r\n"), body + 4);
-    return 0;
 }
 
 static int parse_opts(int argc, char **argv, long *port, const char **host, double *timeout)
@@ -126,7 +75,8 @@ static int cmd_main(struct app_call *call)
         host = core_config_str(cfg, "metrics.bind");
     snprintf(addr, sizeof(addr), "%s", strcmp(host, "0.0.0.0") == 0 ? "127.0.0.1" : host);
     rc = APP_EXIT_FAILURE;
-    if (probe(addr, (int)port, timeout, &code, reason, sizeof(reason)) != 0)
+    if (core_metrics_probe_health(addr, (int)port, timeout, &code, reason, sizeof(reason)) !=
+        CORE_OK)
         fprintf(stderr, "gcdp healthcheck: %s:%ld: %s\n", addr, port, strerror(errno));
     else if (code != 200)
         fprintf(stderr, "gcdp healthcheck: %s:%ld/healthz: %d %s\n", addr, port, code,

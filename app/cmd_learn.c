@@ -381,27 +381,17 @@ static double now_s(void)
 static int write_graph(const struct learn_args *a, const char *tag, const double *w,
                        const double *truth, size_t d, const char *const *names)
 {
-    char path[4096], dot[4096], eb[1024] = "";
-    core_err rc;
+    char prefix[4096], eb[1024] = "";
+    core_err png_rc;
 
-    snprintf(path, sizeof(path), "%s%s.json", a->out, tag);
-    rc = lrn_graph_write_json(path, w, d, names, eb, sizeof(eb));
-    snprintf(path, sizeof(path), "%s%s.csv", a->out, tag);
-    if (rc == CORE_OK)
-        rc = lrn_csv_write(path, w, d, d, NULL, eb, sizeof(eb));
-    snprintf(dot, sizeof(dot), "%s%s.dot", a->out, tag);
-    if (rc == CORE_OK)
-        rc = lrn_graph_write_dot(dot, w, truth, d, names, eb, sizeof(eb));
-    if (rc != CORE_OK) {
+    snprintf(prefix, sizeof(prefix), "%s%s", a->out, tag);
+    if (lrn_graph_write_all(prefix, w, truth, d, names, a->png, &png_rc, eb, sizeof(eb)) !=
+        CORE_OK) {
         fprintf(stderr, "gcdp learn: %s\n", eb);
         return -1;
     }
-    if (a->png) {
-        snprintf(path, sizeof(path), "%s%s.png", a->out, tag);
-        rc = lrn_graph_render_png(dot, path, eb, sizeof(eb));
-        if (rc != CORE_OK)
-            fprintf(stderr, "gcdp learn: warning: no PNG: %s\n", eb);
-    }
+    if (png_rc != CORE_OK)
+        fprintf(stderr, "gcdp learn: warning: no PNG: %s\n", eb);
     return 0;
 }
 
@@ -423,41 +413,29 @@ static int add_metrics(json_t *arr, const double *truth, const double *w, size_t
 static int personalize(const struct learn_args *a, struct lrn_csv **csv, const double *w, size_t d,
                        json_t *out)
 {
-    double *sig = core_xmalloc(d * d * sizeof(double)), *bp = core_xmalloc(d * d * sizeof(double));
-    double *work = core_xmalloc((d * d + d) * sizeof(double)), *tp = NULL;
-    json_t *arr = json_array();
+    double *bp = core_xmalloc(d * d * sizeof(double));
+    json_t *arr = json_array(), *row;
     char eb[1024], tag[64];
     int ret = 0;
 
     for (size_t p = 0; ret == 0 && p < a->P; p++) {
-        size_t dt = 0;
-        json_t *row = json_object();
-        if (lrn_covariance(csv[p]->n, d, csv[p]->x, 1.0, sig) != CORE_OK ||
-            lrn_personalize_ols(d, sig, w, bp, work) != CORE_OK) {
+        row = NULL;
+        if (lrn_personalize_refit(csv[p]->n, d, csv[p]->x, w, bp) != CORE_OK) {
             fprintf(stderr, "gcdp learn: %s: OLS refit failed (singular)\n", a->files[p]);
             ret = -1;
         }
         snprintf(tag, sizeof(tag), ".p%zu.personal", p + 1);
         if (ret == 0 && a->personalize)
             ret = write_graph(a, tag, bp, NULL, d, (const char *const *)csv[0]->names);
-        if (ret == 0 && a->n_ptruth) {
-            if (lrn_graph_read(a->ptruth[p], d, &tp, &dt, eb, sizeof(eb)) != CORE_OK) {
-                fprintf(stderr, "gcdp learn: %s\n", eb);
-                ret = -1;
-            } else {
-                json_object_set_new(row, "nmse_global", json_real(lrn_metrics_nmse(w, tp, d * d)));
-                json_object_set_new(row, "nmse_personal",
-                                    json_real(lrn_metrics_nmse(bp, tp, d * d)));
-            }
-            free(tp);
-            tp = NULL;
+        if (ret == 0 && a->n_ptruth &&
+            lrn_personal_nmse_json(a->ptruth[p], w, bp, d, &row, eb, sizeof(eb)) != CORE_OK) {
+            fprintf(stderr, "gcdp learn: %s\n", eb);
+            ret = -1;
         }
-        json_array_append_new(arr, row);
+        json_array_append_new(arr, row ? row : json_object());
     }
     json_object_set_new(out, "personalization", arr);
-    free(sig);
     free(bp);
-    free(work);
     return ret;
 }
 
@@ -479,39 +457,6 @@ static int apply_config_keys(const struct core_config *cfg, size_t d, struct lrn
         return -1;
     }
     return 0;
-}
-
-/* Convergence and privacy lines of the summary. */
-static void print_status(const struct lrn_runner_opts *o, const struct lrn_runner_result *r)
-{
-    if (lrn_method_is_federated(o->method))
-        printf("%s after %zu of %zu rounds (%s); primal %.2e (tol %g), dual %.2e (tol %g), "
-               "h(W~) %.2e (tol %g), support stable %zu rounds (need %zu)\n",
-               r->admm.status == LRN_ADMM_CONVERGED ? "converged" : "NOT converged", r->admm.rounds,
-               o->admm.max_rounds, lrn_runner_stop_reason(o, r), r->admm.primal_residual,
-               o->admm.primal_tol, r->admm.dual_residual, o->admm.dual_tol, r->admm.h_server,
-               o->admm.h_tol, r->admm.stable_rounds, o->admm.stable_rounds);
-    printf("data: %s\n", r->standardized ? "each participant centred and standardized"
-                         : r->centered   ? "each participant centred"
-                                         : "raw (not centred)");
-    if (o->method == LRN_METHOD_DP_FED_BNSL)
-        printf("privacy: eps = %.4g per participant (Gaussian covariance)\n", r->eps_spent);
-    if (!lrn_method_is_dppgcd(o->method))
-        return;
-    if (r->m_private && o->dppgcd.m_source == LRN_M_PRIVATE)
-        printf("privacy: end-to-end eps = %.4g per participant (optimisation eps %g and private "
-               "smoothness constants M eps_m %g, composed), delta %s\n",
-               r->eps_spent, o->dppgcd.eps, o->dppgcd.eps_m,
-               o->dppgcd.delta > 0.0 ? "as given" : "1/n_p^2");
-    else if (r->m_private)
-        printf("privacy: end-to-end eps = %.4g per participant (optimisation eps %g; public "
-               "smoothness constants M), delta %s\n",
-               r->eps_spent, o->dppgcd.eps, o->dppgcd.delta > 0.0 ? "as given" : "1/n_p^2");
-    else
-        printf("privacy: NOT end-to-end private: smoothness constants M exact from the data "
-               "(eps for M = inf, private: false); the optimisation's mechanisms alone "
-               "spent eps %.4g\n",
-               r->eps_opt);
 }
 
 static int run_and_report(struct learn_args *a, struct learn_state *s, size_t d)
@@ -540,7 +485,7 @@ static int run_and_report(struct learn_args *a, struct learn_state *s, size_t d)
            "%llu bytes encoded\n",
            lrn_method_name(a->ro.method), d, a->P, secs, res.admm.rounds,
            (double)res.admm.bytes_model / 1e6, (unsigned long long)res.admm.bytes_wire);
-    print_status(&a->ro, &res);
+    lrn_runner_summary_print(stdout, &a->ro, &res);
     for (size_t g = 0; ret == 0 && g < ngraph; g++) {
         if (ngraph > 1)
             snprintf(tag, sizeof(tag), ".p%zu", g + 1);

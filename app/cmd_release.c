@@ -256,39 +256,8 @@ static core_err apply_shorthands(struct core_config *cfg, const struct args *a)
 
 static void print_plan(const struct rel_plan *p)
 {
-    json_t *o = json_object(), *coords = json_array();
-    for (size_t k = 0; k < p->d; k++) {
-        json_t *c = json_object();
-        const struct cal_coord *cc = &p->theta->coords[k];
-        json_t *stats = json_array();
-        for (size_t a2 = 0; a2 < cc->n; a2++)
-            json_array_append_new(stats, json_string(p->prof.node[cc->nodes[a2]].key));
-        json_object_set_new(c, "name", json_string(cc->name));
-        json_object_set_new(c, "reads", stats);
-        json_object_set_new(c, "lo", json_real(p->lo[k]));
-        json_object_set_new(c, "hi", json_real(p->hi[k]));
-        json_object_set_new(c, "B", json_real(p->B[k]));
-        json_object_set_new(c, "certificate",
-                            json_string(p->analytic[k] ? "analytic" : "clipped_range"));
-        json_object_set_new(c, "xi_hat", json_real(p->theta->xi_hat[k]));
-        json_object_set_new(c, "s", json_real(p->s[k]));
-        json_object_set_new(c, "eps", json_real(p->eps[k]));
-        json_object_set_new(c, "scale", json_real(p->scale[k]));
-        json_array_append_new(coords, c);
-    }
-    json_object_set_new(o, "theta_version", json_integer((json_int_t)p->theta->version));
-    json_object_set_new(o, "provenance",
-                        json_pack("{s:i,s:I}", "interp_gap", (int)p->prof.interp_gap, "period_ms",
-                                  (json_int_t)p->prof.period_ms));
-    json_object_set_new(o, "mechanism", json_string(p->opts.mech->name));
-    json_object_set_new(o, "eps_rel", json_real(p->opts.eps_rel));
-    json_object_set_new(o, "eps_cal", json_real(cal_theta_eps_cal_total(p->theta)));
-    json_object_set_new(o, "eps_min", json_real(p->eps_min));
-    json_object_set_new(o, "d", json_integer((json_int_t)p->d));
-    json_object_set_new(o, "d_noisy", json_integer((json_int_t)p->n_noisy));
-    json_object_set_new(o, "charge_per_unit",
-                        json_pack("{s:f,s:f}", "eps", p->cost.eps, "delta", p->cost.delta));
-    json_object_set_new(o, "coords", coords);
+    json_t *o = rel_plan_to_json(p);
+
     json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
     putchar('\n');
     json_decref(o);

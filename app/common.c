@@ -12,6 +12,7 @@
 #include "app.h"
 #include "cal/config.h"
 #include "core/dp_ledger.h"
+#include "core/dp_ledger_cfg.h"
 #include "core/fsutil.h"
 #include "core/kconf.h"
 #include "core/log.h"
@@ -178,28 +179,10 @@ int app_ledger_path(const struct core_config *cfg, const char *flag, char *buf, 
 int app_ledger_path_resolve(const struct core_config *cfg, const char *flag, char *buf, size_t n,
                             bool create)
 {
-    const char *p = flag ? flag : core_config_str(cfg, "release.ledger.path");
-    const char *dir = core_config_str(cfg, "state.dir");
+    char eb[4200];
 
-    if (!p || !p[0]) {
-        fprintf(stderr, "gcdp: configuration error: release.ledger.path: empty\n");
-        return -1;
-    }
-    if (flag || p[0] == '/') {
-        snprintf(buf, n, "%s", p);
-        return 0;
-    }
-    if (!dir || !dir[0]) {
-        fprintf(stderr, "gcdp: configuration error: state.dir: empty (the ledger needs an "
-                        "explicit state directory)\n");
-        return -1;
-    }
-    if (create && core_mkdir_p(dir, 0) != 0) {
-        fprintf(stderr, "gcdp: state.dir '%s': cannot create: %s\n", dir, strerror(errno));
-        return -1;
-    }
-    if ((size_t)snprintf(buf, n, "%s/%s", dir, p) >= n) {
-        fprintf(stderr, "gcdp: release.ledger.path: too long\n");
+    if (core_dp_ledger_path(cfg, flag, create, buf, n, eb, sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp: %s\n", eb);
         return -1;
     }
     return 0;

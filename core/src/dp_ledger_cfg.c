@@ -1,7 +1,11 @@
 /* dp_ledger_cfg.c - the ledger from configuration (core/dp_ledger_cfg.h). */
 #include "core/dp_ledger_cfg.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "core/fsutil.h"
 
 void core_dp_scheme_from_config(const struct core_config *cfg, struct core_dp_scheme *out)
 {
@@ -15,6 +19,37 @@ void core_dp_cap_from_config(const struct core_config *cfg, struct core_dp_cost 
     out->eps = core_config_double(cfg, "release.ledger.cap_eps");
     out->delta = core_config_double(cfg, "release.ledger.cap_delta");
     out->rho = 0.0;
+}
+
+core_err core_dp_ledger_path(const struct core_config *cfg, const char *flag, bool create,
+                             char *buf, size_t n, char *eb, size_t ebn)
+{
+    const char *p = flag ? flag : core_config_str(cfg, "release.ledger.path");
+    const char *dir = core_config_str(cfg, "state.dir");
+
+    if (!p || !p[0]) {
+        snprintf(eb, ebn, "configuration error: release.ledger.path: empty");
+        return CORE_ECONFIG;
+    }
+    if (flag || p[0] == '/') {
+        snprintf(buf, n, "%s", p);
+        return CORE_OK;
+    }
+    if (!dir || !dir[0]) {
+        snprintf(eb, ebn,
+                 "configuration error: state.dir: empty (the ledger needs an explicit "
+                 "state directory)");
+        return CORE_ECONFIG;
+    }
+    if (create && core_mkdir_p(dir, 0) != 0) {
+        snprintf(eb, ebn, "state.dir '%s': cannot create: %s", dir, strerror(errno));
+        return CORE_EIO;
+    }
+    if ((size_t)snprintf(buf, n, "%s/%s", dir, p) >= n) {
+        snprintf(eb, ebn, "release.ledger.path: too long");
+        return CORE_ECONFIG;
+    }
+    return CORE_OK;
 }
 
 int core_dp_ledger_store_path(const struct core_config *cfg, char *buf, size_t n)

@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/cfg_keys.h"
+#include "core/fsutil.h"
 
 #define K_TOPIC(name, def, help) CORE_KEY_STR_CHECK(name, def, help, check_topic)
 
@@ -152,6 +154,24 @@ core_err core_kafka_bootstrap_resolve(const char *spec, char *out, size_t n, cha
     }
     memcpy(out, p, len);
     out[len] = '\0';
+    return CORE_OK;
+}
+
+core_err core_kafka_bootstrap_write(const char *path, const char *addr)
+{
+    char tmp[4200];
+    FILE *f;
+
+    (void)core_mkdir_p(path, 1); /* a failure shows as the open error below */
+    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+    f = fopen(tmp, "w");
+    if (!f)
+        return CORE_EIO;
+    fprintf(f, "BOOTSTRAP %s\n", addr);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return CORE_EIO;
+    }
     return CORE_OK;
 }
 

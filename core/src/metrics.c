@@ -2,6 +2,8 @@
 #include "core/metrics.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -10,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include "core/buf.h"
 #include "core/log.h"
@@ -224,5 +228,51 @@ core_err core_metrics_serve(struct core_metrics *m, const char *bind_addr, int p
     info = MHD_get_daemon_info(m->httpd, MHD_DAEMON_INFO_BIND_PORT);
     if (bound_port)
         *bound_port = info ? (int)info->port : port;
+    return CORE_OK;
+}
+
+/* The client side of /healthz (`gcdp healthcheck`, the image's HEALTHCHECK): HTTP/1.0. */
+core_err core_metrics_probe_health(const char *host, int port, double timeout_s, int *code,
+                                   char *reason, size_t rn)
+{
+    static const char req[] = "GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    long ms = (long)(timeout_s * 1000);
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000)};
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    char buf[2048];
+    size_t got = 0;
+    ssize_t n;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const char *body;
+
+    *code = 0;
+    reason[0] = '\0';
+    if (fd < 0 || inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+        if (fd >= 0)
+            close(fd);
+        errno = fd < 0 ? errno : EINVAL;
+        return fd < 0 ? CORE_EIO : CORE_EINVAL;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof(req) - 1)) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return CORE_EIO;
+    }
+    while (got + 1 < sizeof(buf) && (n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0)) > 0)
+        got += (size_t)n;
+    close(fd);
+    buf[got] = '\0';
+    *code = 0; /* "HTTP/1.x NNN ..." */
+    if (strncmp(buf, "HTTP/1.", 7) == 0 && isdigit((unsigned char)buf[7]) && buf[8] == ' ' &&
+        isdigit((unsigned char)buf[9]) && isdigit((unsigned char)buf[10]) &&
+        isdigit((unsigned char)buf[11]))
+        *code = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
+    body = strstr(buf, "\r\n\r\n");
+    if (body)
+        snprintf(reason, rn, "%.*s", (int)strcspn(body + 4, "\r\n"), body + 4);
     return CORE_OK;
 }

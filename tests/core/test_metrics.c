@@ -49,6 +49,34 @@ Test(metrics, renders_help_type_once_and_labelled_series_together)
     core_metrics_free(m);
 }
 
+/* The /healthz client against the server: 200 "ok", then 503 with the reason; a closed port
+ * is an error with errno, not an answer. */
+Test(metrics, health_probe_reads_what_healthz_serves)
+{
+    struct core_metrics *m = core_metrics_new();
+    char reason[256];
+    int port = 0, code = -1;
+
+    cr_assert_eq(core_metrics_serve(m, "127.0.0.1", 0, &port), CORE_OK);
+    cr_assert_gt(port, 0);
+    core_metrics_set_health(m, true, NULL);
+    cr_assert_eq(core_metrics_probe_health("127.0.0.1", port, 3, &code, reason, sizeof(reason)),
+                 CORE_OK);
+    cr_assert_eq(code, 200);
+    cr_assert_str_eq(reason, "ok");
+    core_metrics_set_health(m, false, "consumer lagging");
+    cr_assert_eq(core_metrics_probe_health("127.0.0.1", port, 3, &code, reason, sizeof(reason)),
+                 CORE_OK);
+    cr_assert_eq(code, 503);
+    cr_assert_str_eq(reason, "consumer lagging");
+    core_metrics_free(m);
+    cr_assert_eq(core_metrics_probe_health("127.0.0.1", port, 1, &code, reason, sizeof(reason)),
+                 CORE_EIO);
+    cr_assert_eq(code, 0);
+    cr_assert_eq(core_metrics_probe_health("not-an-ip", port, 1, &code, reason, sizeof(reason)),
+                 CORE_EINVAL);
+}
+
 Test(metrics, refuses_series_beyond_the_cap)
 {
     struct core_metrics *m = core_metrics_new();

@@ -5,7 +5,7 @@
  *
  * Keys read: release.ledger.slot_ms, release.policy.time_radius, ingest.period_ms (the
  * scheme; each window's provenance must agree), release.ledger.cap_eps and cap_delta (the
- * cap), release.ledger.store,
+ * cap), release.ledger.path, release.ledger.store,
  * release.ledger.replay_horizon_ms and state.dir. They are declared by the stages' key tables
  * (the configuration must hold them).
  * Thread-safety: as the configuration (read-only use).
@@ -13,6 +13,7 @@
 #ifndef CORE_DP_LEDGER_CFG_H
 #define CORE_DP_LEDGER_CFG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/config.h"
@@ -24,6 +25,17 @@ void core_dp_scheme_from_config(const struct core_config *cfg, struct core_dp_sc
 /* The ledger's lifetime cap from configuration: release.ledger.cap_eps and cap_delta; rho 0
  * (no mechanism that charges a ledger charges zCDP). */
 void core_dp_cap_from_config(const struct core_config *cfg, struct core_dp_cost *out);
+
+/* The ledger's path: flag (a --ledger FILE, used as given) when not NULL, else
+ * release.ledger.path, relative to state.dir unless absolute.
+ *   create  create state.dir (with parents) when the path is under it; false for checks
+ *           that must not write.
+ *   buf     out: the path, n bytes.
+ * Returns CORE_OK, CORE_ECONFIG (an empty release.ledger.path or state.dir, a path that does
+ * not fit) or CORE_EIO (state.dir cannot be created), with eb saying why. */
+CORE_MUST_CHECK core_err core_dp_ledger_path(const struct core_config *cfg, const char *flag,
+                                             bool create, char *buf, size_t n, char *eb,
+                                             size_t ebn);
 
 /* release.ledger.store resolved (relative: under state.dir) into buf; "" when no store is
  * configured. Returns 0, or -1 when it does not fit. */

@@ -37,6 +37,13 @@ enum core_kafka_role { CORE_KAFKA_PRODUCER, CORE_KAFKA_CONSUMER };
 CORE_MUST_CHECK core_err core_kafka_bootstrap_resolve(const char *spec, char *out, size_t n,
                                                       char *errbuf, size_t errbuf_size);
 
+/* Write the bootstrap file core_kafka_bootstrap_resolve() reads: "BOOTSTRAP addr\n", written
+ * to a temporary file beside path (path.tmp.PID) and renamed over path, so a reader never sees
+ * half a line; path's parent directories are created when missing.
+ *   path, addr  borrowed.
+ * Returns CORE_OK or CORE_EIO (the temporary file is removed). */
+CORE_MUST_CHECK core_err core_kafka_bootstrap_write(const char *path, const char *addr);
+
 /* New librdkafka configuration for role: profile + bootstrap + group.id (consumers;
  * may be NULL for producers) + kafka.* overrides.
  *   out  on CORE_OK a new rd_kafka_conf_t; rd_kafka_new() takes it on success only,

@@ -64,4 +64,14 @@ CORE_MUST_CHECK core_err core_metrics_render(struct core_metrics *m, char **out)
 CORE_MUST_CHECK core_err core_metrics_serve(struct core_metrics *m, const char *bind_addr, int port,
                                             int *bound_port);
 
+/* Probe a running service's health: one plain HTTP/1.0 GET /healthz to host:port (an IPv4
+ * address), send and receive each bounded by timeout_s seconds.
+ *   code    out: the status line's code (200 healthy, 503 not), 0 when there was no HTTP
+ *           answer.
+ *   reason  out: the first line of the body ("ok" or the reason), rn bytes, "" when none.
+ * Returns CORE_OK when an answer (or none) was read; CORE_EINVAL (host not an IPv4 address)
+ * or CORE_EIO (socket, connect or send failed), errno then saying why. */
+CORE_MUST_CHECK core_err core_metrics_probe_health(const char *host, int port, double timeout_s,
+                                                   int *code, char *reason, size_t rn);
+
 #endif /* CORE_METRICS_H */

@@ -9,6 +9,7 @@
 #ifndef LRN_GRAPHOUT_H
 #define LRN_GRAPHOUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <jansson.h>
@@ -47,6 +48,19 @@ CORE_MUST_CHECK core_err lrn_graph_write_dot(const char *path, const double *est
  * failed). */
 CORE_MUST_CHECK core_err lrn_graph_render_png(const char *dot_path, const char *png_path, char *eb,
                                               size_t ebn);
+
+/* The output set of one learned graph: PREFIX.json (lrn_graph_write_json), PREFIX.csv (the
+ * d x d adjacency, lrn_csv_write), PREFIX.dot (lrn_graph_write_dot, coloured with truth when
+ * given) and, with png, PREFIX.png (lrn_graph_render_png).
+ *   prefix  path without the extension (borrowed); its directory must exist.
+ *   truth   borrowed, may be NULL; names borrowed, may be NULL (as lrn_graph_to_json).
+ *   png_rc  out: CORE_OK, or the render's error (then eb holds the reason); a PNG that cannot
+ *           be rendered does not fail the call (graphviz is optional).
+ * Returns CORE_OK, or CORE_EIO / CORE_EINVAL from the JSON/CSV/DOT writers (eb). */
+CORE_MUST_CHECK core_err lrn_graph_write_all(const char *prefix, const double *w,
+                                             const double *truth, size_t d,
+                                             const char *const *names, bool png, core_err *png_rc,
+                                             char *eb, size_t ebn);
 
 /* New JSON object of the metrics (every field of struct lrn_metrics). */
 json_t *lrn_metrics_to_json(const struct lrn_metrics *m);

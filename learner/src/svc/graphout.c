@@ -235,3 +235,26 @@ json_t *lrn_metrics_to_json(const struct lrn_metrics *m)
                      "vstructures_true", (json_int_t)m->vs_true, "vstructures_pred",
                      (json_int_t)m->vs_pred, "vstructures_correct", (json_int_t)m->vs_correct);
 }
+
+core_err lrn_graph_write_all(const char *prefix, const double *w, const double *truth, size_t d,
+                             const char *const *names, bool png, core_err *png_rc, char *eb,
+                             size_t ebn)
+{
+    char path[4096], dot[4096];
+    core_err rc;
+
+    *png_rc = CORE_OK;
+    snprintf(path, sizeof(path), "%s.json", prefix);
+    rc = lrn_graph_write_json(path, w, d, names, eb, ebn);
+    snprintf(path, sizeof(path), "%s.csv", prefix);
+    if (rc == CORE_OK)
+        rc = lrn_csv_write(path, w, d, d, NULL, eb, ebn);
+    snprintf(dot, sizeof(dot), "%s.dot", prefix);
+    if (rc == CORE_OK)
+        rc = lrn_graph_write_dot(dot, w, truth, d, names, eb, ebn);
+    if (rc != CORE_OK || !png)
+        return rc;
+    snprintf(path, sizeof(path), "%s.png", prefix);
+    *png_rc = lrn_graph_render_png(dot, path, eb, ebn);
+    return CORE_OK;
+}

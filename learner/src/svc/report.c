@@ -3,8 +3,14 @@
 #include "lrn/report.h"
 
 #include <math.h>
+#include <stdlib.h>
 
+#include "core/mem.h"
+#include "lrn/admm.h"
+#include "lrn/baselines.h"
 #include "lrn/dppgcd.h"
+#include "lrn/graphout.h"
+#include "lrn/metrics.h"
 
 json_t *lrn_runner_opts_json(const struct lrn_runner_opts *o)
 {
@@ -83,4 +89,78 @@ json_t *lrn_runner_result_json(const struct lrn_runner_opts *o, const struct lrn
         }
     }
     return j;
+}
+
+/* The privacy line of the DP-PGCD methods. */
+static void print_dppgcd_privacy(FILE *f, const struct lrn_runner_opts *o,
+                                 const struct lrn_runner_result *r)
+{
+    if (r->m_private && o->dppgcd.m_source == LRN_M_PRIVATE)
+        fprintf(f,
+                "privacy: end-to-end eps = %.4g per participant (optimisation eps %g and private "
+                "smoothness constants M eps_m %g, composed), delta %s\n",
+                r->eps_spent, o->dppgcd.eps, o->dppgcd.eps_m,
+                o->dppgcd.delta > 0.0 ? "as given" : "1/n_p^2");
+    else if (r->m_private)
+        fprintf(f,
+                "privacy: end-to-end eps = %.4g per participant (optimisation eps %g; public "
+                "smoothness constants M), delta %s\n",
+                r->eps_spent, o->dppgcd.eps, o->dppgcd.delta > 0.0 ? "as given" : "1/n_p^2");
+    else
+        fprintf(f,
+                "privacy: NOT end-to-end private: smoothness constants M exact from the data "
+                "(eps for M = inf, private: false); the optimisation's mechanisms alone "
+                "spent eps %.4g\n",
+                r->eps_opt);
+}
+
+void lrn_runner_summary_print(FILE *f, const struct lrn_runner_opts *o,
+                              const struct lrn_runner_result *r)
+{
+    if (lrn_method_is_federated(o->method))
+        fprintf(f,
+                "%s after %zu of %zu rounds (%s); primal %.2e (tol %g), dual %.2e (tol %g), "
+                "h(W~) %.2e (tol %g), support stable %zu rounds (need %zu)\n",
+                r->admm.status == LRN_ADMM_CONVERGED ? "converged" : "NOT converged",
+                r->admm.rounds, o->admm.max_rounds, lrn_runner_stop_reason(o, r),
+                r->admm.primal_residual, o->admm.primal_tol, r->admm.dual_residual,
+                o->admm.dual_tol, r->admm.h_server, o->admm.h_tol, r->admm.stable_rounds,
+                o->admm.stable_rounds);
+    fprintf(f, "data: %s\n",
+            r->standardized ? "each participant centred and standardized"
+            : r->centered   ? "each participant centred"
+                            : "raw (not centred)");
+    if (o->method == LRN_METHOD_DP_FED_BNSL)
+        fprintf(f, "privacy: eps = %.4g per participant (Gaussian covariance)\n", r->eps_spent);
+    if (lrn_method_is_dppgcd(o->method))
+        print_dppgcd_privacy(f, o, r);
+}
+
+core_err lrn_personalize_refit(size_t n, size_t d, const double *x, const double *w, double *bp)
+{
+    double *sig = core_xmalloc(d * d * sizeof(double));
+    double *work = core_xmalloc((d * d + d) * sizeof(double));
+    core_err rc = lrn_covariance(n, d, x, 1.0, sig);
+
+    if (rc == CORE_OK)
+        rc = lrn_personalize_ols(d, sig, w, bp, work);
+    free(sig);
+    free(work);
+    return rc;
+}
+
+core_err lrn_personal_nmse_json(const char *truth_path, const double *w, const double *bp, size_t d,
+                                json_t **row, char *eb, size_t ebn)
+{
+    double *tp = NULL;
+    size_t dt = 0;
+    core_err rc = lrn_graph_read(truth_path, d, &tp, &dt, eb, ebn);
+
+    if (rc == CORE_OK) { /* json_real() of a non-finite NMSE is NULL: that member is left out */
+        *row = json_object();
+        json_object_set_new(*row, "nmse_global", json_real(lrn_metrics_nmse(w, tp, d * d)));
+        json_object_set_new(*row, "nmse_personal", json_real(lrn_metrics_nmse(bp, tp, d * d)));
+    }
+    free(tp);
+    return rc;
 }

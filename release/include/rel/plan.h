@@ -131,6 +131,13 @@ CORE_MUST_CHECK core_err rel_plan_new(const struct cal_theta *theta, const struc
                                       struct rel_plan **out, char *errbuf, size_t errbuf_size);
 void rel_plan_free(struct rel_plan *p); /* NULL-safe */
 
+/* The plan as `gcdp release --plan` prints it: theta_version, provenance (interp_gap,
+ * period_ms), mechanism, eps_rel, eps_cal, eps_min, d, d_noisy, charge_per_unit {eps, delta}
+ * and per coordinate {name, reads, lo, hi, B, certificate ("analytic" | "clipped_range"),
+ * xi_hat, s, eps, scale}. Public parameters only (θ is public). p borrowed.
+ * Returns a new reference (caller json_decref()s). */
+json_t *rel_plan_to_json(const struct rel_plan *p);
+
 /* Is window provenance wp (from a record) what plan p was built for? Statistics, window node
  * names, clip intervals and period must match; the record's G may not exceed the plan's.
  * false with errbuf naming the node and the field (public configuration only). */
