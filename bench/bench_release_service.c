@@ -186,11 +186,17 @@ static void on_poll(uv_timer_t *t)
     }
 }
 
+/* One service run's figures: windows/s and coords/s from the first read to the last
+ * acknowledgement, coords/s while 10-90 % were acknowledged. */
+struct svc_figs {
+    double wps, cps, steady;
+};
+
 /* Run the phase as consumer group `group` on the JSONL ledger (store NULL) or the ledger
- * store; *wps / *cps receive windows/s and coordinates/s. */
+ * store; *f receives its figures. */
 static int run_service(struct core_config *cfg, size_t windows, const char *theta_path,
                        const char *ledger, const char *store, const char *group, size_t n,
-                       double *wps, double *cps, double *steady)
+                       struct svc_figs *f)
 {
     struct core_dp_ledger_opts lo = {ledger, {1e6, 0.0, 0.0}, 0, {60000, 0, 1000}};
     struct core_dp_store_opts sto = {.path = store};
@@ -242,21 +248,15 @@ static int run_service(struct core_config *cfg, size_t windows, const char *thet
                 core_strerror(b.status), st.released, windows, st.dead_letters);
         return APP_EXIT_FAILURE;
     }
-    *wps = (double)windows / (b.t_last - b.t_first);
-    *cps = *wps * (double)n;
-    *steady = b.t90 > b.t10 ? 0.8 * (double)windows * (double)n / (b.t90 - b.t10) : 0.0;
+    f->wps = (double)windows / (b.t_last - b.t_first);
+    f->cps = f->wps * (double)n;
+    f->steady = b.t90 > b.t10 ? 0.8 * (double)windows * (double)n / (b.t90 - b.t10) : 0.0;
     printf("  service timeline (s after the first read): all read %.3f, 10 %% acknowledged "
            "%.3f, 90 %% %.3f, all %.3f\n",
            b.t_read_all - 1e-9 * (double)st.first_read_ns, b.t10 - b.t_first, b.t90 - b.t_first,
            b.t_last - b.t_first);
     return APP_EXIT_OK;
 }
-
-/* One service run's figures: windows/s and coords/s from the first read to the last
- * acknowledgement, coords/s while 10-90 % were acknowledged. */
-struct svc_figs {
-    double wps, cps, steady;
-};
 
 static void print_service(size_t windows, size_t d, size_t batch, const struct svc_figs *jl,
                           const struct svc_figs *st, double parsed_cps, double offline_cps)
@@ -315,14 +315,13 @@ int bench_release_service(const struct cal_theta *theta, size_t windows, size_t 
         goto out;
     }
     parsed_cps = offline_parsed(cfg, theta, windows, ledger);
-    ex = run_service(cfg, windows, theta_path, ledger, NULL, "gcdp-bench-release", theta->d,
-                     &jl.wps, &jl.cps, &jl.steady);
+    ex = run_service(cfg, windows, theta_path, ledger, NULL, "gcdp-bench-release", theta->d, &jl);
     remove(ledger);
     /* the same records again, by another group, on the ledger store (issue 16's baseline:
      * the JSONL path above, same run) */
     if (ex == APP_EXIT_OK)
         ex = run_service(cfg, windows, theta_path, ledger, store, "gcdp-bench-release-store",
-                         theta->d, &st.wps, &st.cps, &st.steady);
+                         theta->d, &st);
     if (ex == APP_EXIT_OK)
         print_service(windows, theta->d, batch, &jl, &st, parsed_cps, offline_cps);
 out:

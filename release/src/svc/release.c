@@ -489,13 +489,14 @@ static void *pool_worker(void *arg)
     return NULL;
 }
 
-/* Runs jobs[0..nthreads): jobs 1.. on the pool's workers (pooled) or on threads created for
- * this call (a thread that cannot be created: its job runs here), job 0 on this thread;
- * returns when all are done. */
-static void noise_run_all(struct pool *pl, bool pooled, struct noise_job *jobs, unsigned nthreads)
+/* Runs jobs[0..nthreads): jobs 1.. on the pool's workers (pl not NULL: then nthreads is
+ * pl->n + 1) or on threads created for this call (a thread that cannot be created: its job
+ * runs here), job 0 on this thread; returns when all are done. */
+static void noise_run_all(struct pool *pl, struct noise_job *jobs, unsigned nthreads)
 {
     pthread_t tid[REL_MAX_THREADS];
     unsigned started = 1;
+    bool pooled = pl != NULL;
 
     if (pooled) {
         pthread_mutex_lock(&pl->mu);
@@ -556,7 +557,7 @@ static core_err noise_apply(const struct rel_plan *p, const struct core_rng *rng
                                      CORE_OK};
     if (used)
         *used = nthreads;
-    noise_run_all(pl, pl && nthreads > 1, jobs, nthreads);
+    noise_run_all(nthreads > 1 ? pl : NULL, jobs, nthreads);
     for (unsigned t = 0; t < nthreads; t++)
         if (jobs[t].rc != CORE_OK && rc == CORE_OK)
             rc = jobs[t].rc;
