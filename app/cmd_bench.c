@@ -18,7 +18,7 @@ static void usage(FILE *f)
 
 const struct app_command app_cmd_bench = {
     .name = "bench",
-    .summary = "benchmarks: ingest | calibrate | release | learner",
+    .summary = "benchmarks: ingest | calibrate | release | ledger | learner",
     .help = usage,
     .sub = benches,
     .sub_what = "benchmark",

@@ -512,7 +512,7 @@ static int cmd_main(struct app_call *call)
 
 const struct app_command app_cmd_calibrate = {
     .name = "calibrate",
-    .summary = "build theta (GC-DP calibration) from a calibration matrix",
+    .summary = "build theta (GC-DP calibration) from a calibration matrix (or --serve)",
     .help = usage,
     .run = cmd_main,
     .component = "calibrate",

@@ -624,7 +624,7 @@ static const struct app_command *mode(int argc, char **argv)
 
 const struct app_command app_cmd_learn = {
     .name = "learn",
-    .summary = "learn a DAG from participant CSVs (Fed-Sparse-BNSL and baselines)",
+    .summary = "learn a DAG from participant CSVs (Fed-Sparse-BNSL and baselines; --server)",
     .help = usage,
     .run = cmd_main,
     .mode = mode,

@@ -442,7 +442,7 @@ out:
 
 const struct app_command app_cmd_release = {
     .name = "release",
-    .summary = "privatize windows with theta (offline) and write the ledger",
+    .summary = "privatize windows with theta and charge the ledger (offline, or --serve)",
     .help = usage,
     .run = cmd_main,
     .component = "release",
