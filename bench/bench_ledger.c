@@ -26,13 +26,15 @@ static const char bench_ledger_help[] =
     "                         [--baseline-minutes K] [--release D] [--dir DIR]\n"
     "\n"
     "Simulates N devices x M minutes at one window a minute (synthetic timestamps; release\n"
-    "id '<device>|<minute>', unit '<device>|<minute>' with slot_ms 60000, time radius 0; a\n"
+    "id '<device>|<start ms>|bench' as release names windows, unit '<device>|<minute>' with\n"
+    "slot_ms 60000, time radius 0; a\n"
     "740-byte output, the size of a d = 10 release record), charged and group-committed B at\n"
     "a time, on both back ends:\n"
     "  jsonl  today's path (core_dp_ledger_open): every id and unit in memory; runs the first\n"
     "         K minutes only (default: all M; its memory grows with history)\n"
     "  store  core_dp_ledger_open_store (SQLite): core_dp_ledger_advance after every minute,\n"
-    "         replay horizon H minutes (default 60)\n"
+    "         replay horizon H minutes (default 60; 0: keep everything, the default of\n"
+    "         release.ledger.replay_horizon_ms)\n"
     "  --release D  each window is released by the release path instead (rel_releaser: a\n"
     "         d = D window, projection, secure noise, the JSON record, group commit of B):\n"
     "         the ledger's share of a release at that history\n"
@@ -52,7 +54,7 @@ struct lbench {
 struct lresult {
     double secs, rate, cpu_rate, restart1_s, restart_s, restart_cpu_s, last_rate, last_cpu_rate;
     long rss_hour_kb, rss_end_kb, peak_kb;
-    uint64_t releases, live, db_bytes, audit_bytes;
+    uint64_t releases, live, db_bytes, audit_bytes, index_ids, index_bytes, store_reads;
     int ok;
 };
 
@@ -124,8 +126,10 @@ static core_err minute(struct core_dp_ledger *l, const struct lbench *b, long m,
     core_err rc = CORE_OK;
 
     for (long d = 0; rc == CORE_OK && d < b->devices; d++) {
-        snprintf(ids[k], sizeof(ids[k]), "dev%06ld|%ld", d, m);
-        const char *u[1] = {ids[k]};
+        char unit[48];
+        snprintf(ids[k], sizeof(ids[k]), "dev%06ld|%ld|bench", d, m * 60000);
+        snprintf(unit, sizeof(unit), "dev%06ld|%ld", d, m);
+        const char *u[1] = {unit};
         rc = core_dp_ledger_charge(l, ids[k], "gcdp", u, 1, &c, "{\"d\":10}");
         idp[k] = ids[k];
         bp[k] = out;
@@ -186,7 +190,7 @@ static core_err minute_release(struct rwork *rw, const struct lbench *b, long m)
     core_err rc = CORE_OK;
     for (long d = 0; rc == CORE_OK && d < b->devices; d++) {
         snprintf(rw->w.device, sizeof(rw->w.device), "dev%06ld", d);
-        snprintf(rw->w.id, sizeof(rw->w.id), "dev%06ld|%ld", d, m);
+        snprintf(rw->w.id, sizeof(rw->w.id), "dev%06ld|%ld|bench", d, m * 60000);
         rw->w.start = (int64_t)m * 60000;
         rw->w.end = rw->w.start + 60000;
         for (long k = 0; k < b->release_d; k++) {
@@ -280,6 +284,9 @@ static void run_one(const struct lbench *b, int use_store, struct lresult *r)
         core_dp_ledger_stats(l, &st);
         r->releases = (uint64_t)(b->devices * mins);
         r->live = st.releases;
+        r->index_ids = st.index_ids;
+        r->index_bytes = st.index_bytes;
+        r->store_reads = st.id_store_reads;
         r->rate = (double)(b->devices * mins) / r->secs;
     }
     core_dp_ledger_free(l);
@@ -334,7 +341,11 @@ static void print_result(const char *name, const struct lbench *b, const struct 
                r->live, b->horizon_min, mb(r->db_bytes),
                r->live ? mb(r->db_bytes) * 1e6 / (double)r->live : 0.0, mb(r->audit_bytes),
                mb(r->audit_bytes) * 1e6 / (double)r->releases);
-    else
+    if (r->db_bytes)
+        printf("         memory id index: %" PRIu64 " recent ids, %.1f MB; %" PRIu64
+               " ids looked up in the store\n",
+               r->index_ids, mb(r->index_bytes), r->store_reads);
+    if (!r->db_bytes)
         printf("         file: %.1f MB (%.0f B per release)\n", mb(r->audit_bytes),
                mb(r->audit_bytes) * 1e6 / (double)r->releases);
 }
@@ -363,7 +374,7 @@ static int parse(int argc, char **argv, struct lbench *b)
             b->dir = optarg;
             continue;
         }
-        if (ch == '?' || !end || *end || v < 1 || v > 100000000) {
+        if (ch == '?' || !end || *end || v < (ch == 'H' ? 0 : 1) || v > 100000000) {
             fprintf(stderr, "gcdp bench ledger: bad option or value\n");
             return APP_EXIT_USAGE;
         }

@@ -183,8 +183,12 @@ struct core_dp_ledger {
                         * in the store either (at open: the largest stored slot end; then
                         * raised by every eviction, so a unit committed since and still
                         * cached needs no store query) */
-    struct lidx ids;   /* store: every release id in the store -> its place in the audit log
-                        * (the live ids: compaction removes them; loaded at open) */
+    struct lidx ids;   /* store: the ids in the store whose own time (core_dp_id_time) is
+                        * after hot_ms, or that have none -> their place in the audit log
+                        * (loaded at open; advance moves the older ones out, to be found in
+                        * the store; compaction removes deleted ones) */
+    int64_t hot_ms;    /* store: see ids (INT64_MIN: every id is in memory) */
+    int64_t keep_ms;   /* store: ids stay in memory while their time > cut - keep_ms */
     struct ldb_meta meta;
     int64_t horizon_ms, step_ms; /* store: replay horizon; compaction step */
     uint64_t size;               /* bytes of valid file content */
@@ -524,6 +528,24 @@ int core_dp_unit_name(char *buf, size_t n, const char *device, int64_t slot)
 {
     int w = snprintf(buf, n, "%s|%lld", device, (long long)slot);
     return w < 0 || (size_t)w >= n ? -1 : w;
+}
+
+int core_dp_id_time(const char *id, int64_t *t)
+{
+    const char *p = id ? strchr(id, '|') : NULL;
+    int64_t v = 0;
+    int nd = 0;
+    if (!p)
+        return 0;
+    for (p++; *p >= '0' && *p <= '9'; p++, nd++) {
+        if (nd == 18)
+            return 0;
+        v = v * 10 + (*p - '0');
+    }
+    if (nd == 0 || (*p != '\0' && *p != '|' && *p != '@'))
+        return 0;
+    *t = v;
+    return 1;
 }
 
 int core_dp_unit_parse(const char *unit, char *dev, size_t dev_size, int64_t *slot)
@@ -939,6 +961,9 @@ core_err core_dp_ledger_open_store(const struct core_dp_ledger_opts *opts,
         l->store = core_xstrdup(store->path);
         l->horizon_ms = store->replay_horizon_ms;
         l->step_ms = store->compact_step_ms > 0 ? store->compact_step_ms : 0;
+        l->keep_ms = store->index_keep_ms == 0  ? CORE_DP_INDEX_KEEP_MS
+                     : store->index_keep_ms < 0 ? 0
+                                                : store->index_keep_ms;
         rc = store_open(l, errbuf, errbuf_size);
     } else {
         rc = open_fd(l, errbuf, errbuf_size);
@@ -1110,8 +1135,32 @@ static int row_is(const struct core_dp_ledger *l, const struct lidx_ent *e, cons
  * by reading the row there (its id), never trusted. off/len may be NULL.
  * CORE_OK, CORE_ENOTFOUND, CORE_EIO (a candidate's row unreadable: the audit log under the
  * store changed; no decision is taken on it). */
+/* An id whose own time is at or before hot_ms is not in memory: the store's (idt, id) index. */
+static int id_cold(const struct core_dp_ledger *l, const char *id, int64_t *idt)
+{
+    if (!core_dp_id_time(id, idt)) {
+        *idt = LDB_NO_SLOT;
+        return 0;
+    }
+    return *idt <= l->hot_ms;
+}
+
 static core_err store_find(struct core_dp_ledger *l, const char *id, uint64_t *off, size_t *len)
 {
+    int64_t idt;
+    if (id_cold(l, id, &idt)) {
+        int64_t o = 0;
+        size_t n = 0;
+        core_err rc = ldb_rel_find(l->db, id, idt, &o, &n);
+        l->st.id_store_reads++;
+        if (rc == CORE_OK && (o < 0 || n == 0 || n > CORE_DP_LEDGER_MAX_LINE))
+            rc = CORE_EIO;
+        if (rc == CORE_OK && off)
+            *off = (uint64_t)o;
+        if (rc == CORE_OK && len)
+            *len = n;
+        return rc;
+    }
     uint64_t h = lidx_hash(&l->ids, id);
     size_t pos = SIZE_MAX;
     const struct lidx_ent *e;
@@ -1207,8 +1256,10 @@ static core_err batch_units(struct core_dp_ledger *l, size_t n, struct rel *cons
 static void index_batch(struct core_dp_ledger *l, size_t n, const char *const *ids,
                         struct rel *const *rs, const size_t *lens, uint64_t at)
 {
+    int64_t idt;
     for (size_t i = 0; i < n; at += row_len(rs[i], lens[i]), i++)
-        lidx_put(&l->ids, lidx_hash(&l->ids, ids[i]), at, (uint32_t)row_len(rs[i], lens[i]));
+        if (!id_cold(l, ids[i], &idt)) /* an older one is found in the store */
+            lidx_put(&l->ids, lidx_hash(&l->ids, ids[i]), at, (uint32_t)row_len(rs[i], lens[i]));
 }
 
 /* The batch's rows, already written AND fsync'd to the audit log at offset start (the one
@@ -1235,7 +1286,9 @@ static core_err store_commit(struct core_dp_ledger *l, size_t n, const char *con
     rc = ldb_begin(l->db);
     for (size_t i = 0; rc == CORE_OK && i < n; i++) {
         size_t len = row_len(rs[i], lens[i]);
-        struct ldb_rel row = {ids[i], (int64_t)start, rs[i]->t, rs[i]->has_t, len};
+        struct ldb_rel row = {
+            .id = ids[i], .off = (int64_t)start, .t = rs[i]->t, .has_t = rs[i]->has_t, .len = len};
+        (void)id_cold(l, ids[i], &row.idt);
         rc = ldb_put_rel(l->db, &row);
         start += len;
     }
@@ -1299,12 +1352,13 @@ static core_err tail_row(struct core_dp_ledger *l, const json_t *row, uint64_t o
     for (size_t i = 0; i < n; i++)
         u[i] = json_string_value(json_array_get(pr.units, i));
     n = units_unique(u, n, u);
-    struct ldb_rel r = {pr.id, (int64_t)off, 0, 0, len};
+    struct ldb_rel r = {.id = pr.id, .off = (int64_t)off, .len = len};
     r.has_t = units_time(l, u, n, &r.t);
+    int cold = id_cold(l, pr.id, &r.idt);
     rc = store_load_units(l, u, n);
     if (rc == CORE_OK)
         rc = ldb_put_rel(l->db, &r);
-    if (rc == CORE_OK) /* (a failed open discards the index with the ledger) */
+    if (rc == CORE_OK && !cold) /* (a failed open discards the index with the ledger) */
         lidx_put(&l->ids, lidx_hash(&l->ids, pr.id), off, (uint32_t)len);
     for (size_t i = 0; rc == CORE_OK && i < n; i++) {
         struct unit_ent *e = smap_get(&l->units, u[i]);
@@ -1395,14 +1449,15 @@ static core_err load_id(void *arg, const char *id, int64_t off, size_t len)
     return CORE_OK;
 }
 
-/* The id index from the store's replay table: O(live releases), not O(history) (compaction
- * keeps the table to the replay horizon). */
+/* The id index from the store's replay table: the ids after the stored hot_ms (and those
+ * without a time), O(recent releases), neither O(history) nor O(horizon). */
 static core_err store_load_ids(struct core_dp_ledger *l, char *eb, size_t ebn)
 {
     core_err rc;
-    lidx_init(&l->ids, l->meta.releases > 0 ? (size_t)l->meta.releases : 0);
-    rc = ldb_rel_each(l->db, LDB_NO_SLOT, load_id, &l->ids);
-    if (rc == CORE_OK && l->ids.n != (size_t)l->meta.releases)
+    l->hot_ms = l->meta.hot_ms;
+    lidx_init(&l->ids, 0);
+    rc = ldb_rel_each_idt(l->db, l->hot_ms, LDB_NO_SLOT, load_id, &l->ids);
+    if (rc == CORE_OK && l->ids.n > (size_t)l->meta.releases)
         rc = CORE_EPARSE;
     if (rc != CORE_OK) {
         set_err(eb, ebn, "ledger store %s: cannot read its replay table (%s): %s", l->store,
@@ -1497,6 +1552,7 @@ static void cache_trim(struct core_dp_ledger *l, int64_t cut, int64_t floor)
 
 /* The id index entries of the releases a compaction deletes (removed once it commits). */
 struct gone_ids {
+    const struct core_dp_ledger *l;
     const struct lidx *x;
     struct gone_id {
         uint64_t h, off;
@@ -1507,7 +1563,10 @@ struct gone_ids {
 static core_err gone_id(void *arg, const char *id, int64_t off, size_t len)
 {
     struct gone_ids *g = arg;
+    int64_t idt;
     (void)len;
+    if (id_cold(g->l, id, &idt))
+        return CORE_OK; /* not in memory */
     if (g->n == g->cap) {
         g->cap = g->cap ? g->cap * 2 : 1024;
         g->v = core_xrealloc(g->v, g->cap * sizeof(*g->v));
@@ -1521,14 +1580,14 @@ static core_err gone_id(void *arg, const char *id, int64_t off, size_t len)
 static core_err store_compact(struct core_dp_ledger *l, int64_t floor)
 {
     struct ldb_meta m = l->meta;
-    struct gone_ids g = {&l->ids, NULL, 0, 0};
+    struct gone_ids g = {l, &l->ids, NULL, 0, 0};
     int64_t nr = 0, nu = 0;
     core_err rc = ldb_begin(l->db);
     if (rc == CORE_OK)
         rc = ldb_rel_each(l->db, floor, gone_id, &g);
     if (rc == CORE_OK)
         rc = ldb_compact(l->db, floor, &nr, &nu);
-    if (rc == CORE_OK && nr != (int64_t)g.n)
+    if (rc == CORE_OK && nr < (int64_t)g.n)
         rc = CORE_EIO;
     m.floor_ms = floor;
     m.releases -= nr;
@@ -1555,6 +1614,30 @@ static core_err store_compact(struct core_dp_ledger *l, int64_t floor)
     return CORE_OK;
 }
 
+/* The ids whose own time is at or before hot leave the memory index: from now on they are
+ * found in the store (store_find). hot_ms is stored with the next meta write; an open loads
+ * the ids after the stored value, which is never above the live one. */
+static core_err index_evict(struct core_dp_ledger *l, int64_t hot)
+{
+    struct gone_ids g = {l, &l->ids, NULL, 0, 0};
+    core_err rc;
+    if (hot <= l->hot_ms)
+        return CORE_OK;
+    rc = ldb_rel_each_idt(l->db, l->hot_ms, hot, gone_id, &g);
+    if (rc != CORE_OK) {
+        CORE_WARN("ledger store: cannot read the ids to move out of memory: %s", ldb_errmsg(l->db));
+        free(g.v);
+        return CORE_EIO;
+    }
+    for (size_t i = 0; i < g.n; i++)
+        if (!lidx_del(&l->ids, g.v[i].h, g.v[i].off))
+            CORE_WARN("ledger store: release at audit offset %llu was not indexed",
+                      (unsigned long long)g.v[i].off);
+    free(g.v);
+    l->hot_ms = l->meta.hot_ms = hot;
+    return CORE_OK;
+}
+
 core_err core_dp_ledger_advance(struct core_dp_ledger *l, int64_t watermark_ms, int64_t lateness_ms)
 {
     int64_t cut, floor = INT64_MIN;
@@ -1571,7 +1654,7 @@ core_err core_dp_ledger_advance(struct core_dp_ledger *l, int64_t watermark_ms, 
             return CORE_EIO;
     }
     cache_trim(l, cut, floor);
-    return CORE_OK;
+    return index_evict(l, sat_sub(cut, l->keep_ms));
 }
 
 /* ---- import of a JSONL ledger into a new store ---- */
@@ -1609,7 +1692,13 @@ static core_err import_rels(struct core_dp_ledger *old, struct ldb *d, uint64_t 
         if (!old->rels.slots[i].key || r->state != REL_COMMITTED)
             continue;
         int has_t = row_time(old, r, &t);
-        struct ldb_rel row = {old->rels.slots[i].key, (int64_t)r->off, t, has_t, r->len};
+        struct ldb_rel row = {.id = old->rels.slots[i].key,
+                              .off = (int64_t)r->off,
+                              .t = t,
+                              .has_t = has_t,
+                              .len = r->len};
+        if (!core_dp_id_time(row.id, &row.idt))
+            row.idt = LDB_NO_SLOT;
         rc = ldb_put_rel(d, &row);
         if (rc == CORE_OK && ++*rows % 4096 == 0) {
             rc = ldb_commit(d);
@@ -1631,8 +1720,11 @@ static core_err import_units(struct core_dp_ledger *old, struct ldb *d)
             rc = ldb_put_unit(d, old->units.slots[i].key, &e->total,
                               e->has_slot ? e->slot_end : LDB_NO_SLOT);
     }
-    struct ldb_meta m = {(int64_t)old->size, INT64_MIN, (int64_t)old->st.releases,
-                         (int64_t)old->units.n};
+    struct ldb_meta m = {.audit_size = (int64_t)old->size,
+                         .floor_ms = INT64_MIN,
+                         .releases = (int64_t)old->st.releases,
+                         .units = (int64_t)old->units.n,
+                         .hot_ms = INT64_MIN};
     if (rc == CORE_OK)
         rc = ldb_put_meta(d, &m);
     return rc == CORE_OK ? ldb_commit(d) : rc;
@@ -2089,6 +2181,7 @@ void core_dp_ledger_stats(const struct core_dp_ledger *l, struct core_dp_ledger_
         *out = l->st;
         out->cached_units = l->units.n;
         out->index_bytes = l->db ? l->ids.cap * sizeof(struct lidx_ent) : 0;
+        out->index_ids = l->db ? l->ids.n : 0;
     }
 }
 

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/dp_ledger.h"
 #include "core/mem.h"
 
 enum {
@@ -31,6 +32,8 @@ enum {
     S_PUT_META,
     S_DEL_REL,
     S_DEL_UNIT,
+    S_REL_BY_ID,
+    S_REL_IDT,
     S_N
 };
 
@@ -38,12 +41,14 @@ static const char *const sql_text[S_N] = {
     "SELECT eps, rho, delta FROM unit WHERE slot_end = ?2 AND name = ?1",
     "SELECT id, off, len FROM rel WHERE t <= ?1",
     "SELECT off, len FROM rel WHERE t = ?2 AND id = ?1",
-    "INSERT INTO rel(off, id, t, len) VALUES(?1, ?2, ?3, ?4)",
+    "INSERT INTO rel(off, id, t, len, idt) VALUES(?1, ?2, ?3, ?4, ?5)",
     ("INSERT INTO unit(name, eps, rho, delta, slot_end) VALUES(?1, ?2, ?3, ?4, ?5) "
      "ON CONFLICT(slot_end, name) DO UPDATE SET eps = ?2, rho = ?3, delta = ?4"),
     "INSERT OR REPLACE INTO meta(k, v) VALUES(?1, ?2)",
     "DELETE FROM rel WHERE t <= ?1",
     "DELETE FROM unit WHERE slot_end <= ?1",
+    "SELECT off, len FROM rel WHERE idt = ?2 AND id = ?1",
+    "SELECT id, off, len FROM rel WHERE idt > ?1 AND idt <= ?2",
 };
 
 static const char schema[] =
@@ -57,7 +62,11 @@ static const char schema[] =
      * range at its left; ids are found through the ledger's in-memory index (a tree keyed by
      * id made every release probe, insert and later delete at a random place of it) */
     "CREATE TABLE rel(t INTEGER NOT NULL, id TEXT NOT NULL, off INTEGER NOT NULL,"
-    " len INTEGER NOT NULL, PRIMARY KEY(t, id)) WITHOUT ROWID;";
+    " len INTEGER NOT NULL, idt INTEGER NOT NULL, PRIMARY KEY(t, id)) WITHOUT ROWID;"
+    /* the ids by their own time: the ledger keeps only the recent ones in memory and finds an
+     * older one here (core_dp_id_time). Release ids name their window's start, so inserts
+     * land near the right edge of this index too */
+    "CREATE INDEX rel_idt ON rel(idt, id);";
 
 struct ldb {
     sqlite3 *db;
@@ -111,7 +120,8 @@ static int meta_text(sqlite3 *db, const char *header)
     int rc = sqlite3_prepare_v2(db,
                                 "INSERT INTO meta(k, v) VALUES('header', ?1),"
                                 "('audit_size', 0), ('floor_ms', NULL),"
-                                "('releases', 0), ('units', 0), ('format', " LDB_FORMAT_TEXT ")",
+                                "('releases', 0), ('units', 0), ('hot_ms', NULL),"
+                                "('format', " LDB_FORMAT_TEXT ")",
                                 -1, &s, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_text(s, 1, header, -1, SQLITE_STATIC);
@@ -193,6 +203,36 @@ static char *meta_header(sqlite3 *db)
     return h;
 }
 
+/* SQL gcdp_idt(id): core_dp_id_time's answer, LDB_NO_SLOT for an id without a time. */
+static void sql_idt(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    const unsigned char *id = sqlite3_value_text(argv[0]);
+    int64_t t = 0;
+    (void)argc;
+    sqlite3_result_int64(ctx, id && core_dp_id_time((const char *)id, &t) ? t : LDB_NO_SLOT);
+}
+
+/* Format 3 -> 4 in one transaction: the replay table gains each id's own time and its index
+ * (what lets the ledger keep only recent ids in memory). The rows keep their places. */
+static int upgrade_3(sqlite3 *db)
+{
+    int rc = sqlite3_create_function(db, "gcdp_idt", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
+                                     sql_idt, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db,
+                          "BEGIN IMMEDIATE;"
+                          "ALTER TABLE rel ADD COLUMN idt INTEGER NOT NULL DEFAULT 0;"
+                          "UPDATE rel SET idt = gcdp_idt(id);"
+                          "CREATE INDEX rel_idt ON rel(idt, id);"
+                          "INSERT OR REPLACE INTO meta(k, v) VALUES('hot_ms', NULL);"
+                          "UPDATE meta SET v = " LDB_FORMAT_TEXT " WHERE k = 'format';"
+                          "COMMIT",
+                          NULL, NULL, NULL);
+    if (rc != SQLITE_OK && !sqlite3_get_autocommit(db))
+        (void)sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
 static core_err load_meta(struct ldb *d, char **header, struct ldb_meta *m, const char *path,
                           char *eb, size_t ebn)
 {
@@ -203,11 +243,19 @@ static core_err load_meta(struct ldb *d, char **header, struct ldb_meta *m, cons
                 "no ledger header in it (not a gcdp ledger store)");
         return CORE_ESTATE;
     }
-    if (meta_int(d->db, "format", &ok) != LDB_FORMAT || !ok) {
+    int64_t format = meta_int(d->db, "format", &ok);
+    if (ok && format == 3 && upgrade_3(d->db) != SQLITE_OK) {
+        set_err(eb, ebn, "cannot upgrade this ledger store from format 3", path,
+                sqlite3_errmsg(d->db));
+        return CORE_EIO;
+    }
+    if (ok && format == 3)
+        format = LDB_FORMAT;
+    if (format != LDB_FORMAT || !ok) {
         set_err(eb, ebn, "refusing to open this ledger store", path,
-                "it is not in store format " LDB_FORMAT_TEXT " (a store made by an earlier "
-                "gcdp: format 2 keyed its replay table by release id, format 1 also kept "
-                "the output bytes in it); build a new store from its audit log: "
+                "it is not in store format " LDB_FORMAT_TEXT " or 3 (a store made by an "
+                "earlier gcdp: format 2 keyed its replay table by release id, format 1 also "
+                "kept the output bytes in it); build a new store from its audit log: "
                 "gcdp ledger --import AUDIT_LOG --to NEW_STORE");
         return CORE_ESTATE;
     }
@@ -215,6 +263,7 @@ static core_err load_meta(struct ldb *d, char **header, struct ldb_meta *m, cons
     m->floor_ms = meta_int(d->db, "floor_ms", &ok);
     m->releases = meta_int(d->db, "releases", &ok);
     m->units = meta_int(d->db, "units", &ok);
+    m->hot_ms = meta_int(d->db, "hot_ms", &ok);
     for (int i = 0; ok && i < S_N; i++)
         ok = sqlite3_prepare_v3(d->db, sql_text[i], -1, SQLITE_PREPARE_PERSISTENT, &d->st[i],
                                 NULL) == SQLITE_OK;
@@ -330,14 +379,32 @@ core_err ldb_rel_get(struct ldb *d, const char *id, int64_t t, int64_t *off, siz
     return ret;
 }
 
-core_err ldb_rel_each(struct ldb *d, int64_t upto, ldb_rel_fn *fn, void *arg)
+core_err ldb_rel_find(struct ldb *d, const char *id, int64_t idt, int64_t *off, size_t *len)
 {
-    sqlite3_stmt *s = stmt(d, S_REL_EACH);
-    core_err ret = CORE_OK;
-    int rc = sqlite3_bind_int64(s, 1, upto);
+    sqlite3_stmt *s = stmt(d, S_REL_BY_ID);
+    core_err ret = CORE_EIO;
+    int rc;
 
-    if (rc != SQLITE_OK)
+    if (sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC) != SQLITE_OK ||
+        sqlite3_bind_int64(s, 2, idt) != SQLITE_OK)
         return CORE_EIO;
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_DONE) {
+        ret = CORE_ENOTFOUND;
+    } else if (rc == SQLITE_ROW) {
+        *off = sqlite3_column_int64(s, 0);
+        *len = (size_t)sqlite3_column_int64(s, 1);
+        ret = CORE_OK;
+    }
+    sqlite3_reset(s);
+    return ret;
+}
+
+/* The rows of statement s (bound): fn for each. */
+static core_err rel_rows(sqlite3_stmt *s, ldb_rel_fn *fn, void *arg)
+{
+    core_err ret = CORE_OK;
+    int rc = SQLITE_OK;
     while (ret == CORE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
         const char *id = (const char *)sqlite3_column_text(s, 0);
         int64_t len = sqlite3_column_int64(s, 2);
@@ -347,6 +414,20 @@ core_err ldb_rel_each(struct ldb *d, int64_t upto, ldb_rel_fn *fn, void *arg)
         ret = CORE_EIO;
     sqlite3_reset(s);
     return ret;
+}
+
+core_err ldb_rel_each(struct ldb *d, int64_t upto, ldb_rel_fn *fn, void *arg)
+{
+    sqlite3_stmt *s = stmt(d, S_REL_EACH);
+    return sqlite3_bind_int64(s, 1, upto) == SQLITE_OK ? rel_rows(s, fn, arg) : CORE_EIO;
+}
+
+core_err ldb_rel_each_idt(struct ldb *d, int64_t after, int64_t upto, ldb_rel_fn *fn, void *arg)
+{
+    sqlite3_stmt *s = stmt(d, S_REL_IDT);
+    if (sqlite3_bind_int64(s, 1, after) != SQLITE_OK || sqlite3_bind_int64(s, 2, upto) != SQLITE_OK)
+        return CORE_EIO;
+    return rel_rows(s, fn, arg);
 }
 
 static core_err exec(struct ldb *d, const char *sql)
@@ -387,6 +468,8 @@ core_err ldb_put_rel(struct ldb *d, const struct ldb_rel *r)
         rc = sqlite3_bind_int64(s, 3, r->has_t ? r->t : LDB_NO_SLOT);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int64(s, 4, (int64_t)r->len);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(s, 5, r->idt);
     return rc == SQLITE_OK ? step_done(s) : CORE_EIO;
 }
 
@@ -424,6 +507,8 @@ core_err ldb_put_meta(struct ldb *d, const struct ldb_meta *m)
         rc = put_meta1(d, "releases", m->releases, 0);
     if (rc == CORE_OK)
         rc = put_meta1(d, "units", m->units, 0);
+    if (rc == CORE_OK)
+        rc = put_meta1(d, "hot_ms", m->hot_ms, m->hot_ms == INT64_MIN);
     return rc;
 }
 

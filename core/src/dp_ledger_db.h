@@ -9,12 +9,13 @@
  *                                        format (LDB_FORMAT)
  *   unit(slot_end, name, eps, rho, delta; PRIMARY KEY(slot_end, name))  committed totals
  *        per unit; slot_end LDB_NO_SLOT for a unit that is not "<device>|<slot>"
- *   rel(t, id, off, len; PRIMARY KEY(t, id)) WITHOUT ROWID   the replay store: the release's
- *        row is the len bytes at offset off of the audit log, which holds its output bytes
- *        (one copy, written and fsync'd first); t its time (LDB_NO_SLOT: none). Keyed by time,
- *        so a group commit appends at the right edge and compaction deletes a range at the
- *        left; the lookup by id is the ledger's in-memory index (dp_ledger_idx.h), loaded
- *        from this table at open (ldb_rel_each)
+ *   rel(t, id, off, len, idt; PRIMARY KEY(t, id)) WITHOUT ROWID   the replay store: the
+ *        release's row is the len bytes at offset off of the audit log, which holds its output
+ *        bytes (one copy, written and fsync'd first); t its time (LDB_NO_SLOT: none). Keyed by
+ *        time, so a group commit appends at the right edge and compaction deletes a range at
+ *        the left. idt: the id's own time (core_dp_id_time; LDB_NO_SLOT: none), indexed by
+ *        (idt, id): the ledger keeps the ids of recent idt in memory (dp_ledger_idx.h, loaded
+ *        from here at open: ldb_rel_each_idt) and finds an older one here (ldb_rel_find)
  * The committed totals are the upward-rounded sums of the committed charges in commit order:
  * bit for bit what the JSONL ledger rebuilds by its scan on open.
  * Ownership: struct ldb owns the sqlite3 handle and its prepared statements.
@@ -32,10 +33,11 @@
 
 struct ldb;
 
-/* Store format: 3 = rel keyed by (t, id) (format 2 keyed it by id; format 1 also kept the
- * output bytes in rel). */
-#define LDB_FORMAT      3
-#define LDB_FORMAT_TEXT "3"
+/* Store format: 4 = rel keyed by (t, id) with the ids' own time indexed (format 3 had no idt:
+ * upgraded in place at open; format 2 keyed rel by id; format 1 also kept the output bytes in
+ * rel). */
+#define LDB_FORMAT      4
+#define LDB_FORMAT_TEXT "4"
 
 /* Numeric meta keys (kept in the same transaction as the rows they describe). */
 struct ldb_meta {
@@ -43,6 +45,8 @@ struct ldb_meta {
     int64_t floor_ms;   /* compaction floor: slots ending at or before it are gone */
     int64_t releases;   /* rows in rel */
     int64_t units;      /* rows in unit */
+    int64_t hot_ms;     /* every id whose own time is after it (or that has none) is in the
+                         * ledger's memory index; INT64_MIN: all are */
 };
 
 /* Create a new store at path (must not exist: written under a temporary name, then linked
@@ -69,10 +73,19 @@ CORE_MUST_CHECK core_err ldb_unit_get(struct ldb *d, const char *name, int64_t s
 CORE_MUST_CHECK core_err ldb_rel_get(struct ldb *d, const char *id, int64_t t, int64_t *off,
                                      size_t *len);
 
+/* Where id, whose own time is idt (core_dp_id_time, or LDB_NO_SLOT), has its row: the
+ * (idt, id) index. CORE_OK, CORE_ENOTFOUND, CORE_EIO. */
+CORE_MUST_CHECK core_err ldb_rel_find(struct ldb *d, const char *id, int64_t idt, int64_t *off,
+                                      size_t *len);
+
 /* Call fn(arg, id, off, len) for every release with t <= upto (LDB_NO_SLOT: all), in (t, id)
  * order; id is valid during the call only. A non-OK return from fn stops and is returned. */
 typedef core_err ldb_rel_fn(void *arg, const char *id, int64_t off, size_t len);
 CORE_MUST_CHECK core_err ldb_rel_each(struct ldb *d, int64_t upto, ldb_rel_fn *fn, void *arg);
+
+/* The same for every release whose own time idt is in (after, upto], in (idt, id) order. */
+CORE_MUST_CHECK core_err ldb_rel_each_idt(struct ldb *d, int64_t after, int64_t upto,
+                                          ldb_rel_fn *fn, void *arg);
 
 /* One transaction (group commit): begin, then rows and units, then meta, then commit. */
 CORE_MUST_CHECK core_err ldb_begin(struct ldb *d);
@@ -80,7 +93,8 @@ struct ldb_rel {
     const char *id;
     int64_t off, t; /* off: the row's offset in the audit log */
     int has_t;
-    size_t len; /* the row's length in the audit log (with its newline) */
+    int64_t idt; /* the id's own time (core_dp_id_time), LDB_NO_SLOT: none */
+    size_t len;  /* the row's length in the audit log (with its newline) */
 };
 CORE_MUST_CHECK core_err ldb_put_rel(struct ldb *d, const struct ldb_rel *r);
 

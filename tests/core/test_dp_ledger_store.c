@@ -46,14 +46,17 @@ static void paths_free(struct paths *p)
 static const struct core_dp_scheme SCHEME = {60000, 0, 1000};
 
 static int64_t compact_step; /* core_dp_store_opts.compact_step_ms of sopen */
+static int64_t index_keep;   /* core_dp_store_opts.index_keep_ms of sopen */
 
 static core_err sopen(const struct paths *p, double cap_eps, int64_t horizon,
                       struct core_dp_ledger **l, char *err, size_t errn)
 {
     struct core_dp_ledger_opts o = {
         .path = p->audit, .cap = {cap_eps, 100.0, 1e-3}, .scheme = SCHEME};
-    struct core_dp_store_opts so = {
-        .path = p->store, .replay_horizon_ms = horizon, .compact_step_ms = compact_step};
+    struct core_dp_store_opts so = {.path = p->store,
+                                    .replay_horizon_ms = horizon,
+                                    .compact_step_ms = compact_step,
+                                    .index_keep_ms = index_keep};
     *l = NULL;
     return core_dp_ledger_open_store(&o, &so, l, err, errn);
 }
@@ -474,7 +477,7 @@ struct pair {
     struct core_dp_ledger *r, *s;
     struct core_prng g;
     int pending[IDS];
-    unsigned long ops, refusals, commits, replays, collisions;
+    unsigned long ops, refusals, commits, replays, collisions, store_reads;
 };
 
 static void pair_open(struct pair *x)
@@ -489,15 +492,27 @@ static void pair_close(struct pair *x)
     struct core_dp_ledger_stats st;
     core_dp_ledger_stats(x->s, &st);
     x->collisions += st.id_collisions;
+    x->store_reads += st.id_store_reads;
     core_dp_ledger_free(x->r);
     core_dp_ledger_free(x->s);
     x->r = x->s = NULL;
 }
 
+/* Release id i: odd ones name a time (core_dp_id_time), which the store's memory index drops
+ * once the differential's advance passes it (index_keep -1): those are then found in the store;
+ * even ones name none and stay in memory. */
+static void rid(char *b, size_t n, int i)
+{
+    if (i % 2)
+        snprintf(b, n, "r%d|%d|c@1", i, (i % SLOTS) * 60000);
+    else
+        snprintf(b, n, "r%d", i);
+}
+
 /* Every unit's total bit for bit, every id's replay, the release count. */
 static void pair_compare(struct pair *x, const char *when)
 {
-    char u[32], id[16];
+    char u[32], id[32];
     for (int d = 0; d < DEVS; d++)
         for (int t = 0; t < SLOTS; t++) {
             struct core_dp_cost a, b;
@@ -510,7 +525,7 @@ static void pair_compare(struct pair *x, const char *when)
     for (int i = 0; i < IDS; i++) {
         uint8_t *a = NULL, *b = NULL;
         size_t la = 0, lb = 0;
-        snprintf(id, sizeof(id), "r%d", i);
+        rid(id, sizeof(id), i);
         core_err ra = core_dp_ledger_lookup(x->r, id, &a, &la);
         core_err rb = core_dp_ledger_lookup(x->s, id, &b, &lb);
         cr_assert_eq(ra, rb, "%s: lookup %s: %s vs %s", when, id, core_errname(ra),
@@ -534,7 +549,7 @@ static void op_charge(struct pair *x)
                                                  {1.0 / 3.0, 0.2, 0},
                                                  {0.7, 0, 1e-5},
                                                  {0.30000000000000004, 0.5, 0}};
-    char ubuf[4][32], id[16];
+    char ubuf[4][32], id[32];
     const char *u[4];
     size_t n = 1 + core_prng_below(&x->g, 4);
     int i = (int)core_prng_below(&x->g, IDS), d = (int)core_prng_below(&x->g, DEVS);
@@ -545,7 +560,7 @@ static void op_charge(struct pair *x)
         u[k] = ubuf[k];
     }
     const struct core_dp_cost *c = &costs[core_prng_below(&x->g, 5)];
-    snprintf(id, sizeof(id), "r%d", i);
+    rid(id, sizeof(id), i);
     core_err a = core_dp_ledger_charge(x->r, id, "lap", u, n, c, "{\"k\":1}");
     core_err b = core_dp_ledger_charge(x->s, id, "lap", u, n, c, "{\"k\":1}");
     cr_assert_eq(a, b, "op %lu charge %s: %s vs %s", x->ops, id, core_errname(a), core_errname(b));
@@ -555,9 +570,9 @@ static void op_charge(struct pair *x)
 
 static void op_cancel(struct pair *x)
 {
-    char id[16];
+    char id[32];
     int i = (int)core_prng_below(&x->g, IDS);
-    snprintf(id, sizeof(id), "r%d", i);
+    rid(id, sizeof(id), i);
     core_err a = core_dp_ledger_cancel(x->r, id), b = core_dp_ledger_cancel(x->s, id);
     cr_assert_eq(a, b, "op %lu cancel %s", x->ops, id);
     if (a == CORE_OK)
@@ -566,7 +581,7 @@ static void op_cancel(struct pair *x)
 
 static void op_commit(struct pair *x)
 {
-    char idb[6][16];
+    char idb[6][32];
     const char *ids[6];
     const void *bp[6];
     size_t lens[6], n = 1 + core_prng_below(&x->g, core_prng_below(&x->g, 4) ? 2 : 6);
@@ -580,7 +595,7 @@ static void op_commit(struct pair *x)
         which[k] = np > 0 && core_prng_below(&x->g, 20) > 0
                        ? pend[core_prng_below(&x->g, (uint64_t)np)]
                        : (int)core_prng_below(&x->g, IDS);
-        snprintf(idb[k], sizeof(idb[k]), "r%d", which[k]);
+        rid(idb[k], sizeof(idb[k]), which[k]);
         ids[k] = idb[k];
         lens[k] = core_prng_below(&x->g, sizeof(out[k]) + 1);
         for (size_t j = 0; j < sizeof(out[k]); j++)
@@ -653,7 +668,8 @@ static void crash_child(struct pair *x, unsigned long n)
 static unsigned long run_differential(uint64_t first, uint64_t last)
 {
     struct paths p;
-    unsigned long total = 0, refusals = 0, commits = 0, collisions = 0;
+    unsigned long total = 0, refusals = 0, commits = 0, collisions = 0, store_reads = 0;
+    index_keep = -1; /* timed ids leave memory as soon as the advance passes them */
     paths_new(&p);
     for (uint64_t seed = first; seed <= last; seed++) {
         struct pair x = {.p = &p};
@@ -681,12 +697,16 @@ static unsigned long run_differential(uint64_t first, uint64_t last)
         refusals += x.refusals;
         commits += x.commits;
         collisions += x.collisions;
+        store_reads += x.store_reads;
     }
     /* the sequences must exercise both answers of the cap */
     cr_assert_gt(refusals, 7 * (last - first + 1), "refusals %lu", refusals);
     cr_assert_gt(commits, 20 * (last - first + 1), "commits %lu", commits);
-    cr_log_info("differential: %lu ops, %lu commits, %lu refusals, %lu id collisions\n", total,
-                commits, refusals, collisions);
+    cr_assert_gt(store_reads, 100 * (last - first + 1), "ids found in the store: %lu", store_reads);
+    cr_log_info("differential: %lu ops, %lu commits, %lu refusals, %lu id collisions, %lu ids "
+                "found in the store\n",
+                total, commits, refusals, collisions, store_reads);
+    index_keep = 0;
     paths_free(&p);
     return collisions;
 }
@@ -776,7 +796,113 @@ Test(dp_ledger_store, an_older_store_format_is_refused_with_the_import_command)
     sqlite3_close(db);
     cr_assert_eq(sopen(&p, 1.0, 0, &l, err, sizeof(err)), CORE_ESTATE);
     cr_assert_null(l);
-    cr_assert(strstr(err, "store format 3") && strstr(err, "gcdp ledger --import"), "%s", err);
+    cr_assert(strstr(err, "store format 4") && strstr(err, "gcdp ledger --import"), "%s", err);
+    paths_free(&p);
+}
+
+/* A format 3 store (no idt column) is upgraded in place at open: every id is found again,
+ * the cap still holds, and the file says format 4. */
+Test(dp_ledger_store, a_format_3_store_is_upgraded_in_place)
+{
+    struct paths p;
+    sqlite3 *db = NULL;
+    char id[32];
+    uint8_t *got = NULL;
+    size_t len = 0;
+    paths_new(&p);
+    struct core_dp_ledger *l = sopen_ok(&p, 1.0, 0);
+    for (int i = 0; i < 40; i++) {
+        snprintf(id, sizeof(id), "d|%d|c@1", i * 60000);
+        release(l, id, "d|1", &(struct core_dp_cost){0.02, 0, 0}, id, strlen(id));
+    }
+    core_dp_ledger_free(l);
+    cr_assert_eq(sqlite3_open(p.store, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db,
+                              "DROP INDEX rel_idt; ALTER TABLE rel DROP COLUMN idt;"
+                              "DELETE FROM meta WHERE k = 'hot_ms';"
+                              "UPDATE meta SET v = 3 WHERE k = 'format'",
+                              NULL, NULL, NULL),
+                 SQLITE_OK, "%s", sqlite3_errmsg(db));
+    sqlite3_close(db);
+    index_keep = -1;
+    l = sopen_ok(&p, 1.0, 0);
+    cr_assert_eq(core_dp_ledger_advance(l, 20 * 60000, 0), CORE_OK); /* half of them cold */
+    for (int i = 0; i < 40; i++) {
+        snprintf(id, sizeof(id), "d|%d|c@1", i * 60000);
+        cr_assert_eq(core_dp_ledger_lookup(l, id, &got, &len), CORE_OK, "%s", id);
+        cr_assert(len == strlen(id) && memcmp(got, id, len) == 0);
+        free(got);
+    }
+    const char *u[1] = {"d|1"};
+    cr_assert_eq(core_dp_ledger_charge(l, "d|0|c@1", "lap", u, 1, &C04, NULL), CORE_EEXIST);
+    cr_assert_eq(core_dp_ledger_charge(l, "d|1|c@2", "lap", u, 1, &C04, NULL), CORE_EBUDGET);
+    struct core_dp_ledger_stats st;
+    core_dp_ledger_stats(l, &st);
+    cr_assert_gt(st.id_store_reads, 0);
+    core_dp_ledger_free(l);
+    index_keep = 0;
+    cr_assert_eq(sqlite3_open(p.store, &db), SQLITE_OK);
+    sqlite3_stmt *s = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(db, "SELECT v FROM meta WHERE k = 'format'", -1, &s, NULL),
+                 SQLITE_OK);
+    cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
+    cr_assert_eq(sqlite3_column_int(s, 0), 4);
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    paths_free(&p);
+}
+
+/* Ids leave the memory index once their own time is index_keep_ms behind the cut; they are
+ * found in the store (same bytes, still EEXIST), and a reopen loads only the recent ones. */
+Test(dp_ledger_store, memory_holds_only_recent_ids_older_ones_are_read_from_the_store)
+{
+    enum { NDEV = 20, NMIN = 120 };
+    const int64_t min = 60000;
+    struct paths p;
+    char id[48], unit[32];
+    uint8_t *got = NULL;
+    size_t len = 0;
+    struct core_dp_ledger_stats st;
+    paths_new(&p);
+    index_keep = 10 * min;
+    struct core_dp_ledger *l = sopen_ok(&p, 100.0, 0);
+    for (int m = 0; m < NMIN; m++) {
+        for (int d = 0; d < NDEV; d++) {
+            snprintf(id, sizeof(id), "dev%d|%lld|cfg@1", d, (long long)(m * min));
+            snprintf(unit, sizeof(unit), "dev%d|%d", d, m);
+            release(l, id, unit, &C04, id, strlen(id));
+        }
+        cr_assert_eq(core_dp_ledger_advance(l, (m + 1) * min, 0), CORE_OK);
+    }
+    core_dp_ledger_stats(l, &st);
+    /* the cut is the watermark (lateness 0, radius 0): after the last advance (watermark 120
+     * min) the ids after minute 110 stay, those of minutes 111..119 */
+    cr_assert_eq(st.index_ids, 9 * NDEV, "in memory: %llu", (unsigned long long)st.index_ids);
+    cr_assert_eq(st.releases, (uint64_t)NDEV * NMIN);
+    for (int pass = 0; pass < 2; pass++) {
+        for (int m = 0; m < NMIN; m += 7)
+            for (int d = 0; d < NDEV; d += 3) {
+                snprintf(id, sizeof(id), "dev%d|%lld|cfg@1", d, (long long)(m * min));
+                snprintf(unit, sizeof(unit), "dev%d|%d", d, m);
+                const char *u[1] = {unit};
+                cr_assert_eq(core_dp_ledger_lookup(l, id, &got, &len), CORE_OK, "%s", id);
+                cr_assert(len == strlen(id) && memcmp(got, id, len) == 0, "%s", id);
+                free(got);
+                cr_assert_eq(core_dp_ledger_charge(l, id, "lap", u, 1, &C04, NULL), CORE_EEXIST,
+                             "%s", id);
+            }
+        snprintf(id, sizeof(id), "dev1|%lld|cfg@2", (long long)(3 * min)); /* never released */
+        cr_assert_eq(core_dp_ledger_lookup(l, id, &got, &len), CORE_ENOTFOUND);
+        core_dp_ledger_stats(l, &st);
+        cr_assert_gt(st.id_store_reads, 0, "pass %d", pass);
+        core_dp_ledger_free(l); /* the second pass runs on the reopened ledger */
+        l = sopen_ok(&p, 100.0, 0);
+        core_dp_ledger_stats(l, &st);
+        cr_assert(st.index_ids <= 12 * NDEV, "after reopen, in memory: %llu",
+                  (unsigned long long)st.index_ids);
+    }
+    core_dp_ledger_free(l);
+    index_keep = 0;
     paths_free(&p);
 }
 

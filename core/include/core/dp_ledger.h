@@ -60,11 +60,14 @@
  *     an audit log shorter than the store recorded is refused (CORE_ESTATE).
  *     Memory holds pending releases, the units that can still be charged
  *     (core_dp_ledger_advance evicts the others; a charge to an evicted unit reads its total
- *     back from the store, so no decision depends on the cache) and an index of the release
- *     ids in the store (16 B per slot, a keyed-hash tag -> the row's place; a tag match is
- *     confirmed by the row's id): bounded by the replay horizon, growing with the history
- *     when the horizon is 0. Open reads the header, four counters, one index probe and the
- *     replay table's live ids: O(live state), not O(history).
+ *     back from the store, so no decision depends on the cache) and an index of the RECENT
+ *     release ids (16 B per slot, a keyed-hash tag -> the row's place; a tag match is
+ *     confirmed by the row's id): those whose own time (core_dp_id_time) is after the unit
+ *     cache's cut minus index_keep_ms, and those without a time. An older id is looked up in
+ *     the store's (id time, id) index, so no decision depends on what is in memory either;
+ *     memory is bounded by the release rate x index_keep_ms, neither by the history nor by
+ *     the replay horizon. Open reads the header, five counters, one index probe and the
+ *     recent ids: O(recent state), not O(history).
  *     Release time: a release's time is the earliest END of the slots of its units
  *     ("<device>|<slot>", core_dp_unit_parse). Releases and units at or before the replay
  *     floor (watermark - replay_horizon_ms, moved by core_dp_ledger_advance) are deleted;
@@ -128,6 +131,12 @@ int core_dp_unit_name(char *buf, size_t n, const char *device, int64_t slot);
  * Returns 0, or -1 when unit is not "<device>|<integer slot>" or the device does not fit. */
 int core_dp_unit_parse(const char *unit, char *dev, size_t dev_size, int64_t *slot);
 
+/* A release id's own time, for the store back end's id lookup: the decimal integer (1..18
+ * digits, epoch ms) after the id's first '|', ended by '|', '@' or the end ("<device>|<window
+ * start ms>|<config>@<θ version>" as release names them). Returns 1 with *t set, 0 when the
+ * id has none. Pure. */
+int core_dp_id_time(const char *id, int64_t *t);
+
 struct core_dp_ledger_opts {
     const char *path;             /* ledger file, borrowed; created (0600) if absent */
     struct core_dp_cost cap;      /* lifetime cap per unit; each field finite and >= 0
@@ -153,25 +162,35 @@ struct core_dp_store_opts {
                                 * step's releases together, rewriting each page of the replay
                                 * index once instead of once per advance (the store holds up
                                 * to horizon + step). Callers use horizon / 4. */
+    int64_t index_keep_ms;     /* ids stay in the memory index while their own time
+                                * (core_dp_id_time) is after the unit cache's cut
+                                * (core_dp_ledger_advance) minus this; older ones are found in
+                                * the store (one indexed read). 0: CORE_DP_INDEX_KEEP_MS;
+                                * < 0: 0 (tests) */
 };
 
+#define CORE_DP_INDEX_KEEP_MS 3600000 /* one hour */
+
 struct core_dp_ledger_stats {
-    uint64_t releases;      /* committed rows (after reopen: rows scanned + new) */
-    uint64_t units;         /* distinct units with a charge */
-    uint64_t pending;       /* charged, not yet committed or cancelled */
-    uint64_t fsyncs;        /* durability points (fsync of file + directory) */
-    uint64_t torn_dropped;  /* torn last lines cut off at open */
-    uint64_t cached_units;  /* store: units held in memory (JSONL: = units) */
-    uint64_t compacted;     /* store: releases deleted by compaction since open */
-    uint64_t audit_bytes;   /* bytes of the ledger file (store: audit log) whose rows are
-                             * committed: what a mirror may publish (core/audit_mirror.h) */
-    uint64_t id_collisions; /* store: rows read for an id that held another id (the in-memory
-                             * id index keeps a 32-bit tag of a keyed hash; never a wrong
-                             * answer, one read each) */
-    uint64_t index_bytes;   /* store: memory of the in-memory id index (16 B per slot) */
-    double max_eps;         /* high-water mark of a unit's eps total (committed + pending)
-                             * over the units this object has totalled: every unit of a JSONL
-                             * ledger; store: the units charged or loaded since open */
+    uint64_t releases;       /* committed rows (after reopen: rows scanned + new) */
+    uint64_t units;          /* distinct units with a charge */
+    uint64_t pending;        /* charged, not yet committed or cancelled */
+    uint64_t fsyncs;         /* durability points (fsync of file + directory) */
+    uint64_t torn_dropped;   /* torn last lines cut off at open */
+    uint64_t cached_units;   /* store: units held in memory (JSONL: = units) */
+    uint64_t compacted;      /* store: releases deleted by compaction since open */
+    uint64_t audit_bytes;    /* bytes of the ledger file (store: audit log) whose rows are
+                              * committed: what a mirror may publish (core/audit_mirror.h) */
+    uint64_t id_collisions;  /* store: rows read for an id that held another id (the in-memory
+                              * id index keeps a 32-bit tag of a keyed hash; never a wrong
+                              * answer, one read each) */
+    uint64_t index_bytes;    /* store: memory of the in-memory id index (16 B per slot) */
+    uint64_t index_ids;      /* store: ids in it now (the recent ones: index_keep_ms) */
+    uint64_t id_store_reads; /* store: ids looked up in the store's (idt, id) index because
+                              * they were older than the memory index keeps */
+    double max_eps;          /* high-water mark of a unit's eps total (committed + pending)
+                              * over the units this object has totalled: every unit of a JSONL
+                              * ledger; store: the units charged or loaded since open */
 };
 
 /* Open (or create, when the path does not exist) the ledger and rebuild the totals.

@@ -1499,6 +1499,11 @@ core_err rel_service_new(uv_loop_t *loop, const struct core_config *cfg,
                  "and ledger lateness are required");
         return CORE_ECONFIG;
     }
+    if (!core_config_str(cfg, "release.ledger.store")[0])
+        CORE_WARN("release: the ledger is a JSONL file held in memory: about 280 B of RAM per "
+                  "release for as long as the service runs, and a restart reads the whole "
+                  "file; set release.ledger.store for a long-running service (docs/operations.md, "
+                  "\"Ledger store\")");
     s = core_xcalloc(1, sizeof(*s));
     s->loop = loop;
     s->cfg = cfg;
