@@ -1415,6 +1415,11 @@ static core_err open_state(struct rel_service *s, char *eb, size_t ebn)
     if (rc != CORE_OK)
         return rc;
     s->ledger = s->opts.ledger;
+    if (!core_config_str(s->cfg, "release.ledger.store")[0])
+        CORE_WARN("release: the ledger is a JSONL file held in memory: about 280 B of RAM per "
+                  "release for as long as the service runs, and a restart reads the whole "
+                  "file; set release.ledger.store for a long-running service (docs/operations.md, "
+                  "\"Ledger store\")");
     if (!s->opts.theta_path)
         return CORE_OK;
     rc = cal_theta_load_file(s->opts.theta_path, &t, e2, sizeof(e2));
@@ -1499,11 +1504,6 @@ core_err rel_service_new(uv_loop_t *loop, const struct core_config *cfg,
                  "and ledger lateness are required");
         return CORE_ECONFIG;
     }
-    if (!core_config_str(cfg, "release.ledger.store")[0])
-        CORE_WARN("release: the ledger is a JSONL file held in memory: about 280 B of RAM per "
-                  "release for as long as the service runs, and a restart reads the whole "
-                  "file; set release.ledger.store for a long-running service (docs/operations.md, "
-                  "\"Ledger store\")");
     s = core_xcalloc(1, sizeof(*s));
     s->loop = loop;
     s->cfg = cfg;
