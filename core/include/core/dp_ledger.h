@@ -169,7 +169,7 @@ struct core_dp_store_opts {
                                 * < 0: 0 (tests) */
 };
 
-#define CORE_DP_INDEX_KEEP_MS 3600000 /* one hour */
+#define CORE_DP_INDEX_KEEP_MS 900000 /* 15 minutes */
 
 struct core_dp_ledger_stats {
     uint64_t releases;       /* committed rows (after reopen: rows scanned + new) */
