@@ -378,8 +378,11 @@ out:
 static int check_paths(const struct core_config *cfg, const struct args *a)
 {
     char store[4096];
-    if (core_dp_ledger_store_path(cfg, store, sizeof(store)) != 0)
+    if (core_dp_ledger_store_path(cfg, store, sizeof(store)) != 0) {
+        fprintf(stderr, "gcdp release: configuration error: release.ledger.store: a relative "
+                        "path needs state.dir, and the path must fit in 4096 bytes\n");
         return -1;
+    }
     const char *paths[] = {a->plan_only ? NULL : a->output,
                            a->theta_out,
                            a->input,

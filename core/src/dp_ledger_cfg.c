@@ -61,8 +61,10 @@ int core_dp_ledger_store_path(const struct core_config *cfg, char *buf, size_t n
     buf[0] = '\0';
     if (!store || !store[0])
         return 0;
-    if (store[0] == '/' || !dir || !dir[0])
+    if (store[0] == '/')
         w = snprintf(buf, n, "%s", store);
+    else if (!dir || !dir[0])
+        return -1; /* as core_dp_ledger_path: never under whatever the working directory is */
     else
         w = snprintf(buf, n, "%s/%s", dir, store);
     return w >= 0 && (size_t)w < n ? 0 : -1;
@@ -77,8 +79,13 @@ core_err core_dp_ledger_open_config(const struct core_config *cfg,
     struct core_dp_store_opts so = {
         .path = path, .replay_horizon_ms = horizon, .compact_step_ms = horizon / 4};
 
-    if (core_dp_ledger_store_path(cfg, path, sizeof(path)) != 0)
-        return CORE_EINVAL;
+    if (core_dp_ledger_store_path(cfg, path, sizeof(path)) != 0) {
+        snprintf(eb, ebn,
+                 "configuration error: release.ledger.store: a relative path needs state.dir, "
+                 "and the path must fit in %zu bytes",
+                 sizeof(path));
+        return CORE_ECONFIG;
+    }
     if (!path[0])
         return core_dp_ledger_open(opts, out, eb, ebn);
     return core_dp_ledger_open_store(opts, &so, out, eb, ebn);

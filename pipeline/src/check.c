@@ -205,7 +205,9 @@ static core_err ledger_paths(const struct core_config *cfg, const char *ledger, 
     if (rc != CORE_OK)
         return rc;
     if (core_dp_ledger_store_path(cfg, store, sizeof(store)) != 0) {
-        snprintf(eb, ebn, "release.ledger.store: path too long");
+        snprintf(eb, ebn,
+                 "release.ledger.store: a relative path needs state.dir, and the "
+                 "path must fit in 4096 bytes");
         return CORE_ECONFIG;
     }
     return store[0] ? writable_target("release.ledger.store", store, eb, ebn) : CORE_OK;

@@ -17,6 +17,7 @@
 
 static const struct core_cfg_key ledger_keys[] = {
     CORE_KEY_STR("release.ledger.path", "\"ledger.jsonl\"", "the ledger"),
+    CORE_KEY_STR("release.ledger.store", "\"\"", "the ledger store"),
     {0},
 };
 static const struct core_cfg_key *const tables[] = {core_config_keys, ledger_keys};
@@ -111,5 +112,28 @@ Test(kconf_paths, ledger_path_refuses_empty_keys)
     cr_assert_eq(core_dp_ledger_path(cfg, NULL, false, buf, sizeof(buf), eb, sizeof(eb)),
                  CORE_ECONFIG);
     cr_assert(strstr(eb, "state.dir: empty"), "%s", eb);
+    core_config_free(cfg);
+}
+
+/* The store resolves as the ledger does: under state.dir, absolute as given, "" when none, and
+ * a relative store with state.dir empty is refused (never under the working directory). */
+Test(kconf_paths, ledger_store_path_resolves_as_the_ledger_and_refuses_the_same_case)
+{
+    char buf[256], eb[256];
+    struct core_config *cfg = new_cfg("/var/st", "l.jsonl");
+    cr_assert_eq(core_dp_ledger_store_path(cfg, buf, sizeof(buf)), 0);
+    cr_assert_str_eq(buf, "", "no store configured");
+    cr_assert_eq(core_config_set(cfg, "release.ledger.store", "l.db", "test", eb, sizeof(eb)),
+                 CORE_OK, "%s", eb);
+    cr_assert_eq(core_dp_ledger_store_path(cfg, buf, sizeof(buf)), 0);
+    cr_assert_str_eq(buf, "/var/st/l.db");
+    cr_assert_eq(core_dp_ledger_store_path(cfg, buf, 8), -1, "does not fit");
+    cr_assert_eq(core_config_set(cfg, "state.dir", "", "test", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_dp_ledger_store_path(cfg, buf, sizeof(buf)), -1,
+                 "relative store, state.dir empty: refused");
+    cr_assert_eq(core_config_set(cfg, "release.ledger.store", "/abs/l.db", "test", eb, sizeof(eb)),
+                 CORE_OK, "%s", eb);
+    cr_assert_eq(core_dp_ledger_store_path(cfg, buf, sizeof(buf)), 0);
+    cr_assert_str_eq(buf, "/abs/l.db");
     core_config_free(cfg);
 }

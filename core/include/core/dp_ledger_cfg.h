@@ -38,13 +38,15 @@ CORE_MUST_CHECK core_err core_dp_ledger_path(const struct core_config *cfg, cons
                                              size_t ebn);
 
 /* release.ledger.store resolved (relative: under state.dir) into buf; "" when no store is
- * configured. Returns 0, or -1 when it does not fit. */
+ * configured. Returns 0, or -1 when it does not fit or is relative with state.dir empty
+ * (refused as core_dp_ledger_path refuses it: never under the working directory). */
 int core_dp_ledger_store_path(const struct core_config *cfg, char *buf, size_t n);
 
 /* Open the ledger opts describes on the back end the configuration names:
  * release.ledger.store empty -> the JSONL ledger (core_dp_ledger_open); set -> the store
  * (core_dp_ledger_open_store) with release.ledger.replay_horizon_ms, opts->path being its
- * audit log. Returns as those, or CORE_EINVAL when the store path does not fit. */
+ * audit log. Returns as those, or CORE_ECONFIG when core_dp_ledger_store_path refuses the store
+ * path (eb says why). */
 CORE_MUST_CHECK core_err core_dp_ledger_open_config(const struct core_config *cfg,
                                                     const struct core_dp_ledger_opts *opts,
                                                     struct core_dp_ledger **out, char *eb,
