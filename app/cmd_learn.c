@@ -3,7 +3,6 @@
  * DOT and PNG, and a metrics JSON. */
 #include <errno.h>
 #include <float.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,8 +98,17 @@ static const char learn_help_exit[] =
     "exit status: 0 ok; 1 runtime failure (a data or truth file that cannot be read or\n"
     "parsed, a failed run); 2 usage or configuration error.\n\n";
 
+/* Overrides are collected first and applied after the method's defaults are set (NAN: not
+ * given). */
+struct overrides {
+    double rounds, rho1, rho2, lambda, gamma, steps, thr, eps, delta, clip, covb, siters, ptol,
+        threads, workers;
+};
+
 struct learn_args {
     struct lrn_runner_opts ro;
+    enum lrn_method method;
+    struct overrides ov;
     const char *out, *truth;
     const char *ptruth[LEARN_MAX_P];
     size_t n_ptruth, min_rows;
@@ -116,17 +124,6 @@ static void usage(FILE *f)
     fputs(learn_help_exit, f);
     fputs(app_common_help, f);
 }
-
-static int num(const char *s, double *v)
-{
-    return app_flag_parse_double(s, -DBL_MAX, DBL_MAX, v);
-}
-
-/* Overrides are collected first and applied after the method's defaults are set. */
-struct overrides {
-    double rounds, rho1, rho2, lambda, gamma, steps, thr, eps, delta, clip, covb, siters, ptol,
-        threads, workers;
-};
 
 /* Integer options: values above 1e9 become 1e9 (then rejected by the option checks with a
  * message) instead of an out-of-range conversion. */
@@ -167,156 +164,62 @@ static void apply_overrides(struct lrn_runner_opts *o, const struct overrides *v
         o->pgcd.tol = v->ptol;
 }
 
-static const struct option learn_opts[] = {{"method", required_argument, 0, 'm'},
-                                           {"out", required_argument, 0, 'o'},
-                                           {"truth", required_argument, 0, 't'},
-                                           {"personalize", no_argument, 0, 'z'},
-                                           {"participant-truth", required_argument, 0, 'q'},
-                                           {"min-rows", required_argument, 0, 'r'},
-                                           {"rounds", required_argument, 0, 'T'},
-                                           {"rho1", required_argument, 0, '1'},
-                                           {"rho2", required_argument, 0, '2'},
-                                           {"lambda", required_argument, 0, 'l'},
-                                           {"gamma", required_argument, 0, 'g'},
-                                           {"steps", required_argument, 0, 'K'},
-                                           {"threshold", required_argument, 0, 'x'},
-                                           {"eps", required_argument, 0, 'e'},
-                                           {"delta", required_argument, 0, 'D'},
-                                           {"clip", required_argument, 0, 'C'},
-                                           {"cov-bound", required_argument, 0, 'b'},
-                                           {"server-iters", required_argument, 0, 'I'},
-                                           {"pgcd-tol", required_argument, 0, 'p'},
-                                           {"cov-by-p", no_argument, 0, 'B'},
-                                           {"threads", required_argument, 0, 'j'},
-                                           {"workers", required_argument, 0, 'W'},
-                                           {"no-center", no_argument, 0, 'c'},
-                                           {"standardize", no_argument, 0, 's'},
-                                           {"trace", no_argument, 0, 'R'},
-                                           {"no-png", no_argument, 0, 'N'},
-                                           {"quiet", no_argument, 0, 'Q'},
-                                           {"help", no_argument, 0, 'h'},
-                                           {0, 0, 0, 0}};
-
-static double *ov_slot(struct overrides *v, int c)
+static int parse_method(void *args, const char *arg)
 {
-    switch (c) {
-    case 'T':
-        return &v->rounds;
-    case '1':
-        return &v->rho1;
-    case '2':
-        return &v->rho2;
-    case 'l':
-        return &v->lambda;
-    case 'g':
-        return &v->gamma;
-    case 'K':
-        return &v->steps;
-    case 'x':
-        return &v->thr;
-    case 'e':
-        return &v->eps;
-    case 'D':
-        return &v->delta;
-    case 'C':
-        return &v->clip;
-    case 'b':
-        return &v->covb;
-    case 'I':
-        return &v->siters;
-    case 'p':
-        return &v->ptol;
-    case 'j':
-        return &v->threads;
-    case 'W':
-        return &v->workers;
-    default:
-        return NULL;
-    }
+    return lrn_method_parse(arg, &((struct learn_args *)args)->method) == CORE_OK ? 0 : -1;
 }
 
-// One case per flag, a flat switch: split, it would only scatter the flag list.
-// NOLINTNEXTLINE(readability-function-size)
-static int parse_one(int c, int li, struct learn_args *a, struct overrides *v, enum lrn_method *m)
+#define OV(f) APP_FLAG_DBL, APP_FLAG_AT(struct learn_args, ov.f), .hi = DBL_MAX
+#define A(f)  APP_FLAG_AT(struct learn_args, f)
+
+static const struct app_flag learn_flags[] = {
+    {"method", APP_FLAG_FN, .fn = parse_method},
+    {"out", APP_FLAG_STR, A(out)},
+    {"truth", APP_FLAG_STR, A(truth)},
+    {"personalize", APP_FLAG_TRUE, A(personalize)},
+    {"participant-truth", APP_FLAG_STRS, A(ptruth),
+     .n_offset = offsetof(struct learn_args, n_ptruth)},
+    {"min-rows", APP_FLAG_UINT, A(min_rows), .lo = 1, .hi = DBL_MAX},
+    {"rounds", OV(rounds)},
+    {"rho1", OV(rho1)},
+    {"rho2", OV(rho2)},
+    {"lambda", OV(lambda)},
+    {"gamma", OV(gamma)},
+    {"steps", OV(steps)},
+    {"threshold", OV(thr)},
+    {"eps", OV(eps)},
+    {"delta", OV(delta)},
+    {"clip", OV(clip)},
+    {"cov-bound", OV(covb)},
+    {"server-iters", OV(siters)},
+    {"pgcd-tol", OV(ptol)},
+    {"cov-by-p", APP_FLAG_TRUE, A(cov_by_p)},
+    {"threads", OV(threads)},
+    {"workers", OV(workers)},
+    {"no-center", APP_FLAG_TRUE, A(no_center)},
+    {"standardize", APP_FLAG_TRUE, A(standardize)},
+    {"trace", APP_FLAG_TRUE, A(trace)},
+    {"no-png", APP_FLAG_FALSE, A(png)},
+    {"quiet", APP_FLAG_TRUE, A(quiet)},
+    {.name = NULL},
+};
+
+#undef OV
+#undef A
+
+/* Returns 0 ok, -1 usage error. Method defaults need d, so they are set later by
+ * finish_opts(). */
+static int parse_args(int argc, char **argv, struct learn_args *a)
 {
-    double tmp, *slot = ov_slot(v, c);
-    if (slot) {
-        if (num(optarg, slot) != 0 || *slot < 0) {
-            fprintf(stderr, "gcdp learn: --%s wants a finite number >= 0, got '%s'\n",
-                    learn_opts[li].name, optarg);
-            return -1;
-        }
-        return 0;
-    }
-    switch (c) {
-    case 'm':
-        if (lrn_method_parse(optarg, m) != CORE_OK) {
-            fprintf(stderr, "gcdp learn: unknown --method '%s' (see --help)\n", optarg);
-            return -1;
-        }
-        return 0;
-    case 'o':
-        a->out = optarg;
-        return 0;
-    case 't':
-        a->truth = optarg;
-        return 0;
-    case 'z':
-        a->personalize = 1;
-        return 0;
-    case 'q':
-        if (a->n_ptruth >= LEARN_MAX_P)
-            return -1;
-        a->ptruth[a->n_ptruth++] = optarg;
-        return 0;
-    case 'r':
-        if (num(optarg, &tmp) != 0 || tmp < 1) {
-            fprintf(stderr, "gcdp learn: --min-rows wants an integer >= 1\n");
-            return -1;
-        }
-        a->min_rows = (size_t)tmp;
-        return 0;
-    case 'N':
-        a->png = 0;
-        return 0;
-    case 'B':
-        a->cov_by_p = 1;
-        return 0;
-    case 'c':
-        a->no_center = 1;
-        return 0;
-    case 'R':
-        a->trace = 1;
-        return 0;
-    case 's':
-        a->standardize = 1;
-        return 0;
-    case 'Q':
-        a->quiet = 1;
-        return 0;
-    case 'h':
-        usage(stdout);
-        return 1;
-    default:
+    int first;
+
+    a->ov = (struct overrides){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
+                               NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    first = app_flags_parse("learn", learn_flags, argc, argv, a, NULL);
+    if (first < 0)
         return -1;
-    }
-}
-
-/* Returns 0 ok, 1 help printed, -1 usage error. Method defaults need d, so they are set
- * later by finish_opts(). */
-static int parse_args(int argc, char **argv, struct learn_args *a, struct overrides *v,
-                      enum lrn_method *m)
-{
-    int c, li = 0, r;
-    *v = (struct overrides){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
-                            NAN, NAN, NAN, NAN, NAN, NAN, NAN};
-    while ((c = getopt_long(argc, argv, "h", learn_opts, &li)) != -1) {
-        r = parse_one(c, li, a, v, m);
-        if (r != 0)
-            return r;
-    }
-    a->files = argv + optind;
-    a->P = (size_t)(argc - optind);
+    a->files = argv + first;
+    a->P = (size_t)(argc - first);
     if (a->P == 0 || a->P > LEARN_MAX_P) {
         fprintf(stderr, "gcdp learn: give 1..%d participant CSV files (see --help)\n", LEARN_MAX_P);
         return -1;
@@ -570,18 +473,14 @@ static int cmd_main(struct app_call *call)
     struct core_pool *pool = NULL;
     struct learn_args a = {.out = "learned", .min_rows = 10, .png = 1};
     struct learn_state s = {0};
-    struct overrides ov;
-    enum lrn_method m = LRN_METHOD_FED_SPARSE;
     size_t d;
-    int ret = APP_EXIT_USAGE, pr;
+    int ret = APP_EXIT_USAGE;
 
+    a.method = LRN_METHOD_FED_SPARSE;
     lrn_blas_set_threads(1); /* first: OpenBLAS's idle workers spin from load time on */
-    pr = parse_args(call->argc, call->argv, &a, &ov, &m);
-    if (pr != 0) {
-        ret = pr > 0 ? APP_EXIT_OK : APP_EXIT_USAGE;
+    if (parse_args(call->argc, call->argv, &a) != 0)
         goto out;
-    }
-    if (make_pool(cfg, &ov, &pool) != 0) {
+    if (make_pool(cfg, &a.ov, &pool) != 0) {
         ret = APP_EXIT_FAILURE;
         goto out;
     }
@@ -595,9 +494,9 @@ static int cmd_main(struct app_call *call)
         s.x[p] = s.csv[p]->x;
         s.n[p] = s.csv[p]->n;
     }
-    a.ro = lrn_runner_opts_default(m, d);
+    a.ro = lrn_runner_opts_default(a.method, d);
     a.ro.pool = pool;
-    if (set_options(cfg, d, &ov, &a, &s) != 0)
+    if (set_options(cfg, d, &a.ov, &a, &s) != 0)
         goto out;
     if (read_truth_and_out(&a, &s, d) != 0) {
         ret = APP_EXIT_FAILURE;
