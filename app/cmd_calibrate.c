@@ -1,6 +1,5 @@
 /* cmd_calibrate.c - `gcdp calibrate`: calibration matrix -> θ JSON (public or private),
  * and `gcdp calibrate --check FILE` to validate an existing θ. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,6 +278,7 @@ static int calibrate_public(const struct cal_matrix *mx, const struct cal_opts *
 
 /* What one command line asks for. */
 struct calibrate_cli {
+    struct core_config *cfg; /* -f/--format and --mode set keys in it */
     const char *input, *output, *check;
     const char *ledger; /* --ledger FILE, used as given */
     const char *dev[CAL_LEDGER_MAX_DEVICES];
@@ -362,99 +362,73 @@ static bool take_serve_check(int *argc, char **argv)
     return found;
 }
 
-/* One getopt result c (argument arg) into cli or cfg. Returns APP_EXIT_OK or APP_EXIT_USAGE
- * (message printed). */
-static int apply_flag(int c, const char *arg, struct core_config *cfg, struct calibrate_cli *cli)
+/* -f/--format and --mode are shorthands for --set calibrate.input.format / calibrate.mode. */
+static int set_key(struct calibrate_cli *cli, const char *key, const char *arg)
 {
     char eb[512] = "";
-    core_err rc = CORE_OK;
 
-    switch (c) {
-    case 'i':
-        cli->input = arg;
-        break;
-    case 'o':
-        cli->output = arg;
-        break;
-    case 'c':
-        cli->check = arg;
-        break;
-    case 'p':
-        cli->publish = 1;
-        break;
-    case 'S':
-        cli->serve = 1;
-        break;
-    case 'l':
-        cli->ledger = arg;
-        break;
-    case 'x':
-        if (app_flag_parse_double(arg, 0, 1e6, &cli->exit_after) != 0) {
-            fprintf(stderr, "gcdp calibrate: --exit-after %s: not seconds in [0, 1e6]\n", arg);
-            return APP_EXIT_USAGE;
-        }
-        break;
-    case 'd':
-        if (cli->n_dev == CAL_LEDGER_MAX_DEVICES || !arg[0] ||
-            strlen(arg) > CAL_LEDGER_MAX_DEVICE) {
-            fprintf(stderr, "gcdp calibrate: --device: at most %u ids of 1..%u bytes\n",
-                    CAL_LEDGER_MAX_DEVICES, CAL_LEDGER_MAX_DEVICE);
-            return APP_EXIT_USAGE;
-        }
-        cli->dev[cli->n_dev++] = arg;
-        break;
-    case 'f':
-        rc = core_config_set(cfg, "calibrate.input.format", arg, "flag", eb, sizeof(eb));
-        break;
-    case 'm':
-        rc = core_config_set(cfg, "calibrate.mode", arg, "flag", eb, sizeof(eb));
-        break;
-    default:
-        fprintf(stderr, "gcdp calibrate: see gcdp calibrate --help\n");
-        return APP_EXIT_USAGE;
-    }
-    if (rc != CORE_OK) {
-        fprintf(stderr, "gcdp calibrate: %s\n", eb);
-        return APP_EXIT_USAGE;
-    }
-    return APP_EXIT_OK;
+    if (core_config_set(cli->cfg, key, arg, "flag", eb, sizeof(eb)) == CORE_OK)
+        return 0;
+    fprintf(stderr, "gcdp calibrate: %s\n", eb);
+    return -2;
 }
 
-/* Parse argv (after app_config_load) into cli. Returns APP_EXIT_OK or APP_EXIT_USAGE. */
-static int parse_args(int argc, char **argv, struct core_config *cfg, struct calibrate_cli *cli)
+static int take_format(void *cli, const char *arg)
 {
-    static const struct option opts[] = {
-        {"input", required_argument, NULL, 'i'},      {"format", required_argument, NULL, 'f'},
-        {"output", required_argument, NULL, 'o'},     {"mode", required_argument, NULL, 'm'},
-        {"check", required_argument, NULL, 'c'},      {"help", no_argument, NULL, 'h'},
-        {"publish", no_argument, NULL, 'p'},          {"device", required_argument, NULL, 'd'},
-        {"ledger", required_argument, NULL, 'l'},     {"serve", no_argument, NULL, 'S'},
-        {"exit-after", required_argument, NULL, 'x'}, {NULL, 0, NULL, 0},
-    };
-    int c, st;
-
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "i:f:o:h", opts, NULL)) != -1)
-        if ((st = apply_flag(c, optarg, cfg, cli)) != APP_EXIT_OK)
-            return st;
-    return APP_EXIT_OK;
+    return set_key(cli, "calibrate.input.format", arg);
 }
+
+static int take_mode(void *cli, const char *arg)
+{
+    return set_key(cli, "calibrate.mode", arg);
+}
+
+static int take_device(void *args, const char *arg)
+{
+    struct calibrate_cli *cli = args;
+
+    if (cli->n_dev == CAL_LEDGER_MAX_DEVICES || !arg[0] || strlen(arg) > CAL_LEDGER_MAX_DEVICE) {
+        fprintf(stderr, "gcdp calibrate: --device: at most %u ids of 1..%u bytes\n",
+                CAL_LEDGER_MAX_DEVICES, CAL_LEDGER_MAX_DEVICE);
+        return -2;
+    }
+    cli->dev[cli->n_dev++] = arg;
+    return 0;
+}
+
+#define AT(f) APP_FLAG_AT(struct calibrate_cli, f)
+
+static const struct app_flag calibrate_flags[] = {
+    {"input", APP_FLAG_STR, AT(input), .short_name = 'i'},
+    {"format", APP_FLAG_FN, .fn = take_format, .short_name = 'f'},
+    {"output", APP_FLAG_STR, AT(output), .short_name = 'o'},
+    {"mode", APP_FLAG_FN, .fn = take_mode},
+    {"check", APP_FLAG_STR, AT(check)},
+    {"publish", APP_FLAG_TRUE, AT(publish)},
+    {"device", APP_FLAG_FN, .fn = take_device},
+    {"ledger", APP_FLAG_STR, AT(ledger)},
+    {"serve", APP_FLAG_TRUE, AT(serve)},
+    {"exit-after", APP_FLAG_DBL, AT(exit_after), .lo = 0, .hi = 1e6},
+    {.name = NULL},
+};
+
+#undef AT
 
 /* The flags fit together: an input (or --check, --serve), no stray argument, a broker for
  * --publish, and the offline paths distinct. Returns APP_EXIT_OK or APP_EXIT_USAGE. */
-static int check_args(int argc, char **argv, const struct core_config *cfg,
+static int check_args(int first, int argc, char **argv, const struct core_config *cfg,
                       const struct calibrate_cli *cli)
 {
-    if (cli->serve && !cli->input && optind == argc &&
+    if (cli->serve && !cli->input && first == argc &&
         strcmp(core_config_str(cfg, "calibrate.mode"), "private") != 0) {
         fprintf(stderr, "gcdp calibrate: --serve needs -i/--input FILE, the public calibration "
                         "source each theta version is made from\n");
         return APP_EXIT_USAGE;
     }
-    if (optind < argc || (!cli->input && !cli->check && !cli->serve)) {
+    if (first < argc || (!cli->input && !cli->check && !cli->serve)) {
         fprintf(stderr, "gcdp calibrate: %s%s (see gcdp calibrate --help)\n",
-                optind < argc ? "unexpected argument " : "missing -i/--input (or --check)",
-                optind < argc ? argv[optind] : "");
+                first < argc ? "unexpected argument " : "missing -i/--input (or --check)",
+                first < argc ? argv[first] : "");
         return APP_EXIT_USAGE;
     }
     if (cli->publish && !cli->check && !core_config_str(cfg, "broker.bootstrap")) {
@@ -498,13 +472,12 @@ static int cmd_main(struct app_call *call)
     struct core_config *cfg = call->cfg;
     int argc = call->argc;
     char **argv = call->argv;
-    struct calibrate_cli cli = {0};
-    int ret;
+    struct calibrate_cli cli = {.cfg = cfg};
+    int ret, first;
 
     cli.serve_check = take_serve_check(&argc, argv);
-    ret = parse_args(argc, argv, cfg, &cli);
-    if (ret == APP_EXIT_OK)
-        ret = check_args(argc, argv, cfg, &cli);
+    first = app_flags_parse("calibrate", calibrate_flags, argc, argv, &cli, NULL);
+    ret = first < 0 ? APP_EXIT_USAGE : check_args(first, argc, argv, cfg, &cli);
     if (ret == APP_EXIT_OK)
         ret = cli.serve ? run_serve(cfg, &cli) : run_offline(cfg, &cli);
     return ret;

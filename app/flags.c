@@ -156,8 +156,8 @@ static void describe(const struct app_flag *r, char *buf, size_t len)
         snprintf(lo, sizeof(lo), "%lld", l);
         snprintf(hi, sizeof(hi), "%lld", h);
     } else {
-        snprintf(lo, sizeof(lo), "%g", r->lo);
-        snprintf(hi, sizeof(hi), "%g", r->hi);
+        snprintf(lo, sizeof(lo), "%.15g", r->lo);
+        snprintf(hi, sizeof(hi), "%.15g", r->hi);
     }
     if (r->kind == APP_FLAG_DBLS)
         snprintf(buf, len, "%s in %s%s, %s%s, at most %zu", what,
