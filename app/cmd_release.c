@@ -1,7 +1,6 @@
 /* cmd_release.c - `gcdp release`: offline GC-DP release of window records with θ
  * (paper Algorithms 2-4), write-ahead ledger, byte-identical replay. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,9 +99,12 @@ static const char release_serve_help[] =
     "configuration or theta error (also: no plan for theta and the records' provenance,\n"
     "a ledger bound to another scheme or caps, an output aliasing an input).\n\n";
 
+#define TAG_OFFLINE 1u /* the tag of the offline-only flags */
+
 struct args {
     const char *theta, *input, *format, *output, *ledger, *mech, *eps, *theta_out, *group;
-    int plan_only, skip, serve, check, n_offline; /* n_offline: offline-only options given */
+    int plan_only, skip, serve, check;
+    unsigned tags; /* TAG_OFFLINE: an offline-only option was given */
     double exit_idle_s;
     char ledger_path[4096];
 };
@@ -110,11 +112,11 @@ struct args {
 /* The parsed flags fit together: no stray argument, --theta unless --serve, --check only with
  * --serve, no offline-only flag with --serve, --format jsonl. Returns APP_EXIT_OK or
  * APP_EXIT_USAGE after the message. */
-static int check_args(int argc, const struct args *a)
+static int check_args(int first, int argc, const struct args *a)
 {
-    if (optind != argc || (!a->theta && !a->serve)) {
+    if (first != argc || (!a->theta && !a->serve)) {
         fprintf(stderr, "gcdp release: %s\n",
-                optind != argc ? "unexpected argument" : "--theta FILE is required");
+                first != argc ? "unexpected argument" : "--theta FILE is required");
         return APP_EXIT_USAGE;
     }
     if (a->check && !a->serve) {
@@ -122,7 +124,7 @@ static int check_args(int argc, const struct args *a)
                         "with --serve\n");
         return APP_EXIT_USAGE;
     }
-    if (a->serve && a->n_offline) {
+    if (a->serve && (a->tags & TAG_OFFLINE)) {
         fprintf(stderr, "gcdp release: --serve reads topics.windows and writes topics.released: "
                         "--input, --output, --format, --plan, --theta-out and --skip-refused "
                         "are for the offline release\n");
@@ -143,101 +145,39 @@ static void usage(FILE *f)
     fprintf(f, "%s%s%s", release_help, release_serve_help, app_common_help);
 }
 
-/* One option (getopt_long's ch, optarg) into a. Returns APP_EXIT_OK, APP_EXIT_USAGE after
- * the message, or APP_EXIT_OK + 100 after --help. */
-// One case per flag, a flat switch: split, it would only scatter the flag list.
-// NOLINTNEXTLINE(readability-function-size)
-static int take_flag(int ch, struct args *a)
-{
-    switch (ch) {
-    case 't':
-        a->theta = optarg;
-        return APP_EXIT_OK;
-    case 'i':
-        a->input = optarg;
-        a->n_offline++;
-        return APP_EXIT_OK;
-    case 'f':
-        a->format = optarg;
-        a->n_offline++;
-        return APP_EXIT_OK;
-    case 'o':
-        a->output = optarg;
-        a->n_offline++;
-        return APP_EXIT_OK;
-    case 'l':
-        a->ledger = optarg;
-        return APP_EXIT_OK;
-    case 'm':
-        a->mech = optarg;
-        return APP_EXIT_OK;
-    case 'e':
-        a->eps = optarg;
-        return APP_EXIT_OK;
-    case 'p':
-        a->plan_only = 1;
-        a->n_offline++;
-        return APP_EXIT_OK;
-    case 's':
-        a->skip = 1;
-        a->n_offline++;
-        return APP_EXIT_OK;
-    case 'T':
-        a->theta_out = optarg;
-        a->n_offline++;
-        return APP_EXIT_OK;
-    case 'S':
-        a->serve = 1;
-        return APP_EXIT_OK;
-    case 'C':
-        a->check = 1;
-        return APP_EXIT_OK;
-    case 'g':
-        a->group = optarg;
-        return APP_EXIT_OK;
-    case 'x':
-        if (app_flag_parse_double(optarg, 0, 1e6, &a->exit_idle_s) != 0) {
-            fprintf(stderr,
-                    "gcdp release: --exit-idle %s: not a number of seconds in "
-                    "[0, 1e6]\n",
-                    optarg);
-            return APP_EXIT_USAGE;
-        }
-        return APP_EXIT_OK;
-    case 'h':
-        usage(stdout);
-        return APP_EXIT_OK + 100;
-    default:
-        return APP_EXIT_USAGE;
-    }
-}
+#define AT(f) APP_FLAG_AT(struct args, f)
 
-/* Parse argv into a (defaults first), then check_args. --help prints the help and returns
- * APP_EXIT_OK + 100. */
+static const struct app_flag release_flags[] = {
+    {"theta", APP_FLAG_STR, AT(theta)},
+    {"input", APP_FLAG_STR, AT(input), .tag = TAG_OFFLINE},
+    {"format", APP_FLAG_STR, AT(format), .tag = TAG_OFFLINE},
+    {"output", APP_FLAG_STR, AT(output), .tag = TAG_OFFLINE},
+    {"ledger", APP_FLAG_STR, AT(ledger)},
+    {"mechanism", APP_FLAG_STR, AT(mech)},
+    {"eps-rel", APP_FLAG_STR, AT(eps)},
+    {"plan", APP_FLAG_TRUE, AT(plan_only), .tag = TAG_OFFLINE},
+    {"theta-out", APP_FLAG_STR, AT(theta_out), .tag = TAG_OFFLINE},
+    {"skip-refused", APP_FLAG_TRUE, AT(skip), .tag = TAG_OFFLINE},
+    {"serve", APP_FLAG_TRUE, AT(serve)},
+    {"group", APP_FLAG_STR, AT(group)},
+    {"exit-idle", APP_FLAG_DBL, AT(exit_idle_s), .lo = 0, .hi = 1e6},
+    {"check", APP_FLAG_TRUE, AT(check)},
+    {.name = NULL},
+};
+
+#undef AT
+
+/* Parse argv into a (defaults first), then check_args. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-    static const struct option lo[] = {
-        {"theta", required_argument, NULL, 't'},     {"input", required_argument, NULL, 'i'},
-        {"format", required_argument, NULL, 'f'},    {"output", required_argument, NULL, 'o'},
-        {"ledger", required_argument, NULL, 'l'},    {"mechanism", required_argument, NULL, 'm'},
-        {"eps-rel", required_argument, NULL, 'e'},   {"plan", no_argument, NULL, 'p'},
-        {"theta-out", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
-        {"skip-refused", no_argument, NULL, 's'},    {"serve", no_argument, NULL, 'S'},
-        {"group", required_argument, NULL, 'g'},     {"exit-idle", required_argument, NULL, 'x'},
-        {"check", no_argument, NULL, 'C'},           {NULL, 0, NULL, 0}};
-    int ch;
+    int first;
 
     memset(a, 0, sizeof(*a));
     a->input = "-";
     a->output = "-";
     a->group = "gcdp-release";
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        int st = take_flag(ch, a);
-        if (st != APP_EXIT_OK)
-            return st;
-    }
-    return check_args(argc, a);
+    first = app_flags_parse("release", release_flags, argc, argv, a, &a->tags);
+    return first < 0 ? APP_EXIT_USAGE : check_args(first, argc, a);
 }
 
 /* --mechanism / --eps-rel are shorthands for --set release.*=... */
@@ -402,7 +342,7 @@ static int cmd_main(struct app_call *call)
     memset(&r, 0, sizeof(r));
     ex = parse_args(call->argc, call->argv, &a);
     if (ex != APP_EXIT_OK || apply_shorthands(cfg, &a) != CORE_OK) {
-        ex = ex == APP_EXIT_OK + 100 ? APP_EXIT_OK : APP_EXIT_USAGE;
+        ex = APP_EXIT_USAGE;
         goto out;
     }
     ex = APP_EXIT_USAGE;
