@@ -159,15 +159,13 @@ static void describe(const struct app_flag *r, char *buf, size_t len)
         snprintf(lo, sizeof(lo), "%.15g", r->lo);
         snprintf(hi, sizeof(hi), "%.15g", r->hi);
     }
-    if (r->kind == APP_FLAG_DBLS)
-        snprintf(buf, len, "%s in %s%s, %s%s, at most %zu", what,
-                 r->flags & APP_FLAG_OPEN_LO ? "(" : "[", lo, hi,
-                 r->flags & APP_FLAG_OPEN_HI ? ")" : "]", r->size / sizeof(double));
-    else if (top)
+    if (top)
         snprintf(buf, len, "%s %s %s", what, r->flags & APP_FLAG_OPEN_LO ? ">" : ">=", lo);
     else
         snprintf(buf, len, "%s in %s%s, %s%s", what, r->flags & APP_FLAG_OPEN_LO ? "(" : "[", lo,
                  hi, r->flags & APP_FLAG_OPEN_HI ? ")" : "]");
+    if (r->kind == APP_FLAG_DBLS)
+        snprintf(buf + strlen(buf), len - strlen(buf), ", at most %zu", r->size / sizeof(double));
 }
 
 /* Whether v lies off the open ends of r's range. */
