@@ -159,7 +159,9 @@ static void describe(const struct app_flag *r, char *buf, size_t len)
         snprintf(lo, sizeof(lo), "%.15g", r->lo);
         snprintf(hi, sizeof(hi), "%.15g", r->hi);
     }
-    if (top)
+    if (top && r->kind == APP_FLAG_DBL && r->lo <= -DBL_MAX)
+        snprintf(buf, len, "%s", what);
+    else if (top)
         snprintf(buf, len, "%s %s %s", what, r->flags & APP_FLAG_OPEN_LO ? ">" : ">=", lo);
     else
         snprintf(buf, len, "%s in %s%s, %s%s", what, r->flags & APP_FLAG_OPEN_LO ? "(" : "[", lo,

@@ -15,6 +15,7 @@
 #ifndef GCDP_APP_FLAGS_H
 #define GCDP_APP_FLAGS_H
 
+#include <float.h> /* DBL_MAX: a row without an upper bound */
 #include <stddef.h>
 
 /* Decimal unsigned integer <= max as strtoull reads it (leading blanks and '+' pass);
