@@ -2,7 +2,7 @@
  * (Fed-Sparse-BNSL paper Appendix B.1), one CSV per participant plus the true DAG. */
 #include <errno.h>
 #include <float.h>
-#include <getopt.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,95 +43,55 @@ static void usage(FILE *f)
     fputs(app_common_help, f);
 }
 
-static int parse_size(const char *s, size_t *out)
+/* What one command line asks for. */
+struct semgen_cli {
+    struct lrn_sem_opts o;
+    const char *dir;
+    double edges, hetero_var; /* NAN: not given */
+    int heterogeneous;
+};
+
+#define AT(f)  APP_FLAG_AT(struct semgen_cli, f)
+#define ANY(f) APP_FLAG_DBL, AT(f), .lo = -DBL_MAX, .hi = DBL_MAX
+
+static const struct app_flag semgen_flags[] = {
+    {"out", APP_FLAG_STR, AT(dir)},
+    {"d", APP_FLAG_UINT, AT(o.d), .hi = DBL_MAX},
+    {"participants", APP_FLAG_UINT, AT(o.participants), .hi = DBL_MAX},
+    {"n", APP_FLAG_UINT, AT(o.n_per), .hi = DBL_MAX},
+    {"edges", ANY(edges)},
+    {"w-lo", ANY(o.w_lo)},
+    {"w-hi", ANY(o.w_hi)},
+    {"noise-sd", ANY(o.noise_sd)},
+    {"hetero-var", ANY(hetero_var)},
+    {"heterogeneous", APP_FLAG_TRUE, AT(heterogeneous)},
+    {"seed", APP_FLAG_UINT, AT(o.seed), .hi = DBL_MAX},
+    {.name = NULL},
+};
+
+#undef AT
+#undef ANY
+
+/* Returns 0, or -1 after the message. --edges defaults to d; --heterogeneous means
+ * --hetero-var 0.1 unless that is given. */
+static int parse_opts(int argc, char **argv, struct semgen_cli *c)
 {
-    unsigned long long v;
-    if (app_flag_parse_u64(s, SIZE_MAX, &v) != 0)
+    int first;
+
+    c->edges = c->hetero_var = NAN;
+    first = app_flags_parse("sem-gen", semgen_flags, argc, argv, c, NULL);
+    if (first < 0)
         return -1;
-    *out = (size_t)v;
-    return 0;
-}
-
-static int parse_double(const char *s, double *out)
-{
-    return app_flag_parse_double(s, -DBL_MAX, DBL_MAX, out);
-}
-
-// One case per flag, a flat switch: split, it would only scatter the flag list.
-// NOLINTNEXTLINE(readability-function-size)
-static int parse_opts(int argc, char **argv, struct lrn_sem_opts *o, const char **dir)
-{
-    static const struct option lo[] = {{"out", required_argument, 0, 'o'},
-                                       {"d", required_argument, 0, 'd'},
-                                       {"participants", required_argument, 0, 'P'},
-                                       {"n", required_argument, 0, 'n'},
-                                       {"edges", required_argument, 0, 'E'},
-                                       {"w-lo", required_argument, 0, 'l'},
-                                       {"w-hi", required_argument, 0, 'u'},
-                                       {"noise-sd", required_argument, 0, 's'},
-                                       {"hetero-var", required_argument, 0, 'v'},
-                                       {"heterogeneous", no_argument, 0, 'H'},
-                                       {"seed", required_argument, 0, 'S'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
-    int c, li = 0, edges_set = 0, bad = 0;
-    size_t seed = 0;
-
-    while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
-        switch (c) {
-        case 'o':
-            *dir = optarg;
-            break;
-        case 'd':
-            bad |= parse_size(optarg, &o->d);
-            break;
-        case 'P':
-            bad |= parse_size(optarg, &o->participants);
-            break;
-        case 'n':
-            bad |= parse_size(optarg, &o->n_per);
-            break;
-        case 'E':
-            bad |= parse_double(optarg, &o->expected_edges);
-            edges_set = 1;
-            break;
-        case 'l':
-            bad |= parse_double(optarg, &o->w_lo);
-            break;
-        case 'u':
-            bad |= parse_double(optarg, &o->w_hi);
-            break;
-        case 's':
-            bad |= parse_double(optarg, &o->noise_sd);
-            break;
-        case 'v':
-            bad |= parse_double(optarg, &o->hetero_var);
-            break;
-        case 'H':
-            o->hetero_var = 0.1;
-            break;
-        case 'S':
-            bad |= parse_size(optarg, &seed);
-            o->seed = seed;
-            break;
-        case 'h':
-            usage(stdout);
-            return 1;
-        default:
-            return -1;
-        }
-        if (bad) {
-            fprintf(stderr, "gcdp sem-gen: invalid value '%s' for --%s\n", optarg, lo[li].name);
-            return -1;
-        }
-    }
-    if (!edges_set)
-        o->expected_edges = (double)o->d;
-    if (optind < argc) {
-        fprintf(stderr, "gcdp sem-gen: unexpected argument '%s'\n", argv[optind]);
+    c->o.expected_edges = isnan(c->edges) ? (double)c->o.d : c->edges;
+    if (!isnan(c->hetero_var))
+        c->o.hetero_var = c->hetero_var;
+    else if (c->heterogeneous)
+        c->o.hetero_var = 0.1;
+    if (first < argc) {
+        fprintf(stderr, "gcdp sem-gen: unexpected argument '%s'\n", argv[first]);
         return -1;
     }
-    if (!*dir) {
+    if (!c->dir) {
         fprintf(stderr, "gcdp sem-gen: --out DIR is required (see --help)\n");
         return -1;
     }
@@ -140,19 +100,19 @@ static int parse_opts(int argc, char **argv, struct lrn_sem_opts *o, const char 
 
 static int cmd_main(struct app_call *call)
 {
-    struct lrn_sem_opts o = lrn_sem_opts_default();
+    struct semgen_cli c = {.o = lrn_sem_opts_default()};
+    struct lrn_sem_opts o;
     struct lrn_sem_problem *pb = NULL;
-    const char *dir = NULL;
+    const char *dir;
     char eb[1024] = "";
     size_t edges = 0;
-    int ret = APP_EXIT_USAGE, pr;
+    int ret = APP_EXIT_USAGE;
     core_err rc;
 
-    pr = parse_opts(call->argc, call->argv, &o, &dir);
-    if (pr != 0) {
-        ret = pr > 0 ? APP_EXIT_OK : APP_EXIT_USAGE;
+    if (parse_opts(call->argc, call->argv, &c) != 0)
         goto out;
-    }
+    o = c.o;
+    dir = c.dir;
     rc = lrn_sem_problem_new(&o, &pb);
     if (rc != CORE_OK) {
         fprintf(stderr,
