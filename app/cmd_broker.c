@@ -10,7 +10,6 @@
  * creates the cluster). */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -65,64 +64,19 @@ struct broker_opts {
     const char *control;
 };
 
-/* Returns -1 ok, or an exit code. */
-static int parse_opts(int argc, char **argv, struct broker_opts *o)
-{
-    static const struct option longopts[] = {
-        {"bootstrap-file", required_argument, NULL, 'f'},
-        {"port", required_argument, NULL, 'p'},
-        {"brokers", required_argument, NULL, 'b'},
-        {"partitions", required_argument, NULL, 'n'},
-        {"topic", required_argument, NULL, 't'},
-        {"control", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int ch;
+#define AT(f) APP_FLAG_AT(struct broker_opts, f)
 
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (ch) {
-        case 'f':
-            o->bootstrap_file = optarg;
-            break;
-        case 'p':
-            if (app_flag_parse_long(optarg, 1, 65535, &o->port) != 0)
-                goto bad;
-            break;
-        case 'b':
-            if (app_flag_parse_long(optarg, 1, CORE_BROKER_MAX_BROKERS, &o->brokers) != 0)
-                goto bad;
-            break;
-        case 'n':
-            if (app_flag_parse_long(optarg, 1, 10000, &o->partitions) != 0)
-                goto bad;
-            break;
-        case 't':
-            if (o->nextra == MAX_EXTRA_TOPICS)
-                goto bad;
-            o->extra[o->nextra++] = optarg;
-            break;
-        case 'c':
-            o->control = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return APP_EXIT_OK;
-        default:
-            usage(stderr);
-            return APP_EXIT_USAGE;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "gcdp broker: unexpected argument '%s'\n", argv[optind]);
-        return APP_EXIT_USAGE;
-    }
-    return -1;
-bad:
-    fprintf(stderr, "gcdp broker: invalid value '%s' (see gcdp broker --help)\n", optarg);
-    return APP_EXIT_USAGE;
-}
+static const struct app_flag broker_flags[] = {
+    {"bootstrap-file", APP_FLAG_STR, AT(bootstrap_file)},
+    {"port", APP_FLAG_INT, AT(port), .lo = 1, .hi = 65535},
+    {"brokers", APP_FLAG_INT, AT(brokers), .lo = 1, .hi = CORE_BROKER_MAX_BROKERS},
+    {"partitions", APP_FLAG_INT, AT(partitions), .lo = 1, .hi = 10000},
+    {"topic", APP_FLAG_STRS, AT(extra), .n_offset = offsetof(struct broker_opts, nextra)},
+    {"control", APP_FLAG_STR, AT(control)},
+    {.name = NULL},
+};
+
+#undef AT
 
 static const char *const topic_keys[] = {
     "topics.raw",         "topics.rejected",        "topics.windows",
@@ -253,11 +207,11 @@ static int cmd_main(struct app_call *call)
     struct broker_opts o = {"run/kafka.bootstrap", 0, 1, 0, {NULL}, 0, NULL};
     const char *topics[NTOPIC_KEYS];
     sigset_t set;
-    int rc = APP_EXIT_FAILURE, ret, sig, ctl = -1;
+    int rc = APP_EXIT_FAILURE, sig, ctl = -1;
 
     o.partitions = (long)core_config_int(cfg, "broker.partitions");
-    if ((ret = parse_opts(call->argc, call->argv, &o)) >= 0)
-        return ret;
+    if (app_flags_parse_only("broker", broker_flags, call->argc, call->argv, &o, NULL) != 0)
+        return APP_EXIT_USAGE;
     for (size_t i = 0; i < NTOPIC_KEYS; i++)
         topics[i] = core_config_str(cfg, topic_keys[i]);
     /* Before any librdkafka thread exists: threads inherit the mask (KAFKA.md §8.1). */

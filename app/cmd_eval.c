@@ -149,17 +149,10 @@ static const struct app_flag eval_flags[] = {
 /* Parse argv into cli (options defaulted first). Returns APP_EXIT_OK or APP_EXIT_USAGE. */
 static int parse_args(int argc, char **argv, struct eval_cli *cli)
 {
-    int first;
-
     memset(cli, 0, sizeof(*cli));
     eval_opts_default(&cli->o);
-    first = app_flags_parse("eval", eval_flags, argc, argv, cli, NULL);
-    if (first < 0)
+    if (app_flags_parse_only("eval", eval_flags, argc, argv, cli, NULL) != 0)
         return APP_EXIT_USAGE;
-    if (first < argc) {
-        fprintf(stderr, "gcdp eval: unexpected argument '%s'\n", argv[first]);
-        return APP_EXIT_USAGE;
-    }
     if (cli->window_min > 0)
         cli->o.window_ms = (int64_t)cli->window_min * 60000;
     return APP_EXIT_OK;

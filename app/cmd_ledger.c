@@ -1,6 +1,5 @@
 /* cmd_ledger.c - `gcdp ledger`: read-only inspection of the privacy ledger: totals per
  * protected unit (sequential composition within a unit), remaining budget under the cap. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +16,7 @@
 #include "core/dp_tally.h"
 #include "core/fsutil.h"
 #include "core/mem.h"
+#include "flags.h"
 
 static const char ledger_help[] =
     "usage: gcdp ledger [options] [common options]\n"
@@ -169,50 +169,19 @@ static void usage(FILE *f)
     fprintf(f, "%s%s", ledger_help, app_common_help);
 }
 
-/* Parse argv into cli. Returns -1 to go on, else the exit status (--help printed: OK). */
-static int parse_args(int argc, char **argv, struct ledger_cli *cli)
-{
-    static const struct option lo[] = {
-        {"ledger", required_argument, NULL, 'l'}, {"unit", required_argument, NULL, 'u'},
-        {"json", no_argument, NULL, 'j'},         {"carry-to", required_argument, NULL, 'c'},
-        {"import", required_argument, NULL, 'i'}, {"to", required_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
-    int ch;
+#define AT(f) APP_FLAG_AT(struct ledger_cli, f)
 
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        switch (ch) {
-        case 'l':
-            cli->flag = optarg;
-            break;
-        case 'u':
-            cli->prefix = optarg;
-            break;
-        case 'j':
-            cli->as_json = 1;
-            break;
-        case 'c':
-            cli->carry = optarg;
-            break;
-        case 'i':
-            cli->imp = optarg;
-            break;
-        case 't':
-            cli->to = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return APP_EXIT_OK;
-        default:
-            return APP_EXIT_USAGE;
-        }
-    }
-    if (optind != argc) {
-        fprintf(stderr, "gcdp ledger: unexpected argument '%s'\n", argv[optind]);
-        return APP_EXIT_USAGE;
-    }
-    return -1;
-}
+static const struct app_flag ledger_flags[] = {
+    {"ledger", APP_FLAG_STR, AT(flag)},
+    {"unit", APP_FLAG_STR, AT(prefix)},
+    {"json", APP_FLAG_TRUE, AT(as_json)},
+    {"carry-to", APP_FLAG_STR, AT(carry)},
+    {"import", APP_FLAG_STR, AT(imp)},
+    {"to", APP_FLAG_STR, AT(to)},
+    {.name = NULL},
+};
+
+#undef AT
 
 /* Inspect (or with --carry-to, carry) the ledger at path. */
 static int inspect(const char *path, const struct ledger_cli *cli, const struct core_config *cfg)
@@ -253,11 +222,9 @@ static int cmd_main(struct app_call *call)
     const struct core_config *cfg = call->cfg;
     struct ledger_cli cli = {0};
     char path[4096];
-    int ex;
 
-    ex = parse_args(call->argc, call->argv, &cli);
-    if (ex >= 0)
-        return ex;
+    if (app_flags_parse_only("ledger", ledger_flags, call->argc, call->argv, &cli, NULL) != 0)
+        return APP_EXIT_USAGE;
     if (cli.imp || cli.to)
         return import_args(cli.imp, cli.to, cli.carry || cli.prefix || cli.flag);
     if (app_ledger_path(cfg, cli.flag, path, sizeof(path)) != 0)

@@ -141,16 +141,10 @@ static const struct app_flag simulate_flags[] = {
 static int parse_flags(int argc, char **argv, struct sim_cli *c)
 {
     char eb[256];
-    int first;
 
     c->total = -1.0;
-    first = app_flags_parse("simulate", simulate_flags, argc, argv, c, NULL);
-    if (first < 0)
+    if (app_flags_parse_only("simulate", simulate_flags, argc, argv, c, NULL) != 0)
         return -1;
-    if (first < argc) {
-        fprintf(stderr, "gcdp simulate: unexpected argument '%s'\n", argv[first]);
-        return -1;
-    }
     if (c->faults || c->total >= 0.0) /* the flags replace sim.faults */
         for (int k = 0; k < SIM_FAULT_COUNT; k++)
             c->o.fault_rate[k] = c->total > 0.0 ? c->total / SIM_FAULT_COUNT : 0.0;

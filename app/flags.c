@@ -323,3 +323,17 @@ int app_flags_parse(const char *cmd, const struct app_flag *rows, int argc, char
     opterr = saved_opterr;
     return optind;
 }
+
+int app_flags_parse_only(const char *cmd, const struct app_flag *rows, int argc, char **argv,
+                         void *args, unsigned *tags)
+{
+    int first = app_flags_parse(cmd, rows, argc, argv, args, tags);
+
+    if (first < 0)
+        return -1;
+    if (first < argc) {
+        fprintf(stderr, "gcdp %s: unexpected argument '%s'\n", cmd, argv[first]);
+        return -1;
+    }
+    return 0;
+}

@@ -82,4 +82,9 @@ struct app_flag {
 int app_flags_parse(const char *cmd, const struct app_flag *rows, int argc, char **argv, void *args,
                     unsigned *tags);
 
+/* app_flags_parse for a command that takes no operand: one is refused with "gcdp <cmd>:
+ * unexpected argument '<arg>'". Returns 0, or -1 after the message. */
+int app_flags_parse_only(const char *cmd, const struct app_flag *rows, int argc, char **argv,
+                         void *args, unsigned *tags);
+
 #endif /* GCDP_APP_FLAGS_H */
