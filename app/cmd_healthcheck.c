@@ -1,7 +1,6 @@
 /* cmd_healthcheck.c - `gcdp healthcheck`: probe a running service's /healthz (the container
  * image's HEALTHCHECK; no curl in the image). Plain HTTP/1.0 over loopback TCP. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,45 +26,36 @@ static void usage(FILE *f)
             app_common_help);
 }
 
-static int parse_opts(int argc, char **argv, long *port, const char **host, double *timeout)
-{
-    static const struct option lo[] = {{"port", required_argument, NULL, 'p'},
-                                       {"host", required_argument, NULL, 'H'},
-                                       {"timeout", required_argument, NULL, 't'},
-                                       {NULL, 0, NULL, 0}};
-    int ch;
+struct health_args {
+    long port; /* 0: metrics.port */
+    const char *host;
+    double timeout;
+};
 
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        if (ch == 'p' && app_flag_parse_long(optarg, 1, 65535, port) == 0)
-            continue;
-        if (ch == 'H') {
-            *host = optarg;
-            continue;
-        }
-        if (ch == 't' && app_flag_parse_double(optarg, 0.1, 60, timeout) == 0)
-            continue;
-        fprintf(stderr, "gcdp healthcheck: bad option (see gcdp healthcheck --help)\n");
-        return -1;
-    }
-    if (optind < argc) {
-        fprintf(stderr, "gcdp healthcheck: unexpected argument '%s'\n", argv[optind]);
-        return -1;
-    }
-    return 0;
-}
+#define AT(f) APP_FLAG_AT(struct health_args, f)
+
+static const struct app_flag health_flags[] = {
+    {"port", APP_FLAG_INT, AT(port), .lo = 1, .hi = 65535},
+    {"host", APP_FLAG_STR, AT(host)},
+    {"timeout", APP_FLAG_DBL, AT(timeout), .lo = 0.1, .hi = 60},
+    {.name = NULL},
+};
+
+#undef AT
 
 static int cmd_main(struct app_call *call)
 {
     const struct core_config *cfg = call->cfg;
-    const char *host = NULL;
+    struct health_args a = {0, NULL, 3};
+    const char *host;
     char addr[64], reason[256];
-    double timeout = 3;
-    long port = 0;
+    long port;
     int code, rc;
 
-    if (parse_opts(call->argc, call->argv, &port, &host, &timeout) != 0)
+    if (app_flags_parse_only("healthcheck", health_flags, call->argc, call->argv, &a, NULL) != 0)
         return APP_EXIT_USAGE;
+    port = a.port;
+    host = a.host;
     if (!port && !(port = (long)core_config_int(cfg, "metrics.port"))) {
         fprintf(stderr, "gcdp healthcheck: metrics.port is 0 (no /healthz served); give "
                         "--port or set metrics.port\n");
@@ -75,7 +65,7 @@ static int cmd_main(struct app_call *call)
         host = core_config_str(cfg, "metrics.bind");
     snprintf(addr, sizeof(addr), "%s", strcmp(host, "0.0.0.0") == 0 ? "127.0.0.1" : host);
     rc = APP_EXIT_FAILURE;
-    if (core_metrics_probe_health(addr, (int)port, timeout, &code, reason, sizeof(reason)) !=
+    if (core_metrics_probe_health(addr, (int)port, a.timeout, &code, reason, sizeof(reason)) !=
         CORE_OK)
         fprintf(stderr, "gcdp healthcheck: %s:%ld: %s\n", addr, port, strerror(errno));
     else if (code != 200)

@@ -1,6 +1,5 @@
 /* cmd_run.c - `gcdp run`: the whole pipeline in one command (pipeline/, pipe/run.h); this
  * file is its command line. */
-#include <getopt.h>
 #include <stdio.h>
 
 #include "app.h"
@@ -80,108 +79,33 @@ static void usage(FILE *f)
     fputs(app_common_help, f);
 }
 
-/* One numeric flag (--duration, --devices, --rate, --seed, --sites) into o. Returns 0, or -1
- * when the value is out of range. */
-static int parse_number_opt(int ch, const char *arg, struct pipe_run_opts *o)
-{
-    unsigned long long u;
+#define AT(f) APP_FLAG_AT(struct pipe_run_opts, f)
 
-    switch (ch) {
-    case 'd':
-        return app_flag_parse_double(arg, 0, 1e7, &o->duration_s) != 0 ? -1 : 0;
-    case 'n':
-        if (app_flag_parse_u64(arg, SIM_MAX_DEVICES, &u) != 0 || u < 1)
-            return -1;
-        o->devices = (size_t)u;
-        return 0;
-    case 'r':
-        return app_flag_parse_double(arg, 0, 1e7, &o->rate) != 0 || o->rate == 0 ? -1 : 0;
-    case 's':
-        if (app_flag_parse_u64(arg, UINT64_MAX, &u) != 0)
-            return -1;
-        o->seed = u;
-        return 0;
-    default: /* 'S' */
-        if (app_flag_parse_u64(arg, 64, &u) != 0 || u < 1)
-            return -1;
-        o->sites = (size_t)u;
-        return 0;
-    }
-}
+static const struct app_flag run_flags[] = {
+    {"duration", APP_FLAG_DBL, AT(duration_s), .lo = 0, .hi = 1e7},
+    {"devices", APP_FLAG_UINT, AT(devices), .lo = 1, .hi = SIM_MAX_DEVICES},
+    {"rate", APP_FLAG_DBL, AT(rate), .lo = 0, .hi = 1e7, .flags = APP_FLAG_OPEN_LO},
+    {"seed", APP_FLAG_UINT, AT(seed), .hi = DBL_MAX},
+    {"no-simulator", APP_FLAG_TRUE, AT(no_sim)},
+    {"bootstrap-file", APP_FLAG_STR, AT(bootstrap_file)},
+    {"dir", APP_FLAG_STR, AT(dir)},
+    {"ledger", APP_FLAG_STR, AT(ledger)},
+    {"calibration", APP_FLAG_STR, AT(calibration)},
+    {"sites", APP_FLAG_UINT, AT(sites), .lo = 1, .hi = 64},
+    {.name = NULL},
+};
 
-/* Parse argv into o. Returns -1 to go on, else the exit status (--help: APP_EXIT_OK after
- * the usage; a bad flag: APP_EXIT_USAGE after the message). */
-static int parse_opts(int argc, char **argv, struct pipe_run_opts *o)
-{
-    static const struct option longopts[] = {
-        {"duration", required_argument, NULL, 'd'},
-        {"devices", required_argument, NULL, 'n'},
-        {"rate", required_argument, NULL, 'r'},
-        {"seed", required_argument, NULL, 's'},
-        {"no-simulator", no_argument, NULL, 'N'},
-        {"bootstrap-file", required_argument, NULL, 'f'},
-        {"dir", required_argument, NULL, 'D'},
-        {"ledger", required_argument, NULL, 'L'},
-        {"calibration", required_argument, NULL, 'C'},
-        {"sites", required_argument, NULL, 'S'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int ch;
-
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (ch) {
-        case 'd':
-        case 'n':
-        case 'r':
-        case 's':
-        case 'S':
-            if (parse_number_opt(ch, optarg, o) != 0) {
-                fprintf(stderr, "gcdp run: invalid value '%s' (see gcdp run --help)\n", optarg);
-                return APP_EXIT_USAGE;
-            }
-            break;
-        case 'N':
-            o->no_sim = true;
-            break;
-        case 'f':
-            o->bootstrap_file = optarg;
-            break;
-        case 'D':
-            o->dir = optarg;
-            break;
-        case 'L':
-            o->ledger = optarg;
-            break;
-        case 'C':
-            o->calibration = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return APP_EXIT_OK;
-        default:
-            usage(stderr);
-            return APP_EXIT_USAGE;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "gcdp run: unexpected argument '%s'\n", argv[optind]);
-        return APP_EXIT_USAGE;
-    }
-    return -1;
-}
+#undef AT
 
 static int cmd_main(struct app_call *call)
 {
     struct pipe_run_opts o;
     bool forced;
-    int ret;
     core_err rc;
 
     pipe_run_opts_default(&o);
-    if ((ret = parse_opts(call->argc, call->argv, &o)) >= 0)
-        return ret;
+    if (app_flags_parse_only("run", run_flags, call->argc, call->argv, &o, NULL) != 0)
+        return APP_EXIT_USAGE;
     rc = pipe_run(call->cfg, &o, &forced);
     if (forced)
         call->cfg = NULL; /* stages may still read it: not freed (cli.h) */
