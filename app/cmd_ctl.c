@@ -1,7 +1,6 @@
 /* cmd_ctl.c - `gcdp ctl`: generate a control key; publish one signed command to
  * topics.control and (status, or --wait) print the gcdp.status/1 replies that quote it
  * (the client is core's: core/ctl_client.h). */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,28 +48,32 @@ static void usage(FILE *f)
             CORE_CTL_MAX_REASON, STATUS_WAIT_S, app_common_help);
 }
 
+struct keygen_args {
+    const char *out;
+};
+
+static const struct app_flag keygen_flags[] = {
+    {"out", APP_FLAG_STR, APP_FLAG_AT(struct keygen_args, out)},
+    {.name = NULL},
+};
+
 static int keygen(struct app_call *call)
 {
-    int argc = call->argc;
-    char **argv = call->argv;
-    static const struct option lo[] = {{"out", required_argument, NULL, 'o'}, {NULL, 0, NULL, 0}};
-    const char *out = NULL;
+    struct keygen_args a = {NULL};
+    const char *out;
     char id[17], eb[512];
-    int c;
+    int first;
     core_err rc;
 
-    optind = 2;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        if (c != 'o') {
-            fprintf(stderr, "(gcdp ctl --help lists the options)\n");
-            return APP_EXIT_USAGE;
-        }
-        out = optarg;
-    }
-    if (!out || optind < argc) {
+    /* argv[1] is "keygen" */
+    first = app_flags_parse("ctl keygen", keygen_flags, call->argc - 1, call->argv + 1, &a, NULL);
+    if (first < 0)
+        return APP_EXIT_USAGE;
+    if (!a.out || first < call->argc - 1) {
         fprintf(stderr, "gcdp ctl keygen: --out FILE is required (and nothing else)\n");
         return APP_EXIT_USAGE;
     }
+    out = a.out;
     rc = core_ctl_keygen(out, id, eb, sizeof(eb));
     if (rc != CORE_OK) {
         fprintf(stderr, "gcdp ctl keygen: %s\n", eb);
@@ -90,15 +93,23 @@ struct ctl_opts {
     long wait_s, count;
 };
 
+#define AT(f) APP_FLAG_AT(struct ctl_opts, f)
+
+static const struct app_flag ctl_flags[] = {
+    {"target", APP_FLAG_STR, AT(target)},
+    {"reason", APP_FLAG_STR, AT(reason)},
+    {"key", APP_FLAG_STR, AT(key)},
+    {"wait", APP_FLAG_INT, AT(wait_s), .lo = 0, .hi = 3600},
+    {"count", APP_FLAG_INT, AT(count), .lo = 0, .hi = 1000000},
+    {.name = NULL},
+};
+
+#undef AT
+
 /* Returns -1 when parsed, else an exit code. */
 static int parse_opts(int argc, char **argv, struct ctl_opts *o)
 {
-    static const struct option lo[] = {
-        {"target", required_argument, NULL, 't'}, {"reason", required_argument, NULL, 'r'},
-        {"key", required_argument, NULL, 'k'},    {"wait", required_argument, NULL, 'w'},
-        {"count", required_argument, NULL, 'n'},  {NULL, 0, NULL, 0},
-    };
-    int c;
+    int first;
 
     if (core_ctl_cmd_parse(argv[1], &o->cmd) != CORE_OK) {
         fprintf(stderr,
@@ -108,31 +119,12 @@ static int parse_opts(int argc, char **argv, struct ctl_opts *o)
         return APP_EXIT_USAGE;
     }
     o->wait_s = o->cmd == CORE_CTL_STATUS ? STATUS_WAIT_S : 0;
-    optind = 2;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        int bad = 0;
-        if (c == 't')
-            o->target = optarg;
-        else if (c == 'r')
-            o->reason = optarg;
-        else if (c == 'k')
-            o->key = optarg;
-        else if (c == 'w')
-            bad = app_flag_parse_long(optarg, 0, 3600, &o->wait_s);
-        else if (c == 'n')
-            bad = app_flag_parse_long(optarg, 0, 1000000, &o->count);
-        else
-            bad = -2;
-        if (bad) {
-            if (bad == -1)
-                fprintf(stderr, "gcdp ctl: invalid value '%s' for --%s\n", optarg,
-                        c == 'w' ? "wait (0..3600 s)" : "count");
-            fprintf(stderr, "(gcdp ctl --help lists the options)\n");
-            return APP_EXIT_USAGE;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "gcdp ctl: unexpected argument '%s'\n", argv[optind]);
+    /* argv[1] is the command */
+    first = app_flags_parse("ctl", ctl_flags, argc - 1, argv + 1, o, NULL);
+    if (first < 0)
+        return APP_EXIT_USAGE;
+    if (first < argc - 1) {
+        fprintf(stderr, "gcdp ctl: unexpected argument '%s'\n", argv[first + 1]);
         return APP_EXIT_USAGE;
     }
     return -1;
