@@ -149,7 +149,8 @@ static int parse_flags(int argc, char **argv, struct sim_cli *c)
         for (int k = 0; k < SIM_FAULT_COUNT; k++)
             c->o.fault_rate[k] = c->total > 0.0 ? c->total / SIM_FAULT_COUNT : 0.0;
     if (c->faults && sim_faults_parse(c->faults, c->o.fault_rate, eb, sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp simulate: --faults: %s\n", eb);
+        fprintf(stderr, "gcdp simulate: --faults: %s\n(gcdp simulate --help lists the options)\n",
+                eb);
         return -1;
     }
     return 0;

@@ -332,7 +332,8 @@ int app_flags_parse_only(const char *cmd, const struct app_flag *rows, int argc,
     if (first < 0)
         return -1;
     if (first < argc) {
-        fprintf(stderr, "gcdp %s: unexpected argument '%s'\n", cmd, argv[first]);
+        fprintf(stderr, "gcdp %s: unexpected argument '%s'\n(gcdp %s --help lists the options)\n",
+                cmd, argv[first], cmd);
         return -1;
     }
     return 0;

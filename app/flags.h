@@ -83,7 +83,7 @@ int app_flags_parse(const char *cmd, const struct app_flag *rows, int argc, char
                     unsigned *tags);
 
 /* app_flags_parse for a command that takes no operand: one is refused with "gcdp <cmd>:
- * unexpected argument '<arg>'". Returns 0, or -1 after the message. */
+ * unexpected argument '<arg>'" (and the --help line). Returns 0, or -1 after the message. */
 int app_flags_parse_only(const char *cmd, const struct app_flag *rows, int argc, char **argv,
                          void *args, unsigned *tags);
 
