@@ -338,3 +338,30 @@ int app_flags_parse_only(const char *cmd, const struct app_flag *rows, int argc,
     }
     return 0;
 }
+
+void app_flags_help(FILE *f, const struct app_flag *rows, int width)
+{
+    bool shorts = false; /* then a long-only name lines up after "-c, " */
+
+    for (const struct app_flag *r = rows; r->name; r++)
+        shorts = shorts || r->short_name;
+    for (const struct app_flag *r = rows; r->name; r++) {
+        char label[96];
+        int n;
+
+        if (!r->help)
+            continue;
+        n = r->short_name ? snprintf(label, sizeof(label), "-%c, --%s", r->short_name, r->name)
+                          : snprintf(label, sizeof(label), "%s--%s", shorts ? "    " : "", r->name);
+        if (r->metavar)
+            n += snprintf(label + n, sizeof(label) - (size_t)n, " %s", r->metavar);
+        fprintf(f, "  %-*s%s", width, label, n >= width ? " " : "");
+        for (const char *h = r->help; *h;) {
+            size_t len = strcspn(h, "\n");
+            fprintf(f, "%.*s\n", (int)len, h);
+            h += len + (h[len] == '\n');
+            if (*h)
+                fprintf(f, "  %*s", width, "");
+        }
+    }
+}

@@ -17,6 +17,7 @@
 
 #include <float.h> /* DBL_MAX: a row without an upper bound */
 #include <stddef.h>
+#include <stdio.h>
 
 /* Decimal unsigned integer <= max as strtoull reads it (leading blanks and '+' pass);
  * refused when empty, starting with '-', or followed by other text. Returns 0 with *out
@@ -67,6 +68,9 @@ struct app_flag {
     app_flag_fn *fn;         /* APP_FLAG_FN */
     int short_name;          /* 'i' for -i, or 0 */
     unsigned tag;            /* ORed into *tags when the flag is given (e.g. "offline only") */
+    const char *metavar;     /* the value's name in --help ("FILE"), or NULL */
+    const char *help;        /* its --help text ('\n' continues in the text column), or NULL:
+                                not listed by app_flags_help */
 };
 
 /* .offset and .size of field f of struct type T, for a row: {"out", APP_FLAG_STR,
@@ -81,6 +85,11 @@ struct app_flag {
  * stderr (an unknown option, a missing or refused value). */
 int app_flags_parse(const char *cmd, const struct app_flag *rows, int argc, char **argv, void *args,
                     unsigned *tags);
+
+/* The options section of a --help text from the rows that have help: per row
+ * "  [-c, ]--name[ METAVAR]" padded to width (or followed by one blank when longer), then
+ * the help, each continuation line indented to the same column. */
+void app_flags_help(FILE *f, const struct app_flag *rows, int width);
 
 /* app_flags_parse for a command that takes no operand: one is refused with "gcdp <cmd>:
  * unexpected argument '<arg>'" (and the --help line). Returns 0, or -1 after the message. */
