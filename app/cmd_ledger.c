@@ -30,25 +30,9 @@ static const char ledger_help[] =
     "any row they would reject fails this command (a ledger is never read leniently).\n"
     "The unit scheme and caps shown are the ones bound in the ledger's header.\n"
     "\n"
-    "options:\n"
-    "  --ledger FILE   ledger path (default: release.ledger.path under state.dir)\n"
-    "  --unit PREFIX   only units starting with PREFIX (e.g. a device id)\n"
-    "  --json          one JSON object per unit instead of the table\n"
-    "  --carry-to NEW  change the unit scheme or caps: create the ledger NEW with the scheme\n"
-    "                  and caps of this run's configuration (release.ledger.slot_ms,\n"
-    "                  release.policy.time_radius, ingest.period_ms, release.ledger.cap_*)\n"
-    "                  and carry the spent budget forward conservatively: every new unit\n"
-    "                  starts at the maximum spent over any old unit whose time span it\n"
-    "                  overlaps. NEW must not exist; refused when a carried total is over\n"
-    "                  the new cap. The old ledger is left as it is (keep it: it is the\n"
-    "                  record of what was spent); use only NEW from then on.\n"
-    "  --import OLD --to NEW\n"
-    "                  migrate the JSONL ledger OLD once to the embedded store NEW (SQLite;\n"
-    "                  docs/operations.md, \"Ledger store\"): every release's output bytes\n"
-    "                  and every unit's total are copied and verified equal before NEW is\n"
-    "                  put in place. NEW must not exist; OLD keeps the same scheme and caps\n"
-    "                  and stays where it is as NEW's audit log (new rows are appended to\n"
-    "                  it). Takes the ledger's lock: stop release/calibrate first.\n"
+    "options:\n";
+
+static const char ledger_help_end[] =
     "  -h, --help      this text\n"
     "exit status: 0 ok; 1 unreadable, empty, header-less or corrupt ledger; 2 usage.\n\n";
 
@@ -164,24 +148,42 @@ struct ledger_cli {
     int as_json;
 };
 
-static void usage(FILE *f)
-{
-    fprintf(f, "%s%s", ledger_help, app_common_help);
-}
-
 #define AT(f) APP_FLAG_AT(struct ledger_cli, f)
 
 static const struct app_flag ledger_flags[] = {
-    {"ledger", APP_FLAG_STR, AT(flag)},
-    {"unit", APP_FLAG_STR, AT(prefix)},
-    {"json", APP_FLAG_TRUE, AT(as_json)},
-    {"carry-to", APP_FLAG_STR, AT(carry)},
-    {"import", APP_FLAG_STR, AT(imp)},
+    {"ledger", APP_FLAG_STR, AT(flag), .metavar = "FILE",
+     .help = "ledger path (default: release.ledger.path under state.dir)"},
+    {"unit", APP_FLAG_STR, AT(prefix), .metavar = "PREFIX",
+     .help = "only units starting with PREFIX (e.g. a device id)"},
+    {"json", APP_FLAG_TRUE, AT(as_json), .help = "one JSON object per unit instead of the table"},
+    {"carry-to", APP_FLAG_STR, AT(carry), .metavar = "NEW",
+     .help = "change the unit scheme or caps: create the ledger NEW with the scheme\n"
+             "and caps of this run's configuration (release.ledger.slot_ms,\n"
+             "release.policy.time_radius, ingest.period_ms, release.ledger.cap_*)\n"
+             "and carry the spent budget forward conservatively: every new unit\n"
+             "starts at the maximum spent over any old unit whose time span it\n"
+             "overlaps. NEW must not exist; refused when a carried total is over\n"
+             "the new cap. The old ledger is left as it is (keep it: it is the\n"
+             "record of what was spent); use only NEW from then on."},
+    {"import", APP_FLAG_STR, AT(imp), .metavar = "OLD --to NEW",
+     .help = "migrate the JSONL ledger OLD once to the embedded store NEW (SQLite;\n"
+             "docs/operations.md, \"Ledger store\"): every release's output bytes\n"
+             "and every unit's total are copied and verified equal before NEW is\n"
+             "put in place. NEW must not exist; OLD keeps the same scheme and caps\n"
+             "and stays where it is as NEW's audit log (new rows are appended to\n"
+             "it). Takes the ledger's lock: stop release/calibrate first."},
     {"to", APP_FLAG_STR, AT(to)},
     {.name = NULL},
 };
 
 #undef AT
+
+static void usage(FILE *f)
+{
+    fputs(ledger_help, f);
+    app_flags_help(f, ledger_flags, 16);
+    fprintf(f, "%s%s", ledger_help_end, app_common_help);
+}
 
 /* Inspect (or with --carry-to, carry) the ledger at path. */
 static int inspect(const char *path, const struct ledger_cli *cli, const struct core_config *cfg)

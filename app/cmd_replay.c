@@ -77,7 +77,7 @@ static const struct app_flag replay_flags[] = {
     {"device", APP_FLAG_STR, AT(device)},
     {"speed", APP_FLAG_DBL, AT(speed), .lo = 0, .hi = 1e9},
     {"rate", APP_FLAG_DBL, AT(rate), .lo = 0, .hi = 1e9},
-    APP_PROD_FLAG_ROWS(struct sim_replay_options, prod),
+    APP_PROD_FLAG_ROWS(offsetof(struct sim_replay_options, prod)),
     {.name = NULL},
 };
 

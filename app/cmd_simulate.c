@@ -129,7 +129,7 @@ static const struct app_flag simulate_flags[] = {
     {"gap-ticks", APP_FLAG_UINT, AT(o.gap_ticks), .hi = 1000000},
     {"late-s", ANY(late_s)},
     {"oversize-bytes", APP_FLAG_UINT, AT(o.oversize_bytes), .hi = 64 << 20},
-    APP_PROD_FLAG_ROWS(struct sim_cli, o.prod),
+    APP_PROD_FLAG_ROWS(offsetof(struct sim_cli, o.prod)),
     {.name = NULL},
 };
 

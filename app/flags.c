@@ -355,7 +355,10 @@ void app_flags_help(FILE *f, const struct app_flag *rows, int width)
                           : snprintf(label, sizeof(label), "%s--%s", shorts ? "    " : "", r->name);
         if (r->metavar)
             n += snprintf(label + n, sizeof(label) - (size_t)n, " %s", r->metavar);
-        fprintf(f, "  %-*s%s", width, label, n >= width ? " " : "");
+        if (n >= width) /* a long label has the text column to itself on the next line */
+            fprintf(f, "  %s\n  %*s", label, width, "");
+        else
+            fprintf(f, "  %-*s", width, label);
         for (const char *h = r->help; *h;) {
             size_t len = strcspn(h, "\n");
             fprintf(f, "%.*s\n", (int)len, h);

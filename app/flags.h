@@ -87,8 +87,8 @@ int app_flags_parse(const char *cmd, const struct app_flag *rows, int argc, char
                     unsigned *tags);
 
 /* The options section of a --help text from the rows that have help: per row
- * "  [-c, ]--name[ METAVAR]" padded to width (or followed by one blank when longer), then
- * the help, each continuation line indented to the same column. */
+ * "  [-c, ]--name[ METAVAR]" padded to width (a longer one on a line of its own), then the
+ * help, each continuation line indented to the same column. */
 void app_flags_help(FILE *f, const struct app_flag *rows, int width);
 
 /* app_flags_parse for a command that takes no operand: one is refused with "gcdp <cmd>:

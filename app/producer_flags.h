@@ -24,17 +24,20 @@
 #define APP_PROD_MAX_LAG_MIN  65536ULL
 #define APP_PROD_MAX_LAG_MAX  5242880ULL /* the embedded broker's 5 MiB retention */
 
-/* The five rows of a command's flag table (flags.h) for the struct sim_producer_opts
- * member p of its args struct T. An empty --lag-group means none. */
+/* The five rows of a command's flag table (flags.h) for its struct sim_producer_opts at
+ * byte offset base of its args struct (offsetof(T, prod)). An empty --lag-group means none. */
+#define APP_PROD_AT(base, f)                                                                       \
+    .offset = (base) + offsetof(struct sim_producer_opts, f),                                      \
+    .size = sizeof(((struct sim_producer_opts *)0)->f)
 /* clang-format off */
-#define APP_PROD_FLAG_ROWS(T, p)                                                                   \
-    {"topic", APP_FLAG_STR, APP_FLAG_AT(T, p.topic)},                                              \
-    {"max-inflight", APP_FLAG_UINT, APP_FLAG_AT(T, p.max_inflight),                                \
+#define APP_PROD_FLAG_ROWS(base)                                                                   \
+    {"topic", APP_FLAG_STR, APP_PROD_AT(base, topic)},                                             \
+    {"max-inflight", APP_FLAG_UINT, APP_PROD_AT(base, max_inflight),                               \
      .lo = APP_PROD_INFLIGHT_MIN, .hi = APP_PROD_INFLIGHT_MAX},                                    \
-    {"flush-timeout", APP_FLAG_INT, APP_FLAG_AT(T, p.flush_timeout_ms),                            \
+    {"flush-timeout", APP_FLAG_INT, APP_PROD_AT(base, flush_timeout_ms),                           \
      .lo = 0, .hi = APP_PROD_FLUSH_MS_MAX},                                                        \
-    {"lag-group", APP_FLAG_STR, APP_FLAG_AT(T, p.lag_group), .flags = APP_FLAG_EMPTY_NULL},        \
-    {"max-lag-bytes", APP_FLAG_UINT, APP_FLAG_AT(T, p.max_lag_bytes),                              \
+    {"lag-group", APP_FLAG_STR, APP_PROD_AT(base, lag_group), .flags = APP_FLAG_EMPTY_NULL},       \
+    {"max-lag-bytes", APP_FLAG_UINT, APP_PROD_AT(base, max_lag_bytes),                             \
      .lo = APP_PROD_MAX_LAG_MIN, .hi = APP_PROD_MAX_LAG_MAX}
 /* clang-format on */
 
