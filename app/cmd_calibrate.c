@@ -44,44 +44,10 @@ static const char usage_text[] =
     "noise, no new charge). Rows need timestamps: occupancy's date column, or a CSV\n"
     "column named by calibrate.input.ts_column (default ts: ms since the epoch or a UTC\n"
     "date YYYY-MM-DD HH:MM:SS[.fff][Z|+hh:mm]).\n\n"
-    "options:\n"
-    "  -i, --input FILE    calibration matrix (required; - = standard input): CSV\n"
-    "                      with a header of node names, one row per time step,\n"
-    "                      complete numeric rows\n"
-    "  -f, --format FMT    csv | occupancy (UCI Occupancy: temperature, humidity,\n"
-    "                      light, co2, humidity_ratio; labels from Occupancy)\n"
-    "                      (default: calibrate.input.format = csv)\n"
-    "  -o, --output FILE   write theta here (atomic rename); default: stdout\n"
-    "      --mode MODE     public | private (default: calibrate.mode = public)\n"
-    "      --device ID     private: device id of the calibration rows (repeat for rows\n"
-    "                      that hold several devices' readings: each is charged);\n"
-    "                      replaces calibrate.ledger.devices (default: [] = required)\n"
-    "      --ledger FILE   private: ledger path, used as given (default:\n"
-    "                      release.ledger.path under state.dir); the same file\n"
-    "                      `gcdp release` charges\n"
-    "      --publish       also produce theta to topics.calibration (key = version)\n"
-    "                      and wait for the broker's acknowledgement (needs\n"
-    "                      broker.bootstrap, e.g. --set broker.bootstrap=@FILE)\n"
-    "      --check FILE    validate a theta file strictly; exit 0 if valid, 1 if not\n";
+    "options:\n";
 
 /* The --help text of --serve and the parameters (followed by app_common_help). */
 static const char usage_serve_text[] =
-    "      --serve         run the calibrate SERVICE: public theta versions made from\n"
-    "                      --input (read again for every version) and published to\n"
-    "                      topics.calibration: an initial one when the topic holds\n"
-    "                      none, one per accepted recalibration request, and one\n"
-    "                      every calibrate.service.refresh_s (periodic fallback);\n"
-    "                      versions only grow (max(now ms, newest + 1)), each states\n"
-    "                      its reason; requests closer than\n"
-    "                      calibrate.service.min_interval_s are refused (rate limit).\n"
-    "                      calibrate.mode=private (no --input): each version from\n"
-    "                      the declared span of protected windows on topics.windows\n"
-    "                      (calibrate.service.private_span_s), charged to the\n"
-    "                      service's own ledger (calibrate.ledger.path) after\n"
-    "                      adopting release's changelog; refusals on topics.status\n"
-    "                      (docs/calibrate.md). Until SIGINT/SIGTERM; one-line JSON\n"
-    "                      summary on stdout at exit\n"
-    "      --exit-after S  with --serve: stop after S seconds\n"
     "      --check         with --serve: validate the configuration (file, env,\n"
     "                      --set), --input (parsed) and the control key file, print\n"
     "                      \"gcdp calibrate: configuration ok\" and exit 0 (2 naming\n"
@@ -98,13 +64,6 @@ static const char usage_serve_text[] =
     "keys` lists them with ranges.\n"
     "exit status: 0 ok, 1 runtime failure (bad data, invalid theta, ledger refusal or\n"
     "I/O: no theta written), 2 usage/config.\n\n";
-
-static void usage(FILE *f)
-{
-    fputs(usage_text, f);
-    fputs(usage_serve_text, f);
-    fputs(app_common_help, f);
-}
 
 static int check_file(const char *path)
 {
@@ -399,20 +358,63 @@ static int take_device(void *args, const char *arg)
 #define AT(f) APP_FLAG_AT(struct calibrate_cli, f)
 
 static const struct app_flag calibrate_flags[] = {
-    {"input", APP_FLAG_STR, AT(input), .short_name = 'i'},
-    {"format", APP_FLAG_FN, .fn = take_format, .short_name = 'f'},
-    {"output", APP_FLAG_STR, AT(output), .short_name = 'o'},
-    {"mode", APP_FLAG_FN, .fn = take_mode},
-    {"check", APP_FLAG_STR, AT(check)},
-    {"publish", APP_FLAG_TRUE, AT(publish)},
-    {"device", APP_FLAG_FN, .fn = take_device},
-    {"ledger", APP_FLAG_STR, AT(ledger)},
-    {"serve", APP_FLAG_TRUE, AT(serve)},
-    {"exit-after", APP_FLAG_DBL, AT(exit_after), .lo = 0, .hi = 1e6},
+    {"input", APP_FLAG_STR, AT(input), .short_name = 'i', .metavar = "FILE",
+     .help = "calibration matrix (required; - = standard input): CSV\n"
+             "with a header of node names, one row per time step,\n"
+             "complete numeric rows"},
+    {"format", APP_FLAG_FN, .fn = take_format, .short_name = 'f', .metavar = "FMT",
+     .help = "csv | occupancy (UCI Occupancy: temperature, humidity,\n"
+             "light, co2, humidity_ratio; labels from Occupancy)\n"
+             "(default: calibrate.input.format = csv)"},
+    {"output", APP_FLAG_STR, AT(output), .short_name = 'o', .metavar = "FILE",
+     .help = "write theta here (atomic rename); default: stdout"},
+    {"mode", APP_FLAG_FN, .fn = take_mode, .metavar = "MODE",
+     .help = "public | private (default: calibrate.mode = public)"},
+    {"device", APP_FLAG_FN, .fn = take_device, .metavar = "ID",
+     .help = "private: device id of the calibration rows (repeat for rows\n"
+             "that hold several devices' readings: each is charged);\n"
+             "replaces calibrate.ledger.devices (default: [] = required)"},
+    {"ledger", APP_FLAG_STR, AT(ledger), .metavar = "FILE",
+     .help = "private: ledger path, used as given (default:\n"
+             "release.ledger.path under state.dir); the same file\n"
+             "`gcdp release` charges"},
+    {"publish", APP_FLAG_TRUE, AT(publish),
+     .help = "also produce theta to topics.calibration (key = version)\n"
+             "and wait for the broker's acknowledgement (needs\n"
+             "broker.bootstrap, e.g. --set broker.bootstrap=@FILE)"},
+    {"check", APP_FLAG_STR, AT(check), .metavar = "FILE",
+     .help = "validate a theta file strictly; exit 0 if valid, 1 if not"},
+    {"serve", APP_FLAG_TRUE, AT(serve), .section = 1,
+     .help = "run the calibrate SERVICE: public theta versions made from\n"
+             "--input (read again for every version) and published to\n"
+             "topics.calibration: an initial one when the topic holds\n"
+             "none, one per accepted recalibration request, and one\n"
+             "every calibrate.service.refresh_s (periodic fallback);\n"
+             "versions only grow (max(now ms, newest + 1)), each states\n"
+             "its reason; requests closer than\n"
+             "calibrate.service.min_interval_s are refused (rate limit).\n"
+             "calibrate.mode=private (no --input): each version from\n"
+             "the declared span of protected windows on topics.windows\n"
+             "(calibrate.service.private_span_s), charged to the\n"
+             "service's own ledger (calibrate.ledger.path) after\n"
+             "adopting release's changelog; refusals on topics.status\n"
+             "(docs/calibrate.md). Until SIGINT/SIGTERM; one-line JSON\n"
+             "summary on stdout at exit"},
+    {"exit-after", APP_FLAG_DBL, AT(exit_after), .lo = 0, .hi = 1e6, .metavar = "S", .section = 1,
+     .help = "with --serve: stop after S seconds"},
     {.name = NULL},
 };
 
 #undef AT
+
+static void usage(FILE *f)
+{
+    fputs(usage_text, f);
+    app_flags_help(f, calibrate_flags, 20, 0);
+    app_flags_help(f, calibrate_flags, 20, 1);
+    fputs(usage_serve_text, f);
+    fputs(app_common_help, f);
+}
 
 /* The flags fit together: an input (or --check, --serve), no stray argument, a broker for
  * --publish, and the offline paths distinct. Returns APP_EXIT_OK or APP_EXIT_USAGE. */

@@ -37,7 +37,7 @@ static void usage(FILE *f)
                "image's HEALTHCHECK: it reads the same configuration as the service (GCDP_*\n"
                "environment), so the port is the service's metrics.port.\n\n"
                "options:\n");
-    app_flags_help(f, health_flags, 13);
+    app_flags_help(f, health_flags, 13, 0);
     fprintf(f,
             "  --help       this text\n\n"
             "exit status: 0 healthy, 1 unhealthy or unreachable, 2 usage/config.\n\n%s",

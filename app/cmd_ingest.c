@@ -59,7 +59,7 @@ static void usage(FILE *f)
             "window ids are stable, so duplicates after a crash are harmless downstream).\n"
             "Run several processes with the same --group to scale out.\n\n"
             "options:\n");
-    app_flags_help(f, ingest_flags, 21);
+    app_flags_help(f, ingest_flags, 21, 0);
     fprintf(f,
             "  --help               this text\n\n"
             "broker: --set broker.bootstrap=HOST:PORT or =@FILE; when unset and %s\n"

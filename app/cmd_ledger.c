@@ -181,7 +181,7 @@ static const struct app_flag ledger_flags[] = {
 static void usage(FILE *f)
 {
     fputs(ledger_help, f);
-    app_flags_help(f, ledger_flags, 16);
+    app_flags_help(f, ledger_flags, 16, 0);
     fprintf(f, "%s%s", ledger_help_end, app_common_help);
 }
 

@@ -92,7 +92,7 @@ static const struct app_flag run_flags[] = {
 static void usage(FILE *f)
 {
     fputs(usage_text, f);
-    app_flags_help(f, run_flags, 20);
+    app_flags_help(f, run_flags, 20, 0);
     fputs("  --help              this text\n\n", f);
     fputs(usage_defaults_text, f);
     fputs(app_common_help, f);

@@ -65,7 +65,7 @@ static const struct app_flag semgen_flags[] = {
 static void usage(FILE *f)
 {
     fputs(semgen_help, f);
-    app_flags_help(f, semgen_flags, 21);
+    app_flags_help(f, semgen_flags, 21, 0);
     fputs("  -h, --help           this text\n", f);
     fputs(app_common_help, f);
 }

@@ -339,7 +339,7 @@ int app_flags_parse_only(const char *cmd, const struct app_flag *rows, int argc,
     return 0;
 }
 
-void app_flags_help(FILE *f, const struct app_flag *rows, int width)
+void app_flags_help(FILE *f, const struct app_flag *rows, int width, int section)
 {
     bool shorts = false; /* then a long-only name lines up after "-c, " */
 
@@ -349,7 +349,7 @@ void app_flags_help(FILE *f, const struct app_flag *rows, int width)
         char label[96];
         int n;
 
-        if (!r->help)
+        if (!r->help || r->section != section)
             continue;
         n = r->short_name ? snprintf(label, sizeof(label), "-%c, --%s", r->short_name, r->name)
                           : snprintf(label, sizeof(label), "%s--%s", shorts ? "    " : "", r->name);

@@ -71,6 +71,7 @@ struct app_flag {
     const char *metavar;     /* the value's name in --help ("FILE"), or NULL */
     const char *help;        /* its --help text ('\n' continues in the text column), or NULL:
                                 not listed by app_flags_help */
+    int section;             /* which app_flags_help call lists it (0 unless the help is split) */
 };
 
 /* .offset and .size of field f of struct type T, for a row: {"out", APP_FLAG_STR,
@@ -86,10 +87,10 @@ struct app_flag {
 int app_flags_parse(const char *cmd, const struct app_flag *rows, int argc, char **argv, void *args,
                     unsigned *tags);
 
-/* The options section of a --help text from the rows that have help: per row
+/* The options section of a --help text from the rows of the section that have help: per row
  * "  [-c, ]--name[ METAVAR]" padded to width (a longer one on a line of its own), then the
  * help, each continuation line indented to the same column. */
-void app_flags_help(FILE *f, const struct app_flag *rows, int width);
+void app_flags_help(FILE *f, const struct app_flag *rows, int width, int section);
 
 /* app_flags_parse for a command that takes no operand: one is refused with "gcdp <cmd>:
  * unexpected argument '<arg>'" (and the --help line). Returns 0, or -1 after the message. */
