@@ -42,23 +42,7 @@ static const char release_help[] =
     "leaves an existing output untouched). Excluded windows are skipped; a refused window\n"
     "stops the run after everything before it was committed, unless --skip-refused.\n"
     "\n"
-    "options:\n"
-    "  --theta FILE      theta JSON from `gcdp calibrate` (required)\n"
-    "  --input FILE      window records (JSON lines); '-' = stdin (default -)\n"
-    "  --output FILE     released records; '-' = stdout, line-buffered (default -)\n"
-    "  --ledger FILE     ledger path (default: release.ledger.path under state.dir)\n"
-    "  --mechanism M     " REL_MECH_CHOICES "\n"
-    "                    (default: release.mechanism = gcdp)\n"
-    "  --eps-rel E       release budget per window (default: release.eps_rel = 1)\n"
-    "  --plan            print the per-coordinate plan (B, s, eps, scale) as JSON for the\n"
-    "                    first non-excluded record of --input and exit; draws no noise,\n"
-    "                    opens no ledger\n"
-    "  --theta-out FILE  also write theta with its release part (B, s, eps) filled\n"
-    "  --skip-refused    report a refused record (malformed, not covered by the plan or its\n"
-    "                    certificate, over the lifetime cap) with its line number and go on;\n"
-    "                    the run then exits 0 and prints how many were skipped\n"
-    "  -h, --help        this text\n"
-    "\n";
+    "options:\n";
 
 static const char release_serve_help[] =
     "service mode (--serve): the same release as a Kafka service. Window records are read\n"
@@ -75,19 +59,9 @@ static const char release_serve_help[] =
     "release.service.changelog is true: ledger rows go to topics.ledger_changelog and an\n"
     "assigned partition is restored from it first (docs/release.md, \"Several instances\").\n"
     "The ledger's audit log is mirrored to topics.audit, at least once from the offset kept\n"
-    "in <ledger>.mirror (release.audit.mirror, default true).\n"
-    "  --serve           run as a service until SIGINT/SIGTERM (a one-line JSON summary\n"
-    "                    goes to stdout at exit); needs broker.bootstrap (or\n"
-    "                    run/kafka.bootstrap); metrics.port serves /metrics and /healthz\n"
-    "  --group ID        consumer group of topics.windows (default gcdp-release)\n"
-    "  --check           validate the configuration (file, env, --set), --theta, the\n"
-    "                    ledger's location and the control key file, print \"gcdp release:\n"
-    "                    configuration ok\" and exit 0 (2 naming the key otherwise); opens\n"
-    "                    nothing for writing, no network\n"
-    "  --exit-idle S     stop after S seconds with nothing consumed, counted while windows\n"
-    "                    can be read (theta known, partitions assigned); default 0: until a\n"
-    "                    signal\n"
-    "\n"
+    "in <ledger>.mirror (release.audit.mirror, default true).\n";
+
+static const char release_end_help[] =
     "An output path that is the same file as the input, the ledger or theta is refused\n"
     "before anything is opened for writing. Other settings are release.* keys (`gcdp config\n"
     "keys`): delta, beta_r/g/u, eta, eps_min, policy.edges/hops/time_radius,\n"
@@ -140,32 +114,61 @@ static int check_args(int first, int argc, const struct args *a)
     return APP_EXIT_OK;
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f, "%s%s%s", release_help, release_serve_help, app_common_help);
-}
-
 #define AT(f) APP_FLAG_AT(struct args, f)
 
 static const struct app_flag release_flags[] = {
-    {"theta", APP_FLAG_STR, AT(theta)},
-    {"input", APP_FLAG_STR, AT(input), .tag = TAG_OFFLINE},
+    {"theta", APP_FLAG_STR, AT(theta), .metavar = "FILE",
+     .help = "theta JSON from `gcdp calibrate` (required)"},
+    {"input", APP_FLAG_STR, AT(input), .tag = TAG_OFFLINE, .metavar = "FILE",
+     .help = "window records (JSON lines); '-' = stdin (default -)"},
     {"format", APP_FLAG_STR, AT(format), .tag = TAG_OFFLINE},
-    {"output", APP_FLAG_STR, AT(output), .tag = TAG_OFFLINE},
-    {"ledger", APP_FLAG_STR, AT(ledger)},
-    {"mechanism", APP_FLAG_STR, AT(mech)},
-    {"eps-rel", APP_FLAG_STR, AT(eps)},
-    {"plan", APP_FLAG_TRUE, AT(plan_only), .tag = TAG_OFFLINE},
-    {"theta-out", APP_FLAG_STR, AT(theta_out), .tag = TAG_OFFLINE},
-    {"skip-refused", APP_FLAG_TRUE, AT(skip), .tag = TAG_OFFLINE},
-    {"serve", APP_FLAG_TRUE, AT(serve)},
-    {"group", APP_FLAG_STR, AT(group)},
-    {"exit-idle", APP_FLAG_DBL, AT(exit_idle_s), .lo = 0, .hi = 1e6},
-    {"check", APP_FLAG_TRUE, AT(check)},
+    {"output", APP_FLAG_STR, AT(output), .tag = TAG_OFFLINE, .metavar = "FILE",
+     .help = "released records; '-' = stdout, line-buffered (default -)"},
+    {"ledger", APP_FLAG_STR, AT(ledger), .metavar = "FILE",
+     .help = "ledger path (default: release.ledger.path under state.dir)"},
+    {"mechanism", APP_FLAG_STR, AT(mech), .metavar = "M",
+     .help = REL_MECH_CHOICES "\n(default: release.mechanism = gcdp)"},
+    {"eps-rel", APP_FLAG_STR, AT(eps), .metavar = "E",
+     .help = "release budget per window (default: release.eps_rel = 1)"},
+    {"plan", APP_FLAG_TRUE, AT(plan_only), .tag = TAG_OFFLINE,
+     .help = "print the per-coordinate plan (B, s, eps, scale) as JSON for the\n"
+             "first non-excluded record of --input and exit; draws no noise,\n"
+             "opens no ledger"},
+    {"theta-out", APP_FLAG_STR, AT(theta_out), .tag = TAG_OFFLINE, .metavar = "FILE",
+     .help = "also write theta with its release part (B, s, eps) filled"},
+    {"skip-refused", APP_FLAG_TRUE, AT(skip), .tag = TAG_OFFLINE,
+     .help = "report a refused record (malformed, not covered by the plan or its\n"
+             "certificate, over the lifetime cap) with its line number and go on;\n"
+             "the run then exits 0 and prints how many were skipped"},
+    {"serve", APP_FLAG_TRUE, AT(serve), .section = 1,
+     .help = "run as a service until SIGINT/SIGTERM (a one-line JSON summary\n"
+             "goes to stdout at exit); needs broker.bootstrap (or\n"
+             "run/kafka.bootstrap); metrics.port serves /metrics and /healthz"},
+    {"group", APP_FLAG_STR, AT(group), .metavar = "ID", .section = 1,
+     .help = "consumer group of topics.windows (default gcdp-release)"},
+    {"check", APP_FLAG_TRUE, AT(check), .section = 1,
+     .help = "validate the configuration (file, env, --set), --theta, the\n"
+             "ledger's location and the control key file, print \"gcdp release:\n"
+             "configuration ok\" and exit 0 (2 naming the key otherwise); opens\n"
+             "nothing for writing, no network"},
+    {"exit-idle", APP_FLAG_DBL, AT(exit_idle_s), .lo = 0, .hi = 1e6, .metavar = "S", .section = 1,
+     .help = "stop after S seconds with nothing consumed, counted while windows\n"
+             "can be read (theta known, partitions assigned); default 0: until a\n"
+             "signal"},
     {.name = NULL},
 };
 
 #undef AT
+
+static void usage(FILE *f)
+{
+    fputs(release_help, f);
+    app_flags_help(f, release_flags, 18, 0);
+    fputs("  -h, --help        this text\n\n", f);
+    fputs(release_serve_help, f);
+    app_flags_help(f, release_flags, 18, 1);
+    fprintf(f, "\n%s%s", release_end_help, app_common_help);
+}
 
 /* Parse argv into a (defaults first), then check_args. */
 static int parse_args(int argc, char **argv, struct args *a)
