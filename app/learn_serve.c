@@ -25,18 +25,9 @@ static const char usage_text[] =
     "Fed-Sparse-BNSL between one server and participants (sites) over\n"
     "topics.learner_updates / topics.learner_global; the DAG goes to topics.learner_dag\n"
     "and to learner.service.out_dir/dag-s<session>.{json,dot,png}.\n"
-    "\n"
-    "  --server          run the server: a session starts once learner.service.participants\n"
-    "                    sites announced >= learner.service.min_samples rows; checkpoints\n"
-    "                    every round in learner.service.state_dir and resumes after a restart\n"
-    "  --participant ID  run one site ([A-Za-z0-9._-], <= 64): it reads ONLY topics.released\n"
-    "                    (gcdp.released/1), keeps its devices' rows (<= learner.service.horizon)\n"
-    "  --devices GLOBS   the site's devices, comma-separated shell globs (default:\n"
-    "                    learner.service.devices, \"*\")\n"
-    "  --check           validate flags and configuration (no network), print\n"
-    "                    'gcdp learn: configuration ok' and exit 0 (2 on an error)\n"
-    "  --sessions N      server: exit after N published DAGs (default: run until a signal)\n"
-    "  --exit-after S    stop after S seconds (bounded runs, tests)\n"
+    "\n";
+
+static const char usage_end[] =
     "  -h, --help        this text\n"
     "\n"
     "Configuration: learner.* (the ADMM/PGCD options of `gcdp learn`), learner.service.*,\n"
@@ -63,12 +54,23 @@ static void on_signal(int sig)
 #define AT(f) APP_FLAG_AT(struct serve_args, f)
 
 static const struct app_flag serve_flags[] = {
-    {"server", APP_FLAG_TRUE, AT(server)},
-    {"participant", APP_FLAG_STR, AT(participant)},
-    {"devices", APP_FLAG_STR, AT(devices)},
-    {"check", APP_FLAG_TRUE, AT(check)},
-    {"sessions", APP_FLAG_DBL, AT(sessions), .hi = DBL_MAX},
-    {"exit-after", APP_FLAG_DBL, AT(exit_after), .hi = DBL_MAX},
+    {"server", APP_FLAG_TRUE, AT(server),
+     .help = "run the server: a session starts once learner.service.participants\n"
+             "sites announced >= learner.service.min_samples rows; checkpoints\n"
+             "every round in learner.service.state_dir and resumes after a restart"},
+    {"participant", APP_FLAG_STR, AT(participant), .metavar = "ID",
+     .help = "run one site ([A-Za-z0-9._-], <= 64): it reads ONLY topics.released\n"
+             "(gcdp.released/1), keeps its devices' rows (<= learner.service.horizon)"},
+    {"devices", APP_FLAG_STR, AT(devices), .metavar = "GLOBS",
+     .help = "the site's devices, comma-separated shell globs (default:\n"
+             "learner.service.devices, \"*\")"},
+    {"check", APP_FLAG_TRUE, AT(check),
+     .help = "validate flags and configuration (no network), print\n"
+             "'gcdp learn: configuration ok' and exit 0 (2 on an error)"},
+    {"sessions", APP_FLAG_DBL, AT(sessions), .hi = DBL_MAX, .metavar = "N",
+     .help = "server: exit after N published DAGs (default: run until a signal)"},
+    {"exit-after", APP_FLAG_DBL, AT(exit_after), .hi = DBL_MAX, .metavar = "S",
+     .help = "stop after S seconds (bounded runs, tests)"},
     {.name = NULL},
 };
 
@@ -128,6 +130,8 @@ static core_err run_service(struct core_config *cfg, const struct serve_args *a,
 static void usage(FILE *f)
 {
     fputs(usage_text, f);
+    app_flags_help(f, serve_flags, 18, 0);
+    fputs(usage_end, f);
 }
 
 static int serve_main(struct app_call *call)
