@@ -35,50 +35,7 @@ static const char learn_help[] =
     "       gcdp learn --server | --participant ID  (services: --server --help)\n"
     "Learn one DAG from participant CSV files (one sample per row, same columns in every\n"
     "file, optional header line; see `gcdp sem-gen`).\n"
-    "options:\n"
-    "  --method M        fed-sparse (default) | dp-fed-sparse | fed-bnsl | dp-fed-bnsl |\n"
-    "                    notears (centralized, pooled data) | local-notears (per participant)\n"
-    "                    | dp-fed-sparse-mangold (DP-PGCD of Mangold et al. 2023: Laplace +\n"
-    "                    advanced composition, same defaults as dp-fed-sparse; Appendix C.4)\n"
-    "  --out PREFIX      outputs PREFIX.json, PREFIX.csv, PREFIX.dot, PREFIX.png,\n"
-    "                    PREFIX.metrics.json (default: learned); local-notears and\n"
-    "                    --personalize add PREFIX.p<k>.* per participant\n"
-    "  --truth FILE      true DAG (sem-gen truth.json, or a CSV adjacency): SHD/TPR/FDR,\n"
-    "                    skeleton and v-structure metrics, and a coloured picture\n"
-    "  --personalize     refit the weights per participant by OLS on the learned DAG\n"
-    "  --participant-truth FILE  true weights of participant k (repeat in file order):\n"
-    "                    normalized MSE with and without personalization\n"
-    "  --min-rows N      minimum data rows per file (default 10)\n"
-    "  --rounds T        ADMM round cap T_max (default: 100; dp methods: paper Table 7\n"
-    "                    by d); the run stops earlier when it converges (below)\n"
-    "  --rho1 X --rho2 X ADMM penalties (fed-sparse default 1000 and 1; fed-bnsl: the\n"
-    "                    notears-admm schedule from 1e-3 growing x1.75 / x1.25 per round)\n"
-    "  --lambda X        l1 weight (fed-sparse 0.1; notears 0.1; dp-fed-sparse Table 7)\n"
-    "  --gamma X         PGCD step (fed-sparse 0.5; dp-fed-sparse Table 7)\n"
-    "  --steps K         PGCD / DP-PGCD coordinate steps per round (fed-sparse 1000;\n"
-    "                    dp-fed-sparse Table 7 by d)\n"
-    "  --threshold X     final |w| pruning threshold (default 0.3)\n"
-    "  --server-iters N  server L-BFGS iteration cap per round (default: the ADMM\n"
-    "                    driver's, lrn_admm_opts_default())\n"
-    "  --pgcd-tol X      stop a PGCD call early when the best score <= X (default 1e-6)\n"
-    "  --eps X           privacy budget per participant for dp-* methods (default 10)\n"
-    "  --delta X         delta (default 1/n_p^2)\n"
-    "  --clip C          DP-PGCD clipping threshold (default Table 7 by d)\n"
-    "  --cov-bound B     DP-Fed-BNSL row bound ||x||^2 <= B (default Table 7 by d)\n"
-    "  --cov-by-p        fed-sparse: local loss uses X^T X / (n_p P) (notears-admm scaling)\n"
-    "  --no-center       do not centre each participant's columns (default: centred;\n"
-    "                    non-private methods; DP methods never centre, see docs)\n"
-    "  --standardize     also scale each participant's columns to unit variance\n"
-    "  --threads N       OpenBLAS threads (default 1; more rarely helps below d = 200)\n"
-    "  --workers N       threads that read the files and run the participants' local\n"
-    "                    solves (fed-sparse) in parallel (default learner.workers = 0:\n"
-    "                    online CPUs, at most 8; 1: none); same result for any N\n"
-    "  --no-png          do not run graphviz\n"
-    "  --quiet           no per-round progress lines\n"
-    "  --trace           per-round diagnostic line instead: h of the sent W and of the\n"
-    "                    server's W~, residuals, support changes, largest dual on entries\n"
-    "                    a participant did not receive, rho1, alpha, nonzeros up/down\n"
-    "  -h, --help        this text\n";
+    "options:\n";
 
 /* the rest of the help (one string would pass the 4095 bytes C99 promises) */
 static const char learn_help_more[] =
@@ -116,14 +73,6 @@ struct learn_args {
     char **files;
     size_t P;
 };
-
-static void usage(FILE *f)
-{
-    fputs(learn_help, f);
-    fputs(learn_help_more, f);
-    fputs(learn_help_exit, f);
-    fputs(app_common_help, f);
-}
 
 /* Integer options: values above 1e9 become 1e9 (then rejected by the option checks with a
  * message) instead of an out-of-range conversion. */
@@ -173,39 +122,87 @@ static int parse_method(void *args, const char *arg)
 #define A(f)  APP_FLAG_AT(struct learn_args, f)
 
 static const struct app_flag learn_flags[] = {
-    {"method", APP_FLAG_FN, .fn = parse_method},
-    {"out", APP_FLAG_STR, A(out)},
-    {"truth", APP_FLAG_STR, A(truth)},
-    {"personalize", APP_FLAG_TRUE, A(personalize)},
+    {"method", APP_FLAG_FN, .fn = parse_method, .metavar = "M",
+     .help = "fed-sparse (default) | dp-fed-sparse | fed-bnsl | dp-fed-bnsl |\n"
+             "notears (centralized, pooled data) | local-notears (per participant)\n"
+             "| dp-fed-sparse-mangold (DP-PGCD of Mangold et al. 2023: Laplace +\n"
+             "advanced composition, same defaults as dp-fed-sparse; Appendix C.4)"},
+    {"out", APP_FLAG_STR, A(out), .metavar = "PREFIX",
+     .help = "outputs PREFIX.json, PREFIX.csv, PREFIX.dot, PREFIX.png,\n"
+             "PREFIX.metrics.json (default: learned); local-notears and\n"
+             "--personalize add PREFIX.p<k>.* per participant"},
+    {"truth", APP_FLAG_STR, A(truth), .metavar = "FILE",
+     .help = "true DAG (sem-gen truth.json, or a CSV adjacency): SHD/TPR/FDR,\n"
+             "skeleton and v-structure metrics, and a coloured picture"},
+    {"personalize", APP_FLAG_TRUE, A(personalize),
+     .help = "refit the weights per participant by OLS on the learned DAG"},
     {"participant-truth", APP_FLAG_STRS, A(ptruth),
-     .n_offset = offsetof(struct learn_args, n_ptruth)},
-    {"min-rows", APP_FLAG_UINT, A(min_rows), .lo = 1, .hi = DBL_MAX},
-    {"rounds", OV(rounds)},
-    {"rho1", OV(rho1)},
+     .n_offset = offsetof(struct learn_args, n_ptruth), .metavar = "FILE",
+     .flags = APP_FLAG_HELP_INLINE,
+     .help = "true weights of participant k (repeat in file order):\n"
+             "normalized MSE with and without personalization"},
+    {"min-rows", APP_FLAG_UINT, A(min_rows), .lo = 1, .hi = DBL_MAX, .metavar = "N",
+     .help = "minimum data rows per file (default 10)"},
+    {"rounds", OV(rounds), .metavar = "T",
+     .help = "ADMM round cap T_max (default: 100; dp methods: paper Table 7\n"
+             "by d); the run stops earlier when it converges (below)"},
+    {"rho1", OV(rho1), .metavar = "X --rho2 X",
+     .help = "ADMM penalties (fed-sparse default 1000 and 1; fed-bnsl: the\n"
+             "notears-admm schedule from 1e-3 growing x1.75 / x1.25 per round)"},
     {"rho2", OV(rho2)},
-    {"lambda", OV(lambda)},
-    {"gamma", OV(gamma)},
-    {"steps", OV(steps)},
-    {"threshold", OV(thr)},
-    {"eps", OV(eps)},
-    {"delta", OV(delta)},
-    {"clip", OV(clip)},
-    {"cov-bound", OV(covb)},
-    {"server-iters", OV(siters)},
-    {"pgcd-tol", OV(ptol)},
-    {"cov-by-p", APP_FLAG_TRUE, A(cov_by_p)},
-    {"threads", OV(threads)},
-    {"workers", OV(workers)},
-    {"no-center", APP_FLAG_TRUE, A(no_center)},
-    {"standardize", APP_FLAG_TRUE, A(standardize)},
-    {"trace", APP_FLAG_TRUE, A(trace)},
-    {"no-png", APP_FLAG_FALSE, A(png)},
-    {"quiet", APP_FLAG_TRUE, A(quiet)},
+    {"lambda", OV(lambda), .metavar = "X",
+     .help = "l1 weight (fed-sparse 0.1; notears 0.1; dp-fed-sparse Table 7)"},
+    {"gamma", OV(gamma), .metavar = "X",
+     .help = "PGCD step (fed-sparse 0.5; dp-fed-sparse Table 7)"},
+    {"steps", OV(steps), .metavar = "K",
+     .help = "PGCD / DP-PGCD coordinate steps per round (fed-sparse 1000;\n"
+             "dp-fed-sparse Table 7 by d)"},
+    {"threshold", OV(thr), .metavar = "X", .help = "final |w| pruning threshold (default 0.3)"},
+    {"server-iters", OV(siters), .metavar = "N",
+     .help = "server L-BFGS iteration cap per round (default: the ADMM\n"
+             "driver's, lrn_admm_opts_default())"},
+    {"pgcd-tol", OV(ptol), .metavar = "X",
+     .help = "stop a PGCD call early when the best score <= X (default 1e-6)"},
+    {"eps", OV(eps), .metavar = "X",
+     .help = "privacy budget per participant for dp-* methods (default 10)"},
+    {"delta", OV(delta), .metavar = "X", .help = "delta (default 1/n_p^2)"},
+    {"clip", OV(clip), .metavar = "C", .help = "DP-PGCD clipping threshold (default Table 7 by d)"},
+    {"cov-bound", OV(covb), .metavar = "B",
+     .help = "DP-Fed-BNSL row bound ||x||^2 <= B (default Table 7 by d)"},
+    {"cov-by-p", APP_FLAG_TRUE, A(cov_by_p),
+     .help = "fed-sparse: local loss uses X^T X / (n_p P) (notears-admm scaling)"},
+    {"no-center", APP_FLAG_TRUE, A(no_center),
+     .help = "do not centre each participant's columns (default: centred;\n"
+             "non-private methods; DP methods never centre, see docs)"},
+    {"standardize", APP_FLAG_TRUE, A(standardize),
+     .help = "also scale each participant's columns to unit variance"},
+    {"threads", OV(threads), .metavar = "N",
+     .help = "OpenBLAS threads (default 1; more rarely helps below d = 200)"},
+    {"workers", OV(workers), .metavar = "N",
+     .help = "threads that read the files and run the participants' local\n"
+             "solves (fed-sparse) in parallel (default learner.workers = 0:\n"
+             "online CPUs, at most 8; 1: none); same result for any N"},
+    {"no-png", APP_FLAG_FALSE, A(png), .help = "do not run graphviz"},
+    {"quiet", APP_FLAG_TRUE, A(quiet), .help = "no per-round progress lines"},
+    {"trace", APP_FLAG_TRUE, A(trace),
+     .help = "per-round diagnostic line instead: h of the sent W and of the\n"
+             "server's W~, residuals, support changes, largest dual on entries\n"
+             "a participant did not receive, rho1, alpha, nonzeros up/down"},
     {.name = NULL},
 };
 
 #undef OV
 #undef A
+
+static void usage(FILE *f)
+{
+    fputs(learn_help, f);
+    app_flags_help(f, learn_flags, 18, 0);
+    fputs("  -h, --help        this text\n", f);
+    fputs(learn_help_more, f);
+    fputs(learn_help_exit, f);
+    fputs(app_common_help, f);
+}
 
 /* Returns 0 ok, -1 usage error. Method defaults need d, so they are set later by
  * finish_opts(). */

@@ -355,7 +355,9 @@ void app_flags_help(FILE *f, const struct app_flag *rows, int width, int section
                           : snprintf(label, sizeof(label), "%s--%s", shorts ? "    " : "", r->name);
         if (r->metavar)
             n += snprintf(label + n, sizeof(label) - (size_t)n, " %s", r->metavar);
-        if (n >= width) /* a long label has the text column to itself on the next line */
+        if (n >= width && (r->flags & APP_FLAG_HELP_INLINE))
+            fprintf(f, "  %s  ", label);
+        else if (n >= width) /* a long label has the text column to itself on the next line */
             fprintf(f, "  %s\n  %*s", label, width, "");
         else
             fprintf(f, "  %-*s", width, label);

@@ -51,6 +51,9 @@ enum app_flag_kind {
 #define APP_FLAG_OPEN_LO    1u /* the range excludes lo */
 #define APP_FLAG_OPEN_HI    2u /* the range excludes hi */
 #define APP_FLAG_EMPTY_NULL 4u /* APP_FLAG_STR: an empty argument stores NULL */
+#define APP_FLAG_HELP_INLINE                                                                       \
+    8u /* --help: a label longer than the column keeps its text on                                 \
+          its line, after two blanks */
 
 /* A custom flag's parser: arg into args. Returns 0; -1 for the generic "invalid value"
  * message; -2 when it printed its own message ("gcdp <cmd>: ..."). */
@@ -88,8 +91,8 @@ int app_flags_parse(const char *cmd, const struct app_flag *rows, int argc, char
                     unsigned *tags);
 
 /* The options section of a --help text from the rows of the section that have help: per row
- * "  [-c, ]--name[ METAVAR]" padded to width (a longer one on a line of its own), then the
- * help, each continuation line indented to the same column. */
+ * "  [-c, ]--name[ METAVAR]" padded to width (a longer one on a line of its own, unless
+ * APP_FLAG_HELP_INLINE), then the help, each continuation line indented to the same column. */
 void app_flags_help(FILE *f, const struct app_flag *rows, int width, int section);
 
 /* app_flags_parse for a command that takes no operand: one is refused with "gcdp <cmd>:
