@@ -77,6 +77,10 @@ struct app_flag {
     int section;             /* which app_flags_help call lists it (0 unless the help is split) */
 };
 
+/* A numeric macro as a string literal, for a row's help: "1.." APP_STRINGIFY(MAX). */
+#define APP_STRINGIFY(x)  APP_STRINGIFY_(x)
+#define APP_STRINGIFY_(x) #x
+
 /* .offset and .size of field f of struct type T, for a row: {"out", APP_FLAG_STR,
  * APP_FLAG_AT(struct args, out)}; a range follows as .lo = ..., .hi = ... */
 #define APP_FLAG_AT(T, f) .offset = offsetof(T, f), .size = sizeof(((T *)0)->f)
