@@ -16,28 +16,48 @@
 
 #define STATUS_WAIT_S 10
 
+struct ctl_opts {
+    enum core_ctl_cmd_kind cmd;
+    const char *target, *reason, *key;
+    long wait_s, count;
+};
+
+#define AT(f) APP_FLAG_AT(struct ctl_opts, f)
+
+static const struct app_flag ctl_flags[] = {
+    {"target", APP_FLAG_STR, AT(target), .metavar = "NAME",
+     .help = "service that should act (calibrate, release, ...); default all"},
+    {"reason", APP_FLAG_STR, AT(reason), .metavar = "TEXT",
+     .help = "why (logged by the services; at most " APP_STRINGIFY(
+         CORE_CTL_MAX_REASON) " bytes, no control\ncharacters)"},
+    {"key", APP_FLAG_STR, AT(key), .metavar = "FILE",
+     .help = "key file (default: control.key_file)"},
+    {"wait", APP_FLAG_INT, AT(wait_s), .lo = 0, .hi = 3600, .metavar = "S",
+     .help = "after the broker acknowledged the command, wait up to S\n"
+             "seconds for replies on topics.status quoting its nonce and\n"
+             "print each as one JSON line (default " APP_STRINGIFY(
+                 STATUS_WAIT_S) " for status, 0 for the\nothers: no wait)"},
+    {"count", APP_FLAG_INT, AT(count), .lo = 0, .hi = 1000000, .metavar = "N",
+     .help = "stop waiting after N replies (default 0: wait the whole S, so\n"
+             "every instance can answer)"},
+    {.name = NULL},
+};
+
+#undef AT
+
 static void usage(FILE *f)
 {
+    fprintf(f, "usage: gcdp ctl keygen --out FILE\n"
+               "       gcdp ctl recalibrate|pause|resume|status [--target NAME] [--reason TEXT]\n"
+               "                [--key FILE] [--wait S] [--count N]\n\n"
+               "Operator commands to the gcdp services over topics.control, signed with a shared\n"
+               "key (HMAC-SHA-256; authenticated, NOT encrypted: put no secret in --reason).\n"
+               "Services refuse unsigned, forged, stale, replayed and malformed commands\n"
+               "(docs/operations.md, \"Control topic\").\n\n"
+               "  keygen --out FILE  write a new random key (64 hex digits, mode 0600); never\n"
+               "                     overwrites; prints the key id. Needs no configuration.\n");
+    app_flags_help(f, ctl_flags, 19, 0);
     fprintf(f,
-            "usage: gcdp ctl keygen --out FILE\n"
-            "       gcdp ctl recalibrate|pause|resume|status [--target NAME] [--reason TEXT]\n"
-            "                [--key FILE] [--wait S] [--count N]\n\n"
-            "Operator commands to the gcdp services over topics.control, signed with a shared\n"
-            "key (HMAC-SHA-256; authenticated, NOT encrypted: put no secret in --reason).\n"
-            "Services refuse unsigned, forged, stale, replayed and malformed commands\n"
-            "(docs/operations.md, \"Control topic\").\n\n"
-            "  keygen --out FILE  write a new random key (64 hex digits, mode 0600); never\n"
-            "                     overwrites; prints the key id. Needs no configuration.\n"
-            "  --target NAME      service that should act (calibrate, release, ...); default all\n"
-            "  --reason TEXT      why (logged by the services; at most %d bytes, no control\n"
-            "                     characters)\n"
-            "  --key FILE         key file (default: control.key_file)\n"
-            "  --wait S           after the broker acknowledged the command, wait up to S\n"
-            "                     seconds for replies on topics.status quoting its nonce and\n"
-            "                     print each as one JSON line (default %d for status, 0 for the\n"
-            "                     others: no wait)\n"
-            "  --count N          stop waiting after N replies (default 0: wait the whole S, so\n"
-            "                     every instance can answer)\n"
             "  -h, --help         this text\n\n"
             "Keys used: broker.bootstrap, broker.profile, kafka.*, topics.control,\n"
             "topics.status, control.key_file. The services' side: control.key_file,\n"
@@ -45,7 +65,7 @@ static void usage(FILE *f)
             "Exit: 0 command acknowledged by the broker (and, when waiting, at least one\n"
             "reply); 1 not acknowledged, or no reply within S; 2 usage, configuration or key\n"
             "file error.\n\n%s",
-            CORE_CTL_MAX_REASON, STATUS_WAIT_S, app_common_help);
+            app_common_help);
 }
 
 struct keygen_args {
@@ -86,25 +106,6 @@ static int keygen(struct app_call *call)
             out, id);
     return APP_EXIT_OK;
 }
-
-struct ctl_opts {
-    enum core_ctl_cmd_kind cmd;
-    const char *target, *reason, *key;
-    long wait_s, count;
-};
-
-#define AT(f) APP_FLAG_AT(struct ctl_opts, f)
-
-static const struct app_flag ctl_flags[] = {
-    {"target", APP_FLAG_STR, AT(target)},
-    {"reason", APP_FLAG_STR, AT(reason)},
-    {"key", APP_FLAG_STR, AT(key)},
-    {"wait", APP_FLAG_INT, AT(wait_s), .lo = 0, .hi = 3600},
-    {"count", APP_FLAG_INT, AT(count), .lo = 0, .hi = 1000000},
-    {.name = NULL},
-};
-
-#undef AT
 
 /* Returns -1 when parsed, else an exit code. */
 static int parse_opts(int argc, char **argv, struct ctl_opts *o)
