@@ -123,10 +123,11 @@ static const struct app_flag tab[] = {
 /* Parse the NULL-terminated argv (argv[0] = "cmd") into *a; returns app_flags_parse's. */
 static int parse_tab(const char **args, struct tab_args *a, unsigned *tags)
 {
-    static char buf[16][64];
-    static char *argv[17];
+    static char buf[32][64];
+    static char *argv[33];
     int argc = 0;
     for (; args[argc]; argc++) {
+        cr_assert_lt(argc, 32);
         snprintf(buf[argc], sizeof(buf[argc]), "%s", args[argc]);
         argv[argc] = buf[argc];
     }
