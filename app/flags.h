@@ -59,8 +59,9 @@ enum app_flag_kind {
  * message; -2 when it printed its own message ("gcdp <cmd>: ..."). */
 typedef int app_flag_fn(void *args, const char *arg);
 
-/* One flag. Tables end with a row whose name is NULL. Integer bounds above the field's
- * width are clamped to it (DBL_MAX: no upper bound). */
+/* One flag. Tables end with a row whose name is NULL. A numeric row states its range
+ * (.lo defaults to 0, .hi = DBL_MAX: no upper bound); integer bounds beyond the field's
+ * width are clamped to it. */
 struct app_flag {
     const char *name;        /* long name without "--" */
     enum app_flag_kind kind; /* what is stored */
