@@ -10,7 +10,6 @@
  * creates the cluster). */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,34 +28,6 @@
 
 #define MAX_EXTRA_TOPICS 32
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: gcdp broker [options]\n\n"
-            "Runs the EMBEDDED IN-MEMORY Kafka-protocol broker (librdkafka mock cluster) for\n"
-            "development, demos and tests. It is NOT a production broker: production uses\n"
-            "Apache Kafka (--set broker.bootstrap=HOST:PORT --set broker.profile=production\n"
-            "on every other command). Limits (docs/operations.md): no persistence (a\n"
-            "restart loses every record, offset and group), retention fixed at 5 MiB or\n"
-            "100000 batches PER PARTITION (older data is dropped; a lagging consumer loses it\n"
-            "and gcdp ingest reports the gap), no transactions, no admin API.\n"
-            "Every topics.* topic is created at start with broker.partitions partitions.\n\n"
-            "options:\n"
-            "  --bootstrap-file F  write \"BOOTSTRAP 127.0.0.1:PORT\" to F (default\n"
-            "                      run/kafka.bootstrap); other commands then use\n"
-            "                      --set broker.bootstrap=@F. Removed on clean shutdown.\n"
-            "  --port P            listen on 127.0.0.1:P (broker n on P+n); default: a random\n"
-            "                      free port. Fails if the port is in use.\n"
-            "  --brokers N         brokers in the cluster, 1..%d (default 1)\n"
-            "  --partitions N      partitions per topic (default: broker.partitions, 4)\n"
-            "  --topic NAME[:P]    create one more topic (repeatable, up to %d)\n"
-            "  --control FIFO      fault injection for tests: create FIFO and apply the\n"
-            "                      lines written to it: down | up | rtt MS (all brokers)\n"
-            "  --help              this text\n\n"
-            "Prints BOOTSTRAP 127.0.0.1:PORT on stdout when ready; SIGINT/SIGTERM stop it.\n\n%s",
-            CORE_BROKER_MAX_BROKERS, MAX_EXTRA_TOPICS, app_common_help);
-}
-
 struct broker_opts {
     const char *bootstrap_file;
     long port, brokers, partitions;
@@ -65,63 +36,48 @@ struct broker_opts {
     const char *control;
 };
 
-/* Returns -1 ok, or an exit code. */
-static int parse_opts(int argc, char **argv, struct broker_opts *o)
-{
-    static const struct option longopts[] = {
-        {"bootstrap-file", required_argument, NULL, 'f'},
-        {"port", required_argument, NULL, 'p'},
-        {"brokers", required_argument, NULL, 'b'},
-        {"partitions", required_argument, NULL, 'n'},
-        {"topic", required_argument, NULL, 't'},
-        {"control", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int ch;
+#define AT(f) APP_FLAG_AT(struct broker_opts, f)
 
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (ch) {
-        case 'f':
-            o->bootstrap_file = optarg;
-            break;
-        case 'p':
-            if (app_flag_parse_long(optarg, 1, 65535, &o->port) != 0)
-                goto bad;
-            break;
-        case 'b':
-            if (app_flag_parse_long(optarg, 1, CORE_BROKER_MAX_BROKERS, &o->brokers) != 0)
-                goto bad;
-            break;
-        case 'n':
-            if (app_flag_parse_long(optarg, 1, 10000, &o->partitions) != 0)
-                goto bad;
-            break;
-        case 't':
-            if (o->nextra == MAX_EXTRA_TOPICS)
-                goto bad;
-            o->extra[o->nextra++] = optarg;
-            break;
-        case 'c':
-            o->control = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return APP_EXIT_OK;
-        default:
-            usage(stderr);
-            return APP_EXIT_USAGE;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "gcdp broker: unexpected argument '%s'\n", argv[optind]);
-        return APP_EXIT_USAGE;
-    }
-    return -1;
-bad:
-    fprintf(stderr, "gcdp broker: invalid value '%s' (see gcdp broker --help)\n", optarg);
-    return APP_EXIT_USAGE;
+static const struct app_flag broker_flags[] = {
+    {"bootstrap-file", APP_FLAG_STR, AT(bootstrap_file), .metavar = "F",
+     .help = "write \"BOOTSTRAP 127.0.0.1:PORT\" to F (default\n"
+             "run/kafka.bootstrap); other commands then use\n"
+             "--set broker.bootstrap=@F. Removed on clean shutdown."},
+    {"port", APP_FLAG_INT, AT(port), .lo = 1, .hi = 65535, .metavar = "P",
+     .help = "listen on 127.0.0.1:P (broker n on P+n); default: a random\n"
+             "free port. Fails if the port is in use."},
+    {"brokers", APP_FLAG_INT, AT(brokers), .lo = 1, .hi = CORE_BROKER_MAX_BROKERS, .metavar = "N",
+     .help = "brokers in the cluster, 1.." APP_STRINGIFY(CORE_BROKER_MAX_BROKERS) " (default 1)"},
+    {"partitions", APP_FLAG_INT, AT(partitions), .lo = 1, .hi = 10000, .metavar = "N",
+     .help = "partitions per topic (default: broker.partitions, 4)"},
+    {"topic", APP_FLAG_STRS, AT(extra), .n_offset = offsetof(struct broker_opts, nextra),
+     .metavar = "NAME[:P]",
+     .help = "create one more topic (repeatable, up to " APP_STRINGIFY(MAX_EXTRA_TOPICS) ")"},
+    {"control", APP_FLAG_STR, AT(control), .metavar = "FIFO",
+     .help = "fault injection for tests: create FIFO and apply the\n"
+             "lines written to it: down | up | rtt MS (all brokers)"},
+    {.name = NULL},
+};
+
+#undef AT
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: gcdp broker [options]\n\n"
+               "Runs the EMBEDDED IN-MEMORY Kafka-protocol broker (librdkafka mock cluster) for\n"
+               "development, demos and tests. It is NOT a production broker: production uses\n"
+               "Apache Kafka (--set broker.bootstrap=HOST:PORT --set broker.profile=production\n"
+               "on every other command). Limits (docs/operations.md): no persistence (a\n"
+               "restart loses every record, offset and group), retention fixed at 5 MiB or\n"
+               "100000 batches PER PARTITION (older data is dropped; a lagging consumer loses it\n"
+               "and gcdp ingest reports the gap), no transactions, no admin API.\n"
+               "Every topics.* topic is created at start with broker.partitions partitions.\n\n"
+               "options:\n");
+    app_flags_help(f, broker_flags, 20, 0);
+    fprintf(f,
+            "  --help              this text\n\n"
+            "Prints BOOTSTRAP 127.0.0.1:PORT on stdout when ready; SIGINT/SIGTERM stop it.\n\n%s",
+            app_common_help);
 }
 
 static const char *const topic_keys[] = {
@@ -253,11 +209,11 @@ static int cmd_main(struct app_call *call)
     struct broker_opts o = {"run/kafka.bootstrap", 0, 1, 0, {NULL}, 0, NULL};
     const char *topics[NTOPIC_KEYS];
     sigset_t set;
-    int rc = APP_EXIT_FAILURE, ret, sig, ctl = -1;
+    int rc = APP_EXIT_FAILURE, sig, ctl = -1;
 
     o.partitions = (long)core_config_int(cfg, "broker.partitions");
-    if ((ret = parse_opts(call->argc, call->argv, &o)) >= 0)
-        return ret;
+    if (app_flags_parse_only("broker", broker_flags, call->argc, call->argv, &o, NULL) != 0)
+        return APP_EXIT_USAGE;
     for (size_t i = 0; i < NTOPIC_KEYS; i++)
         topics[i] = core_config_str(cfg, topic_keys[i]);
     /* Before any librdkafka thread exists: threads inherit the mask (KAFKA.md §8.1). */

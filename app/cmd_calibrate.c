@@ -1,6 +1,5 @@
 /* cmd_calibrate.c - `gcdp calibrate`: calibration matrix -> θ JSON (public or private),
  * and `gcdp calibrate --check FILE` to validate an existing θ. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,44 +44,10 @@ static const char usage_text[] =
     "noise, no new charge). Rows need timestamps: occupancy's date column, or a CSV\n"
     "column named by calibrate.input.ts_column (default ts: ms since the epoch or a UTC\n"
     "date YYYY-MM-DD HH:MM:SS[.fff][Z|+hh:mm]).\n\n"
-    "options:\n"
-    "  -i, --input FILE    calibration matrix (required; - = standard input): CSV\n"
-    "                      with a header of node names, one row per time step,\n"
-    "                      complete numeric rows\n"
-    "  -f, --format FMT    csv | occupancy (UCI Occupancy: temperature, humidity,\n"
-    "                      light, co2, humidity_ratio; labels from Occupancy)\n"
-    "                      (default: calibrate.input.format = csv)\n"
-    "  -o, --output FILE   write theta here (atomic rename); default: stdout\n"
-    "      --mode MODE     public | private (default: calibrate.mode = public)\n"
-    "      --device ID     private: device id of the calibration rows (repeat for rows\n"
-    "                      that hold several devices' readings: each is charged);\n"
-    "                      replaces calibrate.ledger.devices (default: [] = required)\n"
-    "      --ledger FILE   private: ledger path, used as given (default:\n"
-    "                      release.ledger.path under state.dir); the same file\n"
-    "                      `gcdp release` charges\n"
-    "      --publish       also produce theta to topics.calibration (key = version)\n"
-    "                      and wait for the broker's acknowledgement (needs\n"
-    "                      broker.bootstrap, e.g. --set broker.bootstrap=@FILE)\n"
-    "      --check FILE    validate a theta file strictly; exit 0 if valid, 1 if not\n";
+    "options:\n";
 
 /* The --help text of --serve and the parameters (followed by app_common_help). */
 static const char usage_serve_text[] =
-    "      --serve         run the calibrate SERVICE: public theta versions made from\n"
-    "                      --input (read again for every version) and published to\n"
-    "                      topics.calibration: an initial one when the topic holds\n"
-    "                      none, one per accepted recalibration request, and one\n"
-    "                      every calibrate.service.refresh_s (periodic fallback);\n"
-    "                      versions only grow (max(now ms, newest + 1)), each states\n"
-    "                      its reason; requests closer than\n"
-    "                      calibrate.service.min_interval_s are refused (rate limit).\n"
-    "                      calibrate.mode=private (no --input): each version from\n"
-    "                      the declared span of protected windows on topics.windows\n"
-    "                      (calibrate.service.private_span_s), charged to the\n"
-    "                      service's own ledger (calibrate.ledger.path) after\n"
-    "                      adopting release's changelog; refusals on topics.status\n"
-    "                      (docs/calibrate.md). Until SIGINT/SIGTERM; one-line JSON\n"
-    "                      summary on stdout at exit\n"
-    "      --exit-after S  with --serve: stop after S seconds\n"
     "      --check         with --serve: validate the configuration (file, env,\n"
     "                      --set), --input (parsed) and the control key file, print\n"
     "                      \"gcdp calibrate: configuration ok\" and exit 0 (2 naming\n"
@@ -99,13 +64,6 @@ static const char usage_serve_text[] =
     "keys` lists them with ranges.\n"
     "exit status: 0 ok, 1 runtime failure (bad data, invalid theta, ledger refusal or\n"
     "I/O: no theta written), 2 usage/config.\n\n";
-
-static void usage(FILE *f)
-{
-    fputs(usage_text, f);
-    fputs(usage_serve_text, f);
-    fputs(app_common_help, f);
-}
 
 static int check_file(const char *path)
 {
@@ -279,6 +237,7 @@ static int calibrate_public(const struct cal_matrix *mx, const struct cal_opts *
 
 /* What one command line asks for. */
 struct calibrate_cli {
+    struct core_config *cfg; /* -f/--format and --mode set keys in it */
     const char *input, *output, *check;
     const char *ledger; /* --ledger FILE, used as given */
     const char *dev[CAL_LEDGER_MAX_DEVICES];
@@ -362,99 +321,116 @@ static bool take_serve_check(int *argc, char **argv)
     return found;
 }
 
-/* One getopt result c (argument arg) into cli or cfg. Returns APP_EXIT_OK or APP_EXIT_USAGE
- * (message printed). */
-static int apply_flag(int c, const char *arg, struct core_config *cfg, struct calibrate_cli *cli)
+/* -f/--format and --mode are shorthands for --set calibrate.input.format / calibrate.mode. */
+static int set_key(struct calibrate_cli *cli, const char *key, const char *arg)
 {
     char eb[512] = "";
-    core_err rc = CORE_OK;
 
-    switch (c) {
-    case 'i':
-        cli->input = arg;
-        break;
-    case 'o':
-        cli->output = arg;
-        break;
-    case 'c':
-        cli->check = arg;
-        break;
-    case 'p':
-        cli->publish = 1;
-        break;
-    case 'S':
-        cli->serve = 1;
-        break;
-    case 'l':
-        cli->ledger = arg;
-        break;
-    case 'x':
-        if (app_flag_parse_double(arg, 0, 1e6, &cli->exit_after) != 0) {
-            fprintf(stderr, "gcdp calibrate: --exit-after %s: not seconds in [0, 1e6]\n", arg);
-            return APP_EXIT_USAGE;
-        }
-        break;
-    case 'd':
-        if (cli->n_dev == CAL_LEDGER_MAX_DEVICES || !arg[0] ||
-            strlen(arg) > CAL_LEDGER_MAX_DEVICE) {
-            fprintf(stderr, "gcdp calibrate: --device: at most %u ids of 1..%u bytes\n",
-                    CAL_LEDGER_MAX_DEVICES, CAL_LEDGER_MAX_DEVICE);
-            return APP_EXIT_USAGE;
-        }
-        cli->dev[cli->n_dev++] = arg;
-        break;
-    case 'f':
-        rc = core_config_set(cfg, "calibrate.input.format", arg, "flag", eb, sizeof(eb));
-        break;
-    case 'm':
-        rc = core_config_set(cfg, "calibrate.mode", arg, "flag", eb, sizeof(eb));
-        break;
-    default:
-        fprintf(stderr, "gcdp calibrate: see gcdp calibrate --help\n");
-        return APP_EXIT_USAGE;
-    }
-    if (rc != CORE_OK) {
-        fprintf(stderr, "gcdp calibrate: %s\n", eb);
-        return APP_EXIT_USAGE;
-    }
-    return APP_EXIT_OK;
+    if (core_config_set(cli->cfg, key, arg, "flag", eb, sizeof(eb)) == CORE_OK)
+        return 0;
+    fprintf(stderr, "gcdp calibrate: %s\n", eb);
+    return -2;
 }
 
-/* Parse argv (after app_config_load) into cli. Returns APP_EXIT_OK or APP_EXIT_USAGE. */
-static int parse_args(int argc, char **argv, struct core_config *cfg, struct calibrate_cli *cli)
+static int take_format(void *cli, const char *arg)
 {
-    static const struct option opts[] = {
-        {"input", required_argument, NULL, 'i'},      {"format", required_argument, NULL, 'f'},
-        {"output", required_argument, NULL, 'o'},     {"mode", required_argument, NULL, 'm'},
-        {"check", required_argument, NULL, 'c'},      {"help", no_argument, NULL, 'h'},
-        {"publish", no_argument, NULL, 'p'},          {"device", required_argument, NULL, 'd'},
-        {"ledger", required_argument, NULL, 'l'},     {"serve", no_argument, NULL, 'S'},
-        {"exit-after", required_argument, NULL, 'x'}, {NULL, 0, NULL, 0},
-    };
-    int c, st;
+    return set_key(cli, "calibrate.input.format", arg);
+}
 
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "i:f:o:h", opts, NULL)) != -1)
-        if ((st = apply_flag(c, optarg, cfg, cli)) != APP_EXIT_OK)
-            return st;
-    return APP_EXIT_OK;
+static int take_mode(void *cli, const char *arg)
+{
+    return set_key(cli, "calibrate.mode", arg);
+}
+
+static int take_device(void *args, const char *arg)
+{
+    struct calibrate_cli *cli = args;
+
+    if (cli->n_dev == CAL_LEDGER_MAX_DEVICES || !arg[0] || strlen(arg) > CAL_LEDGER_MAX_DEVICE) {
+        fprintf(stderr, "gcdp calibrate: --device: at most %u ids of 1..%u bytes\n",
+                CAL_LEDGER_MAX_DEVICES, CAL_LEDGER_MAX_DEVICE);
+        return -2;
+    }
+    cli->dev[cli->n_dev++] = arg;
+    return 0;
+}
+
+#define AT(f) APP_FLAG_AT(struct calibrate_cli, f)
+
+static const struct app_flag calibrate_flags[] = {
+    {"input", APP_FLAG_STR, AT(input), .short_name = 'i', .metavar = "FILE",
+     .help = "calibration matrix (required; - = standard input): CSV\n"
+             "with a header of node names, one row per time step,\n"
+             "complete numeric rows"},
+    {"format", APP_FLAG_FN, .fn = take_format, .short_name = 'f', .metavar = "FMT",
+     .help = "csv | occupancy (UCI Occupancy: temperature, humidity,\n"
+             "light, co2, humidity_ratio; labels from Occupancy)\n"
+             "(default: calibrate.input.format = csv)"},
+    {"output", APP_FLAG_STR, AT(output), .short_name = 'o', .metavar = "FILE",
+     .help = "write theta here (atomic rename); default: stdout"},
+    {"mode", APP_FLAG_FN, .fn = take_mode, .metavar = "MODE",
+     .help = "public | private (default: calibrate.mode = public)"},
+    {"device", APP_FLAG_FN, .fn = take_device, .metavar = "ID",
+     .help = "private: device id of the calibration rows (repeat for rows\n"
+             "that hold several devices' readings: each is charged);\n"
+             "replaces calibrate.ledger.devices (default: [] = required)"},
+    {"ledger", APP_FLAG_STR, AT(ledger), .metavar = "FILE",
+     .help = "private: ledger path, used as given (default:\n"
+             "release.ledger.path under state.dir); the same file\n"
+             "`gcdp release` charges"},
+    {"publish", APP_FLAG_TRUE, AT(publish),
+     .help = "also produce theta to topics.calibration (key = version)\n"
+             "and wait for the broker's acknowledgement (needs\n"
+             "broker.bootstrap, e.g. --set broker.bootstrap=@FILE)"},
+    {"check", APP_FLAG_STR, AT(check), .metavar = "FILE",
+     .help = "validate a theta file strictly; exit 0 if valid, 1 if not"},
+    {"serve", APP_FLAG_TRUE, AT(serve), .section = 1,
+     .help = "run the calibrate SERVICE: public theta versions made from\n"
+             "--input (read again for every version) and published to\n"
+             "topics.calibration: an initial one when the topic holds\n"
+             "none, one per accepted recalibration request, and one\n"
+             "every calibrate.service.refresh_s (periodic fallback);\n"
+             "versions only grow (max(now ms, newest + 1)), each states\n"
+             "its reason; requests closer than\n"
+             "calibrate.service.min_interval_s are refused (rate limit).\n"
+             "calibrate.mode=private (no --input): each version from\n"
+             "the declared span of protected windows on topics.windows\n"
+             "(calibrate.service.private_span_s), charged to the\n"
+             "service's own ledger (calibrate.ledger.path) after\n"
+             "adopting release's changelog; refusals on topics.status\n"
+             "(docs/calibrate.md). Until SIGINT/SIGTERM; one-line JSON\n"
+             "summary on stdout at exit"},
+    {"exit-after", APP_FLAG_DBL, AT(exit_after), .lo = 0, .hi = 1e6, .metavar = "S", .section = 1,
+     .help = "with --serve: stop after S seconds"},
+    {.name = NULL},
+};
+
+#undef AT
+
+static void usage(FILE *f)
+{
+    fputs(usage_text, f);
+    app_flags_help(f, calibrate_flags, 20, 0);
+    app_flags_help(f, calibrate_flags, 20, 1);
+    fputs(usage_serve_text, f);
+    fputs(app_common_help, f);
 }
 
 /* The flags fit together: an input (or --check, --serve), no stray argument, a broker for
  * --publish, and the offline paths distinct. Returns APP_EXIT_OK or APP_EXIT_USAGE. */
-static int check_args(int argc, char **argv, const struct core_config *cfg,
+static int check_args(int first, int argc, char **argv, const struct core_config *cfg,
                       const struct calibrate_cli *cli)
 {
-    if (cli->serve && !cli->input && optind == argc &&
+    if (cli->serve && !cli->input && first == argc &&
         strcmp(core_config_str(cfg, "calibrate.mode"), "private") != 0) {
         fprintf(stderr, "gcdp calibrate: --serve needs -i/--input FILE, the public calibration "
                         "source each theta version is made from\n");
         return APP_EXIT_USAGE;
     }
-    if (optind < argc || (!cli->input && !cli->check && !cli->serve)) {
+    if (first < argc || (!cli->input && !cli->check && !cli->serve)) {
         fprintf(stderr, "gcdp calibrate: %s%s (see gcdp calibrate --help)\n",
-                optind < argc ? "unexpected argument " : "missing -i/--input (or --check)",
-                optind < argc ? argv[optind] : "");
+                first < argc ? "unexpected argument " : "missing -i/--input (or --check)",
+                first < argc ? argv[first] : "");
         return APP_EXIT_USAGE;
     }
     if (cli->publish && !cli->check && !core_config_str(cfg, "broker.bootstrap")) {
@@ -498,13 +474,12 @@ static int cmd_main(struct app_call *call)
     struct core_config *cfg = call->cfg;
     int argc = call->argc;
     char **argv = call->argv;
-    struct calibrate_cli cli = {0};
-    int ret;
+    struct calibrate_cli cli = {.cfg = cfg};
+    int ret, first;
 
     cli.serve_check = take_serve_check(&argc, argv);
-    ret = parse_args(argc, argv, cfg, &cli);
-    if (ret == APP_EXIT_OK)
-        ret = check_args(argc, argv, cfg, &cli);
+    first = app_flags_parse("calibrate", calibrate_flags, argc, argv, &cli, NULL);
+    ret = first < 0 ? APP_EXIT_USAGE : check_args(first, argc, argv, cfg, &cli);
     if (ret == APP_EXIT_OK)
         ret = cli.serve ? run_serve(cfg, &cli) : run_offline(cfg, &cli);
     return ret;

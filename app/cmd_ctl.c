@@ -1,7 +1,6 @@
 /* cmd_ctl.c - `gcdp ctl`: generate a control key; publish one signed command to
  * topics.control and (status, or --wait) print the gcdp.status/1 replies that quote it
  * (the client is core's: core/ctl_client.h). */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,28 +16,48 @@
 
 #define STATUS_WAIT_S 10
 
+struct ctl_opts {
+    enum core_ctl_cmd_kind cmd;
+    const char *target, *reason, *key;
+    long wait_s, count;
+};
+
+#define AT(f) APP_FLAG_AT(struct ctl_opts, f)
+
+static const struct app_flag ctl_flags[] = {
+    {"target", APP_FLAG_STR, AT(target), .metavar = "NAME",
+     .help = "service that should act (calibrate, release, ...); default all"},
+    {"reason", APP_FLAG_STR, AT(reason), .metavar = "TEXT",
+     .help = "why (logged by the services; at most " APP_STRINGIFY(
+         CORE_CTL_MAX_REASON) " bytes, no control\ncharacters)"},
+    {"key", APP_FLAG_STR, AT(key), .metavar = "FILE",
+     .help = "key file (default: control.key_file)"},
+    {"wait", APP_FLAG_INT, AT(wait_s), .lo = 0, .hi = 3600, .metavar = "S",
+     .help = "after the broker acknowledged the command, wait up to S\n"
+             "seconds for replies on topics.status quoting its nonce and\n"
+             "print each as one JSON line (default " APP_STRINGIFY(
+                 STATUS_WAIT_S) " for status, 0 for the\nothers: no wait)"},
+    {"count", APP_FLAG_INT, AT(count), .lo = 0, .hi = 1000000, .metavar = "N",
+     .help = "stop waiting after N replies (default 0: wait the whole S, so\n"
+             "every instance can answer)"},
+    {.name = NULL},
+};
+
+#undef AT
+
 static void usage(FILE *f)
 {
+    fprintf(f, "usage: gcdp ctl keygen --out FILE\n"
+               "       gcdp ctl recalibrate|pause|resume|status [--target NAME] [--reason TEXT]\n"
+               "                [--key FILE] [--wait S] [--count N]\n\n"
+               "Operator commands to the gcdp services over topics.control, signed with a shared\n"
+               "key (HMAC-SHA-256; authenticated, NOT encrypted: put no secret in --reason).\n"
+               "Services refuse unsigned, forged, stale, replayed and malformed commands\n"
+               "(docs/operations.md, \"Control topic\").\n\n"
+               "  keygen --out FILE  write a new random key (64 hex digits, mode 0600); never\n"
+               "                     overwrites; prints the key id. Needs no configuration.\n");
+    app_flags_help(f, ctl_flags, 19, 0);
     fprintf(f,
-            "usage: gcdp ctl keygen --out FILE\n"
-            "       gcdp ctl recalibrate|pause|resume|status [--target NAME] [--reason TEXT]\n"
-            "                [--key FILE] [--wait S] [--count N]\n\n"
-            "Operator commands to the gcdp services over topics.control, signed with a shared\n"
-            "key (HMAC-SHA-256; authenticated, NOT encrypted: put no secret in --reason).\n"
-            "Services refuse unsigned, forged, stale, replayed and malformed commands\n"
-            "(docs/operations.md, \"Control topic\").\n\n"
-            "  keygen --out FILE  write a new random key (64 hex digits, mode 0600); never\n"
-            "                     overwrites; prints the key id. Needs no configuration.\n"
-            "  --target NAME      service that should act (calibrate, release, ...); default all\n"
-            "  --reason TEXT      why (logged by the services; at most %d bytes, no control\n"
-            "                     characters)\n"
-            "  --key FILE         key file (default: control.key_file)\n"
-            "  --wait S           after the broker acknowledged the command, wait up to S\n"
-            "                     seconds for replies on topics.status quoting its nonce and\n"
-            "                     print each as one JSON line (default %d for status, 0 for the\n"
-            "                     others: no wait)\n"
-            "  --count N          stop waiting after N replies (default 0: wait the whole S, so\n"
-            "                     every instance can answer)\n"
             "  -h, --help         this text\n\n"
             "Keys used: broker.bootstrap, broker.profile, kafka.*, topics.control,\n"
             "topics.status, control.key_file. The services' side: control.key_file,\n"
@@ -46,31 +65,35 @@ static void usage(FILE *f)
             "Exit: 0 command acknowledged by the broker (and, when waiting, at least one\n"
             "reply); 1 not acknowledged, or no reply within S; 2 usage, configuration or key\n"
             "file error.\n\n%s",
-            CORE_CTL_MAX_REASON, STATUS_WAIT_S, app_common_help);
+            app_common_help);
 }
+
+struct keygen_args {
+    const char *out;
+};
+
+static const struct app_flag keygen_flags[] = {
+    {"out", APP_FLAG_STR, APP_FLAG_AT(struct keygen_args, out)},
+    {.name = NULL},
+};
 
 static int keygen(struct app_call *call)
 {
-    int argc = call->argc;
-    char **argv = call->argv;
-    static const struct option lo[] = {{"out", required_argument, NULL, 'o'}, {NULL, 0, NULL, 0}};
-    const char *out = NULL;
+    struct keygen_args a = {NULL};
+    const char *out;
     char id[17], eb[512];
-    int c;
+    int first;
     core_err rc;
 
-    optind = 2;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        if (c != 'o') {
-            fprintf(stderr, "(gcdp ctl --help lists the options)\n");
-            return APP_EXIT_USAGE;
-        }
-        out = optarg;
-    }
-    if (!out || optind < argc) {
+    /* argv[1] is "keygen" */
+    first = app_flags_parse("ctl keygen", keygen_flags, call->argc - 1, call->argv + 1, &a, NULL);
+    if (first < 0)
+        return APP_EXIT_USAGE;
+    if (!a.out || first < call->argc - 1) {
         fprintf(stderr, "gcdp ctl keygen: --out FILE is required (and nothing else)\n");
         return APP_EXIT_USAGE;
     }
+    out = a.out;
     rc = core_ctl_keygen(out, id, eb, sizeof(eb));
     if (rc != CORE_OK) {
         fprintf(stderr, "gcdp ctl keygen: %s\n", eb);
@@ -84,21 +107,10 @@ static int keygen(struct app_call *call)
     return APP_EXIT_OK;
 }
 
-struct ctl_opts {
-    enum core_ctl_cmd_kind cmd;
-    const char *target, *reason, *key;
-    long wait_s, count;
-};
-
 /* Returns -1 when parsed, else an exit code. */
 static int parse_opts(int argc, char **argv, struct ctl_opts *o)
 {
-    static const struct option lo[] = {
-        {"target", required_argument, NULL, 't'}, {"reason", required_argument, NULL, 'r'},
-        {"key", required_argument, NULL, 'k'},    {"wait", required_argument, NULL, 'w'},
-        {"count", required_argument, NULL, 'n'},  {NULL, 0, NULL, 0},
-    };
-    int c;
+    int first;
 
     if (core_ctl_cmd_parse(argv[1], &o->cmd) != CORE_OK) {
         fprintf(stderr,
@@ -108,31 +120,12 @@ static int parse_opts(int argc, char **argv, struct ctl_opts *o)
         return APP_EXIT_USAGE;
     }
     o->wait_s = o->cmd == CORE_CTL_STATUS ? STATUS_WAIT_S : 0;
-    optind = 2;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        int bad = 0;
-        if (c == 't')
-            o->target = optarg;
-        else if (c == 'r')
-            o->reason = optarg;
-        else if (c == 'k')
-            o->key = optarg;
-        else if (c == 'w')
-            bad = app_flag_parse_long(optarg, 0, 3600, &o->wait_s);
-        else if (c == 'n')
-            bad = app_flag_parse_long(optarg, 0, 1000000, &o->count);
-        else
-            bad = -2;
-        if (bad) {
-            if (bad == -1)
-                fprintf(stderr, "gcdp ctl: invalid value '%s' for --%s\n", optarg,
-                        c == 'w' ? "wait (0..3600 s)" : "count");
-            fprintf(stderr, "(gcdp ctl --help lists the options)\n");
-            return APP_EXIT_USAGE;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "gcdp ctl: unexpected argument '%s'\n", argv[optind]);
+    /* argv[1] is the command */
+    first = app_flags_parse("ctl", ctl_flags, argc - 1, argv + 1, o, NULL);
+    if (first < 0)
+        return APP_EXIT_USAGE;
+    if (first < argc - 1) {
+        fprintf(stderr, "gcdp ctl: unexpected argument '%s'\n", argv[first + 1]);
         return APP_EXIT_USAGE;
     }
     return -1;

@@ -1,6 +1,5 @@
 /* cmd_eval.c - `gcdp eval`: the GC-DP paper's evaluation protocol (eval/eval.h). */
 #include <float.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdbool.h>
@@ -48,264 +47,114 @@ static void usage(FILE *f)
         "--reps 9. --rebuild-figure7 DIR recomputes figure7.csv/.md from DIR/runs.csv.\n");
 }
 
-/* A comma-separated list of positive numbers. */
-static int parse_list(const char *s, double *out, size_t cap, size_t *n)
-{
-    return app_flag_parse_doubles(s, DBL_MIN, DBL_MAX, out, cap, n);
-}
-
 /* What one command line asks for: the run options and the alternative modes. */
 struct eval_cli {
     struct eval_opts o;
     const char *tables_from, *md, *rebuild7;
     bool figure7;
+    long window_min; /* 0: not given */
 };
 
-/* --draws, --tune-draws, --window-min: integers in 1..1000. */
-static int parse_count_flag(int c, const char *arg, struct eval_opts *o)
+static int take_exposure(void *cli, const char *arg)
 {
-    long v;
+    struct eval_opts *o = &((struct eval_cli *)cli)->o;
 
-    if (app_flag_parse_long(arg, 1, 1000, &v) != 0) {
-        fprintf(stderr, "gcdp eval: --%s: integer in 1..1000\n",
-                c == 'n'   ? "draws"
-                : c == 't' ? "tune-draws"
-                           : "window-min");
-        return APP_EXIT_USAGE;
+    if (strcmp(arg, "minmax") == 0)
+        o->expo = EVAL_EXPO_MINMAX;
+    else if (strcmp(arg, "maxnorm") == 0)
+        o->expo = EVAL_EXPO_MAXNORM;
+    else {
+        fprintf(stderr, "gcdp eval: --exposure minmax|maxnorm\n");
+        return -2;
     }
-    if (c == 'n')
-        o->draws = (int)v;
-    else if (c == 't')
-        o->tune_draws = (int)v;
-    else
-        o->window_ms = (int64_t)v * 60000;
-    return APP_EXIT_OK;
+    return 0;
 }
 
-/* The numeric run flags: --eps, --tau-grid, --seed, --delta, --eps-cal and the counts. */
-static int parse_number_flag(int c, const char *arg, struct eval_opts *o)
+static int take_xi(void *cli, const char *arg)
 {
-    unsigned long long seed;
+    struct eval_opts *o = &((struct eval_cli *)cli)->o;
 
-    switch (c) {
-    case 'e':
-        if (parse_list(arg, o->eps, 8, &o->n_eps) != 0) {
-            fprintf(stderr, "gcdp eval: --eps: comma-separated positive numbers (<= 8)\n");
-            return APP_EXIT_USAGE;
-        }
-        return APP_EXIT_OK;
-    case 'T':
-        if (parse_list(arg, o->tau_grid, 8, &o->n_tau) != 0) {
-            fprintf(stderr, "gcdp eval: --tau-grid: comma-separated ascending values\n");
-            return APP_EXIT_USAGE;
-        }
-        return APP_EXIT_OK;
-    case 's':
-        if (app_flag_parse_u64(arg, ULLONG_MAX, &seed) != 0) {
-            fprintf(stderr, "gcdp eval: --seed: a non-negative integer\n");
-            return APP_EXIT_USAGE;
-        }
-        o->seed = seed;
-        return APP_EXIT_OK;
-    case 'g':
-        if (app_flag_parse_double(arg, 0, 0.5, &o->delta) != 0 || o->delta == 0 ||
-            o->delta == 0.5) {
-            fprintf(stderr, "gcdp eval: --delta in (0, 0.5)\n");
-            return APP_EXIT_USAGE;
-        }
-        return APP_EXIT_OK;
-    case 'C':
-        if (app_flag_parse_double(arg, 0, 100, &o->eps_cal) != 0 || o->eps_cal == 0) {
-            fprintf(stderr, "gcdp eval: --eps-cal in (0, 100]\n");
-            return APP_EXIT_USAGE;
-        }
-        return APP_EXIT_OK;
-    default: /* 'n', 't', 'w' */
-        return parse_count_flag(c, arg, o);
-    }
-}
-
-/* --exposure minmax|maxnorm and --xi literal|neighbour. */
-static int parse_reading_flag(int c, const char *arg, struct eval_opts *o)
-{
-    if (c == 'x') {
-        if (strcmp(arg, "minmax") == 0)
-            o->expo = EVAL_EXPO_MINMAX;
-        else if (strcmp(arg, "maxnorm") == 0)
-            o->expo = EVAL_EXPO_MAXNORM;
-        else {
-            fprintf(stderr, "gcdp eval: --exposure minmax|maxnorm\n");
-            return APP_EXIT_USAGE;
-        }
-        return APP_EXIT_OK;
-    }
     if (strcmp(arg, "literal") == 0)
         o->xi = EVAL_XI_LITERAL;
     else if (strcmp(arg, "neighbour") == 0)
         o->xi = EVAL_XI_NEIGHBOUR;
     else {
         fprintf(stderr, "gcdp eval: --xi literal|neighbour\n");
-        return APP_EXIT_USAGE;
+        return -2;
     }
-    return APP_EXIT_OK;
+    return 0;
 }
 
 /* --m-list: node counts, integers in 2..EVAL_MAX_NODES. */
-static int parse_m_list(const char *arg, struct eval_opts *o)
+static int take_m_list(void *cli, const char *arg)
 {
+    struct eval_opts *o = &((struct eval_cli *)cli)->o;
     double ms[16];
     size_t n = 0;
 
-    if (parse_list(arg, ms, 16, &n) != 0) {
-        fprintf(stderr, "gcdp eval: --m-list: comma-separated node counts (<= 16)\n");
-        return APP_EXIT_USAGE;
+    if (app_flag_parse_doubles(arg, 2, EVAL_MAX_NODES, ms, 16, &n) != 0) {
+        fprintf(stderr, "gcdp eval: --m-list: comma-separated node counts in 2..%d (<= 16)\n",
+                EVAL_MAX_NODES);
+        return -2;
     }
     for (size_t i = 0; i < n; i++) {
-        if (ms[i] != floor(ms[i]) || ms[i] < 2 || ms[i] > EVAL_MAX_NODES) {
+        if (ms[i] != floor(ms[i])) {
             fprintf(stderr, "gcdp eval: --m-list: integers in 2..%d\n", EVAL_MAX_NODES);
-            return APP_EXIT_USAGE;
+            return -2;
         }
         o->scale_m[i] = (size_t)ms[i];
     }
     o->n_scale_m = n;
-    return APP_EXIT_OK;
+    return 0;
 }
 
-/* --windows (20..1000000) and --reps (1..1000) of the Figure 7 run. */
-static int parse_scaling_count(int c, const char *arg, struct eval_opts *o)
-{
-    long v, vlo = c == 9 ? 20 : 1, vhi = c == 9 ? 1000000 : 1000;
+#define AT(f) APP_FLAG_AT(struct eval_cli, f)
+#define N(f)  .n_offset = offsetof(struct eval_cli, f)
 
-    if (app_flag_parse_long(arg, vlo, vhi, &v) != 0) {
-        fprintf(stderr, "gcdp eval: --%s: integer in %ld..%ld\n", c == 9 ? "windows" : "reps", vlo,
-                vhi);
-        return APP_EXIT_USAGE;
-    }
-    if (c == 9)
-        o->scale_windows = (size_t)v;
-    else
-        o->scale_reps = (int)v;
-    return APP_EXIT_OK;
-}
+static const struct app_flag eval_flags[] = {
+    {"dataset", APP_FLAG_STR, AT(o.dataset)},
+    {"data", APP_FLAG_STR, AT(o.data_dir)},
+    {"out", APP_FLAG_STR, AT(o.out_dir)},
+    {"eps", APP_FLAG_DBLS, AT(o.eps), N(o.n_eps), .hi = DBL_MAX, .flags = APP_FLAG_OPEN_LO},
+    {"draws", APP_FLAG_INT, AT(o.draws), .lo = 1, .hi = 1000},
+    {"tune-draws", APP_FLAG_INT, AT(o.tune_draws), .lo = 1, .hi = 1000},
+    {"seed", APP_FLAG_UINT, AT(o.seed), .hi = DBL_MAX},
+    {"delta", APP_FLAG_DBL, AT(o.delta), .hi = 0.5, .flags = APP_FLAG_OPEN_LO | APP_FLAG_OPEN_HI},
+    {"tau-grid", APP_FLAG_DBLS, AT(o.tau_grid), N(o.n_tau), .hi = DBL_MAX,
+     .flags = APP_FLAG_OPEN_LO},
+    {"exposure", APP_FLAG_FN, .fn = take_exposure},
+    {"sensor", APP_FLAG_STR, AT(o.sensor)},
+    {"window-min", APP_FLAG_INT, AT(window_min), .lo = 1, .hi = 1000},
+    {"no-ablations", APP_FLAG_FALSE, AT(o.ablations)},
+    {"no-runtime", APP_FLAG_FALSE, AT(o.runtime)},
+    {"no-plots", APP_FLAG_FALSE, AT(o.plots)},
+    {"no-tau-sweep", APP_FLAG_FALSE, AT(o.tau_sweep)},
+    {"quiet", APP_FLAG_TRUE, AT(o.quiet), .short_name = 'q'},
+    {"tables-from", APP_FLAG_STR, AT(tables_from)},
+    {"md", APP_FLAG_STR, AT(md)},
+    {"xi", APP_FLAG_FN, .fn = take_xi},
+    {"eps-cal", APP_FLAG_DBL, AT(o.eps_cal), .hi = 100, .flags = APP_FLAG_OPEN_LO},
+    {"figure7", APP_FLAG_TRUE, AT(figure7)},
+    {"runtime-scaling", APP_FLAG_TRUE, AT(figure7)},
+    {"m-list", APP_FLAG_FN, .fn = take_m_list},
+    {"windows", APP_FLAG_UINT, AT(o.scale_windows), .lo = 20, .hi = 1000000},
+    {"reps", APP_FLAG_INT, AT(o.scale_reps), .lo = 1, .hi = 1000},
+    {"rebuild-figure7", APP_FLAG_STR, AT(rebuild7)},
+    {.name = NULL},
+};
 
-/* Long: one flat switch over the flags (getopt codes of the option table); splitting it
- * scatters the table. Returns APP_EXIT_OK or APP_EXIT_USAGE (message printed). */
-// One case per flag, a flat switch: split, it would only scatter the flag list.
-// NOLINTNEXTLINE(readability-function-size)
-static int apply_flag(int c, const char *arg, struct eval_cli *cli)
-{
-    struct eval_opts *o = &cli->o;
-
-    switch (c) {
-    case 'd':
-        o->dataset = arg;
-        break;
-    case 'D':
-        o->data_dir = arg;
-        break;
-    case 'o':
-        o->out_dir = arg;
-        break;
-    case 'S':
-        o->sensor = arg;
-        break;
-    case 'e':
-    case 'T':
-    case 'n':
-    case 't':
-    case 'w':
-    case 's':
-    case 'g':
-    case 'C':
-        return parse_number_flag(c, arg, o);
-    case 'x':
-    case 'X':
-        return parse_reading_flag(c, arg, o);
-    case 1:
-        o->ablations = false;
-        break;
-    case 2:
-        o->runtime = false;
-        break;
-    case 3:
-        o->plots = false;
-        break;
-    case 4:
-        o->tau_sweep = false;
-        break;
-    case 'q':
-        o->quiet = true;
-        break;
-    case 5:
-        cli->tables_from = arg;
-        break;
-    case 6:
-        cli->md = arg;
-        break;
-    case 7:
-        cli->figure7 = true;
-        break;
-    case 8:
-        return parse_m_list(arg, o);
-    case 9:
-    case 10:
-        return parse_scaling_count(c, arg, o);
-    case 11:
-        cli->rebuild7 = arg;
-        break;
-    default:
-        usage(stderr);
-        return APP_EXIT_USAGE;
-    }
-    return APP_EXIT_OK;
-}
+#undef AT
+#undef N
 
 /* Parse argv into cli (options defaulted first). Returns APP_EXIT_OK or APP_EXIT_USAGE. */
 static int parse_args(int argc, char **argv, struct eval_cli *cli)
 {
-    static const struct option lo[] = {{"dataset", required_argument, 0, 'd'},
-                                       {"data", required_argument, 0, 'D'},
-                                       {"out", required_argument, 0, 'o'},
-                                       {"eps", required_argument, 0, 'e'},
-                                       {"draws", required_argument, 0, 'n'},
-                                       {"tune-draws", required_argument, 0, 't'},
-                                       {"seed", required_argument, 0, 's'},
-                                       {"delta", required_argument, 0, 'g'},
-                                       {"tau-grid", required_argument, 0, 'T'},
-                                       {"exposure", required_argument, 0, 'x'},
-                                       {"sensor", required_argument, 0, 'S'},
-                                       {"window-min", required_argument, 0, 'w'},
-                                       {"no-ablations", no_argument, 0, 1},
-                                       {"no-runtime", no_argument, 0, 2},
-                                       {"no-plots", no_argument, 0, 3},
-                                       {"no-tau-sweep", no_argument, 0, 4},
-                                       {"quiet", no_argument, 0, 'q'},
-                                       {"tables-from", required_argument, 0, 5},
-                                       {"md", required_argument, 0, 6},
-                                       {"xi", required_argument, 0, 'X'},
-                                       {"eps-cal", required_argument, 0, 'C'},
-                                       {"figure7", no_argument, 0, 7},
-                                       {"runtime-scaling", no_argument, 0, 7},
-                                       {"m-list", required_argument, 0, 8},
-                                       {"windows", required_argument, 0, 9},
-                                       {"reps", required_argument, 0, 10},
-                                       {"rebuild-figure7", required_argument, 0, 11},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
-    int c, st;
-
     memset(cli, 0, sizeof(*cli));
     eval_opts_default(&cli->o);
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "qh", lo, NULL)) != -1) {
-        st = apply_flag(c, optarg, cli);
-        if (st != APP_EXIT_OK)
-            return st;
-    }
-    if (optind < argc) {
-        fprintf(stderr, "gcdp eval: unexpected argument '%s'\n", argv[optind]);
+    if (app_flags_parse_only("eval", eval_flags, argc, argv, cli, NULL) != 0)
         return APP_EXIT_USAGE;
-    }
+    if (cli->window_min > 0)
+        cli->o.window_ms = (int64_t)cli->window_min * 60000;
     return APP_EXIT_OK;
 }
 

@@ -1,7 +1,6 @@
 /* cmd_healthcheck.c - `gcdp healthcheck`: probe a running service's /healthz (the container
  * image's HEALTHCHECK; no curl in the image). Plain HTTP/1.0 over loopback TCP. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,62 +9,54 @@
 #include "core/metrics.h"
 #include "flags.h"
 
+struct health_args {
+    long port; /* 0: metrics.port */
+    const char *host;
+    double timeout;
+};
+
+#define AT(f) APP_FLAG_AT(struct health_args, f)
+
+static const struct app_flag health_flags[] = {
+    {"port", APP_FLAG_INT, AT(port), .lo = 1, .hi = 65535, .metavar = "N",
+     .help = "port to probe (default: metrics.port; 0 there is an error)"},
+    {"host", APP_FLAG_STR, AT(host), .metavar = "A",
+     .help = "IPv4 address (default: metrics.bind, 127.0.0.1 when it is 0.0.0.0)"},
+    {"timeout", APP_FLAG_DBL, AT(timeout), .lo = 0.1, .hi = 60, .metavar = "S",
+     .help = "seconds for connect + answer, 0.1..60 (default 3)"},
+    {.name = NULL},
+};
+
+#undef AT
+
 static void usage(FILE *f)
 {
+    fprintf(f, "usage: gcdp healthcheck [--port N] [--host A] [--timeout S] [common options]\n\n"
+               "GET /healthz from a running gcdp service on this host and exit 0 when it answers\n"
+               "200, 1 otherwise (503 with its reason, refused, timed out). The container\n"
+               "image's HEALTHCHECK: it reads the same configuration as the service (GCDP_*\n"
+               "environment), so the port is the service's metrics.port.\n\n"
+               "options:\n");
+    app_flags_help(f, health_flags, 13, 0);
     fprintf(f,
-            "usage: gcdp healthcheck [--port N] [--host A] [--timeout S] [common options]\n\n"
-            "GET /healthz from a running gcdp service on this host and exit 0 when it answers\n"
-            "200, 1 otherwise (503 with its reason, refused, timed out). The container\n"
-            "image's HEALTHCHECK: it reads the same configuration as the service (GCDP_*\n"
-            "environment), so the port is the service's metrics.port.\n\n"
-            "options:\n"
-            "  --port N     port to probe (default: metrics.port; 0 there is an error)\n"
-            "  --host A     IPv4 address (default: metrics.bind, 127.0.0.1 when it is 0.0.0.0)\n"
-            "  --timeout S  seconds for connect + answer, 0.1..60 (default 3)\n"
             "  --help       this text\n\n"
             "exit status: 0 healthy, 1 unhealthy or unreachable, 2 usage/config.\n\n%s",
             app_common_help);
 }
 
-static int parse_opts(int argc, char **argv, long *port, const char **host, double *timeout)
-{
-    static const struct option lo[] = {{"port", required_argument, NULL, 'p'},
-                                       {"host", required_argument, NULL, 'H'},
-                                       {"timeout", required_argument, NULL, 't'},
-                                       {NULL, 0, NULL, 0}};
-    int ch;
-
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        if (ch == 'p' && app_flag_parse_long(optarg, 1, 65535, port) == 0)
-            continue;
-        if (ch == 'H') {
-            *host = optarg;
-            continue;
-        }
-        if (ch == 't' && app_flag_parse_double(optarg, 0.1, 60, timeout) == 0)
-            continue;
-        fprintf(stderr, "gcdp healthcheck: bad option (see gcdp healthcheck --help)\n");
-        return -1;
-    }
-    if (optind < argc) {
-        fprintf(stderr, "gcdp healthcheck: unexpected argument '%s'\n", argv[optind]);
-        return -1;
-    }
-    return 0;
-}
-
 static int cmd_main(struct app_call *call)
 {
     const struct core_config *cfg = call->cfg;
-    const char *host = NULL;
+    struct health_args a = {0, NULL, 3};
+    const char *host;
     char addr[64], reason[256];
-    double timeout = 3;
-    long port = 0;
+    long port;
     int code, rc;
 
-    if (parse_opts(call->argc, call->argv, &port, &host, &timeout) != 0)
+    if (app_flags_parse_only("healthcheck", health_flags, call->argc, call->argv, &a, NULL) != 0)
         return APP_EXIT_USAGE;
+    port = a.port;
+    host = a.host;
     if (!port && !(port = (long)core_config_int(cfg, "metrics.port"))) {
         fprintf(stderr, "gcdp healthcheck: metrics.port is 0 (no /healthz served); give "
                         "--port or set metrics.port\n");
@@ -75,7 +66,7 @@ static int cmd_main(struct app_call *call)
         host = core_config_str(cfg, "metrics.bind");
     snprintf(addr, sizeof(addr), "%s", strcmp(host, "0.0.0.0") == 0 ? "127.0.0.1" : host);
     rc = APP_EXIT_FAILURE;
-    if (core_metrics_probe_health(addr, (int)port, timeout, &code, reason, sizeof(reason)) !=
+    if (core_metrics_probe_health(addr, (int)port, a.timeout, &code, reason, sizeof(reason)) !=
         CORE_OK)
         fprintf(stderr, "gcdp healthcheck: %s:%ld: %s\n", addr, port, strerror(errno));
     else if (code != 200)

@@ -2,7 +2,6 @@
  * SIGINT/SIGTERM: graceful shutdown (stop intake, wait for acks, commit, leave the group).
  * A one-line JSON summary goes to stdout at exit. */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +24,30 @@ struct ingest_opts {
     bool check;
 };
 
+#define AT(f) APP_FLAG_AT(struct ingest_opts, f)
+
+static const struct app_flag ingest_flags[] = {
+    {"group", APP_FLAG_STR, AT(group), .metavar = "G",
+     .help = "consumer group id (default gcdp-ingest)"},
+    {"commit-interval", APP_FLAG_INT, AT(commit_ms), .lo = 10, .hi = 600000, .metavar = "MS",
+     .help = "how often committable offsets are committed (default 500)"},
+    {"exit-idle", APP_FLAG_DBL, AT(exit_idle_s), .lo = 0, .hi = 86400, .metavar = "S",
+     .help = "stop by itself after S seconds with nothing consumed, once\n"
+             "something was consumed (default 0 = run until a signal);\n"
+             "time while the broker is unreachable or no partition is\n"
+             "assigned does not count (an outage is not the end)"},
+    {"flush-on-idle", APP_FLAG_TRUE, AT(flush_on_idle),
+     .help = "with --exit-idle: close and emit every open window first\n"
+             "(for bounded replays; never use it for a live stream)"},
+    {"check", APP_FLAG_TRUE, AT(check),
+     .help = "validate the configuration (file, env, --set) and the\n"
+             "flags, print \"gcdp ingest: configuration ok\" and exit\n"
+             "0 (2 naming the key otherwise); no network"},
+    {.name = NULL},
+};
+
+#undef AT
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -35,18 +58,9 @@ static void usage(FILE *f)
             "committed only after the records derived from them are acknowledged (at-least-once;\n"
             "window ids are stable, so duplicates after a crash are harmless downstream).\n"
             "Run several processes with the same --group to scale out.\n\n"
-            "options:\n"
-            "  --group G            consumer group id (default gcdp-ingest)\n"
-            "  --commit-interval MS how often committable offsets are committed (default 500)\n"
-            "  --exit-idle S        stop by itself after S seconds with nothing consumed, once\n"
-            "                       something was consumed (default 0 = run until a signal);\n"
-            "                       time while the broker is unreachable or no partition is\n"
-            "                       assigned does not count (an outage is not the end)\n"
-            "  --flush-on-idle      with --exit-idle: close and emit every open window first\n"
-            "                       (for bounded replays; never use it for a live stream)\n"
-            "  --check              validate the configuration (file, env, --set) and the\n"
-            "                       flags, print \"gcdp ingest: configuration ok\" and exit\n"
-            "                       0 (2 naming the key otherwise); no network\n"
+            "options:\n");
+    app_flags_help(f, ingest_flags, 21, 0);
+    fprintf(f,
             "  --help               this text\n\n"
             "broker: --set broker.bootstrap=HOST:PORT or =@FILE; when unset and %s\n"
             "exists (written by `gcdp broker`), that file is used.\n"
@@ -56,58 +70,6 @@ static void usage(FILE *f)
             "Exit status: 0 clean stop, 1 runtime failure (e.g. a record not acknowledged),\n"
             "2 usage or configuration error.\n\n%s",
             APP_BOOTSTRAP_FILE, app_common_help);
-}
-
-static int parse_opts(int argc, char **argv, struct ingest_opts *o)
-{
-    static const struct option longopts[] = {
-        {"group", required_argument, NULL, 'g'},
-        {"commit-interval", required_argument, NULL, 'c'},
-        {"exit-idle", required_argument, NULL, 'x'},
-        {"flush-on-idle", no_argument, NULL, 'F'},
-        {"check", no_argument, NULL, 'C'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int ch;
-
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (ch) {
-        case 'g':
-            o->group = optarg;
-            break;
-        case 'c':
-            if (app_flag_parse_long(optarg, 10, 600000, &o->commit_ms) != 0) {
-                fprintf(stderr, "gcdp ingest: --commit-interval must be 10..600000 ms\n");
-                return APP_EXIT_USAGE;
-            }
-            break;
-        case 'x':
-            if (app_flag_parse_double(optarg, 0, 86400, &o->exit_idle_s) != 0) {
-                fprintf(stderr, "gcdp ingest: --exit-idle must be 0..86400 seconds\n");
-                return APP_EXIT_USAGE;
-            }
-            break;
-        case 'F':
-            o->flush_on_idle = true;
-            break;
-        case 'C':
-            o->check = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return APP_EXIT_OK;
-        default:
-            usage(stderr);
-            return APP_EXIT_USAGE;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "gcdp ingest: unexpected argument '%s'\n", argv[optind]);
-        return APP_EXIT_USAGE;
-    }
-    return -1;
 }
 
 static void print_summary(const void *svc, core_err status)
@@ -150,11 +112,11 @@ static int cmd_main(struct app_call *call)
     struct ing_service *svc = NULL;
     struct ing_service_opts so;
     char eb[1024] = "";
-    int rc = APP_EXIT_USAGE, ret;
+    int rc = APP_EXIT_USAGE;
     core_err err;
 
-    if ((ret = parse_opts(call->argc, call->argv, &o)) >= 0)
-        return ret;
+    if (app_flags_parse_only("ingest", ingest_flags, call->argc, call->argv, &o, NULL) != 0)
+        return APP_EXIT_USAGE;
     if (o.check) {
         struct pipe_check_opts co = {"ingest", false, NULL, NULL, NULL};
         return app_service_check(cfg, &co);

@@ -3,7 +3,6 @@
  * DOT and PNG, and a metrics JSON. */
 #include <errno.h>
 #include <float.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,50 +35,7 @@ static const char learn_help[] =
     "       gcdp learn --server | --participant ID  (services: --server --help)\n"
     "Learn one DAG from participant CSV files (one sample per row, same columns in every\n"
     "file, optional header line; see `gcdp sem-gen`).\n"
-    "options:\n"
-    "  --method M        fed-sparse (default) | dp-fed-sparse | fed-bnsl | dp-fed-bnsl |\n"
-    "                    notears (centralized, pooled data) | local-notears (per participant)\n"
-    "                    | dp-fed-sparse-mangold (DP-PGCD of Mangold et al. 2023: Laplace +\n"
-    "                    advanced composition, same defaults as dp-fed-sparse; Appendix C.4)\n"
-    "  --out PREFIX      outputs PREFIX.json, PREFIX.csv, PREFIX.dot, PREFIX.png,\n"
-    "                    PREFIX.metrics.json (default: learned); local-notears and\n"
-    "                    --personalize add PREFIX.p<k>.* per participant\n"
-    "  --truth FILE      true DAG (sem-gen truth.json, or a CSV adjacency): SHD/TPR/FDR,\n"
-    "                    skeleton and v-structure metrics, and a coloured picture\n"
-    "  --personalize     refit the weights per participant by OLS on the learned DAG\n"
-    "  --participant-truth FILE  true weights of participant k (repeat in file order):\n"
-    "                    normalized MSE with and without personalization\n"
-    "  --min-rows N      minimum data rows per file (default 10)\n"
-    "  --rounds T        ADMM round cap T_max (default: 100; dp methods: paper Table 7\n"
-    "                    by d); the run stops earlier when it converges (below)\n"
-    "  --rho1 X --rho2 X ADMM penalties (fed-sparse default 1000 and 1; fed-bnsl: the\n"
-    "                    notears-admm schedule from 1e-3 growing x1.75 / x1.25 per round)\n"
-    "  --lambda X        l1 weight (fed-sparse 0.1; notears 0.1; dp-fed-sparse Table 7)\n"
-    "  --gamma X         PGCD step (fed-sparse 0.5; dp-fed-sparse Table 7)\n"
-    "  --steps K         PGCD / DP-PGCD coordinate steps per round (fed-sparse 1000;\n"
-    "                    dp-fed-sparse Table 7 by d)\n"
-    "  --threshold X     final |w| pruning threshold (default 0.3)\n"
-    "  --server-iters N  server L-BFGS iteration cap per round (default: the ADMM\n"
-    "                    driver's, lrn_admm_opts_default())\n"
-    "  --pgcd-tol X      stop a PGCD call early when the best score <= X (default 1e-6)\n"
-    "  --eps X           privacy budget per participant for dp-* methods (default 10)\n"
-    "  --delta X         delta (default 1/n_p^2)\n"
-    "  --clip C          DP-PGCD clipping threshold (default Table 7 by d)\n"
-    "  --cov-bound B     DP-Fed-BNSL row bound ||x||^2 <= B (default Table 7 by d)\n"
-    "  --cov-by-p        fed-sparse: local loss uses X^T X / (n_p P) (notears-admm scaling)\n"
-    "  --no-center       do not centre each participant's columns (default: centred;\n"
-    "                    non-private methods; DP methods never centre, see docs)\n"
-    "  --standardize     also scale each participant's columns to unit variance\n"
-    "  --threads N       OpenBLAS threads (default 1; more rarely helps below d = 200)\n"
-    "  --workers N       threads that read the files and run the participants' local\n"
-    "                    solves (fed-sparse) in parallel (default learner.workers = 0:\n"
-    "                    online CPUs, at most 8; 1: none); same result for any N\n"
-    "  --no-png          do not run graphviz\n"
-    "  --quiet           no per-round progress lines\n"
-    "  --trace           per-round diagnostic line instead: h of the sent W and of the\n"
-    "                    server's W~, residuals, support changes, largest dual on entries\n"
-    "                    a participant did not receive, rho1, alpha, nonzeros up/down\n"
-    "  -h, --help        this text\n";
+    "options:\n";
 
 /* the rest of the help (one string would pass the 4095 bytes C99 promises) */
 static const char learn_help_more[] =
@@ -99,33 +55,23 @@ static const char learn_help_exit[] =
     "exit status: 0 ok; 1 runtime failure (a data or truth file that cannot be read or\n"
     "parsed, a failed run); 2 usage or configuration error.\n\n";
 
+/* Overrides are collected first and applied after the method's defaults are set (NAN: not
+ * given). */
+struct overrides {
+    double rounds, rho1, rho2, lambda, gamma, steps, thr, eps, delta, clip, covb, siters, ptol,
+        threads, workers;
+};
+
 struct learn_args {
     struct lrn_runner_opts ro;
+    enum lrn_method method;
+    struct overrides ov;
     const char *out, *truth;
     const char *ptruth[LEARN_MAX_P];
     size_t n_ptruth, min_rows;
     int personalize, png, quiet, trace, cov_by_p, no_center, standardize;
     char **files;
     size_t P;
-};
-
-static void usage(FILE *f)
-{
-    fputs(learn_help, f);
-    fputs(learn_help_more, f);
-    fputs(learn_help_exit, f);
-    fputs(app_common_help, f);
-}
-
-static int num(const char *s, double *v)
-{
-    return app_flag_parse_double(s, -DBL_MAX, DBL_MAX, v);
-}
-
-/* Overrides are collected first and applied after the method's defaults are set. */
-struct overrides {
-    double rounds, rho1, rho2, lambda, gamma, steps, thr, eps, delta, clip, covb, siters, ptol,
-        threads, workers;
 };
 
 /* Integer options: values above 1e9 become 1e9 (then rejected by the option checks with a
@@ -167,156 +113,110 @@ static void apply_overrides(struct lrn_runner_opts *o, const struct overrides *v
         o->pgcd.tol = v->ptol;
 }
 
-static const struct option learn_opts[] = {{"method", required_argument, 0, 'm'},
-                                           {"out", required_argument, 0, 'o'},
-                                           {"truth", required_argument, 0, 't'},
-                                           {"personalize", no_argument, 0, 'z'},
-                                           {"participant-truth", required_argument, 0, 'q'},
-                                           {"min-rows", required_argument, 0, 'r'},
-                                           {"rounds", required_argument, 0, 'T'},
-                                           {"rho1", required_argument, 0, '1'},
-                                           {"rho2", required_argument, 0, '2'},
-                                           {"lambda", required_argument, 0, 'l'},
-                                           {"gamma", required_argument, 0, 'g'},
-                                           {"steps", required_argument, 0, 'K'},
-                                           {"threshold", required_argument, 0, 'x'},
-                                           {"eps", required_argument, 0, 'e'},
-                                           {"delta", required_argument, 0, 'D'},
-                                           {"clip", required_argument, 0, 'C'},
-                                           {"cov-bound", required_argument, 0, 'b'},
-                                           {"server-iters", required_argument, 0, 'I'},
-                                           {"pgcd-tol", required_argument, 0, 'p'},
-                                           {"cov-by-p", no_argument, 0, 'B'},
-                                           {"threads", required_argument, 0, 'j'},
-                                           {"workers", required_argument, 0, 'W'},
-                                           {"no-center", no_argument, 0, 'c'},
-                                           {"standardize", no_argument, 0, 's'},
-                                           {"trace", no_argument, 0, 'R'},
-                                           {"no-png", no_argument, 0, 'N'},
-                                           {"quiet", no_argument, 0, 'Q'},
-                                           {"help", no_argument, 0, 'h'},
-                                           {0, 0, 0, 0}};
-
-static double *ov_slot(struct overrides *v, int c)
+static int parse_method(void *args, const char *arg)
 {
-    switch (c) {
-    case 'T':
-        return &v->rounds;
-    case '1':
-        return &v->rho1;
-    case '2':
-        return &v->rho2;
-    case 'l':
-        return &v->lambda;
-    case 'g':
-        return &v->gamma;
-    case 'K':
-        return &v->steps;
-    case 'x':
-        return &v->thr;
-    case 'e':
-        return &v->eps;
-    case 'D':
-        return &v->delta;
-    case 'C':
-        return &v->clip;
-    case 'b':
-        return &v->covb;
-    case 'I':
-        return &v->siters;
-    case 'p':
-        return &v->ptol;
-    case 'j':
-        return &v->threads;
-    case 'W':
-        return &v->workers;
-    default:
-        return NULL;
-    }
+    return lrn_method_parse(arg, &((struct learn_args *)args)->method) == CORE_OK ? 0 : -1;
 }
 
-// One case per flag, a flat switch: split, it would only scatter the flag list.
-// NOLINTNEXTLINE(readability-function-size)
-static int parse_one(int c, int li, struct learn_args *a, struct overrides *v, enum lrn_method *m)
+#define OV(f) APP_FLAG_DBL, APP_FLAG_AT(struct learn_args, ov.f), .hi = DBL_MAX
+#define A(f)  APP_FLAG_AT(struct learn_args, f)
+
+static const struct app_flag learn_flags[] = {
+    {"method", APP_FLAG_FN, .fn = parse_method, .metavar = "M",
+     .help = "fed-sparse (default) | dp-fed-sparse | fed-bnsl | dp-fed-bnsl |\n"
+             "notears (centralized, pooled data) | local-notears (per participant)\n"
+             "| dp-fed-sparse-mangold (DP-PGCD of Mangold et al. 2023: Laplace +\n"
+             "advanced composition, same defaults as dp-fed-sparse; Appendix C.4)"},
+    {"out", APP_FLAG_STR, A(out), .metavar = "PREFIX",
+     .help = "outputs PREFIX.json, PREFIX.csv, PREFIX.dot, PREFIX.png,\n"
+             "PREFIX.metrics.json (default: learned); local-notears and\n"
+             "--personalize add PREFIX.p<k>.* per participant"},
+    {"truth", APP_FLAG_STR, A(truth), .metavar = "FILE",
+     .help = "true DAG (sem-gen truth.json, or a CSV adjacency): SHD/TPR/FDR,\n"
+             "skeleton and v-structure metrics, and a coloured picture"},
+    {"personalize", APP_FLAG_TRUE, A(personalize),
+     .help = "refit the weights per participant by OLS on the learned DAG"},
+    {"participant-truth", APP_FLAG_STRS, A(ptruth),
+     .n_offset = offsetof(struct learn_args, n_ptruth), .metavar = "FILE",
+     .flags = APP_FLAG_HELP_INLINE,
+     .help = "true weights of participant k (repeat in file order):\n"
+             "normalized MSE with and without personalization"},
+    {"min-rows", APP_FLAG_UINT, A(min_rows), .lo = 1, .hi = DBL_MAX, .metavar = "N",
+     .help = "minimum data rows per file (default 10)"},
+    {"rounds", OV(rounds), .metavar = "T",
+     .help = "ADMM round cap T_max (default: 100; dp methods: paper Table 7\n"
+             "by d); the run stops earlier when it converges (below)"},
+    {"rho1", OV(rho1), .metavar = "X --rho2 X",
+     .help = "ADMM penalties (fed-sparse default 1000 and 1; fed-bnsl: the\n"
+             "notears-admm schedule from 1e-3 growing x1.75 / x1.25 per round)"},
+    {"rho2", OV(rho2)},
+    {"lambda", OV(lambda), .metavar = "X",
+     .help = "l1 weight (fed-sparse 0.1; notears 0.1; dp-fed-sparse Table 7)"},
+    {"gamma", OV(gamma), .metavar = "X",
+     .help = "PGCD step (fed-sparse 0.5; dp-fed-sparse Table 7)"},
+    {"steps", OV(steps), .metavar = "K",
+     .help = "PGCD / DP-PGCD coordinate steps per round (fed-sparse 1000;\n"
+             "dp-fed-sparse Table 7 by d)"},
+    {"threshold", OV(thr), .metavar = "X", .help = "final |w| pruning threshold (default 0.3)"},
+    {"server-iters", OV(siters), .metavar = "N",
+     .help = "server L-BFGS iteration cap per round (default: the ADMM\n"
+             "driver's, lrn_admm_opts_default())"},
+    {"pgcd-tol", OV(ptol), .metavar = "X",
+     .help = "stop a PGCD call early when the best score <= X (default 1e-6)"},
+    {"eps", OV(eps), .metavar = "X",
+     .help = "privacy budget per participant for dp-* methods (default 10)"},
+    {"delta", OV(delta), .metavar = "X", .help = "delta (default 1/n_p^2)"},
+    {"clip", OV(clip), .metavar = "C", .help = "DP-PGCD clipping threshold (default Table 7 by d)"},
+    {"cov-bound", OV(covb), .metavar = "B",
+     .help = "DP-Fed-BNSL row bound ||x||^2 <= B (default Table 7 by d)"},
+    {"cov-by-p", APP_FLAG_TRUE, A(cov_by_p),
+     .help = "fed-sparse: local loss uses X^T X / (n_p P) (notears-admm scaling)"},
+    {"no-center", APP_FLAG_TRUE, A(no_center),
+     .help = "do not centre each participant's columns (default: centred;\n"
+             "non-private methods; DP methods never centre, see docs)"},
+    {"standardize", APP_FLAG_TRUE, A(standardize),
+     .help = "also scale each participant's columns to unit variance"},
+    {"threads", OV(threads), .metavar = "N",
+     .help = "OpenBLAS threads (default 1; more rarely helps below d = 200)"},
+    {"workers", OV(workers), .metavar = "N",
+     .help = "threads that read the files and run the participants' local\n"
+             "solves (fed-sparse) in parallel (default learner.workers = 0:\n"
+             "online CPUs, at most 8; 1: none); same result for any N"},
+    {"no-png", APP_FLAG_FALSE, A(png), .help = "do not run graphviz"},
+    {"quiet", APP_FLAG_TRUE, A(quiet), .help = "no per-round progress lines"},
+    {"trace", APP_FLAG_TRUE, A(trace),
+     .help = "per-round diagnostic line instead: h of the sent W and of the\n"
+             "server's W~, residuals, support changes, largest dual on entries\n"
+             "a participant did not receive, rho1, alpha, nonzeros up/down"},
+    {.name = NULL},
+};
+
+#undef OV
+#undef A
+
+static void usage(FILE *f)
 {
-    double tmp, *slot = ov_slot(v, c);
-    if (slot) {
-        if (num(optarg, slot) != 0 || *slot < 0) {
-            fprintf(stderr, "gcdp learn: --%s wants a finite number >= 0, got '%s'\n",
-                    learn_opts[li].name, optarg);
-            return -1;
-        }
-        return 0;
-    }
-    switch (c) {
-    case 'm':
-        if (lrn_method_parse(optarg, m) != CORE_OK) {
-            fprintf(stderr, "gcdp learn: unknown --method '%s' (see --help)\n", optarg);
-            return -1;
-        }
-        return 0;
-    case 'o':
-        a->out = optarg;
-        return 0;
-    case 't':
-        a->truth = optarg;
-        return 0;
-    case 'z':
-        a->personalize = 1;
-        return 0;
-    case 'q':
-        if (a->n_ptruth >= LEARN_MAX_P)
-            return -1;
-        a->ptruth[a->n_ptruth++] = optarg;
-        return 0;
-    case 'r':
-        if (num(optarg, &tmp) != 0 || tmp < 1) {
-            fprintf(stderr, "gcdp learn: --min-rows wants an integer >= 1\n");
-            return -1;
-        }
-        a->min_rows = (size_t)tmp;
-        return 0;
-    case 'N':
-        a->png = 0;
-        return 0;
-    case 'B':
-        a->cov_by_p = 1;
-        return 0;
-    case 'c':
-        a->no_center = 1;
-        return 0;
-    case 'R':
-        a->trace = 1;
-        return 0;
-    case 's':
-        a->standardize = 1;
-        return 0;
-    case 'Q':
-        a->quiet = 1;
-        return 0;
-    case 'h':
-        usage(stdout);
-        return 1;
-    default:
+    fputs(learn_help, f);
+    app_flags_help(f, learn_flags, 18, 0);
+    fputs("  -h, --help        this text\n", f);
+    fputs(learn_help_more, f);
+    fputs(learn_help_exit, f);
+    fputs(app_common_help, f);
+}
+
+/* Returns 0 ok, -1 usage error. Method defaults need d, so they are set later by
+ * finish_opts(). */
+static int parse_args(int argc, char **argv, struct learn_args *a)
+{
+    int first;
+
+    a->ov = (struct overrides){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
+                               NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    first = app_flags_parse("learn", learn_flags, argc, argv, a, NULL);
+    if (first < 0)
         return -1;
-    }
-}
-
-/* Returns 0 ok, 1 help printed, -1 usage error. Method defaults need d, so they are set
- * later by finish_opts(). */
-static int parse_args(int argc, char **argv, struct learn_args *a, struct overrides *v,
-                      enum lrn_method *m)
-{
-    int c, li = 0, r;
-    *v = (struct overrides){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
-                            NAN, NAN, NAN, NAN, NAN, NAN, NAN};
-    while ((c = getopt_long(argc, argv, "h", learn_opts, &li)) != -1) {
-        r = parse_one(c, li, a, v, m);
-        if (r != 0)
-            return r;
-    }
-    a->files = argv + optind;
-    a->P = (size_t)(argc - optind);
+    a->files = argv + first;
+    a->P = (size_t)(argc - first);
     if (a->P == 0 || a->P > LEARN_MAX_P) {
         fprintf(stderr, "gcdp learn: give 1..%d participant CSV files (see --help)\n", LEARN_MAX_P);
         return -1;
@@ -570,18 +470,14 @@ static int cmd_main(struct app_call *call)
     struct core_pool *pool = NULL;
     struct learn_args a = {.out = "learned", .min_rows = 10, .png = 1};
     struct learn_state s = {0};
-    struct overrides ov;
-    enum lrn_method m = LRN_METHOD_FED_SPARSE;
     size_t d;
-    int ret = APP_EXIT_USAGE, pr;
+    int ret = APP_EXIT_USAGE;
 
+    a.method = LRN_METHOD_FED_SPARSE;
     lrn_blas_set_threads(1); /* first: OpenBLAS's idle workers spin from load time on */
-    pr = parse_args(call->argc, call->argv, &a, &ov, &m);
-    if (pr != 0) {
-        ret = pr > 0 ? APP_EXIT_OK : APP_EXIT_USAGE;
+    if (parse_args(call->argc, call->argv, &a) != 0)
         goto out;
-    }
-    if (make_pool(cfg, &ov, &pool) != 0) {
+    if (make_pool(cfg, &a.ov, &pool) != 0) {
         ret = APP_EXIT_FAILURE;
         goto out;
     }
@@ -595,9 +491,9 @@ static int cmd_main(struct app_call *call)
         s.x[p] = s.csv[p]->x;
         s.n[p] = s.csv[p]->n;
     }
-    a.ro = lrn_runner_opts_default(m, d);
+    a.ro = lrn_runner_opts_default(a.method, d);
     a.ro.pool = pool;
-    if (set_options(cfg, d, &ov, &a, &s) != 0)
+    if (set_options(cfg, d, &a.ov, &a, &s) != 0)
         goto out;
     if (read_truth_and_out(&a, &s, d) != 0) {
         ret = APP_EXIT_FAILURE;

@@ -1,6 +1,5 @@
 /* cmd_ledger.c - `gcdp ledger`: read-only inspection of the privacy ledger: totals per
  * protected unit (sequential composition within a unit), remaining budget under the cap. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +16,7 @@
 #include "core/dp_tally.h"
 #include "core/fsutil.h"
 #include "core/mem.h"
+#include "flags.h"
 
 static const char ledger_help[] =
     "usage: gcdp ledger [options] [common options]\n"
@@ -30,25 +30,9 @@ static const char ledger_help[] =
     "any row they would reject fails this command (a ledger is never read leniently).\n"
     "The unit scheme and caps shown are the ones bound in the ledger's header.\n"
     "\n"
-    "options:\n"
-    "  --ledger FILE   ledger path (default: release.ledger.path under state.dir)\n"
-    "  --unit PREFIX   only units starting with PREFIX (e.g. a device id)\n"
-    "  --json          one JSON object per unit instead of the table\n"
-    "  --carry-to NEW  change the unit scheme or caps: create the ledger NEW with the scheme\n"
-    "                  and caps of this run's configuration (release.ledger.slot_ms,\n"
-    "                  release.policy.time_radius, ingest.period_ms, release.ledger.cap_*)\n"
-    "                  and carry the spent budget forward conservatively: every new unit\n"
-    "                  starts at the maximum spent over any old unit whose time span it\n"
-    "                  overlaps. NEW must not exist; refused when a carried total is over\n"
-    "                  the new cap. The old ledger is left as it is (keep it: it is the\n"
-    "                  record of what was spent); use only NEW from then on.\n"
-    "  --import OLD --to NEW\n"
-    "                  migrate the JSONL ledger OLD once to the embedded store NEW (SQLite;\n"
-    "                  docs/operations.md, \"Ledger store\"): every release's output bytes\n"
-    "                  and every unit's total are copied and verified equal before NEW is\n"
-    "                  put in place. NEW must not exist; OLD keeps the same scheme and caps\n"
-    "                  and stays where it is as NEW's audit log (new rows are appended to\n"
-    "                  it). Takes the ledger's lock: stop release/calibrate first.\n"
+    "options:\n";
+
+static const char ledger_help_end[] =
     "  -h, --help      this text\n"
     "exit status: 0 ok; 1 unreadable, empty, header-less or corrupt ledger; 2 usage.\n\n";
 
@@ -164,54 +148,41 @@ struct ledger_cli {
     int as_json;
 };
 
+#define AT(f) APP_FLAG_AT(struct ledger_cli, f)
+
+static const struct app_flag ledger_flags[] = {
+    {"ledger", APP_FLAG_STR, AT(flag), .metavar = "FILE",
+     .help = "ledger path (default: release.ledger.path under state.dir)"},
+    {"unit", APP_FLAG_STR, AT(prefix), .metavar = "PREFIX",
+     .help = "only units starting with PREFIX (e.g. a device id)"},
+    {"json", APP_FLAG_TRUE, AT(as_json), .help = "one JSON object per unit instead of the table"},
+    {"carry-to", APP_FLAG_STR, AT(carry), .metavar = "NEW",
+     .help = "change the unit scheme or caps: create the ledger NEW with the scheme\n"
+             "and caps of this run's configuration (release.ledger.slot_ms,\n"
+             "release.policy.time_radius, ingest.period_ms, release.ledger.cap_*)\n"
+             "and carry the spent budget forward conservatively: every new unit\n"
+             "starts at the maximum spent over any old unit whose time span it\n"
+             "overlaps. NEW must not exist; refused when a carried total is over\n"
+             "the new cap. The old ledger is left as it is (keep it: it is the\n"
+             "record of what was spent); use only NEW from then on."},
+    {"import", APP_FLAG_STR, AT(imp), .metavar = "OLD --to NEW",
+     .help = "migrate the JSONL ledger OLD once to the embedded store NEW (SQLite;\n"
+             "docs/operations.md, \"Ledger store\"): every release's output bytes\n"
+             "and every unit's total are copied and verified equal before NEW is\n"
+             "put in place. NEW must not exist; OLD keeps the same scheme and caps\n"
+             "and stays where it is as NEW's audit log (new rows are appended to\n"
+             "it). Takes the ledger's lock: stop release/calibrate first."},
+    {"to", APP_FLAG_STR, AT(to)},
+    {.name = NULL},
+};
+
+#undef AT
+
 static void usage(FILE *f)
 {
-    fprintf(f, "%s%s", ledger_help, app_common_help);
-}
-
-/* Parse argv into cli. Returns -1 to go on, else the exit status (--help printed: OK). */
-static int parse_args(int argc, char **argv, struct ledger_cli *cli)
-{
-    static const struct option lo[] = {
-        {"ledger", required_argument, NULL, 'l'}, {"unit", required_argument, NULL, 'u'},
-        {"json", no_argument, NULL, 'j'},         {"carry-to", required_argument, NULL, 'c'},
-        {"import", required_argument, NULL, 'i'}, {"to", required_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
-    int ch;
-
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        switch (ch) {
-        case 'l':
-            cli->flag = optarg;
-            break;
-        case 'u':
-            cli->prefix = optarg;
-            break;
-        case 'j':
-            cli->as_json = 1;
-            break;
-        case 'c':
-            cli->carry = optarg;
-            break;
-        case 'i':
-            cli->imp = optarg;
-            break;
-        case 't':
-            cli->to = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return APP_EXIT_OK;
-        default:
-            return APP_EXIT_USAGE;
-        }
-    }
-    if (optind != argc) {
-        fprintf(stderr, "gcdp ledger: unexpected argument '%s'\n", argv[optind]);
-        return APP_EXIT_USAGE;
-    }
-    return -1;
+    fputs(ledger_help, f);
+    app_flags_help(f, ledger_flags, 16, 0);
+    fprintf(f, "%s%s", ledger_help_end, app_common_help);
 }
 
 /* Inspect (or with --carry-to, carry) the ledger at path. */
@@ -253,11 +224,9 @@ static int cmd_main(struct app_call *call)
     const struct core_config *cfg = call->cfg;
     struct ledger_cli cli = {0};
     char path[4096];
-    int ex;
 
-    ex = parse_args(call->argc, call->argv, &cli);
-    if (ex >= 0)
-        return ex;
+    if (app_flags_parse_only("ledger", ledger_flags, call->argc, call->argv, &cli, NULL) != 0)
+        return APP_EXIT_USAGE;
     if (cli.imp || cli.to)
         return import_args(cli.imp, cli.to, cli.carry || cli.prefix || cli.flag);
     if (app_ledger_path(cfg, cli.flag, path, sizeof(path)) != 0)

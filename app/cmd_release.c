@@ -1,7 +1,6 @@
 /* cmd_release.c - `gcdp release`: offline GC-DP release of window records with θ
  * (paper Algorithms 2-4), write-ahead ledger, byte-identical replay. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,23 +42,7 @@ static const char release_help[] =
     "leaves an existing output untouched). Excluded windows are skipped; a refused window\n"
     "stops the run after everything before it was committed, unless --skip-refused.\n"
     "\n"
-    "options:\n"
-    "  --theta FILE      theta JSON from `gcdp calibrate` (required)\n"
-    "  --input FILE      window records (JSON lines); '-' = stdin (default -)\n"
-    "  --output FILE     released records; '-' = stdout, line-buffered (default -)\n"
-    "  --ledger FILE     ledger path (default: release.ledger.path under state.dir)\n"
-    "  --mechanism M     " REL_MECH_CHOICES "\n"
-    "                    (default: release.mechanism = gcdp)\n"
-    "  --eps-rel E       release budget per window (default: release.eps_rel = 1)\n"
-    "  --plan            print the per-coordinate plan (B, s, eps, scale) as JSON for the\n"
-    "                    first non-excluded record of --input and exit; draws no noise,\n"
-    "                    opens no ledger\n"
-    "  --theta-out FILE  also write theta with its release part (B, s, eps) filled\n"
-    "  --skip-refused    report a refused record (malformed, not covered by the plan or its\n"
-    "                    certificate, over the lifetime cap) with its line number and go on;\n"
-    "                    the run then exits 0 and prints how many were skipped\n"
-    "  -h, --help        this text\n"
-    "\n";
+    "options:\n";
 
 static const char release_serve_help[] =
     "service mode (--serve): the same release as a Kafka service. Window records are read\n"
@@ -76,19 +59,9 @@ static const char release_serve_help[] =
     "release.service.changelog is true: ledger rows go to topics.ledger_changelog and an\n"
     "assigned partition is restored from it first (docs/release.md, \"Several instances\").\n"
     "The ledger's audit log is mirrored to topics.audit, at least once from the offset kept\n"
-    "in <ledger>.mirror (release.audit.mirror, default true).\n"
-    "  --serve           run as a service until SIGINT/SIGTERM (a one-line JSON summary\n"
-    "                    goes to stdout at exit); needs broker.bootstrap (or\n"
-    "                    run/kafka.bootstrap); metrics.port serves /metrics and /healthz\n"
-    "  --group ID        consumer group of topics.windows (default gcdp-release)\n"
-    "  --check           validate the configuration (file, env, --set), --theta, the\n"
-    "                    ledger's location and the control key file, print \"gcdp release:\n"
-    "                    configuration ok\" and exit 0 (2 naming the key otherwise); opens\n"
-    "                    nothing for writing, no network\n"
-    "  --exit-idle S     stop after S seconds with nothing consumed, counted while windows\n"
-    "                    can be read (theta known, partitions assigned); default 0: until a\n"
-    "                    signal\n"
-    "\n"
+    "in <ledger>.mirror (release.audit.mirror, default true).\n";
+
+static const char release_end_help[] =
     "An output path that is the same file as the input, the ledger or theta is refused\n"
     "before anything is opened for writing. Other settings are release.* keys (`gcdp config\n"
     "keys`): delta, beta_r/g/u, eta, eps_min, policy.edges/hops/time_radius,\n"
@@ -100,9 +73,12 @@ static const char release_serve_help[] =
     "configuration or theta error (also: no plan for theta and the records' provenance,\n"
     "a ledger bound to another scheme or caps, an output aliasing an input).\n\n";
 
+#define TAG_OFFLINE 1u /* the tag of the offline-only flags */
+
 struct args {
     const char *theta, *input, *format, *output, *ledger, *mech, *eps, *theta_out, *group;
-    int plan_only, skip, serve, check, n_offline; /* n_offline: offline-only options given */
+    int plan_only, skip, serve, check;
+    unsigned tags; /* TAG_OFFLINE: an offline-only option was given */
     double exit_idle_s;
     char ledger_path[4096];
 };
@@ -110,11 +86,11 @@ struct args {
 /* The parsed flags fit together: no stray argument, --theta unless --serve, --check only with
  * --serve, no offline-only flag with --serve, --format jsonl. Returns APP_EXIT_OK or
  * APP_EXIT_USAGE after the message. */
-static int check_args(int argc, const struct args *a)
+static int check_args(int first, int argc, const struct args *a)
 {
-    if (optind != argc || (!a->theta && !a->serve)) {
+    if (first != argc || (!a->theta && !a->serve)) {
         fprintf(stderr, "gcdp release: %s\n",
-                optind != argc ? "unexpected argument" : "--theta FILE is required");
+                first != argc ? "unexpected argument" : "--theta FILE is required");
         return APP_EXIT_USAGE;
     }
     if (a->check && !a->serve) {
@@ -122,7 +98,7 @@ static int check_args(int argc, const struct args *a)
                         "with --serve\n");
         return APP_EXIT_USAGE;
     }
-    if (a->serve && a->n_offline) {
+    if (a->serve && (a->tags & TAG_OFFLINE)) {
         fprintf(stderr, "gcdp release: --serve reads topics.windows and writes topics.released: "
                         "--input, --output, --format, --plan, --theta-out and --skip-refused "
                         "are for the offline release\n");
@@ -138,106 +114,73 @@ static int check_args(int argc, const struct args *a)
     return APP_EXIT_OK;
 }
 
+#define AT(f) APP_FLAG_AT(struct args, f)
+
+static const struct app_flag release_flags[] = {
+    {"theta", APP_FLAG_STR, AT(theta), .metavar = "FILE",
+     .help = "theta JSON from `gcdp calibrate` (required)"},
+    {"input", APP_FLAG_STR, AT(input), .tag = TAG_OFFLINE, .metavar = "FILE",
+     .help = "window records (JSON lines); '-' = stdin (default -)"},
+    {"format", APP_FLAG_STR, AT(format), .tag = TAG_OFFLINE},
+    {"output", APP_FLAG_STR, AT(output), .tag = TAG_OFFLINE, .metavar = "FILE",
+     .help = "released records; '-' = stdout, line-buffered (default -)"},
+    {"ledger", APP_FLAG_STR, AT(ledger), .metavar = "FILE",
+     .help = "ledger path (default: release.ledger.path under state.dir)"},
+    {"mechanism", APP_FLAG_STR, AT(mech), .metavar = "M",
+     .help = REL_MECH_CHOICES "\n(default: release.mechanism = gcdp)"},
+    {"eps-rel", APP_FLAG_STR, AT(eps), .metavar = "E",
+     .help = "release budget per window (default: release.eps_rel = 1)"},
+    {"plan", APP_FLAG_TRUE, AT(plan_only), .tag = TAG_OFFLINE,
+     .help = "print the per-coordinate plan (B, s, eps, scale) as JSON for the\n"
+             "first non-excluded record of --input and exit; draws no noise,\n"
+             "opens no ledger"},
+    {"theta-out", APP_FLAG_STR, AT(theta_out), .tag = TAG_OFFLINE, .metavar = "FILE",
+     .help = "also write theta with its release part (B, s, eps) filled"},
+    {"skip-refused", APP_FLAG_TRUE, AT(skip), .tag = TAG_OFFLINE,
+     .help = "report a refused record (malformed, not covered by the plan or its\n"
+             "certificate, over the lifetime cap) with its line number and go on;\n"
+             "the run then exits 0 and prints how many were skipped"},
+    {"serve", APP_FLAG_TRUE, AT(serve), .section = 1,
+     .help = "run as a service until SIGINT/SIGTERM (a one-line JSON summary\n"
+             "goes to stdout at exit); needs broker.bootstrap (or\n"
+             "run/kafka.bootstrap); metrics.port serves /metrics and /healthz"},
+    {"group", APP_FLAG_STR, AT(group), .metavar = "ID", .section = 1,
+     .help = "consumer group of topics.windows (default gcdp-release)"},
+    {"check", APP_FLAG_TRUE, AT(check), .section = 1,
+     .help = "validate the configuration (file, env, --set), --theta, the\n"
+             "ledger's location and the control key file, print \"gcdp release:\n"
+             "configuration ok\" and exit 0 (2 naming the key otherwise); opens\n"
+             "nothing for writing, no network"},
+    {"exit-idle", APP_FLAG_DBL, AT(exit_idle_s), .lo = 0, .hi = 1e6, .metavar = "S", .section = 1,
+     .help = "stop after S seconds with nothing consumed, counted while windows\n"
+             "can be read (theta known, partitions assigned); default 0: until a\n"
+             "signal"},
+    {.name = NULL},
+};
+
+#undef AT
+
 static void usage(FILE *f)
 {
-    fprintf(f, "%s%s%s", release_help, release_serve_help, app_common_help);
+    fputs(release_help, f);
+    app_flags_help(f, release_flags, 18, 0);
+    fputs("  -h, --help        this text\n\n", f);
+    fputs(release_serve_help, f);
+    app_flags_help(f, release_flags, 18, 1);
+    fprintf(f, "\n%s%s", release_end_help, app_common_help);
 }
 
-/* One option (getopt_long's ch, optarg) into a. Returns APP_EXIT_OK, APP_EXIT_USAGE after
- * the message, or APP_EXIT_OK + 100 after --help. */
-// One case per flag, a flat switch: split, it would only scatter the flag list.
-// NOLINTNEXTLINE(readability-function-size)
-static int take_flag(int ch, struct args *a)
-{
-    switch (ch) {
-    case 't':
-        a->theta = optarg;
-        return APP_EXIT_OK;
-    case 'i':
-        a->input = optarg;
-        a->n_offline++;
-        return APP_EXIT_OK;
-    case 'f':
-        a->format = optarg;
-        a->n_offline++;
-        return APP_EXIT_OK;
-    case 'o':
-        a->output = optarg;
-        a->n_offline++;
-        return APP_EXIT_OK;
-    case 'l':
-        a->ledger = optarg;
-        return APP_EXIT_OK;
-    case 'm':
-        a->mech = optarg;
-        return APP_EXIT_OK;
-    case 'e':
-        a->eps = optarg;
-        return APP_EXIT_OK;
-    case 'p':
-        a->plan_only = 1;
-        a->n_offline++;
-        return APP_EXIT_OK;
-    case 's':
-        a->skip = 1;
-        a->n_offline++;
-        return APP_EXIT_OK;
-    case 'T':
-        a->theta_out = optarg;
-        a->n_offline++;
-        return APP_EXIT_OK;
-    case 'S':
-        a->serve = 1;
-        return APP_EXIT_OK;
-    case 'C':
-        a->check = 1;
-        return APP_EXIT_OK;
-    case 'g':
-        a->group = optarg;
-        return APP_EXIT_OK;
-    case 'x':
-        if (app_flag_parse_double(optarg, 0, 1e6, &a->exit_idle_s) != 0) {
-            fprintf(stderr,
-                    "gcdp release: --exit-idle %s: not a number of seconds in "
-                    "[0, 1e6]\n",
-                    optarg);
-            return APP_EXIT_USAGE;
-        }
-        return APP_EXIT_OK;
-    case 'h':
-        usage(stdout);
-        return APP_EXIT_OK + 100;
-    default:
-        return APP_EXIT_USAGE;
-    }
-}
-
-/* Parse argv into a (defaults first), then check_args. --help prints the help and returns
- * APP_EXIT_OK + 100. */
+/* Parse argv into a (defaults first), then check_args. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-    static const struct option lo[] = {
-        {"theta", required_argument, NULL, 't'},     {"input", required_argument, NULL, 'i'},
-        {"format", required_argument, NULL, 'f'},    {"output", required_argument, NULL, 'o'},
-        {"ledger", required_argument, NULL, 'l'},    {"mechanism", required_argument, NULL, 'm'},
-        {"eps-rel", required_argument, NULL, 'e'},   {"plan", no_argument, NULL, 'p'},
-        {"theta-out", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
-        {"skip-refused", no_argument, NULL, 's'},    {"serve", no_argument, NULL, 'S'},
-        {"group", required_argument, NULL, 'g'},     {"exit-idle", required_argument, NULL, 'x'},
-        {"check", no_argument, NULL, 'C'},           {NULL, 0, NULL, 0}};
-    int ch;
+    int first;
 
     memset(a, 0, sizeof(*a));
     a->input = "-";
     a->output = "-";
     a->group = "gcdp-release";
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        int st = take_flag(ch, a);
-        if (st != APP_EXIT_OK)
-            return st;
-    }
-    return check_args(argc, a);
+    first = app_flags_parse("release", release_flags, argc, argv, a, &a->tags);
+    return first < 0 ? APP_EXIT_USAGE : check_args(first, argc, a);
 }
 
 /* --mechanism / --eps-rel are shorthands for --set release.*=... */
@@ -405,7 +348,7 @@ static int cmd_main(struct app_call *call)
     memset(&r, 0, sizeof(r));
     ex = parse_args(call->argc, call->argv, &a);
     if (ex != APP_EXIT_OK || apply_shorthands(cfg, &a) != CORE_OK) {
-        ex = ex == APP_EXIT_OK + 100 ? APP_EXIT_OK : APP_EXIT_USAGE;
+        ex = APP_EXIT_USAGE;
         goto out;
     }
     ex = APP_EXIT_USAGE;

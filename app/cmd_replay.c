@@ -1,5 +1,4 @@
 /* cmd_replay.c - `gcdp replay`: thin CLI over sim_replay_run() (sim/sim.h). */
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,56 +54,34 @@ static void usage(FILE *f)
             app_common_help);
 }
 
-enum { O_FILE = 256, O_FORMAT, O_DEVICE, O_SPEED, O_RATE };
-
-static const struct option long_opts[] = {
-    {"file", required_argument, NULL, O_FILE},
-    {"format", required_argument, NULL, O_FORMAT},
-    {"device", required_argument, NULL, O_DEVICE},
-    {"speed", required_argument, NULL, O_SPEED},
-    {"rate", required_argument, NULL, O_RATE},
-    APP_PROD_FLAG_OPTIONS,
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
-
-static int apply_opt(int c, const char *arg, struct sim_replay_options *o)
+static int take_format(void *args, const char *arg)
 {
-    int bad = 0;
-    switch (c) {
-    case O_FILE:
-        o->path = arg;
-        break;
-    case O_FORMAT:
-        if (strcmp(arg, "occupancy") == 0)
-            o->format = SIM_REPLAY_OCCUPANCY;
-        else if (strcmp(arg, "jsonl") == 0)
-            o->format = SIM_REPLAY_JSONL;
-        else if (strcmp(arg, "corpus") == 0 || strcmp(arg, "jsonl-raw") == 0)
-            o->format = SIM_REPLAY_CORPUS;
-        else
-            bad = 1;
-        break;
-    case O_DEVICE:
-        o->device = arg;
-        break;
-    case O_SPEED:
-        bad = app_flag_parse_double(arg, 0.0, 1e9, &o->speed);
-        break;
-    case O_RATE:
-        bad = app_flag_parse_double(arg, 0.0, 1e9, &o->rate);
-        break;
-    default: /* --topic, --max-inflight, ... (producer_flags.h) */
-        return app_prod_flags_apply("replay", c, arg, &o->prod) == 0 ? 0 : -1;
-    }
-    if (bad) {
-        for (const struct option *lo = long_opts; lo->name; lo++)
-            if (lo->val == c)
-                fprintf(stderr, "gcdp replay: invalid value '%s' for --%s\n", arg, lo->name);
+    struct sim_replay_options *o = args;
+
+    if (strcmp(arg, "occupancy") == 0)
+        o->format = SIM_REPLAY_OCCUPANCY;
+    else if (strcmp(arg, "jsonl") == 0)
+        o->format = SIM_REPLAY_JSONL;
+    else if (strcmp(arg, "corpus") == 0 || strcmp(arg, "jsonl-raw") == 0)
+        o->format = SIM_REPLAY_CORPUS;
+    else
         return -1;
-    }
     return 0;
 }
+
+#define AT(f) APP_FLAG_AT(struct sim_replay_options, f)
+
+static const struct app_flag replay_flags[] = {
+    {"file", APP_FLAG_STR, AT(path)},
+    {"format", APP_FLAG_FN, .fn = take_format},
+    {"device", APP_FLAG_STR, AT(device)},
+    {"speed", APP_FLAG_DBL, AT(speed), .lo = 0, .hi = 1e9},
+    {"rate", APP_FLAG_DBL, AT(rate), .lo = 0, .hi = 1e9},
+    APP_PROD_FLAG_ROWS(offsetof(struct sim_replay_options, prod)),
+    {.name = NULL},
+};
+
+#undef AT
 
 static int cmd_main(struct app_call *call)
 {
@@ -114,7 +91,7 @@ static int cmd_main(struct app_call *call)
     struct sim_replay_options o;
     struct sim_progress pr;
     char eb[1024] = "";
-    int c;
+    int first;
     struct sigaction sa;
     core_err rc;
 
@@ -124,11 +101,10 @@ static int cmd_main(struct app_call *call)
      * only: replay's in-flight cap is --max-inflight or its default) */
     o.prod.lag_group = core_config_str(cfg, "sim.lag_group");
     o.prod.max_lag_bytes = (size_t)core_config_int(cfg, "sim.max_lag_bytes");
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1)
-        if (c == '?' || c == 'h' || apply_opt(c, optarg, &o) != 0)
-            goto usage_err;
-    if (optind < argc || !o.path) {
+    first = app_flags_parse("replay", replay_flags, argc, argv, &o, NULL);
+    if (first < 0)
+        return APP_EXIT_USAGE;
+    if (first < argc || !o.path) {
         fprintf(stderr, "gcdp replay: %s\n", o.path ? "unexpected argument" : "--file is required");
         goto usage_err;
     }

@@ -1,6 +1,5 @@
 /* cmd_run.c - `gcdp run`: the whole pipeline in one command (pipeline/, pipe/run.h); this
  * file is its command line. */
-#include <getopt.h>
 #include <stdio.h>
 
 #include "app.h"
@@ -25,33 +24,7 @@ static const char usage_text[] =
     "readable one on stderr and one JSON line on stdout, with the DAG learned from\n"
     "the privatized stream beside the simulator's true DAG (SHD, TPR, FDR, chance)\n"
     "and a picture of both.\n\n"
-    "options:\n"
-    "  --duration S        stop after S seconds (default 0 = until Ctrl-C/SIGTERM)\n"
-    "  --devices N         simulated devices (default 100)\n"
-    "  --rate R            simulated readings per second, all devices (default 2000)\n"
-    "  --seed S            simulator seed (default 1)\n"
-    "                      (other simulator settings: the sim.* keys, e.g.\n"
-    "                      --set sim.faults=all=0.001; see gcdp config keys)\n"
-    "  --no-simulator      do not start the simulator (feed topics.raw yourself,\n"
-    "                      e.g. `gcdp replay`; then also give --calibration)\n"
-    "  --dir DIR           this run's files (default run): the broker address, the\n"
-    "                      control key control.key (made once, mode 0600, unless\n"
-    "                      control.key_file is set), calibration.csv, the ledger,\n"
-    "                      truth.json, learner-<UTC time>/ (DAGs, pictures,\n"
-    "                      checkpoints), state/ (state.dir unless set)\n"
-    "  --ledger FILE       the privacy ledger to charge (default: a NEW ledger\n"
-    "                      DIR/ledger-<UTC time>.jsonl for every run, since the\n"
-    "                      simulator's devices and times repeat from run to run;\n"
-    "                      an existing FILE is reopened and its spending counts)\n"
-    "  --calibration FILE  public calibration rows for the calibrate service (CSV,\n"
-    "                      calibrate.input.*; default: DIR/calibration.csv, made from\n"
-    "                      a pilot run of the simulator's model with noise of its own)\n"
-    "  --sites K           learner participants (default 4): site k holds the motes\n"
-    "                      mote-i, i in [k*N/K, (k+1)*N/K) (1 with --no-simulator)\n"
-    "  --bootstrap-file F  where the embedded broker writes its address\n"
-    "                      (default DIR/kafka.bootstrap; other commands can join with\n"
-    "                      --set broker.bootstrap=@F while it runs); its log: F.log\n"
-    "  --help              this text\n\n";
+    "options:\n";
 
 /* The --help text: this command's defaults, metrics, stopping and exit status (followed by
  * app_common_help). */
@@ -73,115 +46,67 @@ static const char usage_defaults_text[] =
     "was released, 2 usage or configuration (also a setting a stage refuses at\n"
     "start, e.g. a ledger made with other caps).\n\n";
 
+#define AT(f) APP_FLAG_AT(struct pipe_run_opts, f)
+
+static const struct app_flag run_flags[] = {
+    {"duration", APP_FLAG_DBL, AT(duration_s), .lo = 0, .hi = 1e7, .metavar = "S",
+     .help = "stop after S seconds (default 0 = until Ctrl-C/SIGTERM)"},
+    {"devices", APP_FLAG_UINT, AT(devices), .lo = 1, .hi = SIM_MAX_DEVICES, .metavar = "N",
+     .help = "simulated devices (default 100)"},
+    {"rate", APP_FLAG_DBL, AT(rate), .lo = 0, .hi = 1e7, .flags = APP_FLAG_OPEN_LO, .metavar = "R",
+     .help = "simulated readings per second, all devices (default 2000)"},
+    {"seed", APP_FLAG_UINT, AT(seed), .hi = DBL_MAX, .metavar = "S",
+     .help = "simulator seed (default 1)\n"
+             "(other simulator settings: the sim.* keys, e.g.\n"
+             "--set sim.faults=all=0.001; see gcdp config keys)"},
+    {"no-simulator", APP_FLAG_TRUE, AT(no_sim),
+     .help = "do not start the simulator (feed topics.raw yourself,\n"
+             "e.g. `gcdp replay`; then also give --calibration)"},
+    {"dir", APP_FLAG_STR, AT(dir), .metavar = "DIR",
+     .help = "this run's files (default run): the broker address, the\n"
+             "control key control.key (made once, mode 0600, unless\n"
+             "control.key_file is set), calibration.csv, the ledger,\n"
+             "truth.json, learner-<UTC time>/ (DAGs, pictures,\n"
+             "checkpoints), state/ (state.dir unless set)"},
+    {"ledger", APP_FLAG_STR, AT(ledger), .metavar = "FILE",
+     .help = "the privacy ledger to charge (default: a NEW ledger\n"
+             "DIR/ledger-<UTC time>.jsonl for every run, since the\n"
+             "simulator's devices and times repeat from run to run;\n"
+             "an existing FILE is reopened and its spending counts)"},
+    {"calibration", APP_FLAG_STR, AT(calibration), .metavar = "FILE",
+     .help = "public calibration rows for the calibrate service (CSV,\n"
+             "calibrate.input.*; default: DIR/calibration.csv, made from\n"
+             "a pilot run of the simulator's model with noise of its own)"},
+    {"sites", APP_FLAG_UINT, AT(sites), .lo = 1, .hi = 64, .metavar = "K",
+     .help = "learner participants (default 4): site k holds the motes\n"
+             "mote-i, i in [k*N/K, (k+1)*N/K) (1 with --no-simulator)"},
+    {"bootstrap-file", APP_FLAG_STR, AT(bootstrap_file), .metavar = "F",
+     .help = "where the embedded broker writes its address\n"
+             "(default DIR/kafka.bootstrap; other commands can join with\n"
+             "--set broker.bootstrap=@F while it runs); its log: F.log"},
+    {.name = NULL},
+};
+
+#undef AT
+
 static void usage(FILE *f)
 {
     fputs(usage_text, f);
+    app_flags_help(f, run_flags, 20, 0);
+    fputs("  --help              this text\n\n", f);
     fputs(usage_defaults_text, f);
     fputs(app_common_help, f);
-}
-
-/* One numeric flag (--duration, --devices, --rate, --seed, --sites) into o. Returns 0, or -1
- * when the value is out of range. */
-static int parse_number_opt(int ch, const char *arg, struct pipe_run_opts *o)
-{
-    unsigned long long u;
-
-    switch (ch) {
-    case 'd':
-        return app_flag_parse_double(arg, 0, 1e7, &o->duration_s) != 0 ? -1 : 0;
-    case 'n':
-        if (app_flag_parse_u64(arg, SIM_MAX_DEVICES, &u) != 0 || u < 1)
-            return -1;
-        o->devices = (size_t)u;
-        return 0;
-    case 'r':
-        return app_flag_parse_double(arg, 0, 1e7, &o->rate) != 0 || o->rate == 0 ? -1 : 0;
-    case 's':
-        if (app_flag_parse_u64(arg, UINT64_MAX, &u) != 0)
-            return -1;
-        o->seed = u;
-        return 0;
-    default: /* 'S' */
-        if (app_flag_parse_u64(arg, 64, &u) != 0 || u < 1)
-            return -1;
-        o->sites = (size_t)u;
-        return 0;
-    }
-}
-
-/* Parse argv into o. Returns -1 to go on, else the exit status (--help: APP_EXIT_OK after
- * the usage; a bad flag: APP_EXIT_USAGE after the message). */
-static int parse_opts(int argc, char **argv, struct pipe_run_opts *o)
-{
-    static const struct option longopts[] = {
-        {"duration", required_argument, NULL, 'd'},
-        {"devices", required_argument, NULL, 'n'},
-        {"rate", required_argument, NULL, 'r'},
-        {"seed", required_argument, NULL, 's'},
-        {"no-simulator", no_argument, NULL, 'N'},
-        {"bootstrap-file", required_argument, NULL, 'f'},
-        {"dir", required_argument, NULL, 'D'},
-        {"ledger", required_argument, NULL, 'L'},
-        {"calibration", required_argument, NULL, 'C'},
-        {"sites", required_argument, NULL, 'S'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int ch;
-
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (ch) {
-        case 'd':
-        case 'n':
-        case 'r':
-        case 's':
-        case 'S':
-            if (parse_number_opt(ch, optarg, o) != 0) {
-                fprintf(stderr, "gcdp run: invalid value '%s' (see gcdp run --help)\n", optarg);
-                return APP_EXIT_USAGE;
-            }
-            break;
-        case 'N':
-            o->no_sim = true;
-            break;
-        case 'f':
-            o->bootstrap_file = optarg;
-            break;
-        case 'D':
-            o->dir = optarg;
-            break;
-        case 'L':
-            o->ledger = optarg;
-            break;
-        case 'C':
-            o->calibration = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return APP_EXIT_OK;
-        default:
-            usage(stderr);
-            return APP_EXIT_USAGE;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "gcdp run: unexpected argument '%s'\n", argv[optind]);
-        return APP_EXIT_USAGE;
-    }
-    return -1;
 }
 
 static int cmd_main(struct app_call *call)
 {
     struct pipe_run_opts o;
     bool forced;
-    int ret;
     core_err rc;
 
     pipe_run_opts_default(&o);
-    if ((ret = parse_opts(call->argc, call->argv, &o)) >= 0)
-        return ret;
+    if (app_flags_parse_only("run", run_flags, call->argc, call->argv, &o, NULL) != 0)
+        return APP_EXIT_USAGE;
     rc = pipe_run(call->cfg, &o, &forced);
     if (forced)
         call->cfg = NULL; /* stages may still read it: not freed (cli.h) */

@@ -2,7 +2,7 @@
  * (Fed-Sparse-BNSL paper Appendix B.1), one CSV per participant plus the true DAG. */
 #include <errno.h>
 #include <float.h>
-#include <getopt.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,115 +23,73 @@ static const char semgen_help[] =
     "Writes DIR/p1.csv .. DIR/pP.csv (header x0..x{d-1}, one sample per row),\n"
     "DIR/truth.json + DIR/truth.csv (true weighted DAG), and with --hetero-var also\n"
     "DIR/truth_p<k>.json (participant weights); DIR/manifest.json records the options.\n"
-    "options:\n"
-    "  --out DIR            output directory (created if missing; required)\n"
-    "  --d N                nodes (default 20; 2..4096)\n"
-    "  --participants P     participants (default 8)\n"
-    "  --n N                samples per participant (default 5000)\n"
-    "  --edges E            expected number of edges (default d)\n"
-    "  --w-lo X, --w-hi X   weight magnitude range (default 0.5, 2)\n"
-    "  --noise-sd X         noise standard deviation (default 1)\n"
-    "  --hetero-var V       heterogeneous setting: participant weight ~ N(w, V) on the\n"
-    "                       true edges (paper B.1.2 uses 0.1; default 0 = homogeneous)\n"
-    "  --heterogeneous      shorthand for --hetero-var 0.1\n"
-    "  --seed S             seed of the generator (default 1)\n"
-    "  -h, --help           this text\n";
+    "options:\n";
+
+/* What one command line asks for. */
+struct semgen_cli {
+    struct lrn_sem_opts o;
+    const char *dir;
+    double edges, hetero_var; /* NAN: not given */
+    int heterogeneous;
+};
+
+#define AT(f)  APP_FLAG_AT(struct semgen_cli, f)
+#define ANY(f) APP_FLAG_DBL, AT(f), .lo = -DBL_MAX, .hi = DBL_MAX
+
+static const struct app_flag semgen_flags[] = {
+    {"out", APP_FLAG_STR, AT(dir), .metavar = "DIR",
+     .help = "output directory (created if missing; required)"},
+    {"d", APP_FLAG_UINT, AT(o.d), .hi = DBL_MAX, .metavar = "N",
+     .help = "nodes (default 20; 2..4096)"},
+    {"participants", APP_FLAG_UINT, AT(o.participants), .hi = DBL_MAX, .metavar = "P",
+     .help = "participants (default 8)"},
+    {"n", APP_FLAG_UINT, AT(o.n_per), .hi = DBL_MAX, .metavar = "N",
+     .help = "samples per participant (default 5000)"},
+    {"edges", ANY(edges), .metavar = "E", .help = "expected number of edges (default d)"},
+    {"w-lo", ANY(o.w_lo), .metavar = "X, --w-hi X",
+     .help = "weight magnitude range (default 0.5, 2)"},
+    {"w-hi", ANY(o.w_hi)},
+    {"noise-sd", ANY(o.noise_sd), .metavar = "X", .help = "noise standard deviation (default 1)"},
+    {"hetero-var", ANY(hetero_var), .metavar = "V",
+     .help = "heterogeneous setting: participant weight ~ N(w, V) on the\n"
+             "true edges (paper B.1.2 uses 0.1; default 0 = homogeneous)"},
+    {"heterogeneous", APP_FLAG_TRUE, AT(heterogeneous), .help = "shorthand for --hetero-var 0.1"},
+    {"seed", APP_FLAG_UINT, AT(o.seed), .hi = DBL_MAX, .metavar = "S",
+     .help = "seed of the generator (default 1)"},
+    {.name = NULL},
+};
+
+#undef AT
+#undef ANY
 
 static void usage(FILE *f)
 {
     fputs(semgen_help, f);
+    app_flags_help(f, semgen_flags, 21, 0);
+    fputs("  -h, --help           this text\n", f);
     fputs(app_common_help, f);
 }
 
-static int parse_size(const char *s, size_t *out)
+/* Returns 0, or -1 after the message. --edges defaults to d; --heterogeneous means
+ * --hetero-var 0.1 unless that is given. */
+static int parse_opts(int argc, char **argv, struct semgen_cli *c)
 {
-    unsigned long long v;
-    if (app_flag_parse_u64(s, SIZE_MAX, &v) != 0)
+    int first;
+
+    c->edges = c->hetero_var = NAN;
+    first = app_flags_parse("sem-gen", semgen_flags, argc, argv, c, NULL);
+    if (first < 0)
         return -1;
-    *out = (size_t)v;
-    return 0;
-}
-
-static int parse_double(const char *s, double *out)
-{
-    return app_flag_parse_double(s, -DBL_MAX, DBL_MAX, out);
-}
-
-// One case per flag, a flat switch: split, it would only scatter the flag list.
-// NOLINTNEXTLINE(readability-function-size)
-static int parse_opts(int argc, char **argv, struct lrn_sem_opts *o, const char **dir)
-{
-    static const struct option lo[] = {{"out", required_argument, 0, 'o'},
-                                       {"d", required_argument, 0, 'd'},
-                                       {"participants", required_argument, 0, 'P'},
-                                       {"n", required_argument, 0, 'n'},
-                                       {"edges", required_argument, 0, 'E'},
-                                       {"w-lo", required_argument, 0, 'l'},
-                                       {"w-hi", required_argument, 0, 'u'},
-                                       {"noise-sd", required_argument, 0, 's'},
-                                       {"hetero-var", required_argument, 0, 'v'},
-                                       {"heterogeneous", no_argument, 0, 'H'},
-                                       {"seed", required_argument, 0, 'S'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
-    int c, li = 0, edges_set = 0, bad = 0;
-    size_t seed = 0;
-
-    while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
-        switch (c) {
-        case 'o':
-            *dir = optarg;
-            break;
-        case 'd':
-            bad |= parse_size(optarg, &o->d);
-            break;
-        case 'P':
-            bad |= parse_size(optarg, &o->participants);
-            break;
-        case 'n':
-            bad |= parse_size(optarg, &o->n_per);
-            break;
-        case 'E':
-            bad |= parse_double(optarg, &o->expected_edges);
-            edges_set = 1;
-            break;
-        case 'l':
-            bad |= parse_double(optarg, &o->w_lo);
-            break;
-        case 'u':
-            bad |= parse_double(optarg, &o->w_hi);
-            break;
-        case 's':
-            bad |= parse_double(optarg, &o->noise_sd);
-            break;
-        case 'v':
-            bad |= parse_double(optarg, &o->hetero_var);
-            break;
-        case 'H':
-            o->hetero_var = 0.1;
-            break;
-        case 'S':
-            bad |= parse_size(optarg, &seed);
-            o->seed = seed;
-            break;
-        case 'h':
-            usage(stdout);
-            return 1;
-        default:
-            return -1;
-        }
-        if (bad) {
-            fprintf(stderr, "gcdp sem-gen: invalid value '%s' for --%s\n", optarg, lo[li].name);
-            return -1;
-        }
-    }
-    if (!edges_set)
-        o->expected_edges = (double)o->d;
-    if (optind < argc) {
-        fprintf(stderr, "gcdp sem-gen: unexpected argument '%s'\n", argv[optind]);
+    c->o.expected_edges = isnan(c->edges) ? (double)c->o.d : c->edges;
+    if (!isnan(c->hetero_var))
+        c->o.hetero_var = c->hetero_var;
+    else if (c->heterogeneous)
+        c->o.hetero_var = 0.1;
+    if (first < argc) {
+        fprintf(stderr, "gcdp sem-gen: unexpected argument '%s'\n", argv[first]);
         return -1;
     }
-    if (!*dir) {
+    if (!c->dir) {
         fprintf(stderr, "gcdp sem-gen: --out DIR is required (see --help)\n");
         return -1;
     }
@@ -140,19 +98,19 @@ static int parse_opts(int argc, char **argv, struct lrn_sem_opts *o, const char 
 
 static int cmd_main(struct app_call *call)
 {
-    struct lrn_sem_opts o = lrn_sem_opts_default();
+    struct semgen_cli c = {.o = lrn_sem_opts_default()};
+    struct lrn_sem_opts o;
     struct lrn_sem_problem *pb = NULL;
-    const char *dir = NULL;
+    const char *dir;
     char eb[1024] = "";
     size_t edges = 0;
-    int ret = APP_EXIT_USAGE, pr;
+    int ret = APP_EXIT_USAGE;
     core_err rc;
 
-    pr = parse_opts(call->argc, call->argv, &o, &dir);
-    if (pr != 0) {
-        ret = pr > 0 ? APP_EXIT_OK : APP_EXIT_USAGE;
+    if (parse_opts(call->argc, call->argv, &c) != 0)
         goto out;
-    }
+    o = c.o;
+    dir = c.dir;
     rc = lrn_sem_problem_new(&o, &pb);
     if (rc != CORE_OK) {
         fprintf(stderr,

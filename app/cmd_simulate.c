@@ -1,5 +1,4 @@
 /* cmd_simulate.c - `gcdp simulate`: thin CLI over sim_run() (sim/sim.h). */
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,159 +93,64 @@ static int parse_start(const char *s, int64_t *out)
     return core_time_parse(s, strlen(s), out) == CORE_OK ? 0 : -1;
 }
 
-enum {
-    O_DEVICES = 256,
-    O_SEED,
-    O_RATE,
-    O_TICKS,
-    O_DURATION,
-    O_START,
-    O_PERIOD,
-    O_WALL,
-    O_REGIME,
-    O_HETERO,
-    O_COUPLING,
-    O_LAG,
-    O_AR,
-    O_TRUTH,
-    O_FAULT_RATE,
-    O_FAULTS,
-    O_GAP,
-    O_LATE,
-    O_OVERSIZE
+/* What one command line asks for: the options over the configuration's values, and the
+ * fault flags, which replace sim.faults. */
+struct sim_cli {
+    struct sim_options o;
+    const char *faults;
+    double total; /* --fault-rate; < 0: not given */
 };
 
-static const struct option long_opts[] = {
-    {"devices", required_argument, NULL, O_DEVICES},
-    {"seed", required_argument, NULL, O_SEED},
-    {"rate", required_argument, NULL, O_RATE},
-    {"ticks", required_argument, NULL, O_TICKS},
-    {"duration", required_argument, NULL, O_DURATION},
-    {"start", required_argument, NULL, O_START},
-    {"period", required_argument, NULL, O_PERIOD},
-    {"wall-clock", no_argument, NULL, O_WALL},
-    {"regime-change-at", required_argument, NULL, O_REGIME},
-    {"hetero-sd", required_argument, NULL, O_HETERO},
-    {"coupling", required_argument, NULL, O_COUPLING},
-    {"lag", required_argument, NULL, O_LAG},
-    {"ar", required_argument, NULL, O_AR},
-    {"truth", required_argument, NULL, O_TRUTH},
-    {"fault-rate", required_argument, NULL, O_FAULT_RATE},
-    {"faults", required_argument, NULL, O_FAULTS},
-    {"gap-ticks", required_argument, NULL, O_GAP},
-    {"late-s", required_argument, NULL, O_LATE},
-    {"oversize-bytes", required_argument, NULL, O_OVERSIZE},
-    APP_PROD_FLAG_OPTIONS,
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
-
-/* Apply one option; returns 0, or -1 with a message printed. */
-// NOLINTNEXTLINE(readability-function-size): a dispatcher, one short case per flag
-static int apply_opt(int c, const char *arg, struct sim_options *o, const char **faults,
-                     double *total)
+static int take_start(void *cli, const char *arg)
 {
-    unsigned long long u = 0;
-    int bad = 0;
-    switch (c) {
-    case O_DEVICES:
-        bad = app_flag_parse_u64(arg, SIM_MAX_DEVICES, &u);
-        o->devices = (size_t)u;
-        break;
-    case O_SEED:
-        bad = app_flag_parse_u64(arg, UINT64_MAX, &u);
-        o->seed = u;
-        break;
-    case O_RATE:
-        bad = app_flag_parse_double(arg, -1e300, 1e300, &o->rate) || !(o->rate >= 0.0);
-        break;
-    case O_TICKS:
-        bad = app_flag_parse_u64(arg, UINT64_MAX, &u);
-        o->ticks = u;
-        break;
-    case O_DURATION:
-        bad = app_flag_parse_double(arg, -1e300, 1e300, &o->duration_s) || !(o->duration_s >= 0.0);
-        break;
-    case O_START:
-        bad = parse_start(arg, &o->start_ms);
-        break;
-    case O_PERIOD:
-        bad = app_flag_parse_double(arg, -1e300, 1e300, &o->period_s);
-        break;
-    case O_WALL:
-        o->wall_clock = true;
-        break;
-    case O_REGIME:
-        bad = app_flag_parse_double(arg, -1e300, 1e300, &o->regime_change_at_s) ||
-              o->regime_change_at_s < 0;
-        break;
-    case O_HETERO:
-        bad = app_flag_parse_double(arg, -1e300, 1e300, &o->hetero_sd);
-        break;
-    case O_COUPLING:
-        bad = app_flag_parse_double(arg, -1e300, 1e300, &o->spatial_coupling);
-        break;
-    case O_LAG:
-        bad = app_flag_parse_u64(arg, SIM_MAX_LAG, &u);
-        o->spatial_lag = (unsigned)u;
-        break;
-    case O_AR:
-        bad = app_flag_parse_double(arg, -1e300, 1e300, &o->ar);
-        break;
-    case O_TRUTH:
-        o->truth_path = arg;
-        break;
-    case O_FAULT_RATE:
-        bad = app_flag_parse_double(arg, -1e300, 1e300, total) || !(*total >= 0.0 && *total <= 1.0);
-        break;
-    case O_FAULTS:
-        *faults = arg;
-        break;
-    case O_GAP:
-        bad = app_flag_parse_u64(arg, 1000000, &u);
-        o->gap_ticks = (unsigned)u;
-        break;
-    case O_LATE:
-        bad = app_flag_parse_double(arg, -1e300, 1e300, &o->late_s);
-        break;
-    case O_OVERSIZE:
-        bad = app_flag_parse_u64(arg, 64ULL << 20, &u);
-        o->oversize_bytes = (size_t)u;
-        break;
-    default: /* --topic, --max-inflight, ... (producer_flags.h) */
-        return app_prod_flags_apply("simulate", c, arg, &o->prod) == 0 ? 0 : -1;
-    }
-    if (bad) {
-        for (const struct option *lo = long_opts; lo->name; lo++)
-            if (lo->val == c)
-                fprintf(stderr, "gcdp simulate: invalid value '%s' for --%s\n", arg, lo->name);
-        return -1;
-    }
-    return 0;
+    return parse_start(arg, &((struct sim_cli *)cli)->o.start_ms);
 }
 
-/* Parse the subcommand's own flags into o (over the configuration's values).
- * Returns 0, or -1 after printing the reason. */
-static int parse_flags(int argc, char **argv, struct sim_options *o)
-{
-    const char *faults = NULL;
-    double total = -1.0; /* < 0: --fault-rate not given */
-    char eb[256];
-    int c;
+#define AT(f)  APP_FLAG_AT(struct sim_cli, f)
+#define ANY(f) APP_FLAG_DBL, AT(o.f), .lo = -DBL_MAX, .hi = DBL_MAX
 
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1)
-        if (c == '?' || c == 'h' || apply_opt(c, optarg, o, &faults, &total) != 0)
-            return -1;
-    if (optind < argc) {
-        fprintf(stderr, "gcdp simulate: unexpected argument '%s'\n", argv[optind]);
+static const struct app_flag simulate_flags[] = {
+    {"devices", APP_FLAG_UINT, AT(o.devices), .hi = SIM_MAX_DEVICES},
+    {"seed", APP_FLAG_UINT, AT(o.seed), .hi = DBL_MAX},
+    {"rate", APP_FLAG_DBL, AT(o.rate), .hi = DBL_MAX},
+    {"ticks", APP_FLAG_UINT, AT(o.ticks), .hi = DBL_MAX},
+    {"duration", APP_FLAG_DBL, AT(o.duration_s), .hi = DBL_MAX},
+    {"start", APP_FLAG_FN, .fn = take_start},
+    {"period", ANY(period_s)},
+    {"wall-clock", APP_FLAG_TRUE, AT(o.wall_clock)},
+    {"regime-change-at", APP_FLAG_DBL, AT(o.regime_change_at_s), .hi = DBL_MAX},
+    {"hetero-sd", ANY(hetero_sd)},
+    {"coupling", ANY(spatial_coupling)},
+    {"lag", APP_FLAG_UINT, AT(o.spatial_lag), .hi = SIM_MAX_LAG},
+    {"ar", ANY(ar)},
+    {"truth", APP_FLAG_STR, AT(o.truth_path)},
+    {"fault-rate", APP_FLAG_DBL, AT(total), .lo = 0, .hi = 1},
+    {"faults", APP_FLAG_STR, AT(faults)},
+    {"gap-ticks", APP_FLAG_UINT, AT(o.gap_ticks), .hi = 1000000},
+    {"late-s", ANY(late_s)},
+    {"oversize-bytes", APP_FLAG_UINT, AT(o.oversize_bytes), .hi = 64 << 20},
+    APP_PROD_FLAG_ROWS(offsetof(struct sim_cli, o.prod)),
+    {.name = NULL},
+};
+
+#undef AT
+#undef ANY
+
+/* Parse the subcommand's own flags into c->o (over the configuration's values).
+ * Returns 0, or -1 after printing the reason. */
+static int parse_flags(int argc, char **argv, struct sim_cli *c)
+{
+    char eb[256];
+
+    c->total = -1.0;
+    if (app_flags_parse_only("simulate", simulate_flags, argc, argv, c, NULL) != 0)
         return -1;
-    }
-    if (faults || total >= 0.0) /* the flags replace sim.faults */
+    if (c->faults || c->total >= 0.0) /* the flags replace sim.faults */
         for (int k = 0; k < SIM_FAULT_COUNT; k++)
-            o->fault_rate[k] = total > 0.0 ? total / SIM_FAULT_COUNT : 0.0;
-    if (faults && sim_faults_parse(faults, o->fault_rate, eb, sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp simulate: --faults: %s\n", eb);
+            c->o.fault_rate[k] = c->total > 0.0 ? c->total / SIM_FAULT_COUNT : 0.0;
+    if (c->faults && sim_faults_parse(c->faults, c->o.fault_rate, eb, sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp simulate: --faults: %s\n(gcdp simulate --help lists the options)\n",
+                eb);
         return -1;
     }
     return 0;
@@ -266,7 +170,8 @@ static void install_signals(struct sim_progress *pr)
 static int cmd_main(struct app_call *call)
 {
     struct core_config *cfg = call->cfg;
-    struct sim_options o;
+    struct sim_cli c = {.faults = NULL};
+    struct sim_options *o = &c.o;
     struct sim_progress pr;
     char eb[1024] = "";
     core_err rc;
@@ -274,16 +179,14 @@ static int cmd_main(struct app_call *call)
     sim_progress_init(&pr);
     /* Defaults come from the sim.* keys (and ingest.period_ms / ingest.max_message_bytes,
      * so the readings match what ingest expects); the flags override them. */
-    if (sim_options_from_config(cfg, &o, eb, sizeof(eb)) != CORE_OK) {
+    if (sim_options_from_config(cfg, o, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp simulate: configuration error: %s\n", eb);
         return APP_EXIT_USAGE;
     }
-    if (parse_flags(call->argc, call->argv, &o) != 0) {
-        fprintf(stderr, "(gcdp simulate --help lists the options)\n");
+    if (parse_flags(call->argc, call->argv, &c) != 0)
         return APP_EXIT_USAGE;
-    }
     install_signals(&pr);
-    rc = sim_run(cfg, &o, &pr, eb, sizeof(eb));
+    rc = sim_run(cfg, o, &pr, eb, sizeof(eb));
     sim_sig_progress = NULL;
     sim_progress_print(&pr, stdout);
     return app_exit_status("simulate", rc == CORE_EINVAL ? CORE_ECONFIG : rc, eb);

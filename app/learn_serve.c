@@ -1,7 +1,6 @@
 /* learn_serve.c - `gcdp learn --server` and `gcdp learn --participant ID`: wiring of the
  * learner services (lrn/fedsvc.h) to flags, signals and the metrics endpoint. */
 #include <float.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -26,18 +25,9 @@ static const char usage_text[] =
     "Fed-Sparse-BNSL between one server and participants (sites) over\n"
     "topics.learner_updates / topics.learner_global; the DAG goes to topics.learner_dag\n"
     "and to learner.service.out_dir/dag-s<session>.{json,dot,png}.\n"
-    "\n"
-    "  --server          run the server: a session starts once learner.service.participants\n"
-    "                    sites announced >= learner.service.min_samples rows; checkpoints\n"
-    "                    every round in learner.service.state_dir and resumes after a restart\n"
-    "  --participant ID  run one site ([A-Za-z0-9._-], <= 64): it reads ONLY topics.released\n"
-    "                    (gcdp.released/1), keeps its devices' rows (<= learner.service.horizon)\n"
-    "  --devices GLOBS   the site's devices, comma-separated shell globs (default:\n"
-    "                    learner.service.devices, \"*\")\n"
-    "  --check           validate flags and configuration (no network), print\n"
-    "                    'gcdp learn: configuration ok' and exit 0 (2 on an error)\n"
-    "  --sessions N      server: exit after N published DAGs (default: run until a signal)\n"
-    "  --exit-after S    stop after S seconds (bounded runs, tests)\n"
+    "\n";
+
+static const char usage_end[] =
     "  -h, --help        this text\n"
     "\n"
     "Configuration: learner.* (the ADMM/PGCD options of `gcdp learn`), learner.service.*,\n"
@@ -61,44 +51,39 @@ static void on_signal(int sig)
     atomic_store(&g_stop, true);
 }
 
-static int num(const char *flag, const char *s, double *v)
-{
-    if (app_flag_parse_double(s, 0, DBL_MAX, v) != 0) {
-        fprintf(stderr, "gcdp learn: %s wants a number >= 0, got '%s'\n", flag, s);
-        return -1;
-    }
-    return 0;
-}
+#define AT(f) APP_FLAG_AT(struct serve_args, f)
 
-/* Returns 0 ok, 1 help printed, -1 usage error. */
+static const struct app_flag serve_flags[] = {
+    {"server", APP_FLAG_TRUE, AT(server),
+     .help = "run the server: a session starts once learner.service.participants\n"
+             "sites announced >= learner.service.min_samples rows; checkpoints\n"
+             "every round in learner.service.state_dir and resumes after a restart"},
+    {"participant", APP_FLAG_STR, AT(participant), .metavar = "ID",
+     .help = "run one site ([A-Za-z0-9._-], <= 64): it reads ONLY topics.released\n"
+             "(gcdp.released/1), keeps its devices' rows (<= learner.service.horizon)"},
+    {"devices", APP_FLAG_STR, AT(devices), .metavar = "GLOBS",
+     .help = "the site's devices, comma-separated shell globs (default:\n"
+             "learner.service.devices, \"*\")"},
+    {"check", APP_FLAG_TRUE, AT(check),
+     .help = "validate flags and configuration (no network), print\n"
+             "'gcdp learn: configuration ok' and exit 0 (2 on an error)"},
+    {"sessions", APP_FLAG_DBL, AT(sessions), .hi = DBL_MAX, .metavar = "N",
+     .help = "server: exit after N published DAGs (default: run until a signal)"},
+    {"exit-after", APP_FLAG_DBL, AT(exit_after), .hi = DBL_MAX, .metavar = "S",
+     .help = "stop after S seconds (bounded runs, tests)"},
+    {.name = NULL},
+};
+
+#undef AT
+
+/* Returns 0 ok, -1 usage error (message printed). */
 static int parse(int argc, char **argv, struct serve_args *a)
 {
-    static const struct option opts[] = {
-        {"server", no_argument, NULL, 'S'},         {"participant", required_argument, NULL, 'P'},
-        {"devices", required_argument, NULL, 'D'},  {"check", no_argument, NULL, 'C'},
-        {"sessions", required_argument, NULL, 'N'}, {"exit-after", required_argument, NULL, 'E'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
-    int c;
+    int first = app_flags_parse("learn", serve_flags, argc, argv, a, NULL);
 
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == 'h') {
-            fputs(usage_text, stdout);
-            return 1;
-        }
-        if (c == 'S')
-            a->server = 1;
-        else if (c == 'P')
-            a->participant = optarg;
-        else if (c == 'D')
-            a->devices = optarg;
-        else if (c == 'C')
-            a->check = 1;
-        else if ((c == 'N' && num("--sessions", optarg, &a->sessions) != 0) ||
-                 (c == 'E' && num("--exit-after", optarg, &a->exit_after) != 0) || c == '?')
-            return -1;
-    }
-    if (optind < argc || a->server == (a->participant != NULL) || (a->server && a->devices)) {
+    if (first < 0)
+        return -1;
+    if (first < argc || a->server == (a->participant != NULL) || (a->server && a->devices)) {
         fprintf(stderr, "gcdp learn: give --server or --participant ID (--devices with a "
                         "participant only; see --help)\n");
         return -1;
@@ -145,6 +130,8 @@ static core_err run_service(struct core_config *cfg, const struct serve_args *a,
 static void usage(FILE *f)
 {
     fputs(usage_text, f);
+    app_flags_help(f, serve_flags, 18, 0);
+    fputs(usage_end, f);
 }
 
 static int serve_main(struct app_call *call)
@@ -154,12 +141,11 @@ static int serve_main(struct app_call *call)
     struct core_metrics *m = NULL;
     char eb[1024] = "";
     pthread_t th;
-    int pr, ret = APP_EXIT_USAGE, port;
+    int ret = APP_EXIT_USAGE, port;
     core_err rc;
 
-    pr = parse(call->argc, call->argv, &a);
-    if (pr != 0)
-        return pr > 0 ? APP_EXIT_OK : APP_EXIT_USAGE;
+    if (parse(call->argc, call->argv, &a) != 0)
+        return APP_EXIT_USAGE;
     if (lrn_fedsvc_check(cfg, a.participant, a.devices, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp learn: configuration error: %s\n", eb);
         return APP_EXIT_USAGE;

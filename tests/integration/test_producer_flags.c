@@ -41,7 +41,9 @@ Test(producer_flags, invalid_max_lag_bytes_is_refused_naming_the_flag_in_both_co
     for (size_t c = 0; c < 2; c++)
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
             char want[200], *err;
-            snprintf(want, sizeof(want), "gcdp %s: invalid value '%s' for --max-lag-bytes\n",
+            snprintf(want, sizeof(want),
+                     "gcdp %s: invalid value '%s' for --max-lag-bytes: want an integer in "
+                     "[65536, 5242880]\n",
                      commands[c], bad[i]);
             cr_assert_eq(run(dir, commands[c], "--max-lag-bytes", bad[i], NULL, &err), 2,
                          "%s --max-lag-bytes '%s'", commands[c], bad[i]);
@@ -55,19 +57,20 @@ Test(producer_flags, invalid_max_lag_bytes_is_refused_naming_the_flag_in_both_co
 
 Test(producer_flags, out_of_range_inflight_and_flush_timeout_are_refused_in_both_commands)
 {
-    static const char *const bad[][2] = {
-        {"--max-inflight", "0"},
-        {"--max-inflight", "10000001"},
-        {"--flush-timeout", "3600001"},
-        {"--flush-timeout", "2.5"},
+    static const char *const bad[][3] = {
+        {"--max-inflight", "0", "[1, 10000000]"},
+        {"--max-inflight", "10000001", "[1, 10000000]"},
+        {"--flush-timeout", "3600001", "[0, 3600000]"},
+        {"--flush-timeout", "2.5", "[0, 3600000]"},
     };
     char *dir = ts_tmpdir();
 
     for (size_t c = 0; c < 2; c++)
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
             char want[200], *err;
-            snprintf(want, sizeof(want), "gcdp %s: invalid value '%s' for %s\n", commands[c],
-                     bad[i][1], bad[i][0]);
+            snprintf(want, sizeof(want),
+                     "gcdp %s: invalid value '%s' for %s: want an integer in %s\n", commands[c],
+                     bad[i][1], bad[i][0], bad[i][2]);
             cr_assert_eq(run(dir, commands[c], bad[i][0], bad[i][1], NULL, &err), 2);
             cr_assert_not_null(strstr(err, want), "%s %s %s: %s", commands[c], bad[i][0], bad[i][1],
                                err);
