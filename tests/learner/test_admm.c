@@ -7,6 +7,7 @@
 
 #include "lrn/acyclic.h"
 #include "lrn/admm.h"
+#include "lrn/baselines.h"
 #include "lrn/pgcd.h"
 #include "lrn/sem.h"
 
@@ -117,7 +118,12 @@ static void learn(const struct problem *pb, const struct lrn_admm_opts *o, doubl
     struct lrn_pgcd_local *l = NULL;
     struct lrn_local_ops ops;
 
+    size_t rows[16];
+
     cr_assert_eq(lrn_pgcd_local_new(pb->d, pb->P, pb->sp, &po, &l), CORE_OK);
+    for (size_t p = 0; p < pb->P && p < 16; p++)
+        rows[p] = pb->n;
+    lrn_pgcd_local_set_rows(l, rows); /* as gcdp learn: the final search is on */
     ops = lrn_pgcd_local_ops(l);
     cr_assert_eq(lrn_admm_run(pb->d, pb->P, &ops, o, NULL, NULL, W, NULL, res), CORE_OK);
     cr_assert(lrn_pgcd_local_steps(l) > 0);
@@ -248,6 +254,7 @@ Test(admm, final_refit_undoes_the_shrinkage)
     size_t entry = 8 + lrn_wire_index_bytes(4);
 
     problem_make(&pb, truth, 4, 4, 3000, 17);
+    o.search = false; /* the search's queries: admm::final_search_repairs_... */
     learn(&pb, &o, W, &res);
     o.refit_threshold = 0.0;
     learn(&pb, &o, W0, &res0);
@@ -410,7 +417,7 @@ static core_err fixed_solve(void *self, size_t p, size_t t, const double *W, con
 Test(admm, pluggable_local_solver_reaches_consensus)
 {
     double target[9] = {0, 0.9, -0.6, 0, 0, 1.2, 0, 0, 0}, W[9], raw[9];
-    struct lrn_local_ops ops = {fixed_solve, target, NULL, NULL, NULL};
+    struct lrn_local_ops ops = {fixed_solve, target, NULL, NULL, NULL, NULL};
     struct lrn_admm_opts o = lrn_admm_opts_default();
     struct lrn_admm_result res;
 
@@ -424,6 +431,68 @@ Test(admm, pluggable_local_solver_reaches_consensus)
     cr_assert_eq(res.edges, 3);
 }
 
+/* Final search (docs/learner.md "Final search"): the participants all propose a wrong DAG
+ * for the collider 0 → 2 ← 1 (2 → 0 reversed, and 1 → 0 compensating), the ADMM reaches
+ * that consensus and the refit keeps its support; the search on the participants'
+ * population Σ (n_p = 1000 for the BIC) reverses 2 → 0 and removes 1 → 0, and the refit on
+ * its DAG gives the true weights. Without the search the wrong DAG stays. */
+struct pop_ops {
+    double wrong[9], sigma[9], work[12];
+};
+
+static core_err pop_solve(void *self, size_t p, size_t t, const double *W, const double *beta_p,
+                          double rho2, double *B_p)
+{
+    struct pop_ops *po = self;
+    (void)p, (void)t, (void)W, (void)beta_p, (void)rho2;
+    memcpy(B_p, po->wrong, sizeof(po->wrong));
+    return CORE_OK;
+}
+
+static core_err pop_refit(void *self, size_t p, const double *dag, double *B_p)
+{
+    struct pop_ops *po = self;
+    (void)p;
+    return lrn_personalize_ols(3, po->sigma, dag, B_p, po->work);
+}
+
+static core_err pop_rss(void *self, size_t p, size_t j, const size_t *pa, size_t k, double *rv,
+                        double *n)
+{
+    struct pop_ops *po = self;
+    (void)p;
+    *n = 1000.0;
+    return lrn_node_rss(3, po->sigma, j, pa, k, po->work, rv);
+}
+
+Test(admm, final_search_repairs_a_reversed_orientation)
+{
+    /* truth: x2 = 0.9 x0 − 1.1 x1 + z, unit noise: Σ = [[1, 0, .9], [0, 1, −1.1],
+     * [.9, −1.1, 1 + .81 + 1.21]] */
+    struct pop_ops po = {.wrong = {0, 0, 0, 0.4, 0, -0.8, 0.5, 0, 0},
+                         .sigma = {1, 0, 0.9, 0, 1, -1.1, 0.9, -1.1, 3.02}};
+    struct lrn_local_ops ops = {pop_solve, &po, NULL, NULL, pop_refit, pop_rss};
+    struct lrn_admm_opts o = lrn_admm_opts_default();
+    struct lrn_admm_result res;
+    double W[9], rv = 0.0;
+    size_t pa[2] = {0, 1};
+
+    cr_assert_eq(lrn_node_rss(3, po.sigma, 2, pa, 2, po.work, &rv), CORE_OK);
+    cr_assert_float_eq(rv, 1.0, 1e-12, "rv of x2 on its true parents: %g", rv);
+    cr_assert_eq(lrn_node_rss(3, po.sigma, 2, pa, 0, po.work, &rv), CORE_OK);
+    cr_assert_float_eq(rv, 3.02, 1e-12);
+    o.max_rounds = 40;
+    cr_assert_eq(lrn_admm_run(3, 4, &ops, &o, NULL, NULL, W, NULL, &res), CORE_OK);
+    cr_assert_eq(res.search_moves, 2);
+    cr_assert_float_eq(W[2], 0.9, 1e-9, "0 -> 2: %g", W[2]);
+    cr_assert_float_eq(W[5], -1.1, 1e-9, "1 -> 2: %g", W[5]);
+    cr_assert_eq(res.edges, 2);
+    o.search = false;
+    cr_assert_eq(lrn_admm_run(3, 4, &ops, &o, NULL, NULL, W, NULL, &res), CORE_OK);
+    cr_assert_eq(res.search_moves, 0);
+    cr_assert(W[6] != 0.0 && W[3] != 0.0 && W[2] == 0.0, "without the search: the wrong DAG");
+}
+
 static core_err failing_solve(void *self, size_t p, size_t t, const double *W, const double *beta_p,
                               double rho2, double *B_p)
 {
@@ -433,7 +502,7 @@ static core_err failing_solve(void *self, size_t p, size_t t, const double *W, c
 
 Test(admm, local_solver_error_aborts_the_run)
 {
-    struct lrn_local_ops ops = {failing_solve, NULL, NULL, NULL, NULL};
+    struct lrn_local_ops ops = {failing_solve, NULL, NULL, NULL, NULL, NULL};
     struct lrn_admm_opts o = lrn_admm_opts_default();
     struct lrn_admm_result res;
     double W[9];
@@ -496,7 +565,7 @@ static bool count_up(void *arg, const struct lrn_admm_progress *pr)
 
 Test(admm, participants_do_not_send_entries_below_b_sparsify)
 {
-    struct lrn_local_ops ops = {tiny_solve, NULL, NULL, NULL, NULL};
+    struct lrn_local_ops ops = {tiny_solve, NULL, NULL, NULL, NULL, NULL};
     struct lrn_admm_opts o = lrn_admm_opts_default();
     struct lrn_admm_result res;
     struct up_count u = {0, SIZE_MAX};
@@ -556,7 +625,7 @@ static bool log_rho(void *arg, const struct lrn_admm_progress *pr)
 Test(admm, every_round_schedule_grows_both_penalties_to_the_cap)
 {
     double target[9] = {0, 0.9, 0, 0, 0, 1.2, 0, 0, 0}, W[9];
-    struct lrn_local_ops ops = {fixed_solve, target, NULL, NULL, NULL};
+    struct lrn_local_ops ops = {fixed_solve, target, NULL, NULL, NULL, NULL};
     struct lrn_admm_opts o = lrn_admm_opts_default();
     struct lrn_admm_result res;
     struct rho_log lg = {{0}, {0}, 0};
@@ -603,7 +672,7 @@ static bool log_sched(void *arg, const struct lrn_admm_progress *pr)
 Test(admm, on_stall_schedule_doubles_rho1_only_when_h_stalls)
 {
     double cyc[9] = {0, 1.5, 0, 1.2, 0, 0, 0, 0, 0}, W[9];
-    struct lrn_local_ops ops = {fixed_solve, cyc, NULL, NULL, NULL};
+    struct lrn_local_ops ops = {fixed_solve, cyc, NULL, NULL, NULL, NULL};
     struct lrn_admm_opts o = lrn_admm_opts_default();
     struct lrn_admm_result res;
     struct sched_log lg;
@@ -667,7 +736,7 @@ static bool log_bal(void *arg, const struct lrn_admm_progress *pr)
 Test(admm, rho2_follows_residual_balancing)
 {
     double cyc[9] = {0, 1.5, 0, 1.2, 0, 0, 0, 0, 0}, W[9];
-    struct lrn_local_ops ops = {fixed_solve, cyc, NULL, NULL, NULL};
+    struct lrn_local_ops ops = {fixed_solve, cyc, NULL, NULL, NULL, NULL};
     struct lrn_admm_opts o = lrn_admm_opts_default();
     struct lrn_admm_result res;
     struct bal_log lg;
@@ -730,7 +799,7 @@ static bool log_drop(void *arg, const struct lrn_admm_progress *pr)
 
 Test(admm, dropped_entries_do_not_accumulate_duals)
 {
-    struct lrn_local_ops ops = {gap_solve, NULL, NULL, NULL, NULL};
+    struct lrn_local_ops ops = {gap_solve, NULL, NULL, NULL, NULL, NULL};
     struct lrn_admm_opts o = lrn_admm_opts_default();
     struct lrn_admm_result res;
     struct drop_log lg;

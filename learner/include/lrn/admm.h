@@ -19,8 +19,12 @@
  *      status LRN_ADMM_MAX_ROUNDS_REACHED (not converged).
  * After the last round, with refit_threshold > 0 and ops->refit, the participants refit
  * their weights by OLS on the DAG {|W̃| ≥ refit_threshold} and W is their mean (one more
- * message each way); then |W_ij| < w_threshold is set to 0 and, if enforce_dag, the weakest
- * edges are dropped until the graph is acyclic (lrn_dag_prune()).
+ * message each way); then, with search and ops->node_rss, a greedy search on the DAG
+ * {|W| ≥ w_threshold} removes or reverses one edge at a time while that improves the
+ * participants' BIC (least-squares score from their own Σ_p; docs/learner.md "Final
+ * search"), and the participants refit on the DAG it ends at if it moved; then |W_ij| <
+ * w_threshold is set to 0 and, if enforce_dag, the weakest edges are dropped until the
+ * graph is acyclic (lrn_dag_prune()).
  *
  * Communication (paper B.2.1). Every message is encoded for real by lrn_wire_encode() and
  * the server works on the decoded values:
@@ -78,6 +82,12 @@ struct lrn_local_ops {
      * i → j where dag[i*d+j] != 0), written to B_p (d×d, zero off the DAG). Called once,
      * after the last round, for p = 0..P−1 in order. NULL: no refit. */
     core_err (*refit)(void *self, size_t p, const double *dag, double *B_p);
+    /* Optional final search (opts search; docs/learner.md "Final search"): participant
+     * p's residual variance of node j regressed on the k parents pa[0..k) (unpenalised
+     * OLS on its Σ_p, lrn_node_rss) in *rv (+inf: singular, never chosen), and its row
+     * count n_p in *n. Called after the refit, for p = 0..P−1 in order. NULL: no search. */
+    core_err (*node_rss)(void *self, size_t p, size_t j, const size_t *pa, size_t k, double *rv,
+                         double *n);
 };
 
 enum lrn_wire { LRN_WIRE_SPARSE = 0, LRN_WIRE_DENSE = 1 };
@@ -128,6 +138,9 @@ struct lrn_admm_opts {
                              * lrn_dag_prune), every participant returns its OLS weights on
                              * it, and W is their mean (relaxed lasso, Meinshausen 2007;
                              * docs/learner.md "Final refit"); 0: off */
+    bool search;            /* after the refit, with ops->node_rss: greedy remove/reverse
+                             * search on the BIC of the participants' OLS fits (docs/learner.md
+                             * "Final search"), then a refit on its DAG */
     enum lrn_wire wire;     /* what participants and server send */
     size_t lbfgs_max_iter;  /* server L-BFGS iteration cap per round */
     double lbfgs_epsilon;   /* liblbfgs relative gradient tolerance */
@@ -140,7 +153,7 @@ struct lrn_admm_opts {
  * cap 1e16; w_sparsify 0.1 (no hysteresis, w_keep 1); down_own_support; b_sparsify 0.02;
  * L-BFGS ≤ 100 iterations, wtol 1e-6, epsilon 1e-6; stopping rule primal 0.03, dual 0.01,
  * h 1e-5, 10 stable rounds; ρ₂ residual balancing 10 (×2, cap 1e4); final refit on
- * {|W̃| ≥ 0.1} (tuning seeds 100–139); enforce_dag. */
+ * {|W̃| ≥ 0.1} (tuning seeds 100–139); the final search; enforce_dag. */
 struct lrn_admm_opts lrn_admm_opts_default(void);
 
 /* Check an options struct. Returns CORE_OK or CORE_EINVAL (errbuf names the field). */
@@ -187,6 +200,7 @@ struct lrn_admm_result {
     uint64_t bytes_model; /* total, both directions */
     uint64_t bytes_wire;
     uint64_t bytes_up_model; /* participants → server part of bytes_model */
+    size_t search_moves;     /* edges the final search removed or reversed */
     /* the last round's stopping quantities (see struct lrn_admm_progress) */
     double primal_residual, dual_residual, h_server;
     size_t stable_rounds;
@@ -244,6 +258,9 @@ CORE_MUST_CHECK core_err lrn_pgcd_local_new(size_t d, size_t P, const double *co
                                             const struct lrn_pgcd_opts *o,
                                             struct lrn_pgcd_local **out);
 void lrn_pgcd_local_free(struct lrn_pgcd_local *l); /* NULL-safe */
+/* The participants' row counts n_p (P values, copied), which the final search's BIC needs;
+ * without them the ops have no node_rss (no search). */
+void lrn_pgcd_local_set_rows(struct lrn_pgcd_local *l, const size_t *n);
 /* The ops view; valid while l lives. */
 struct lrn_local_ops lrn_pgcd_local_ops(struct lrn_pgcd_local *l);
 /* Total PGCD coordinate steps taken so far (all participants). */

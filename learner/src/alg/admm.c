@@ -880,10 +880,12 @@ static bool converged(const struct lrn_admm_opts *o, const struct lrn_admm_progr
  * participant returns its OLS weights on it (lrn_personalize_ols on its Σ_p), and W is
  * their mean, the consensus of the refit; the usual threshold and pruning follow. One more
  * message each way, on that support only; absent participants stay out. */
+static core_err refit_mean(struct run *r, const struct lrn_local_ops *ops, double *dag);
+
 static core_err final_refit(struct run *r, const struct lrn_local_ops *ops)
 {
-    double *dag = r->grad, n = 0.0; /* the server's scratch, free after the last round */
-    size_t nnz, pruned = 0;
+    double *dag = r->grad; /* the server's scratch, free after the last round */
+    size_t pruned = 0;
     void *work = core_xmalloc(lrn_dag_prune_work_len(r->d));
     core_err rc;
 
@@ -894,8 +896,17 @@ static core_err final_refit(struct run *r, const struct lrn_local_ops *ops)
     memcpy(dag, r->W, r->d2 * sizeof(double));
     rc = lrn_dag_prune(r->d, dag, r->o->refit_threshold, work, &pruned);
     free(work);
-    if (rc == CORE_OK)
-        rc = transmit(r, dag, r->present, &nnz);
+    return rc == CORE_OK ? refit_mean(r, ops, dag) : rc;
+}
+
+/* The server sends `dag` (transmitted, so decoded in place), each present participant
+ * returns its OLS weights on it, and r->Ws becomes their mean on the DAG. */
+static core_err refit_mean(struct run *r, const struct lrn_local_ops *ops, double *dag)
+{
+    double n = 0.0;
+    size_t nnz;
+    core_err rc = transmit(r, dag, r->present, &nnz);
+
     memset(r->Ws, 0, r->d2 * sizeof(double));
     for (size_t p = 0; rc == CORE_OK && p < r->P; p++) {
         double *Bp = r->B + p * r->d2;
@@ -914,6 +925,205 @@ static core_err final_refit(struct run *r, const struct lrn_local_ops *ops)
         r->Ws[x] = dag[x] != 0.0 ? r->Ws[x] / n : 0.0;
     if (rc == CORE_OK)
         rc = lrn_acyclic_h(r->ws, r->Ws, &r->h, NULL);
+    return rc;
+}
+
+/* ---- final search (docs/learner.md "Final search") ----
+ * The ADMM path is not a continuous function of the input: its server step ends at the
+ * L-BFGS iteration cap in most rounds, so last-bit differences (BLAS kernel, a 1e-12
+ * perturbation) grow round by round, and near a bifurcation two runs settle in different
+ * orientation optima (evaluation seed 3: SHD 0 on one kernel, 8 on another, one reversed
+ * edge and compensating extras). A greedy search on a discrete score maps such neighbouring
+ * optima to the same DAG: the BIC of the participants' own OLS fits under the SEM's equal
+ * noise variances, Σ_p (n_p·d/2)·log(Σ_j rv_p(j | Pa_j)) + |E|·Σ_p log(n_p)/2, where
+ * rv_p is participant p's residual variance (lrn_node_rss on its Σ_p). Moves: remove or
+ * reverse one edge (acyclic results only); the best move is taken while it improves the
+ * score by more than `tie`, and candidates within `tie` of each other keep the lowest
+ * index (removal before reversal), so the choice does not depend on rounding. */
+struct srch {
+    size_t d, P, ne, queries;
+    double *dag, *rv, *n, *ca, *cb, *ba, *bb; /* d², P·d, then P each */
+    size_t *pa, *gw;                          /* d, 2d */
+    double score, tie, pen;
+};
+
+/* Participant p's rv of node j on its parents in s->dag, without `skip`, plus `add`
+ * (SIZE_MAX: none), for every present p into out[p]. */
+static core_err srch_query(struct run *r, const struct lrn_local_ops *ops, struct srch *s, size_t j,
+                           size_t skip, size_t add, double *out)
+{
+    size_t k = 0;
+    core_err rc = CORE_OK;
+
+    for (size_t i = 0; i < s->d; i++)
+        if ((s->dag[i * s->d + j] != 0.0 && i != skip) || i == add)
+            s->pa[k++] = i;
+    for (size_t p = 0; rc == CORE_OK && p < s->P; p++)
+        if (!r->absent[p])
+            rc = ops->node_rss(ops->self, p, j, s->pa, k, out + p, &s->n[p]);
+    s->queries++;
+    return rc;
+}
+
+/* The score with node b's rv replaced by nb and (a < d) node a's by na, ne edges. */
+static double srch_score(const struct run *r, const struct srch *s, size_t a, const double *na,
+                         size_t b, const double *nb, size_t ne)
+{
+    double f = (double)ne * s->pen;
+
+    for (size_t p = 0; p < s->P; p++) {
+        double L = 0.0;
+        if (r->absent[p])
+            continue;
+        for (size_t j = 0; j < s->d; j++)
+            L += j == b ? nb[p] : j == a && na ? na[p] : s->rv[p * s->d + j];
+        if (!(L > 0.0) || !isfinite(L))
+            return INFINITY;
+        f += s->n[p] * (double)s->d / 2.0 * log(L);
+    }
+    return f;
+}
+
+/* Would reversing a → b leave a DAG? */
+static bool srch_rev_ok(struct srch *s, size_t a, size_t b)
+{
+    bool ok;
+
+    s->dag[a * s->d + b] = 0.0;
+    s->dag[b * s->d + a] = 1.0;
+    ok = lrn_graph_is_dag(s->d, s->dag, s->gw) != 0;
+    s->dag[b * s->d + a] = 0.0;
+    s->dag[a * s->d + b] = 1.0;
+    return ok;
+}
+
+/* One sweep over the edges: the best move into *bx (x = a·d+b) and *brev, its rv in
+ * s->ba / s->bb; *bx = SIZE_MAX when no move improves the score by more than tie. */
+static core_err srch_sweep(struct run *r, const struct lrn_local_ops *ops, struct srch *s,
+                           size_t *bx, bool *brev)
+{
+    size_t d = s->d;
+    double best = s->score - s->tie, f;
+    core_err rc = CORE_OK;
+
+    *bx = SIZE_MAX;
+    for (size_t x = 0; rc == CORE_OK && x < d * d; x++) {
+        size_t a = x / d, b = x % d;
+        if (s->dag[x] == 0.0)
+            continue;
+        rc = srch_query(r, ops, s, b, a, SIZE_MAX, s->cb);
+        f = srch_score(r, s, d, NULL, b, s->cb, s->ne - 1);
+        if (rc == CORE_OK && f < best - (*bx == SIZE_MAX ? 0.0 : s->tie)) {
+            best = f, *bx = x, *brev = false;
+            memcpy(s->bb, s->cb, s->P * sizeof(double));
+        }
+        if (rc != CORE_OK || !srch_rev_ok(s, a, b))
+            continue;
+        rc = srch_query(r, ops, s, a, SIZE_MAX, b, s->ca);
+        f = srch_score(r, s, a, s->ca, b, s->cb, s->ne);
+        if (rc == CORE_OK && f < best - (*bx == SIZE_MAX ? 0.0 : s->tie)) {
+            best = f, *bx = x, *brev = true;
+            memcpy(s->ba, s->ca, s->P * sizeof(double));
+            memcpy(s->bb, s->cb, s->P * sizeof(double));
+        }
+    }
+    if (*bx != SIZE_MAX)
+        s->score = best;
+    return rc;
+}
+
+static void srch_apply(struct srch *s, size_t x, bool rev)
+{
+    size_t d = s->d, a = x / d, b = x % d;
+
+    s->dag[x] = 0.0;
+    for (size_t p = 0; p < s->P; p++) {
+        s->rv[p * d + b] = s->bb[p];
+        if (rev)
+            s->rv[p * d + a] = s->ba[p];
+    }
+    if (rev)
+        s->dag[b * d + a] = 1.0;
+    else
+        s->ne--;
+}
+
+/* Communication of the search in the paper's model: the starting DAG's indices to every
+ * participant, one move (index + kind byte) per sweep, 8 bytes per answered query. */
+static void srch_account(struct run *r, const struct srch *s, size_t sweeps, size_t ne0)
+{
+    uint64_t bi = lrn_wire_index_bytes(r->d), pr = r->present;
+    uint64_t down = pr * (ne0 * bi + sweeps * (bi + 1)), up = pr * s->queries * 8;
+
+    r->bytes_model += down + up;
+    r->bytes_wire += down + up;
+    r->bytes_up_model += up;
+}
+
+static core_err srch_run(struct run *r, const struct lrn_local_ops *ops, struct srch *s,
+                         size_t *moves)
+{
+    size_t d = s->d, bx = 0, sweeps = 0, ne0 = s->ne;
+    bool rev = false;
+    core_err rc = CORE_OK;
+
+    for (size_t j = 0; rc == CORE_OK && j < d; j++) {
+        rc = srch_query(r, ops, s, j, SIZE_MAX, SIZE_MAX, s->cb);
+        for (size_t p = 0; p < s->P; p++)
+            s->rv[p * d + j] = s->cb[p];
+    }
+    s->pen = 0.0;
+    s->tie = 0.0;
+    for (size_t p = 0; p < s->P; p++)
+        if (!r->absent[p]) {
+            s->pen += log(s->n[p]) / 2.0;
+            s->tie += 1e-8 * s->n[p] * (double)d / 2.0;
+        }
+    s->score = srch_score(r, s, d, NULL, d, NULL, s->ne);
+    *moves = 0;
+    while (rc == CORE_OK && *moves < d * d) {
+        rc = srch_sweep(r, ops, s, &bx, &rev);
+        sweeps++;
+        if (rc != CORE_OK || bx == SIZE_MAX)
+            break;
+        srch_apply(s, bx, rev);
+        (*moves)++;
+    }
+    srch_account(r, s, sweeps, ne0);
+    return rc;
+}
+
+static core_err final_search(struct run *r, const struct lrn_local_ops *ops, size_t *moves)
+{
+    size_t d = r->d, P = r->P;
+    struct srch s = {.d = d, .P = P};
+    void *work = core_xmalloc(lrn_dag_prune_work_len(d));
+    core_err rc;
+
+    *moves = 0;
+    s.dag = r->grad; /* scratch, free after the last round */
+    memcpy(s.dag, r->Ws, r->d2 * sizeof(double));
+    rc = lrn_dag_prune(d, s.dag, r->o->w_threshold, work, NULL);
+    free(work);
+    if (rc != CORE_OK || r->present == 0)
+        return rc;
+    for (size_t x = 0; x < r->d2; x++) {
+        s.dag[x] = s.dag[x] != 0.0 ? 1.0 : 0.0;
+        s.ne += s.dag[x] != 0.0;
+    }
+    s.rv = core_xcalloc(P * d + 5 * P, sizeof(double));
+    s.n = s.rv + P * d;
+    s.ca = s.n + P;
+    s.cb = s.ca + P;
+    s.ba = s.cb + P;
+    s.bb = s.ba + P;
+    s.pa = core_xcalloc(3 * d, sizeof(size_t));
+    s.gw = s.pa + d;
+    rc = srch_run(r, ops, &s, moves);
+    if (rc == CORE_OK && *moves > 0)
+        rc = refit_mean(r, ops, s.dag);
+    free(s.rv);
+    free(s.pa);
     return rc;
 }
 
@@ -963,8 +1173,11 @@ core_err lrn_admm_run(size_t d, size_t P, const struct lrn_local_ops *ops,
     res->dual_residual = pr.dual_residual;
     res->h_server = pr.h_server;
     res->stable_rounds = pr.stable_rounds;
-    if (rc == CORE_OK && o->refit_threshold > 0.0 && ops->refit)
+    if (rc == CORE_OK && o->refit_threshold > 0.0 && ops->refit) {
         rc = final_refit(&r, ops);
+        if (rc == CORE_OK && o->search && ops->node_rss)
+            rc = final_search(&r, ops, &res->search_moves);
+    }
     if (rc == CORE_OK)
         rc = finish(&r, W, W_raw, res);
     run_free(&r);
@@ -975,6 +1188,7 @@ core_err lrn_admm_run(size_t d, size_t P, const struct lrn_local_ops *ops,
 
 struct lrn_pgcd_local {
     size_t d, P;
+    double *rows;         /* P: n_p for the final search's BIC (NULL: not set, no search) */
     const double **sigma; /* P: the borrowed Σ_p (the final refit's OLS); array copied */
     double *work;         /* d² + d: lrn_personalize_ols's workspace */
     struct lrn_pgcd **s;
@@ -1038,6 +1252,7 @@ void lrn_pgcd_local_free(struct lrn_pgcd_local *l)
         lrn_pgcd_free(l->s[p]);
     free(l->s);
     free(l->steps);
+    free(l->rows);
     free(l->work);
     free(l->sigma);
     free(l);
@@ -1054,9 +1269,30 @@ static core_err pgcd_local_refit(void *self, size_t p, const double *dag, double
     return lrn_personalize_ols(l->d, l->sigma[p], dag, B_p, l->work);
 }
 
+/* The final search's query: participant p's residual variance of node j on parents pa. */
+static core_err pgcd_local_node_rss(void *self, size_t p, size_t j, const size_t *pa, size_t k,
+                                    double *rv, double *n)
+{
+    struct lrn_pgcd_local *l = self;
+
+    if (p >= l->P || !l->rows)
+        return CORE_EINVAL;
+    *n = l->rows[p];
+    return lrn_node_rss(l->d, l->sigma[p], j, pa, k, l->work, rv);
+}
+
+void lrn_pgcd_local_set_rows(struct lrn_pgcd_local *l, const size_t *n)
+{
+    if (!l->rows)
+        l->rows = core_xcalloc(l->P, sizeof(double));
+    for (size_t p = 0; p < l->P; p++)
+        l->rows[p] = (double)n[p];
+}
+
 struct lrn_local_ops lrn_pgcd_local_ops(struct lrn_pgcd_local *l)
 {
-    struct lrn_local_ops ops = {pgcd_local_solve, l, NULL, NULL, pgcd_local_refit};
+    struct lrn_local_ops ops = {
+        pgcd_local_solve, l, NULL, NULL, pgcd_local_refit, l->rows ? pgcd_local_node_rss : NULL};
     return ops; /* the participants' solvers share nothing: par_run may be set by the caller */
 }
 
