@@ -31,6 +31,7 @@
  */
 #include "lrn/admm.h"
 
+#include <float.h>
 #include <lbfgs.h>
 #include <math.h>
 #include <stdio.h>
@@ -937,31 +938,41 @@ static core_err refit_mean(struct run *r, const struct lrn_local_ops *ops, doubl
  * optima to the same DAG: the BIC of the participants' own OLS fits under the SEM's equal
  * noise variances, Σ_p (n_p·d/2)·log(Σ_j rv_p(j | Pa_j)) + |E|·Σ_p log(n_p)/2, where
  * rv_p is participant p's residual variance (lrn_node_rss on its Σ_p). Moves: remove or
- * reverse one edge (acyclic results only); the best move is taken while it improves the
- * score by more than `tie`, and candidates within `tie` of each other keep the lowest
- * index (removal before reversal), so the choice does not depend on rounding. */
+ * reverse an edge, or add one of the candidate pairs {|W̃_ij| ≥ b_sparsify} (either
+ * orientation: what the ADMM carried at the upload level), acyclic results only. The best
+ * move is taken while it improves the score by more than `tie`; candidates within `tie` of
+ * the best so far keep the lowest index (removal, reversal, addition in that order), so the
+ * choice does not depend on rounding. */
 struct srch {
-    size_t d, P, ne, queries;
+    size_t d, P, ne, queries, cands;
     double *dag, *rv, *n, *ca, *cb, *ba, *bb; /* d², P·d, then P each */
-    size_t *pa, *gw;                          /* d, 2d */
+    double *tog;   /* P·d²: rv_p(j | Pa_j xor {i}) at p·d² + i·d + j (the run's β storage) */
+    uint8_t *have; /* d²: tog entry i·d+j valid for the current Pa_j */
+    uint8_t *cand; /* d²: pair i → j may be added */
+    size_t *pa, *gw; /* d, 2d */
     double score, tie, pen;
 };
 
-/* Participant p's rv of node j on its parents in s->dag, without `skip`, plus `add`
- * (SIZE_MAX: none), for every present p into out[p]. */
-static core_err srch_query(struct run *r, const struct lrn_local_ops *ops, struct srch *s, size_t j,
-                           size_t skip, size_t add, double *out)
+/* Every present participant's rv of node j on its parents in s->dag with i toggled
+ * (i = j: the parents as they are) into out[p], asked once per parent set. */
+static core_err srch_query(struct run *r, const struct lrn_local_ops *ops, struct srch *s, size_t i,
+                           size_t j, double *out)
 {
-    size_t k = 0;
+    size_t k = 0, d = s->d, x = i * d + j;
     core_err rc = CORE_OK;
 
-    for (size_t i = 0; i < s->d; i++)
-        if ((s->dag[i * s->d + j] != 0.0 && i != skip) || i == add)
-            s->pa[k++] = i;
-    for (size_t p = 0; rc == CORE_OK && p < s->P; p++)
-        if (!r->absent[p])
-            rc = ops->node_rss(ops->self, p, j, s->pa, k, out + p, &s->n[p]);
-    s->queries++;
+    if (!s->have[x]) {
+        for (size_t q = 0; q < d; q++)
+            if ((s->dag[q * d + j] != 0.0) != (q == i && i != j))
+                s->pa[k++] = q;
+        for (size_t p = 0; rc == CORE_OK && p < s->P; p++)
+            if (!r->absent[p])
+                rc = ops->node_rss(ops->self, p, j, s->pa, k, s->tog + p * d * d + x, &s->n[p]);
+        s->have[x] = rc == CORE_OK;
+        s->queries++;
+    }
+    for (size_t p = 0; p < s->P; p++)
+        out[p] = s->tog[p * d * d + x];
     return rc;
 }
 
@@ -984,47 +995,64 @@ static double srch_score(const struct run *r, const struct srch *s, size_t a, co
     return f;
 }
 
-/* Would reversing a → b leave a DAG? */
-static bool srch_rev_ok(struct srch *s, size_t a, size_t b)
+/* Is the DAG with entry `off` cleared and entry `on` set (SIZE_MAX: none) acyclic? */
+static bool srch_dag_ok(struct srch *s, size_t off, size_t on)
 {
+    double was = off < s->d * s->d ? s->dag[off] : 0.0;
     bool ok;
 
-    s->dag[a * s->d + b] = 0.0;
-    s->dag[b * s->d + a] = 1.0;
+    if (off < s->d * s->d)
+        s->dag[off] = 0.0;
+    s->dag[on] = 1.0;
     ok = lrn_graph_is_dag(s->d, s->dag, s->gw) != 0;
-    s->dag[b * s->d + a] = 0.0;
-    s->dag[a * s->d + b] = 1.0;
+    s->dag[on] = 0.0;
+    if (off < s->d * s->d)
+        s->dag[off] = was;
     return ok;
 }
 
-/* One sweep over the edges: the best move into *bx (x = a·d+b) and *brev, its rv in
- * s->ba / s->bb; *bx = SIZE_MAX when no move improves the score by more than tie. */
+enum { SRCH_RM, SRCH_REV, SRCH_ADD };
+
+/* Keep candidate (f, x, kind) if it beats the best so far (by tie once there is one). */
+static void srch_take(struct srch *s, double f, size_t x, int kind, double *best, size_t *bx,
+                      int *bk)
+{
+    if (!(f < *best - (*bx == SIZE_MAX ? 0.0 : s->tie)))
+        return;
+    *best = f, *bx = x, *bk = kind;
+    memcpy(s->bb, s->cb, s->P * sizeof(double));
+    if (kind == SRCH_REV)
+        memcpy(s->ba, s->ca, s->P * sizeof(double));
+}
+
+/* One sweep: the best move into *bx (x = a·d+b), *bk, its rv in s->ba / s->bb; *bx =
+ * SIZE_MAX when no move improves the score by more than tie. */
 static core_err srch_sweep(struct run *r, const struct lrn_local_ops *ops, struct srch *s,
-                           size_t *bx, bool *brev)
+                           size_t *bx, int *bk)
 {
     size_t d = s->d;
-    double best = s->score - s->tie, f;
+    double best = s->score - s->tie;
     core_err rc = CORE_OK;
 
     *bx = SIZE_MAX;
     for (size_t x = 0; rc == CORE_OK && x < d * d; x++) {
         size_t a = x / d, b = x % d;
-        if (s->dag[x] == 0.0)
-            continue;
-        rc = srch_query(r, ops, s, b, a, SIZE_MAX, s->cb);
-        f = srch_score(r, s, d, NULL, b, s->cb, s->ne - 1);
-        if (rc == CORE_OK && f < best - (*bx == SIZE_MAX ? 0.0 : s->tie)) {
-            best = f, *bx = x, *brev = false;
-            memcpy(s->bb, s->cb, s->P * sizeof(double));
-        }
-        if (rc != CORE_OK || !srch_rev_ok(s, a, b))
-            continue;
-        rc = srch_query(r, ops, s, a, SIZE_MAX, b, s->ca);
-        f = srch_score(r, s, a, s->ca, b, s->cb, s->ne);
-        if (rc == CORE_OK && f < best - (*bx == SIZE_MAX ? 0.0 : s->tie)) {
-            best = f, *bx = x, *brev = true;
-            memcpy(s->ba, s->ca, s->P * sizeof(double));
-            memcpy(s->bb, s->cb, s->P * sizeof(double));
+        if (s->dag[x] != 0.0) {
+            rc = srch_query(r, ops, s, a, b, s->cb); /* b without a */
+            if (rc == CORE_OK)
+                srch_take(s, srch_score(r, s, d, NULL, b, s->cb, s->ne - 1), x, SRCH_RM, &best, bx,
+                          bk);
+            if (rc != CORE_OK || !srch_dag_ok(s, x, b * d + a))
+                continue;
+            rc = srch_query(r, ops, s, b, a, s->ca); /* a with b */
+            if (rc == CORE_OK)
+                srch_take(s, srch_score(r, s, a, s->ca, b, s->cb, s->ne), x, SRCH_REV, &best, bx,
+                          bk);
+        } else if (s->cand[x] && s->dag[b * d + a] == 0.0 && srch_dag_ok(s, SIZE_MAX, x)) {
+            rc = srch_query(r, ops, s, a, b, s->cb); /* b with a */
+            if (rc == CORE_OK)
+                srch_take(s, srch_score(r, s, d, NULL, b, s->cb, s->ne + 1), x, SRCH_ADD, &best, bx,
+                          bk);
         }
     }
     if (*bx != SIZE_MAX)
@@ -1032,28 +1060,34 @@ static core_err srch_sweep(struct run *r, const struct lrn_local_ops *ops, struc
     return rc;
 }
 
-static void srch_apply(struct srch *s, size_t x, bool rev)
+static void srch_apply(struct srch *s, size_t x, int kind)
 {
     size_t d = s->d, a = x / d, b = x % d;
 
-    s->dag[x] = 0.0;
+    s->dag[x] = kind == SRCH_ADD ? 1.0 : 0.0;
+    if (kind == SRCH_REV)
+        s->dag[b * d + a] = 1.0;
+    s->ne += kind == SRCH_ADD ? 1 : 0;
+    s->ne -= kind == SRCH_RM ? 1 : 0;
     for (size_t p = 0; p < s->P; p++) {
         s->rv[p * d + b] = s->bb[p];
-        if (rev)
+        if (kind == SRCH_REV)
             s->rv[p * d + a] = s->ba[p];
     }
-    if (rev)
-        s->dag[b * d + a] = 1.0;
-    else
-        s->ne--;
+    for (size_t i = 0; i < d; i++) { /* Pa_b (and Pa_a) changed: their answers are stale */
+        s->have[i * d + b] = 0;
+        if (kind == SRCH_REV)
+            s->have[i * d + a] = 0;
+    }
 }
 
-/* Communication of the search in the paper's model: the starting DAG's indices to every
- * participant, one move (index + kind byte) per sweep, 8 bytes per answered query. */
+/* Communication of the search in the paper's model: the starting DAG and the candidate
+ * pairs' indices to every participant, one move (index + kind byte) per sweep, 8 bytes per
+ * answered query. */
 static void srch_account(struct run *r, const struct srch *s, size_t sweeps, size_t ne0)
 {
     uint64_t bi = lrn_wire_index_bytes(r->d), pr = r->present;
-    uint64_t down = pr * (ne0 * bi + sweeps * (bi + 1)), up = pr * s->queries * 8;
+    uint64_t down = pr * ((ne0 + s->cands) * bi + sweeps * (bi + 1)), up = pr * s->queries * 8;
 
     r->bytes_model += down + up;
     r->bytes_wire += down + up;
@@ -1064,11 +1098,11 @@ static core_err srch_run(struct run *r, const struct lrn_local_ops *ops, struct 
                          size_t *moves)
 {
     size_t d = s->d, bx = 0, sweeps = 0, ne0 = s->ne;
-    bool rev = false;
+    int kind = SRCH_RM;
     core_err rc = CORE_OK;
 
     for (size_t j = 0; rc == CORE_OK && j < d; j++) {
-        rc = srch_query(r, ops, s, j, SIZE_MAX, SIZE_MAX, s->cb);
+        rc = srch_query(r, ops, s, j, j, s->cb);
         for (size_t p = 0; p < s->P; p++)
             s->rv[p * d + j] = s->cb[p];
     }
@@ -1082,14 +1116,35 @@ static core_err srch_run(struct run *r, const struct lrn_local_ops *ops, struct 
     s->score = srch_score(r, s, d, NULL, d, NULL, s->ne);
     *moves = 0;
     while (rc == CORE_OK && *moves < d * d) {
-        rc = srch_sweep(r, ops, s, &bx, &rev);
+        rc = srch_sweep(r, ops, s, &bx, &kind);
         sweeps++;
         if (rc != CORE_OK || bx == SIZE_MAX)
             break;
-        srch_apply(s, bx, rev);
+        srch_apply(s, bx, kind);
         (*moves)++;
     }
     srch_account(r, s, sweeps, ne0);
+    return rc;
+}
+
+/* Starting DAG (the refit's W thresholded and pruned as finish() would) and candidates. */
+static core_err srch_init(struct run *r, struct srch *s)
+{
+    size_t d = r->d;
+    void *work = core_xmalloc(lrn_dag_prune_work_len(d));
+    double lo = r->o->b_sparsify > 0.0 ? r->o->b_sparsify : DBL_MIN;
+    core_err rc;
+
+    memcpy(s->dag, r->Ws, r->d2 * sizeof(double));
+    rc = lrn_dag_prune(d, s->dag, r->o->w_threshold, work, NULL);
+    free(work);
+    for (size_t x = 0; x < r->d2; x++) {
+        size_t t = (x % d) * d + x / d;
+        s->dag[x] = s->dag[x] != 0.0 ? 1.0 : 0.0;
+        s->ne += s->dag[x] != 0.0;
+        s->cand[x] = x / d != x % d && (fabs(r->W[x]) >= lo || fabs(r->W[t]) >= lo);
+        s->cands += s->cand[x] && s->dag[x] == 0.0;
+    }
     return rc;
 }
 
@@ -1097,20 +1152,13 @@ static core_err final_search(struct run *r, const struct lrn_local_ops *ops, siz
 {
     size_t d = r->d, P = r->P;
     struct srch s = {.d = d, .P = P};
-    void *work = core_xmalloc(lrn_dag_prune_work_len(d));
     core_err rc;
 
     *moves = 0;
+    if (r->present == 0)
+        return CORE_OK;
     s.dag = r->grad; /* scratch, free after the last round */
-    memcpy(s.dag, r->Ws, r->d2 * sizeof(double));
-    rc = lrn_dag_prune(d, s.dag, r->o->w_threshold, work, NULL);
-    free(work);
-    if (rc != CORE_OK || r->present == 0)
-        return rc;
-    for (size_t x = 0; x < r->d2; x++) {
-        s.dag[x] = s.dag[x] != 0.0 ? 1.0 : 0.0;
-        s.ne += s.dag[x] != 0.0;
-    }
+    s.tog = r->beta; /* the duals are not needed after the last round */
     s.rv = core_xcalloc(P * d + 5 * P, sizeof(double));
     s.n = s.rv + P * d;
     s.ca = s.n + P;
@@ -1119,11 +1167,16 @@ static core_err final_search(struct run *r, const struct lrn_local_ops *ops, siz
     s.bb = s.ba + P;
     s.pa = core_xcalloc(3 * d, sizeof(size_t));
     s.gw = s.pa + d;
-    rc = srch_run(r, ops, &s, moves);
+    s.have = core_xcalloc(2 * r->d2, 1);
+    s.cand = s.have + r->d2;
+    rc = srch_init(r, &s);
+    if (rc == CORE_OK)
+        rc = srch_run(r, ops, &s, moves);
     if (rc == CORE_OK && *moves > 0)
         rc = refit_mean(r, ops, s.dag);
     free(s.rv);
     free(s.pa);
+    free(s.have);
     return rc;
 }
 
