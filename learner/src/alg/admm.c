@@ -946,9 +946,11 @@ static core_err refit_mean(struct run *r, const struct lrn_local_ops *ops, doubl
 struct srch {
     size_t d, P, ne, queries, cands;
     double *dag, *rv, *n, *ca, *cb, *ba, *bb; /* d², P·d, then P each */
-    double *tog;   /* P·d²: rv_p(j | Pa_j xor {i}) at p·d² + i·d + j (the run's β storage) */
-    uint8_t *have; /* d²: tog entry i·d+j valid for the current Pa_j */
-    uint8_t *cand; /* d²: pair i → j may be added */
+    double *tog;    /* P·d²: rv_p(j | Pa_j xor {i}) at p·d² + i·d + j (the run's β storage) */
+    uint8_t *have;  /* d²: tog entry i·d+j valid for the current Pa_j */
+    uint8_t *cand;  /* d²: pair i → j may be added */
+    uint8_t *reach; /* d²: a path i ⇝ j in the current DAG (i ≠ j), this sweep */
+    double *L;      /* P: Σ_j rv_p(j) of the current DAG */
     size_t *pa, *gw; /* d, 2d */
     double score, tie, pen;
 };
@@ -983,11 +985,13 @@ static double srch_score(const struct run *r, const struct srch *s, size_t a, co
     double f = (double)ne * s->pen;
 
     for (size_t p = 0; p < s->P; p++) {
-        double L = 0.0;
+        double L = s->L[p];
         if (r->absent[p])
             continue;
-        for (size_t j = 0; j < s->d; j++)
-            L += j == b ? nb[p] : j == a && na ? na[p] : s->rv[p * s->d + j];
+        if (b < s->d)
+            L += nb[p] - s->rv[p * s->d + b];
+        if (a < s->d)
+            L += na[p] - s->rv[p * s->d + a];
         if (!(L > 0.0) || !isfinite(L))
             return INFINITY;
         f += s->n[p] * (double)s->d / 2.0 * log(L);
@@ -995,20 +999,43 @@ static double srch_score(const struct run *r, const struct srch *s, size_t a, co
     return f;
 }
 
-/* Is the DAG with entry `off` cleared and entry `on` set (SIZE_MAX: none) acyclic? */
-static bool srch_dag_ok(struct srch *s, size_t off, size_t on)
+/* L_p of the current DAG (after a move: summed afresh, not updated, so no drift). */
+static void srch_sums(struct srch *s)
 {
-    double was = off < s->d * s->d ? s->dag[off] : 0.0;
-    bool ok;
+    for (size_t p = 0; p < s->P; p++) {
+        s->L[p] = 0.0;
+        for (size_t j = 0; j < s->d; j++)
+            s->L[p] += s->rv[p * s->d + j];
+    }
+}
 
-    if (off < s->d * s->d)
-        s->dag[off] = 0.0;
-    s->dag[on] = 1.0;
-    ok = lrn_graph_is_dag(s->d, s->dag, s->gw) != 0;
-    s->dag[on] = 0.0;
-    if (off < s->d * s->d)
-        s->dag[off] = was;
-    return ok;
+/* reach[i·d+j]: a directed path i ⇝ j of length ≥ 1 (DFS from every node, O(d·(d+E))). */
+static void srch_reach(struct srch *s)
+{
+    size_t d = s->d, *st = s->gw, top;
+
+    memset(s->reach, 0, d * d);
+    for (size_t i = 0; i < d; i++) {
+        top = 0;
+        st[top++] = i;
+        while (top > 0) {
+            size_t u = st[--top];
+            for (size_t v = 0; v < d; v++)
+                if (s->dag[u * d + v] != 0.0 && !s->reach[i * d + v]) {
+                    s->reach[i * d + v] = 1;
+                    st[top++] = v;
+                }
+        }
+    }
+}
+
+/* Reversing a → b keeps a DAG unless another path a ⇝ b exists (via a child c ≠ b). */
+static bool srch_rev_ok(const struct srch *s, size_t a, size_t b)
+{
+    for (size_t c = 0; c < s->d; c++)
+        if (c != b && s->dag[a * s->d + c] != 0.0 && (s->reach[c * s->d + b]))
+            return false;
+    return true;
 }
 
 enum { SRCH_RM, SRCH_REV, SRCH_ADD };
@@ -1035,6 +1062,7 @@ static core_err srch_sweep(struct run *r, const struct lrn_local_ops *ops, struc
     core_err rc = CORE_OK;
 
     *bx = SIZE_MAX;
+    srch_reach(s);
     for (size_t x = 0; rc == CORE_OK && x < d * d; x++) {
         size_t a = x / d, b = x % d;
         if (s->dag[x] != 0.0) {
@@ -1042,13 +1070,13 @@ static core_err srch_sweep(struct run *r, const struct lrn_local_ops *ops, struc
             if (rc == CORE_OK)
                 srch_take(s, srch_score(r, s, d, NULL, b, s->cb, s->ne - 1), x, SRCH_RM, &best, bx,
                           bk);
-            if (rc != CORE_OK || !srch_dag_ok(s, x, b * d + a))
+            if (rc != CORE_OK || !srch_rev_ok(s, a, b))
                 continue;
             rc = srch_query(r, ops, s, b, a, s->ca); /* a with b */
             if (rc == CORE_OK)
                 srch_take(s, srch_score(r, s, a, s->ca, b, s->cb, s->ne), x, SRCH_REV, &best, bx,
                           bk);
-        } else if (s->cand[x] && s->dag[b * d + a] == 0.0 && srch_dag_ok(s, SIZE_MAX, x)) {
+        } else if (s->cand[x] && s->dag[b * d + a] == 0.0 && !s->reach[b * d + a]) {
             rc = srch_query(r, ops, s, a, b, s->cb); /* b with a */
             if (rc == CORE_OK)
                 srch_take(s, srch_score(r, s, d, NULL, b, s->cb, s->ne + 1), x, SRCH_ADD, &best, bx,
@@ -1074,6 +1102,7 @@ static void srch_apply(struct srch *s, size_t x, int kind)
         if (kind == SRCH_REV)
             s->rv[p * d + a] = s->ba[p];
     }
+    srch_sums(s);
     for (size_t i = 0; i < d; i++) { /* Pa_b (and Pa_a) changed: their answers are stale */
         s->have[i * d + b] = 0;
         if (kind == SRCH_REV)
@@ -1113,6 +1142,7 @@ static core_err srch_run(struct run *r, const struct lrn_local_ops *ops, struct 
             s->pen += log(s->n[p]) / 2.0;
             s->tie += 1e-8 * s->n[p] * (double)d / 2.0;
         }
+    srch_sums(s);
     s->score = srch_score(r, s, d, NULL, d, NULL, s->ne);
     *moves = 0;
     while (rc == CORE_OK && *moves < d * d) {
@@ -1159,16 +1189,18 @@ static core_err final_search(struct run *r, const struct lrn_local_ops *ops, siz
         return CORE_OK;
     s.dag = r->grad; /* scratch, free after the last round */
     s.tog = r->beta; /* the duals are not needed after the last round */
-    s.rv = core_xcalloc(P * d + 5 * P, sizeof(double));
+    s.rv = core_xcalloc(P * d + 6 * P, sizeof(double));
     s.n = s.rv + P * d;
     s.ca = s.n + P;
     s.cb = s.ca + P;
     s.ba = s.cb + P;
     s.bb = s.ba + P;
+    s.L = s.bb + P;
     s.pa = core_xcalloc(3 * d, sizeof(size_t));
     s.gw = s.pa + d;
-    s.have = core_xcalloc(2 * r->d2, 1);
+    s.have = core_xcalloc(3 * r->d2, 1);
     s.cand = s.have + r->d2;
+    s.reach = s.cand + r->d2;
     rc = srch_init(r, &s);
     if (rc == CORE_OK)
         rc = srch_run(r, ops, &s, moves);
