@@ -64,6 +64,34 @@ Test(admm, sparse_wire_round_trips_and_sends_only_nonzeros)
     cr_assert_eq(lrn_wire_encode(D, M, LRN_WIRE_SPARSE, buf, 20, &len, &nnz), CORE_ETOOBIG);
 }
 
+/* The downlink to a participant that knows its own upload support K: values on K without
+ * indices, the rest as (index, value) pairs; decoding needs the same K. */
+Test(admm, known_support_wire_round_trips_without_indices_on_the_support)
+{
+    enum { D = 20 };
+    double M[D * D] = {0}, K[D * D] = {0}, back[D * D];
+    uint8_t buf[4 + D * D * 10];
+    size_t len = 0, nk = 0, np = 0;
+
+    K[3] = 0.7, K[45] = -0.2, K[46] = 0.05; /* known: 3 entries */
+    M[3] = 1.25, M[45] = -0.5;              /* M[46] = 0 on K: sent as a value */
+    M[7] = 2.0, M[399] = -1e-300;           /* outside K: pairs */
+    cr_assert_eq(lrn_wire_encode_known(D, M, K, buf, sizeof(buf), &len, &nk, &np), CORE_OK);
+    cr_assert_eq(nk, 3);
+    cr_assert_eq(np, 2);
+    cr_assert_eq(len, 4 + 3 * 8 + 2 * (8 + 2));
+    cr_assert_eq(lrn_wire_decode_known(D, K, buf, len, back), CORE_OK);
+    for (int x = 0; x < D * D; x++)
+        cr_assert(back[x] == M[x], "entry %d", x);
+    cr_assert_eq(lrn_wire_decode_known(D, K, buf, len - 1, back), CORE_EPARSE);
+    K[7] = 1.0; /* a different K: a pair index inside K, and the lengths disagree */
+    cr_assert_eq(lrn_wire_decode_known(D, K, buf, len, back), CORE_EPARSE);
+    K[7] = 0.0;
+    cr_assert_eq(lrn_wire_encode_known(D, M, K, buf, 4 + 3 * 8 + 9, &len, &nk, &np), CORE_ETOOBIG);
+    M[3] = INFINITY;
+    cr_assert_eq(lrn_wire_encode_known(D, M, K, buf, sizeof(buf), &len, &nk, &np), CORE_EINVAL);
+}
+
 Test(admm, dense_wire_round_trips)
 {
     double M[9] = {1, 2, 3, 4, 0, -6, 7, 8, 9}, back[9];
@@ -340,7 +368,8 @@ static bool count_bytes(void *arg, const struct lrn_admm_progress *pr)
     struct tally *t = arg;
     uint64_t entry = 8 + lrn_wire_index_bytes(t->d);
 
-    t->model += (pr->nnz_up + pr->nnz_down) * entry;
+    /* the entries a participant uploaded come back without an index (8 bytes) */
+    t->model += (pr->nnz_up + pr->nnz_down - pr->nnz_down_known) * entry + pr->nnz_down_known * 8;
     t->ok &= t->model == pr->bytes_model;
     t->ok &= pr->bytes_wire == pr->bytes_model + 4 * (t->rounds + 1) * (t->P + t->P);
     t->ok &= pr->round == t->rounds;

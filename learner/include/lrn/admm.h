@@ -32,7 +32,9 @@
  *                value as IEEE-754 binary64 LE), b_idx = ⌈log₂(d²)/8⌉ (≥ 1);
  *   dense wire:  the d² values, binary64 LE, row-major, no header.
  * bytes_model counts the paper's model (8 + b_idx per sparse entry, 8·d² per dense
- * matrix); bytes_wire counts the encoded buffers (model + 4-byte count headers).
+ * matrix; 8 for an entry of W_p the participant uploaded itself: the sparse downlink sends
+ * those values in index order without indices, lrn_wire_encode_known); bytes_wire counts
+ * the encoded buffers (model + 4-byte count headers).
  * Both directions: every participant uploads B_p, the server sends W to each of P.
  *
  * Thread-safety: lrn_admm_run() is reentrant; the local ops are called from the calling
@@ -162,14 +164,16 @@ CORE_MUST_CHECK core_err lrn_admm_opts_check(const struct lrn_admm_opts *o, char
 
 /* Per-round progress, handed to the callback after the dual update of round `round`. */
 struct lrn_admm_progress {
-    size_t round;         /* 0-based */
-    double h;             /* h(W) of the sent (sparsified) W */
-    double h_server;      /* h(W̃) of the server's minimiser before w_sparsify */
-    size_t edges;         /* entries of W with |w| ≥ w_threshold (off-diagonal) */
-    size_t nnz_up;        /* nonzeros sent by participants this round (sum over p) */
-    size_t nnz_down;      /* nonzeros of W sent down this round (sum over participants) */
-    uint64_t bytes_model; /* cumulative, paper B.2.1 model, both directions */
-    uint64_t bytes_wire;  /* cumulative encoded bytes, both directions */
+    size_t round;          /* 0-based */
+    double h;              /* h(W) of the sent (sparsified) W */
+    double h_server;       /* h(W̃) of the server's minimiser before w_sparsify */
+    size_t edges;          /* entries of W with |w| ≥ w_threshold (off-diagonal) */
+    size_t nnz_up;         /* nonzeros sent by participants this round (sum over p) */
+    size_t nnz_down;       /* nonzeros of W sent down this round (sum over participants) */
+    size_t nnz_down_known; /* of which sent without an index: the entries the participant
+                            * uploaded itself (lrn_wire_encode_known) */
+    uint64_t bytes_model;  /* cumulative, paper B.2.1 model, both directions */
+    uint64_t bytes_wire;   /* cumulative encoded bytes, both directions */
     double rho1, rho2, alpha;
     double primal_residual; /* max_p max_ij |B_p − W| */
     double dual_residual;   /* ρ₂·max_ij |Wᵗ − Wᵗ⁻¹| (sent W) */
@@ -243,6 +247,23 @@ CORE_MUST_CHECK core_err lrn_wire_encode(size_t d, const double *M, enum lrn_wir
  * unordered index, non-finite value). */
 CORE_MUST_CHECK core_err lrn_wire_decode(size_t d, const uint8_t *buf, size_t len,
                                          enum lrn_wire wire, double *M);
+
+/* Sparse message to a receiver that already knows a support K (known[x] != 0; the
+ * downlink to participant p: K = the entries p uploaded this round, so W̃ on them needs no
+ * index): u32 count c (LE), the |K| values of M on K in index order (binary64 LE, zeros
+ * included), then c × (index, value) as the sparse wire for the nonzeros of M outside K.
+ * Bytes: 4 + 8·|K| + c·(8 + b_idx).
+ *   n_known, n_pairs  out: |K| and c.
+ * Returns CORE_OK, CORE_EINVAL (non-finite value), CORE_ETOOBIG (cap too small; at most
+ * lrn_wire_max_len(d, LRN_WIRE_SPARSE) is needed). */
+CORE_MUST_CHECK core_err lrn_wire_encode_known(size_t d, const double *M, const double *known,
+                                               uint8_t *buf, size_t cap, size_t *len,
+                                               size_t *n_known, size_t *n_pairs);
+/* Decode a lrn_wire_encode_known() message with the same `known` into M (fully
+ * overwritten). Returns CORE_OK, CORE_EPARSE (length, index ≥ d², in K, unordered or
+ * duplicate, a zero or non-finite pair value, a non-finite value on K). */
+CORE_MUST_CHECK core_err lrn_wire_decode_known(size_t d, const double *known, const uint8_t *buf,
+                                               size_t len, double *M);
 
 /* ---- the PGCD local solver as lrn_local_ops (Fed-Sparse-BNSL) ---- */
 

@@ -262,6 +262,72 @@ core_err lrn_wire_decode(size_t d, const uint8_t *buf, size_t len, enum lrn_wire
     return CORE_OK;
 }
 
+core_err lrn_wire_encode_known(size_t d, const double *M, const double *known, uint8_t *buf,
+                               size_t cap, size_t *len, size_t *n_known, size_t *n_pairs)
+{
+    size_t d2 = d * d, bi = lrn_wire_index_bytes(d), pos = 4, nk = 0, np = 0;
+
+    for (size_t x = 0; x < d2; x++) {
+        if (!isfinite(M[x]))
+            return CORE_EINVAL;
+        nk += known[x] != 0.0;
+    }
+    if (cap < 4 || (cap - 4) / 8 < nk)
+        return CORE_ETOOBIG;
+    for (size_t x = 0; x < d2; x++)
+        if (known[x] != 0.0) {
+            put_le(buf + pos, dbits(M[x] == 0.0 ? 0.0 : M[x]), 8);
+            pos += 8;
+        }
+    for (size_t x = 0; x < d2; x++) {
+        if (known[x] != 0.0 || M[x] == 0.0)
+            continue;
+        if (cap - pos < bi + 8)
+            return CORE_ETOOBIG;
+        put_le(buf + pos, x, bi);
+        put_le(buf + pos + bi, dbits(M[x]), 8);
+        pos += bi + 8;
+        np++;
+    }
+    put_le(buf, np, 4);
+    *len = pos;
+    *n_known = nk;
+    *n_pairs = np;
+    return CORE_OK;
+}
+
+core_err lrn_wire_decode_known(size_t d, const double *known, const uint8_t *buf, size_t len,
+                               double *M)
+{
+    size_t d2 = d * d, bi = lrn_wire_index_bytes(d), nk = 0, np, pos = 4;
+    uint64_t prev = 0;
+
+    memset(M, 0, d2 * sizeof(double));
+    for (size_t x = 0; x < d2; x++)
+        nk += known[x] != 0.0;
+    if (len < 4)
+        return CORE_EPARSE;
+    np = (size_t)get_le(buf, 4);
+    if (np > d2 || (len - 4) / 8 < nk || len - 4 - 8 * nk != np * (bi + 8))
+        return CORE_EPARSE;
+    for (size_t x = 0; x < d2; x++)
+        if (known[x] != 0.0) {
+            M[x] = bitsd(get_le(buf + pos, 8));
+            pos += 8;
+            if (!isfinite(M[x]))
+                return CORE_EPARSE;
+        }
+    for (size_t k = 0; k < np; k++, pos += bi + 8) {
+        uint64_t idx = get_le(buf + pos, bi);
+        double v = bitsd(get_le(buf + pos + bi, 8));
+        if (idx >= d2 || known[idx] != 0.0 || (k > 0 && idx <= prev) || !isfinite(v) || v == 0.0)
+            return CORE_EPARSE;
+        M[idx] = v;
+        prev = idx;
+    }
+    return CORE_OK;
+}
+
 /* ---- covariance ---- */
 
 core_err lrn_covariance(size_t n, size_t d, const double *X, double scale, double *sigma)
@@ -392,7 +458,7 @@ struct run {
     size_t evals, iters, calm;
     double *xprev;
     uint64_t bytes_model, bytes_wire, bytes_up_model;
-    size_t nnz_up, nnz_down;
+    size_t nnz_up, nnz_down, nnz_down_known;
     uint8_t *absent; /* P: participant absent this round (solve returned ENOTFOUND) */
     core_err *rc;    /* P: solve()'s answers of this round (par_run only) */
     size_t present;  /* participants present this round */
@@ -469,6 +535,24 @@ static core_err transmit(struct run *r, double *M, size_t copies, size_t *nnz_ou
     r->bytes_wire += (uint64_t)len * copies;
     r->bytes_model += (uint64_t)(r->o->wire == LRN_WIRE_DENSE ? 8 * r->d2 : nnz * entry) * copies;
     *nnz_out = nnz;
+    return CORE_OK;
+}
+
+/* The downlink to a participant that knows the support `known` (its own upload): encoded
+ * with lrn_wire_encode_known, decoded back in place, accounted once. */
+static core_err transmit_known(struct run *r, double *M, const double *known)
+{
+    size_t len = 0, nk = 0, np = 0, entry = 8 + lrn_wire_index_bytes(r->d);
+    core_err rc = lrn_wire_encode_known(r->d, M, known, r->buf, r->bufcap, &len, &nk, &np);
+
+    if (rc != CORE_OK)
+        return rc == CORE_EINVAL ? CORE_ENUMERIC : rc;
+    if (lrn_wire_decode_known(r->d, known, r->buf, len, M) != CORE_OK)
+        return CORE_ENUMERIC;
+    r->bytes_wire += len;
+    r->bytes_model += nk * 8 + np * entry;
+    r->nnz_down += nk + np;
+    r->nnz_down_known += nk;
     return CORE_OK;
 }
 
@@ -783,6 +867,7 @@ static core_err send_down(struct run *r)
 
     memset(r->sent, 0, r->d2);
     r->nnz_down = 0;
+    r->nnz_down_known = 0;
     if (!r->o->down_own_support) {
         rc = transmit(r, r->Ws, r->present, &nnz);
         for (size_t p = 0; rc == CORE_OK && p < r->P; p++)
@@ -801,6 +886,10 @@ static core_err send_down(struct run *r)
         for (size_t x = 0; x < r->d2; x++) {
             Wp[x] = r->Ws[x] != 0.0 || Bp[x] != 0.0 ? r->W[x] : 0.0;
             r->sent[x] |= Wp[x] != 0.0;
+        }
+        if (r->o->wire == LRN_WIRE_SPARSE) {
+            rc = transmit_known(r, Wp, Bp); /* p knows what it uploaded: no indices there */
+            continue;
         }
         rc = transmit(r, Wp, 1, &nnz);
         r->nnz_down += nnz;
@@ -852,6 +941,7 @@ static core_err run_round(struct run *r, const struct lrn_local_ops *ops, size_t
     pr->edges = count_edges(r->Ws, r->d, r->o->w_threshold);
     pr->nnz_up = r->nnz_up;
     pr->nnz_down = r->nnz_down;
+    pr->nnz_down_known = r->nnz_down_known;
     pr->bytes_model = r->bytes_model;
     pr->bytes_wire = r->bytes_wire;
     pr->lbfgs_iters = iters;
