@@ -832,6 +832,27 @@ static int write_participants(const struct lrn_sem_problem *pb, size_t P, size_t
     return 0;
 }
 
+/* The participants' PGCD solvers with their row counts (the final search's BIC, as gcdp
+ * learn sets them) and the timed ADMM. */
+static int profile_local(const struct lrn_runner_opts *o, size_t d, size_t P, const double **sp,
+                         struct lrn_csv *const *csv, struct core_pool *pool, double w[PR_N],
+                         double c[PR_N])
+{
+    struct lrn_pgcd_local *loc = NULL;
+    size_t *ns = core_xcalloc(P, sizeof(size_t));
+    int ret = -1;
+
+    for (size_t p = 0; p < P; p++)
+        ns[p] = csv[p]->n;
+    if (lrn_pgcd_local_new(d, P, sp, &o->pgcd, &loc) == CORE_OK) {
+        lrn_pgcd_local_set_rows(loc, ns);
+        ret = profile_admm(o, d, P, loc, pool, w, c);
+    }
+    lrn_pgcd_local_free(loc);
+    free(ns);
+    return ret;
+}
+
 static int profile_seed(const struct bl_args *a, size_t d, size_t seed, const char *dir,
                         struct core_pool *pool, double w[PR_N], double c[PR_N])
 {
@@ -843,8 +864,6 @@ static int profile_seed(const struct bl_args *a, size_t d, size_t seed, const ch
     char **paths = core_xcalloc(P, sizeof(*paths)), eb[512] = "";
     double *sig = core_xmalloc(P * d * d * sizeof(double));
     const double **sp = core_xmalloc(P * sizeof(*sp));
-    size_t *ns = core_xcalloc(P, sizeof(size_t));
-    struct lrn_pgcd_local *loc = NULL;
     struct stage_clock sc;
     int ret = -1;
 
@@ -863,11 +882,7 @@ static int profile_seed(const struct bl_args *a, size_t d, size_t seed, const ch
             CORE_OK)
             goto out;
     stage_end(&sc, &w[PR_COV], &c[PR_COV]);
-    for (size_t p = 0; p < P; p++)
-        ns[p] = csv[p]->n;
-    if (lrn_pgcd_local_new(d, P, sp, &o.pgcd, &loc) == CORE_OK)
-        lrn_pgcd_local_set_rows(loc, ns); /* as gcdp learn: the final search's BIC */
-    if (!loc || profile_admm(&o, d, P, loc, pool, w, c) != 0)
+    if (profile_local(&o, d, P, sp, csv, pool, w, c) != 0)
         goto out;
     if (spawn_learn(dir, P, a->workers, &w[PR_PROC], &c[PR_PROC]) != 0) {
         snprintf(eb, sizeof(eb), "gcdp learn failed on %.400s", dir);
@@ -885,8 +900,6 @@ out:
     free(paths);
     free(sig);
     free(sp);
-    free(ns);
-    lrn_pgcd_local_free(loc);
     lrn_sem_problem_free(pb);
     return ret;
 }
