@@ -361,6 +361,7 @@ struct tally {
     uint64_t model;
     int ok;
     size_t stop_after;
+    size_t known_up; /* upload entries sent without an index, all rounds */
 };
 
 static bool count_bytes(void *arg, const struct lrn_admm_progress *pr)
@@ -368,11 +369,16 @@ static bool count_bytes(void *arg, const struct lrn_admm_progress *pr)
     struct tally *t = arg;
     uint64_t entry = 8 + lrn_wire_index_bytes(t->d);
 
-    /* the entries a participant uploaded come back without an index (8 bytes) */
-    t->model += (pr->nnz_up + pr->nnz_down - pr->nnz_down_known) * entry + pr->nnz_down_known * 8;
+    /* entries at positions the receiver knows go without an index (8 bytes): downlink on
+     * the participant's own upload, uplink on its previous upload */
+    t->model += (pr->nnz_up - pr->nnz_up_known + pr->nnz_down - pr->nnz_down_known) * entry +
+                (pr->nnz_up_known + pr->nnz_down_known) * 8;
     t->ok &= t->model == pr->bytes_model;
-    t->ok &= pr->bytes_wire == pr->bytes_model + 4 * (t->rounds + 1) * (t->P + t->P);
+    /* 4-byte count per message, one flag byte per upload */
+    t->ok &= pr->bytes_wire ==
+             pr->bytes_model + 4 * (t->rounds + 1) * (t->P + t->P) + (t->rounds + 1) * t->P;
     t->ok &= pr->round == t->rounds;
+    t->known_up += pr->nnz_up_known;
     t->rounds++;
     return t->stop_after == 0 || t->rounds < t->stop_after;
 }
@@ -386,7 +392,7 @@ Test(admm, bytes_follow_the_paper_model_and_the_wire)
     struct lrn_pgcd_opts po = {0.1, 0.5, 1000, 1e-6};
     struct lrn_pgcd_local *l = NULL;
     struct lrn_local_ops ops;
-    struct tally t = {3, 3, 0, 0, 1, 0};
+    struct tally t = {3, 3, 0, 0, 1, 0, 0};
     double W[9];
 
     o.max_rounds = 12;
@@ -400,6 +406,7 @@ Test(admm, bytes_follow_the_paper_model_and_the_wire)
     cr_assert_eq(lrn_admm_run(3, 3, &ops, &o, count_bytes, &t, W, NULL, &res), CORE_OK);
     cr_assert(t.ok, "per-round byte counts agree with nnz × (8 + index bytes)");
     cr_assert_eq(t.rounds, 12);
+    cr_assert_gt(t.known_up, 0, "no upload used the previous-support encoding");
     cr_assert_eq(res.bytes_model, t.model);
     cr_assert(res.bytes_up_model > 0 && res.bytes_up_model < res.bytes_model);
     /* dense wire: exactly the paper's 2·T·P·d²·8 */
@@ -420,7 +427,7 @@ Test(admm, progress_callback_can_stop_the_run)
     struct lrn_pgcd_opts po = {0.1, 0.5, 1000, 1e-6};
     struct lrn_pgcd_local *l = NULL;
     struct lrn_local_ops ops;
-    struct tally t = {3, 2, 0, 0, 1, 5};
+    struct tally t = {3, 2, 0, 0, 1, 5, 0};
     double W[9];
 
     problem_make(&pb, truth, 3, 2, 500, 6);

@@ -33,8 +33,10 @@
  *   dense wire:  the d² values, binary64 LE, row-major, no header.
  * bytes_model counts the paper's model (8 + b_idx per sparse entry, 8·d² per dense
  * matrix; 8 for an entry of W_p the participant uploaded itself: the sparse downlink sends
- * those values in index order without indices, lrn_wire_encode_known); bytes_wire counts
- * the encoded buffers (model + 4-byte count headers).
+ * those values in index order without indices, lrn_wire_encode_known; likewise 8 for an
+ * upload entry at a position of the participant's previous upload when that encoding is
+ * shorter); bytes_wire counts the encoded buffers (model + 4-byte count headers + one
+ * flag byte per sparse upload).
  * Both directions: every participant uploads B_p, the server sends W to each of P.
  *
  * Thread-safety: lrn_admm_run() is reentrant; the local ops are called from the calling
@@ -168,7 +170,10 @@ struct lrn_admm_progress {
     double h;              /* h(W) of the sent (sparsified) W */
     double h_server;       /* h(W̃) of the server's minimiser before w_sparsify */
     size_t edges;          /* entries of W with |w| ≥ w_threshold (off-diagonal) */
-    size_t nnz_up;         /* nonzeros sent by participants this round (sum over p) */
+    size_t nnz_up;         /* entries sent by participants this round (sum over p) */
+    size_t nnz_up_known;   /* of which sent without an index: values at the positions of the
+                            * participant's previous upload (zeros included), when that
+                            * encoding is shorter (one flag byte per upload says which) */
     size_t nnz_down;       /* nonzeros of W sent down this round (sum over participants) */
     size_t nnz_down_known; /* of which sent without an index: the entries the participant
                             * uploaded itself (lrn_wire_encode_known) */

@@ -458,7 +458,8 @@ struct run {
     size_t evals, iters, calm;
     double *xprev;
     uint64_t bytes_model, bytes_wire, bytes_up_model;
-    size_t nnz_up, nnz_down, nnz_down_known;
+    size_t nnz_up, nnz_up_known, nnz_down, nnz_down_known;
+    double *Kup;     /* P·d²: participant p's previous upload (both sides know its support) */
     uint8_t *absent; /* P: participant absent this round (solve returned ENOTFOUND) */
     core_err *rc;    /* P: solve()'s answers of this round (par_run only) */
     size_t present;  /* participants present this round */
@@ -477,6 +478,7 @@ static void run_free(struct run *r)
     free(r->buf);
     free(r->xprev);
     free(r->absent);
+    free(r->Kup);
     free(r->rc);
     if (r->x)
         lbfgs_free(r->x);
@@ -510,6 +512,7 @@ static core_err run_init(struct run *r, size_t d, size_t P, const struct lrn_adm
     r->x = lbfgs_malloc((int)r->d2);
     r->xprev = core_xcalloc(r->d2, sizeof(double));
     r->absent = core_xcalloc(P, 1);
+    r->Kup = core_xcalloc(P * r->d2, sizeof(double));
     r->rc = core_xcalloc(P, sizeof(*r->rc));
     r->present = P;
     if (!r->x)
@@ -556,6 +559,42 @@ static core_err transmit_known(struct run *r, double *M, const double *known)
     return CORE_OK;
 }
 
+/* Participant p's upload (sparse wire): one flag byte, then either the plain sparse message
+ * or, when shorter, lrn_wire_encode_known against p's previous upload K (the server has it:
+ * values on K in index order, zeros included, then the new entries as pairs). The values
+ * are the same either way; K becomes this upload. */
+static core_err transmit_up(struct run *r, double *Bp, double *K, size_t *nnz)
+{
+    size_t entry = 8 + lrn_wire_index_bytes(r->d), nk = 0, np = 0, nz = 0, len = 0;
+    core_err rc;
+
+    if (r->o->wire != LRN_WIRE_SPARSE)
+        return transmit(r, Bp, 1, nnz);
+    for (size_t x = 0; x < r->d2; x++) {
+        nk += K[x] != 0.0;
+        np += K[x] == 0.0 && Bp[x] != 0.0;
+        nz += Bp[x] != 0.0;
+    }
+    r->bytes_wire += 1; /* which of the two encodings */
+    if (8 * nk + entry * np < entry * nz) {
+        rc = lrn_wire_encode_known(r->d, Bp, K, r->buf, r->bufcap, &len, &nk, &np);
+        if (rc != CORE_OK)
+            return rc == CORE_EINVAL ? CORE_ENUMERIC : rc;
+        if (lrn_wire_decode_known(r->d, K, r->buf, len, Bp) != CORE_OK)
+            return CORE_ENUMERIC;
+        r->bytes_wire += len;
+        r->bytes_model += nk * 8 + np * entry;
+        r->nnz_up_known += nk;
+        *nnz = nk + np;
+    } else {
+        rc = transmit(r, Bp, 1, nnz);
+        if (rc != CORE_OK)
+            return rc;
+    }
+    memcpy(K, Bp, r->d2 * sizeof(double));
+    return CORE_OK;
+}
+
 /* The P solve() calls of one round through ops->par_run: each writes only B_p and rc[p]. */
 struct par_round {
     struct run *r;
@@ -577,6 +616,7 @@ static core_err local_round(struct run *r, const struct lrn_local_ops *ops, size
     core_err rc;
 
     r->nnz_up = 0;
+    r->nnz_up_known = 0;
     r->present = 0;
     if (ops->par_run) {
         struct par_round job = {r, ops, t};
@@ -605,7 +645,7 @@ static core_err local_round(struct run *r, const struct lrn_local_ops *ops, size
             for (size_t x = 0; x < r->d2; x++)
                 if (fabs(Bp[x]) < r->o->b_sparsify)
                     Bp[x] = 0.0;
-        rc = transmit(r, Bp, 1, &nnz);
+        rc = transmit_up(r, Bp, r->Kup + p * r->d2, &nnz);
         if (rc != CORE_OK)
             return rc;
         r->bytes_up_model += r->bytes_model - before;
@@ -940,6 +980,7 @@ static core_err run_round(struct run *r, const struct lrn_local_ops *ops, size_t
     pr->alpha = r->alpha;
     pr->edges = count_edges(r->Ws, r->d, r->o->w_threshold);
     pr->nnz_up = r->nnz_up;
+    pr->nnz_up_known = r->nnz_up_known;
     pr->nnz_down = r->nnz_down;
     pr->nnz_down_known = r->nnz_down_known;
     pr->bytes_model = r->bytes_model;
