@@ -682,6 +682,14 @@ static core_err timed_refit(void *self, size_t p, const double *dag, double *B)
     return to->inner.refit(to->inner.self, p, dag, B);
 }
 
+/* The final search's queries (after the refit) count as server time too. */
+static core_err timed_node_rss(void *self, size_t p, size_t j, const size_t *pa, size_t k,
+                               double *rv, double *n)
+{
+    struct timed_ops *to = self;
+    return to->inner.node_rss(to->inner.self, p, j, pa, k, rv, n);
+}
+
 static void timed_par_run(void *par, size_t n, void (*fn)(void *arg, size_t i), void *arg)
 {
     struct timed_ops *to = par;
@@ -775,13 +783,15 @@ static int profile_admm(const struct lrn_runner_opts *o, size_t d, size_t P,
                         double c[PR_N])
 {
     struct timed_ops *to = core_xcalloc(1, sizeof(*to));
-    struct lrn_local_ops ops = {timed_solve, to, NULL, NULL, timed_refit};
+    struct lrn_local_ops ops = {timed_solve, to, NULL, NULL, timed_refit, timed_node_rss};
     struct lrn_admm_result res;
     struct stage_clock sc;
     double *W = core_xcalloc(d * d, sizeof(double)), lw, lc = 0.0;
     int ret = -1;
 
     to->inner = lrn_pgcd_local_ops(loc);
+    if (!to->inner.node_rss)
+        ops.node_rss = NULL;
     to->pool = pool;
     if (core_pool_threads(pool) > 1) {
         ops.par_run = timed_par_run;
@@ -822,6 +832,27 @@ static int write_participants(const struct lrn_sem_problem *pb, size_t P, size_t
     return 0;
 }
 
+/* The participants' PGCD solvers with their row counts (the final search's BIC, as gcdp
+ * learn sets them) and the timed ADMM. */
+static int profile_local(const struct lrn_runner_opts *o, size_t d, size_t P, const double **sp,
+                         struct lrn_csv *const *csv, struct core_pool *pool, double w[PR_N],
+                         double c[PR_N])
+{
+    struct lrn_pgcd_local *loc = NULL;
+    size_t *ns = core_xcalloc(P, sizeof(size_t));
+    int ret = -1;
+
+    for (size_t p = 0; p < P; p++)
+        ns[p] = csv[p]->n;
+    if (lrn_pgcd_local_new(d, P, sp, &o->pgcd, &loc) == CORE_OK) {
+        lrn_pgcd_local_set_rows(loc, ns);
+        ret = profile_admm(o, d, P, loc, pool, w, c);
+    }
+    lrn_pgcd_local_free(loc);
+    free(ns);
+    return ret;
+}
+
 static int profile_seed(const struct bl_args *a, size_t d, size_t seed, const char *dir,
                         struct core_pool *pool, double w[PR_N], double c[PR_N])
 {
@@ -833,7 +864,6 @@ static int profile_seed(const struct bl_args *a, size_t d, size_t seed, const ch
     char **paths = core_xcalloc(P, sizeof(*paths)), eb[512] = "";
     double *sig = core_xmalloc(P * d * d * sizeof(double));
     const double **sp = core_xmalloc(P * sizeof(*sp));
-    struct lrn_pgcd_local *loc = NULL;
     struct stage_clock sc;
     int ret = -1;
 
@@ -852,8 +882,7 @@ static int profile_seed(const struct bl_args *a, size_t d, size_t seed, const ch
             CORE_OK)
             goto out;
     stage_end(&sc, &w[PR_COV], &c[PR_COV]);
-    if (lrn_pgcd_local_new(d, P, sp, &o.pgcd, &loc) != CORE_OK ||
-        profile_admm(&o, d, P, loc, pool, w, c) != 0)
+    if (profile_local(&o, d, P, sp, csv, pool, w, c) != 0)
         goto out;
     if (spawn_learn(dir, P, a->workers, &w[PR_PROC], &c[PR_PROC]) != 0) {
         snprintf(eb, sizeof(eb), "gcdp learn failed on %.400s", dir);
@@ -871,7 +900,6 @@ out:
     free(paths);
     free(sig);
     free(sp);
-    lrn_pgcd_local_free(loc);
     lrn_sem_problem_free(pb);
     return ret;
 }

@@ -7,6 +7,7 @@
 
 #include "lrn/acyclic.h"
 #include "lrn/admm.h"
+#include "lrn/baselines.h"
 #include "lrn/pgcd.h"
 #include "lrn/sem.h"
 
@@ -63,6 +64,34 @@ Test(admm, sparse_wire_round_trips_and_sends_only_nonzeros)
     cr_assert_eq(lrn_wire_encode(D, M, LRN_WIRE_SPARSE, buf, 20, &len, &nnz), CORE_ETOOBIG);
 }
 
+/* The downlink to a participant that knows its own upload support K: values on K without
+ * indices, the rest as (index, value) pairs; decoding needs the same K. */
+Test(admm, known_support_wire_round_trips_without_indices_on_the_support)
+{
+    enum { D = 20 };
+    double M[D * D] = {0}, K[D * D] = {0}, back[D * D];
+    uint8_t buf[4 + D * D * 10];
+    size_t len = 0, nk = 0, np = 0;
+
+    K[3] = 0.7, K[45] = -0.2, K[46] = 0.05; /* known: 3 entries */
+    M[3] = 1.25, M[45] = -0.5;              /* M[46] = 0 on K: sent as a value */
+    M[7] = 2.0, M[399] = -1e-300;           /* outside K: pairs */
+    cr_assert_eq(lrn_wire_encode_known(D, M, K, buf, sizeof(buf), &len, &nk, &np), CORE_OK);
+    cr_assert_eq(nk, 3);
+    cr_assert_eq(np, 2);
+    cr_assert_eq(len, 4 + 3 * 8 + 2 * (8 + 2));
+    cr_assert_eq(lrn_wire_decode_known(D, K, buf, len, back), CORE_OK);
+    for (int x = 0; x < D * D; x++)
+        cr_assert(back[x] == M[x], "entry %d", x);
+    cr_assert_eq(lrn_wire_decode_known(D, K, buf, len - 1, back), CORE_EPARSE);
+    K[7] = 1.0; /* a different K: a pair index inside K, and the lengths disagree */
+    cr_assert_eq(lrn_wire_decode_known(D, K, buf, len, back), CORE_EPARSE);
+    K[7] = 0.0;
+    cr_assert_eq(lrn_wire_encode_known(D, M, K, buf, 4 + 3 * 8 + 9, &len, &nk, &np), CORE_ETOOBIG);
+    M[3] = INFINITY;
+    cr_assert_eq(lrn_wire_encode_known(D, M, K, buf, sizeof(buf), &len, &nk, &np), CORE_EINVAL);
+}
+
 Test(admm, dense_wire_round_trips)
 {
     double M[9] = {1, 2, 3, 4, 0, -6, 7, 8, 9}, back[9];
@@ -117,7 +146,12 @@ static void learn(const struct problem *pb, const struct lrn_admm_opts *o, doubl
     struct lrn_pgcd_local *l = NULL;
     struct lrn_local_ops ops;
 
+    size_t rows[16];
+
     cr_assert_eq(lrn_pgcd_local_new(pb->d, pb->P, pb->sp, &po, &l), CORE_OK);
+    for (size_t p = 0; p < pb->P && p < 16; p++)
+        rows[p] = pb->n;
+    lrn_pgcd_local_set_rows(l, rows); /* as gcdp learn: the final search is on */
     ops = lrn_pgcd_local_ops(l);
     cr_assert_eq(lrn_admm_run(pb->d, pb->P, &ops, o, NULL, NULL, W, NULL, res), CORE_OK);
     cr_assert(lrn_pgcd_local_steps(l) > 0);
@@ -248,6 +282,7 @@ Test(admm, final_refit_undoes_the_shrinkage)
     size_t entry = 8 + lrn_wire_index_bytes(4);
 
     problem_make(&pb, truth, 4, 4, 3000, 17);
+    o.search = false; /* the search's queries: admm::final_search_repairs_... */
     learn(&pb, &o, W, &res);
     o.refit_threshold = 0.0;
     learn(&pb, &o, W0, &res0);
@@ -326,6 +361,7 @@ struct tally {
     uint64_t model;
     int ok;
     size_t stop_after;
+    size_t known_up; /* upload entries sent without an index, all rounds */
 };
 
 static bool count_bytes(void *arg, const struct lrn_admm_progress *pr)
@@ -333,10 +369,16 @@ static bool count_bytes(void *arg, const struct lrn_admm_progress *pr)
     struct tally *t = arg;
     uint64_t entry = 8 + lrn_wire_index_bytes(t->d);
 
-    t->model += (pr->nnz_up + pr->nnz_down) * entry;
+    /* entries at positions the receiver knows go without an index (8 bytes): downlink on
+     * the participant's own upload, uplink on its previous upload */
+    t->model += (pr->nnz_up - pr->nnz_up_known + pr->nnz_down - pr->nnz_down_known) * entry +
+                (pr->nnz_up_known + pr->nnz_down_known) * 8;
     t->ok &= t->model == pr->bytes_model;
-    t->ok &= pr->bytes_wire == pr->bytes_model + 4 * (t->rounds + 1) * (t->P + t->P);
+    /* 4-byte count per message, one flag byte per upload */
+    t->ok &= pr->bytes_wire ==
+             pr->bytes_model + 4 * (t->rounds + 1) * (t->P + t->P) + (t->rounds + 1) * t->P;
     t->ok &= pr->round == t->rounds;
+    t->known_up += pr->nnz_up_known;
     t->rounds++;
     return t->stop_after == 0 || t->rounds < t->stop_after;
 }
@@ -350,7 +392,7 @@ Test(admm, bytes_follow_the_paper_model_and_the_wire)
     struct lrn_pgcd_opts po = {0.1, 0.5, 1000, 1e-6};
     struct lrn_pgcd_local *l = NULL;
     struct lrn_local_ops ops;
-    struct tally t = {3, 3, 0, 0, 1, 0};
+    struct tally t = {3, 3, 0, 0, 1, 0, 0};
     double W[9];
 
     o.max_rounds = 12;
@@ -364,6 +406,7 @@ Test(admm, bytes_follow_the_paper_model_and_the_wire)
     cr_assert_eq(lrn_admm_run(3, 3, &ops, &o, count_bytes, &t, W, NULL, &res), CORE_OK);
     cr_assert(t.ok, "per-round byte counts agree with nnz × (8 + index bytes)");
     cr_assert_eq(t.rounds, 12);
+    cr_assert_gt(t.known_up, 0, "no upload used the previous-support encoding");
     cr_assert_eq(res.bytes_model, t.model);
     cr_assert(res.bytes_up_model > 0 && res.bytes_up_model < res.bytes_model);
     /* dense wire: exactly the paper's 2·T·P·d²·8 */
@@ -384,7 +427,7 @@ Test(admm, progress_callback_can_stop_the_run)
     struct lrn_pgcd_opts po = {0.1, 0.5, 1000, 1e-6};
     struct lrn_pgcd_local *l = NULL;
     struct lrn_local_ops ops;
-    struct tally t = {3, 2, 0, 0, 1, 5};
+    struct tally t = {3, 2, 0, 0, 1, 5, 0};
     double W[9];
 
     problem_make(&pb, truth, 3, 2, 500, 6);
@@ -410,7 +453,7 @@ static core_err fixed_solve(void *self, size_t p, size_t t, const double *W, con
 Test(admm, pluggable_local_solver_reaches_consensus)
 {
     double target[9] = {0, 0.9, -0.6, 0, 0, 1.2, 0, 0, 0}, W[9], raw[9];
-    struct lrn_local_ops ops = {fixed_solve, target, NULL, NULL, NULL};
+    struct lrn_local_ops ops = {fixed_solve, target, NULL, NULL, NULL, NULL};
     struct lrn_admm_opts o = lrn_admm_opts_default();
     struct lrn_admm_result res;
 
@@ -424,6 +467,68 @@ Test(admm, pluggable_local_solver_reaches_consensus)
     cr_assert_eq(res.edges, 3);
 }
 
+/* Final search (docs/learner.md "Final search"): the participants all propose a wrong DAG
+ * for the collider 0 → 2 ← 1 (2 → 0 reversed, and 1 → 0 compensating), the ADMM reaches
+ * that consensus and the refit keeps its support; the search on the participants'
+ * population Σ (n_p = 1000 for the BIC) reverses 2 → 0 and removes 1 → 0, and the refit on
+ * its DAG gives the true weights. Without the search the wrong DAG stays. */
+struct pop_ops {
+    double wrong[9], sigma[9], work[12];
+};
+
+static core_err pop_solve(void *self, size_t p, size_t t, const double *W, const double *beta_p,
+                          double rho2, double *B_p)
+{
+    struct pop_ops *po = self;
+    (void)p, (void)t, (void)W, (void)beta_p, (void)rho2;
+    memcpy(B_p, po->wrong, sizeof(po->wrong));
+    return CORE_OK;
+}
+
+static core_err pop_refit(void *self, size_t p, const double *dag, double *B_p)
+{
+    struct pop_ops *po = self;
+    (void)p;
+    return lrn_personalize_ols(3, po->sigma, dag, B_p, po->work);
+}
+
+static core_err pop_rss(void *self, size_t p, size_t j, const size_t *pa, size_t k, double *rv,
+                        double *n)
+{
+    struct pop_ops *po = self;
+    (void)p;
+    *n = 1000.0;
+    return lrn_node_rss(3, po->sigma, j, pa, k, po->work, rv);
+}
+
+Test(admm, final_search_repairs_a_reversed_orientation)
+{
+    /* truth: x2 = 0.9 x0 − 1.1 x1 + z, unit noise: Σ = [[1, 0, .9], [0, 1, −1.1],
+     * [.9, −1.1, 1 + .81 + 1.21]] */
+    struct pop_ops po = {.wrong = {0, 0, 0, 0.4, 0, -0.8, 0.5, 0, 0},
+                         .sigma = {1, 0, 0.9, 0, 1, -1.1, 0.9, -1.1, 3.02}};
+    struct lrn_local_ops ops = {pop_solve, &po, NULL, NULL, pop_refit, pop_rss};
+    struct lrn_admm_opts o = lrn_admm_opts_default();
+    struct lrn_admm_result res;
+    double W[9], rv = 0.0;
+    size_t pa[2] = {0, 1};
+
+    cr_assert_eq(lrn_node_rss(3, po.sigma, 2, pa, 2, po.work, &rv), CORE_OK);
+    cr_assert_float_eq(rv, 1.0, 1e-12, "rv of x2 on its true parents: %g", rv);
+    cr_assert_eq(lrn_node_rss(3, po.sigma, 2, pa, 0, po.work, &rv), CORE_OK);
+    cr_assert_float_eq(rv, 3.02, 1e-12);
+    o.max_rounds = 40;
+    cr_assert_eq(lrn_admm_run(3, 4, &ops, &o, NULL, NULL, W, NULL, &res), CORE_OK);
+    cr_assert_eq(res.search_moves, 2);
+    cr_assert_float_eq(W[2], 0.9, 1e-9, "0 -> 2: %g", W[2]);
+    cr_assert_float_eq(W[5], -1.1, 1e-9, "1 -> 2: %g", W[5]);
+    cr_assert_eq(res.edges, 2);
+    o.search = false;
+    cr_assert_eq(lrn_admm_run(3, 4, &ops, &o, NULL, NULL, W, NULL, &res), CORE_OK);
+    cr_assert_eq(res.search_moves, 0);
+    cr_assert(W[6] != 0.0 && W[3] != 0.0 && W[2] == 0.0, "without the search: the wrong DAG");
+}
+
 static core_err failing_solve(void *self, size_t p, size_t t, const double *W, const double *beta_p,
                               double rho2, double *B_p)
 {
@@ -433,7 +538,7 @@ static core_err failing_solve(void *self, size_t p, size_t t, const double *W, c
 
 Test(admm, local_solver_error_aborts_the_run)
 {
-    struct lrn_local_ops ops = {failing_solve, NULL, NULL, NULL, NULL};
+    struct lrn_local_ops ops = {failing_solve, NULL, NULL, NULL, NULL, NULL};
     struct lrn_admm_opts o = lrn_admm_opts_default();
     struct lrn_admm_result res;
     double W[9];
@@ -496,7 +601,7 @@ static bool count_up(void *arg, const struct lrn_admm_progress *pr)
 
 Test(admm, participants_do_not_send_entries_below_b_sparsify)
 {
-    struct lrn_local_ops ops = {tiny_solve, NULL, NULL, NULL, NULL};
+    struct lrn_local_ops ops = {tiny_solve, NULL, NULL, NULL, NULL, NULL};
     struct lrn_admm_opts o = lrn_admm_opts_default();
     struct lrn_admm_result res;
     struct up_count u = {0, SIZE_MAX};
@@ -556,7 +661,7 @@ static bool log_rho(void *arg, const struct lrn_admm_progress *pr)
 Test(admm, every_round_schedule_grows_both_penalties_to_the_cap)
 {
     double target[9] = {0, 0.9, 0, 0, 0, 1.2, 0, 0, 0}, W[9];
-    struct lrn_local_ops ops = {fixed_solve, target, NULL, NULL, NULL};
+    struct lrn_local_ops ops = {fixed_solve, target, NULL, NULL, NULL, NULL};
     struct lrn_admm_opts o = lrn_admm_opts_default();
     struct lrn_admm_result res;
     struct rho_log lg = {{0}, {0}, 0};
@@ -603,7 +708,7 @@ static bool log_sched(void *arg, const struct lrn_admm_progress *pr)
 Test(admm, on_stall_schedule_doubles_rho1_only_when_h_stalls)
 {
     double cyc[9] = {0, 1.5, 0, 1.2, 0, 0, 0, 0, 0}, W[9];
-    struct lrn_local_ops ops = {fixed_solve, cyc, NULL, NULL, NULL};
+    struct lrn_local_ops ops = {fixed_solve, cyc, NULL, NULL, NULL, NULL};
     struct lrn_admm_opts o = lrn_admm_opts_default();
     struct lrn_admm_result res;
     struct sched_log lg;
@@ -667,7 +772,7 @@ static bool log_bal(void *arg, const struct lrn_admm_progress *pr)
 Test(admm, rho2_follows_residual_balancing)
 {
     double cyc[9] = {0, 1.5, 0, 1.2, 0, 0, 0, 0, 0}, W[9];
-    struct lrn_local_ops ops = {fixed_solve, cyc, NULL, NULL, NULL};
+    struct lrn_local_ops ops = {fixed_solve, cyc, NULL, NULL, NULL, NULL};
     struct lrn_admm_opts o = lrn_admm_opts_default();
     struct lrn_admm_result res;
     struct bal_log lg;
@@ -730,7 +835,7 @@ static bool log_drop(void *arg, const struct lrn_admm_progress *pr)
 
 Test(admm, dropped_entries_do_not_accumulate_duals)
 {
-    struct lrn_local_ops ops = {gap_solve, NULL, NULL, NULL, NULL};
+    struct lrn_local_ops ops = {gap_solve, NULL, NULL, NULL, NULL, NULL};
     struct lrn_admm_opts o = lrn_admm_opts_default();
     struct lrn_admm_result res;
     struct drop_log lg;

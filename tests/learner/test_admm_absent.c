@@ -65,7 +65,7 @@ static void run(size_t nP, const double *const *sp, size_t who, size_t from, dou
     a.who = who;
     a.from = from;
     a.calls_absent = 0;
-    struct lrn_local_ops ops = {absent_solve, &a, NULL, NULL, NULL};
+    struct lrn_local_ops ops = {absent_solve, &a, NULL, NULL, NULL, NULL};
     cr_assert_eq(lrn_admm_run(D, nP, &ops, &o, NULL, NULL, W, NULL, res), CORE_OK);
     *absent_calls = a.calls_absent;
     lrn_pgcd_local_free(l);
@@ -119,7 +119,7 @@ Test(admm_absent, absent_mid_run_finishes_and_nobody_present_is_an_error)
     a.who = 0;
     a.from = 2;
     a.calls_absent = 0;
-    struct lrn_local_ops ops = {absent_solve, &a, NULL, NULL, NULL};
+    struct lrn_local_ops ops = {absent_solve, &a, NULL, NULL, NULL, NULL};
     cr_assert_eq(lrn_admm_run(D, 1, &ops, &o, NULL, NULL, W, NULL, &r), CORE_ENOTFOUND);
     lrn_pgcd_local_free(l);
     lrn_sem_problem_free(pb);

@@ -19,8 +19,12 @@
  *      status LRN_ADMM_MAX_ROUNDS_REACHED (not converged).
  * After the last round, with refit_threshold > 0 and ops->refit, the participants refit
  * their weights by OLS on the DAG {|W̃| ≥ refit_threshold} and W is their mean (one more
- * message each way); then |W_ij| < w_threshold is set to 0 and, if enforce_dag, the weakest
- * edges are dropped until the graph is acyclic (lrn_dag_prune()).
+ * message each way); then, with search and ops->node_rss, a greedy search on the DAG
+ * {|W| ≥ w_threshold} removes or reverses one edge at a time while that improves the
+ * participants' BIC (least-squares score from their own Σ_p; docs/learner.md "Final
+ * search"), and the participants refit on the DAG it ends at if it moved; then |W_ij| <
+ * w_threshold is set to 0 and, if enforce_dag, the weakest edges are dropped until the
+ * graph is acyclic (lrn_dag_prune()).
  *
  * Communication (paper B.2.1). Every message is encoded for real by lrn_wire_encode() and
  * the server works on the decoded values:
@@ -28,7 +32,11 @@
  *                value as IEEE-754 binary64 LE), b_idx = ⌈log₂(d²)/8⌉ (≥ 1);
  *   dense wire:  the d² values, binary64 LE, row-major, no header.
  * bytes_model counts the paper's model (8 + b_idx per sparse entry, 8·d² per dense
- * matrix); bytes_wire counts the encoded buffers (model + 4-byte count headers).
+ * matrix; 8 for an entry of W_p the participant uploaded itself: the sparse downlink sends
+ * those values in index order without indices, lrn_wire_encode_known; likewise 8 for an
+ * upload entry at a position of the participant's previous upload when that encoding is
+ * shorter); bytes_wire counts the encoded buffers (model + 4-byte count headers + one
+ * flag byte per sparse upload).
  * Both directions: every participant uploads B_p, the server sends W to each of P.
  *
  * Thread-safety: lrn_admm_run() is reentrant; the local ops are called from the calling
@@ -78,6 +86,12 @@ struct lrn_local_ops {
      * i → j where dag[i*d+j] != 0), written to B_p (d×d, zero off the DAG). Called once,
      * after the last round, for p = 0..P−1 in order. NULL: no refit. */
     core_err (*refit)(void *self, size_t p, const double *dag, double *B_p);
+    /* Optional final search (opts search; docs/learner.md "Final search"): participant
+     * p's residual variance of node j regressed on the k parents pa[0..k) (unpenalised
+     * OLS on its Σ_p, lrn_node_rss) in *rv (+inf: singular, never chosen), and its row
+     * count n_p in *n. Called after the refit, for p = 0..P−1 in order. NULL: no search. */
+    core_err (*node_rss)(void *self, size_t p, size_t j, const size_t *pa, size_t k, double *rv,
+                         double *n);
 };
 
 enum lrn_wire { LRN_WIRE_SPARSE = 0, LRN_WIRE_DENSE = 1 };
@@ -128,6 +142,9 @@ struct lrn_admm_opts {
                              * lrn_dag_prune), every participant returns its OLS weights on
                              * it, and W is their mean (relaxed lasso, Meinshausen 2007;
                              * docs/learner.md "Final refit"); 0: off */
+    bool search;            /* after the refit, with ops->node_rss: greedy remove/reverse
+                             * search on the BIC of the participants' OLS fits (docs/learner.md
+                             * "Final search"), then a refit on its DAG */
     enum lrn_wire wire;     /* what participants and server send */
     size_t lbfgs_max_iter;  /* server L-BFGS iteration cap per round */
     double lbfgs_epsilon;   /* liblbfgs relative gradient tolerance */
@@ -140,7 +157,7 @@ struct lrn_admm_opts {
  * cap 1e16; w_sparsify 0.1 (no hysteresis, w_keep 1); down_own_support; b_sparsify 0.02;
  * L-BFGS ≤ 100 iterations, wtol 1e-6, epsilon 1e-6; stopping rule primal 0.03, dual 0.01,
  * h 1e-5, 10 stable rounds; ρ₂ residual balancing 10 (×2, cap 1e4); final refit on
- * {|W̃| ≥ 0.1} (tuning seeds 100–139); enforce_dag. */
+ * {|W̃| ≥ 0.1} (tuning seeds 100–139); the final search; enforce_dag. */
 struct lrn_admm_opts lrn_admm_opts_default(void);
 
 /* Check an options struct. Returns CORE_OK or CORE_EINVAL (errbuf names the field). */
@@ -149,14 +166,19 @@ CORE_MUST_CHECK core_err lrn_admm_opts_check(const struct lrn_admm_opts *o, char
 
 /* Per-round progress, handed to the callback after the dual update of round `round`. */
 struct lrn_admm_progress {
-    size_t round;         /* 0-based */
-    double h;             /* h(W) of the sent (sparsified) W */
-    double h_server;      /* h(W̃) of the server's minimiser before w_sparsify */
-    size_t edges;         /* entries of W with |w| ≥ w_threshold (off-diagonal) */
-    size_t nnz_up;        /* nonzeros sent by participants this round (sum over p) */
-    size_t nnz_down;      /* nonzeros of W sent down this round (sum over participants) */
-    uint64_t bytes_model; /* cumulative, paper B.2.1 model, both directions */
-    uint64_t bytes_wire;  /* cumulative encoded bytes, both directions */
+    size_t round;          /* 0-based */
+    double h;              /* h(W) of the sent (sparsified) W */
+    double h_server;       /* h(W̃) of the server's minimiser before w_sparsify */
+    size_t edges;          /* entries of W with |w| ≥ w_threshold (off-diagonal) */
+    size_t nnz_up;         /* entries sent by participants this round (sum over p) */
+    size_t nnz_up_known;   /* of which sent without an index: values at the positions of the
+                            * participant's previous upload (zeros included), when that
+                            * encoding is shorter (one flag byte per upload says which) */
+    size_t nnz_down;       /* nonzeros of W sent down this round (sum over participants) */
+    size_t nnz_down_known; /* of which sent without an index: the entries the participant
+                            * uploaded itself (lrn_wire_encode_known) */
+    uint64_t bytes_model;  /* cumulative, paper B.2.1 model, both directions */
+    uint64_t bytes_wire;   /* cumulative encoded bytes, both directions */
     double rho1, rho2, alpha;
     double primal_residual; /* max_p max_ij |B_p − W| */
     double dual_residual;   /* ρ₂·max_ij |Wᵗ − Wᵗ⁻¹| (sent W) */
@@ -187,6 +209,7 @@ struct lrn_admm_result {
     uint64_t bytes_model; /* total, both directions */
     uint64_t bytes_wire;
     uint64_t bytes_up_model; /* participants → server part of bytes_model */
+    size_t search_moves;     /* edges the final search removed or reversed */
     /* the last round's stopping quantities (see struct lrn_admm_progress) */
     double primal_residual, dual_residual, h_server;
     size_t stable_rounds;
@@ -230,6 +253,23 @@ CORE_MUST_CHECK core_err lrn_wire_encode(size_t d, const double *M, enum lrn_wir
 CORE_MUST_CHECK core_err lrn_wire_decode(size_t d, const uint8_t *buf, size_t len,
                                          enum lrn_wire wire, double *M);
 
+/* Sparse message to a receiver that already knows a support K (known[x] != 0; the
+ * downlink to participant p: K = the entries p uploaded this round, so W̃ on them needs no
+ * index): u32 count c (LE), the |K| values of M on K in index order (binary64 LE, zeros
+ * included), then c × (index, value) as the sparse wire for the nonzeros of M outside K.
+ * Bytes: 4 + 8·|K| + c·(8 + b_idx).
+ *   n_known, n_pairs  out: |K| and c.
+ * Returns CORE_OK, CORE_EINVAL (non-finite value), CORE_ETOOBIG (cap too small; at most
+ * lrn_wire_max_len(d, LRN_WIRE_SPARSE) is needed). */
+CORE_MUST_CHECK core_err lrn_wire_encode_known(size_t d, const double *M, const double *known,
+                                               uint8_t *buf, size_t cap, size_t *len,
+                                               size_t *n_known, size_t *n_pairs);
+/* Decode a lrn_wire_encode_known() message with the same `known` into M (fully
+ * overwritten). Returns CORE_OK, CORE_EPARSE (length, index ≥ d², in K, unordered or
+ * duplicate, a zero or non-finite pair value, a non-finite value on K). */
+CORE_MUST_CHECK core_err lrn_wire_decode_known(size_t d, const double *known, const uint8_t *buf,
+                                               size_t len, double *M);
+
 /* ---- the PGCD local solver as lrn_local_ops (Fed-Sparse-BNSL) ---- */
 
 struct lrn_pgcd_opts;
@@ -244,6 +284,9 @@ CORE_MUST_CHECK core_err lrn_pgcd_local_new(size_t d, size_t P, const double *co
                                             const struct lrn_pgcd_opts *o,
                                             struct lrn_pgcd_local **out);
 void lrn_pgcd_local_free(struct lrn_pgcd_local *l); /* NULL-safe */
+/* The participants' row counts n_p (P values, copied), which the final search's BIC needs;
+ * without them the ops have no node_rss (no search). */
+void lrn_pgcd_local_set_rows(struct lrn_pgcd_local *l, const size_t *n);
 /* The ops view; valid while l lives. */
 struct lrn_local_ops lrn_pgcd_local_ops(struct lrn_pgcd_local *l);
 /* Total PGCD coordinate steps taken so far (all participants). */

@@ -65,6 +65,16 @@ CORE_MUST_CHECK core_err lrn_dp_covariance(size_t n, size_t d, const double *x, 
 
 /* ---- Personalisation (Appendix B.2.2) ---- */
 
+/* Residual variance of node j regressed on the parents pa[0..k) (unpenalised OLS, normal
+ * equations on sigma): Sigma_jj - Sigma_j,Pa Sigma_Pa,Pa^-1 Sigma_Pa,j; Sigma_jj for k = 0.
+ * The least-squares score of a node, used by the final structure search (lrn/admm.h).
+ *   sigma  d x d X^T X / n of the participant, borrowed.
+ *   work   caller storage of k*k + k doubles.
+ *   rv     out; +inf when Sigma[Pa,Pa] is not positive definite (a parent set to reject).
+ * Returns CORE_OK, CORE_EINVAL (j or a parent out of range, j among its parents). */
+CORE_MUST_CHECK core_err lrn_node_rss(size_t d, const double *sigma, size_t j, const size_t *pa,
+                                      size_t k, double *work, double *rv);
+
 /* OLS refit of the edge weights on a fixed DAG: for every node j with parents Pa(j) =
  * {i : dag[i*d+j] != 0}, b = Sigma[Pa,Pa]^-1 Sigma[Pa,j] (normal equations of regressing
  * X_j on X_Pa), written into out[Pa, j]; every other entry of out is 0.

@@ -240,6 +240,32 @@ core_err lrn_dp_covariance(size_t n, size_t d, const double *x, double b, double
 }
 
 /* Appendix B.2.2: per-participant OLS on the learned structure (normal equations). */
+core_err lrn_node_rss(size_t d, const double *sigma, size_t j, const size_t *pa, size_t k,
+                      double *work, double *rv)
+{
+    double *a = work, *rhs = work + k * k, v;
+
+    *rv = INFINITY;
+    if (j >= d || k >= d)
+        return CORE_EINVAL;
+    for (size_t r = 0; r < k; r++) {
+        if (pa[r] >= d || pa[r] == j)
+            return CORE_EINVAL;
+        for (size_t c = 0; c < k; c++)
+            a[r * k + c] = sigma[pa[r] * d + pa[c]];
+        rhs[r] = sigma[pa[r] * d + j];
+    }
+    v = sigma[j * d + j];
+    if (k > 0) {
+        if (LAPACKE_dposv(LAPACK_ROW_MAJOR, 'L', (lapack_int)k, 1, a, (lapack_int)k, rhs, 1) != 0)
+            return CORE_OK; /* singular: +inf, never chosen */
+        for (size_t r = 0; r < k; r++)
+            v -= rhs[r] * sigma[pa[r] * d + j];
+    }
+    *rv = v;
+    return CORE_OK;
+}
+
 core_err lrn_personalize_ols(size_t d, const double *sigma, const double *dag, double *out,
                              double *work)
 {

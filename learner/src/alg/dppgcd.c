@@ -690,7 +690,8 @@ void lrn_dppgcd_local_free(struct lrn_dppgcd_local *l)
 
 struct lrn_local_ops lrn_dppgcd_local_ops(struct lrn_dppgcd_local *l)
 {
-    struct lrn_local_ops ops = {dppgcd_local_solve, l, NULL, NULL, NULL}; /* RNG shared: in order */
+    struct lrn_local_ops ops = {
+        dppgcd_local_solve, l, NULL, NULL, NULL, NULL}; /* RNG shared: in order */
     return ops;
 }
 

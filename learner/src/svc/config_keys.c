@@ -80,6 +80,10 @@ const struct core_cfg_key lrn_config_keys[] = {
              "final refit: participants' OLS weights on the DAG {|W~| >= refit_threshold}, "
              "averaged, before the final threshold (fed-sparse; 0: off)",
              LRN_KEYS_ADMM, lrn_admm_opts, refit_threshold),
+    K_BOOL_AT("learner.search", "true",
+              "after the final refit: greedy remove/reverse/add edge search on the participants' "
+              "BIC, then a refit on its DAG (fed-sparse; docs/learner.md \"Final search\")",
+              LRN_KEYS_ADMM, lrn_admm_opts, search),
     K_BOOL_AT("learner.enforce_dag", "true", "drop weakest edges until acyclic at the end",
               LRN_KEYS_ADMM, lrn_admm_opts, enforce_dag),
     K_ENUM("learner.wire", "\"sparse\"", "sparse|dense",

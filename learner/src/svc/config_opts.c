@@ -138,6 +138,7 @@ static void take_admm(const struct core_config *cfg, struct lrn_admm_opts *o,
     TAKE("learner.b_sparsify", o->b_sparsify, k->b_sparsify);
     TAKE("learner.enforce_dag", o->enforce_dag, k->enforce_dag);
     TAKE("learner.refit_threshold", o->refit_threshold, k->refit_threshold);
+    TAKE("learner.search", o->search, k->search);
     TAKE("learner.wire", o->wire, k->wire);
     TAKE("learner.lbfgs.max_iter", o->lbfgs_max_iter, k->lbfgs_max_iter);
     TAKE("learner.lbfgs.epsilon", o->lbfgs_epsilon, k->lbfgs_epsilon);

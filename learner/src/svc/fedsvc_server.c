@@ -593,7 +593,7 @@ static core_err publish(struct srv *s, const double *W, const struct lrn_admm_re
 /* Run (or resume) the current session. *done: a result was published. */
 static core_err run_session(struct srv *s, bool *done)
 {
-    struct lrn_local_ops ops = {remote_solve, s, NULL, NULL, NULL};
+    struct lrn_local_ops ops = {remote_solve, s, NULL, NULL, NULL, NULL};
     struct lrn_admm_result r;
     double *W = core_xcalloc(s->d * s->d, sizeof(double));
     core_err rc;

@@ -54,6 +54,8 @@ json_t *lrn_runner_result_json(const struct lrn_runner_opts *o, const struct lrn
     json_object_set_new(j, "bytes_model", json_integer((json_int_t)r->admm.bytes_model));
     json_object_set_new(j, "centered", json_boolean(r->centered));
     json_object_set_new(j, "standardized", json_boolean(r->standardized));
+    /* edges the final search removed, reversed or added (docs/learner.md "Final search") */
+    json_object_set_new(j, "search_moves", json_integer((json_int_t)r->admm.search_moves));
     if (lrn_method_is_federated(o->method)) {
         json_t *c = json_object();
         json_object_set_new(c, "converged", json_boolean(r->admm.status == LRN_ADMM_CONVERGED));

@@ -194,6 +194,7 @@ static core_err run_fed_sparse(const struct lrn_runner_opts *o, size_t d, size_t
     if (rc == CORE_OK)
         rc = lrn_pgcd_local_new(d, P, sp, &o->pgcd, &loc);
     if (rc == CORE_OK) {
+        lrn_pgcd_local_set_rows(loc, n); /* the final search's BIC */
         ops = lrn_pgcd_local_ops(loc);
         if (core_pool_threads(o->pool) > 1) { /* PGCD solvers share nothing (admm.c) */
             ops.par_run = pool_run;
