@@ -150,8 +150,7 @@ static bool fail(struct cur *c, core_err rc, const char *what)
     if (c->rc == CORE_OK) {
         c->rc = rc;
         if (c->eb && c->ebn)
-            snprintf(c->eb, c->ebn, "gcdp.window/3: %s (at byte %zu of %zu)", what, c->at,
-                     c->len);
+            snprintf(c->eb, c->ebn, "gcdp.window/3: %s (at byte %zu of %zu)", what, c->at, c->len);
     }
     return false;
 }

@@ -210,7 +210,10 @@ Test(window_bin, named_refusals)
     at_nodes = after(p, len, "clip_minmax", 12);
     refused_with(p, len, at_nodes + 3, 0x7f, CORE_ETOOBIG, "n_nodes");
     refused_with(p, len, at_nodes, 200, CORE_EPARSE, "n_nodes larger than the record");
-    at_value = after(p, len, "\x01\x00" "a", 4); /* the channel "a" and its NUL */
+    at_value = after(p, len,
+                     "\x01\x00"
+                     "a",
+                     4);                     /* the channel "a" and its NUL */
     memcpy(p + at_value, &nan, sizeof(nan)); /* little-endian hosts only, as CI is */
     core_wrec_init(&d);
     cr_assert_eq(core_wbin_decode(p, len, &d, NULL, 0), CORE_EPARSE, "NaN value refused");
