@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/mem.h"
+#include "core/timefmt.h"
 
 #define NODE_MIN_BYTES (3u * 3u + 3u * 8u + 3u * 4u) /* three empty strings, no imputed */
 
@@ -322,4 +323,118 @@ core_err core_wbin_decode(const void *p, size_t len, struct core_wrec *r, char *
     if (c.rc != CORE_OK)
         r->n_nodes = 0;
     return c.rc;
+}
+
+/* ---- window/2 JSON view ---- */
+
+static void json_key(struct core_buf *b, const char *k)
+{
+    core_buf_json_str(b, k, strlen(k));
+    core_buf_putc(b, ':');
+}
+
+static void json_sval(struct core_buf *b, const char *k, const char *v)
+{
+    json_key(b, k);
+    core_buf_json_str(b, v, strlen(v));
+    core_buf_putc(b, ',');
+}
+
+static void json_ival(struct core_buf *b, const char *k, int64_t v)
+{
+    json_key(b, k);
+    core_buf_int(b, v);
+    core_buf_putc(b, ',');
+}
+
+static void json_dbl(struct core_buf *b, double v)
+{
+    core_buf_printf(b, "%.17g", v);
+}
+
+static void json_time(struct core_buf *b, const char *k, int64_t ms)
+{
+    char ts[CORE_TIME_TEXT_MAX];
+
+    json_key(b, k);
+    core_buf_putc(b, '"');
+    core_buf_put(b, ts, core_time_format(ms, CORE_TIME_AUTO, ts, sizeof(ts)));
+    core_buf_puts(b, "\",");
+}
+
+/* {"<name>": <what of the node>, ...}: 0 value, 1 n_node, 2 imputed list, 3 provenance */
+static void json_nodes(struct core_buf *b, const struct core_wrec *r, int what)
+{
+    core_buf_putc(b, '{');
+    for (size_t i = 0; i < r->n_nodes; i++) {
+        const struct core_wrec_node *nd = &r->node[i];
+        if (i)
+            core_buf_putc(b, ',');
+        json_key(b, nd->name);
+        if (what == 0) {
+            json_dbl(b, nd->value);
+        } else if (what == 1) {
+            core_buf_int(b, nd->n_node);
+        } else if (what == 2) {
+            core_buf_putc(b, '[');
+            for (uint32_t k = 0; k < nd->n_imputed; k++) {
+                if (k)
+                    core_buf_putc(b, ',');
+                core_buf_int(b, nd->imputed[k]);
+            }
+            core_buf_putc(b, ']');
+        } else {
+            core_buf_putc(b, '{');
+            json_sval(b, "stat", nd->stat);
+            json_sval(b, "channel", nd->channel);
+            core_buf_puts(b, "\"clip\":[");
+            json_dbl(b, nd->clip_lo);
+            core_buf_putc(b, ',');
+            json_dbl(b, nd->clip_hi);
+            core_buf_puts(b, "],");
+            json_ival(b, "n_imputed", nd->n_imputed);
+            json_key(b, "max_run");
+            core_buf_int(b, nd->max_run);
+            core_buf_putc(b, '}');
+        }
+    }
+    core_buf_putc(b, '}');
+}
+
+void core_wbin_to_json(const struct core_wrec *r, struct core_buf *out)
+{
+    core_buf_putc(out, '{');
+    json_sval(out, "schema", "gcdp.window/2");
+    json_sval(out, "id", r->id);
+    json_sval(out, "device", r->device);
+    json_ival(out, "window_start", r->start);
+    json_ival(out, "window_end", r->end);
+    json_time(out, "window_start_utc", r->start);
+    json_time(out, "window_end_utc", r->end);
+    json_sval(out, "config_version", r->config_version);
+    json_ival(out, "n", r->n);
+    json_ival(out, "n_slots", r->n_slots);
+    if (r->closed_early && r->closed_early[0])
+        json_sval(out, "closed_early", r->closed_early);
+    if (r->excluded) {
+        core_buf_puts(out, "\"excluded\":true,");
+        json_sval(out, "exclude_reason", r->exclude_reason);
+        json_key(out, "exclude_detail");
+        core_buf_json_str(out, r->exclude_detail, strlen(r->exclude_detail));
+        core_buf_putc(out, '}');
+        return;
+    }
+    core_buf_puts(out, "\"excluded\":false,\"nodes\":");
+    json_nodes(out, r, 0);
+    core_buf_puts(out, ",\"n_node\":");
+    json_nodes(out, r, 1);
+    core_buf_puts(out, ",\"imputed\":");
+    json_nodes(out, r, 2);
+    core_buf_puts(out, ",\"prov\":{");
+    json_ival(out, "interp_gap", r->interp_gap);
+    json_ival(out, "period_ms", r->period_ms);
+    json_sval(out, "norm", r->norm);
+    core_buf_puts(out, "\"nodes\":");
+    json_nodes(out, r, 3);
+    core_buf_puts(out, "}}");
 }

@@ -84,6 +84,13 @@ CORE_MUST_CHECK core_err core_wbin_encode(const struct core_wrec *r, struct core
 CORE_MUST_CHECK core_err core_wbin_decode(const void *p, size_t len, struct core_wrec *r,
                                           char *errbuf, size_t errbuf_size);
 
+/* Append r as the gcdp.window/2 JSON record it encodes (schemas/window.schema.json; the
+ * same members and values as ingest's JSON writer, window_start_utc / window_end_utc derived
+ * from the times, doubles as %.17g so they read back bit for bit, keys and strings escaped),
+ * without a newline. For operators looking at window/3 records (`gcdp release --print-windows`)
+ * and for tests. */
+void core_wbin_to_json(const struct core_wrec *r, struct core_buf *out);
+
 /* True when the bytes start like a gcdp.window/3 record (magic, any version). */
 bool core_wbin_is(const void *p, size_t len);
 
