@@ -165,29 +165,30 @@ static bool need(struct cur *c, size_t n, const char *what)
     return true;
 }
 
-static uint64_t get_le(struct cur *c, unsigned bytes, const char *what)
+/* Little-endian value of the bytes at p (1..8 of them; a constant at every call, so the
+ * copy compiles to one load). */
+static inline uint64_t load_le(const unsigned char *p, unsigned bytes)
 {
     uint64_t v = 0;
 
-    if (!need(c, bytes, what))
-        return 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(&v, p, bytes); /* one load on little-endian hosts */
+#else
     for (unsigned i = 0; i < bytes; i++)
-        v |= (uint64_t)c->p[c->at + i] << (8 * i);
-    c->at += bytes;
+        v |= (uint64_t)p[i] << (8 * i);
+#endif
     return v;
 }
 
-static double get_f64(struct cur *c, const char *what)
+static inline uint64_t get_le(struct cur *c, unsigned bytes, const char *what)
 {
-    uint64_t u = get_le(c, 8, what);
-    double d;
+    uint64_t v;
 
-    memcpy(&d, &u, sizeof(d));
-    if (c->rc == CORE_OK && !isfinite(d)) {
-        fail(c, CORE_EPARSE, what);
-        return 0.0;
-    }
-    return d;
+    if (!need(c, bytes, what))
+        return 0;
+    v = load_le(c->p + c->at, bytes);
+    c->at += bytes;
+    return v;
 }
 
 static const char *get_str(struct cur *c, const char *what)
@@ -206,6 +207,16 @@ static const char *get_str(struct cur *c, const char *what)
     return s;
 }
 
+#define NODE_FIXED_BYTES (3u * 8u + 3u * 4u) /* value, clip_lo, clip_hi, three counts */
+
+static double f64_of(uint64_t u)
+{
+    double d;
+
+    memcpy(&d, &u, sizeof(d));
+    return d;
+}
+
 static void get_node(struct cur *c, struct core_wrec *r, size_t i, size_t *used)
 {
     struct core_wrec_node *nd = &r->node[i];
@@ -214,26 +225,31 @@ static void get_node(struct cur *c, struct core_wrec *r, size_t i, size_t *used)
     nd->name = get_str(c, "node name");
     nd->stat = get_str(c, "node stat");
     nd->channel = get_str(c, "node channel");
-    nd->value = get_f64(c, "node value (finite)");
-    nd->clip_lo = get_f64(c, "node clip_lo (finite)");
-    nd->clip_hi = get_f64(c, "node clip_hi (finite)");
-    nd->n_node = (uint32_t)get_le(c, 4, "node n_node");
-    nd->max_run = (uint32_t)get_le(c, 4, "node max_run");
-    nd->n_imputed = (uint32_t)get_le(c, 4, "node n_imputed");
     nd->imputed = NULL;
-    if (c->rc != CORE_OK || nd->n_imputed == 0)
+    if (!need(c, NODE_FIXED_BYTES, "node fields"))
+        return;
+    /* one length check for the fixed-width fields, then plain loads */
+    src = c->p + c->at;
+    nd->value = f64_of(load_le(src, 8));
+    nd->clip_lo = f64_of(load_le(src + 8, 8));
+    nd->clip_hi = f64_of(load_le(src + 16, 8));
+    nd->n_node = (uint32_t)load_le(src + 24, 4);
+    nd->max_run = (uint32_t)load_le(src + 28, 4);
+    nd->n_imputed = (uint32_t)load_le(src + 32, 4);
+    if (!isfinite(nd->value) || !isfinite(nd->clip_lo) || !isfinite(nd->clip_hi)) {
+        fail(c, CORE_EPARSE, "node value or clip bound not finite");
+        return;
+    }
+    c->at += NODE_FIXED_BYTES;
+    if (nd->n_imputed == 0)
         return;
     if ((c->len - c->at) / 8 < nd->n_imputed) {
         fail(c, CORE_EPARSE, "node imputed list");
         return;
     }
     src = c->p + c->at;
-    for (uint32_t k = 0; k < nd->n_imputed; k++) {
-        uint64_t v = 0;
-        for (unsigned b = 0; b < 8; b++)
-            v |= (uint64_t)src[8 * k + b] << (8 * b);
-        r->imp[*used + k] = (int64_t)v;
-    }
+    for (uint32_t k = 0; k < nd->n_imputed; k++)
+        r->imp[*used + k] = (int64_t)load_le(src + 8 * (size_t)k, 8);
     nd->imputed = r->imp + *used;
     *used += nd->n_imputed;
     c->at += 8 * (size_t)nd->n_imputed;

@@ -123,17 +123,22 @@ static long long jint(const json_t *o, const char *k)
     return json_is_integer(v) ? json_integer_value(v) : (long long)json_number_value(v);
 }
 
-/* The nodes of a window/2 record, in prov.nodes order, into r (arrays new: free()). */
-static void bin_nodes(const json_t *doc, struct core_wrec *r)
+/* The nodes of a window/2 record, in "nodes" order (then any only in prov.nodes), into r
+ * (arrays new: free()); returns the object whose keys r's names are (json_decref after). */
+static json_t *bin_nodes(const json_t *doc, struct core_wrec *r)
 {
-    const json_t *pn = json_object_get(json_object_get(doc, "prov"), "nodes"), *pv;
+    const json_t *pn = json_object_get(json_object_get(doc, "prov"), "nodes");
+    json_t *all = json_object(), *v;
     const char *key;
     size_t i = 0;
 
-    r->n_nodes = json_object_size(pn);
+    json_object_update(all, json_object_get(doc, "nodes"));
+    json_object_update_missing(all, (json_t *)pn);
+    r->n_nodes = json_object_size(all);
     r->node = calloc(r->n_nodes ? r->n_nodes : 1, sizeof(*r->node));
-    json_object_foreach((json_t *)pn, key, pv)
+    json_object_foreach(all, key, v)
     {
+        const json_t *pv = json_object_get(pn, key);
         struct core_wrec_node *nd = &r->node[i++];
         const json_t *imp = json_object_get(json_object_get(doc, "imputed"), key);
         int64_t *t = calloc(json_array_size(imp) + 1, sizeof(*t));
@@ -150,6 +155,7 @@ static void bin_nodes(const json_t *doc, struct core_wrec *r)
             t[k] = json_integer_value(json_array_get(imp, k));
         nd->imputed = t;
     }
+    return all;
 }
 
 unsigned char *ts_window2_to_bin(const char *json, size_t *len)
@@ -159,6 +165,7 @@ unsigned char *ts_window2_to_bin(const char *json, size_t *len)
     const json_t *prov;
     struct core_wrec r = {0};
     struct core_buf b;
+    json_t *names = NULL;
 
     cr_assert_not_null(doc, "ts_window2_to_bin: %s", je.text);
     prov = json_object_get(doc, "prov");
@@ -177,13 +184,14 @@ unsigned char *ts_window2_to_bin(const char *json, size_t *len)
     r.period_ms = jint(prov, "period_ms");
     r.norm = jstr(prov, "norm");
     if (!r.excluded)
-        bin_nodes(doc, &r);
+        names = bin_nodes(doc, &r);
     core_buf_init(&b, CORE_BUF_NO_CAP);
     cr_assert_eq(core_wbin_encode(&r, &b), CORE_OK);
     cr_assert_eq(core_buf_status(&b), CORE_OK);
     for (size_t i = 0; i < r.n_nodes; i++)
         free((void *)r.node[i].imputed);
     free(r.node);
+    json_decref(names);
     json_decref(doc);
     return (unsigned char *)core_buf_take(&b, len);
 }

@@ -57,6 +57,8 @@ struct rel_window {
     size_t imp_cap;
     uint32_t *hidx;
     size_t hidx_cap, hidx_mask;
+    uint8_t *named;   /* θ n_nodes: 1 if the θ node's name carries its statistic */
+    uint32_t *name_h; /* θ n_nodes: hash of the θ node's name */
 };
 
 /* Allocate the per-node arrays and the parse arena for θ (borrowed; must outlive w).

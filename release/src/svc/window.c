@@ -14,6 +14,16 @@
 #include "core/mem.h"
 #include "rel/release.h"
 
+/* FNV-1a of a node name (the binary reader's name index). */
+static uint32_t name_hash(const char *s)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
 void rel_window_init(struct rel_window *w, const struct cal_theta *t)
 {
     memset(w, 0, sizeof(*w));
@@ -24,6 +34,14 @@ void rel_window_init(struct rel_window *w, const struct cal_theta *t)
     rel_profile_init(&w->prof, t->n_nodes);
     w->ja = core_jalloc_new(REL_JALLOC_BYTES);
     core_wrec_init(&w->rec);
+    w->named = core_xcalloc(t->n_nodes ? t->n_nodes : 1, sizeof(*w->named));
+    w->name_h = core_xcalloc(t->n_nodes ? t->n_nodes : 1, sizeof(*w->name_h));
+    for (size_t m = 0; m < t->n_nodes; m++) {
+        char chan[REL_MAX_KEY];
+        enum rel_stat st;
+        w->named[m] = rel_name_split(t->nodes[m], chan, sizeof(chan), &st);
+        w->name_h[m] = name_hash(t->nodes[m]);
+    }
 }
 
 void rel_window_cleanup(struct rel_window *w)
@@ -36,6 +54,8 @@ void rel_window_cleanup(struct rel_window *w)
     core_wrec_cleanup(&w->rec);
     free(w->imp);
     free(w->hidx);
+    free(w->named);
+    free(w->name_h);
     memset(w, 0, sizeof(*w));
 }
 
@@ -217,16 +237,16 @@ static core_err check_node(const struct node_raw *rn, struct rel_node_prov *np,
                            char *eb, size_t ebn)
 {
     size_t clen = rn->chan ? strlen(rn->chan) : 0;
-    char kchan[REL_MAX_KEY];
-    enum rel_stat kst;
     uint32_t run = 0;
 
     if (!rn->stat || rel_stat_parse(rn->stat, &np->stat) != CORE_OK || !rn->chan ||
         clen >= sizeof(np->chan))
         return refuse_stat(np->key, eb, ebn);
     memcpy(np->chan, rn->chan, clen + 1);
-    if (!rel_name_split(np->key, kchan, sizeof(kchan), &kst) || kst != np->stat ||
-        strcmp(kchan, rn->chan) != 0) {
+    /* key == "<chan>.<stat>": what splitting the key at its last dot would give, as stat
+     * (a known statistic) has no dot */
+    if (clen == 0 || strncmp(np->key, rn->chan, clen) != 0 || np->key[clen] != '.' ||
+        strcmp(np->key + clen + 1, rn->stat) != 0) {
         snprintf(eb, ebn,
                  "node %s: the name does not state its statistic and channel as its "
                  "provenance does (%s of %s)",
@@ -515,15 +535,6 @@ out:
 
 /* ---- gcdp.window/3 (binary, core/window_bin.h) ---- */
 
-static uint32_t name_hash(const char *s)
-{
-    uint32_t h = 2166136261u; /* FNV-1a */
-
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
-}
-
 /* Index the record's node names (open addressing, slots hold index + 1); two nodes of one
  * name are refused, as the JSON reader refuses a duplicated key. */
 static core_err index_names(struct rel_window *w, char *eb, size_t ebn)
@@ -553,28 +564,36 @@ static core_err index_names(struct rel_window *w, char *eb, size_t ebn)
     return CORE_OK;
 }
 
-/* The record node named name, or NULL. */
-static const struct core_wrec_node *find_name(const struct rel_window *w, const char *name)
+/* The record node named name (hash h), or NULL; *hint: where to look first (the node after
+ * the previous hit: records usually list the nodes in θ's order). */
+static const struct core_wrec_node *find_name(const struct rel_window *w, const char *name,
+                                              uint32_t h, size_t *hint)
 {
-    for (size_t h = name_hash(name) & w->hidx_mask; w->hidx[h]; h = (h + 1) & w->hidx_mask)
-        if (strcmp(w->rec.node[w->hidx[h] - 1].name, name) == 0)
-            return &w->rec.node[w->hidx[h] - 1];
+    const struct core_wrec_node *nd = w->rec.node;
+
+    if (*hint < w->rec.n_nodes && strcmp(nd[*hint].name, name) == 0)
+        return &nd[(*hint)++];
+    for (size_t i = h & w->hidx_mask; w->hidx[i]; i = (i + 1) & w->hidx_mask) {
+        if (strcmp(nd[w->hidx[i] - 1].name, name) == 0) {
+            *hint = w->hidx[i];
+            return &nd[w->hidx[i] - 1];
+        }
+    }
     return NULL;
 }
 
 /* bind_node for a decoded record. */
-static core_err bin_bind(const struct rel_window *w, size_t m, struct rel_node_prov *np,
-                         const struct core_wrec_node **pnd, char *eb, size_t ebn)
+static core_err bin_bind(const struct rel_window *w, size_t m, size_t *hint,
+                         struct rel_node_prov *np, const struct core_wrec_node **pnd, char *eb,
+                         size_t ebn)
 {
     const char *name = w->theta->nodes[m];
     const struct core_wrec_node *hit = NULL;
-    char chan[REL_MAX_KEY];
-    enum rel_stat st;
     size_t len;
 
-    if (rel_name_split(name, chan, sizeof(chan), &st)) {
+    if (w->named[m]) {
         len = strlen(name);
-        if (len >= REL_MAX_KEY || !(*pnd = find_name(w, name)))
+        if (len >= REL_MAX_KEY || !(*pnd = find_name(w, name, w->name_h[m], hint)))
             return refuse_missing(name, eb, ebn);
         memcpy(np->key, name, len + 1);
         return CORE_OK;
@@ -599,6 +618,7 @@ static core_err bin_values(struct rel_window *w, char *eb, size_t ebn)
 {
     const struct cal_theta *t = w->theta;
     const struct core_wrec *r = &w->rec;
+    size_t hint = 0;
     core_err rc;
 
     if ((rc = check_window_prov(r->interp_gap, r->period_ms, r->norm, &w->prof, eb, ebn)) !=
@@ -614,7 +634,7 @@ static core_err bin_values(struct rel_window *w, char *eb, size_t ebn)
         memset(&w->obs[m], 0, sizeof(w->obs[m]));
         if (!w->used[m])
             continue;
-        if ((rc = bin_bind(w, m, np, &nd, eb, ebn)) != CORE_OK)
+        if ((rc = bin_bind(w, m, &hint, np, &nd, eb, ebn)) != CORE_OK)
             return rc;
         rn = (struct node_raw){nd->stat,   nd->channel,   nd->clip_lo, nd->clip_hi, nd->value,
                                nd->n_node, nd->n_imputed, nd->max_run, nd->imputed, nd->n_imputed};
