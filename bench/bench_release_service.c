@@ -289,6 +289,19 @@ static double cpu_clock(clockid_t id)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Run the service's loop until it stops, polling its progress; the CPU it took into f. */
+static void run_loop(struct svc_bench *b, struct svc_figs *f)
+{
+    uv_timer_init(&b->loop, &b->poll);
+    b->poll.data = b;
+    uv_timer_start(&b->poll, on_poll, 2, 2);
+    f->loop_cpu = cpu_clock(CLOCK_THREAD_CPUTIME_ID);
+    f->proc_cpu = cpu_clock(CLOCK_PROCESS_CPUTIME_ID);
+    uv_run(&b->loop, UV_RUN_DEFAULT);
+    f->loop_cpu = cpu_clock(CLOCK_THREAD_CPUTIME_ID) - f->loop_cpu;
+    f->proc_cpu = cpu_clock(CLOCK_PROCESS_CPUTIME_ID) - f->proc_cpu;
+}
+
 /* Run the phase as consumer group `group` on the JSONL ledger (store NULL) or the ledger
  * store; *f receives its figures. */
 static int run_service(struct core_config *cfg, size_t windows, const char *theta_path,
@@ -329,14 +342,7 @@ static int run_service(struct core_config *cfg, size_t windows, const char *thet
         core_dp_ledger_free(l);
         return APP_EXIT_FAILURE;
     }
-    uv_timer_init(&b.loop, &b.poll);
-    b.poll.data = &b;
-    uv_timer_start(&b.poll, on_poll, 2, 2);
-    f->loop_cpu = cpu_clock(CLOCK_THREAD_CPUTIME_ID);
-    f->proc_cpu = cpu_clock(CLOCK_PROCESS_CPUTIME_ID);
-    uv_run(&b.loop, UV_RUN_DEFAULT);
-    f->loop_cpu = cpu_clock(CLOCK_THREAD_CPUTIME_ID) - f->loop_cpu;
-    f->proc_cpu = cpu_clock(CLOCK_PROCESS_CPUTIME_ID) - f->proc_cpu;
+    run_loop(&b, f);
     rel_service_stats(b.svc, &st);
     rel_service_free(b.svc);
     uv_run(&b.loop, UV_RUN_DEFAULT);

@@ -316,6 +316,8 @@ core_err core_wbin_decode(const void *p, size_t len, struct core_wrec *r, char *
 {
     struct cur c = {p, len, 0, errbuf, errbuf_size, CORE_OK};
 
+    if (errbuf && errbuf_size)
+        errbuf[0] = '\0';
     if (len > CORE_WBIN_MAX_LEN) {
         fail(&c, CORE_ETOOBIG, "record longer than the cap");
         return c.rc;
