@@ -37,6 +37,8 @@ static const char bench_help[] =
     "         acknowledgement, and the ratio to the offline full path above (the records\n"
     "         must fit the embedded broker's 5 MiB per partition, 8 partitions: about\n"
     "         W x N <= 200000, e.g. --coords 100 --service 1500),\n"
+    "         --window-format binary|json: the service phase's records, gcdp.window/3\n"
+    "         (binary, default) or gcdp.window/2 JSON,\n"
     "         --drift S: also the drift phase: for S simulator seeds (31, 32, ...), a regime\n"
     "         change at day 1.5 of 5 simulated days (64 motes, 10-minute windows) through\n"
     "         the calibrate and release services (release.drift.* defaults) on an\n"
@@ -123,6 +125,7 @@ struct bench {
     unsigned threads;
     const char *dir;
     struct rel_plan *plan;
+    bool json_windows;             /* --window-format json: gcdp.window/2 in the service phase */
     size_t drift_seeds;            /* --drift S: the drift phase (bench/bench_release_drift.c) */
     struct bench_drift_mode drift; /* --drift-backlog, --drift-span */
 };
@@ -213,6 +216,7 @@ static int parse(int argc, char **argv, struct bench *b)
                                        {"drift", required_argument, NULL, 'D'},
                                        {"drift-backlog", no_argument, NULL, 'B'},
                                        {"drift-span", required_argument, NULL, 'S'},
+                                       {"window-format", required_argument, NULL, 'F'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
     unsigned long long u;
@@ -232,6 +236,14 @@ static int parse(int argc, char **argv, struct bench *b)
         }
         if (ch == 'B') {
             b->drift.backlog = true;
+            continue;
+        }
+        if (ch == 'F') {
+            if (strcmp(optarg, "json") != 0 && strcmp(optarg, "binary") != 0) {
+                fprintf(stderr, "gcdp bench release: --window-format: binary or json\n");
+                return APP_EXIT_USAGE;
+            }
+            b->json_windows = strcmp(optarg, "json") == 0;
             continue;
         }
         if (ch == 'S') {
@@ -366,7 +378,8 @@ static int bench_main(struct app_call *call)
         ex = APP_EXIT_FAILURE;
     if (ex == APP_EXIT_OK && b.service_windows > 0)
         ex = bench_release_service(theta, b.service_windows, b.batch,
-                                   (double)b.n * (double)b.windows / tf.wall, b.dir);
+                                   (double)b.n * (double)b.windows / tf.wall, !b.json_windows,
+                                   b.dir);
     if (ex == APP_EXIT_OK)
         ex = bench_release_primitives(b.dir);
     if (ex == APP_EXIT_OK && b.drift_seeds > 0)

@@ -21,6 +21,7 @@
 #include "core/kconf.h"
 #include "core/ksync.h"
 #include "core/log.h"
+#include "core/window_bin.h"
 #include "rel/plan.h"
 #include "rel/release.h"
 #include "rel/service.h"
@@ -78,18 +79,71 @@ static char *window_json(size_t n, size_t i)
     return txt;
 }
 
+/* The same record as window_json, as gcdp.window/3 (*len bytes; free()). */
+static char *window_bin(size_t n, size_t i, size_t *len)
+{
+    struct core_wrec_node *nd = calloc(n ? n : 1, sizeof(*nd));
+    char(*names)[2][32] = calloc(n ? n : 1, sizeof(*names));
+    char id[64], dev[32];
+    long long start = (long long)(i / SVC_DEVICES) * 60000;
+    struct core_wrec r;
+    struct core_buf b;
+
+    for (size_t m = 0; m < n; m++) {
+        snprintf(names[m][0], sizeof(names[m][0]), "c%zu.mean", m);
+        snprintf(names[m][1], sizeof(names[m][1]), "c%zu", m);
+        nd[m] = (struct core_wrec_node){
+            names[m][0], "mean", names[m][1], (double)((m * 7919 + i * 31) % 1000) / 1000.0,
+            0.0,         1.0,    30,          0,
+            0,           NULL};
+    }
+    snprintf(dev, sizeof(dev), "bench-%zu", i % SVC_DEVICES);
+    snprintf(id, sizeof(id), "%s|%lld", dev, start);
+    r = (struct core_wrec){.id = id,
+                           .device = dev,
+                           .config_version = "",
+                           .start = start,
+                           .end = start + 60000,
+                           .n = 30,
+                           .n_slots = 60,
+                           .closed_early = "",
+                           .period_ms = 1000,
+                           .norm = "clip_minmax",
+                           .n_nodes = n,
+                           .node = nd};
+    core_buf_init(&b, CORE_BUF_NO_CAP);
+    if (core_wbin_encode(&r, &b) != CORE_OK || core_buf_status(&b) != CORE_OK)
+        core_buf_reset(&b); /* cannot happen with these names; the service refuses "" */
+    free(nd);
+    free(names);
+    return core_buf_take(&b, len);
+}
+
+/* Record i of n nodes in the phase's encoding (*len bytes; free()). */
+static char *window_rec(size_t n, size_t i, bool binary, size_t *len)
+{
+    char *txt;
+
+    if (binary)
+        return window_bin(n, i, len);
+    txt = window_json(n, i);
+    *len = strlen(txt);
+    return txt;
+}
+
 /* Produce the records synchronously (acks=all) before the service starts. */
-static core_err produce_windows(const struct core_config *cfg, size_t n, size_t windows, char *eb,
-                                size_t ebn)
+static core_err produce_windows(const struct core_config *cfg, size_t n, size_t windows,
+                                bool binary, char *eb, size_t ebn)
 {
     struct core_ksync_opts ko = {.topic = core_config_str(cfg, "topics.windows")};
     struct core_ksync *ks = NULL;
     core_err rc = core_ksync_new(cfg, &ko, &ks, eb, ebn);
 
     for (size_t i = 0; rc == CORE_OK && i < windows; i++) {
-        char *txt = window_json(n, i), dev[32];
+        size_t len;
+        char *txt = window_rec(n, i, binary, &len), dev[32];
         snprintf(dev, sizeof(dev), "bench-%zu", i % SVC_DEVICES);
-        rc = core_ksync_send(ks, dev, strlen(dev), txt, strlen(txt), NULL, NULL, 0, eb, ebn);
+        rc = core_ksync_send(ks, dev, strlen(dev), txt, len, NULL, NULL, 0, eb, ebn);
         free(txt);
     }
     if (rc == CORE_OK)
@@ -107,10 +161,10 @@ static core_err discard(void *arg, const char *bytes, size_t len, bool replayed)
 }
 
 /* The offline path on the same records, as `gcdp release --input` runs it: parse each
- * gcdp.window/2 record, plan from the first one's provenance, release with the ledger.
- * Returns coords/s (wall), 0 on failure. */
+ * record (rel_window_from_bytes: either encoding), plan from the first one's provenance,
+ * release with the ledger. Returns coords/s (wall), 0 on failure. */
 static double offline_parsed(const struct core_config *cfg, const struct cal_theta *theta,
-                             size_t windows, const char *ledger)
+                             size_t windows, bool binary, const char *ledger)
 {
     struct core_dp_ledger_opts lo = {ledger, {1e6, 0.0, 0.0}, 0, {60000, 0, 1000}};
     struct core_dp_ledger *l = NULL;
@@ -123,16 +177,17 @@ static double offline_parsed(const struct core_config *cfg, const struct cal_the
     double t0, t1;
     core_err rc = rel_opts_from_config(cfg, &o, eb, sizeof(eb));
     char **txt = calloc(windows, sizeof(*txt));
+    size_t *len = calloc(windows, sizeof(*len));
 
     for (size_t i = 0; i < windows; i++)
-        txt[i] = window_json(theta->d, i);
+        txt[i] = window_rec(theta->d, i, binary, &len[i]);
     rel_window_init(&w, theta);
     remove(ledger);
     if (rc == CORE_OK)
         rc = core_dp_ledger_open(&lo, &l, eb, sizeof(eb));
     t0 = 1e-9 * (double)uv_hrtime();
     for (size_t i = 0; rc == CORE_OK && i < windows; i++) {
-        rc = rel_window_from_json(txt[i], strlen(txt[i]), &w, eb, sizeof(eb));
+        rc = rel_window_from_bytes(txt[i], len[i], &w, eb, sizeof(eb));
         if (rc == CORE_OK && !plan) {
             o.profile = &w.prof;
             rc = rel_plan_new(theta, &o, &plan, eb, sizeof(eb));
@@ -156,7 +211,41 @@ static double offline_parsed(const struct core_config *cfg, const struct cal_the
     for (size_t i = 0; i < windows; i++)
         free(txt[i]);
     free(txt);
+    free(len);
     return rc == CORE_OK ? (double)windows * (double)theta->d / (t1 - t0) : 0.0;
+}
+
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Thread CPU µs to read and check one record (rel_window_from_bytes) in the given encoding:
+ * 64 records, each read 32 times; its size in bytes in *bytes. 0 on a refusal. */
+static double read_cost_us(const struct cal_theta *theta, bool binary, size_t *bytes)
+{
+    enum { K = 64, REP = 32 };
+    struct rel_window w;
+    char *rec[K], eb[512];
+    size_t len[K];
+    double t0, t1;
+    core_err rc = CORE_OK;
+
+    for (size_t i = 0; i < K; i++)
+        rec[i] = window_rec(theta->d, i, binary, &len[i]);
+    *bytes = len[0];
+    rel_window_init(&w, theta);
+    t0 = thread_cpu_s();
+    for (size_t r = 0; r < REP && rc == CORE_OK; r++)
+        for (size_t i = 0; i < K && rc == CORE_OK; i++)
+            rc = rel_window_from_bytes(rec[i], len[i], &w, eb, sizeof(eb));
+    t1 = thread_cpu_s();
+    rel_window_cleanup(&w);
+    for (size_t i = 0; i < K; i++)
+        free(rec[i]);
+    return rc == CORE_OK ? 1e6 * (t1 - t0) / (K * REP) : 0.0;
 }
 
 static void on_done(void *arg, core_err status)
@@ -190,7 +279,28 @@ static void on_poll(uv_timer_t *t)
  * acknowledgement, coords/s while 10-90 % were acknowledged. */
 struct svc_figs {
     double wps, cps, steady;
+    double loop_cpu, proc_cpu; /* CPU s of the service's loop thread, of the whole process */
 };
+
+static double cpu_clock(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Run the service's loop until it stops, polling its progress; the CPU it took into f. */
+static void run_loop(struct svc_bench *b, struct svc_figs *f)
+{
+    uv_timer_init(&b->loop, &b->poll);
+    b->poll.data = b;
+    uv_timer_start(&b->poll, on_poll, 2, 2);
+    f->loop_cpu = cpu_clock(CLOCK_THREAD_CPUTIME_ID);
+    f->proc_cpu = cpu_clock(CLOCK_PROCESS_CPUTIME_ID);
+    uv_run(&b->loop, UV_RUN_DEFAULT);
+    f->loop_cpu = cpu_clock(CLOCK_THREAD_CPUTIME_ID) - f->loop_cpu;
+    f->proc_cpu = cpu_clock(CLOCK_PROCESS_CPUTIME_ID) - f->proc_cpu;
+}
 
 /* Run the phase as consumer group `group` on the JSONL ledger (store NULL) or the ledger
  * store; *f receives its figures. */
@@ -232,10 +342,7 @@ static int run_service(struct core_config *cfg, size_t windows, const char *thet
         core_dp_ledger_free(l);
         return APP_EXIT_FAILURE;
     }
-    uv_timer_init(&b.loop, &b.poll);
-    b.poll.data = &b;
-    uv_timer_start(&b.poll, on_poll, 2, 2);
-    uv_run(&b.loop, UV_RUN_DEFAULT);
+    run_loop(&b, f);
     rel_service_stats(b.svc, &st);
     rel_service_free(b.svc);
     uv_run(&b.loop, UV_RUN_DEFAULT);
@@ -258,16 +365,21 @@ static int run_service(struct core_config *cfg, size_t windows, const char *thet
     return APP_EXIT_OK;
 }
 
-static void print_service(size_t windows, size_t d, size_t batch, const struct svc_figs *jl,
-                          const struct svc_figs *st, double parsed_cps, double offline_cps)
+static void print_service(size_t windows, size_t d, size_t batch, bool binary,
+                          const struct svc_figs *jl, const struct svc_figs *st, double parsed_cps,
+                          double offline_cps)
 {
-    printf("  service: %zu windows x %zu coords, gcdp.windows -> gcdp.released on the "
+    double coords = (double)windows * (double)d;
+
+    printf("  service: %zu windows x %zu coords (%s), gcdp.windows -> gcdp.released on the "
            "embedded broker, ledger on disk, batch %zu\n",
-           windows, d, batch);
+           windows, d, binary ? "gcdp.window/3 binary" : "gcdp.window/2 JSON", batch);
     printf("  %-30s %14.0f windows/s %14.0f coords/s\n", "service (first read to last ack)",
            jl->wps, jl->cps);
-    printf("  %-30s %14.0f coords/s (the same records parsed from JSON, released, "
-           "no broker)\n",
+    printf("  %-30s %14.0f coords/CPU-s of the service loop thread (%.3f s), %.0f per "
+           "process CPU-s (%.3f s, broker threads included)\n",
+           "service CPU", coords / jl->loop_cpu, jl->loop_cpu, coords / jl->proc_cpu, jl->proc_cpu);
+    printf("  %-30s %14.0f coords/s (the same records decoded, released, no broker)\n",
            "offline path, parsed", parsed_cps);
     printf("  ratio service / offline parsed: %.4f (target >= 0.5: %s); service / "
            "offline pre-parsed (above): %.4f; >= 1000000 coords/s: %s\n",
@@ -280,7 +392,7 @@ static void print_service(size_t windows, size_t d, size_t batch, const struct s
 }
 
 int bench_release_service(const struct cal_theta *theta, size_t windows, size_t batch,
-                          double offline_cps, const char *dir)
+                          double offline_cps, bool binary, const char *dir)
 {
     const char *topics[] = {"gcdp.windows",     "gcdp.released", "gcdp.windows.rejected",
                             "gcdp.calibration", "gcdp.control",  "gcdp.status"};
@@ -310,11 +422,11 @@ int bench_release_service(const struct cal_theta *theta, size_t windows, size_t 
     if (app_config_load(&argc, argv, &cfg) != CORE_OK)
         goto out;
     if (cal_theta_save_file(theta, theta_path, eb, sizeof(eb)) != CORE_OK ||
-        produce_windows(cfg, theta->d, windows, eb, sizeof(eb)) != CORE_OK) {
+        produce_windows(cfg, theta->d, windows, binary, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp bench release: service setup: %s\n", eb);
         goto out;
     }
-    parsed_cps = offline_parsed(cfg, theta, windows, ledger);
+    parsed_cps = offline_parsed(cfg, theta, windows, binary, ledger);
     ex = run_service(cfg, windows, theta_path, ledger, NULL, "gcdp-bench-release", theta->d, &jl);
     remove(ledger);
     /* the same records again, by another group, on the ledger store (issue 16's baseline:
@@ -322,8 +434,14 @@ int bench_release_service(const struct cal_theta *theta, size_t windows, size_t 
     if (ex == APP_EXIT_OK)
         ex = run_service(cfg, windows, theta_path, ledger, store, "gcdp-bench-release-store",
                          theta->d, &st);
-    if (ex == APP_EXIT_OK)
-        print_service(windows, theta->d, batch, &jl, &st, parsed_cps, offline_cps);
+    if (ex == APP_EXIT_OK) {
+        size_t bj, bb;
+        double uj = read_cost_us(theta, false, &bj), ub = read_cost_us(theta, true, &bb);
+        print_service(windows, theta->d, batch, binary, &jl, &st, parsed_cps, offline_cps);
+        printf("  %-30s gcdp.window/3 %.1f us (%zu B), gcdp.window/2 JSON %.1f us (%zu B): "
+               "%.1fx\n",
+               "read + check one record (CPU)", ub, bb, uj, bj, ub > 0 ? uj / ub : 0.0);
+    }
 out:
     remove(ledger);
     remove(store);

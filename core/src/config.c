@@ -535,7 +535,21 @@ json_t *core_config_dump(const struct core_config *cfg)
     return out;
 }
 
+static bool skipped(const char *name, const char *const *skip)
+{
+    for (; skip && *skip; skip++)
+        if (strcmp(name, *skip) == 0)
+            return true;
+    return false;
+}
+
 void core_config_version(const struct core_config *cfg, const char *prefix, char *out)
+{
+    core_config_version_except(cfg, prefix, NULL, out);
+}
+
+void core_config_version_except(const struct core_config *cfg, const char *prefix,
+                                const char *const *skip, char *out)
 {
     unsigned char h[crypto_hash_sha256_BYTES];
     json_t *sub = json_object();
@@ -546,7 +560,7 @@ void core_config_version(const struct core_config *cfg, const char *prefix, char
 
     json_object_foreach(cfg->values, name, v)
     {
-        if (strncmp(name, prefix, n) == 0)
+        if (strncmp(name, prefix, n) == 0 && !skipped(name, skip))
             json_object_set(sub, name, v);
     }
     text = json_dumps(sub, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));

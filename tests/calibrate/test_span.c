@@ -2,6 +2,7 @@
  * windows are used (span, excluded, per-device lag), node naming, skipped rows, the
  * partitions' offsets release must have committed, and the units a span charges. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -9,9 +10,12 @@
 
 #include "cal/ledger.h"
 #include "cal/span.h"
+#include "test_support.h"
 
 #define MIN 60000LL
 #define WIN (15 * MIN)
+
+static bool as_binary; /* add() sends its records as gcdp.window/3 */
 
 /* A window of dev [s, s + WIN) with nodes a.mean = va, b.mean = vb (vb < 0: b missing). */
 static void add(struct cal_span_set *set, const char *dev, long long s, double va, double vb,
@@ -30,6 +34,13 @@ static void add(struct cal_span_set *set, const char *dev, long long s, double v
                  "\"window_start\":%lld,\"window_end\":%lld,\"excluded\":%s,"
                  "\"nodes\":{\"b.mean\":%.3f,\"a.mean\":%.3f}}",
                  dev, s, s + WIN, excluded ? "true" : "false", vb, va);
+    if (as_binary) {
+        size_t len;
+        unsigned char *bin = ts_window2_to_bin(buf, &len);
+        cr_assert_eq(cal_span_add(set, bin, len, p, off), CORE_OK);
+        free(bin);
+        return;
+    }
     cr_assert_eq(cal_span_add(set, buf, strlen(buf), p, off), CORE_OK);
 }
 
@@ -122,4 +133,33 @@ Test(span, too_few_windows_is_not_found)
     cr_assert_eq(cal_span_select(&set, 0, 2 * WIN, &r, eb, sizeof(eb)), CORE_ENOTFOUND);
     cr_assert(strstr(eb, "1 usable windows"), "%s", eb); /* the second ends past the bound */
     cal_span_set_cleanup(&set);
+}
+
+Test(span, binary_records_give_the_same_matrix)
+{
+    struct cal_span_set sj, sb;
+    struct cal_span_result rj, rb;
+    int64_t gap = 60 * MIN + 30000 + MIN, t0, t1;
+    char eb[256];
+
+    as_binary = false;
+    fill(&sj, gap, 4 * 60 * MIN);
+    as_binary = true;
+    fill(&sb, gap, 4 * 60 * MIN);
+    as_binary = false;
+    cr_assert_eq(sb.malformed, sj.malformed);
+    cr_assert_eq(sb.n, sj.n);
+    cr_assert(cal_span_bounds(sj.newest_end, 60 * MIN, 30000, MIN, 4 * 60 * MIN, &t0, &t1));
+    cr_assert_eq(cal_span_select(&sj, t0, t1, &rj, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(cal_span_select(&sb, t0, t1, &rb, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(rb.mx->n, rj.mx->n);
+    cr_assert_eq(rb.mx->m, rj.mx->m);
+    cr_assert_gt(rj.mx->n, 0);
+    for (size_t j = 0; j < rj.mx->m; j++)
+        cr_assert_str_eq(rb.mx->names[j], rj.mx->names[j]);
+    cr_assert_eq(memcmp(rb.mx->x, rj.mx->x, rj.mx->n * rj.mx->m * sizeof(double)), 0);
+    cal_span_result_cleanup(&rj);
+    cal_span_result_cleanup(&rb);
+    cal_span_set_cleanup(&sj);
+    cal_span_set_cleanup(&sb);
 }

@@ -52,7 +52,8 @@ int gcdp_fuzz_window(const uint8_t *data, size_t size)
     if (!t)
         t = fuzz_theta_fixture();
     rel_window_init(&w, t);
-    if (rel_window_from_json((const char *)data, size, &w, eb, sizeof(eb)) == CORE_OK &&
+    /* either encoding: a first byte 0xFF takes the gcdp.window/3 decoder */
+    if (rel_window_from_bytes((const char *)data, size, &w, eb, sizeof(eb)) == CORE_OK &&
         !w.excluded) {
         /* a record that parses must also build (or refuse) a plan without crashing */
         struct rel_opts o;

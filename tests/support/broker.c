@@ -19,6 +19,7 @@
 #include <criterion/criterion.h>
 #include <librdkafka/rdkafka.h>
 
+#include "core/window_bin.h"
 #include "test_support.h"
 
 int64_t ts_now_ms(void)
@@ -240,6 +241,18 @@ static void add_record(struct ts_record **out, size_t *n, size_t *cap, rd_kafka_
     r->key = m->key ? dup_n(m->key, m->key_len) : NULL;
     r->value = dup_n(m->payload, m->payload ? m->len : 0);
     r->value_len = m->payload ? m->len : 0;
+    if (m->payload && core_wbin_is(m->payload, m->len)) { /* gcdp.window/3 */
+        struct core_wrec w;
+        struct core_buf b;
+        core_wrec_init(&w);
+        cr_assert_eq(core_wbin_decode(m->payload, m->len, &w, NULL, 0), CORE_OK,
+                     "a gcdp.window/3 record on the topic does not decode");
+        core_buf_init(&b, CORE_BUF_NO_CAP);
+        core_wbin_to_json(&w, &b);
+        free(r->value);
+        r->value = core_buf_take(&b, &r->value_len);
+        core_wrec_cleanup(&w);
+    }
     r->expected_reason = NULL;
     if (rd_kafka_message_headers(m, &hdrs) == 0 &&
         rd_kafka_header_get_last(hdrs, "gcdp-expected-reason", &hv, &hl) == 0 && hv)

@@ -67,7 +67,9 @@ struct ts_record {
 
 /* Read every record of topic (all partitions, from the log start to the high watermark at
  * the time of the call) from bootstrap "host:port". Returns the count; *out is a new array
- * (free with ts_records_free). Aborts the test on a Kafka error. */
+ * (free with ts_records_free). A gcdp.window/3 record (ingest.output.format=binary) is
+ * returned as its gcdp.window/2 JSON text (core_wbin_to_json), so the suites read windows in
+ * either encoding. Aborts the test on a Kafka error. */
 size_t ts_topic_read(const char *bootstrap, const char *topic, struct ts_record **out);
 void ts_records_free(struct ts_record *r, size_t n);
 

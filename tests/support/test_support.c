@@ -11,6 +11,8 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 
+#include "core/window_bin.h"
+
 char *ts_tmpdir(void)
 {
     char tmpl[] = "/tmp/gcdp-test-XXXXXX";
@@ -106,4 +108,90 @@ void ts_window2(char *buf, size_t n, const char *device, const char *id, long lo
     snprintf(buf, n, "%s", txt);
     free(txt);
     json_decref(w);
+}
+
+static const char *jstr(const json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+/* Integer or number field as int64 (0 when missing). */
+static long long jint(const json_t *o, const char *k)
+{
+    const json_t *v = json_object_get(o, k);
+    return json_is_integer(v) ? json_integer_value(v) : (long long)json_number_value(v);
+}
+
+/* The nodes of a window/2 record, in "nodes" order (then any only in prov.nodes), into r
+ * (arrays new: free()); returns the object whose keys r's names are (json_decref after). */
+static json_t *bin_nodes(const json_t *doc, struct core_wrec *r)
+{
+    const json_t *pn = json_object_get(json_object_get(doc, "prov"), "nodes");
+    json_t *all = json_object(), *v;
+    const char *key;
+    size_t i = 0;
+
+    json_object_update(all, json_object_get(doc, "nodes"));
+    json_object_update_missing(all, (json_t *)pn);
+    r->n_nodes = json_object_size(all);
+    r->node = calloc(r->n_nodes ? r->n_nodes : 1, sizeof(*r->node));
+    json_object_foreach(all, key, v)
+    {
+        const json_t *pv = json_object_get(pn, key);
+        struct core_wrec_node *nd = &r->node[i++];
+        const json_t *imp = json_object_get(json_object_get(doc, "imputed"), key);
+        int64_t *t = calloc(json_array_size(imp) + 1, sizeof(*t));
+        nd->name = key;
+        nd->stat = jstr(pv, "stat");
+        nd->channel = jstr(pv, "channel");
+        nd->value = json_number_value(json_object_get(json_object_get(doc, "nodes"), key));
+        nd->clip_lo = json_number_value(json_array_get(json_object_get(pv, "clip"), 0));
+        nd->clip_hi = json_number_value(json_array_get(json_object_get(pv, "clip"), 1));
+        nd->n_node = (uint32_t)jint(json_object_get(doc, "n_node"), key);
+        nd->max_run = (uint32_t)jint(pv, "max_run");
+        nd->n_imputed = (uint32_t)json_array_size(imp);
+        for (size_t k = 0; k < json_array_size(imp); k++)
+            t[k] = json_integer_value(json_array_get(imp, k));
+        nd->imputed = t;
+    }
+    return all;
+}
+
+unsigned char *ts_window2_to_bin(const char *json, size_t *len)
+{
+    json_error_t je;
+    json_t *doc = json_loads(json, 0, &je);
+    const json_t *prov;
+    struct core_wrec r = {0};
+    struct core_buf b;
+    json_t *names = NULL;
+
+    cr_assert_not_null(doc, "ts_window2_to_bin: %s", je.text);
+    prov = json_object_get(doc, "prov");
+    r.id = jstr(doc, "id");
+    r.device = jstr(doc, "device");
+    r.config_version = jstr(doc, "config_version");
+    r.start = jint(doc, "window_start");
+    r.end = jint(doc, "window_end");
+    r.n = (uint32_t)jint(doc, "n");
+    r.n_slots = (uint32_t)jint(doc, "n_slots");
+    r.excluded = json_is_true(json_object_get(doc, "excluded"));
+    r.exclude_reason = jstr(doc, "exclude_reason");
+    r.exclude_detail = jstr(doc, "exclude_detail");
+    r.closed_early = jstr(doc, "closed_early");
+    r.interp_gap = (uint32_t)jint(prov, "interp_gap");
+    r.period_ms = jint(prov, "period_ms");
+    r.norm = jstr(prov, "norm");
+    if (!r.excluded)
+        names = bin_nodes(doc, &r);
+    core_buf_init(&b, CORE_BUF_NO_CAP);
+    cr_assert_eq(core_wbin_encode(&r, &b), CORE_OK);
+    cr_assert_eq(core_buf_status(&b), CORE_OK);
+    for (size_t i = 0; i < r.n_nodes; i++)
+        free((void *)r.node[i].imputed);
+    free(r.node);
+    json_decref(names);
+    json_decref(doc);
+    return (unsigned char *)core_buf_take(&b, len);
 }

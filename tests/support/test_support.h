@@ -26,6 +26,14 @@ void ts_window2(char *buf, size_t n, const char *device, const char *id, long lo
                 long long end, size_t k, const char *const *chan, const double *val, int n_real,
                 int n_slots, long long period_ms);
 
+/* The gcdp.window/3 encoding (core/window_bin.h) of a gcdp.window/2 JSON record: every
+ * field the JSON states, taken as it is (no check, so a JSON record with broken provenance
+ * gives a binary record with the same defect), nodes in prov.nodes order. Missing numbers
+ * become 0 and missing strings ""; a node's n_imputed is its imputed list's length (window/3
+ * has one count). Returns a new buffer of *len bytes (free()); aborts the test on text that
+ * is not JSON. */
+unsigned char *ts_window2_to_bin(const char *json, size_t *len);
+
 /* Read a whole file; new string (free()) or NULL. */
 char *ts_read_file(const char *path, size_t *len);
 

@@ -76,7 +76,8 @@ struct cal_span_set {
 void cal_span_set_init(struct cal_span_set *s, int64_t gap_ms, int64_t span_ms);
 void cal_span_set_cleanup(struct cal_span_set *s); /* NULL-safe */
 
-/* Add one record read at (partition, offset). A record that is not a gcdp.window/2 object
+/* Add one record read at (partition, offset), gcdp.window/2 JSON or gcdp.window/3 binary
+ * (core/window_bin.h; told apart by the first byte). A record that is not a window object
  * with device, window_start < window_end and a nodes object is counted in s->malformed and
  * skipped (CORE_OK). Returns CORE_OK, CORE_EINVAL (partition outside
  * [0, CAL_SPAN_MAX_PARTITIONS)), CORE_ETOOBIG (more than CAL_SPAN_MAX_WINDOWS kept). */

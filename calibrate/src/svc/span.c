@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/mem.h"
+#include "core/window_bin.h"
 
 void cal_span_set_init(struct cal_span_set *s, int64_t gap_ms, int64_t span_ms)
 {
@@ -43,10 +44,33 @@ static void prune(struct cal_span_set *s)
     s->n = m;
 }
 
+/* A gcdp.window/3 record as the members of its gcdp.window/2 JSON text that the span reads
+ * (schema, device, window_start, window_end, excluded, nodes), so both encodings go through
+ * the same checks below; NULL if it does not decode. */
+static json_t *bin_as_json(const void *payload, size_t len)
+{
+    struct core_wrec r;
+    json_t *j = NULL, *nodes;
+
+    core_wrec_init(&r);
+    if (core_wbin_decode(payload, len, &r, NULL, 0) == CORE_OK) {
+        nodes = json_object();
+        for (size_t i = 0; i < r.n_nodes; i++)
+            json_object_set_new(nodes, r.node[i].name, json_real(r.node[i].value));
+        j = json_pack("{s:s,s:s,s:I,s:I,s:b,s:o}", "schema", "gcdp.window/2", "device", r.device,
+                      "window_start", (json_int_t)r.start, "window_end", (json_int_t)r.end,
+                      "excluded", r.excluded, "nodes", nodes);
+    }
+    core_wrec_cleanup(&r);
+    return j;
+}
+
 core_err cal_span_add(struct cal_span_set *s, const void *payload, size_t len, int32_t partition,
                       int64_t offset)
 {
-    json_t *j = payload ? json_loadb(payload, len, 0, NULL) : NULL;
+    json_t *j = !payload                     ? NULL
+                : core_wbin_is(payload, len) ? bin_as_json(payload, len)
+                                             : json_loadb(payload, len, 0, NULL);
     const json_t *st = json_object_get(j, "window_start"), *en = json_object_get(j, "window_end");
     const char *dev = json_string_value(json_object_get(j, "device"));
     const char *schema = json_string_value(json_object_get(j, "schema"));

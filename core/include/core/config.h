@@ -185,6 +185,12 @@ json_t *core_config_dump(const struct core_config *cfg);
  *   out  at least 17 bytes. */
 void core_config_version(const struct core_config *cfg, const char *prefix, char *out);
 
+/* core_config_version leaving out the keys named in skip (NULL-terminated; NULL: none), for
+ * keys that do not change what the records say, only how they are written (e.g. an
+ * encoding), so the records keep their ids whichever is chosen. */
+void core_config_version_except(const struct core_config *cfg, const char *prefix,
+                                const char *const *skip, char *out);
+
 /* Print the declared keys with type, default and help (for `gcdp config keys`). */
 void core_config_print_keys(const struct core_config *cfg, void *file /* FILE* */);
 

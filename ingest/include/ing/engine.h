@@ -149,6 +149,12 @@ enum ing_feature {
 
 /* How readings are decoded (ingest.decoder); both give the same result, reading by reading
  * (docs/ingest.md "Decoder"). */
+/* Encoding of the window records (ingest.output.format): same content either way. */
+enum ing_out_format {
+    ING_OUT_JSON,  /* gcdp.window/2 JSON text (schemas/window.schema.json) */
+    ING_OUT_BINARY /* gcdp.window/3 (core/window_bin.h, schemas/window3.md) */
+};
+
 enum ing_decoder {
     ING_DECODER_SIMDJSON, /* simdjson scanner, jansson for everything it does not accept */
     ING_DECODER_JANSSON   /* the jansson reference decoder alone */
@@ -193,9 +199,10 @@ struct ing_params {
     size_t max_devices;
     size_t max_buffer; /* ingest.max_buffer_per_device */
     enum ing_key_policy key_policy;
-    enum ing_decoder decoder; /* ingest.decoder */
-    unsigned features;        /* OR of enum ing_feature, at least one */
-    bool emit_excluded;       /* ingest.emit_excluded: also emit excluded-window records */
+    enum ing_decoder decoder;       /* ingest.decoder */
+    enum ing_out_format out_format; /* ingest.output.format (not in config_version) */
+    unsigned features;              /* OR of enum ing_feature, at least one */
+    bool emit_excluded;             /* ingest.emit_excluded: also emit excluded-window records */
     size_t n_channels;
     struct ing_channel channels[ING_MAX_CHANNELS];
     size_t n_nodes;                        /* 0 = auto: channels seen in the window */

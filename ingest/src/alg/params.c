@@ -220,6 +220,7 @@ void ing_params_default(struct ing_params *p)
     p->has_split = false;
     p->key_policy = ING_KEY_REQUIRE;
     p->decoder = ING_DECODER_SIMDJSON;
+    p->out_format = ING_OUT_JSON;
     p->features = ING_F_MEAN;
     p->emit_excluded = true;
     /* The literal is ours and tested; a failure here is a programmer error. */
@@ -292,6 +293,8 @@ static core_err validate_limits(const struct ing_params *p, char *eb, size_t ebn
         return fail(eb, ebn, "ingest.max_message_bytes", "must be in [64, 1048576]");
     if (p->decoder != ING_DECODER_SIMDJSON && p->decoder != ING_DECODER_JANSSON)
         return fail(eb, ebn, "ingest.decoder", "must be simdjson or jansson");
+    if (p->out_format != ING_OUT_JSON && p->out_format != ING_OUT_BINARY)
+        return fail(eb, ebn, "ingest.output.format", "must be json or binary");
     if (p->max_devices < 1 || p->max_devices > ING_MAX_DEVICES_CAP)
         return fail(eb, ebn, "ingest.max_devices", "must be in [1, 1000000]");
     if (p->max_buffer < 1 || p->max_buffer > ING_MAX_BUFFER_CAP)
@@ -340,6 +343,10 @@ static core_err read_ints(const struct core_config *cfg, struct ing_params *p)
     return CORE_OK;
 }
 
+/* Keys that change how windows are written, not what they say: left out of config_version,
+ * so a window keeps its id in either encoding. */
+static const char *const version_skip[] = {"ingest.output.format", NULL};
+
 core_err ing_params_from_config(const struct core_config *cfg, struct ing_params *p, char *errbuf,
                                 size_t errbuf_size)
 {
@@ -354,6 +361,8 @@ core_err ing_params_from_config(const struct core_config *cfg, struct ing_params
                                                       : ING_KEY_IGNORE;
     kp = core_config_str(cfg, "ingest.decoder");
     p->decoder = kp && strcmp(kp, "jansson") == 0 ? ING_DECODER_JANSSON : ING_DECODER_SIMDJSON;
+    kp = core_config_str(cfg, "ingest.output.format");
+    p->out_format = kp && strcmp(kp, "binary") == 0 ? ING_OUT_BINARY : ING_OUT_JSON;
     if (rc == CORE_OK)
         rc = ing_params_set_channels(p, core_config_json(cfg, "ingest.channels"), errbuf,
                                      errbuf_size);
@@ -365,6 +374,6 @@ core_err ing_params_from_config(const struct core_config *cfg, struct ing_params
     if (rc == CORE_OK)
         rc = ing_params_validate(p, errbuf, errbuf_size);
     if (rc == CORE_OK)
-        core_config_version(cfg, "ingest.", p->config_version);
+        core_config_version_except(cfg, "ingest.", version_skip, p->config_version);
     return rc;
 }

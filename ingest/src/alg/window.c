@@ -25,6 +25,7 @@
  */
 #include "alg/window.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -67,6 +68,7 @@ static void node_text_init(struct ing__wscratch *ws, const struct ing_params *p)
             core_buf_puts(&b, "],\"n_imputed\":");
             ws->node_txt[c][f].prov_off = (uint32_t)at;
             ws->node_txt[c][f].prov_len = (uint32_t)(b.len - at);
+            snprintf(ws->bin_name[c][f], sizeof(ws->bin_name[c][f]), "%s.%s", ch->name, feat);
         }
     }
     ws->text = core_buf_take(&b, &at);
@@ -381,6 +383,56 @@ static void put_header(struct ing_engine *e, const struct ing__dev *d, int64_t s
     }
 }
 
+/* The window as gcdp.window/3 (core/window_bin.h) into e->out: the same content as the
+ * JSON record put_header and put_nodes write (window_start_utc / _end_utc are derived from
+ * the times; a reader prints them from there). why: the exclusion detail, or NULL. */
+static void put_binary(struct ing_engine *e, const struct ing__dev *d, int64_t start, size_t n,
+                       enum ing_excl x, const char *why)
+{
+    struct ing__wscratch *ws = &e->ws;
+    char dev[ING_DEVICE_MAX + 1], id[ING_DEVICE_MAX + 64];
+    struct core_wrec r;
+    size_t k = 0;
+    core_err rc;
+
+    memcpy(dev, d->id, d->id_len);
+    dev[d->id_len] = '\0';
+    snprintf(id, sizeof(id), "%s|%lld|%s", dev, (long long)start, e->p.config_version);
+    r = (struct core_wrec){.id = id,
+                           .device = dev,
+                           .config_version = e->p.config_version,
+                           .start = start,
+                           .end = start + e->p.window_ms,
+                           .n = (uint32_t)n,
+                           .n_slots = (uint32_t)e->n_slots,
+                           .excluded = x != ING_X_NONE,
+                           .exclude_reason = x != ING_X_NONE ? ing_excl_code(x) : "",
+                           .exclude_detail = why ? why : "",
+                           .closed_early = e->closed_early ? e->closed_early : "",
+                           .interp_gap = (uint32_t)e->p.max_interp_gap,
+                           .period_ms = e->p.period_ms,
+                           .norm = ING_NORM_NAME};
+    for (size_t i = 0; x == ING_X_NONE && i < ws->n_nodes; i++) {
+        size_t c = ws->nodes[i];
+        for (int f = 0; f < 5; f++) {
+            if (!(e->p.features & (1u << f)))
+                continue;
+            ws->bin_node[k++] = (struct core_wrec_node){
+                ws->bin_name[c][f],       ing__feature_name(1u << f),
+                e->p.channels[c].name,    ws->feat[c][f],
+                e->p.channels[c].clip_lo, e->p.channels[c].clip_hi,
+                (uint32_t)ws->n_real[c],  (uint32_t)ws->imp_run[c],
+                (uint32_t)ws->imp_n[c],   ws->imp_ts + c * (size_t)ws->n_slots};
+        }
+    }
+    r.n_nodes = k;
+    r.node = ws->bin_node;
+    core_buf_reset(&e->out);
+    rc = core_wbin_encode(&r, &e->out);
+    assert(rc == CORE_OK); /* names, ids and counts are bounded by the engine's limits */
+    (void)rc;
+}
+
 void ing__window_emit(struct ing_engine *e, const struct ing__dev *d, int64_t start, size_t i0,
                       size_t i1, const struct ing_sink *sink)
 {
@@ -408,6 +460,10 @@ void ing__window_emit(struct ing_engine *e, const struct ing__dev *d, int64_t st
     e->c.windows_emitted++;
     if (!sink || !sink->on_window)
         return;
+    if (e->p.out_format == ING_OUT_BINARY) {
+        put_binary(e, d, start, i1 - i0, x, x != ING_X_NONE ? why : NULL);
+        goto emit;
+    }
     put_header(e, d, start, start + e->p.window_ms, i1 - i0);
     if (x != ING_X_NONE) {
         core_buf_puts(b, ",\"excluded\":true,\"exclude_reason\":\"");
@@ -430,6 +486,7 @@ void ing__window_emit(struct ing_engine *e, const struct ing__dev *d, int64_t st
         core_buf_puts(b, "}");
     }
     core_buf_puts(b, "}");
+emit:
     info = (struct ing_window_info){d->id, start,  start + e->p.window_ms, x != ING_X_NONE, x,
                                     n_src, ws->src};
     sink->on_window(sink->arg, d->id, d->id_len, b->p, b->len, &info);

@@ -6,6 +6,7 @@
 #define ING_ALG_WINDOW_H
 
 #include "core/jalloc.h"
+#include "core/window_bin.h"
 #include "ing_int.h"
 
 #define ING_JALLOC_BYTES                                                                           \
@@ -68,6 +69,10 @@ struct ing__wscratch {
         uint32_t name_off, name_len, prov_off, prov_len;
     } node_txt[ING_MAX_CHANNELS][5];
     char *text;
+    /* gcdp.window/3 output: each node's name "<channel>.<feature>" (NUL-terminated) and the
+     * record's nodes, filled per window */
+    char bin_name[ING_MAX_CHANNELS][5][ING_NAME_MAX + 8];
+    struct core_wrec_node bin_node[ING_MAX_CHANNELS * 5];
 };
 
 enum { ING__LIST_NONE, ING__LIST_OPEN, ING__LIST_IDLE };

@@ -112,6 +112,11 @@ const struct core_cfg_key ing_config_keys[] = {
         "reading decoder: simdjson (fast path, jansson for what it does not accept) or jansson "
         "alone; both give the same result reading by reading",
         NULL),
+    CORE_KEY("ingest.output.format", CORE_CFG_ENUM, "\"json\"", 1, 0, "json|binary",
+             "window record encoding on the windows topic: json (gcdp.window/2) or binary "
+             "(gcdp.window/3, same content, several times cheaper to read; schemas/window3.md); "
+             "not part of config_version",
+             NULL),
     CORE_KEY("ingest.features", CORE_CFG_JSON, "[\"mean\"]", 1, 0, NULL,
              "window features per node, from mean|count|min|max|std", check_features),
     K_BOOL_AT("ingest.emit_excluded", "true",

@@ -25,6 +25,7 @@
 #include "core/dp_rng.h"
 #include "core/err.h"
 #include "core/jalloc.h"
+#include "core/window_bin.h"
 #include "rel/plan.h"
 
 #define REL_SCHEMA_RELEASED "gcdp.released/1"
@@ -49,6 +50,15 @@ struct rel_window {
     uint8_t *used;            /* θ n_nodes: 1 if some coordinate reads the node */
     struct rel_profile prof;  /* the record's provenance (prof.from_record once parsed) */
     struct core_jalloc *ja;   /* owned: the parse arena of rel_window_from_json (NULL: malloc) */
+    /* owned scratch of the readers: the decoded gcdp.window/3 record, imputed lists, the
+     * node-name index */
+    struct core_wrec rec;
+    int64_t *imp;
+    size_t imp_cap;
+    uint32_t *hidx;
+    size_t hidx_cap, hidx_mask;
+    uint8_t *named;   /* θ n_nodes: 1 if the θ node's name carries its statistic */
+    uint32_t *name_h; /* θ n_nodes: hash of the θ node's name */
 };
 
 /* Allocate the per-node arrays and the parse arena for θ (borrowed; must outlive w).
@@ -67,6 +77,15 @@ void rel_window_cleanup(struct rel_window *w);
  * CORE_ETOOBIG; errbuf names the field. */
 CORE_MUST_CHECK core_err rel_window_from_json(const char *text, size_t len, struct rel_window *w,
                                               char *errbuf, size_t errbuf_size);
+
+/* Parse one window record in either encoding, told apart by the first byte: a
+ * gcdp.window/3 record (core/window_bin.h, first byte CORE_WBIN_MAGIC0) or else a
+ * gcdp.window/2 JSON text (rel_window_from_json). Both fill w the same way and are checked
+ * by the same code, so a record refused in one encoding is refused in the other with the
+ * same reason (window/3's own structural refusals aside: truncation, magic, version, a node
+ * name given twice). Returns as rel_window_from_json. */
+CORE_MUST_CHECK core_err rel_window_from_bytes(const char *p, size_t len, struct rel_window *w,
+                                               char *errbuf, size_t errbuf_size);
 
 /* The plan for θ and w's provenance (Algorithm 2-3 via rel_plan_new with o->profile set to
  * w's for the call), checked against the ledger's unit scheme: a window whose sampling

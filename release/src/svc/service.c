@@ -751,7 +751,8 @@ static void on_message(void *arg, const rd_kafka_message_t *m)
     s->consumed_any = true;
     s->last_consume = uv_now(s->loop);
     s->w.id[0] = '\0';
-    rc = m->payload ? rel_window_from_json(m->payload, m->len, &s->w, eb, sizeof(eb)) : CORE_EPARSE;
+    rc =
+        m->payload ? rel_window_from_bytes(m->payload, m->len, &s->w, eb, sizeof(eb)) : CORE_EPARSE;
     if (rc != CORE_OK) {
         dead_letter(s, m, REL_DLQ_MALFORMED, m->payload ? eb : "empty record", s->w.id);
         return;

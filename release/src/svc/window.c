@@ -1,4 +1,5 @@
-/* window.c - gcdp.window/2 records in, with their provenance (DESIGN §5 release, §7.7):
+/* window.c - window records in (gcdp.window/2 JSON or gcdp.window/3 binary, one set of
+ * checks for both), with their provenance (DESIGN §5 release, §7.7):
  * every used θ node is bound to the window node it reads, and the record's own statement of
  * the statistic, counts, imputed runs, gap, period and clip interval is what release
  * certifies from. A record whose provenance is missing, unknown or inconsistent (with itself
@@ -13,6 +14,16 @@
 #include "core/mem.h"
 #include "rel/release.h"
 
+/* FNV-1a of a node name (the binary reader's name index). */
+static uint32_t name_hash(const char *s)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
 void rel_window_init(struct rel_window *w, const struct cal_theta *t)
 {
     memset(w, 0, sizeof(*w));
@@ -22,6 +33,15 @@ void rel_window_init(struct rel_window *w, const struct cal_theta *t)
     w->used = rel_theta_used_nodes(t);
     rel_profile_init(&w->prof, t->n_nodes);
     w->ja = core_jalloc_new(REL_JALLOC_BYTES);
+    core_wrec_init(&w->rec);
+    w->named = core_xcalloc(t->n_nodes ? t->n_nodes : 1, sizeof(*w->named));
+    w->name_h = core_xcalloc(t->n_nodes ? t->n_nodes : 1, sizeof(*w->name_h));
+    for (size_t m = 0; m < t->n_nodes; m++) {
+        char chan[REL_MAX_KEY];
+        enum rel_stat st;
+        w->named[m] = rel_name_split(t->nodes[m], chan, sizeof(chan), &st);
+        w->name_h[m] = name_hash(t->nodes[m]);
+    }
 }
 
 void rel_window_cleanup(struct rel_window *w)
@@ -31,6 +51,11 @@ void rel_window_cleanup(struct rel_window *w)
     free(w->used);
     rel_profile_cleanup(&w->prof);
     core_jalloc_free(w->ja);
+    core_wrec_cleanup(&w->rec);
+    free(w->imp);
+    free(w->hidx);
+    free(w->named);
+    free(w->name_h);
     memset(w, 0, sizeof(*w));
 }
 
@@ -109,31 +134,180 @@ static core_err set_ids(struct rel_window *w, const char *device, const char *id
     return CORE_OK;
 }
 
-/* Longest run of consecutive imputed slot times (step period_ms) in a sorted list. */
-static core_err imputed_runs(const json_t *list, int64_t period, uint32_t *n, uint32_t *run)
+/* ---- the checks both encodings share: every refusal below reads the same for both ---- */
+
+/* One bound node as the record states it (either encoding), before any check. */
+struct node_raw {
+    const char *stat, *chan; /* NULL: missing (JSON) */
+    double clip_lo, clip_hi, value;
+    int64_t n_node, n_imputed, max_run; /* as stated */
+    const int64_t *imp;                 /* the imputed slot times as listed */
+    size_t n_imp;
+};
+
+static core_err refuse_stat(const char *key, char *eb, size_t ebn)
 {
-    int64_t prev = 0;
+    snprintf(eb, ebn, "prov.nodes.%s: stat missing or unknown, or channel missing", key);
+    return CORE_EPARSE;
+}
+
+static core_err refuse_counts(const char *key, char *eb, size_t ebn)
+{
+    snprintf(eb, ebn,
+             "n_node.%s / prov.nodes.%s.n_imputed / max_run: missing or not "
+             "integers in range",
+             key, key);
+    return CORE_EPARSE;
+}
+
+static core_err refuse_runs(const char *key, char *eb, size_t ebn)
+{
+    snprintf(eb, ebn,
+             "node %s: provenance inconsistent: imputed list, n_imputed, max_run "
+             "and prov.interp_gap disagree",
+             key);
+    return CORE_EINVAL;
+}
+
+static core_err refuse_value(const char *key, char *eb, size_t ebn)
+{
+    snprintf(eb, ebn, "nodes.%s: missing or not a finite number", key);
+    return CORE_EPARSE;
+}
+
+static core_err refuse_missing(const char *name, char *eb, size_t ebn)
+{
+    snprintf(eb, ebn,
+             "prov.nodes.%s: missing (theta node %s has no provenance in "
+             "this window)",
+             name, name);
+    return CORE_EPARSE;
+}
+
+static core_err refuse_ambiguous(const char *name, char *eb, size_t ebn)
+{
+    snprintf(eb, ebn,
+             "theta node %s: the window has several statistics of channel "
+             "%s; calibrate with statistic-named nodes (<channel>.<stat>)",
+             name, name);
+    return CORE_EINVAL;
+}
+
+static core_err refuse_no_channel(const char *name, char *eb, size_t ebn)
+{
+    snprintf(eb, ebn, "theta node %s: no window node of that channel in prov.nodes", name);
+    return CORE_EPARSE;
+}
+
+static core_err refuse_window_prov(char *eb, size_t ebn)
+{
+    snprintf(eb, ebn, "prov.interp_gap / prov.period_ms: missing or out of range");
+    return CORE_EPARSE;
+}
+
+static core_err refuse_n_slots(char *eb, size_t ebn)
+{
+    snprintf(eb, ebn, "n_slots: not an integer in range");
+    return CORE_EPARSE;
+}
+
+/* Longest run of consecutive imputed slot times (step period_ms) in a strictly increasing
+ * list; CORE_EINVAL when it is not increasing. */
+static core_err imputed_runs(const int64_t *t, size_t n, int64_t period, uint32_t *run)
+{
     uint32_t cur = 0;
 
-    *n = 0;
     *run = 0;
-    if (!json_is_array(list) || json_array_size(list) > REL_MAX_SAMPLES)
+    if (n > REL_MAX_SAMPLES)
         return CORE_EPARSE;
-    for (size_t i = 0; i < json_array_size(list); i++) {
-        const json_t *v = json_array_get(list, i);
-        int64_t t;
-        if (!json_is_integer(v))
-            return CORE_EPARSE;
-        t = json_integer_value(v);
-        if (i > 0 && t <= prev)
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && t[i] <= t[i - 1])
             return CORE_EINVAL;
-        cur = i > 0 && t - prev == period ? cur + 1 : 1;
+        cur = i > 0 && t[i] - t[i - 1] == period ? cur + 1 : 1;
         *run = cur > *run ? cur : *run;
-        prev = t;
     }
-    *n = (uint32_t)json_array_size(list);
     return CORE_OK;
 }
+
+/* One bound node (np->key set) checked against itself, the record's gap and period: its
+ * name states its statistic and channel, finite clip lo < hi, counts in range, n_imputed
+ * and max_run what the imputed list shows, max_run <= G, a finite value. Fills np, ob, x. */
+static core_err check_node(const struct node_raw *rn, struct rel_node_prov *np,
+                           struct rel_node_obs *ob, double *x, const struct rel_profile *pr,
+                           char *eb, size_t ebn)
+{
+    size_t clen = rn->chan ? strlen(rn->chan) : 0;
+    uint32_t run = 0;
+
+    if (!rn->stat || rel_stat_parse(rn->stat, &np->stat) != CORE_OK || !rn->chan ||
+        clen >= sizeof(np->chan))
+        return refuse_stat(np->key, eb, ebn);
+    memcpy(np->chan, rn->chan, clen + 1);
+    /* key == "<chan>.<stat>": what splitting the key at its last dot would give, as stat
+     * (a known statistic) has no dot */
+    if (clen == 0 || strncmp(np->key, rn->chan, clen) != 0 || np->key[clen] != '.' ||
+        strcmp(np->key + clen + 1, rn->stat) != 0) {
+        snprintf(eb, ebn,
+                 "node %s: the name does not state its statistic and channel as its "
+                 "provenance does (%s of %s)",
+                 np->key, rn->stat, rn->chan);
+        return CORE_EINVAL;
+    }
+    np->clip_lo = rn->clip_lo;
+    np->clip_hi = rn->clip_hi;
+    if (!(np->clip_lo < np->clip_hi) || !isfinite(np->clip_hi - np->clip_lo)) {
+        snprintf(eb, ebn, "prov.nodes.%s.clip: need finite lo < hi", np->key);
+        return CORE_EINVAL;
+    }
+    if (rn->n_node < 1 || rn->n_node > (int64_t)REL_MAX_SAMPLES)
+        return refuse_counts(np->key, eb, ebn);
+    if (imputed_runs(rn->imp, rn->n_imp, pr->period_ms, &run) != CORE_OK ||
+        rn->n_imputed != (int64_t)rn->n_imp || rn->max_run != (int64_t)run || run > pr->interp_gap)
+        return refuse_runs(np->key, eb, ebn);
+    if (!isfinite(rn->value))
+        return refuse_value(np->key, eb, ebn);
+    *x = rn->value;
+    ob->n_real = (uint32_t)rn->n_node;
+    ob->max_run = run;
+    ob->n_points = ob->n_real + (uint32_t)rn->n_imp;
+    if (ob->n_points < ob->n_real) /* overflow */
+        return CORE_ETOOBIG;
+    return CORE_OK;
+}
+
+/* Window-level provenance: gap, period, normalization. */
+static core_err check_window_prov(int64_t gap, int64_t period, const char *norm,
+                                  struct rel_profile *pr, char *eb, size_t ebn)
+{
+    if (gap < 0 || gap > (int64_t)REL_MAX_SAMPLES || period < 1)
+        return refuse_window_prov(eb, ebn);
+    if (!norm || strcmp(norm, REL_NORM_CLIP_MINMAX) != 0) {
+        snprintf(eb, ebn, "prov.norm: unknown normalization (expected \"%s\")",
+                 REL_NORM_CLIP_MINMAX);
+        return CORE_EINVAL;
+    }
+    pr->interp_gap = (uint32_t)gap;
+    pr->period_ms = period;
+    pr->from_record = true;
+    return CORE_OK;
+}
+
+static bool n_slots_ok(int64_t v)
+{
+    return v >= 0 && v <= (int64_t)REL_MAX_SAMPLES;
+}
+
+/* Room for n imputed times in w's scratch. */
+static int64_t *imp_scratch(struct rel_window *w, size_t n)
+{
+    if (n > w->imp_cap) {
+        w->imp_cap = n;
+        w->imp = core_xrealloc(w->imp, n * sizeof(*w->imp));
+    }
+    return w->imp;
+}
+
+/* ---- gcdp.window/2 (JSON) ---- */
 
 /* Which window node θ node m reads: its own name when it carries a statistic, else the one
  * window node whose provenance names channel == θ node (ambiguity is refused). */
@@ -148,13 +322,8 @@ static core_err bind_node(const struct cal_theta *t, size_t m, const json_t *pn,
 
     if (rel_name_split(name, chan, sizeof(chan), &st)) {
         len = strlen(name);
-        if (len >= REL_MAX_KEY || !(*pv = json_object_getn(pn, name, len))) {
-            snprintf(eb, ebn,
-                     "prov.nodes.%s: missing (theta node %s has no provenance in "
-                     "this window)",
-                     name, name);
-            return CORE_EPARSE;
-        }
+        if (len >= REL_MAX_KEY || !(*pv = json_object_getn(pn, name, len)))
+            return refuse_missing(name, eb, ebn);
         memcpy(np->key, name, len + 1);
         return CORE_OK;
     }
@@ -163,162 +332,117 @@ static core_err bind_node(const struct cal_theta *t, size_t m, const json_t *pn,
         const char *c = json_string_value(json_object_get(v, "channel"));
         if (!c || strcmp(c, name) != 0)
             continue;
-        if (hit) {
-            snprintf(eb, ebn,
-                     "theta node %s: the window has several statistics of channel "
-                     "%s; calibrate with statistic-named nodes (<channel>.<stat>)",
-                     name, name);
-            return CORE_EINVAL;
-        }
+        if (hit)
+            return refuse_ambiguous(name, eb, ebn);
         hit = v;
         if (strlen(key) >= REL_MAX_KEY)
             return CORE_ETOOBIG;
         snprintf(np->key, sizeof(np->key), "%s", key);
     }
-    if (!hit) {
-        snprintf(eb, ebn, "theta node %s: no window node of that channel in prov.nodes", name);
-        return CORE_EPARSE;
-    }
+    if (!hit)
+        return refuse_no_channel(name, eb, ebn);
     *pv = hit;
     return CORE_OK;
 }
 
-/* prov.nodes.<key>.clip = [lo, hi], finite lo < hi, into np. */
-static core_err node_clip(const json_t *clip, struct rel_node_prov *np, char *eb, size_t ebn)
+/* The imputed list of a node as JSON (an array of integers) into w's scratch. */
+static core_err json_imputed(const json_t *list, struct rel_window *w, struct node_raw *rn)
 {
+    size_t n = json_array_size(list);
+    int64_t *t;
+
+    if (!json_is_array(list) || n > REL_MAX_SAMPLES)
+        return CORE_EPARSE;
+    t = imp_scratch(w, n);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_array_get(list, i);
+        if (!json_is_integer(v))
+            return CORE_EPARSE;
+        t[i] = json_integer_value(v);
+    }
+    rn->imp = t;
+    rn->n_imp = n;
+    return CORE_OK;
+}
+
+/* What the record states about bound node np->key (pv: its prov.nodes entry): the JSON
+ * shape is checked here, the meaning by check_node. */
+static core_err json_node(const json_t *doc, const json_t *pv, const char *key,
+                          struct rel_window *w, struct node_raw *rn, char *eb, size_t ebn)
+{
+    const json_t *clip = json_object_get(pv, "clip"), *v;
+    const json_t *nr = json_object_get(json_object_get(doc, "n_node"), key);
+    const json_t *ni = json_object_get(pv, "n_imputed"), *mr = json_object_get(pv, "max_run");
+
+    rn->stat = json_string_value(json_object_get(pv, "stat"));
+    rn->chan = json_string_value(json_object_get(pv, "channel"));
+    if (!rn->stat || !rn->chan)
+        return refuse_stat(key, eb, ebn);
     if (!json_is_array(clip) || json_array_size(clip) != 2 ||
         !json_is_number(json_array_get(clip, 0)) || !json_is_number(json_array_get(clip, 1))) {
-        snprintf(eb, ebn, "prov.nodes.%s.clip: expected [lo, hi]", np->key);
+        snprintf(eb, ebn, "prov.nodes.%s.clip: expected [lo, hi]", key);
         return CORE_EPARSE;
     }
-    np->clip_lo = json_number_value(json_array_get(clip, 0));
-    np->clip_hi = json_number_value(json_array_get(clip, 1));
-    if (!(np->clip_lo < np->clip_hi) || !isfinite(np->clip_hi - np->clip_lo)) {
-        snprintf(eb, ebn, "prov.nodes.%s.clip: need finite lo < hi", np->key);
-        return CORE_EINVAL;
-    }
+    rn->clip_lo = json_number_value(json_array_get(clip, 0));
+    rn->clip_hi = json_number_value(json_array_get(clip, 1));
+    if (!json_is_integer(nr) || !json_is_integer(ni) || !json_is_integer(mr))
+        return refuse_counts(key, eb, ebn);
+    rn->n_node = json_integer_value(nr);
+    rn->n_imputed = json_integer_value(ni);
+    rn->max_run = json_integer_value(mr);
+    if (json_imputed(json_object_get(json_object_get(doc, "imputed"), key), w, rn) != CORE_OK)
+        return refuse_runs(key, eb, ebn);
+    v = json_object_get(json_object_get(doc, "nodes"), key);
+    if (!json_is_number(v))
+        return refuse_value(key, eb, ebn);
+    rn->value = json_number_value(v);
     return CORE_OK;
 }
 
-/* One node's provenance, checked against itself, the record's gap and its n_node/imputed
- * (nn, imp: the record's "n_node" and "imputed" objects). */
-static core_err node_prov(const json_t *nn, const json_t *imp, const json_t *pv,
-                          struct rel_node_prov *np, struct rel_node_obs *ob,
-                          const struct rel_profile *pr, char *eb, size_t ebn)
-{
-    const char *stat = json_string_value(json_object_get(pv, "stat"));
-    const json_t *jchan = json_object_get(pv, "channel");
-    const char *chan = json_string_value(jchan);
-    const json_t *clip = json_object_get(pv, "clip"), *ni = json_object_get(pv, "n_imputed");
-    core_err rc;
-    const json_t *mr = json_object_get(pv, "max_run");
-    const json_t *nr = json_object_get(nn, np->key);
-    const json_t *il = json_object_get(imp, np->key);
-    char kchan[REL_MAX_KEY];
-    enum rel_stat kst;
-    uint32_t n_imp = 0, run = 0;
-    size_t clen = chan ? strlen(chan) : 0;
-
-    if (!stat || rel_stat_parse(stat, &np->stat) != CORE_OK || !chan || clen >= sizeof(np->chan)) {
-        snprintf(eb, ebn, "prov.nodes.%s: stat missing or unknown, or channel missing", np->key);
-        return CORE_EPARSE;
-    }
-    memcpy(np->chan, chan, clen + 1);
-    if (!rel_name_split(np->key, kchan, sizeof(kchan), &kst) || kst != np->stat ||
-        strcmp(kchan, chan) != 0) {
-        snprintf(eb, ebn,
-                 "node %s: the name does not state its statistic and channel as its "
-                 "provenance does (%s of %s)",
-                 np->key, stat, chan);
-        return CORE_EINVAL;
-    }
-    if ((rc = node_clip(clip, np, eb, ebn)) != CORE_OK)
-        return rc;
-    if (!json_is_integer(nr) || json_integer_value(nr) < 1 ||
-        json_integer_value(nr) > (json_int_t)REL_MAX_SAMPLES || !json_is_integer(ni) ||
-        !json_is_integer(mr)) {
-        snprintf(eb, ebn,
-                 "n_node.%s / prov.nodes.%s.n_imputed / max_run: missing or not "
-                 "integers in range",
-                 np->key, np->key);
-        return CORE_EPARSE;
-    }
-    if (imputed_runs(il, pr->period_ms, &n_imp, &run) != CORE_OK ||
-        json_integer_value(ni) != (json_int_t)n_imp || json_integer_value(mr) != (json_int_t)run ||
-        run > pr->interp_gap) {
-        snprintf(eb, ebn,
-                 "node %s: provenance inconsistent: imputed list, n_imputed, max_run "
-                 "and prov.interp_gap disagree",
-                 np->key);
-        return CORE_EINVAL;
-    }
-    ob->n_real = (uint32_t)json_integer_value(nr);
-    ob->max_run = run;
-    ob->n_points = ob->n_real + n_imp;
-    if (ob->n_points < ob->n_real) /* overflow */
-        return CORE_ETOOBIG;
-    return CORE_OK;
-}
-
-/* Window-level provenance: gap, period, normalization. */
-static core_err window_prov(const json_t *prov, struct rel_profile *pr, char *eb, size_t ebn)
+/* Window-level provenance as JSON. */
+static core_err json_window_prov(const json_t *prov, struct rel_profile *pr, char *eb, size_t ebn)
 {
     const json_t *g = json_object_get(prov, "interp_gap"),
                  *per = json_object_get(prov, "period_ms");
-    const char *norm = json_string_value(json_object_get(prov, "norm"));
 
     if (!json_is_object(prov) || !json_is_object(json_object_get(prov, "nodes"))) {
         snprintf(eb, ebn, "prov: missing (a window without provenance cannot be certified)");
         return CORE_EPARSE;
     }
-    if (!json_is_integer(g) || json_integer_value(g) < 0 ||
-        json_integer_value(g) > (json_int_t)REL_MAX_SAMPLES || !json_is_integer(per) ||
-        json_integer_value(per) < 1) {
-        snprintf(eb, ebn, "prov.interp_gap / prov.period_ms: missing or out of range");
-        return CORE_EPARSE;
-    }
-    if (!norm || strcmp(norm, REL_NORM_CLIP_MINMAX) != 0) {
-        snprintf(eb, ebn, "prov.norm: unknown normalization (expected \"%s\")",
-                 REL_NORM_CLIP_MINMAX);
-        return CORE_EINVAL;
-    }
-    pr->interp_gap = (uint32_t)json_integer_value(g);
-    pr->period_ms = json_integer_value(per);
-    pr->from_record = true;
-    return CORE_OK;
+    if (!json_is_integer(g) || !json_is_integer(per))
+        return refuse_window_prov(eb, ebn);
+    return check_window_prov(json_integer_value(g), json_integer_value(per),
+                             json_string_value(json_object_get(prov, "norm")), pr, eb, ebn);
 }
 
 static core_err json_values(const json_t *doc, struct rel_window *w, char *eb, size_t ebn)
 {
     const struct cal_theta *t = w->theta;
-    const json_t *nodes = json_object_get(doc, "nodes"), *prov = json_object_get(doc, "prov");
+    const json_t *prov = json_object_get(doc, "prov");
     const json_t *pn = json_object_get(prov, "nodes");
-    const json_t *nn = json_object_get(doc, "n_node"), *imp = json_object_get(doc, "imputed");
     core_err rc;
 
-    if (!json_is_object(nodes) || !json_is_object(nn) || !json_is_object(imp)) {
+    if (!json_is_object(json_object_get(doc, "nodes")) ||
+        !json_is_object(json_object_get(doc, "n_node")) ||
+        !json_is_object(json_object_get(doc, "imputed"))) {
         snprintf(eb, ebn, "nodes / n_node / imputed: missing or not objects");
         return CORE_EPARSE;
     }
-    if ((rc = window_prov(prov, &w->prof, eb, ebn)) != CORE_OK)
+    if ((rc = json_window_prov(prov, &w->prof, eb, ebn)) != CORE_OK)
         return rc;
     for (size_t m = 0; m < t->n_nodes; m++) {
         struct rel_node_prov *np = &w->prof.node[m];
-        const json_t *v, *pv = NULL;
+        const json_t *pv = NULL;
+        struct node_raw rn = {0};
         w->x[m] = NAN;
         memset(np, 0, sizeof(*np));
         memset(&w->obs[m], 0, sizeof(w->obs[m]));
         if (!w->used[m])
             continue;
         if ((rc = bind_node(t, m, pn, np, &pv, eb, ebn)) != CORE_OK ||
-            (rc = node_prov(nn, imp, pv, np, &w->obs[m], &w->prof, eb, ebn)) != CORE_OK)
+            (rc = json_node(doc, pv, np->key, w, &rn, eb, ebn)) != CORE_OK ||
+            (rc = check_node(&rn, np, &w->obs[m], &w->x[m], &w->prof, eb, ebn)) != CORE_OK)
             return rc;
-        v = json_object_get(nodes, np->key);
-        if (!json_is_number(v) || !isfinite(json_number_value(v))) {
-            snprintf(eb, ebn, "nodes.%s: missing or not a finite number", np->key);
-            return CORE_EPARSE;
-        }
-        w->x[m] = json_number_value(v);
     }
     return CORE_OK;
 }
@@ -343,12 +467,40 @@ static bool schema_ok(const json_t *doc, char *eb, size_t ebn)
     return true;
 }
 
+/* Header fields of a parsed JSON record (ids, times, excluded, n_slots). */
+static core_err json_header(const json_t *doc, struct rel_window *w, char *eb, size_t ebn)
+{
+    const char *device = json_string_value(json_object_get(doc, "device"));
+    const char *id = json_string_value(json_object_get(doc, "id"));
+    const json_t *v;
+    core_err rc;
+
+    if (!device || !json_is_integer(json_object_get(doc, "window_start")) ||
+        !json_is_integer(json_object_get(doc, "window_end"))) {
+        snprintf(eb, ebn,
+                 "device / window_start / window_end: missing or wrong type "
+                 "(epoch ms integers)");
+        return CORE_EPARSE;
+    }
+    w->start = json_integer_value(json_object_get(doc, "window_start"));
+    w->end = json_integer_value(json_object_get(doc, "window_end"));
+    if ((rc = set_ids(w, device, id, eb, ebn)) != CORE_OK)
+        return rc;
+    w->excluded = json_is_true(json_object_get(doc, "excluded"));
+    v = json_object_get(doc, "n_slots");
+    w->n_slots = 0;
+    if (v && (!json_is_integer(v) || !n_slots_ok(json_integer_value(v))))
+        return refuse_n_slots(eb, ebn);
+    if (v)
+        w->n_slots = (uint32_t)json_integer_value(v);
+    return CORE_OK;
+}
+
 core_err rel_window_from_json(const char *text, size_t len, struct rel_window *w, char *eb,
                               size_t ebn)
 {
     json_error_t jerr;
-    json_t *doc = NULL, *v;
-    const char *device, *id;
+    json_t *doc = NULL;
     core_err rc = CORE_EPARSE;
 
     if (len > REL_MAX_LINE) {
@@ -369,32 +521,8 @@ core_err rel_window_from_json(const char *text, size_t len, struct rel_window *w
     }
     if (!schema_ok(doc, eb, ebn))
         goto out;
-    device = json_string_value(json_object_get(doc, "device"));
-    id = json_string_value(json_object_get(doc, "id"));
-    if (!device || !json_is_integer(json_object_get(doc, "window_start")) ||
-        !json_is_integer(json_object_get(doc, "window_end"))) {
-        snprintf(eb, ebn,
-                 "device / window_start / window_end: missing or wrong type "
-                 "(epoch ms integers)");
+    if ((rc = json_header(doc, w, eb, ebn)) != CORE_OK)
         goto out;
-    }
-    w->start = json_integer_value(json_object_get(doc, "window_start"));
-    w->end = json_integer_value(json_object_get(doc, "window_end"));
-    rc = set_ids(w, device, id, eb, ebn);
-    if (rc != CORE_OK)
-        goto out;
-    v = json_object_get(doc, "excluded");
-    w->excluded = json_is_true(v);
-    v = json_object_get(doc, "n_slots");
-    w->n_slots = 0;
-    if (v && (!json_is_integer(v) || json_integer_value(v) < 0 ||
-              json_integer_value(v) > (json_int_t)REL_MAX_SAMPLES)) {
-        snprintf(eb, ebn, "n_slots: not an integer in range");
-        rc = CORE_EPARSE;
-        goto out;
-    }
-    if (v)
-        w->n_slots = (uint32_t)json_integer_value(v);
     w->prof.from_record = false;
     rc = w->excluded ? CORE_OK : json_values(doc, w, eb, ebn);
 out:
@@ -403,4 +531,147 @@ out:
     else
         json_decref(doc);
     return rc;
+}
+
+/* ---- gcdp.window/3 (binary, core/window_bin.h) ---- */
+
+/* Index the record's node names (open addressing, slots hold index + 1); two nodes of one
+ * name are refused, as the JSON reader refuses a duplicated key. */
+static core_err index_names(struct rel_window *w, char *eb, size_t ebn)
+{
+    const struct core_wrec *r = &w->rec;
+    size_t cap = 16;
+
+    while (cap < 2 * r->n_nodes)
+        cap *= 2;
+    if (cap > w->hidx_cap) {
+        w->hidx = core_xrealloc(w->hidx, cap * sizeof(*w->hidx));
+        w->hidx_cap = cap;
+    }
+    w->hidx_mask = cap - 1;
+    memset(w->hidx, 0, cap * sizeof(*w->hidx));
+    for (size_t i = 0; i < r->n_nodes; i++) {
+        size_t h = name_hash(r->node[i].name) & w->hidx_mask;
+        for (; w->hidx[h]; h = (h + 1) & w->hidx_mask) {
+            if (strcmp(r->node[w->hidx[h] - 1].name, r->node[i].name) == 0) {
+                snprintf(eb, ebn, "gcdp.window/3: node %.*s appears twice", (int)REL_MAX_KEY,
+                         r->node[i].name);
+                return CORE_EPARSE;
+            }
+        }
+        w->hidx[h] = (uint32_t)(i + 1);
+    }
+    return CORE_OK;
+}
+
+/* The record node named name (hash h), or NULL; *hint: where to look first (the node after
+ * the previous hit: records usually list the nodes in θ's order). */
+static const struct core_wrec_node *find_name(const struct rel_window *w, const char *name,
+                                              uint32_t h, size_t *hint)
+{
+    const struct core_wrec_node *nd = w->rec.node;
+
+    if (*hint < w->rec.n_nodes && strcmp(nd[*hint].name, name) == 0)
+        return &nd[(*hint)++];
+    for (size_t i = h & w->hidx_mask; w->hidx[i]; i = (i + 1) & w->hidx_mask) {
+        if (strcmp(nd[w->hidx[i] - 1].name, name) == 0) {
+            *hint = w->hidx[i];
+            return &nd[w->hidx[i] - 1];
+        }
+    }
+    return NULL;
+}
+
+/* bind_node for a decoded record. */
+static core_err bin_bind(const struct rel_window *w, size_t m, size_t *hint,
+                         struct rel_node_prov *np, const struct core_wrec_node **pnd, char *eb,
+                         size_t ebn)
+{
+    const char *name = w->theta->nodes[m];
+    const struct core_wrec_node *hit = NULL;
+    size_t len;
+
+    if (w->named[m]) {
+        len = strlen(name);
+        if (len >= REL_MAX_KEY || !(*pnd = find_name(w, name, w->name_h[m], hint)))
+            return refuse_missing(name, eb, ebn);
+        memcpy(np->key, name, len + 1);
+        return CORE_OK;
+    }
+    for (size_t i = 0; i < w->rec.n_nodes; i++) {
+        if (strcmp(w->rec.node[i].channel, name) != 0)
+            continue;
+        if (hit)
+            return refuse_ambiguous(name, eb, ebn);
+        hit = &w->rec.node[i];
+        if (strlen(hit->name) >= REL_MAX_KEY)
+            return CORE_ETOOBIG;
+        snprintf(np->key, sizeof(np->key), "%s", hit->name);
+    }
+    if (!hit)
+        return refuse_no_channel(name, eb, ebn);
+    *pnd = hit;
+    return CORE_OK;
+}
+
+static core_err bin_values(struct rel_window *w, char *eb, size_t ebn)
+{
+    const struct cal_theta *t = w->theta;
+    const struct core_wrec *r = &w->rec;
+    size_t hint = 0;
+    core_err rc;
+
+    if ((rc = check_window_prov(r->interp_gap, r->period_ms, r->norm, &w->prof, eb, ebn)) !=
+            CORE_OK ||
+        (rc = index_names(w, eb, ebn)) != CORE_OK)
+        return rc;
+    for (size_t m = 0; m < t->n_nodes; m++) {
+        struct rel_node_prov *np = &w->prof.node[m];
+        const struct core_wrec_node *nd = NULL;
+        struct node_raw rn;
+        w->x[m] = NAN;
+        memset(np, 0, sizeof(*np));
+        memset(&w->obs[m], 0, sizeof(w->obs[m]));
+        if (!w->used[m])
+            continue;
+        if ((rc = bin_bind(w, m, &hint, np, &nd, eb, ebn)) != CORE_OK)
+            return rc;
+        rn = (struct node_raw){nd->stat,   nd->channel,   nd->clip_lo, nd->clip_hi, nd->value,
+                               nd->n_node, nd->n_imputed, nd->max_run, nd->imputed, nd->n_imputed};
+        if ((rc = check_node(&rn, np, &w->obs[m], &w->x[m], &w->prof, eb, ebn)) != CORE_OK)
+            return rc;
+    }
+    return CORE_OK;
+}
+
+static core_err rel_window_from_bin(const char *p, size_t len, struct rel_window *w, char *eb,
+                                    size_t ebn)
+{
+    const struct core_wrec *r = &w->rec;
+    core_err rc;
+
+    if (len > REL_MAX_LINE) {
+        snprintf(eb, ebn, "record longer than %u bytes", REL_MAX_LINE);
+        return CORE_ETOOBIG;
+    }
+    if ((rc = core_wbin_decode(p, len, &w->rec, eb, ebn)) != CORE_OK)
+        return rc;
+    w->start = r->start;
+    w->end = r->end;
+    if ((rc = set_ids(w, r->device, r->id, eb, ebn)) != CORE_OK)
+        return rc;
+    w->excluded = r->excluded;
+    if (!n_slots_ok(r->n_slots))
+        return refuse_n_slots(eb, ebn);
+    w->n_slots = r->n_slots;
+    w->prof.from_record = false;
+    return w->excluded ? CORE_OK : bin_values(w, eb, ebn);
+}
+
+core_err rel_window_from_bytes(const char *p, size_t len, struct rel_window *w, char *eb,
+                               size_t ebn)
+{
+    if (len > 0 && (unsigned char)p[0] == CORE_WBIN_MAGIC0)
+        return rel_window_from_bin(p, len, w, eb, ebn);
+    return rel_window_from_json(p, len, w, eb, ebn);
 }
