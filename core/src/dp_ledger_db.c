@@ -358,9 +358,11 @@ core_err ldb_unit_get(struct ldb *d, const char *name, int64_t slot_end, struct 
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? CORE_OK : CORE_EIO;
 }
 
-core_err ldb_rel_get(struct ldb *d, const char *id, int64_t t, int64_t *off, size_t *len)
+/* One row of statement which (S_REL_GET: by (t, id); S_REL_BY_ID: by (idt, id)). */
+static core_err rel_lookup(struct ldb *d, int which, const char *id, int64_t t, int64_t *off,
+                           size_t *len)
 {
-    sqlite3_stmt *s = stmt(d, S_REL_GET);
+    sqlite3_stmt *s = stmt(d, which);
     core_err ret = CORE_EIO;
     int rc;
 
@@ -379,25 +381,14 @@ core_err ldb_rel_get(struct ldb *d, const char *id, int64_t t, int64_t *off, siz
     return ret;
 }
 
+core_err ldb_rel_get(struct ldb *d, const char *id, int64_t t, int64_t *off, size_t *len)
+{
+    return rel_lookup(d, S_REL_GET, id, t, off, len);
+}
+
 core_err ldb_rel_find(struct ldb *d, const char *id, int64_t idt, int64_t *off, size_t *len)
 {
-    sqlite3_stmt *s = stmt(d, S_REL_BY_ID);
-    core_err ret = CORE_EIO;
-    int rc;
-
-    if (sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC) != SQLITE_OK ||
-        sqlite3_bind_int64(s, 2, idt) != SQLITE_OK)
-        return CORE_EIO;
-    rc = sqlite3_step(s);
-    if (rc == SQLITE_DONE) {
-        ret = CORE_ENOTFOUND;
-    } else if (rc == SQLITE_ROW) {
-        *off = sqlite3_column_int64(s, 0);
-        *len = (size_t)sqlite3_column_int64(s, 1);
-        ret = CORE_OK;
-    }
-    sqlite3_reset(s);
-    return ret;
+    return rel_lookup(d, S_REL_BY_ID, id, idt, off, len);
 }
 
 /* The rows of statement s (bound): fn for each. */
