@@ -192,6 +192,42 @@ static double bitsd(uint64_t u)
     return x;
 }
 
+/* The (index, value) pairs of M's nonzero entries not in skip (NULL: none skipped), in index
+ * order, from buf + *pos on; *n pairs written. CORE_ETOOBIG when they do not fit in cap. */
+static core_err put_pairs(const double *M, const double *skip, size_t d2, size_t bi, uint8_t *buf,
+                          size_t cap, size_t *pos, size_t *n)
+{
+    for (size_t x = 0; x < d2; x++) {
+        if (M[x] == 0.0 || (skip && skip[x] != 0.0))
+            continue;
+        if (cap - *pos < bi + 8)
+            return CORE_ETOOBIG;
+        put_le(buf + *pos, x, bi);
+        put_le(buf + *pos + bi, dbits(M[x]), 8);
+        *pos += bi + 8;
+        (*n)++;
+    }
+    return CORE_OK;
+}
+
+/* The inverse for n pairs at buf + pos: increasing indices below d2, none in skip, finite
+ * nonzero values, stored into M. */
+static core_err get_pairs(const uint8_t *buf, size_t pos, size_t n, size_t bi, size_t d2,
+                          const double *skip, double *M)
+{
+    uint64_t prev = 0;
+    for (size_t k = 0; k < n; k++, pos += bi + 8) {
+        uint64_t idx = get_le(buf + pos, bi);
+        double v = bitsd(get_le(buf + pos + bi, 8));
+        if (idx >= d2 || (skip && skip[idx] != 0.0) || (k > 0 && idx <= prev) || !isfinite(v) ||
+            v == 0.0)
+            return CORE_EPARSE;
+        M[idx] = v;
+        prev = idx;
+    }
+    return CORE_OK;
+}
+
 core_err lrn_wire_encode(size_t d, const double *M, enum lrn_wire wire, uint8_t *buf, size_t cap,
                          size_t *len, size_t *nnz)
 {
@@ -213,16 +249,8 @@ core_err lrn_wire_encode(size_t d, const double *M, enum lrn_wire wire, uint8_t 
     if (cap < 4)
         return CORE_ETOOBIG;
     pos = 4;
-    for (size_t x = 0; x < d2; x++) {
-        if (M[x] == 0.0)
-            continue;
-        if (cap - pos < bi + 8)
-            return CORE_ETOOBIG;
-        put_le(buf + pos, x, bi);
-        put_le(buf + pos + bi, dbits(M[x]), 8);
-        pos += bi + 8;
-        cnt++;
-    }
+    if (put_pairs(M, NULL, d2, bi, buf, cap, &pos, &cnt) != CORE_OK)
+        return CORE_ETOOBIG;
     put_le(buf, cnt, 4);
     *len = pos;
     if (nnz)
@@ -233,7 +261,6 @@ core_err lrn_wire_encode(size_t d, const double *M, enum lrn_wire wire, uint8_t 
 core_err lrn_wire_decode(size_t d, const uint8_t *buf, size_t len, enum lrn_wire wire, double *M)
 {
     size_t d2 = d * d, bi = lrn_wire_index_bytes(d), cnt, pos = 4;
-    uint64_t prev = 0;
 
     memset(M, 0, d2 * sizeof(double));
     if (wire == LRN_WIRE_DENSE) {
@@ -251,15 +278,7 @@ core_err lrn_wire_decode(size_t d, const uint8_t *buf, size_t len, enum lrn_wire
     cnt = (size_t)get_le(buf, 4);
     if (cnt > d2 || len - 4 != cnt * (bi + 8))
         return CORE_EPARSE;
-    for (size_t k = 0; k < cnt; k++, pos += bi + 8) {
-        uint64_t idx = get_le(buf + pos, bi);
-        double v = bitsd(get_le(buf + pos + bi, 8));
-        if (idx >= d2 || (k > 0 && idx <= prev) || !isfinite(v) || v == 0.0)
-            return CORE_EPARSE;
-        M[idx] = v;
-        prev = idx;
-    }
-    return CORE_OK;
+    return get_pairs(buf, pos, cnt, bi, d2, NULL, M);
 }
 
 core_err lrn_wire_encode_known(size_t d, const double *M, const double *known, uint8_t *buf,
@@ -279,16 +298,8 @@ core_err lrn_wire_encode_known(size_t d, const double *M, const double *known, u
             put_le(buf + pos, dbits(M[x] == 0.0 ? 0.0 : M[x]), 8);
             pos += 8;
         }
-    for (size_t x = 0; x < d2; x++) {
-        if (known[x] != 0.0 || M[x] == 0.0)
-            continue;
-        if (cap - pos < bi + 8)
-            return CORE_ETOOBIG;
-        put_le(buf + pos, x, bi);
-        put_le(buf + pos + bi, dbits(M[x]), 8);
-        pos += bi + 8;
-        np++;
-    }
+    if (put_pairs(M, known, d2, bi, buf, cap, &pos, &np) != CORE_OK)
+        return CORE_ETOOBIG;
     put_le(buf, np, 4);
     *len = pos;
     *n_known = nk;
@@ -300,7 +311,6 @@ core_err lrn_wire_decode_known(size_t d, const double *known, const uint8_t *buf
                                double *M)
 {
     size_t d2 = d * d, bi = lrn_wire_index_bytes(d), nk = 0, np, pos = 4;
-    uint64_t prev = 0;
 
     memset(M, 0, d2 * sizeof(double));
     for (size_t x = 0; x < d2; x++)
@@ -317,15 +327,7 @@ core_err lrn_wire_decode_known(size_t d, const double *known, const uint8_t *buf
             if (!isfinite(M[x]))
                 return CORE_EPARSE;
         }
-    for (size_t k = 0; k < np; k++, pos += bi + 8) {
-        uint64_t idx = get_le(buf + pos, bi);
-        double v = bitsd(get_le(buf + pos + bi, 8));
-        if (idx >= d2 || known[idx] != 0.0 || (k > 0 && idx <= prev) || !isfinite(v) || v == 0.0)
-            return CORE_EPARSE;
-        M[idx] = v;
-        prev = idx;
-    }
-    return CORE_OK;
+    return get_pairs(buf, pos, np, bi, d2, known, M);
 }
 
 /* ---- covariance ---- */
