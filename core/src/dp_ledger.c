@@ -1575,6 +1575,18 @@ static core_err gone_id(void *arg, const char *id, int64_t off, size_t len)
     return CORE_OK;
 }
 
+/* The collected ids leave the memory index (what: "compacted", "moved to the store"); frees g. */
+static void gone_ids_drop(struct core_dp_ledger *l, struct gone_ids *g, const char *what)
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (!lidx_del(&l->ids, g->v[i].h, g->v[i].off))
+            CORE_WARN("ledger store: release at audit offset %llu (%s) was not indexed",
+                      (unsigned long long)g->v[i].off, what);
+    free(g->v);
+    g->v = NULL;
+    g->n = g->cap = 0;
+}
+
 /* Delete releases and units at or before floor in one transaction; moves meta.floor_ms; the
  * deleted ids leave the id index once it has committed. */
 static core_err store_compact(struct core_dp_ledger *l, int64_t floor)
@@ -1602,11 +1614,7 @@ static core_err store_compact(struct core_dp_ledger *l, int64_t floor)
         free(g.v);
         return CORE_EIO;
     }
-    for (size_t i = 0; i < g.n; i++)
-        if (!lidx_del(&l->ids, g.v[i].h, g.v[i].off))
-            CORE_WARN("ledger store: compacted release at audit offset %llu was not indexed",
-                      (unsigned long long)g.v[i].off);
-    free(g.v);
+    gone_ids_drop(l, &g, "compacted");
     l->meta = m;
     l->st.compacted += (uint64_t)nr;
     l->st.releases = (uint64_t)m.releases;
@@ -1629,11 +1637,7 @@ static core_err index_evict(struct core_dp_ledger *l, int64_t hot)
         free(g.v);
         return CORE_EIO;
     }
-    for (size_t i = 0; i < g.n; i++)
-        if (!lidx_del(&l->ids, g.v[i].h, g.v[i].off))
-            CORE_WARN("ledger store: release at audit offset %llu was not indexed",
-                      (unsigned long long)g.v[i].off);
-    free(g.v);
+    gone_ids_drop(l, &g, "moved to the store");
     l->hot_ms = l->meta.hot_ms = hot;
     return CORE_OK;
 }
