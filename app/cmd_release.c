@@ -46,7 +46,9 @@ static const char release_help[] =
 
 static const char release_serve_help[] =
     "service mode (--serve): the same release as a Kafka service. Window records are read\n"
-    "from topics.windows (consumer group --group, default gcdp-release), released records\n"
+    "from topics.windows (consumer group --group, default gcdp-release) in either encoding\n"
+    "ingest writes (ingest.output.format: gcdp.window/2 JSON or gcdp.window/3 binary, told\n"
+    "apart by the first byte; the same provenance checks for both), released records\n"
     "go to topics.released (key = device) once their ledger rows are fsync'd, and a window\n"
     "that is refused (malformed, not covered by the plan or its own certificate, over a\n"
     "unit's cap, no plan) is dead-lettered to topics.release_rejected with its reason and\n"
