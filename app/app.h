@@ -76,10 +76,11 @@ extern const struct app_command app_bench_ingest, app_bench_calibrate, app_bench
 
 /* Service phase of `gcdp bench release` (bench/bench_release_service.c): windows records of
  * theta's nodes (gcdp.window/3 when binary, else gcdp.window/2 JSON) through the release
- * service on an in-process embedded broker, compared with offline_cps (the offline path's
- * coords/s from the same run). dir: scratch. */
+ * service on an in-process embedded broker, runs times on each ledger kind (1..15; the
+ * median is reported), compared with offline_cps (the offline path's coords/s from the same
+ * run). dir: scratch. */
 struct cal_theta;
-int bench_release_service(const struct cal_theta *theta, size_t windows, size_t batch,
+int bench_release_service(const struct cal_theta *theta, size_t windows, size_t batch, size_t runs,
                           double offline_cps, bool binary, const char *dir);
 
 /* Drift phase of `gcdp bench release --drift S` (bench/bench_release_drift.c): for S seeds, the

@@ -26,15 +26,17 @@
 #include "rel/release.h"
 #include "rel/service.h"
 
-#define SVC_DEVICES 16
+#define SVC_DEVICES    16
+#define SVC_MAX_RUNS   15 /* --service-runs */
+#define SVC_PARTITIONS 16 /* of gcdp.windows: 5 MiB retained per partition (KAFKA.md) */
 
 struct svc_bench {
     uv_loop_t loop;
     uv_timer_t poll;
     struct rel_service *svc;
     size_t windows;
-    double t_first, t_last, t10, t90; /* first read; last ack; 10 % and 90 % acknowledged */
-    double t_read_all;                /* every window read and pushed to the releaser */
+    double t_first, t_last; /* first read; last acknowledgement */
+    double t_read_all;      /* every window read and pushed to the releaser */
     bool stopping;
     core_err status;
 };
@@ -263,10 +265,6 @@ static void on_poll(uv_timer_t *t)
     rel_service_stats(b->svc, &st);
     if (b->t_read_all == 0 && st.consumed >= b->windows)
         b->t_read_all = 1e-9 * (double)uv_hrtime();
-    if (b->t10 == 0 && st.released * 10 >= b->windows)
-        b->t10 = 1e-9 * (double)uv_hrtime();
-    if (b->t90 == 0 && st.released * 10 >= b->windows * 9)
-        b->t90 = 1e-9 * (double)uv_hrtime();
     if (!b->stopping && st.released + st.dead_letters >= b->windows) {
         b->t_first = 1e-9 * (double)st.first_read_ns;
         b->t_last = 1e-9 * (double)uv_hrtime();
@@ -276,9 +274,9 @@ static void on_poll(uv_timer_t *t)
 }
 
 /* One service run's figures: windows/s and coords/s from the first read to the last
- * acknowledgement, coords/s while 10-90 % were acknowledged. */
+ * acknowledgement. */
 struct svc_figs {
-    double wps, cps, steady;
+    double wps, cps;
     double loop_cpu, proc_cpu; /* CPU s of the service's loop thread, of the whole process */
 };
 
@@ -357,41 +355,105 @@ static int run_service(struct core_config *cfg, size_t windows, const char *thet
     }
     f->wps = (double)windows / (b.t_last - b.t_first);
     f->cps = f->wps * (double)n;
-    f->steady = b.t90 > b.t10 ? 0.8 * (double)windows * (double)n / (b.t90 - b.t10) : 0.0;
-    printf("  service timeline (s after the first read): all read %.3f, 10 %% acknowledged "
-           "%.3f, 90 %% %.3f, all %.3f\n",
-           b.t_read_all - 1e-9 * (double)st.first_read_ns, b.t10 - b.t_first, b.t90 - b.t_first,
+    printf("  service run (%s ledger): %.0f coords/s; all read %.3f s, all acknowledged %.3f s "
+           "after the first read\n",
+           store ? "store" : "JSONL", f->cps, b.t_read_all - 1e-9 * (double)st.first_read_ns,
            b.t_last - b.t_first);
     return APP_EXIT_OK;
 }
 
-static void print_service(size_t windows, size_t d, size_t batch, bool binary,
+/* Median (and range) of one figure over the runs. */
+struct spread {
+    double med, lo, hi;
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static struct spread spread_of(const struct svc_figs *f, size_t runs, size_t off)
+{
+    double v[SVC_MAX_RUNS];
+    struct spread s;
+
+    for (size_t r = 0; r < runs; r++)
+        memcpy(&v[r], (const char *)&f[r] + off, sizeof(double));
+    qsort(v, runs, sizeof(double), cmp_double);
+    s.lo = v[0];
+    s.hi = v[runs - 1];
+    s.med = runs % 2 ? v[runs / 2] : 0.5 * (v[runs / 2 - 1] + v[runs / 2]);
+    return s;
+}
+
+#define SPREAD(f, runs, field) spread_of(f, runs, offsetof(struct svc_figs, field))
+
+static void print_service(size_t windows, size_t d, size_t batch, bool binary, size_t runs,
                           const struct svc_figs *jl, const struct svc_figs *st, double parsed_cps,
                           double offline_cps)
 {
     double coords = (double)windows * (double)d;
+    struct spread w = SPREAD(jl, runs, wps), c = SPREAD(jl, runs, cps), sc = SPREAD(st, runs, cps);
+    struct spread lc = SPREAD(jl, runs, loop_cpu), pc = SPREAD(jl, runs, proc_cpu);
 
     printf("  service: %zu windows x %zu coords (%s), gcdp.windows -> gcdp.released on the "
-           "embedded broker, ledger on disk, batch %zu\n",
-           windows, d, binary ? "gcdp.window/3 binary" : "gcdp.window/2 JSON", batch);
-    printf("  %-30s %14.0f windows/s %14.0f coords/s\n", "service (first read to last ack)",
-           jl->wps, jl->cps);
+           "embedded broker, ledger on disk, batch %zu; median of %zu runs [min - max]\n",
+           windows, d, binary ? "gcdp.window/3 binary" : "gcdp.window/2 JSON", batch, runs);
+    printf("  %-30s %14.0f windows/s %14.0f coords/s [%.0f - %.0f]\n",
+           "service (first read to last ack)", w.med, c.med, c.lo, c.hi);
     printf("  %-30s %14.0f coords/CPU-s of the service loop thread (%.3f s), %.0f per "
            "process CPU-s (%.3f s, broker threads included)\n",
-           "service CPU", coords / jl->loop_cpu, jl->loop_cpu, coords / jl->proc_cpu, jl->proc_cpu);
+           "service CPU", coords / lc.med, lc.med, coords / pc.med, pc.med);
     printf("  %-30s %14.0f coords/s (the same records decoded, released, no broker)\n",
            "offline path, parsed", parsed_cps);
     printf("  ratio service / offline parsed: %.4f (target >= 0.5: %s); service / "
            "offline pre-parsed (above): %.4f; >= 1000000 coords/s: %s\n",
-           jl->cps / parsed_cps, jl->cps / parsed_cps >= 0.5 ? "MET" : "NOT MET",
-           jl->cps / offline_cps, jl->cps >= 1e6 ? "MET" : "NOT MET");
-    printf("  %-30s %14.0f windows/s %14.0f coords/s; store / JSONL %.3f (first read to "
-           "last ack), %.3f (10-90 %% acknowledged)\n",
-           "service, ledger store", st->wps, st->cps, st->cps / jl->cps,
-           jl->steady > 0 ? st->steady / jl->steady : 0.0);
+           c.med / parsed_cps, c.med / parsed_cps >= 0.5 ? "MET" : "NOT MET", c.med / offline_cps,
+           c.med >= 1e6 ? "MET" : "NOT MET");
+    printf("  %-30s %14.0f windows/s %14.0f coords/s [%.0f - %.0f]; store / JSONL %.3f\n",
+           "service, ledger store", SPREAD(st, runs, wps).med, sc.med, sc.lo, sc.hi,
+           sc.med / c.med);
 }
 
-int bench_release_service(const struct cal_theta *theta, size_t windows, size_t batch,
+/* The ledger store's file and SQLite's write-ahead files beside it. */
+static void remove_store(const char *store)
+{
+    char p[4300];
+
+    remove(store);
+    snprintf(p, sizeof(p), "%s-wal", store);
+    remove(p);
+    snprintf(p, sizeof(p), "%s-shm", store);
+    remove(p);
+}
+
+/* runs pairs of service runs over the same records, each by a consumer group of its own on a
+ * new ledger: the JSONL ledger, then the ledger store (issue 16's baseline: the JSONL path,
+ * same run), interleaved so that a change of machine load falls on both. */
+static int run_pairs(struct core_config *cfg, size_t windows, size_t d, size_t runs,
+                     const char *theta_path, const char *ledger, const char *store,
+                     struct svc_figs *jl, struct svc_figs *st)
+{
+    int ex = APP_EXIT_OK;
+    char group[64];
+
+    for (size_t r = 0; r < runs && ex == APP_EXIT_OK; r++) {
+        remove(ledger);
+        snprintf(group, sizeof(group), "gcdp-bench-release-%zu", r);
+        ex = run_service(cfg, windows, theta_path, ledger, NULL, group, d, &jl[r]);
+        remove(ledger);
+        remove_store(store);
+        snprintf(group, sizeof(group), "gcdp-bench-release-store-%zu", r);
+        if (ex == APP_EXIT_OK)
+            ex = run_service(cfg, windows, theta_path, ledger, store, group, d, &st[r]);
+        remove(ledger);
+        remove_store(store);
+    }
+    return ex;
+}
+
+int bench_release_service(const struct cal_theta *theta, size_t windows, size_t batch, size_t runs,
                           double offline_cps, bool binary, const char *dir)
 {
     const char *topics[] = {"gcdp.windows",     "gcdp.released", "gcdp.windows.rejected",
@@ -405,15 +467,15 @@ int bench_release_service(const struct cal_theta *theta, size_t windows, size_t 
                     "--set", bset, "--log-level", "warn", NULL};
     /* clang-format on */
     int argc = 13, ex = APP_EXIT_FAILURE;
-    struct svc_figs jl = {0}, st = {0};
+    struct svc_figs jl[SVC_MAX_RUNS] = {0}, st[SVC_MAX_RUNS] = {0};
     double parsed_cps = 0;
 
     snprintf(theta_path, sizeof(theta_path), "%s/bench-theta.json", dir);
     snprintf(ledger, sizeof(ledger), "%s/bench-service-ledger.jsonl", dir);
     snprintf(store, sizeof(store), "%s/bench-service-ledger.db", dir);
     remove(ledger);
-    remove(store);
-    if (core_broker_new(1, topics, 6, 8, &br, eb, sizeof(eb)) != CORE_OK) {
+    remove_store(store);
+    if (core_broker_new(1, topics, 6, SVC_PARTITIONS, &br, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp bench release: embedded broker: %s\n", eb);
         return APP_EXIT_FAILURE;
     }
@@ -427,24 +489,18 @@ int bench_release_service(const struct cal_theta *theta, size_t windows, size_t 
         goto out;
     }
     parsed_cps = offline_parsed(cfg, theta, windows, binary, ledger);
-    ex = run_service(cfg, windows, theta_path, ledger, NULL, "gcdp-bench-release", theta->d, &jl);
-    remove(ledger);
-    /* the same records again, by another group, on the ledger store (issue 16's baseline:
-     * the JSONL path above, same run) */
-    if (ex == APP_EXIT_OK)
-        ex = run_service(cfg, windows, theta_path, ledger, store, "gcdp-bench-release-store",
-                         theta->d, &st);
+    ex = run_pairs(cfg, windows, theta->d, runs, theta_path, ledger, store, jl, st);
     if (ex == APP_EXIT_OK) {
         size_t bj, bb;
         double uj = read_cost_us(theta, false, &bj), ub = read_cost_us(theta, true, &bb);
-        print_service(windows, theta->d, batch, binary, &jl, &st, parsed_cps, offline_cps);
+        print_service(windows, theta->d, batch, binary, runs, jl, st, parsed_cps, offline_cps);
         printf("  %-30s gcdp.window/3 %.1f us (%zu B), gcdp.window/2 JSON %.1f us (%zu B): "
                "%.1fx\n",
                "read + check one record (CPU)", ub, bb, uj, bj, ub > 0 ? uj / ub : 0.0);
     }
 out:
     remove(ledger);
-    remove(store);
+    remove_store(store);
     remove(theta_path);
     core_config_free(cfg);
     core_broker_free(br);
