@@ -22,7 +22,8 @@
 
 extern const struct app_command app_cmd_run, app_cmd_broker, app_cmd_simulate, app_cmd_replay,
     app_cmd_ingest, app_cmd_calibrate, app_cmd_release, app_cmd_ledger, app_cmd_semgen,
-    app_cmd_learn, app_cmd_eval, app_cmd_bench, app_cmd_ctl, app_cmd_healthcheck, app_cmd_config;
+    app_cmd_learn, app_cmd_eval, app_cmd_bench, app_cmd_ctl, app_cmd_healthcheck, app_cmd_config,
+    app_cmd_windows;
 
 /* The process skeleton of a long-running service command (app/serve.c): app_serve_init
  * makes the loop; the command starts its service on s->loop with app_serve_on_done (arg s)

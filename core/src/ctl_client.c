@@ -24,7 +24,8 @@ struct dr_state {
 
 struct core_ctl_client {
     const struct core_config *cfg;
-    rd_kafka_t *prod, *cons;
+    rd_kafka_t *prod;
+    struct core_kread *cons; /* topics.status from its end, with replies */
     struct dr_state dr;
 };
 
@@ -38,52 +39,12 @@ static void on_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
     d->offset = m->offset;
 }
 
-static core_err client(const struct core_config *cfg, enum core_kafka_role role,
-                       struct dr_state *dr, rd_kafka_t **rk, char *eb, size_t ebn)
+static core_err client(const struct core_config *cfg, struct dr_state *dr, rd_kafka_t **rk,
+                       char *eb, size_t ebn)
 {
     static const char *const producer_extra[] = {"message.timeout.ms", DELIVERY_TIMEOUT_MS, NULL};
-    char group[400], inst[300];
-    core_err rc;
-
-    /* consumer_poll needs a group id; the reader only assigns (never joins, never commits) */
-    core_ctl_instance_id(inst, sizeof(inst));
-    snprintf(group, sizeof(group), "gcdp.ctl.cli.%s", inst);
-    rc = core_kafka_client_new(cfg, role, role == CORE_KAFKA_CONSUMER ? group : NULL,
-                               role == CORE_KAFKA_PRODUCER ? producer_extra : NULL,
-                               role == CORE_KAFKA_PRODUCER ? on_dr : NULL, dr, rk, eb, ebn);
-    if (rc == CORE_OK && role == CORE_KAFKA_CONSUMER)
-        rd_kafka_poll_set_consumer(*rk); /* client logs (log.queue) are served by the polls */
-    return rc;
-}
-
-/* Assign every partition of topic at its current high watermark. */
-static core_err assign_at_end(rd_kafka_t *rk, const char *topic, char *eb, size_t ebn)
-{
-    int32_t ids[1024];
-    int n = 0;
-    char why[512] = "";
-    rd_kafka_topic_partition_list_t *l = NULL;
-    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
-
-    if (core_kafka_partitions(rk, topic, 10000, ids, 1024, &n, why, sizeof(why)) != CORE_OK ||
-        n == 0) {
-        snprintf(eb, ebn, "no metadata for %s (topics.status): %s", topic,
-                 why[0] ? why : "unknown topic");
-        return CORE_EKAFKA;
-    }
-    l = rd_kafka_topic_partition_list_new(n);
-    for (int i = 0; i < n && !err; i++) {
-        int64_t lo = 0, hi = 0;
-        err = rd_kafka_query_watermark_offsets(rk, topic, ids[i], &lo, &hi, 10000);
-        if (err)
-            snprintf(eb, ebn, "%s[%d]: %s", topic, (int)ids[i], rd_kafka_err2str(err));
-        else
-            rd_kafka_topic_partition_list_add(l, topic, ids[i])->offset = hi;
-    }
-    if (!err && (err = rd_kafka_assign(rk, l)) != RD_KAFKA_RESP_ERR_NO_ERROR)
-        snprintf(eb, ebn, "assign %s: %s", topic, rd_kafka_err2str(err));
-    rd_kafka_topic_partition_list_destroy(l);
-    return err ? CORE_EKAFKA : CORE_OK;
+    return core_kafka_client_new(cfg, CORE_KAFKA_PRODUCER, NULL, producer_extra, on_dr, dr, rk, eb,
+                                 ebn);
 }
 
 core_err core_ctl_client_new(const struct core_config *cfg, bool replies,
@@ -95,12 +56,14 @@ core_err core_ctl_client_new(const struct core_config *cfg, bool replies,
     cl->cfg = cfg;
     cl->dr = (struct dr_state){0, RD_KAFKA_RESP_ERR_NO_ERROR, -1, -1};
     if (replies) {
-        rc = client(cfg, CORE_KAFKA_CONSUMER, NULL, &cl->cons, eb, ebn);
-        if (rc == CORE_OK)
-            rc = assign_at_end(cl->cons, core_config_str(cfg, "topics.status"), eb, ebn);
+        char group[400], inst[300];
+        core_ctl_instance_id(inst, sizeof(inst));
+        snprintf(group, sizeof(group), "gcdp.ctl.cli.%s", inst);
+        rc = core_kread_new(cfg, core_config_str(cfg, "topics.status"), group, true, &cl->cons, eb,
+                            ebn);
     }
     if (rc == CORE_OK)
-        rc = client(cfg, CORE_KAFKA_PRODUCER, &cl->dr, &cl->prod, eb, ebn);
+        rc = client(cfg, &cl->dr, &cl->prod, eb, ebn);
     if (rc != CORE_OK) {
         core_ctl_client_free(cl);
         return rc;
@@ -115,10 +78,7 @@ void core_ctl_client_free(struct core_ctl_client *cl)
         return;
     if (cl->prod)
         rd_kafka_destroy(cl->prod);
-    if (cl->cons) {
-        rd_kafka_consumer_close(cl->cons);
-        rd_kafka_destroy(cl->cons);
-    }
+    core_kread_free(cl->cons);
     free(cl);
 }
 
@@ -166,7 +126,7 @@ long core_ctl_client_replies(struct core_ctl_client *cl, const char *nonce, long
 
     while (core_ctl_now_ms() < end && (count == 0 || n < count)) {
         int64_t left = end - core_ctl_now_ms();
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(cl->cons, left > 200 ? 200 : (int)left + 1);
+        rd_kafka_message_t *m = core_kread_poll(cl->cons, left > 200 ? 200 : (int)left + 1);
         if (!m)
             continue;
         if (!m->err && m->payload && is_reply(m, nonce)) {

@@ -85,6 +85,77 @@ core_err core_kafka_partitions(rd_kafka_t *rk, const char *topic, int timeout_ms
     return rc;
 }
 
+struct core_kread {
+    rd_kafka_t *rk;
+};
+
+/* Assign every partition of topic at its high watermark (at_end) or at the beginning. */
+static core_err assign_all(rd_kafka_t *rk, const char *topic, bool at_end, char *eb, size_t ebn)
+{
+    int32_t ids[1024];
+    int n = 0;
+    char why[512] = "";
+    rd_kafka_topic_partition_list_t *l = NULL;
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+
+    if (core_kafka_partitions(rk, topic, 10000, ids, 1024, &n, why, sizeof(why)) != CORE_OK ||
+        n == 0) {
+        snprintf(eb, ebn, "no metadata for %s: %s", topic, why[0] ? why : "unknown topic");
+        return CORE_EKAFKA;
+    }
+    l = rd_kafka_topic_partition_list_new(n);
+    for (int i = 0; i < n && !err; i++) {
+        int64_t lo = 0, hi = 0;
+        if (at_end)
+            err = rd_kafka_query_watermark_offsets(rk, topic, ids[i], &lo, &hi, 10000);
+        if (err)
+            snprintf(eb, ebn, "%s[%d]: %s", topic, (int)ids[i], rd_kafka_err2str(err));
+        else
+            rd_kafka_topic_partition_list_add(l, topic, ids[i])->offset =
+                at_end ? hi : RD_KAFKA_OFFSET_BEGINNING;
+    }
+    if (!err && (err = rd_kafka_assign(rk, l)) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        snprintf(eb, ebn, "assign %s: %s", topic, rd_kafka_err2str(err));
+    rd_kafka_topic_partition_list_destroy(l);
+    return err ? CORE_EKAFKA : CORE_OK;
+}
+
+core_err core_kread_new(const struct core_config *cfg, const char *topic, const char *group,
+                        bool at_end, struct core_kread **out, char *eb, size_t ebn)
+{
+    rd_kafka_t *rk = NULL; /* the consumer profile: enable.partition.eof=false */
+    core_err rc =
+        core_kafka_client_new(cfg, CORE_KAFKA_CONSUMER, group, NULL, NULL, NULL, &rk, eb, ebn);
+
+    *out = NULL;
+    if (rc != CORE_OK)
+        return rc;
+    rd_kafka_poll_set_consumer(rk); /* client logs (log.queue) are served by the polls */
+    rc = assign_all(rk, topic, at_end, eb, ebn);
+    if (rc != CORE_OK) {
+        rd_kafka_consumer_close(rk);
+        rd_kafka_destroy(rk);
+        return rc;
+    }
+    *out = core_xcalloc(1, sizeof(**out));
+    (*out)->rk = rk;
+    return CORE_OK;
+}
+
+rd_kafka_message_t *core_kread_poll(struct core_kread *r, int timeout_ms)
+{
+    return rd_kafka_consumer_poll(r->rk, timeout_ms);
+}
+
+void core_kread_free(struct core_kread *r)
+{
+    if (!r)
+        return;
+    rd_kafka_consumer_close(r->rk);
+    rd_kafka_destroy(r->rk);
+    free(r);
+}
+
 static void on_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
     struct core_ksync *p = opaque;

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "core/mem.h"
 #include "core/timefmt.h"
 
@@ -455,4 +457,33 @@ void core_wbin_to_json(const struct core_wrec *r, struct core_buf *out)
     core_buf_puts(out, "\"nodes\":");
     json_nodes(out, r, 3);
     core_buf_puts(out, "}}");
+}
+
+core_err core_wrec_print(const void *p, size_t len, struct core_wrec *r, struct core_buf *out,
+                         char *eb, size_t ebn)
+{
+    json_error_t jerr;
+    json_t *j;
+    size_t at;
+
+    if (core_wbin_is(p, len)) {
+        core_err rc = core_wbin_decode(p, len, r, eb, ebn);
+        if (rc == CORE_OK)
+            core_wbin_to_json(r, out);
+        return rc;
+    }
+    j = json_loadb(p, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!j || !json_is_object(j)) {
+        snprintf(eb, ebn, "neither gcdp.window/3 nor a JSON object: %s",
+                 j ? "a JSON value that is not an object" : jerr.text);
+        json_decref(j);
+        return CORE_EPARSE;
+    }
+    json_decref(j);
+    at = out->len;
+    core_buf_put(out, p, len);
+    for (size_t i = at; core_buf_status(out) == CORE_OK && i < out->len; i++)
+        if (out->p[i] == '\n' || out->p[i] == '\r')
+            out->p[i] = ' ';
+    return CORE_OK;
 }

@@ -51,6 +51,27 @@ CORE_MUST_CHECK core_err core_kafka_partitions(rd_kafka_t *rk, const char *topic
                                                int32_t *ids, int max, int *n, char *errbuf,
                                                size_t errbuf_size);
 
+/* A reader of every partition of one topic that is not driven by a libuv loop: it assigns
+ * the partitions itself (never joins its group, never commits an offset, so it does not move
+ * any service's position), for operator tools (`gcdp ctl`'s replies, `gcdp windows`).
+ *   group     group.id the consumer needs for its polls (never joined); any unique name
+ *   at_end    true: each partition from its current high watermark (records from now on);
+ *             false: from the earliest record the broker keeps
+ * Returns CORE_OK, CORE_ECONFIG / CORE_EKAFKA as core_kafka_client_new, or CORE_EKAFKA (no
+ * metadata for topic, or no partitions: errbuf names the topic). */
+struct core_kread;
+CORE_MUST_CHECK core_err core_kread_new(const struct core_config *cfg, const char *topic,
+                                        const char *group, bool at_end, struct core_kread **out,
+                                        char *errbuf, size_t errbuf_size);
+
+/* The next record, waiting up to timeout_ms; NULL when none came. A record with m->err set is
+ * a consumer error (RD_KAFKA_RESP_ERR__PARTITION_EOF never: end of partition is not
+ * reported). The caller destroys the message (rd_kafka_message_destroy). */
+rd_kafka_message_t *core_kread_poll(struct core_kread *r, int timeout_ms);
+
+/* Close the consumer and free the reader. NULL-safe. */
+void core_kread_free(struct core_kread *r);
+
 struct core_ksync;
 
 /* Called for every delivery report (on the thread in a core_ksync_* call). err is

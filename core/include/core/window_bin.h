@@ -87,9 +87,17 @@ CORE_MUST_CHECK core_err core_wbin_decode(const void *p, size_t len, struct core
 /* Append r as the gcdp.window/2 JSON record it encodes (schemas/window.schema.json; the
  * same members and values as ingest's JSON writer, window_start_utc / window_end_utc derived
  * from the times, doubles as %.17g so they read back bit for bit, keys and strings escaped),
- * without a newline. For operators looking at window/3 records (`gcdp release --print-windows`)
- * and for tests. */
+ * without a newline. For operators looking at window/3 records (`gcdp windows`) and for tests. */
 void core_wbin_to_json(const struct core_wrec *r, struct core_buf *out);
+
+/* Append the gcdp.window/2 JSON text of one record as it travels on topics.windows, on one line
+ * (no newline appended), for operators (`gcdp windows`): a gcdp.window/3 record is decoded
+ * (r: scratch storage, core_wrec_init'ed) and rendered by core_wbin_to_json; other bytes must
+ * be one JSON object (a gcdp.window/2 record; its members are not checked here) and are copied
+ * with any line break turned into a space. Returns CORE_OK, or CORE_EPARSE / CORE_ETOOBIG with
+ * the reason in errbuf (nothing appended). */
+CORE_MUST_CHECK core_err core_wrec_print(const void *p, size_t len, struct core_wrec *r,
+                                         struct core_buf *out, char *errbuf, size_t errbuf_size);
 
 /* True when the bytes start like a gcdp.window/3 record (magic, any version). */
 bool core_wbin_is(const void *p, size_t len);
