@@ -1,4 +1,7 @@
-/* ing_test.h - helpers for the ingest engine suites: a sink that keeps every record. */
+/* ing_test.h - helpers for the ingest engine suites: a sink that keeps every record. A
+ * gcdp.window/3 record (ingest.output.format = binary, the default) is kept as the
+ * gcdp.window/2 JSON text it encodes (core_wbin_to_json), so the suites check the content of
+ * either encoding. */
 #ifndef ING_TEST_H
 #define ING_TEST_H
 
@@ -9,6 +12,7 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 
+#include "core/window_bin.h"
 #include "ing/engine.h"
 
 #define T_MIN   60000LL
@@ -23,16 +27,30 @@ struct coll {
     size_t n_src[64];
 };
 
-static inline void coll_on_window(void *arg, const char *key, size_t key_len, const char *json,
-                                  size_t len, const struct ing_window_info *info)
+static inline void coll_on_window(void *arg, const char *key, size_t key_len, const char *rec,
+                                  size_t rec_len, const struct ing_window_info *info)
 {
     struct coll *c = arg;
+    struct core_buf text;
+    struct core_wrec r;
     json_error_t err;
-    json_t *v = json_loadb(json, len, 0, &err);
-    size_t i = json_array_size(c->windows);
+    const char *json = rec;
+    size_t len = rec_len, i = json_array_size(c->windows);
+    char eb[256] = "";
+    json_t *v;
 
+    core_buf_init(&text, CORE_BUF_NO_CAP);
+    core_wrec_init(&r);
+    if (core_wbin_is(rec, rec_len)) {
+        cr_assert_eq(core_wbin_decode(rec, rec_len, &r, eb, sizeof(eb)), CORE_OK, "%s", eb);
+        core_wbin_to_json(&r, &text);
+        cr_assert_eq(core_buf_status(&text), CORE_OK);
+        json = text.p;
+        len = text.len;
+    }
+    v = json_loadb(json, len, 0, &err);
     cr_assert_not_null(v, "window record is not JSON: %s (%.200s)", err.text, json);
-    cr_assert_eq(json[len], '\0');
+    cr_assert_eq(rec[rec_len], '\0');
     cr_assert_eq(key_len, strlen(info->device));
     cr_assert_eq(memcmp(key, info->device, key_len), 0);
     if (i < 64) {
@@ -41,6 +59,8 @@ static inline void coll_on_window(void *arg, const char *key, size_t key_len, co
     }
     json_array_append_new(c->windows, v);
     json_array_append_new(c->raw_windows, json_stringn(json, len));
+    core_wrec_cleanup(&r);
+    core_buf_cleanup(&text);
 }
 
 static inline void coll_on_reject(void *arg, const char *key, size_t key_len, const char *json,

@@ -148,6 +148,7 @@ Test(jalloc, scopes_nest_across_engines)
     struct ing_counters k;
 
     ing_params_default(&p);
+    p.out_format = ING_OUT_JSON; /* the sinks below parse the gcdp.window/2 text */
     p.lateness_ms = 0;
     outer = mk_engine(&p);
     n.inner = mk_engine(&p);
@@ -193,6 +194,7 @@ static int engine_thread(void *arg)
     struct ing_counters k;
 
     ing_params_default(&p);
+    p.out_format = ING_OUT_JSON; /* the sinks below parse the gcdp.window/2 text */
     e = ing_engine_new(&p, NULL, 0);
     if (!e)
         return 1;
@@ -293,6 +295,7 @@ Test(jalloc, parse_only_parses_with_the_engine_flags_and_counts_nothing)
     static const char dup[] = "{\"device\":\"m1\",\"device\":\"m2\"}";
 
     ing_params_default(&p);
+    p.out_format = ING_OUT_JSON; /* the sinks below parse the gcdp.window/2 text */
     e = ing_engine_new(&p, eb, sizeof(eb));
     cr_assert_not_null(e, "%s", eb);
     for (int i = 0; i < 1000; i++)

@@ -117,11 +117,11 @@ Test(window_bin, output_format_is_a_key_outside_config_version)
 
     cr_assert_not_null(cfg);
     cr_assert_eq(ing_params_from_config(cfg, &pj, eb, sizeof(eb)), CORE_OK, "%s", eb);
-    cr_assert_eq(pj.out_format, ING_OUT_JSON, "json by default");
-    cr_assert_eq(core_config_set(cfg, "ingest.output.format", "binary", "flag", eb, sizeof(eb)),
+    cr_assert_eq(pj.out_format, ING_OUT_BINARY, "gcdp.window/3 by default");
+    cr_assert_eq(core_config_set(cfg, "ingest.output.format", "json", "flag", eb, sizeof(eb)),
                  CORE_OK, "%s", eb);
     cr_assert_eq(ing_params_from_config(cfg, &pb, eb, sizeof(eb)), CORE_OK, "%s", eb);
-    cr_assert_eq(pb.out_format, ING_OUT_BINARY);
+    cr_assert_eq(pb.out_format, ING_OUT_JSON);
     cr_assert_str_eq(pj.config_version, pb.config_version, "same windows, same ids");
     cr_assert_neq(core_config_set(cfg, "ingest.output.format", "xml", "flag", eb, sizeof(eb)),
                   CORE_OK);

@@ -168,6 +168,7 @@ static void simulate(const struct scen *s, struct wins *out, double *dcorr)
     for (size_t c = 0; c < SIM_NCH; c++)
         names[c] = sim_gen_channel_info(c)->name;
     ing_params_default(&ip);
+    ip.out_format = ING_OUT_JSON; /* on_window keeps the records as text */
     ip.window_ms = ip.hop_ms = s->window_ms;
     ip.max_interp_gap = s->interp_gap;
     eng = ing_engine_new(&ip, eb, sizeof(eb));

@@ -147,6 +147,7 @@ void eval_ingest_params_offline(struct ing_params *p, int64_t window_ms, int max
     p->emit_excluded = false;
     p->max_interp_gap = max_interp_gap;
     p->min_coverage = min_coverage;
+    p->out_format = ING_OUT_JSON; /* the evaluation's sinks read the gcdp.window/2 text */
 }
 
 /* Ingest parameters: 15-min tumbling windows of the window mean, one node per channel with

@@ -220,7 +220,7 @@ void ing_params_default(struct ing_params *p)
     p->has_split = false;
     p->key_policy = ING_KEY_REQUIRE;
     p->decoder = ING_DECODER_SIMDJSON;
-    p->out_format = ING_OUT_JSON;
+    p->out_format = ING_OUT_BINARY; /* gcdp.window/3; ingest.output.format */
     p->features = ING_F_MEAN;
     p->emit_excluded = true;
     /* The literal is ours and tested; a failure here is a programmer error. */

@@ -112,7 +112,7 @@ const struct core_cfg_key ing_config_keys[] = {
         "reading decoder: simdjson (fast path, jansson for what it does not accept) or jansson "
         "alone; both give the same result reading by reading",
         NULL),
-    CORE_KEY("ingest.output.format", CORE_CFG_ENUM, "\"json\"", 1, 0, "json|binary",
+    CORE_KEY("ingest.output.format", CORE_CFG_ENUM, "\"binary\"", 1, 0, "json|binary",
              "window record encoding on the windows topic: json (gcdp.window/2) or binary "
              "(gcdp.window/3, same content, several times cheaper to read; schemas/window3.md); "
              "not part of config_version",
