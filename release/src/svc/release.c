@@ -92,13 +92,14 @@ struct rel_releaser {
 
 /* ------------------------------------------------------------------ small helpers */
 
-/* JSON string literal of s (quotes included); new string. */
+/* JSON string literal of s (quotes included; core_buf_json_str's escaping); new string. */
 static char *json_quote(const char *s)
 {
-    json_t *j = json_string(s);
-    char *out = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
-    json_decref(j);
-    return out ? out : core_xstrdup("\"?\"");
+    struct core_buf b;
+
+    core_buf_init(&b, CORE_BUF_NO_CAP); /* bounded by the name */
+    core_buf_json_str(&b, s, strlen(s));
+    return core_buf_take(&b, NULL);
 }
 
 /* Exact doubles (%.17g, round-trip), with -0 canonicalized to 0 (NOISE.md §4.11). Used for
@@ -577,14 +578,11 @@ static char *encode(struct rel_releaser *r, const struct rel_window *w, const ch
 {
     const struct rel_plan *p = r->plan;
     struct core_buf b;
-    char *q;
 
     core_buf_init(&b, CORE_BUF_NO_CAP); /* bounded by d */
     (void)core_buf_reserve(&b, 256 + p->d * 64);
     core_buf_printf(&b, "{\"schema\":\"%s\",\"release_id\":", REL_SCHEMA_RELEASED);
-    q = json_quote(rid);
-    core_buf_put(&b, q, strlen(q));
-    free(q);
+    core_buf_json_str(&b, rid, strlen(rid));
     core_buf_printf(&b,
                     ",\"device\":\"%s\",\"window_start\":%" PRId64 ",\"window_end\":%" PRId64
                     ",\"theta_version\":%" PRIu64 ",\"mechanism\":\"%s\",\"eps_rel\":",
