@@ -1,7 +1,6 @@
 /* bench_release.c - `gcdp bench release`: released coordinates per second with secure noise
  * and the write-ahead ledger (group commit), against, in the same run, secure noise alone
  * and a plain non-secure loop (same projection, a constant added). Prints ratios. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +16,10 @@
 #include "rel/plan.h"
 #include "rel/release.h"
 
-static const char bench_help[] =
+static const char bench_prose[] =
     "usage: gcdp bench release [--coords N] [--windows W] [--batch B] [--threads T] [--dir DIR]\n"
+    "                          [--service W [--service-runs R] [--window-format F]]\n"
+    "                          [--drift S [--drift-backlog] [--drift-span MS]]\n"
     "\n"
     "Releases W synthetic windows of N coordinates each (identity map, d = M = N, mechanism\n"
     "gcdp, eps_rel = 1) three ways in one run and prints coordinates/s and ratios:\n"
@@ -27,33 +28,8 @@ static const char bench_help[] =
     "  full    rel_releaser_push: projection, ledger charge, secure noise, JSON encoding,\n"
     "          group commit with one fsync per B releases (the real release path), on the\n"
     "          JSONL ledger and then on the ledger store (core_dp_ledger_open_store)\n"
-    "options: --coords N (default 1000), --windows W (default 2000), --batch B (default 64),\n"
-    "         --threads T noise workers for the noise and full runs (default 2, max 16),\n"
-    "         --dir DIR for the ledger file (default: a new directory under /tmp),\n"
-    "         --service W: also the service phase: W window records of the same N coords\n"
-    "         produced to gcdp.windows on an in-process embedded broker and released by\n"
-    "         the release service (ledger on disk, group commit release.ledger.batch) to\n"
-    "         gcdp.released; windows/s and coords/s from the first read to the last\n"
-    "         acknowledgement, and the ratio to the offline full path above (the records\n"
-    "         must fit the embedded broker's 5 MiB per partition, 16 partitions: about\n"
-    "         W x N <= 800000 for binary records, 300000 for JSON, e.g. --coords 100\n"
-    "         --service 3600),\n"
-    "         --service-runs R: the service phase R times on each ledger (JSONL, store;\n"
-    "         interleaved, each by a consumer group of its own on a new ledger) and the\n"
-    "         median with the range (default 3, max 15): one run lasts a fraction of a\n"
-    "         second, so one run on a shared machine says little,\n"
-    "         --window-format binary|json: the service phase's records, gcdp.window/3\n"
-    "         (binary, default) or gcdp.window/2 JSON,\n"
-    "         --drift S: also the drift phase: for S simulator seeds (31, 32, ...), a regime\n"
-    "         change at day 1.5 of 5 simulated days (64 motes, 10-minute windows) through\n"
-    "         the calibrate and release services (release.drift.* defaults) on an\n"
-    "         in-process embedded broker: windows and seconds from the change to the\n"
-    "         first record under a new theta, and the no-change twin's false alarms\n"
-    "         (about 30-60 s per seed and twin),\n"
-    "         --drift-backlog: the drift phase with every window produced before the release\n"
-    "         reads (a backlog after an outage) instead of paced,\n"
-    "         --drift-span MS: release.drift.span_ms for the drift phase (0: horizons in\n"
-    "         arrival order; default: the key's default, one day)\n";
+    "\n"
+    "options:\n";
 
 static double now_s(void)
 {
@@ -208,85 +184,72 @@ static struct timing run_full(struct bench *b, struct rel_window *w, core_err *r
     return t;
 }
 
-// One case per flag, a flat switch: split, it would only scatter the flag list.
-// NOLINTNEXTLINE(readability-function-size)
-static int parse(int argc, char **argv, struct bench *b)
+static int take_format(void *args, const char *arg)
 {
-    static const struct option lo[] = {{"coords", required_argument, NULL, 'n'},
-                                       {"windows", required_argument, NULL, 'w'},
-                                       {"batch", required_argument, NULL, 'b'},
-                                       {"dir", required_argument, NULL, 'd'},
-                                       {"threads", required_argument, NULL, 't'},
-                                       {"service", required_argument, NULL, 's'},
-                                       {"service-runs", required_argument, NULL, 'R'},
-                                       {"drift", required_argument, NULL, 'D'},
-                                       {"drift-backlog", no_argument, NULL, 'B'},
-                                       {"drift-span", required_argument, NULL, 'S'},
-                                       {"window-format", required_argument, NULL, 'F'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
-    unsigned long long u;
-    int ch;
-    long v;
-    char *end;
+    struct bench *b = args;
 
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        if (ch == 'h') {
-            printf("%s", bench_help);
-            return 100;
-        }
-        if (ch == 'd') {
-            b->dir = optarg;
-            continue;
-        }
-        if (ch == 'B') {
-            b->drift.backlog = true;
-            continue;
-        }
-        if (ch == 'F') {
-            if (strcmp(optarg, "json") != 0 && strcmp(optarg, "binary") != 0) {
-                fprintf(stderr, "gcdp bench release: --window-format: binary or json\n");
-                return APP_EXIT_USAGE;
-            }
-            b->json_windows = strcmp(optarg, "json") == 0;
-            continue;
-        }
-        if (ch == 'S') {
-            if (app_flag_parse_u64(optarg, 2592000000ULL, &u) != 0) {
-                fprintf(stderr, "gcdp bench release: --drift-span: 0..2592000000 ms\n");
-                return APP_EXIT_USAGE;
-            }
-            b->drift.span = (long long)u;
-            continue;
-        }
-        if (ch != 'n' && ch != 'w' && ch != 'b' && ch != 't' && ch != 's' && ch != 'D' && ch != 'R')
-            return APP_EXIT_USAGE;
-        v = strtol(optarg, &end, 10);
-        if (*end || v < 1 || v > 4000000) {
-            fprintf(stderr, "gcdp bench release: bad value '%s'\n", optarg);
-            return APP_EXIT_USAGE;
-        }
-        if (ch == 'n')
-            b->n = (size_t)v;
-        else if (ch == 'w')
-            b->windows = (size_t)v;
-        else if (ch == 't')
-            b->threads = (unsigned)(v > 16 ? 16 : v);
-        else if (ch == 's')
-            b->service_windows = (size_t)v;
-        else if (ch == 'D')
-            b->drift_seeds = (size_t)(v > 20 ? 20 : v);
-        else if (ch == 'R')
-            b->service_runs = (size_t)(v > 15 ? 15 : v);
-        else
-            b->batch = (size_t)v;
-    }
-    if (b->n > CAL_MAX_NODES || b->batch > 65536) {
-        fprintf(stderr, "gcdp bench release: --coords <= %u, --batch <= 65536\n", CAL_MAX_NODES);
-        return APP_EXIT_USAGE;
-    }
-    return APP_EXIT_OK;
+    if (strcmp(arg, "json") != 0 && strcmp(arg, "binary") != 0)
+        return -1;
+    b->json_windows = strcmp(arg, "json") == 0;
+    return 0;
+}
+
+#define AT(f) APP_FLAG_AT(struct bench, f)
+
+static const struct app_flag bench_flags[] = {
+    {"coords", APP_FLAG_UINT, AT(n), .lo = 1, .hi = CAL_MAX_NODES, .metavar = "N",
+     .help = "coordinates per window (default 1000)"},
+    {"windows", APP_FLAG_UINT, AT(windows), .lo = 1, .hi = 4000000, .metavar = "W",
+     .help = "windows (default 2000)"},
+    {"batch", APP_FLAG_UINT, AT(batch), .lo = 1, .hi = 65536, .metavar = "B",
+     .help = "releases per group commit (default 64)"},
+    {"threads", APP_FLAG_UINT, AT(threads), .lo = 1, .hi = 16, .metavar = "T",
+     .help = "noise workers for the noise and full runs (default 2)"},
+    {"dir", APP_FLAG_STR, AT(dir), .metavar = "DIR",
+     .help = "directory for the ledger files (default: a new directory under\n"
+             "/tmp)"},
+    {"service", APP_FLAG_UINT, AT(service_windows), .lo = 1, .hi = 4000000, .metavar = "W",
+     .help = "also the service phase: W window records of the same N coords\n"
+             "produced to gcdp.windows on an in-process embedded broker and\n"
+             "released by the release service (ledger on disk, group commit\n"
+             "release.ledger.batch) to gcdp.released; windows/s and coords/s\n"
+             "from the first read to the last acknowledgement, and the ratio to\n"
+             "the offline full path above (the records must fit the embedded\n"
+             "broker's 5 MiB per partition, 16 partitions: about W x N <= 800000\n"
+             "for binary records, 300000 for JSON, e.g. --coords 100 --service\n"
+             "3600)"},
+    {"service-runs", APP_FLAG_UINT, AT(service_runs), .lo = 1, .hi = 15, .metavar = "R",
+     .help = "the service phase R times on each ledger (JSONL, store;\n"
+             "interleaved, each by a consumer group of its own on a new ledger)\n"
+             "and the median with the range (default 3): one run lasts a\n"
+             "fraction of a second, so one run on a shared machine says little"},
+    {"window-format", APP_FLAG_FN, .fn = take_format, .metavar = "F",
+     .help = "the service phase's records: binary (gcdp.window/3, default) or\n"
+             "json (gcdp.window/2)"},
+    {"drift", APP_FLAG_UINT, AT(drift_seeds), .lo = 1, .hi = 20, .metavar = "S",
+     .help = "also the drift phase: for S simulator seeds (31, 32, ...), a\n"
+             "regime change at day 1.5 of 5 simulated days (64 motes, 10-minute\n"
+             "windows) through the calibrate and release services\n"
+             "(release.drift.* defaults) on an in-process embedded broker:\n"
+             "windows and seconds from the change to the first record under a\n"
+             "new theta, and the no-change twin's false alarms (about 30-60 s\n"
+             "per seed and twin)"},
+    {"drift-backlog", APP_FLAG_TRUE, AT(drift.backlog),
+     .help = "the drift phase with every window produced before the release\n"
+             "reads (a backlog after an outage) instead of paced"},
+    {"drift-span", APP_FLAG_INT, AT(drift.span), .lo = 0, .hi = 2592000000.0, .metavar = "MS",
+     .help = "release.drift.span_ms for the drift phase (0: horizons in arrival\n"
+             "order; default: the key's default, one day)"},
+    {.name = NULL},
+};
+
+#undef AT
+
+static void usage(FILE *f)
+{
+    fputs(bench_prose, f);
+    app_flags_help(f, bench_flags, 20, 0);
+    fputs("  --help              this text\n", f);
 }
 
 static void report(const struct bench *b, struct timing tp, struct timing tn, struct timing tf,
@@ -361,10 +324,10 @@ static int bench_main(struct app_call *call)
     struct timing tp, tn, tf = {0, 0};
     uint64_t bytes = 0, fsyncs = 0;
     core_err rc;
-    int ex = parse(call->argc, call->argv, &b);
+    int ex = APP_EXIT_OK;
 
-    if (ex != APP_EXIT_OK)
-        return ex == 100 ? APP_EXIT_OK : ex;
+    if (app_flags_parse_only("bench release", bench_flags, call->argc, call->argv, &b, NULL) != 0)
+        return APP_EXIT_USAGE;
     if (!b.dir && !(b.dir = mkdtemp(tmpl))) {
         fprintf(stderr, "gcdp bench release: cannot create a temporary directory\n");
         return APP_EXIT_FAILURE;
@@ -403,11 +366,6 @@ static int bench_main(struct app_call *call)
     if (b.dir == tmpl)
         remove(tmpl);
     return ex;
-}
-
-static void usage(FILE *f)
-{
-    fputs(bench_help, f);
 }
 
 /* Settings from its flags only: no common options, no configuration. */
