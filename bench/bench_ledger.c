@@ -5,7 +5,6 @@
  * that its peak RSS is its own. Figures: releases/s (charge + group commit, the ledger part
  * of the release path), RSS after the first simulated hour and at the end, restart-to-ready
  * after one release and after the whole history, disk per release. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include "cal/theta.h"
 #include "core/dp_ledger.h"
 #include "core/dp_rng.h"
+#include "flags.h"
 #include "rel/release.h"
 
 static const char bench_ledger_help[] =
@@ -35,16 +35,12 @@ static const char bench_ledger_help[] =
     "  store  core_dp_ledger_open_store (SQLite): core_dp_ledger_advance after every minute,\n"
     "         replay horizon H minutes (default 60; 0: keep everything, the default of\n"
     "         release.ledger.replay_horizon_ms)\n"
-    "  --release D  each window is released by the release path instead (rel_releaser: a\n"
-    "         d = D window, projection, secure noise, the JSON record, group commit of B):\n"
-    "         the ledger's share of a release at that history\n"
     "Prints releases/s over the whole run and over the last simulated hour (steady state: the\n"
     "replay index full, evictions and compactions running), RSS after the first simulated\n"
     "hour and at the end, restart-to-ready (open) with one release and with the whole\n"
     "history, disk bytes per release.\n"
-    "options: --devices (default 10000), --minutes (default 1440), --batch (default 256 =\n"
-    "         release.ledger.batch),\n"
-    "         --dir DIR (default: a new directory under /tmp, removed afterwards)\n";
+    "\n"
+    "options:\n";
 
 struct lbench {
     long devices, minutes, batch, horizon_min, base_minutes, release_d;
@@ -350,46 +346,34 @@ static void print_result(const char *name, const struct lbench *b, const struct 
                mb(r->audit_bytes) * 1e6 / (double)r->releases);
 }
 
+#define AT(f) APP_FLAG_AT(struct lbench, f)
+
+static const struct app_flag bench_flags[] = {
+    {"devices", APP_FLAG_INT, AT(devices), .lo = 1, .hi = 999999, .metavar = "N",
+     .help = "devices (default 10000)"},
+    {"minutes", APP_FLAG_INT, AT(minutes), .lo = 1, .hi = 100000000, .metavar = "M",
+     .help = "simulated minutes (default 1440)"},
+    {"batch", APP_FLAG_INT, AT(batch), .lo = 1, .hi = 65536, .metavar = "B",
+     .help = "releases per group commit (default 256 = release.ledger.batch)"},
+    {"horizon-min", APP_FLAG_INT, AT(horizon_min), .lo = 0, .hi = 100000000, .metavar = "H",
+     .help = "the store's replay horizon in minutes (default 60; 0: keep everything)"},
+    {"baseline-minutes", APP_FLAG_INT, AT(base_minutes), .lo = 1, .hi = 100000000, .metavar = "K",
+     .help = "minutes the jsonl baseline runs (default: all M)"},
+    {"release", APP_FLAG_INT, AT(release_d), .lo = 1, .hi = 4096, .metavar = "D",
+     .help = "each window is released by the release path instead (rel_releaser:\n"
+             "a d = D window, projection, secure noise, the JSON record, group\n"
+             "commit of B): the ledger's share of a release at that history"},
+    {"dir", APP_FLAG_STR, AT(dir), .metavar = "DIR",
+     .help = "scratch directory (default: a new one under /tmp, removed afterwards)"},
+    {.name = NULL},
+};
+
+#undef AT
+
 static int parse(int argc, char **argv, struct lbench *b)
 {
-    static const struct option lo[] = {{"devices", required_argument, NULL, 'n'},
-                                       {"minutes", required_argument, NULL, 'm'},
-                                       {"batch", required_argument, NULL, 'b'},
-                                       {"horizon-min", required_argument, NULL, 'H'},
-                                       {"baseline-minutes", required_argument, NULL, 'k'},
-                                       {"release", required_argument, NULL, 'r'},
-                                       {"dir", required_argument, NULL, 'd'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
-    int ch;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        char *end = NULL;
-        long v = optarg ? strtol(optarg, &end, 10) : 0;
-        if (ch == 'h') {
-            printf("%s", bench_ledger_help);
-            return 100;
-        }
-        if (ch == 'd') {
-            b->dir = optarg;
-            continue;
-        }
-        if (ch == '?' || !end || *end || v < (ch == 'H' ? 0 : 1) || v > 100000000) {
-            fprintf(stderr, "gcdp bench ledger: bad option or value\n");
-            return APP_EXIT_USAGE;
-        }
-        *(ch == 'n'   ? &b->devices
-          : ch == 'm' ? &b->minutes
-          : ch == 'b' ? &b->batch
-          : ch == 'H' ? &b->horizon_min
-          : ch == 'r' ? &b->release_d
-                      : &b->base_minutes) = v;
-    }
-    if (b->batch > 65536 || b->devices > 999999 || b->release_d > 4096) {
-        fprintf(stderr, "gcdp bench ledger: --batch <= 65536, --devices <= 999999, "
-                        "--release <= 4096\n");
+    if (app_flags_parse_only("bench ledger", bench_flags, argc, argv, b, NULL) != 0)
         return APP_EXIT_USAGE;
-    }
     if (b->base_minutes == 0 || b->base_minutes > b->minutes)
         b->base_minutes = b->minutes;
     return APP_EXIT_OK;
@@ -403,7 +387,7 @@ static int bench_main(struct app_call *call)
     int ex = parse(call->argc, call->argv, &b);
 
     if (ex != APP_EXIT_OK)
-        return ex == 100 ? APP_EXIT_OK : ex;
+        return ex;
     if (!b.dir && !(b.dir = mkdtemp(tmpl))) {
         fprintf(stderr, "gcdp bench ledger: cannot create a temporary directory\n");
         return APP_EXIT_FAILURE;
@@ -447,6 +431,8 @@ static int bench_main(struct app_call *call)
 static void usage(FILE *f)
 {
     fputs(bench_ledger_help, f);
+    app_flags_help(f, bench_flags, 22, 0);
+    fputs("  --help                this text\n", f);
 }
 
 /* Settings from its flags only: no common options, no configuration. */
