@@ -26,9 +26,7 @@
  * Rates are measured from the first message received to the last one (group-join time
  * excluded from both), and for ingest until every window produced so far is acknowledged.
  */
-#include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -50,6 +48,7 @@
 #include "core/ksync.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "flags.h"
 #include "ing/engine.h"
 #include "ing/service.h"
 
@@ -641,28 +640,41 @@ static pid_t start_broker(const char *dir, const char *file, long partitions, in
     return access(file, R_OK) == 0 ? pid : -1;
 }
 
+#define AT(f) APP_FLAG_AT(struct bench_opts, f)
+
+static const struct app_flag bench_flags[] = {
+    {"readings", APP_FLAG_INT, AT(readings), .lo = 1, .hi = 100000000, .metavar = "N",
+     .help = "readings preloaded (default 1000000)"},
+    {"devices", APP_FLAG_INT, AT(devices), .lo = 1, .hi = 1000000, .metavar = "D",
+     .help = "simulated devices (default 10000)"},
+    {"partitions", APP_FLAG_INT, AT(partitions), .lo = 1, .hi = 1024, .metavar = "P",
+     .help = "partitions of the topic (default 8)"},
+    {"repeat", APP_FLAG_INT, AT(repeat), .lo = 1, .hi = 15, .metavar = "K",
+     .help = "measure K times, report the median (default 1)"},
+    {"core-only", APP_FLAG_TRUE, AT(core_only), .help = "only the bare consumer and ingest phases"},
+    {.name = NULL},
+};
+
+#undef AT
+
 static void usage(FILE *f)
 {
+    fprintf(f, "usage: gcdp bench ingest [options]\n\n"
+               "Readings/s through the ingest service on the embedded broker, and in the same run\n"
+               "the rate of a bare librdkafka consumer draining the same topic; prints both, the\n"
+               "ratio, and the peak RSS of each (each phase runs in its own process). Further\n"
+               "phases time ing_engine_push alone on the same readings (no Kafka) with the\n"
+               "configured decoder and with the jansson reference (ingest.decoder=jansson), the\n"
+               "decoders alone per reading (ing_engine_decode_only: simdjson vs jansson), and\n"
+               "two ingest services in one consumer group (aggregate rate once both consume,\n"
+               "CPU per reading of each). Each phase also prints the CPU time of\n"
+               "its measuring thread (the loop thread for ingest) over the same interval, the\n"
+               "process CPU time, and voluntary/involuntary context switches, so waiting for\n"
+               "data and losing the CPU to other load can be told apart; RESULT_CPU gives the\n"
+               "rates per CPU-second of that thread.\n\n"
+               "options:\n");
+    app_flags_help(f, bench_flags, 16, 0);
     fprintf(f,
-            "usage: gcdp bench ingest [options]\n\n"
-            "Readings/s through the ingest service on the embedded broker, and in the same run\n"
-            "the rate of a bare librdkafka consumer draining the same topic; prints both, the\n"
-            "ratio, and the peak RSS of each (each phase runs in its own process). Further\n"
-            "phases time ing_engine_push alone on the same readings (no Kafka) with the\n"
-            "configured decoder and with the jansson reference (ingest.decoder=jansson), the\n"
-            "decoders alone per reading (ing_engine_decode_only: simdjson vs jansson), and\n"
-            "two ingest services in one consumer group (aggregate rate once both consume,\n"
-            "CPU per reading of each). Each phase also prints the CPU time of\n"
-            "its measuring thread (the loop thread for ingest) over the same interval, the\n"
-            "process CPU time, and voluntary/involuntary context switches, so waiting for\n"
-            "data and losing the CPU to other load can be told apart; RESULT_CPU gives the\n"
-            "rates per CPU-second of that thread.\n\n"
-            "options:\n"
-            "  --readings N    readings preloaded (default 1000000)\n"
-            "  --devices D     simulated devices (default 10000)\n"
-            "  --partitions P  partitions of the topic (default 8)\n"
-            "  --repeat K      measure K times, report the median (default 1)\n"
-            "  --core-only     only the bare consumer and ingest phases\n"
             "  --help          this text\n\n"
             "It starts its own `gcdp broker` child (fresh topics). ingest.* keys apply\n"
             "(--set ingest.window.size_ms=..., kafka.queued.max.messages.kbytes=...).\n"
@@ -671,55 +683,13 @@ static void usage(FILE *f)
             app_common_help);
 }
 
+/* The flags into o (defaults set by the caller). Returns -1 to go on, or an exit status
+ * (a refused flag: APP_EXIT_USAGE, message printed). */
 static int parse_opts(int argc, char **argv, struct bench_opts *o)
 {
-    static const struct option longopts[] = {
-        {"readings", required_argument, NULL, 'n'},
-        {"devices", required_argument, NULL, 'd'},
-        {"partitions", required_argument, NULL, 'p'},
-        {"repeat", required_argument, NULL, 'k'},
-        {"core-only", no_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int ch;
-    char *end;
-    long long v;
-
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        if (ch == 'h') {
-            usage(stdout);
-            return APP_EXIT_OK;
-        }
-        if (ch == 'c') {
-            o->core_only = true;
-            continue;
-        }
-        if (ch == '?' || !optarg) {
-            usage(stderr);
-            return APP_EXIT_USAGE;
-        }
-        errno = 0;
-        v = strtoll(optarg, &end, 10);
-        if (errno || *end || v < 1) {
-            fprintf(stderr, "gcdp bench ingest: invalid value '%s'\n", optarg);
-            return APP_EXIT_USAGE;
-        }
-        if (ch == 'n' && v <= 100000000)
-            o->readings = v;
-        else if (ch == 'd' && v <= 1000000)
-            o->devices = (long)v;
-        else if (ch == 'p' && v <= 1024)
-            o->partitions = (long)v;
-        else if (ch == 'k' && v <= 15)
-            o->repeat = (int)v;
-        else {
-            fprintf(stderr, "gcdp bench ingest: value '%s' out of range\n", optarg);
-            return APP_EXIT_USAGE;
-        }
-    }
-    return -1;
+    return app_flags_parse_only("bench ingest", bench_flags, argc, argv, o, NULL) != 0
+               ? APP_EXIT_USAGE
+               : -1;
 }
 
 static int cmp_double(const void *a, const void *b)
