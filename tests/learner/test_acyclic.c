@@ -90,6 +90,59 @@ Test(acyclic, expm_times_expm_of_negative_is_identity)
     lrn_acyclic_ws_free(ws);
 }
 
+/* A = W∘W of a nearly acyclic W (strong forward edges, weak back edges), the matrices h(W)
+ * sees: ‖A‖₁ is large but the powers are small, so the degree comes from ‖A^p‖^(1/p)
+ * (Al-Mohy & Higham 2009) with little or no scaling. A ≥ 0, so the Taylor series has no
+ * cancellation: summed in long double it is a reference good to far below 1e-13. */
+Test(acyclic, expm_of_nonnegative_near_dag_matches_taylor_series)
+{
+    enum { D = 20 };
+    struct lrn_acyclic_ws *ws = ws_for(D);
+    struct core_prng rng;
+    static double A[D * D], E[D * D];
+    static long double T[D * D], P[D * D], Q[D * D];
+
+    core_prng_seed(&rng, 11);
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {
+            double u = core_prng_uniform(&rng), w = 0.0;
+            if (j > i && u < 0.25)
+                w = 0.5 + 1.5 * core_prng_uniform(&rng); /* forward edge, |w| in [0.5, 2] */
+            else if (j < i && u < 0.3)
+                w = 1e-2 * core_prng_uniform(&rng); /* weak back edge: A is cyclic */
+            A[i * D + j] = w * w;
+        }
+    for (int x = 0; x < D * D; x++)
+        T[x] = P[x] = (x / D == x % D) ? 1.0L : 0.0L;
+    for (int n = 1; n < 200; n++) { /* P = A^n / n!, T = Σ P */
+        long double mx = 0.0L;
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) {
+                long double acc = 0.0L;
+                for (int k = 0; k < D; k++)
+                    acc += P[i * D + k] * (long double)A[k * D + j];
+                Q[i * D + j] = acc / n;
+            }
+        for (int x = 0; x < D * D; x++) {
+            P[x] = Q[x];
+            T[x] += P[x];
+            mx = P[x] > mx ? P[x] : mx;
+        }
+        if (mx < 1e-30L)
+            break;
+    }
+    cr_assert_eq(lrn_expm(ws, A, E), CORE_OK);
+    {
+        long double tmax = 0.0L;
+        for (int x = 0; x < D * D; x++)
+            tmax = T[x] > tmax ? T[x] : tmax;
+        for (int x = 0; x < D * D; x++)
+            cr_assert(fabsl((long double)E[x] - T[x]) <= 1e-13L * tmax, "entry %d: %g vs %Lg", x,
+                      E[x], T[x]);
+    }
+    lrn_acyclic_ws_free(ws);
+}
+
 Test(acyclic, expm_rejects_non_finite_input)
 {
     struct lrn_acyclic_ws *ws = ws_for(2);

@@ -2,9 +2,9 @@
  * SPDX-License-Identifier: Apache-2.0
  *
  * h(W) = tr(exp(W∘W)) − d, ∇h(W) = exp(W∘W)ᵀ ∘ 2W (DESIGN.md §6; Zheng et al. 2018).
- * exp(A) by Padé [13/13] scaling-and-squaring (Higham 2005, with the degree chosen from
- * the 1-norm as in his Algorithm 2.3), dense BLAS-3 products (OpenBLAS) and one LU solve
- * (LAPACK dgesv) per call.
+ * exp(A) by Padé scaling-and-squaring (the approximants of Higham 2005; degree 3..13 and the
+ * scaling chosen from the norms of A's powers as in Al-Mohy & Higham 2009, Algorithm 5.1),
+ * dense BLAS-3 products (OpenBLAS) and one LU solve (LAPACK dgesv) per call.
  *
  * Layout: every matrix is d×d, row-major, leading dimension d. W[i*d + j] is the weight
  * of the edge i → j.

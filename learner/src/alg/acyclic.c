@@ -5,6 +5,13 @@
  * commuting numerator and denominator (as the Padé approximant is), computing exp of the
  * column-major view yields exp(A)ᵀ column-major = exp(A) row-major. No transposes needed.
  *
+ * Degree and scaling (issue 9, speed): Al-Mohy & Higham (2009) choose m and s from
+ * d_p = ‖A^p‖₁^(1/p) (p = 4, 6, 8, 10) instead of ‖A‖₁. For A = W∘W of a nearly acyclic W
+ * these are far smaller than ‖A‖₁ (d = 20 run, seed 3: ‖A‖₁ ≈ 8.6, d_4 ≈ 0.6, d_6 ≈ 0.29):
+ * the 2005 rule took degree 13 with one squaring (7 products), this one degree 7 with none
+ * (4 products), with the same bound on the backward error. For A ≥ 0, which every call from
+ * h(W) is, the norms of the powers are exact and cheap (1ᵀA^p by vector–matrix products).
+ *
  * h(W) by strongly connected components: after permuting the nodes into a topological
  * order of the SCC condensation, A = W∘W is block upper-triangular, so exp(A) has the
  * diagonal blocks exp(A_C) and tr(exp(A)) − d = Σ_C (tr(exp(A_C)) − |C|). For the
@@ -30,6 +37,7 @@ struct lrn_acyclic_ws {
     double *a, *a2, *a4, *a6, *u, *v, *t;               /* d² each; sub-blocks use leading dim k */
     double *e;                                          /* d², Padé scratch */
     double *eb;                                         /* d², exp of one SCC block */
+    double *vec;                                        /* 2d: row vectors of the norm chains */
     lapack_int *ipiv;                                   /* d */
     size_t *comp, *order, *stk, *call, *idx, *low, *it; /* Tarjan, d each */
     unsigned char *onst;                                /* d */
@@ -49,7 +57,7 @@ core_err lrn_acyclic_ws_new(size_t d, struct lrn_acyclic_ws **out)
     d2 = d * d;
     ws = core_xcalloc(1, sizeof(*ws));
     ws->d = d;
-    ws->a = core_xcalloc(9 * d2, sizeof(double));
+    ws->a = core_xcalloc(9 * d2 + 2 * d, sizeof(double));
     ws->a2 = ws->a + d2;
     ws->a4 = ws->a2 + d2;
     ws->a6 = ws->a4 + d2;
@@ -58,6 +66,7 @@ core_err lrn_acyclic_ws_new(size_t d, struct lrn_acyclic_ws **out)
     ws->t = ws->v + d2;
     ws->e = ws->t + d2;
     ws->eb = ws->e + d2;
+    ws->vec = ws->eb + d2;
     ws->ipiv = core_xcalloc(d, sizeof(lapack_int));
     ws->comp = core_xcalloc(8 * d + 1, sizeof(size_t));
     ws->order = ws->comp + d;
@@ -89,11 +98,20 @@ size_t lrn_acyclic_ws_dim(const struct lrn_acyclic_ws *ws)
 }
 
 /* ---- Padé approximants (Higham 2005, "The scaling and squaring method for the matrix
- * exponential revisited", Table 2.3 θ_m and the coefficients b_j of r_m) ---- */
+ * exponential revisited", Table 2.3 θ_m and the coefficients b_j of r_m; the choice of m and
+ * of the scaling s is Al-Mohy & Higham 2009, "A new scaling and squaring algorithm for the
+ * matrix exponential", SIAM J. Matrix Anal. Appl. 31(3), Algorithm 5.1) ---- */
 
-static const double theta[5] = {1.495585217958292e-2, 2.539398330063230e-1, 9.504178996162932e-1,
-                                2.097847961257068e0, 5.371920351148152e0};
-static const int degree[5] = {3, 5, 7, 9, 13};
+enum { NDEG = 5 };
+static const double theta[NDEG] = {1.495585217958292e-2, 2.539398330063230e-1, 9.504178996162932e-1,
+                                   2.097847961257068e0, 5.371920351148152e0};
+static const int degree[NDEG] = {3, 5, 7, 9, 13};
+/* θ13 of the 2009 algorithm (its tests use ‖A^p‖^(1/p) and the ℓ term instead of ‖A‖₁). */
+#define THETA13_2009 4.25
+/* 1/|c_{2m+1}|, c_{2m+1} the leading coefficient of the backward-error series of r_m
+ * (Al-Mohy & Higham 2009, eq. 5.1; the values scipy.linalg.expm uses). */
+static const double cinv[NDEG] = {100800.0, 10059033600.0, 4487938430976000.0,
+                                  5914384781877411840000.0, 113250775606021113483283660800000000.0};
 
 static const double b3[4] = {120.0, 60.0, 12.0, 1.0};
 static const double b5[6] = {30240.0, 15120.0, 3360.0, 420.0, 30.0, 1.0};
@@ -141,50 +159,67 @@ static void add_identity(size_t k, double *M, double c)
         M[i * k + i] += c;
 }
 
-/* U and V of r_m for m ≤ 9: V = Σ b_{2i} A^{2i}, U = A·Σ b_{2i+1} A^{2i}. Powers A^2..A^8 are
- * built in a2/a4/a6/t as needed. */
-static void pade_low(struct lrn_acyclic_ws *ws, int k, int m, const double *b)
+/* A2, A4, A6 of the k×k column-major matrix in ws->a. */
+static void powers(struct lrn_acyclic_ws *ws, int k)
 {
-    size_t kk = (size_t)k * (size_t)k;
-    const double *pw[5];
-    double *usum = ws->t + 0; /* reuse t as the odd sum before the final product */
-    double *a8 = ws->e;       /* e is free until the end */
-
     mm(k, ws->a, ws->a, ws->a2);
-    pw[0] = NULL;
-    pw[1] = ws->a2;
-    if (m >= 5)
-        mm(k, ws->a2, ws->a2, ws->a4);
-    pw[2] = ws->a4;
-    if (m >= 7)
-        mm(k, ws->a4, ws->a2, ws->a6);
-    pw[3] = ws->a6;
-    if (m >= 9)
-        mm(k, ws->a4, ws->a4, a8);
-    pw[4] = a8;
-    memset(usum, 0, kk * sizeof(double));
-    memset(ws->v, 0, kk * sizeof(double));
-    add_identity((size_t)k, usum, b[1]);
-    add_identity((size_t)k, ws->v, b[0]);
-    for (int i = 1; 2 * i <= m; i++) {
-        for (size_t x = 0; x < kk; x++) {
-            ws->v[x] += b[(size_t)2 * i] * pw[i][x];
-            usum[x] += b[(size_t)2 * i + 1] * pw[i][x];
-        }
-    }
-    mm(k, ws->a, usum, ws->u);
+    mm(k, ws->a2, ws->a2, ws->a4);
+    mm(k, ws->a4, ws->a2, ws->a6);
 }
 
-/* Degree 13 (Higham 2005, eq. 2.13 / Algorithm 2.3 step 10). */
+/* Two doubles per step (SSE2 on x86-64): elementwise IEEE operations, so the result is that
+ * of the scalar loop. */
+typedef double v2d __attribute__((vector_size(2 * sizeof(double))));
+
+/* V = Σ_{i=0..n} b_{2i} A^{2i} and S = Σ_{i=0..n} b_{2i+1} A^{2i} (A^0 = I, pw[i−1] = A^{2i})
+ * in one pass over the entries. */
+static void pade_sums(size_t k, int n, const double *const *pw, const double *b, double *v,
+                      double *su)
+{
+    size_t kk = k * k, x = 0;
+
+    for (; x + 2 <= kk; x += 2) {
+        v2d sv = {0.0, 0.0}, sa = {0.0, 0.0}, p;
+        for (int i = 0; i < n; i++) {
+            memcpy(&p, pw[i] + x, sizeof(p));
+            sv += b[2 * i + 2] * p;
+            sa += b[2 * i + 3] * p;
+        }
+        memcpy(v + x, &sv, sizeof(sv));
+        memcpy(su + x, &sa, sizeof(sa));
+    }
+    for (; x < kk; x++) {
+        double sv = 0.0, sa = 0.0;
+        for (int i = 0; i < n; i++) {
+            sv += b[2 * i + 2] * pw[i][x];
+            sa += b[2 * i + 3] * pw[i][x];
+        }
+        v[x] = sv;
+        su[x] = sa;
+    }
+    add_identity(k, v, b[0]);
+    add_identity(k, su, b[1]);
+}
+
+/* U and V of r_m for m ≤ 9 from A, A2, A4, A6 (and A8 = A4² for m = 9, built in e):
+ * V = Σ b_{2i} A^{2i}, U = A·Σ b_{2i+1} A^{2i}. */
+static void pade_low(struct lrn_acyclic_ws *ws, int k, int m, const double *b)
+{
+    const double *pw[4] = {ws->a2, ws->a4, ws->a6, ws->e};
+
+    if (m >= 9)
+        mm(k, ws->a4, ws->a4, ws->e);
+    pade_sums((size_t)k, (m - 1) / 2, pw, b, ws->v, ws->t); /* t: the odd sum */
+    mm(k, ws->a, ws->t, ws->u);
+}
+
+/* Degree 13 (Higham 2005, eq. 2.13 / Algorithm 2.3 step 10) from A, A2, A4, A6. */
 static void pade13(struct lrn_acyclic_ws *ws, int k)
 {
     size_t kk = (size_t)k * (size_t)k;
     const double *b = b13;
     double *w = ws->e; /* scratch */
 
-    mm(k, ws->a, ws->a, ws->a2);
-    mm(k, ws->a2, ws->a2, ws->a4);
-    mm(k, ws->a4, ws->a2, ws->a6);
     /* U = A [A6 (b13 A6 + b11 A4 + b9 A2) + b7 A6 + b5 A4 + b3 A2 + b1 I] */
     for (size_t x = 0; x < kk; x++)
         w[x] = b[13] * ws->a6[x] + b[11] * ws->a4[x] + b[9] * ws->a2[x];
@@ -202,35 +237,178 @@ static void pade13(struct lrn_acyclic_ws *ws, int k)
     add_identity((size_t)k, ws->v, b[0]);
 }
 
-/* exp of the k×k column-major matrix in ws->a (overwritten) into E (ld k).
- * Higham 2005 Algorithm 2.3: smallest m with ‖A‖₁ ≤ θ_m, else scale by 2^-s and m = 13. */
-static core_err expm_block(struct lrn_acyclic_ws *ws, size_t k, double *E)
+/* ---- choice of m and s (Al-Mohy & Higham 2009, Algorithm 5.1) ---- */
+
+static double dmax(double a, double b)
+{
+    return a > b ? a : b;
+}
+
+/* Norms of powers of the k×k matrix A in ws->a: n[p] = ‖A^p‖₁ for p = 4, 6, 8, 10. Exact for
+ * A ≥ 0 (every call from h(W)): ‖A^p‖₁ = max_j (1ᵀA^p)_j, with 1ᵀA^8 = (1ᵀA4)·A4 and
+ * 1ᵀA^10 = (1ᵀA4)·A6 (vector–matrix products, no further matrix product); for other A the
+ * submultiplicative bounds ‖A4‖², ‖A4‖‖A6‖ (an upper bound only makes the choice more
+ * conservative: a higher degree or more squarings). */
+struct pnorms {
+    double n1, n4, n6, n8, n10;
+    int nonneg;
+};
+
+static void pnorms_get(struct lrn_acyclic_ws *ws, size_t k, double nrm, int nonneg,
+                       struct pnorms *pn)
+{
+    double *c4 = ws->vec, n8 = 0.0, n10 = 0.0;
+
+    pn->n1 = nrm;
+    pn->nonneg = nonneg;
+    pn->n4 = 0.0;
+    for (size_t j = 0; j < k; j++) {
+        double c = 0.0;
+        for (size_t i = 0; i < k; i++)
+            c += fabs(ws->a4[j * k + i]);
+        c4[j] = c;
+        pn->n4 = dmax(pn->n4, c);
+    }
+    pn->n6 = norm1(k, ws->a6);
+    pn->n8 = pn->n4 * pn->n4;
+    pn->n10 = pn->n4 * pn->n6;
+    if (!nonneg)
+        return;
+    for (size_t j = 0; j < k; j++) {
+        double s8 = 0.0, s10 = 0.0;
+        for (size_t i = 0; i < k; i++) {
+            s8 += c4[i] * ws->a4[j * k + i];
+            s10 += c4[i] * ws->a6[j * k + i];
+        }
+        n8 = dmax(n8, s8);
+        n10 = dmax(n10, s10);
+    }
+    pn->n8 = n8;
+    pn->n10 = n10;
+}
+
+/* log2 of an upper bound on ‖|A|^(2m+1)‖₁ for degree index i: for A ≥ 0 (|A| = A) a product
+ * of the norms above (2m + 1 = 7 = 6+1, 11 = 10+1, 15 = 8+6+1, 19 = 10+8+1, 27 = 10+10+6+1);
+ * otherwise ‖A‖₁^(2m+1). */
+static double pow_bound_log2(const struct pnorms *pn, int i)
+{
+    double l1 = log2(pn->n1), l6 = log2(pn->n6), l8 = log2(pn->n8), l10 = log2(pn->n10);
+
+    if (!pn->nonneg)
+        return (2.0 * degree[i] + 1.0) * l1;
+    switch (i) {
+    case 0:
+        return l6 + l1;
+    case 1:
+        return l10 + l1;
+    case 2:
+        return l8 + l6 + l1;
+    case 3:
+        return l10 + l8 + l1;
+    default:
+        return 2.0 * l10 + l6 + l1;
+    }
+}
+
+/* ℓ_m = max(⌈log2(α/u)/(2m)⌉, 0), α = |c_{2m+1}|·‖|A|^(2m+1)‖₁/‖A‖₁ (eq. 5.2), from
+ * lp = log2 ‖|A|^(2m+1)‖₁ (a bound: ℓ can only come out larger) and l1 = log2 ‖A‖₁;
+ * u = 2^-53. The extra squarings keep the rounding error of r_m's evaluation near u. */
+static int ell(double lp, double l1, int i)
+{
+    double v;
+
+    if (isinf(lp) && lp < 0.0)
+        return 0;
+    v = ceil((lp - l1 - log2(cinv[i]) + 53.0) / (2.0 * degree[i]));
+    if (isnan(v))
+        return 2000;
+    return v > 0.0 ? (int)fmin(v, 2000.0) : 0;
+}
+
+/* Degree index (into degree[]) and scaling s for the k×k matrix in ws->a with A2, A4, A6
+ * computed, or −1 when a norm of a power is not finite (the caller then scales first). */
+static int choose(struct lrn_acyclic_ws *ws, size_t k, double nrm, int nonneg, int *s)
+{
+    struct pnorms pn;
+    double d4, d6, d8, d10, eta, l1 = log2(nrm);
+
+    pnorms_get(ws, k, nrm, nonneg, &pn);
+    d4 = pow(pn.n4, 0.25);
+    d6 = pow(pn.n6, 1.0 / 6.0);
+    d8 = pow(pn.n8, 0.125);
+    d10 = pow(pn.n10, 0.1);
+    if (!isfinite(d4) || !isfinite(d6) || !isfinite(d8) || !isfinite(d10))
+        return -1;
+    *s = 0;
+    for (int i = 0; i < 4; i++) {
+        eta = i < 2 ? dmax(d4, d6) : dmax(d6, d8);
+        if (eta <= theta[i] && ell(pow_bound_log2(&pn, i), l1, i) == 0)
+            return i;
+    }
+    eta = dmax(d8, d10);
+    eta = dmax(d6, d8) < eta ? dmax(d6, d8) : eta;
+    *s = eta > THETA13_2009 ? (int)ceil(log2(eta / THETA13_2009)) : 0;
+    *s += ell(pow_bound_log2(&pn, 4) - 27.0 * *s, l1 - *s, 4);
+    return 4;
+}
+
+/* Scale A, A2, A4, A6 by 2^-s, 2^-2s, 2^-4s, 2^-6s (exact: powers of two). */
+static void scale_powers(struct lrn_acyclic_ws *ws, size_t kk, int s)
+{
+    for (size_t x = 0; x < kk; x++) {
+        ws->a[x] = ldexp(ws->a[x], -s);
+        ws->a2[x] = ldexp(ws->a2[x], -2 * s);
+        ws->a4[x] = ldexp(ws->a4[x], -4 * s);
+        ws->a6[x] = ldexp(ws->a6[x], -6 * s);
+    }
+}
+
+/* Degree index and s, A scaled by 2^-s, and A2, A4, A6 of the scaled A. When the powers of
+ * the unscaled A overflow, Higham 2005 (Algorithm 2.3): s from ‖A‖₁ against θ13. */
+static core_err prepare(struct lrn_acyclic_ws *ws, size_t k, double nrm, int nonneg, int *ideg,
+                        int *s)
 {
     size_t kk = k * k;
+
+    powers(ws, (int)k);
+    *ideg = choose(ws, k, nrm, nonneg, s);
+    if (*ideg >= 0) {
+        if (*s > 1000)
+            return CORE_ENUMERIC;
+        if (*s > 0)
+            scale_powers(ws, kk, *s);
+        return CORE_OK;
+    }
+    *ideg = 4;
+    *s = nrm > theta[4] ? (int)ceil(log2(nrm / theta[4])) : 0;
+    if (*s > 1000)
+        return CORE_ENUMERIC;
+    for (size_t x = 0; x < kk; x++)
+        ws->a[x] = ldexp(ws->a[x], -*s);
+    powers(ws, (int)k);
+    return CORE_OK;
+}
+
+/* exp of the k×k column-major matrix in ws->a (overwritten) into E (ld k); nonneg: every
+ * entry of A is ≥ 0 (then the norms of its powers are exact). */
+static core_err expm_block(struct lrn_acyclic_ws *ws, size_t k, double *E, int nonneg)
+{
+    static const double *const bs[4] = {b3, b5, b7, b9};
+    size_t kk = k * k;
     double nrm = norm1(k, ws->a);
-    int s = 0, m = 13, ik = (int)k;
+    int s = 0, i = 4, ik = (int)k;
     lapack_int info;
+    core_err rc;
 
     if (!isfinite(nrm))
         return CORE_EINVAL;
-    for (int i = 0; i < 4; i++) {
-        if (nrm <= theta[i]) {
-            m = degree[i];
-            break;
-        }
-    }
-    if (m == 13 && nrm > theta[4]) {
-        s = (int)ceil(log2(nrm / theta[4]));
-        if (s > 1000)
-            return CORE_ENUMERIC;
-        double f = ldexp(1.0, -s);
-        for (size_t x = 0; x < kk; x++)
-            ws->a[x] *= f;
-    }
-    if (m == 13)
+    rc = prepare(ws, k, nrm, nonneg, &i, &s);
+    if (rc != CORE_OK)
+        return rc;
+    if (i == 4)
         pade13(ws, ik);
     else
-        pade_low(ws, ik, m, m == 3 ? b3 : m == 5 ? b5 : m == 7 ? b7 : b9);
+        pade_low(ws, ik, degree[i], bs[i]);
     /* Solve (V − U) X = (V + U); X goes to E. */
     for (size_t x = 0; x < kk; x++) {
         double u = ws->u[x], v = ws->v[x];
@@ -240,7 +418,7 @@ static core_err expm_block(struct lrn_acyclic_ws *ws, size_t k, double *E)
     info = LAPACKE_dgesv_work(LAPACK_COL_MAJOR, ik, ik, ws->t, ik, ws->ipiv, E, ik);
     if (info != 0)
         return CORE_ENUMERIC;
-    for (int i = 0; i < s; i++) {
+    for (int q = 0; q < s; q++) {
         mm(ik, E, E, ws->t);
         memcpy(E, ws->t, kk * sizeof(double));
     }
@@ -253,6 +431,7 @@ static core_err expm_block(struct lrn_acyclic_ws *ws, size_t k, double *E)
 core_err lrn_expm(struct lrn_acyclic_ws *ws, const double *A, double *E)
 {
     size_t d2 = ws->d * ws->d;
+    int nonneg = 1;
 
     if (ws->d > INT_MAX)
         return CORE_ETOOBIG;
@@ -261,7 +440,9 @@ core_err lrn_expm(struct lrn_acyclic_ws *ws, const double *A, double *E)
             return CORE_EINVAL;
     }
     memcpy(ws->a, A, d2 * sizeof(double));
-    return expm_block(ws, ws->d, E);
+    for (size_t x = 0; x < d2; x++)
+        nonneg &= A[x] >= 0.0;
+    return expm_block(ws, ws->d, E, nonneg);
 }
 
 /* ---- strongly connected components (Tarjan, iterative, dense adjacency) ---- */
@@ -366,7 +547,7 @@ static core_err h_block(struct lrn_acyclic_ws *ws, const double *W, const size_t
             double w = W[m[a] * d + m[b]];
             ws->a[a * k + b] = w * w;
         }
-    rc = expm_block(ws, k, ws->eb); /* eb = exp(A_C), row-major k×k */
+    rc = expm_block(ws, k, ws->eb, 1); /* eb = exp(A_C), row-major k×k; A_C ≥ 0 */
     if (rc != CORE_OK)
         return rc;
     for (size_t a = 0; a < k; a++)
