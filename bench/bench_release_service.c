@@ -21,6 +21,7 @@
 #include "core/kconf.h"
 #include "core/ksync.h"
 #include "core/log.h"
+#include "core/mem.h"
 #include "core/window_bin.h"
 #include "rel/plan.h"
 #include "rel/release.h"
@@ -470,6 +471,7 @@ int bench_release_service(const struct cal_theta *theta, size_t windows, size_t 
     struct svc_figs jl[SVC_MAX_RUNS] = {0}, st[SVC_MAX_RUNS] = {0};
     double parsed_cps = 0;
 
+    core_mem_tune_service(); /* as `gcdp release --serve` starts */
     snprintf(theta_path, sizeof(theta_path), "%s/bench-theta.json", dir);
     snprintf(ledger, sizeof(ledger), "%s/bench-service-ledger.jsonl", dir);
     snprintf(store, sizeof(store), "%s/bench-service-ledger.db", dir);

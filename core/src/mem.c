@@ -1,6 +1,7 @@
 /* mem.c - allocation that aborts on out-of-memory. */
 #include "core/mem.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,4 +42,14 @@ char *core_xstrdup(const char *s)
     char *p = core_xmalloc(n);
     memcpy(p, s, n);
     return p;
+}
+
+void core_mem_tune_service(void)
+{
+    if (getenv("GLIBC_TUNABLES") || getenv("MALLOC_MMAP_THRESHOLD_") ||
+        getenv("MALLOC_TRIM_THRESHOLD_") || getenv("MALLOC_TOP_PAD_"))
+        return; /* the operator's setting wins */
+    (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    (void)mallopt(M_TRIM_THRESHOLD, 128 << 20);
+    (void)mallopt(M_TOP_PAD, 16 << 20);
 }
