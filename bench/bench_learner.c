@@ -4,7 +4,6 @@
  * Every figure is printed with the ratio against a baseline measured in the same run. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <math.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 #include "core/fsutil.h"
 #include "core/mem.h"
 #include "core/pool.h"
+#include "flags.h"
 #include "lrn/csvio.h"
 #include "lrn/metrics.h"
 #include "lrn/runner.h"
@@ -32,44 +32,14 @@ extern char **environ;
 
 #define BL_MAX_LIST 32
 
-static const char bench_help[] =
+static const char bench_prose[] =
     "usage: gcdp bench learner [options]\n"
     "Synthetic data as the paper's Appendix B.1 (ER DAG, expected d edges, P participants x\n"
     "n samples), seeds first..first+N-1 (paper: 2..11). Prints mean +- sd over seeds and\n"
-    "writes Markdown/CSV tables (and gnuplot PNGs for the sweeps) under --out.\n"
-    "  --table1          Table 1: fed-sparse vs fed-bnsl at --dims (default 20,200)\n"
-    "  --fig3            Figure 3: dp-fed-sparse at --eps (default 0.5,1,2,5,10,25,50), d = 20,\n"
-    "                    hyperparameters of Table 5, against non-private fed-sparse\n"
-    "  --fig4            Figure 4: dp-fed-sparse vs dp-fed-bnsl, eps = 10, --dims (default\n"
-    "                    20,50,100,200), hyperparameters of Table 7\n"
-    "  --c4              Appendix C.4 / Figure 8: dp-fed-sparse vs dp-fed-sparse-mangold\n"
-    "                    (Laplace + advanced composition) at --eps (default 1,5,10,50),\n"
-    "                    d = 20, Table 5 hyperparameters for both, non-private reference\n"
-    "  --profile         where `gcdp learn` spends its time at --dims (default 20), wall\n"
-    "                    and CPU: process start, CSV parsing, centred covariance, local\n"
-    "                    PGCD steps (on the worker pool), server step + rest of ADMM, and\n"
-    "                    the whole `gcdp learn` process (spawned on CSV files written for\n"
-    "                    each seed); default 5 seeds\n"
-    "                    (no experiment flag: --table1)\n"
-    "  --methods LIST    --table1 only: run only these of fed-sparse,fed-bnsl (default both;\n"
-    "                    without fed-bnsl no fed-bnsl row and no ratios are printed)\n"
-    "  --dims LIST       comma-separated dimensions (overrides the experiment's default)\n"
-    "  --eps LIST        comma-separated privacy budgets for --fig3 and --c4\n"
-    "  --seeds N         seeds per configuration (default 10)\n"
-    "  --first-seed S    first seed (default 2)\n"
-    "  --participants P  (default 8)\n"
-    "  --n N             samples per participant (default 5000)\n"
-    "  --fs-steps K      fed-sparse PGCD steps per round (default: lrn_runner default, 1000)\n"
-    "  --fs-server-iters N  fed-sparse server L-BFGS iterations per round (default: driver's)\n"
-    "  --fs-pgcd-tol X   fed-sparse: stop a PGCD call when the best score <= X (default:\n"
-    "                    lrn_runner default, 1e-6)\n"
-    "  --dp-clip-scale X multiply the paper's DP-PGCD clipping thresholds C (Tables 5, 7)\n"
-    "                    by X (default 1; see docs/learner.md: our clipping scale differs)\n"
-    "  --threads N       OpenBLAS threads (default 1: the machine is shared)\n"
-    "  --workers N       --profile: pool threads for the in-process stages and gcdp learn's\n"
-    "                    --workers (default 0: online CPUs, at most 8, as gcdp learn)\n"
-    "  --out DIR         results directory (default bench/results)\n"
-    "  -h, --help        this text\n";
+    "writes Markdown/CSV tables (and gnuplot PNGs for the sweeps) under --out. No experiment\n"
+    "flag: --table1.\n"
+    "\n"
+    "options:\n";
 
 struct bl_args {
     int table1, fig3, fig4, c4, profile, threads, seeds_given;
@@ -1015,40 +985,10 @@ static int run_profile(const struct bl_args *a, const char *cmdline)
     return 0;
 }
 
-static void set_size_opt(struct bl_args *a, int c, size_t v)
-{
-    switch (c) {
-    case 's':
-        a->seeds = v;
-        a->seeds_given = 1;
-        break;
-    case 'f':
-        a->first_seed = v;
-        break;
-    case 'P':
-        a->participants = v;
-        break;
-    case 'n':
-        a->n = v;
-        break;
-    case 'K':
-        a->fs_steps = v;
-        break;
-    case 'I':
-        a->fs_iters = v;
-        break;
-    case 'w':
-        a->workers = v;
-        break;
-    default:
-        a->threads = (int)v;
-        break;
-    }
-}
-
 /* --methods LIST: a comma-separated subset of fed-sparse,fed-bnsl (at least one). */
-static int parse_methods(const char *list, struct bl_args *a)
+static int take_methods(void *args, const char *list)
 {
+    struct bl_args *a = args;
     const char *p = list;
     int fs = 0, fb = 0;
 
@@ -1059,116 +999,102 @@ static int parse_methods(const char *list, struct bl_args *a)
         else if (len == 8 && strncmp(p, "fed-bnsl", len) == 0)
             fb = 1;
         else
-            return 1;
+            return -1;
         p += len;
         if (*p == ',')
             p++;
     }
     if (!fs && !fb)
-        return 1;
+        return -1;
     a->skip_fs = !fs;
     a->skip_fb = !fb;
     return 0;
 }
 
-/* One option (getopt_long's c, optarg) into a: 0, 1 for a bad value, 2 after --help, -1
- * for an unknown option. */
-static int bl_take(int c, struct bl_args *a)
+static int take_dims(void *args, const char *arg)
 {
-    size_t one[BL_MAX_LIST], k;
-    double dl[BL_MAX_LIST];
-
-    switch (c) {
-    case '1':
-        a->table1 = 1;
-        return 0;
-    case '3':
-        a->fig3 = 1;
-        return 0;
-    case '4':
-        a->fig4 = 1;
-        return 0;
-    case '8':
-        a->c4 = 1;
-        return 0;
-    case 'R':
-        a->profile = 1;
-        return 0;
-    case 'd':
-        return parse_list_size(optarg, a->dims, &a->ndims) ? 1 : 0;
-    case 'e':
-        return parse_list_dbl(optarg, a->eps, &a->neps) ? 1 : 0;
-    case 'o':
-        a->out = optarg;
-        return 0;
-    case 'c':
-    case 'T':
-        if (parse_list_dbl(optarg, dl, &k) || k != 1)
-            return 1;
-        *(c == 'c' ? &a->clip_scale : &a->fs_tol) = dl[0];
-        return 0;
-    case 'M':
-        return parse_methods(optarg, a) ? 1 : 0;
-    case 'h':
-        fputs(bench_help, stdout);
-        return 2;
-    case 's':
-    case 'f':
-    case 'P':
-    case 'n':
-    case 'K':
-    case 'I':
-    case 't':
-    case 'w':
-        if (parse_list_size(optarg, one, &k) || k != 1)
-            return 1;
-        set_size_opt(a, c, one[0]);
-        return 0;
-    default:
-        return -1;
-    }
+    struct bl_args *a = args;
+    return parse_list_size(arg, a->dims, &a->ndims) ? -1 : 0;
 }
+
+static int take_seeds(void *args, const char *arg)
+{
+    struct bl_args *a = args;
+    long v;
+
+    if (app_flag_parse_long(arg, 1, 64, &v) != 0)
+        return -1;
+    a->seeds = (size_t)v;
+    a->seeds_given = 1;
+    return 0;
+}
+
+#define AT(f) APP_FLAG_AT(struct bl_args, f)
+
+static const struct app_flag bl_flags[] = {
+    {"table1", APP_FLAG_TRUE, AT(table1),
+     .help = "Table 1: fed-sparse vs fed-bnsl at --dims (default 20,200)"},
+    {"fig3", APP_FLAG_TRUE, AT(fig3),
+     .help = "Figure 3: dp-fed-sparse at --eps (default 0.5,1,2,5,10,25,50), d = 20,\n"
+             "hyperparameters of Table 5, against non-private fed-sparse"},
+    {"fig4", APP_FLAG_TRUE, AT(fig4),
+     .help = "Figure 4: dp-fed-sparse vs dp-fed-bnsl, eps = 10, --dims (default\n"
+             "20,50,100,200), hyperparameters of Table 7"},
+    {"c4", APP_FLAG_TRUE, AT(c4),
+     .help = "Appendix C.4 / Figure 8: dp-fed-sparse vs dp-fed-sparse-mangold\n"
+             "(Laplace + advanced composition) at --eps (default 1,5,10,50),\n"
+             "d = 20, Table 5 hyperparameters for both, non-private reference"},
+    {"profile", APP_FLAG_TRUE, AT(profile),
+     .help = "where `gcdp learn` spends its time at --dims (default 20), wall\n"
+             "and CPU: process start, CSV parsing, centred covariance, local\n"
+             "PGCD steps (on the worker pool), server step + rest of ADMM, and\n"
+             "the whole `gcdp learn` process (spawned on CSV files written for\n"
+             "each seed); default 5 seeds"},
+    {"methods", APP_FLAG_FN, .fn = take_methods, .metavar = "LIST",
+     .help = "--table1 only: run only these of fed-sparse,fed-bnsl (default both;\n"
+             "without fed-bnsl no fed-bnsl row and no ratios are printed)"},
+    {"dims", APP_FLAG_FN, .fn = take_dims, .metavar = "LIST",
+     .help = "comma-separated dimensions, each 1..4096 (overrides the experiment's\n"
+             "default)"},
+    {"eps", APP_FLAG_DBLS, AT(eps), .n_offset = offsetof(struct bl_args, neps), .hi = DBL_MAX,
+     .flags = APP_FLAG_OPEN_LO, .metavar = "LIST",
+     .help = "comma-separated privacy budgets for --fig3 and --c4"},
+    {"seeds", APP_FLAG_FN, .fn = take_seeds, .metavar = "N",
+     .help = "seeds per configuration, 1..64 (default 10; --profile: 5)"},
+    {"first-seed", APP_FLAG_UINT, AT(first_seed), .lo = 0, .hi = 1e9, .metavar = "S",
+     .help = "first seed (default 2)"},
+    {"participants", APP_FLAG_UINT, AT(participants), .lo = 1, .hi = 4096, .metavar = "P",
+     .help = "(default 8)"},
+    {"n", APP_FLAG_UINT, AT(n), .lo = 1, .hi = 10000000, .metavar = "N",
+     .help = "samples per participant (default 5000)"},
+    {"fs-steps", APP_FLAG_UINT, AT(fs_steps), .lo = 1, .hi = 1e9, .metavar = "K",
+     .help = "fed-sparse PGCD steps per round (default: lrn_runner default, 1000)"},
+    {"fs-server-iters", APP_FLAG_UINT, AT(fs_iters), .lo = 1, .hi = 1e9, .metavar = "N",
+     .help = "fed-sparse server L-BFGS iterations per round (default: driver's)"},
+    {"fs-pgcd-tol", APP_FLAG_DBL, AT(fs_tol), .hi = DBL_MAX, .flags = APP_FLAG_OPEN_LO,
+     .metavar = "X",
+     .help = "fed-sparse: stop a PGCD call when the best score <= X (default:\n"
+             "lrn_runner default, 1e-6)"},
+    {"dp-clip-scale", APP_FLAG_DBL, AT(clip_scale), .hi = DBL_MAX, .flags = APP_FLAG_OPEN_LO,
+     .metavar = "X",
+     .help = "multiply the paper's DP-PGCD clipping thresholds C (Tables 5, 7)\n"
+             "by X (default 1; see docs/learner.md: our clipping scale differs)"},
+    {"threads", APP_FLAG_INT, AT(threads), .lo = 1, .hi = 256, .metavar = "N",
+     .help = "OpenBLAS threads (default 1: the machine is shared)"},
+    {"workers", APP_FLAG_UINT, AT(workers), .lo = 0, .hi = 64, .metavar = "N",
+     .help = "--profile: pool threads for the in-process stages and gcdp learn's\n"
+             "--workers (default 0: online CPUs, at most 8, as gcdp learn)"},
+    {"out", APP_FLAG_STR, AT(out), .metavar = "DIR",
+     .help = "results directory (default bench/results)"},
+    {.name = NULL},
+};
+
+#undef AT
 
 static int bl_parse(int argc, char **argv, struct bl_args *a)
 {
-    static const struct option lo[] = {{"table1", no_argument, 0, '1'},
-                                       {"fig3", no_argument, 0, '3'},
-                                       {"fig4", no_argument, 0, '4'},
-                                       {"dims", required_argument, 0, 'd'},
-                                       {"c4", no_argument, 0, '8'},
-                                       {"eps", required_argument, 0, 'e'},
-                                       {"seeds", required_argument, 0, 's'},
-                                       {"first-seed", required_argument, 0, 'f'},
-                                       {"participants", required_argument, 0, 'P'},
-                                       {"n", required_argument, 0, 'n'},
-                                       {"fs-steps", required_argument, 0, 'K'},
-                                       {"fs-server-iters", required_argument, 0, 'I'},
-                                       {"threads", required_argument, 0, 't'},
-                                       {"out", required_argument, 0, 'o'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {"dp-clip-scale", required_argument, 0, 'c'},
-                                       {"fs-pgcd-tol", required_argument, 0, 'T'},
-                                       {"methods", required_argument, 0, 'M'},
-                                       {"profile", no_argument, 0, 'R'},
-                                       {"workers", required_argument, 0, 'w'},
-                                       {0, 0, 0, 0}};
-    int c, li = 0;
-
-    while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
-        int st = bl_take(c, a);
-        if (st == 2)
-            return 1;
-        if (st < 0)
-            return -1;
-        if (st == 1) {
-            fprintf(stderr, "gcdp bench learner: bad value '%s' for --%s\n", optarg, lo[li].name);
-            return -1;
-        }
-    }
-    if (a->seeds > 64) {
-        fprintf(stderr, "gcdp bench learner: at most 64 seeds\n");
+    if (app_flags_parse_only("bench learner", bl_flags, argc, argv, a, NULL) != 0)
         return -1;
-    }
     if (!a->table1 && !a->fig3 && !a->fig4 && !a->c4 && !a->profile)
         a->table1 = 1;
     return 0;
@@ -1193,7 +1119,7 @@ static int bench_main(struct app_call *call)
         pos += (size_t)snprintf(cmdline + pos, sizeof(cmdline) - pos, " %s", argv[i]);
     r = bl_parse(argc, argv, &a);
     if (r != 0)
-        return r > 0 ? APP_EXIT_OK : APP_EXIT_USAGE;
+        return APP_EXIT_USAGE;
     if (core_mkdir_p(a.out, 0) != 0) {
         fprintf(stderr, "gcdp bench learner: cannot create %s: %s\n", a.out, strerror(errno));
         return APP_EXIT_FAILURE;
@@ -1231,7 +1157,9 @@ static int bench_main(struct app_call *call)
 
 static void usage(FILE *f)
 {
-    fputs(bench_help, f);
+    fputs(bench_prose, f);
+    app_flags_help(f, bl_flags, 20, 0);
+    fputs("  --help              this text\n", f);
 }
 
 /* Settings from its flags only: no common options, no configuration. */
