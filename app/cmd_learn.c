@@ -1,34 +1,18 @@
 /* cmd_learn.c - `gcdp learn`: structure learning over participant CSV files with any of the
  * learner's methods (Fed-Sparse-BNSL and the paper's baselines); writes the DAG as JSON, CSV,
  * DOT and PNG, and a metrics JSON. */
-#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-#include <jansson.h>
 
 #include "app.h"
-#include "core/dp_rng.h"
-#include "core/fsutil.h"
-#include "core/mem.h"
 #include "core/pool.h"
 #include "flags.h"
-#include "lrn/admm.h"
-#include "lrn/baselines.h"
 #include "lrn/config.h"
-#include "lrn/csvio.h"
-#include "lrn/dppgcd.h"
-#include "lrn/graphout.h"
-#include "lrn/metrics.h"
-#include "lrn/pgcd.h"
-#include "lrn/report.h"
+#include "lrn/learn.h"
 #include "lrn/runner.h"
 
-#define LEARN_MAX_P 1024
+#define LEARN_MAX_P LRN_LEARN_MAX_P
 
 static const char learn_help[] =
     "usage: gcdp learn [options] P1.csv P2.csv ...\n"
@@ -229,187 +213,6 @@ static int parse_args(int argc, char **argv, struct learn_args *a)
     return 0;
 }
 
-struct progress {
-    int quiet, trace;
-};
-
-static bool on_round(void *arg, const struct lrn_admm_progress *pr)
-{
-    const struct progress *p = arg;
-    if (p->trace) {
-        fprintf(stderr,
-                "trace %3zu h(W) %.2e h(W~) %.2e primal %.3e dual %.3e chg %zu stable %zu "
-                "beta_dropped %.3f rho1 %.3g alpha %.3g edges %zu up %zu down %zu lbfgs %zu\n",
-                pr->round + 1, pr->h, pr->h_server, pr->primal_residual, pr->dual_residual,
-                pr->support_changes, pr->stable_rounds, pr->beta_dropped, pr->rho1, pr->alpha,
-                pr->edges, pr->nnz_up, pr->nnz_down, pr->lbfgs_iters);
-        return true;
-    }
-    if (!p->quiet)
-        fprintf(stderr,
-                "round %4zu  h(W~) %.3e  primal %.2e  dual %.2e  support +-%zu (stable %zu)  "
-                "edges %4zu  bytes %llu (paper model %llu)\n",
-                pr->round + 1, pr->h_server, pr->primal_residual, pr->dual_residual,
-                pr->support_changes, pr->stable_rounds, pr->edges,
-                (unsigned long long)pr->bytes_wire, (unsigned long long)pr->bytes_model);
-    return true;
-}
-
-static int load_data(const struct learn_args *a, struct core_pool *pool, struct lrn_csv **csv)
-{
-    char eb[1024];
-    if (lrn_csv_read_all((const char *const *)a->files, a->P, a->min_rows, pool, csv, eb,
-                         sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp learn: %s\n", eb);
-        return -1;
-    }
-    if (csv[0]->d < 2) {
-        fprintf(stderr, "gcdp learn: %s: need at least 2 columns\n", a->files[0]);
-        return -1;
-    }
-    return 0;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* PREFIX[.p<k>].{json,csv,dot,png}; returns 0 or -1 (message printed). */
-static int write_graph(const struct learn_args *a, const char *tag, const double *w,
-                       const double *truth, size_t d, const char *const *names)
-{
-    char prefix[4096], eb[1024] = "";
-    core_err png_rc;
-
-    snprintf(prefix, sizeof(prefix), "%s%s", a->out, tag);
-    if (lrn_graph_write_all(prefix, w, truth, d, names, a->png, &png_rc, eb, sizeof(eb)) !=
-        CORE_OK) {
-        fprintf(stderr, "gcdp learn: %s\n", eb);
-        return -1;
-    }
-    if (png_rc != CORE_OK)
-        fprintf(stderr, "gcdp learn: warning: no PNG: %s\n", eb);
-    return 0;
-}
-
-static int add_metrics(json_t *arr, const double *truth, const double *w, size_t d)
-{
-    struct lrn_metrics m;
-    if (lrn_metrics_compute(truth, w, d, 0.0, &m) != CORE_OK)
-        return -1;
-    json_array_append_new(arr, lrn_metrics_to_json(&m));
-    if (json_array_size(arr) == 1)
-        printf("SHD %zu  TPR %.3f  FDR %.3f  edges %zu (true %zu)  skeleton recall %.3f  "
-               "v-structures %zu/%zu correct\n",
-               m.shd, m.tpr, m.fdr, m.pred_edges, m.true_edges, m.skel_recall, m.vs_correct,
-               m.vs_pred);
-    return 0;
-}
-
-/* --personalize / --participant-truth: OLS refit per participant, NMSE (Appendix B.2.2). */
-static int personalize(const struct learn_args *a, struct lrn_csv **csv, const double *w, size_t d,
-                       json_t *out)
-{
-    double *bp = core_xmalloc(d * d * sizeof(double));
-    json_t *arr = json_array(), *row;
-    char eb[1024], tag[64];
-    int ret = 0;
-
-    for (size_t p = 0; ret == 0 && p < a->P; p++) {
-        row = NULL;
-        if (lrn_personalize_refit(csv[p]->n, d, csv[p]->x, w, bp) != CORE_OK) {
-            fprintf(stderr, "gcdp learn: %s: OLS refit failed (singular)\n", a->files[p]);
-            ret = -1;
-        }
-        snprintf(tag, sizeof(tag), ".p%zu.personal", p + 1);
-        if (ret == 0 && a->personalize)
-            ret = write_graph(a, tag, bp, NULL, d, (const char *const *)csv[0]->names);
-        if (ret == 0 && a->n_ptruth &&
-            lrn_personal_nmse_json(a->ptruth[p], w, bp, d, &row, eb, sizeof(eb)) != CORE_OK) {
-            fprintf(stderr, "gcdp learn: %s\n", eb);
-            ret = -1;
-        }
-        json_array_append_new(arr, row ? row : json_object());
-    }
-    json_object_set_new(out, "personalization", arr);
-    free(bp);
-    return ret;
-}
-
-struct learn_state {
-    struct lrn_csv *csv[LEARN_MAX_P];
-    const double *x[LEARN_MAX_P];
-    size_t n[LEARN_MAX_P];
-    double *w, *truth, *m_public;
-    json_t *report;
-};
-
-static int apply_config_keys(const struct core_config *cfg, size_t d, struct lrn_runner_opts *o,
-                             struct learn_state *s)
-{
-    char eb[256];
-    s->m_public = core_xcalloc(d, sizeof(double));
-    if (lrn_runner_opts_from_config(cfg, d, o, s->m_public, eb, sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp learn: configuration error: %s\n", eb);
-        return -1;
-    }
-    return 0;
-}
-
-static int run_and_report(struct learn_args *a, struct learn_state *s, size_t d)
-{
-    struct lrn_runner_result res;
-    struct progress pg = {a->quiet, a->trace};
-    size_t ngraph = a->ro.method == LRN_METHOD_LOCAL_NOTEARS ? a->P : 1;
-    const char *const *names = (const char *const *)s->csv[0]->names;
-    json_t *mets = json_array();
-    char eb[1024] = "", tag[64], path[4096];
-    double t0 = now_s(), secs;
-    int ret = 0;
-
-    s->w = core_xcalloc(ngraph * d * d, sizeof(double));
-    if (lrn_runner_run(&a->ro, d, a->P, s->x, s->n, core_rng_os(), on_round, &pg, s->w, &res, eb,
-                       sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp learn: %s\n", eb);
-        json_decref(mets);
-        return -1;
-    }
-    secs = now_s() - t0;
-    if (!a->quiet && lrn_method_is_federated(a->ro.method)) /* closes the progress lines */
-        fprintf(stderr, "stop after round %zu: %s\n", res.admm.rounds,
-                lrn_runner_stop_reason(&a->ro, &res));
-    printf("%s: d = %zu, P = %zu, %.3f s, %zu rounds, communication %.3f MB (paper model), "
-           "%llu bytes encoded\n",
-           lrn_method_name(a->ro.method), d, a->P, secs, res.admm.rounds,
-           (double)res.admm.bytes_model / 1e6, (unsigned long long)res.admm.bytes_wire);
-    lrn_runner_summary_print(stdout, &a->ro, &res);
-    for (size_t g = 0; ret == 0 && g < ngraph; g++) {
-        if (ngraph > 1)
-            snprintf(tag, sizeof(tag), ".p%zu", g + 1);
-        else
-            tag[0] = '\0';
-        ret = write_graph(a, tag, s->w + g * d * d, s->truth, d, names);
-        if (ret == 0 && s->truth)
-            ret = add_metrics(mets, s->truth, s->w + g * d * d, d);
-    }
-    json_object_set_new(s->report, "options", lrn_runner_opts_json(&a->ro));
-    json_object_set_new(s->report, "result", lrn_runner_result_json(&a->ro, &res, secs));
-    json_object_set_new(s->report, "metrics", mets);
-    if (ret == 0 && (a->personalize || a->n_ptruth) && ngraph == 1)
-        ret = personalize(a, s->csv, s->w, d, s->report);
-    snprintf(path, sizeof(path), "%s.metrics.json", a->out);
-    if (ret == 0 && json_dump_file(s->report, path, JSON_INDENT(1)) != 0) {
-        fprintf(stderr, "gcdp learn: %s: cannot write\n", path);
-        ret = -1;
-    }
-    if (ret == 0)
-        printf("wrote %s.{json,csv,dot%s} and %s\n", a->out, a->png ? ",png" : "", path);
-    return ret;
-}
-
 /* The worker pool: --workers, else learner.workers; 0 means the online CPUs, at most 8
  * (P = 8 participants at d = 20; more threads than participants only wait). */
 static int make_pool(const struct core_config *cfg, const struct overrides *v,
@@ -427,12 +230,16 @@ static int make_pool(const struct core_config *cfg, const struct overrides *v,
 
 /* The run's options over the defaults in a->ro: learner.* keys, then the flags; the BLAS
  * thread count. 0, or -1 after the message (a usage or configuration error). */
-static int set_options(const struct core_config *cfg, size_t d, const struct overrides *ov,
-                       struct learn_args *a, struct learn_state *s)
+static int set_options(const struct core_config *cfg, struct lrn_learn *l, struct learn_args *a)
 {
+    const struct overrides *ov = &a->ov;
+    char eb[256];
+
     lrn_blas_set_threads(isnan(ov->threads) || ov->threads < 1 ? 1 : (int)fmin(ov->threads, 64));
-    if (apply_config_keys(cfg, d, &a->ro, s) != 0)
+    if (lrn_learn_configure(l, cfg, &a->ro, eb, sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp learn: configuration error: %s\n", eb);
         return -1;
+    }
     apply_overrides(&a->ro, ov);
     if (a->cov_by_p || !core_config_is_explicit(cfg, "learner.cov_scale"))
         a->ro.fs_cov_by_p = a->cov_by_p;
@@ -445,70 +252,45 @@ static int set_options(const struct core_config *cfg, size_t d, const struct ove
     return 0;
 }
 
-/* --truth into s->truth and the directory of --out, before the run (a bad one fails fast).
- * 0, or -1 after the message (a runtime failure). */
-static int read_truth_and_out(const struct learn_args *a, struct learn_state *s, size_t d)
-{
-    char eb[1024];
-    size_t dt = 0;
-
-    if (a->truth && lrn_graph_read(a->truth, d, &s->truth, &dt, eb, sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp learn: %s\n", eb);
-        return -1;
-    }
-    if (core_mkdir_p(a->out, 1) != 0) {
-        fprintf(stderr, "gcdp learn: cannot create the directory of --out %s: %s\n", a->out,
-                strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 static int cmd_main(struct app_call *call)
 {
     const struct core_config *cfg = call->cfg;
     struct core_pool *pool = NULL;
     struct learn_args a = {.out = "learned", .min_rows = 10, .png = 1};
-    struct learn_state s = {0};
-    size_t d;
+    struct lrn_learn *l = NULL;
+    struct lrn_learn_job job;
+    char eb[1024] = "";
     int ret = APP_EXIT_USAGE;
 
     a.method = LRN_METHOD_FED_SPARSE;
     lrn_blas_set_threads(1); /* first: OpenBLAS's idle workers spin from load time on */
     if (parse_args(call->argc, call->argv, &a) != 0)
         goto out;
-    if (make_pool(cfg, &a.ov, &pool) != 0) {
-        ret = APP_EXIT_FAILURE;
+    job = (struct lrn_learn_job){.files = (const char *const *)a.files,
+                                 .P = a.P,
+                                 .min_rows = a.min_rows,
+                                 .out = a.out,
+                                 .truth = a.truth,
+                                 .ptruth = a.ptruth,
+                                 .n_ptruth = a.n_ptruth,
+                                 .personalize = a.personalize,
+                                 .png = a.png,
+                                 .quiet = a.quiet,
+                                 .trace = a.trace,
+                                 .out_f = stdout,
+                                 .log_f = stderr,
+                                 .prog = "gcdp learn"};
+    ret = APP_EXIT_FAILURE; /* bad data is a runtime failure (exit 1), as in calibrate */
+    if (make_pool(cfg, &a.ov, &pool) != 0 ||
+        app_exit_status("learn", lrn_learn_load(&job, pool, &l, eb, sizeof(eb)), eb) != 0)
         goto out;
-    }
-    if (load_data(&a, pool, s.csv) !=
-        0) { /* bad data is a runtime failure (exit 1), as in calibrate */
-        ret = APP_EXIT_FAILURE;
-        goto out;
-    }
-    d = s.csv[0]->d;
-    for (size_t p = 0; p < a.P; p++) {
-        s.x[p] = s.csv[p]->x;
-        s.n[p] = s.csv[p]->n;
-    }
-    a.ro = lrn_runner_opts_default(a.method, d);
+    a.ro = lrn_runner_opts_default(a.method, lrn_learn_d(l));
     a.ro.pool = pool;
-    if (set_options(cfg, d, &a.ov, &a, &s) != 0)
-        goto out;
-    if (read_truth_and_out(&a, &s, d) != 0) {
-        ret = APP_EXIT_FAILURE;
-        goto out;
-    }
-    s.report = json_pack("{s:s,s:I,s:I}", "schema", "gcdp.learn-metrics/1", "d", (json_int_t)d,
-                         "participants", (json_int_t)a.P);
-    ret = run_and_report(&a, &s, d) == 0 ? APP_EXIT_OK : APP_EXIT_FAILURE;
+    ret = set_options(cfg, l, &a) != 0
+              ? APP_EXIT_USAGE
+              : app_exit_status("learn", lrn_learn_run(l, &a.ro, eb, sizeof(eb)), eb);
 out:
-    for (size_t p = 0; p < a.P && p < LEARN_MAX_P; p++)
-        lrn_csv_free(s.csv[p]);
-    free(s.w);
-    free(s.truth);
-    free(s.m_public);
-    json_decref(s.report);
+    lrn_learn_free(l);
     core_pool_free(pool);
     return ret;
 }
