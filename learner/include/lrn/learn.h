@@ -25,11 +25,11 @@
 /* What one run asks for. Every pointer is borrowed and must stay valid until
  * lrn_learn_free(). */
 struct lrn_learn_job {
-    const char *const *files; /* the P participant CSV files (lrn/csvio.h format) */
-    size_t P;                 /* 1..LRN_LEARN_MAX_P */
-    size_t min_rows;          /* minimum data rows per file */
-    const char *out;          /* output prefix: PREFIX.{json,csv,dot,png,metrics.json} */
-    const char *truth;        /* NULL, or the true DAG (lrn_graph_read): metrics, colours */
+    const char *const *files;  /* the P participant CSV files (lrn/csvio.h format) */
+    size_t P;                  /* 1..LRN_LEARN_MAX_P */
+    size_t min_rows;           /* minimum data rows per file */
+    const char *out;           /* output prefix: PREFIX.{json,csv,dot,png,metrics.json} */
+    const char *truth;         /* NULL, or the true DAG (lrn_graph_read): metrics, colours */
     const char *const *ptruth; /* n_ptruth (0 or P) true weights per participant: NMSE */
     size_t n_ptruth;
     bool personalize; /* write PREFIX.p<k>.personal.* (OLS refit per participant) */

@@ -193,8 +193,7 @@ static core_err read_truth_and_out(struct lrn_learn *l, char *eb, size_t ebn)
     if (job->truth && (rc = lrn_graph_read(job->truth, l->d, &l->truth, &dt, eb, ebn)) != CORE_OK)
         return rc;
     if (core_mkdir_p(job->out, 1) != 0) {
-        snprintf(eb, ebn, "cannot create the directory of --out %s: %s", job->out,
-                 strerror(errno));
+        snprintf(eb, ebn, "cannot create the directory of --out %s: %s", job->out, strerror(errno));
         return CORE_EIO;
     }
     return CORE_OK;
@@ -262,13 +261,13 @@ core_err lrn_learn_run(struct lrn_learn *l, const struct lrn_runner_opts *o, cha
 
     if (rc != CORE_OK)
         return rc;
-    l->report = json_pack("{s:s,s:I,s:I}", "schema", "gcdp.learn-metrics/1", "d",
-                          (json_int_t)l->d, "participants", (json_int_t)job->P);
+    l->report = json_pack("{s:s,s:I,s:I}", "schema", "gcdp.learn-metrics/1", "d", (json_int_t)l->d,
+                          "participants", (json_int_t)job->P);
     l->metrics = json_array();
     l->w = core_xcalloc(ngraph * l->d * l->d, sizeof(double));
     t0 = now_s();
-    rc = lrn_runner_run(o, l->d, job->P, l->x, l->n, core_rng_os(), on_round, l, l->w,
-                        &res, eb, ebn);
+    rc = lrn_runner_run(o, l->d, job->P, l->x, l->n, core_rng_os(), on_round, l, l->w, &res, eb,
+                        ebn);
     if (rc != CORE_OK)
         return rc;
     return report(l, o, &res, now_s() - t0, eb, ebn);
