@@ -132,8 +132,7 @@ static core_err run_private(struct core_config *cfg, const struct cal_opts *o,
     lop.cap = lo.cap;
     rc = core_dp_ledger_open_config(cfg, &lop, &led, why, sizeof(why));
     if (rc != CORE_OK) {
-        snprintf(eb, ebn,
-                 "ledger '%s': %s (%s); nothing charged, no noise drawn, no theta written",
+        snprintf(eb, ebn, "ledger '%s': %s (%s); nothing charged, no noise drawn, no theta written",
                  lop.path, why[0] ? why : "cannot open", core_errname(rc));
         return runtime(rc);
     }
@@ -167,8 +166,8 @@ static core_err calibrate_private(struct core_config *cfg, struct cal_opts *o,
 
 /* Public mode: calibrate, stamp the source and serialise θ into res (*t keeps θ). */
 static core_err calibrate_public(const struct cal_matrix *mx, const struct cal_opts *o,
-                                 const char *source, struct cal_theta **t,
-                                 struct cal_charged *res, char *eb, size_t ebn)
+                                 const char *source, struct cal_theta **t, struct cal_charged *res,
+                                 char *eb, size_t ebn)
 {
     struct cal_report rep;
     core_err rc = cal_calibrate(mx, o, NULL, t, &rep, eb, ebn);
@@ -189,9 +188,10 @@ static core_err opts_of(const struct core_config *cfg, size_t n_dev, struct cal_
     if (cal_opts_from_config(cfg, o, eb, ebn) != CORE_OK || cal_opts_check(o, eb, ebn) != CORE_OK)
         return CORE_ECONFIG;
     if (o->mode == CAL_MODE_PRIVATE && n_dev == 0) {
-        snprintf(eb, ebn, "private mode charges eps_cal to the ledger units '<device>|<slot>' of "
-                          "the calibration rows: give the device id(s) with --device ID (or "
-                          "calibrate.ledger.devices)");
+        snprintf(eb, ebn,
+                 "private mode charges eps_cal to the ledger units '<device>|<slot>' of "
+                 "the calibration rows: give the device id(s) with --device ID (or "
+                 "calibrate.ledger.devices)");
         return CORE_ECONFIG;
     }
     return CORE_OK;

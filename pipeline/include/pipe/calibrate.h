@@ -19,12 +19,12 @@
 
 /* What one offline run asks for (every pointer borrowed). */
 struct pipe_cal_offline {
-    const char *input;            /* the calibration matrix (calibrate.input.format; - = stdin) */
-    const char *output;           /* θ file (atomic rename, fsync); NULL: stdout plus newline */
-    const char *ledger;           /* private: the ledger path as given; NULL: release.ledger.path */
-    const char *const *devices;   /* private: the rows' device ids ... */
-    size_t n_devices;             /* ... 0: calibrate.ledger.devices */
-    bool publish;                 /* also produce θ to topics.calibration and wait for the ack */
+    const char *input;          /* the calibration matrix (calibrate.input.format; - = stdin) */
+    const char *output;         /* θ file (atomic rename, fsync); NULL: stdout plus newline */
+    const char *ledger;         /* private: the ledger path as given; NULL: release.ledger.path */
+    const char *const *devices; /* private: the rows' device ids ... */
+    size_t n_devices;           /* ... 0: calibrate.ledger.devices */
+    bool publish;               /* also produce θ to topics.calibration and wait for the ack */
 };
 
 /* Calibrate (cal_calibrate, or in calibrate.mode=private cal_calibrate_charged on the opened
