@@ -27,8 +27,8 @@ core_err pipe_ledger_import(const char *old, const char *nw, FILE *log, const ch
     if (rc == CORE_OK)
         rc = core_dp_ledger_import(&o, nw, &rows, why, sizeof(why));
     if (rc != CORE_OK) {
-        snprintf(eb, ebn, "--import %s --to %s: %s (%s)", old, nw,
-                 why[0] ? why : core_strerror(rc), core_errname(rc));
+        snprintf(eb, ebn, "--import %s --to %s: %s (%s)", old, nw, why[0] ? why : core_strerror(rc),
+                 core_errname(rc));
         return rc == CORE_ECONFIG ? CORE_EINVAL : rc;
     }
     fprintf(log,
