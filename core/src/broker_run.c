@@ -1,5 +1,7 @@
 /* broker_run.c - the standalone broker's lifecycle (core/broker.h): its topics, the control
  * FIFO of fault injection, the wait for SIGINT/SIGTERM (KAFKA.md §8.1). */
+#include "core/broker.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -9,7 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/broker.h"
 #include "core/log.h"
 
 const char *const core_broker_topic_keys[CORE_BROKER_N_TOPIC_KEYS] = {
