@@ -83,8 +83,9 @@ static core_err open_input(const struct pipe_release_offline *req, FILE **in)
     struct stat st_in;
 
     if (strcmp(req->input, "-") == 0 && isatty(STDIN_FILENO)) { /* would wait silently */
-        fprintf(req->log, "%s: window records are read from standard input, which is a terminal; "
-                          "give --input FILE (or pipe the records in)\n",
+        fprintf(req->log,
+                "%s: window records are read from standard input, which is a terminal; "
+                "give --input FILE (or pipe the records in)\n",
                 req->prog);
         return CORE_ECONFIG;
     }
@@ -169,8 +170,7 @@ static core_err run_release(struct run *u)
     return rc;
 }
 
-core_err pipe_release_offline(const struct core_config *cfg,
-                              const struct pipe_release_offline *req)
+core_err pipe_release_offline(const struct core_config *cfg, const struct pipe_release_offline *req)
 {
     struct run u;
     char eb[1024] = "";
