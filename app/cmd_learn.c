@@ -39,17 +39,13 @@ static const char learn_help_exit[] =
     "exit status: 0 ok; 1 runtime failure (a data or truth file that cannot be read or\n"
     "parsed, a failed run); 2 usage or configuration error.\n\n";
 
-/* Overrides are collected first and applied after the method's defaults are set (NAN: not
- * given). */
-struct overrides {
-    double rounds, rho1, rho2, lambda, gamma, steps, thr, eps, delta, clip, covb, siters, ptol,
-        threads, workers;
-};
-
+/* What one command line asks for. The overrides are applied after the method's defaults
+ * and the learner.* keys (NAN: not given); threads and workers are this process's. */
 struct learn_args {
     struct lrn_runner_opts ro;
     enum lrn_method method;
-    struct overrides ov;
+    struct lrn_runner_overrides ov;
+    double threads, workers;
     const char *out, *truth;
     const char *ptruth[LEARN_MAX_P];
     size_t n_ptruth, min_rows;
@@ -58,51 +54,13 @@ struct learn_args {
     size_t P;
 };
 
-/* Integer options: values above 1e9 become 1e9 (then rejected by the option checks with a
- * message) instead of an out-of-range conversion. */
-static size_t to_size(double x)
-{
-    return (size_t)(x > 1e9 ? 1e9 : x);
-}
-
-static void apply_overrides(struct lrn_runner_opts *o, const struct overrides *v)
-{
-    if (!isnan(v->rounds)) {
-        o->admm.max_rounds = to_size(v->rounds);
-        o->dppgcd.rounds = to_size(v->rounds);
-    }
-    if (!isnan(v->rho1))
-        o->admm.rho1 = v->rho1;
-    if (!isnan(v->rho2))
-        o->admm.rho2 = v->rho2;
-    if (!isnan(v->lambda))
-        o->pgcd.lambda = o->dppgcd.lambda = o->notears.lambda = v->lambda;
-    if (!isnan(v->gamma))
-        o->pgcd.gamma = o->dppgcd.gamma = v->gamma;
-    if (!isnan(v->steps))
-        o->pgcd.max_steps = o->dppgcd.steps = to_size(v->steps);
-    if (!isnan(v->thr))
-        o->admm.w_threshold = o->notears.w_threshold = v->thr;
-    if (!isnan(v->eps))
-        o->dppgcd.eps = o->cov_eps = v->eps;
-    if (!isnan(v->delta))
-        o->dppgcd.delta = o->cov_delta = v->delta;
-    if (!isnan(v->clip))
-        o->dppgcd.clip = v->clip;
-    if (!isnan(v->covb))
-        o->cov_bound = v->covb;
-    if (!isnan(v->siters))
-        o->admm.lbfgs_max_iter = to_size(v->siters);
-    if (!isnan(v->ptol))
-        o->pgcd.tol = v->ptol;
-}
-
 static int parse_method(void *args, const char *arg)
 {
     return lrn_method_parse(arg, &((struct learn_args *)args)->method) == CORE_OK ? 0 : -1;
 }
 
 #define OV(f) APP_FLAG_DBL, APP_FLAG_AT(struct learn_args, ov.f), .hi = DBL_MAX
+#define PR(f) APP_FLAG_DBL, APP_FLAG_AT(struct learn_args, f), .hi = DBL_MAX
 #define A(f)  APP_FLAG_AT(struct learn_args, f)
 
 static const struct app_flag learn_flags[] = {
@@ -141,17 +99,18 @@ static const struct app_flag learn_flags[] = {
     {"steps", OV(steps), .metavar = "K",
      .help = "PGCD / DP-PGCD coordinate steps per round (fed-sparse 1000;\n"
              "dp-fed-sparse Table 7 by d)"},
-    {"threshold", OV(thr), .metavar = "X", .help = "final |w| pruning threshold (default 0.3)"},
-    {"server-iters", OV(siters), .metavar = "N",
+    {"threshold", OV(w_threshold), .metavar = "X",
+     .help = "final |w| pruning threshold (default 0.3)"},
+    {"server-iters", OV(server_iters), .metavar = "N",
      .help = "server L-BFGS iteration cap per round (default: the ADMM\n"
              "driver's, lrn_admm_opts_default())"},
-    {"pgcd-tol", OV(ptol), .metavar = "X",
+    {"pgcd-tol", OV(pgcd_tol), .metavar = "X",
      .help = "stop a PGCD call early when the best score <= X (default 1e-6)"},
     {"eps", OV(eps), .metavar = "X",
      .help = "privacy budget per participant for dp-* methods (default 10)"},
     {"delta", OV(delta), .metavar = "X", .help = "delta (default 1/n_p^2)"},
     {"clip", OV(clip), .metavar = "C", .help = "DP-PGCD clipping threshold (default Table 7 by d)"},
-    {"cov-bound", OV(covb), .metavar = "B",
+    {"cov-bound", OV(cov_bound), .metavar = "B",
      .help = "DP-Fed-BNSL row bound ||x||^2 <= B (default Table 7 by d)"},
     {"cov-by-p", APP_FLAG_TRUE, A(cov_by_p),
      .help = "fed-sparse: local loss uses X^T X / (n_p P) (notears-admm scaling)"},
@@ -160,9 +119,9 @@ static const struct app_flag learn_flags[] = {
              "non-private methods; DP methods never centre, see docs)"},
     {"standardize", APP_FLAG_TRUE, A(standardize),
      .help = "also scale each participant's columns to unit variance"},
-    {"threads", OV(threads), .metavar = "N",
+    {"threads", PR(threads), .metavar = "N",
      .help = "OpenBLAS threads (default 1; more rarely helps below d = 200)"},
-    {"workers", OV(workers), .metavar = "N",
+    {"workers", PR(workers), .metavar = "N",
      .help = "threads that read the files and run the participants' local\n"
              "solves (fed-sparse) in parallel (default learner.workers = 0:\n"
              "online CPUs, at most 8; 1: none); same result for any N"},
@@ -176,6 +135,7 @@ static const struct app_flag learn_flags[] = {
 };
 
 #undef OV
+#undef PR
 #undef A
 
 static void usage(FILE *f)
@@ -194,8 +154,8 @@ static int parse_args(int argc, char **argv, struct learn_args *a)
 {
     int first;
 
-    a->ov = (struct overrides){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
-                               NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    a->ov = lrn_runner_overrides_none();
+    a->threads = a->workers = NAN;
     first = app_flags_parse("learn", learn_flags, argc, argv, a, NULL);
     if (first < 0)
         return -1;
@@ -215,10 +175,9 @@ static int parse_args(int argc, char **argv, struct learn_args *a)
 
 /* The worker pool: --workers, else learner.workers; 0 means the online CPUs, at most 8
  * (P = 8 participants at d = 20; more threads than participants only wait). */
-static int make_pool(const struct core_config *cfg, const struct overrides *v,
-                     struct core_pool **pool)
+static int make_pool(const struct core_config *cfg, double workers, struct core_pool **pool)
 {
-    double w = !isnan(v->workers) ? v->workers : (double)core_config_int(cfg, "learner.workers");
+    double w = !isnan(workers) ? workers : (double)core_config_int(cfg, "learner.workers");
     size_t n = w < 1.0 ? core_pool_cpu_count(8) : (size_t)fmin(w, CORE_POOL_MAX_THREADS);
 
     if (n > 1 && core_pool_new(n, pool) != CORE_OK) {
@@ -232,23 +191,23 @@ static int make_pool(const struct core_config *cfg, const struct overrides *v,
  * thread count. 0, or -1 after the message (a usage or configuration error). */
 static int set_options(const struct core_config *cfg, struct lrn_learn *l, struct learn_args *a)
 {
-    const struct overrides *ov = &a->ov;
+    double threads = a->threads;
     char eb[256];
 
-    lrn_blas_set_threads(isnan(ov->threads) || ov->threads < 1 ? 1 : (int)fmin(ov->threads, 64));
+    lrn_blas_set_threads(isnan(threads) || threads < 1 ? 1 : (int)fmin(threads, 64));
     if (lrn_learn_configure(l, cfg, &a->ro, eb, sizeof(eb)) != CORE_OK) {
         fprintf(stderr, "gcdp learn: configuration error: %s\n", eb);
         return -1;
     }
-    apply_overrides(&a->ro, ov);
+    lrn_runner_opts_override(&a->ro, &a->ov);
     if (a->cov_by_p || !core_config_is_explicit(cfg, "learner.cov_scale"))
         a->ro.fs_cov_by_p = a->cov_by_p;
     if (a->no_center)
         a->ro.center = false;
     if (a->standardize)
         a->ro.standardize = true;
-    if (!isnan(ov->threads))
-        lrn_blas_set_threads(ov->threads < 1 ? 1 : (int)fmin(ov->threads, 64));
+    if (!isnan(threads))
+        lrn_blas_set_threads(threads < 1 ? 1 : (int)fmin(threads, 64));
     return 0;
 }
 
@@ -281,7 +240,7 @@ static int cmd_main(struct app_call *call)
                                  .log_f = stderr,
                                  .prog = "gcdp learn"};
     ret = APP_EXIT_FAILURE; /* bad data is a runtime failure (exit 1), as in calibrate */
-    if (make_pool(cfg, &a.ov, &pool) != 0 ||
+    if (make_pool(cfg, a.workers, &pool) != 0 ||
         app_exit_status("learn", lrn_learn_load(&job, pool, &l, eb, sizeof(eb)), eb) != 0)
         goto out;
     a.ro = lrn_runner_opts_default(a.method, lrn_learn_d(l));

@@ -222,3 +222,23 @@ Test(admm_config, table_rows_of_every_type_apply)
     cr_assert_float_eq(o.admm.h_tol, 0.001, 0.0, "an LRN_KEYS_ADMM row, from the key table");
     core_config_free(cfg);
 }
+
+/* lrn_runner_opts_override: NAN leaves a field; one value reaches every method's field. */
+Test(admm_config, overrides_reach_every_method)
+{
+    struct lrn_runner_opts o = lrn_runner_opts_default(LRN_METHOD_FED_SPARSE, 3);
+    const struct lrn_runner_opts d = o;
+    struct lrn_runner_overrides v = lrn_runner_overrides_none();
+
+    lrn_runner_opts_override(&o, &v);
+    cr_assert(memcmp(&o, &d, sizeof(o)) == 0, "nothing given: nothing changed");
+    v.rounds = 1e12;
+    v.lambda = 0.7;
+    v.eps = 3.0;
+    lrn_runner_opts_override(&o, &v);
+    cr_assert_eq(o.admm.max_rounds, (size_t)1e9, "clamped, refused later by the checks");
+    cr_assert_eq(o.dppgcd.rounds, (size_t)1e9);
+    cr_assert(o.pgcd.lambda == 0.7 && o.dppgcd.lambda == 0.7 && o.notears.lambda == 0.7);
+    cr_assert(o.dppgcd.eps == 3.0 && o.cov_eps == 3.0);
+    cr_assert_float_eq(o.admm.rho1, d.admm.rho1, 0.0);
+}

@@ -50,8 +50,14 @@ Test(learn, run_writes_graph_and_metrics)
     snprintf(out, sizeof(out), "%s/res/learned", dir);
     write_participant(p1, 60, 0.0);
     write_participant(p2, 60, 1.0);
-    struct lrn_learn_job job = {.files = files, .P = 2, .min_rows = 10, .out = out,
-                                .quiet = true, .out_f = so, .log_f = se, .prog = "test"};
+    struct lrn_learn_job job = {.files = files,
+                                .P = 2,
+                                .min_rows = 10,
+                                .out = out,
+                                .quiet = true,
+                                .out_f = so,
+                                .log_f = se,
+                                .prog = "test"};
     cr_assert_eq(lrn_learn_load(&job, NULL, &l, eb, sizeof(eb)), CORE_OK, "%s", eb);
     cr_assert_eq(lrn_learn_d(l), 3);
     o = lrn_runner_opts_default(LRN_METHOD_FED_SPARSE, 3);
@@ -84,8 +90,13 @@ Test(learn, bad_inputs_fail_naming_the_file)
     snprintf(p1, sizeof(p1), "%s/p1.csv", dir);
     snprintf(p2, sizeof(p2), "%s/missing.csv", dir);
     write_participant(p1, 20, 0.0);
-    struct lrn_learn_job job = {.files = files, .P = 2, .min_rows = 10, .out = "x",
-                                .out_f = stdout, .log_f = stderr, .prog = "test"};
+    struct lrn_learn_job job = {.files = files,
+                                .P = 2,
+                                .min_rows = 10,
+                                .out = "x",
+                                .out_f = stdout,
+                                .log_f = stderr,
+                                .prog = "test"};
     cr_assert_neq(lrn_learn_load(&job, NULL, &l, eb, sizeof(eb)), CORE_OK);
     cr_assert_null(l);
     cr_assert(strstr(eb, "missing.csv") != NULL, "%s", eb);

@@ -178,3 +178,55 @@ core_err lrn_runner_opts_from_config(const struct core_config *cfg, size_t d,
         lrn_config_apply_blas(cfg);
     return CORE_OK;
 }
+
+struct lrn_runner_overrides lrn_runner_overrides_none(void)
+{
+    return (struct lrn_runner_overrides){.rounds = NAN,
+                                         .rho1 = NAN,
+                                         .rho2 = NAN,
+                                         .lambda = NAN,
+                                         .gamma = NAN,
+                                         .steps = NAN,
+                                         .w_threshold = NAN,
+                                         .eps = NAN,
+                                         .delta = NAN,
+                                         .clip = NAN,
+                                         .cov_bound = NAN,
+                                         .server_iters = NAN,
+                                         .pgcd_tol = NAN};
+}
+
+static size_t to_size(double x)
+{
+    return (size_t)(x > 1e9 ? 1e9 : x);
+}
+
+void lrn_runner_opts_override(struct lrn_runner_opts *o, const struct lrn_runner_overrides *v)
+{
+    if (!isnan(v->rounds))
+        o->admm.max_rounds = o->dppgcd.rounds = to_size(v->rounds);
+    if (!isnan(v->rho1))
+        o->admm.rho1 = v->rho1;
+    if (!isnan(v->rho2))
+        o->admm.rho2 = v->rho2;
+    if (!isnan(v->lambda))
+        o->pgcd.lambda = o->dppgcd.lambda = o->notears.lambda = v->lambda;
+    if (!isnan(v->gamma))
+        o->pgcd.gamma = o->dppgcd.gamma = v->gamma;
+    if (!isnan(v->steps))
+        o->pgcd.max_steps = o->dppgcd.steps = to_size(v->steps);
+    if (!isnan(v->w_threshold))
+        o->admm.w_threshold = o->notears.w_threshold = v->w_threshold;
+    if (!isnan(v->eps))
+        o->dppgcd.eps = o->cov_eps = v->eps;
+    if (!isnan(v->delta))
+        o->dppgcd.delta = o->cov_delta = v->delta;
+    if (!isnan(v->clip))
+        o->dppgcd.clip = v->clip;
+    if (!isnan(v->cov_bound))
+        o->cov_bound = v->cov_bound;
+    if (!isnan(v->server_iters))
+        o->admm.lbfgs_max_iter = to_size(v->server_iters);
+    if (!isnan(v->pgcd_tol))
+        o->pgcd.tol = v->pgcd_tol;
+}
