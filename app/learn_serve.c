@@ -141,7 +141,7 @@ static int serve_main(struct app_call *call)
     struct core_metrics *m = NULL;
     char eb[1024] = "";
     pthread_t th;
-    int ret = APP_EXIT_USAGE, port;
+    int ret = APP_EXIT_USAGE;
     core_err rc;
 
     if (parse(call->argc, call->argv, &a) != 0)
@@ -157,11 +157,7 @@ static int serve_main(struct app_call *call)
     lrn_config_apply_blas(cfg);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
-    port = (int)core_config_int(cfg, "metrics.port");
-    m = core_metrics_new();
-    if (port > 0 &&
-        core_metrics_serve(m, core_config_str(cfg, "metrics.bind"), port, NULL) != CORE_OK) {
-        fprintf(stderr, "gcdp learn: cannot serve metrics on port %d\n", port);
+    if (app_metrics_start(cfg, "learn", &m) != 0) {
         ret = APP_EXIT_FAILURE;
         goto out;
     }
