@@ -46,12 +46,9 @@ struct learn_args {
     enum lrn_method method;
     struct lrn_runner_overrides ov;
     double threads, workers;
-    const char *out, *truth;
+    struct lrn_learn_job job; /* the files, outputs and reporting flags */
     const char *ptruth[LEARN_MAX_P];
-    size_t n_ptruth, min_rows;
-    int personalize, png, quiet, trace, cov_by_p, no_center, standardize;
-    char **files;
-    size_t P;
+    int cov_by_p, no_center, standardize;
 };
 
 static int parse_method(void *args, const char *arg)
@@ -69,21 +66,21 @@ static const struct app_flag learn_flags[] = {
              "notears (centralized, pooled data) | local-notears (per participant)\n"
              "| dp-fed-sparse-mangold (DP-PGCD of Mangold et al. 2023: Laplace +\n"
              "advanced composition, same defaults as dp-fed-sparse; Appendix C.4)"},
-    {"out", APP_FLAG_STR, A(out), .metavar = "PREFIX",
+    {"out", APP_FLAG_STR, A(job.out), .metavar = "PREFIX",
      .help = "outputs PREFIX.json, PREFIX.csv, PREFIX.dot, PREFIX.png,\n"
              "PREFIX.metrics.json (default: learned); local-notears and\n"
              "--personalize add PREFIX.p<k>.* per participant"},
-    {"truth", APP_FLAG_STR, A(truth), .metavar = "FILE",
+    {"truth", APP_FLAG_STR, A(job.truth), .metavar = "FILE",
      .help = "true DAG (sem-gen truth.json, or a CSV adjacency): SHD/TPR/FDR,\n"
              "skeleton and v-structure metrics, and a coloured picture"},
-    {"personalize", APP_FLAG_TRUE, A(personalize),
+    {"personalize", APP_FLAG_TRUE, A(job.personalize),
      .help = "refit the weights per participant by OLS on the learned DAG"},
     {"participant-truth", APP_FLAG_STRS, A(ptruth),
-     .n_offset = offsetof(struct learn_args, n_ptruth), .metavar = "FILE",
+     .n_offset = offsetof(struct learn_args, job.n_ptruth), .metavar = "FILE",
      .flags = APP_FLAG_HELP_INLINE,
      .help = "true weights of participant k (repeat in file order):\n"
              "normalized MSE with and without personalization"},
-    {"min-rows", APP_FLAG_UINT, A(min_rows), .lo = 1, .hi = DBL_MAX, .metavar = "N",
+    {"min-rows", APP_FLAG_UINT, A(job.min_rows), .lo = 1, .hi = DBL_MAX, .metavar = "N",
      .help = "minimum data rows per file (default 10)"},
     {"rounds", OV(rounds), .metavar = "T",
      .help = "ADMM round cap T_max (default: 100; dp methods: paper Table 7\n"
@@ -125,9 +122,9 @@ static const struct app_flag learn_flags[] = {
      .help = "threads that read the files and run the participants' local\n"
              "solves (fed-sparse) in parallel (default learner.workers = 0:\n"
              "online CPUs, at most 8; 1: none); same result for any N"},
-    {"no-png", APP_FLAG_FALSE, A(png), .help = "do not run graphviz"},
-    {"quiet", APP_FLAG_TRUE, A(quiet), .help = "no per-round progress lines"},
-    {"trace", APP_FLAG_TRUE, A(trace),
+    {"no-png", APP_FLAG_FALSE, A(job.png), .help = "do not run graphviz"},
+    {"quiet", APP_FLAG_TRUE, A(job.quiet), .help = "no per-round progress lines"},
+    {"trace", APP_FLAG_TRUE, A(job.trace),
      .help = "per-round diagnostic line instead: h of the sent W and of the\n"
              "server's W~, residuals, support changes, largest dual on entries\n"
              "a participant did not receive, rho1, alpha, nonzeros up/down"},
@@ -159,15 +156,16 @@ static int parse_args(int argc, char **argv, struct learn_args *a)
     first = app_flags_parse("learn", learn_flags, argc, argv, a, NULL);
     if (first < 0)
         return -1;
-    a->files = argv + first;
-    a->P = (size_t)(argc - first);
-    if (a->P == 0 || a->P > LEARN_MAX_P) {
+    a->job.files = (const char *const *)argv + first;
+    a->job.P = (size_t)(argc - first);
+    a->job.ptruth = a->ptruth;
+    if (a->job.P == 0 || a->job.P > LEARN_MAX_P) {
         fprintf(stderr, "gcdp learn: give 1..%d participant CSV files (see --help)\n", LEARN_MAX_P);
         return -1;
     }
-    if (a->n_ptruth && a->n_ptruth != a->P) {
+    if (a->job.n_ptruth && a->job.n_ptruth != a->job.P) {
         fprintf(stderr, "gcdp learn: %zu --participant-truth files for %zu participants\n",
-                a->n_ptruth, a->P);
+                a->job.n_ptruth, a->job.P);
         return -1;
     }
     return 0;
@@ -215,9 +213,13 @@ static int cmd_main(struct app_call *call)
 {
     const struct core_config *cfg = call->cfg;
     struct core_pool *pool = NULL;
-    struct learn_args a = {.out = "learned", .min_rows = 10, .png = 1};
+    struct learn_args a = {.job = {.out = "learned",
+                                   .min_rows = 10,
+                                   .png = true,
+                                   .out_f = stdout,
+                                   .log_f = stderr,
+                                   .prog = "gcdp learn"}};
     struct lrn_learn *l = NULL;
-    struct lrn_learn_job job;
     char eb[1024] = "";
     int ret = APP_EXIT_USAGE;
 
@@ -225,23 +227,9 @@ static int cmd_main(struct app_call *call)
     lrn_blas_set_threads(1); /* first: OpenBLAS's idle workers spin from load time on */
     if (parse_args(call->argc, call->argv, &a) != 0)
         goto out;
-    job = (struct lrn_learn_job){.files = (const char *const *)a.files,
-                                 .P = a.P,
-                                 .min_rows = a.min_rows,
-                                 .out = a.out,
-                                 .truth = a.truth,
-                                 .ptruth = a.ptruth,
-                                 .n_ptruth = a.n_ptruth,
-                                 .personalize = a.personalize,
-                                 .png = a.png,
-                                 .quiet = a.quiet,
-                                 .trace = a.trace,
-                                 .out_f = stdout,
-                                 .log_f = stderr,
-                                 .prog = "gcdp learn"};
     ret = APP_EXIT_FAILURE; /* bad data is a runtime failure (exit 1), as in calibrate */
     if (make_pool(cfg, a.workers, &pool) != 0 ||
-        app_exit_status("learn", lrn_learn_load(&job, pool, &l, eb, sizeof(eb)), eb) != 0)
+        app_exit_status("learn", lrn_learn_load(&a.job, pool, &l, eb, sizeof(eb)), eb) != 0)
         goto out;
     a.ro = lrn_runner_opts_default(a.method, lrn_learn_d(l));
     a.ro.pool = pool;
