@@ -1,10 +1,11 @@
 /* service_ledger.c - the calibrate service's process-level parts (cal/service.h): private
  * mode's own ledger, and the one-line summary at exit. */
+#include "cal/service.h"
+
 #include <errno.h>
 #include <string.h>
 
 #include "cal/calibrate.h"
-#include "cal/service.h"
 #include "core/dp_ledger_cfg.h"
 #include "core/dp_rng.h"
 #include "core/fsutil.h"

@@ -22,9 +22,9 @@ struct pipe_release_proc;
 
 /* How the process runs (pointers borrowed, outliving the process). */
 struct pipe_release_proc_opts {
-    const char *theta;       /* θ file, or NULL: the newest version on topics.calibration */
-    const char *group;       /* consumer group of topics.windows */
-    double exit_idle_s;      /* > 0: stop after this long with nothing consumed */
+    const char *theta;  /* θ file, or NULL: the newest version on topics.calibration */
+    const char *group;  /* consumer group of topics.windows */
+    double exit_idle_s; /* > 0: stop after this long with nothing consumed */
     void (*on_done)(void *arg, core_err status); /* the service and the mirror are done */
     void *arg;
 };
@@ -53,8 +53,7 @@ void pipe_release_proc_stop(struct pipe_release_proc *p);
 
 /* The one-line JSON summary (status, counts by refusal reason, θ, changelog, audit mirror)
  * to f, flushed. */
-void pipe_release_proc_summary_print(FILE *f, const struct pipe_release_proc *p,
-                                     core_err status);
+void pipe_release_proc_summary_print(FILE *f, const struct pipe_release_proc *p, core_err status);
 
 /* Free the service and the mirror (their handles close on the next loop run). The ledger
  * stays open until pipe_release_proc_free. */
