@@ -45,10 +45,9 @@ static void write_matrix(const char *path)
     size_t off = (size_t)sprintf(text, "ts,temperature,humidity,co2\n");
 
     for (int r = 0; r < 60; r++)
-        off += (size_t)sprintf(text + off, "%d,%.6f,%.6f,%.6f\n", r * 60000,
-                               0.5 + 0.4 * sin(0.1 * r),
-                               0.5 + 0.3 * sin(0.1 * r + 0.3) + 0.05 * cos(1.7 * r),
-                               0.5 + 0.4 * cos(0.37 * r));
+        off += (size_t)sprintf(
+            text + off, "%d,%.6f,%.6f,%.6f\n", r * 60000, 0.5 + 0.4 * sin(0.1 * r),
+            0.5 + 0.3 * sin(0.1 * r + 0.3) + 0.05 * cos(1.7 * r), 0.5 + 0.4 * cos(0.37 * r));
     ts_write_file(path, text);
     free(text);
 }
@@ -89,8 +88,8 @@ Test(pipeline, calibrate_private_charges_the_ledger_the_view_shows)
     struct core_config *cfg = cfg_new();
     struct pipe_cal_offline req = {.input = in, .output = out, .ledger = led};
     FILE *units = tmpfile(), *log = tmpfile();
-    struct pipe_ledger_view v = {.prefix = "room1|0", .as_json = true, .out = units, .log = log,
-                                 .prog = "t"};
+    struct pipe_ledger_view v = {
+        .prefix = "room1|0", .as_json = true, .out = units, .log = log, .prog = "t"};
     bool seen = false;
 
     snprintf(in, sizeof(in), "%s/cal.csv", dir);
@@ -130,8 +129,11 @@ Test(pipeline, release_tells_usage_from_runtime_errors)
     char *dir = ts_tmpdir(), led[600];
     struct core_config *cfg = cfg_new();
     FILE *log = tmpfile();
-    struct pipe_release_offline req = {.theta = "/nonexistent/theta.json", .input = dir,
-                                       .output = "-", .ledger_path = led, .log = log,
+    struct pipe_release_offline req = {.theta = "/nonexistent/theta.json",
+                                       .input = dir,
+                                       .output = "-",
+                                       .ledger_path = led,
+                                       .log = log,
                                        .prog = "t"};
 
     snprintf(led, sizeof(led), "%s/led.jsonl", dir);
