@@ -4,10 +4,10 @@
 
 #include "eval/eval.h"
 
-static const char *const expo_names[] = {[EVAL_EXPO_MINMAX] = "minmax",
-                                         [EVAL_EXPO_MAXNORM] = "maxnorm"};
-static const char *const xi_names[] = {[EVAL_XI_LITERAL] = "literal",
-                                       [EVAL_XI_NEIGHBOUR] = "neighbour"};
+static const char *const expo_names[] = {
+    [EVAL_EXPO_MINMAX] = "minmax", [EVAL_EXPO_MAXNORM] = "maxnorm"};
+static const char *const xi_names[] = {
+    [EVAL_XI_LITERAL] = "literal", [EVAL_XI_NEIGHBOUR] = "neighbour"};
 
 const char *eval_expo_name(enum eval_expo e)
 {
