@@ -37,7 +37,7 @@ int calibrate_serve(struct core_config *cfg, const char *input, double exit_afte
     struct cal_service_opts so;
     struct cal_opts co;
     struct app_serve srv;
-    char eb[1024] = "", path[4096];
+    char eb[8192] = "", path[4096]; /* messages name the ledger path */
     const char *mode = core_config_str(cfg, "calibrate.mode");
     core_err err;
     int rc = APP_EXIT_FAILURE;

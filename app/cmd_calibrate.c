@@ -232,7 +232,7 @@ static int run_offline(struct core_config *cfg, const struct calibrate_cli *cli)
                                    .devices = cli->dev,
                                    .n_devices = cli->n_dev,
                                    .publish = cli->publish};
-    char eb[1024] = "";
+    char eb[8192] = ""; /* a message may name paths of up to 4096 bytes */
 
     if (cli->check)
         return app_exit_status("calibrate",

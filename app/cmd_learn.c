@@ -220,7 +220,7 @@ static int cmd_main(struct app_call *call)
                                    .log_f = stderr,
                                    .prog = "gcdp learn"}};
     struct lrn_learn *l = NULL;
-    char eb[1024] = "";
+    char eb[8192] = ""; /* a message may name paths of up to 4096 bytes */
     int ret = APP_EXIT_USAGE;
 
     a.method = LRN_METHOD_FED_SPARSE;

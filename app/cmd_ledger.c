@@ -79,7 +79,7 @@ static int cmd_main(struct app_call *call)
 {
     const struct core_config *cfg = call->cfg;
     struct ledger_cli cli = {0};
-    char path[4096], eb[1024] = "";
+    char path[4096], eb[8192] = ""; /* messages name paths */
 
     if (app_flags_parse_only("ledger", ledger_flags, call->argc, call->argv, &cli, NULL) != 0)
         return APP_EXIT_USAGE;
