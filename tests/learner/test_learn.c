@@ -1,6 +1,7 @@
 /* test_learn.c - lrn/learn.h: one offline run over participant CSV files writes the DAG
  * files and the metrics file; bad inputs fail with a reason naming the file. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +9,10 @@
 
 #include <criterion/criterion.h>
 
+#include "core/kconf.h"
+#include "core/log.h"
 #include "lrn/config.h"
+#include "lrn/fedsvc.h"
 #include "lrn/learn.h"
 #include "lrn/runner.h"
 #include "test_support.h"
@@ -104,6 +108,36 @@ Test(learn, bad_inputs_fail_naming_the_file)
     job.P = 1;
     cr_assert_eq(lrn_learn_load(&job, NULL, &l, eb, sizeof(eb)), CORE_EINVAL);
     cr_assert(strstr(eb, "need at least 2 columns") && strstr(eb, "p1.csv"), "%s", eb);
+    ts_rmtree(dir);
+    free(dir);
+}
+
+/* lrn_fedsvc_run: stopped before it starts (no broker reachable), each service still ends
+ * with its closing line. */
+Test(learn, fedsvc_run_closing_lines, .timeout = 60)
+{
+    static const struct core_cfg_key *const tables[] = {core_config_keys, lrn_config_keys};
+    struct core_config *cfg = core_config_new(tables, 2);
+    char *dir = ts_tmpdir(), eb[1024] = "", text[512] = "";
+    atomic_bool stop = true;
+    FILE *f = tmpfile();
+
+    core_log_level = CORE_LOG_OFF;
+    cr_assert_not_null(cfg);
+    cr_assert_eq(core_config_set(cfg, "broker.bootstrap", "127.0.0.1:1", "flag", eb, sizeof(eb)),
+                 CORE_OK);
+    cr_assert_eq(core_config_set(cfg, "state.dir", dir, "flag", eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(lrn_fedsvc_run(cfg, NULL, "s1", NULL, 0, &stop, f, "t", eb, sizeof(eb)), CORE_OK,
+                 "%s", eb);
+    cr_assert_eq(lrn_fedsvc_run(cfg, NULL, NULL, NULL, 0, &stop, f, "t", eb, sizeof(eb)), CORE_OK,
+                 "%s", eb);
+    rewind(f);
+    cr_assert(fread(text, 1, sizeof(text) - 1, f) > 0);
+    cr_assert(strstr(text, "t --participant s1: 0 rows held") &&
+                  strstr(text, "t --server: 0 sessions completed"),
+              "%s", text);
+    fclose(f);
+    core_config_free(cfg);
     ts_rmtree(dir);
     free(dir);
 }
