@@ -1,8 +1,8 @@
 /* fedsvc_run.c - one process's learner service, server or participant, and its closing line
  * (lrn/fedsvc.h). */
-#include <inttypes.h>
-
 #include "lrn/fedsvc.h"
+
+#include <inttypes.h>
 
 core_err lrn_fedsvc_run(const struct core_config *cfg, struct core_metrics *metrics,
                         const char *participant, const char *devices, uint64_t max_sessions,
