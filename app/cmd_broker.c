@@ -8,15 +8,10 @@
  *
  * --port uses the bind() interposer of broker_bind.c (inactive except while this command
  * creates the cluster). */
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "app.h"
@@ -80,75 +75,19 @@ static void usage(FILE *f)
             app_common_help);
 }
 
-static const char *const topic_keys[] = {
-    "topics.raw",         "topics.rejected",        "topics.windows",
-    "topics.calibration", "topics.released",        "topics.control",
-    "topics.audit",       "topics.learner_updates", "topics.learner_global",
-    "topics.learner_dag", "topics.status",          "topics.ledger_changelog",
-};
-#define NTOPIC_KEYS (sizeof(topic_keys) / sizeof(topic_keys[0]))
+#define NTOPIC_KEYS CORE_BROKER_N_TOPIC_KEYS
 
 /* Create the extra --topic NAME[:P] topics. */
 static core_err create_extra(struct core_broker *b, const struct broker_opts *o)
 {
     for (size_t i = 0; i < o->nextra; i++) {
-        char name[256];
-        long p = o->partitions;
-        const char *colon = strrchr(o->extra[i], ':');
-        size_t len = colon ? (size_t)(colon - o->extra[i]) : strlen(o->extra[i]);
-        if (len == 0 || len >= sizeof(name) ||
-            (colon && app_flag_parse_long(colon + 1, 1, 10000, &p) != 0)) {
+        core_err rc = core_broker_topic_create_spec(b, o->extra[i], (int)o->partitions);
+        if (rc == CORE_EINVAL)
             fprintf(stderr, "gcdp broker: bad --topic '%s'\n", o->extra[i]);
-            return CORE_EINVAL;
-        }
-        memcpy(name, o->extra[i], len);
-        name[len] = '\0';
-        if (core_broker_topic_create(b, name, (int)p) != CORE_OK)
-            return CORE_EKAFKA;
+        if (rc != CORE_OK)
+            return rc;
     }
     return CORE_OK;
-}
-
-/* Apply complete lines read from the control FIFO (non-blocking). */
-static void read_control(struct core_broker *b, int fd, char *buf, size_t *len, size_t cap)
-{
-    ssize_t r;
-    char *nl;
-
-    while ((r = read(fd, buf + *len, cap - 1 - *len)) > 0) {
-        *len += (size_t)r;
-        buf[*len] = '\0';
-        while ((nl = strchr(buf, '\n'))) {
-            *nl = '\0';
-            if (buf[0] && core_broker_control(b, buf) != CORE_OK)
-                CORE_WARN("broker control: refused '%s' (down | up | rtt MS)", buf);
-            *len -= (size_t)(nl + 1 - buf);
-            memmove(buf, nl + 1, *len + 1);
-        }
-        if (*len == cap - 1) /* an over-long line: drop it */
-            *len = 0;
-    }
-}
-
-/* Block until SIGINT/SIGTERM; meanwhile serve the control FIFO (fd < 0: none). */
-static int wait_for_signal(struct core_broker *b, int fd)
-{
-    struct timespec tick = {0, 100 * 1000000L};
-    sigset_t set;
-    char buf[256];
-    size_t len = 0;
-    int sig;
-
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    for (;;) {
-        sig = fd >= 0 ? sigtimedwait(&set, NULL, &tick) : sigwaitinfo(&set, NULL);
-        if (sig == SIGINT || sig == SIGTERM)
-            return sig;
-        if (fd >= 0)
-            read_control(b, fd, buf, &len, sizeof(buf));
-    }
 }
 
 /* Create the broker (o->port: fixed ports from there, each checked free first). Returns
@@ -173,18 +112,6 @@ static core_err start_broker(const struct broker_opts *o, const char **topics,
         return CORE_EIO;
     }
     broker_bind_fix_ports(0);
-    return CORE_OK;
-}
-
-/* The control FIFO o->control (replacing any file there); *fd its descriptor. */
-static core_err open_control(const struct broker_opts *o, int *fd)
-{
-    unlink(o->control);
-    /* O_RDWR keeps the FIFO open with no writer, so reads never see EOF. */
-    if (mkfifo(o->control, 0600) != 0 || (*fd = open(o->control, O_RDWR | O_NONBLOCK)) < 0) {
-        fprintf(stderr, "gcdp broker: cannot create control FIFO '%s'\n", o->control);
-        return CORE_EIO;
-    }
     return CORE_OK;
 }
 
@@ -215,7 +142,7 @@ static int cmd_main(struct app_call *call)
     if (app_flags_parse_only("broker", broker_flags, call->argc, call->argv, &o, NULL) != 0)
         return APP_EXIT_USAGE;
     for (size_t i = 0; i < NTOPIC_KEYS; i++)
-        topics[i] = core_config_str(cfg, topic_keys[i]);
+        topics[i] = core_config_str(cfg, core_broker_topic_keys[i]);
     /* Before any librdkafka thread exists: threads inherit the mask (KAFKA.md §8.1). */
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
@@ -223,15 +150,17 @@ static int cmd_main(struct app_call *call)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     if (start_broker(&o, topics, &b) != CORE_OK || create_extra(b, &o) != CORE_OK)
         goto out;
-    if (o.control && open_control(&o, &ctl) != CORE_OK)
+    if (o.control && core_broker_fifo_open(o.control, &ctl) != CORE_OK) {
+        fprintf(stderr, "gcdp broker: cannot create control FIFO '%s'\n", o.control);
         goto out;
+    }
     if (core_kafka_bootstrap_write(o.bootstrap_file, core_broker_bootstrap(b)) != CORE_OK) {
         fprintf(stderr, "gcdp broker: cannot write bootstrap file '%s'\n", o.bootstrap_file);
         goto out;
     }
     announce(&o, b);
     CORE_INFO("broker ready at %s", core_broker_bootstrap(b));
-    sig = wait_for_signal(b, ctl);
+    sig = core_broker_wait_signal(b, ctl);
     CORE_INFO("broker stopping on signal %d", sig);
     unlink(o.bootstrap_file);
     rc = APP_EXIT_OK;

@@ -4,21 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "app.h"
-#include "cal/calibrate.h"
 #include "cal/ledger.h"
-#include "cal/matrix.h"
-#include "cal/publish.h"
-#include "cal/theta.h"
-#include "core/dp_ledger.h"
-#include "core/dp_ledger_cfg.h"
-#include "core/dp_rng.h"
-#include "core/log.h"
-#include "core/mem.h"
 #include "flags.h"
-#include "pipe/calpolicy.h"
+#include "pipe/calibrate.h"
 
 /* The --help text of the offline command. */
 static const char usage_text[] =
@@ -65,176 +54,6 @@ static const char usage_serve_text[] =
     "exit status: 0 ok, 1 runtime failure (bad data, invalid theta, ledger refusal or\n"
     "I/O: no theta written), 2 usage/config.\n\n";
 
-static int check_file(const char *path)
-{
-    struct cal_theta *t = NULL;
-    char eb[512] = "";
-    core_err rc = cal_theta_load_file(path, &t, eb, sizeof(eb));
-    if (rc != CORE_OK) {
-        fprintf(stderr, "gcdp calibrate: invalid theta: %s\n", eb);
-        return APP_EXIT_FAILURE;
-    }
-    printf("%s: valid %s version %llu, mode %s, %zu nodes, %zu edges, %zu coordinates, "
-           "eps_cal %.17g%s\n",
-           path, CAL_THETA_SCHEMA, (unsigned long long)t->version, cal_mode_name(t->mode),
-           t->n_nodes, t->n_edges, t->d, cal_theta_eps_cal_total(t),
-           t->B ? " (release part present)" : "");
-    cal_theta_free(t);
-    return APP_EXIT_OK;
-}
-
-/* Write θ's bytes to out (atomic rename, fsync) or stdout (with a newline). */
-static int emit(const char *bytes, size_t len, const char *out)
-{
-    char eb[512] = "";
-    core_err rc = CORE_OK;
-    if (out) {
-        rc = cal_bytes_save_file(bytes, len, out, eb, sizeof(eb));
-    } else if (fwrite(bytes, 1, len, stdout) != len || putchar('\n') == EOF ||
-               fflush(stdout) != 0) {
-        snprintf(eb, sizeof(eb), "writing stdout failed");
-        rc = CORE_EIO;
-    }
-    if (rc != CORE_OK) {
-        fprintf(stderr, "gcdp calibrate: %s\n", eb);
-        return APP_EXIT_FAILURE;
-    }
-    return APP_EXIT_OK;
-}
-
-/* Publish the θ bytes that were written (parsed back: the topic gets the same θ). */
-static int publish_bytes(const struct core_config *cfg, const char *bytes, size_t len)
-{
-    struct cal_theta *t = NULL;
-    char eb[1024] = "";
-    json_t *j = json_loadb(bytes, len, JSON_REJECT_DUPLICATES, NULL);
-    core_err rc = j ? cal_theta_from_json(j, &t, eb, sizeof(eb)) : CORE_EPARSE;
-    int ret = APP_EXIT_OK;
-
-    json_decref(j);
-    if (rc == CORE_OK)
-        rc = cal_theta_publish(cfg, t, 15000, eb, sizeof(eb));
-    if (rc != CORE_OK) {
-        fprintf(stderr, "gcdp calibrate: publish: %s\n", eb[0] ? eb : "theta does not parse");
-        ret = rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
-    } else {
-        CORE_INFO("theta version=%llu published to %s", (unsigned long long)t->version,
-                  core_config_str(cfg, "topics.calibration"));
-    }
-    cal_theta_free(t);
-    return ret;
-}
-
-/* Devices: the --device flags, else calibrate.ledger.devices (borrowed strings). */
-static size_t devices_of(const struct core_config *cfg, const char *const *flags, size_t n_flags,
-                         const char **out)
-{
-    const json_t *v = core_config_json(cfg, "calibrate.ledger.devices");
-    size_t n = 0;
-    if (n_flags > 0) {
-        memcpy(out, flags, n_flags * sizeof(*out));
-        return n_flags;
-    }
-    for (; n < json_array_size(v) && n < CAL_LEDGER_MAX_DEVICES; n++)
-        out[n] = json_string_value(json_array_get(v, n));
-    return n;
-}
-
-/* Private mode: open the ledger (ledger_flag: --ledger FILE, used as given, or NULL), charge
- * and calibrate. */
-static int run_private(struct core_config *cfg, const struct cal_opts *o,
-                       const struct cal_matrix *mx, const char *const *devices, size_t n_dev,
-                       const char *source, const char *ledger_flag, struct cal_charged *res)
-{
-    struct core_dp_ledger_opts lop = {NULL, {0, 0, 0}, 0, {0, 0, 0}};
-    struct core_dp_ledger *led = NULL;
-    struct cal_ledger_opts lo;
-    char eb[1024] = "", path[4096];
-    core_err rc;
-
-    if (app_ledger_path(cfg, ledger_flag, path, sizeof(path)) != 0)
-        return APP_EXIT_USAGE;
-    lop.path = path;
-    cal_ledger_opts_from_config(cfg, devices, n_dev, &lo, &lop.scheme);
-    lop.cap = lo.cap;
-    rc = core_dp_ledger_open_config(cfg, &lop, &led, eb, sizeof(eb));
-    if (rc != CORE_OK) {
-        fprintf(stderr,
-                "gcdp calibrate: ledger '%s': %s (%s); nothing charged, no noise "
-                "drawn, no theta written\n",
-                lop.path, eb[0] ? eb : "cannot open", core_errname(rc));
-        return APP_EXIT_FAILURE;
-    }
-    rc = cal_calibrate_charged(led, mx, o, &lo, source, core_rng_os(), res, eb, sizeof(eb));
-    core_rng_os_wipe();
-    core_dp_ledger_free(led);
-    if (rc != CORE_OK) {
-        fprintf(stderr, "gcdp calibrate: %s\n", eb);
-        return rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
-    }
-    if (res->replayed)
-        CORE_INFO("theta version=%llu replayed from ledger %s: stored bytes, no noise drawn, "
-                  "nothing charged",
-                  (unsigned long long)res->version, lop.path);
-    if (res->replayed_other)
-        CORE_WARN("theta version=%llu: the stored theta was calibrated with another input or "
-                  "configuration (n_cal / config_version differ); republished unchanged (set "
-                  "a new calibrate.version to recalibrate, which is charged again)",
-                  (unsigned long long)res->version);
-    if (!res->replayed)
-        CORE_INFO("theta version=%llu charged eps_cal=%.17g to %zu ledger units in %zu row(s) "
-                  "of %s (release id calibrate|%llu), committed before output",
-                  (unsigned long long)res->version, res->eps_charged, res->n_units, res->n_parts,
-                  lop.path, (unsigned long long)res->version);
-    return APP_EXIT_OK;
-}
-
-/* Private mode from the loaded matrix: |A| from the policy graph, row timestamps required,
- * then run_private. */
-static int calibrate_private(struct core_config *cfg, struct cal_opts *o,
-                             const struct cal_matrix *mx, const char *const *devices, size_t n_dev,
-                             const char *source, const char *ledger_flag, struct cal_charged *res)
-{
-    char eb[1024] = "";
-
-    if (pipe_cal_expansion_nodes(cfg, (const char *const *)mx->names, mx->m, &o->expansion_nodes,
-                                 eb, sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp calibrate: %s\n", eb);
-        return APP_EXIT_USAGE;
-    }
-    if (!mx->ts) {
-        fprintf(stderr,
-                "gcdp calibrate: private mode needs row timestamps to charge the "
-                "ledger: %s\n",
-                o->format == CAL_FORMAT_OCCUPANCY
-                    ? "the occupancy file has no date column"
-                    : "add a timestamp column to the CSV (calibrate.input.ts_column)");
-        return APP_EXIT_USAGE;
-    }
-    return run_private(cfg, o, mx, devices, n_dev, source, ledger_flag, res);
-}
-
-/* Public mode: calibrate, stamp the source and serialise θ into res (*t keeps θ). */
-static int calibrate_public(const struct cal_matrix *mx, const struct cal_opts *o,
-                            const char *source, struct cal_theta **t, struct cal_charged *res)
-{
-    struct cal_report rep;
-    char eb[1024] = "";
-    core_err rc = cal_calibrate(mx, o, NULL, t, &rep, eb, sizeof(eb));
-
-    if (rc == CORE_OK) {
-        snprintf((*t)->source, sizeof((*t)->source), "%s", source);
-        rc = cal_theta_to_bytes(*t, &res->bytes, &res->len, eb, sizeof(eb));
-        res->rep = rep;
-        res->version = (*t)->version;
-    }
-    if (rc != CORE_OK) {
-        fprintf(stderr, "gcdp calibrate: %s\n", eb);
-        return rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
-    }
-    return APP_EXIT_OK;
-}
-
 /* What one command line asks for. */
 struct calibrate_cli {
     struct core_config *cfg; /* -f/--format and --mode set keys in it */
@@ -246,59 +65,6 @@ struct calibrate_cli {
     bool serve_check; /* --serve --check */
     double exit_after;
 };
-
-/* The offline command: θ from cli->input, written to cli->output (or stdout), published
- * with --publish. */
-static int run(struct core_config *cfg, const struct calibrate_cli *cli)
-{
-    struct cal_opts o;
-    struct cal_matrix *mx = NULL;
-    struct cal_theta *t = NULL;
-    struct cal_charged res = {0};
-    const char *devices[CAL_LEDGER_MAX_DEVICES];
-    size_t n_dev = devices_of(cfg, cli->dev, cli->n_dev, devices);
-    char eb[1024] = "", source[CAL_MAX_NAME];
-    const char *input = cli->input, *base = strrchr(input, '/');
-    int ret = APP_EXIT_FAILURE;
-
-    if (cal_opts_from_config(cfg, &o, eb, sizeof(eb)) != CORE_OK ||
-        cal_opts_check(&o, eb, sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp calibrate: %s\n", eb);
-        return APP_EXIT_USAGE;
-    }
-    if (o.mode == CAL_MODE_PRIVATE && n_dev == 0) {
-        fprintf(stderr, "gcdp calibrate: private mode charges eps_cal to the ledger units "
-                        "'<device>|<slot>' of the calibration rows: give the device id(s) with "
-                        "--device ID (or calibrate.ledger.devices)\n");
-        return APP_EXIT_USAGE;
-    }
-    snprintf(source, sizeof(source), "%s:%s",
-             o.format == CAL_FORMAT_OCCUPANCY ? "occupancy" : "csv", base ? base + 1 : input);
-    if (cal_matrix_load_ts(input, o.format, o.label_column, o.ts_column[0] ? o.ts_column : NULL,
-                           o.max_rows, &mx, eb, sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp calibrate: %s\n", eb);
-        goto out;
-    }
-    ret = o.mode == CAL_MODE_PRIVATE
-              ? calibrate_private(cfg, &o, mx, devices, n_dev, source, cli->ledger, &res)
-              : calibrate_public(mx, &o, source, &t, &res);
-    if (ret != APP_EXIT_OK)
-        goto out;
-    /* identifiers, counts and timings only (DESIGN §7.4) */
-    CORE_INFO("theta version=%llu mode=%s rows=%zu edges=%zu alg1_s=%.4f xi_s=%.4f mu_s=%.4f "
-              "total_s=%.4f%s",
-              (unsigned long long)res.version, cal_mode_name(o.mode), mx->n, res.rep.n_edges,
-              res.rep.t_alg1, res.rep.t_xi, res.rep.t_mu, res.rep.t_total,
-              res.replayed ? " (replayed)" : "");
-    ret = emit(res.bytes, res.len, cli->output);
-    if (ret == APP_EXIT_OK && cli->publish)
-        ret = publish_bytes(cfg, res.bytes, res.len);
-out:
-    cal_charged_cleanup(&res);
-    cal_theta_free(t);
-    cal_matrix_free(mx);
-    return ret;
-}
 
 /* `--serve --check` validates the service's configuration; the offline `--check FILE`
  * takes a θ file. With --serve in argv, a bare --check is taken out before getopt sees it.
@@ -457,16 +223,25 @@ static int run_serve(struct core_config *cfg, const struct calibrate_cli *cli)
     return calibrate_serve(cfg, cli->input, cli->exit_after);
 }
 
-/* The offline command or --check FILE. */
+/* The offline command (pipe/calibrate.h) or --check FILE. */
 static int run_offline(struct core_config *cfg, const struct calibrate_cli *cli)
 {
-    if (!cli->check) {
-        const char *paths[] = {cli->output, cli->input, cli->ledger};
-        const char *roles[] = {"--output", "--input", "the ledger (--ledger)"};
-        if (app_paths_distinct("calibrate", paths, roles, 1, 3) != 0)
-            return APP_EXIT_USAGE;
-    }
-    return cli->check ? check_file(cli->check) : run(cfg, cli);
+    struct pipe_cal_offline req = {.input = cli->input,
+                                   .output = cli->output,
+                                   .ledger = cli->ledger,
+                                   .devices = cli->dev,
+                                   .n_devices = cli->n_dev,
+                                   .publish = cli->publish};
+    char eb[8192] = ""; /* a message may name paths of up to 4096 bytes */
+
+    if (cli->check)
+        return app_exit_status("calibrate",
+                               pipe_calibrate_check_file(cli->check, stdout, eb, sizeof(eb)), eb);
+    const char *paths[] = {cli->output, cli->input, cli->ledger};
+    const char *roles[] = {"--output", "--input", "the ledger (--ledger)"};
+    if (app_paths_distinct("calibrate", paths, roles, 1, 3) != 0)
+        return APP_EXIT_USAGE;
+    return app_exit_status("calibrate", pipe_calibrate_offline(cfg, &req, eb, sizeof(eb)), eb);
 }
 
 static int cmd_main(struct app_call *call)

@@ -57,32 +57,18 @@ struct eval_cli {
 
 static int take_exposure(void *cli, const char *arg)
 {
-    struct eval_opts *o = &((struct eval_cli *)cli)->o;
-
-    if (strcmp(arg, "minmax") == 0)
-        o->expo = EVAL_EXPO_MINMAX;
-    else if (strcmp(arg, "maxnorm") == 0)
-        o->expo = EVAL_EXPO_MAXNORM;
-    else {
-        fprintf(stderr, "gcdp eval: --exposure minmax|maxnorm\n");
-        return -2;
-    }
-    return 0;
+    if (eval_expo_parse(arg, &((struct eval_cli *)cli)->o.expo) == CORE_OK)
+        return 0;
+    fprintf(stderr, "gcdp eval: --exposure minmax|maxnorm\n");
+    return -2;
 }
 
 static int take_xi(void *cli, const char *arg)
 {
-    struct eval_opts *o = &((struct eval_cli *)cli)->o;
-
-    if (strcmp(arg, "literal") == 0)
-        o->xi = EVAL_XI_LITERAL;
-    else if (strcmp(arg, "neighbour") == 0)
-        o->xi = EVAL_XI_NEIGHBOUR;
-    else {
-        fprintf(stderr, "gcdp eval: --xi literal|neighbour\n");
-        return -2;
-    }
-    return 0;
+    if (eval_xi_parse(arg, &((struct eval_cli *)cli)->o.xi) == CORE_OK)
+        return 0;
+    fprintf(stderr, "gcdp eval: --xi literal|neighbour\n");
+    return -2;
 }
 
 /* --m-list: node counts, integers in 2..EVAL_MAX_NODES. */

@@ -1,34 +1,18 @@
 /* cmd_learn.c - `gcdp learn`: structure learning over participant CSV files with any of the
  * learner's methods (Fed-Sparse-BNSL and the paper's baselines); writes the DAG as JSON, CSV,
  * DOT and PNG, and a metrics JSON. */
-#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-#include <jansson.h>
 
 #include "app.h"
-#include "core/dp_rng.h"
-#include "core/fsutil.h"
-#include "core/mem.h"
 #include "core/pool.h"
 #include "flags.h"
-#include "lrn/admm.h"
-#include "lrn/baselines.h"
 #include "lrn/config.h"
-#include "lrn/csvio.h"
-#include "lrn/dppgcd.h"
-#include "lrn/graphout.h"
-#include "lrn/metrics.h"
-#include "lrn/pgcd.h"
-#include "lrn/report.h"
+#include "lrn/learn.h"
 #include "lrn/runner.h"
 
-#define LEARN_MAX_P 1024
+#define LEARN_MAX_P LRN_LEARN_MAX_P
 
 static const char learn_help[] =
     "usage: gcdp learn [options] P1.csv P2.csv ...\n"
@@ -55,63 +39,17 @@ static const char learn_help_exit[] =
     "exit status: 0 ok; 1 runtime failure (a data or truth file that cannot be read or\n"
     "parsed, a failed run); 2 usage or configuration error.\n\n";
 
-/* Overrides are collected first and applied after the method's defaults are set (NAN: not
- * given). */
-struct overrides {
-    double rounds, rho1, rho2, lambda, gamma, steps, thr, eps, delta, clip, covb, siters, ptol,
-        threads, workers;
-};
-
+/* What one command line asks for. The overrides are applied after the method's defaults
+ * and the learner.* keys (NAN: not given); threads and workers are this process's. */
 struct learn_args {
     struct lrn_runner_opts ro;
     enum lrn_method method;
-    struct overrides ov;
-    const char *out, *truth;
+    struct lrn_runner_overrides ov;
+    double threads, workers;
+    struct lrn_learn_job job; /* the files, outputs and reporting flags */
     const char *ptruth[LEARN_MAX_P];
-    size_t n_ptruth, min_rows;
-    int personalize, png, quiet, trace, cov_by_p, no_center, standardize;
-    char **files;
-    size_t P;
+    int cov_by_p, no_center, standardize;
 };
-
-/* Integer options: values above 1e9 become 1e9 (then rejected by the option checks with a
- * message) instead of an out-of-range conversion. */
-static size_t to_size(double x)
-{
-    return (size_t)(x > 1e9 ? 1e9 : x);
-}
-
-static void apply_overrides(struct lrn_runner_opts *o, const struct overrides *v)
-{
-    if (!isnan(v->rounds)) {
-        o->admm.max_rounds = to_size(v->rounds);
-        o->dppgcd.rounds = to_size(v->rounds);
-    }
-    if (!isnan(v->rho1))
-        o->admm.rho1 = v->rho1;
-    if (!isnan(v->rho2))
-        o->admm.rho2 = v->rho2;
-    if (!isnan(v->lambda))
-        o->pgcd.lambda = o->dppgcd.lambda = o->notears.lambda = v->lambda;
-    if (!isnan(v->gamma))
-        o->pgcd.gamma = o->dppgcd.gamma = v->gamma;
-    if (!isnan(v->steps))
-        o->pgcd.max_steps = o->dppgcd.steps = to_size(v->steps);
-    if (!isnan(v->thr))
-        o->admm.w_threshold = o->notears.w_threshold = v->thr;
-    if (!isnan(v->eps))
-        o->dppgcd.eps = o->cov_eps = v->eps;
-    if (!isnan(v->delta))
-        o->dppgcd.delta = o->cov_delta = v->delta;
-    if (!isnan(v->clip))
-        o->dppgcd.clip = v->clip;
-    if (!isnan(v->covb))
-        o->cov_bound = v->covb;
-    if (!isnan(v->siters))
-        o->admm.lbfgs_max_iter = to_size(v->siters);
-    if (!isnan(v->ptol))
-        o->pgcd.tol = v->ptol;
-}
 
 static int parse_method(void *args, const char *arg)
 {
@@ -119,6 +57,7 @@ static int parse_method(void *args, const char *arg)
 }
 
 #define OV(f) APP_FLAG_DBL, APP_FLAG_AT(struct learn_args, ov.f), .hi = DBL_MAX
+#define PR(f) APP_FLAG_DBL, APP_FLAG_AT(struct learn_args, f), .hi = DBL_MAX
 #define A(f)  APP_FLAG_AT(struct learn_args, f)
 
 static const struct app_flag learn_flags[] = {
@@ -127,21 +66,21 @@ static const struct app_flag learn_flags[] = {
              "notears (centralized, pooled data) | local-notears (per participant)\n"
              "| dp-fed-sparse-mangold (DP-PGCD of Mangold et al. 2023: Laplace +\n"
              "advanced composition, same defaults as dp-fed-sparse; Appendix C.4)"},
-    {"out", APP_FLAG_STR, A(out), .metavar = "PREFIX",
+    {"out", APP_FLAG_STR, A(job.out), .metavar = "PREFIX",
      .help = "outputs PREFIX.json, PREFIX.csv, PREFIX.dot, PREFIX.png,\n"
              "PREFIX.metrics.json (default: learned); local-notears and\n"
              "--personalize add PREFIX.p<k>.* per participant"},
-    {"truth", APP_FLAG_STR, A(truth), .metavar = "FILE",
+    {"truth", APP_FLAG_STR, A(job.truth), .metavar = "FILE",
      .help = "true DAG (sem-gen truth.json, or a CSV adjacency): SHD/TPR/FDR,\n"
              "skeleton and v-structure metrics, and a coloured picture"},
-    {"personalize", APP_FLAG_TRUE, A(personalize),
+    {"personalize", APP_FLAG_TRUE, A(job.personalize),
      .help = "refit the weights per participant by OLS on the learned DAG"},
     {"participant-truth", APP_FLAG_STRS, A(ptruth),
-     .n_offset = offsetof(struct learn_args, n_ptruth), .metavar = "FILE",
+     .n_offset = offsetof(struct learn_args, job.n_ptruth), .metavar = "FILE",
      .flags = APP_FLAG_HELP_INLINE,
      .help = "true weights of participant k (repeat in file order):\n"
              "normalized MSE with and without personalization"},
-    {"min-rows", APP_FLAG_UINT, A(min_rows), .lo = 1, .hi = DBL_MAX, .metavar = "N",
+    {"min-rows", APP_FLAG_UINT, A(job.min_rows), .lo = 1, .hi = DBL_MAX, .metavar = "N",
      .help = "minimum data rows per file (default 10)"},
     {"rounds", OV(rounds), .metavar = "T",
      .help = "ADMM round cap T_max (default: 100; dp methods: paper Table 7\n"
@@ -157,17 +96,18 @@ static const struct app_flag learn_flags[] = {
     {"steps", OV(steps), .metavar = "K",
      .help = "PGCD / DP-PGCD coordinate steps per round (fed-sparse 1000;\n"
              "dp-fed-sparse Table 7 by d)"},
-    {"threshold", OV(thr), .metavar = "X", .help = "final |w| pruning threshold (default 0.3)"},
-    {"server-iters", OV(siters), .metavar = "N",
+    {"threshold", OV(w_threshold), .metavar = "X",
+     .help = "final |w| pruning threshold (default 0.3)"},
+    {"server-iters", OV(server_iters), .metavar = "N",
      .help = "server L-BFGS iteration cap per round (default: the ADMM\n"
              "driver's, lrn_admm_opts_default())"},
-    {"pgcd-tol", OV(ptol), .metavar = "X",
+    {"pgcd-tol", OV(pgcd_tol), .metavar = "X",
      .help = "stop a PGCD call early when the best score <= X (default 1e-6)"},
     {"eps", OV(eps), .metavar = "X",
      .help = "privacy budget per participant for dp-* methods (default 10)"},
     {"delta", OV(delta), .metavar = "X", .help = "delta (default 1/n_p^2)"},
     {"clip", OV(clip), .metavar = "C", .help = "DP-PGCD clipping threshold (default Table 7 by d)"},
-    {"cov-bound", OV(covb), .metavar = "B",
+    {"cov-bound", OV(cov_bound), .metavar = "B",
      .help = "DP-Fed-BNSL row bound ||x||^2 <= B (default Table 7 by d)"},
     {"cov-by-p", APP_FLAG_TRUE, A(cov_by_p),
      .help = "fed-sparse: local loss uses X^T X / (n_p P) (notears-admm scaling)"},
@@ -176,15 +116,15 @@ static const struct app_flag learn_flags[] = {
              "non-private methods; DP methods never centre, see docs)"},
     {"standardize", APP_FLAG_TRUE, A(standardize),
      .help = "also scale each participant's columns to unit variance"},
-    {"threads", OV(threads), .metavar = "N",
+    {"threads", PR(threads), .metavar = "N",
      .help = "OpenBLAS threads (default 1; more rarely helps below d = 200)"},
-    {"workers", OV(workers), .metavar = "N",
+    {"workers", PR(workers), .metavar = "N",
      .help = "threads that read the files and run the participants' local\n"
              "solves (fed-sparse) in parallel (default learner.workers = 0:\n"
              "online CPUs, at most 8; 1: none); same result for any N"},
-    {"no-png", APP_FLAG_FALSE, A(png), .help = "do not run graphviz"},
-    {"quiet", APP_FLAG_TRUE, A(quiet), .help = "no per-round progress lines"},
-    {"trace", APP_FLAG_TRUE, A(trace),
+    {"no-png", APP_FLAG_FALSE, A(job.png), .help = "do not run graphviz"},
+    {"quiet", APP_FLAG_TRUE, A(job.quiet), .help = "no per-round progress lines"},
+    {"trace", APP_FLAG_TRUE, A(job.trace),
      .help = "per-round diagnostic line instead: h of the sent W and of the\n"
              "server's W~, residuals, support changes, largest dual on entries\n"
              "a participant did not receive, rho1, alpha, nonzeros up/down"},
@@ -192,6 +132,7 @@ static const struct app_flag learn_flags[] = {
 };
 
 #undef OV
+#undef PR
 #undef A
 
 static void usage(FILE *f)
@@ -210,212 +151,31 @@ static int parse_args(int argc, char **argv, struct learn_args *a)
 {
     int first;
 
-    a->ov = (struct overrides){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
-                               NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    a->ov = lrn_runner_overrides_none();
+    a->threads = a->workers = NAN;
     first = app_flags_parse("learn", learn_flags, argc, argv, a, NULL);
     if (first < 0)
         return -1;
-    a->files = argv + first;
-    a->P = (size_t)(argc - first);
-    if (a->P == 0 || a->P > LEARN_MAX_P) {
+    a->job.files = (const char *const *)argv + first;
+    a->job.P = (size_t)(argc - first);
+    a->job.ptruth = a->ptruth;
+    if (a->job.P == 0 || a->job.P > LEARN_MAX_P) {
         fprintf(stderr, "gcdp learn: give 1..%d participant CSV files (see --help)\n", LEARN_MAX_P);
         return -1;
     }
-    if (a->n_ptruth && a->n_ptruth != a->P) {
+    if (a->job.n_ptruth && a->job.n_ptruth != a->job.P) {
         fprintf(stderr, "gcdp learn: %zu --participant-truth files for %zu participants\n",
-                a->n_ptruth, a->P);
+                a->job.n_ptruth, a->job.P);
         return -1;
     }
     return 0;
-}
-
-struct progress {
-    int quiet, trace;
-};
-
-static bool on_round(void *arg, const struct lrn_admm_progress *pr)
-{
-    const struct progress *p = arg;
-    if (p->trace) {
-        fprintf(stderr,
-                "trace %3zu h(W) %.2e h(W~) %.2e primal %.3e dual %.3e chg %zu stable %zu "
-                "beta_dropped %.3f rho1 %.3g alpha %.3g edges %zu up %zu down %zu lbfgs %zu\n",
-                pr->round + 1, pr->h, pr->h_server, pr->primal_residual, pr->dual_residual,
-                pr->support_changes, pr->stable_rounds, pr->beta_dropped, pr->rho1, pr->alpha,
-                pr->edges, pr->nnz_up, pr->nnz_down, pr->lbfgs_iters);
-        return true;
-    }
-    if (!p->quiet)
-        fprintf(stderr,
-                "round %4zu  h(W~) %.3e  primal %.2e  dual %.2e  support +-%zu (stable %zu)  "
-                "edges %4zu  bytes %llu (paper model %llu)\n",
-                pr->round + 1, pr->h_server, pr->primal_residual, pr->dual_residual,
-                pr->support_changes, pr->stable_rounds, pr->edges,
-                (unsigned long long)pr->bytes_wire, (unsigned long long)pr->bytes_model);
-    return true;
-}
-
-static int load_data(const struct learn_args *a, struct core_pool *pool, struct lrn_csv **csv)
-{
-    char eb[1024];
-    if (lrn_csv_read_all((const char *const *)a->files, a->P, a->min_rows, pool, csv, eb,
-                         sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp learn: %s\n", eb);
-        return -1;
-    }
-    if (csv[0]->d < 2) {
-        fprintf(stderr, "gcdp learn: %s: need at least 2 columns\n", a->files[0]);
-        return -1;
-    }
-    return 0;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* PREFIX[.p<k>].{json,csv,dot,png}; returns 0 or -1 (message printed). */
-static int write_graph(const struct learn_args *a, const char *tag, const double *w,
-                       const double *truth, size_t d, const char *const *names)
-{
-    char prefix[4096], eb[1024] = "";
-    core_err png_rc;
-
-    snprintf(prefix, sizeof(prefix), "%s%s", a->out, tag);
-    if (lrn_graph_write_all(prefix, w, truth, d, names, a->png, &png_rc, eb, sizeof(eb)) !=
-        CORE_OK) {
-        fprintf(stderr, "gcdp learn: %s\n", eb);
-        return -1;
-    }
-    if (png_rc != CORE_OK)
-        fprintf(stderr, "gcdp learn: warning: no PNG: %s\n", eb);
-    return 0;
-}
-
-static int add_metrics(json_t *arr, const double *truth, const double *w, size_t d)
-{
-    struct lrn_metrics m;
-    if (lrn_metrics_compute(truth, w, d, 0.0, &m) != CORE_OK)
-        return -1;
-    json_array_append_new(arr, lrn_metrics_to_json(&m));
-    if (json_array_size(arr) == 1)
-        printf("SHD %zu  TPR %.3f  FDR %.3f  edges %zu (true %zu)  skeleton recall %.3f  "
-               "v-structures %zu/%zu correct\n",
-               m.shd, m.tpr, m.fdr, m.pred_edges, m.true_edges, m.skel_recall, m.vs_correct,
-               m.vs_pred);
-    return 0;
-}
-
-/* --personalize / --participant-truth: OLS refit per participant, NMSE (Appendix B.2.2). */
-static int personalize(const struct learn_args *a, struct lrn_csv **csv, const double *w, size_t d,
-                       json_t *out)
-{
-    double *bp = core_xmalloc(d * d * sizeof(double));
-    json_t *arr = json_array(), *row;
-    char eb[1024], tag[64];
-    int ret = 0;
-
-    for (size_t p = 0; ret == 0 && p < a->P; p++) {
-        row = NULL;
-        if (lrn_personalize_refit(csv[p]->n, d, csv[p]->x, w, bp) != CORE_OK) {
-            fprintf(stderr, "gcdp learn: %s: OLS refit failed (singular)\n", a->files[p]);
-            ret = -1;
-        }
-        snprintf(tag, sizeof(tag), ".p%zu.personal", p + 1);
-        if (ret == 0 && a->personalize)
-            ret = write_graph(a, tag, bp, NULL, d, (const char *const *)csv[0]->names);
-        if (ret == 0 && a->n_ptruth &&
-            lrn_personal_nmse_json(a->ptruth[p], w, bp, d, &row, eb, sizeof(eb)) != CORE_OK) {
-            fprintf(stderr, "gcdp learn: %s\n", eb);
-            ret = -1;
-        }
-        json_array_append_new(arr, row ? row : json_object());
-    }
-    json_object_set_new(out, "personalization", arr);
-    free(bp);
-    return ret;
-}
-
-struct learn_state {
-    struct lrn_csv *csv[LEARN_MAX_P];
-    const double *x[LEARN_MAX_P];
-    size_t n[LEARN_MAX_P];
-    double *w, *truth, *m_public;
-    json_t *report;
-};
-
-static int apply_config_keys(const struct core_config *cfg, size_t d, struct lrn_runner_opts *o,
-                             struct learn_state *s)
-{
-    char eb[256];
-    s->m_public = core_xcalloc(d, sizeof(double));
-    if (lrn_runner_opts_from_config(cfg, d, o, s->m_public, eb, sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp learn: configuration error: %s\n", eb);
-        return -1;
-    }
-    return 0;
-}
-
-static int run_and_report(struct learn_args *a, struct learn_state *s, size_t d)
-{
-    struct lrn_runner_result res;
-    struct progress pg = {a->quiet, a->trace};
-    size_t ngraph = a->ro.method == LRN_METHOD_LOCAL_NOTEARS ? a->P : 1;
-    const char *const *names = (const char *const *)s->csv[0]->names;
-    json_t *mets = json_array();
-    char eb[1024] = "", tag[64], path[4096];
-    double t0 = now_s(), secs;
-    int ret = 0;
-
-    s->w = core_xcalloc(ngraph * d * d, sizeof(double));
-    if (lrn_runner_run(&a->ro, d, a->P, s->x, s->n, core_rng_os(), on_round, &pg, s->w, &res, eb,
-                       sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp learn: %s\n", eb);
-        json_decref(mets);
-        return -1;
-    }
-    secs = now_s() - t0;
-    if (!a->quiet && lrn_method_is_federated(a->ro.method)) /* closes the progress lines */
-        fprintf(stderr, "stop after round %zu: %s\n", res.admm.rounds,
-                lrn_runner_stop_reason(&a->ro, &res));
-    printf("%s: d = %zu, P = %zu, %.3f s, %zu rounds, communication %.3f MB (paper model), "
-           "%llu bytes encoded\n",
-           lrn_method_name(a->ro.method), d, a->P, secs, res.admm.rounds,
-           (double)res.admm.bytes_model / 1e6, (unsigned long long)res.admm.bytes_wire);
-    lrn_runner_summary_print(stdout, &a->ro, &res);
-    for (size_t g = 0; ret == 0 && g < ngraph; g++) {
-        if (ngraph > 1)
-            snprintf(tag, sizeof(tag), ".p%zu", g + 1);
-        else
-            tag[0] = '\0';
-        ret = write_graph(a, tag, s->w + g * d * d, s->truth, d, names);
-        if (ret == 0 && s->truth)
-            ret = add_metrics(mets, s->truth, s->w + g * d * d, d);
-    }
-    json_object_set_new(s->report, "options", lrn_runner_opts_json(&a->ro));
-    json_object_set_new(s->report, "result", lrn_runner_result_json(&a->ro, &res, secs));
-    json_object_set_new(s->report, "metrics", mets);
-    if (ret == 0 && (a->personalize || a->n_ptruth) && ngraph == 1)
-        ret = personalize(a, s->csv, s->w, d, s->report);
-    snprintf(path, sizeof(path), "%s.metrics.json", a->out);
-    if (ret == 0 && json_dump_file(s->report, path, JSON_INDENT(1)) != 0) {
-        fprintf(stderr, "gcdp learn: %s: cannot write\n", path);
-        ret = -1;
-    }
-    if (ret == 0)
-        printf("wrote %s.{json,csv,dot%s} and %s\n", a->out, a->png ? ",png" : "", path);
-    return ret;
 }
 
 /* The worker pool: --workers, else learner.workers; 0 means the online CPUs, at most 8
  * (P = 8 participants at d = 20; more threads than participants only wait). */
-static int make_pool(const struct core_config *cfg, const struct overrides *v,
-                     struct core_pool **pool)
+static int make_pool(const struct core_config *cfg, double workers, struct core_pool **pool)
 {
-    double w = !isnan(v->workers) ? v->workers : (double)core_config_int(cfg, "learner.workers");
+    double w = !isnan(workers) ? workers : (double)core_config_int(cfg, "learner.workers");
     size_t n = w < 1.0 ? core_pool_cpu_count(8) : (size_t)fmin(w, CORE_POOL_MAX_THREADS);
 
     if (n > 1 && core_pool_new(n, pool) != CORE_OK) {
@@ -427,40 +187,25 @@ static int make_pool(const struct core_config *cfg, const struct overrides *v,
 
 /* The run's options over the defaults in a->ro: learner.* keys, then the flags; the BLAS
  * thread count. 0, or -1 after the message (a usage or configuration error). */
-static int set_options(const struct core_config *cfg, size_t d, const struct overrides *ov,
-                       struct learn_args *a, struct learn_state *s)
+static int set_options(const struct core_config *cfg, struct lrn_learn *l, struct learn_args *a)
 {
-    lrn_blas_set_threads(isnan(ov->threads) || ov->threads < 1 ? 1 : (int)fmin(ov->threads, 64));
-    if (apply_config_keys(cfg, d, &a->ro, s) != 0)
+    double threads = a->threads;
+    char eb[256];
+
+    lrn_blas_set_threads(isnan(threads) || threads < 1 ? 1 : (int)fmin(threads, 64));
+    if (lrn_learn_configure(l, cfg, &a->ro, eb, sizeof(eb)) != CORE_OK) {
+        fprintf(stderr, "gcdp learn: configuration error: %s\n", eb);
         return -1;
-    apply_overrides(&a->ro, ov);
+    }
+    lrn_runner_opts_override(&a->ro, &a->ov);
     if (a->cov_by_p || !core_config_is_explicit(cfg, "learner.cov_scale"))
         a->ro.fs_cov_by_p = a->cov_by_p;
     if (a->no_center)
         a->ro.center = false;
     if (a->standardize)
         a->ro.standardize = true;
-    if (!isnan(ov->threads))
-        lrn_blas_set_threads(ov->threads < 1 ? 1 : (int)fmin(ov->threads, 64));
-    return 0;
-}
-
-/* --truth into s->truth and the directory of --out, before the run (a bad one fails fast).
- * 0, or -1 after the message (a runtime failure). */
-static int read_truth_and_out(const struct learn_args *a, struct learn_state *s, size_t d)
-{
-    char eb[1024];
-    size_t dt = 0;
-
-    if (a->truth && lrn_graph_read(a->truth, d, &s->truth, &dt, eb, sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp learn: %s\n", eb);
-        return -1;
-    }
-    if (core_mkdir_p(a->out, 1) != 0) {
-        fprintf(stderr, "gcdp learn: cannot create the directory of --out %s: %s\n", a->out,
-                strerror(errno));
-        return -1;
-    }
+    if (!isnan(threads))
+        lrn_blas_set_threads(threads < 1 ? 1 : (int)fmin(threads, 64));
     return 0;
 }
 
@@ -468,47 +213,31 @@ static int cmd_main(struct app_call *call)
 {
     const struct core_config *cfg = call->cfg;
     struct core_pool *pool = NULL;
-    struct learn_args a = {.out = "learned", .min_rows = 10, .png = 1};
-    struct learn_state s = {0};
-    size_t d;
+    struct learn_args a = {.job = {.out = "learned",
+                                   .min_rows = 10,
+                                   .png = true,
+                                   .out_f = stdout,
+                                   .log_f = stderr,
+                                   .prog = "gcdp learn"}};
+    struct lrn_learn *l = NULL;
+    char eb[8192] = ""; /* a message may name paths of up to 4096 bytes */
     int ret = APP_EXIT_USAGE;
 
     a.method = LRN_METHOD_FED_SPARSE;
     lrn_blas_set_threads(1); /* first: OpenBLAS's idle workers spin from load time on */
     if (parse_args(call->argc, call->argv, &a) != 0)
         goto out;
-    if (make_pool(cfg, &a.ov, &pool) != 0) {
-        ret = APP_EXIT_FAILURE;
+    ret = APP_EXIT_FAILURE; /* bad data is a runtime failure (exit 1), as in calibrate */
+    if (make_pool(cfg, a.workers, &pool) != 0 ||
+        app_exit_status("learn", lrn_learn_load(&a.job, pool, &l, eb, sizeof(eb)), eb) != 0)
         goto out;
-    }
-    if (load_data(&a, pool, s.csv) !=
-        0) { /* bad data is a runtime failure (exit 1), as in calibrate */
-        ret = APP_EXIT_FAILURE;
-        goto out;
-    }
-    d = s.csv[0]->d;
-    for (size_t p = 0; p < a.P; p++) {
-        s.x[p] = s.csv[p]->x;
-        s.n[p] = s.csv[p]->n;
-    }
-    a.ro = lrn_runner_opts_default(a.method, d);
+    a.ro = lrn_runner_opts_default(a.method, lrn_learn_d(l));
     a.ro.pool = pool;
-    if (set_options(cfg, d, &a.ov, &a, &s) != 0)
-        goto out;
-    if (read_truth_and_out(&a, &s, d) != 0) {
-        ret = APP_EXIT_FAILURE;
-        goto out;
-    }
-    s.report = json_pack("{s:s,s:I,s:I}", "schema", "gcdp.learn-metrics/1", "d", (json_int_t)d,
-                         "participants", (json_int_t)a.P);
-    ret = run_and_report(&a, &s, d) == 0 ? APP_EXIT_OK : APP_EXIT_FAILURE;
+    ret = set_options(cfg, l, &a) != 0
+              ? APP_EXIT_USAGE
+              : app_exit_status("learn", lrn_learn_run(l, &a.ro, eb, sizeof(eb)), eb);
 out:
-    for (size_t p = 0; p < a.P && p < LEARN_MAX_P; p++)
-        lrn_csv_free(s.csv[p]);
-    free(s.w);
-    free(s.truth);
-    free(s.m_public);
-    json_decref(s.report);
+    lrn_learn_free(l);
     core_pool_free(pool);
     return ret;
 }

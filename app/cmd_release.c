@@ -1,24 +1,12 @@
 /* cmd_release.c - `gcdp release`: offline GC-DP release of window records with θ
  * (paper Algorithms 2-4), write-ahead ledger, byte-identical replay. */
-#include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "app.h"
-#include "cal/theta.h"
-#include "core/dp_ledger.h"
 #include "core/dp_ledger_cfg.h"
-#include "core/dp_rng.h"
-#include "core/fsutil.h"
-#include "core/log.h"
-#include "core/mem.h"
 #include "flags.h"
-#include "rel/offline.h"
-#include "rel/plan.h"
+#include "pipe/release.h"
 #include "rel/release.h"
 
 static const char release_help[] =
@@ -199,125 +187,6 @@ static core_err apply_shorthands(struct core_config *cfg, const struct args *a)
     return rc;
 }
 
-static void print_plan(const struct rel_plan *p)
-{
-    json_t *o = rel_plan_to_json(p);
-
-    json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-    putchar('\n');
-    json_decref(o);
-}
-
-static void on_skip(void *arg, size_t lineno, const char *why, core_err rc)
-{
-    (void)arg;
-    fprintf(stderr, "gcdp release: input line %zu: %s (%s); skipped\n", lineno, why,
-            core_errname(rc));
-}
-
-static int run_stream(struct rel_offline *r, FILE *in, FILE *out)
-{
-    char eb[1024] = "";
-    core_err rc = rel_offline_run(r, in, out, eb, sizeof(eb));
-
-    if (rc != CORE_OK && r->lineno)
-        fprintf(stderr, "gcdp release: input line %zu: %s (%s)\n", r->lineno,
-                eb[0] ? eb : "output error", core_errname(rc));
-    else if (rc != CORE_OK)
-        fprintf(stderr, "gcdp release: %s (%s)\n", eb[0] ? eb : "output error", core_errname(rc));
-    if (r->skipped)
-        fprintf(stderr, "gcdp release: %zu record(s) refused and skipped\n", r->skipped);
-    if (rc != CORE_OK && r->plan_failed && rc != CORE_EIO)
-        return APP_EXIT_USAGE;
-    return rc == CORE_OK ? APP_EXIT_OK : APP_EXIT_FAILURE;
-}
-
-static int open_ledger(struct rel_offline *r, const char *path)
-{
-    struct core_dp_ledger_opts lo = {path, r->opts.cap, 0, r->scheme};
-    char eb[1024] = "";
-    core_err rc = core_dp_ledger_open_config(r->cfg, &lo, &r->ledger, eb, sizeof(eb));
-
-    if (rc != CORE_OK) {
-        fprintf(stderr, "gcdp release: ledger '%s': %s (%s)\n", lo.path, eb[0] ? eb : "cannot open",
-                core_errname(rc));
-        return rc == CORE_ESTATE ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
-    }
-    return APP_EXIT_OK;
-}
-
-/* The window records: --input FILE, or standard input unless it is a terminal. Returns
- * APP_EXIT_OK with *in set, or the exit status after the message. */
-static int open_input(const char *input, FILE **in)
-{
-    struct stat st_in;
-
-    if (strcmp(input, "-") == 0 && isatty(STDIN_FILENO)) { /* would wait silently */
-        fprintf(stderr, "gcdp release: window records are read from standard input, which is "
-                        "a terminal; give --input FILE (or pipe the records in)\n");
-        return APP_EXIT_USAGE;
-    }
-    if (strcmp(input, "-") != 0 && !(*in = fopen(input, "r"))) {
-        fprintf(stderr, "gcdp release: cannot open input '%s': %s\n", input, strerror(errno));
-        return APP_EXIT_FAILURE;
-    }
-    if (*in != stdin && fstat(fileno(*in), &st_in) == 0 && S_ISDIR(st_in.st_mode)) {
-        fprintf(stderr, "gcdp release: input '%s' is a directory\n", input);
-        fclose(*in);
-        return APP_EXIT_USAGE;
-    }
-    return APP_EXIT_OK;
-}
-
-static int run_release(const struct args *a, struct rel_offline *r)
-{
-    struct rel_release_stats st;
-    struct core_outfile of = {0};
-    FILE *in = stdin;
-    char eb[512] = "";
-    int ex;
-
-    if ((ex = open_input(a->input, &in)) != APP_EXIT_OK)
-        return ex;
-    if (!a->plan_only && (ex = open_ledger(r, a->ledger_path)) != APP_EXIT_OK)
-        goto out;
-    if (!a->plan_only && core_outfile_open(&of, a->output, eb, sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp release: output: %s\n", eb);
-        ex = APP_EXIT_FAILURE;
-        goto out;
-    }
-    if (of.f == stdout)
-        setvbuf(stdout, NULL, _IOLBF, 0); /* a live pipe sees each record as it is released */
-    ex = run_stream(r, in, of.f ? of.f : stdout);
-    if (a->plan_only && r->plan && ex == APP_EXIT_OK)
-        print_plan(r->plan);
-    if (of.f) {
-        if (ex == APP_EXIT_OK && core_outfile_commit(&of) != CORE_OK) {
-            fprintf(stderr, "gcdp release: cannot write output '%s'\n", a->output);
-            ex = APP_EXIT_FAILURE;
-        }
-        core_outfile_abort(&of); /* after a failure: the target stays as it was */
-    }
-    if (r->rr) {
-        rel_releaser_stats(r->rr, &st);
-        CORE_INFO("release done: released=%" PRIu64 " replayed=%" PRIu64 " (with other "
-                  "parameters: %" PRIu64 ") excluded=%" PRIu64 " coords_noisy=%" PRIu64
-                  " coords_exact=%" PRIu64,
-                  st.released, st.replayed, st.replayed_other, st.excluded + r->excluded_before,
-                  st.coords_noisy, st.coords_exact);
-    } else if (!a->plan_only && ex == APP_EXIT_OK) {
-        CORE_INFO("release done: released=0 excluded=%" PRIu64 " (no window to release)",
-                  r->excluded_before);
-    }
-out:
-    rel_offline_cleanup(r);
-    core_dp_ledger_free(r->ledger);
-    core_rng_os_wipe();
-    if (in && in != stdin)
-        fclose(in);
-    return ex;
-}
-
 /* Every output must differ from every input, the ledger (and its store) and the other
  * outputs. */
 static int check_paths(const struct core_config *cfg, const struct args *a)
@@ -342,50 +211,34 @@ static int check_paths(const struct core_config *cfg, const struct args *a)
 static int cmd_main(struct app_call *call)
 {
     struct core_config *cfg = call->cfg;
-    struct rel_offline r;
     struct args a;
-    char eb[1024] = "";
-    int ex;
+    int ex = parse_args(call->argc, call->argv, &a);
 
-    memset(&r, 0, sizeof(r));
-    ex = parse_args(call->argc, call->argv, &a);
-    if (ex != APP_EXIT_OK || apply_shorthands(cfg, &a) != CORE_OK) {
-        ex = APP_EXIT_USAGE;
-        goto out;
-    }
-    ex = APP_EXIT_USAGE;
+    if (ex != APP_EXIT_OK || apply_shorthands(cfg, &a) != CORE_OK)
+        return APP_EXIT_USAGE;
     if (app_ledger_path_resolve(cfg, a.ledger, a.ledger_path, sizeof(a.ledger_path), !a.check) !=
             0 ||
         check_paths(cfg, &a) != 0)
-        goto out;
+        return APP_EXIT_USAGE;
     if (a.check) {
         struct pipe_check_opts co = {"release", true, a.theta, NULL, a.ledger_path};
-        ex = app_service_check(cfg, &co);
-        goto out;
+        return app_service_check(cfg, &co);
     }
     if (a.serve) {
         struct release_serve_args sa = {a.theta, a.ledger_path, a.group, a.exit_idle_s};
-        ex = release_serve(cfg, &sa);
-        goto out;
+        return release_serve(cfg, &sa);
     }
-    r.cfg = cfg;
-    r.theta_out = a.theta_out;
-    r.skip_refused = a.skip;
-    r.plan_only = a.plan_only;
-    r.on_skip = on_skip;
-    core_dp_scheme_from_config(cfg, &r.scheme);
-    if (rel_opts_from_config(cfg, &r.opts, eb, sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp release: configuration error: %s\n", eb);
-        goto out;
-    }
-    if (cal_theta_load_file(a.theta, &r.theta, eb, sizeof(eb)) != CORE_OK) {
-        fprintf(stderr, "gcdp release: theta '%s': %s\n", a.theta, eb);
-        goto out;
-    }
-    ex = run_release(&a, &r);
-out:
-    cal_theta_free(r.theta);
-    return ex;
+    struct pipe_release_offline req = {.theta = a.theta,
+                                       .input = a.input,
+                                       .output = a.output,
+                                       .ledger_path = a.ledger_path,
+                                       .theta_out = a.theta_out,
+                                       .skip_refused = a.skip,
+                                       .plan_only = a.plan_only,
+                                       .log = stderr,
+                                       .prog = "gcdp release"};
+    core_err rc = pipe_release_offline(cfg, &req);
+    return rc == CORE_OK ? APP_EXIT_OK : rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
 }
 
 const struct app_command app_cmd_release = {

@@ -102,31 +102,6 @@ static void *stopper(void *arg)
     return NULL;
 }
 
-static core_err run_service(struct core_config *cfg, const struct serve_args *a,
-                            struct core_metrics *m, char *eb, size_t ebn)
-{
-    if (a->server) {
-        struct lrn_fedsvc_server_opts o = {
-            .cfg = cfg, .metrics = m, .max_sessions = (uint64_t)a->sessions};
-        struct lrn_fedsvc_server_progress pr;
-        core_err rc = lrn_fedsvc_server_run(&o, &g_stop, &pr, eb, ebn);
-        printf("gcdp learn --server: %" PRIu64 " sessions completed, last session %" PRIu64
-               " at round %" PRIu64 " (%s)\n",
-               atomic_load(&pr.sessions_completed), atomic_load(&pr.session),
-               atomic_load(&pr.round), core_strerror(rc));
-        return rc;
-    }
-    struct lrn_fedsvc_participant_opts o = {
-        .cfg = cfg, .id = a->participant, .devices = a->devices, .metrics = m};
-    struct lrn_fedsvc_participant_progress pr;
-    core_err rc = lrn_fedsvc_participant_run(&o, &g_stop, &pr, eb, ebn);
-    printf("gcdp learn --participant %s: %" PRIu64 " rows held, %" PRIu64 " skipped, %" PRIu64
-           " replies (%s)\n",
-           a->participant, atomic_load(&pr.samples), atomic_load(&pr.skipped),
-           atomic_load(&pr.replies), core_strerror(rc));
-    return rc;
-}
-
 static void usage(FILE *f)
 {
     fputs(usage_text, f);
@@ -141,7 +116,7 @@ static int serve_main(struct app_call *call)
     struct core_metrics *m = NULL;
     char eb[1024] = "";
     pthread_t th;
-    int ret = APP_EXIT_USAGE, port;
+    int ret = APP_EXIT_USAGE;
     core_err rc;
 
     if (parse(call->argc, call->argv, &a) != 0)
@@ -157,11 +132,7 @@ static int serve_main(struct app_call *call)
     lrn_config_apply_blas(cfg);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
-    port = (int)core_config_int(cfg, "metrics.port");
-    m = core_metrics_new();
-    if (port > 0 &&
-        core_metrics_serve(m, core_config_str(cfg, "metrics.bind"), port, NULL) != CORE_OK) {
-        fprintf(stderr, "gcdp learn: cannot serve metrics on port %d\n", port);
+    if (app_metrics_start(cfg, "learn", &m) != 0) {
         ret = APP_EXIT_FAILURE;
         goto out;
     }
@@ -169,7 +140,8 @@ static int serve_main(struct app_call *call)
     g_exit_after = a.exit_after;
     if (a.exit_after > 0 && pthread_create(&th, NULL, stopper, NULL) == 0)
         pthread_detach(th);
-    rc = run_service(cfg, &a, m, eb, sizeof(eb));
+    rc = lrn_fedsvc_run(cfg, m, a.participant, a.devices, (uint64_t)a.sessions, &g_stop, stdout,
+                        "gcdp learn", eb, sizeof(eb));
     ret = app_exit_status("learn", rc, eb);
 out:
     core_metrics_free(m);

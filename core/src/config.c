@@ -219,6 +219,20 @@ void core_cfg_read(const struct core_config *cfg, const struct core_cfg_key *tab
     }
 }
 
+void core_cfg_read_explicit(const struct core_config *cfg, const struct core_cfg_key *table,
+                            unsigned grp, void *obj)
+{
+    for (const struct core_cfg_key *k = table; k->name; k++) {
+        const json_t *v;
+        if (k->group != grp || k->field == CORE_FIELD_NONE ||
+            !json_object_get(cfg->explicit_keys, k->name))
+            continue;
+        v = json_object_get(cfg->values, k->name);
+        if (v)
+            field_put(k, v, obj);
+    }
+}
+
 /* Key k's default into cfg->values (none: nothing). false after the message when k's
  * binding or default is invalid (a programming error in a key table). */
 static bool take_default(struct core_config *cfg, const struct core_cfg_key *k)

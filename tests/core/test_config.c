@@ -194,6 +194,28 @@ Test(config, bound_rows_fill_defaults_and_values)
     core_config_free(cfg);
 }
 
+/* core_cfg_read_explicit: only the keys an operator set replace the fields; the others keep
+ * what the caller put there, not the keys' defaults. */
+Test(config, bound_rows_read_explicit_only)
+{
+    const struct core_cfg_key *const t[] = {bound_keys};
+    struct core_config *cfg = core_config_new(t, 1);
+    struct bound_opts o = {.window_ms = 11, .tries = 12, .rows = 13, .ratio = 0.5};
+    char eb[256] = "";
+
+    cr_assert_not_null(cfg);
+    core_cfg_read_explicit(cfg, bound_keys, 1, &o);
+    cr_assert(o.window_ms == 11 && o.tries == 12 && o.rows == 13 && o.ratio == 0.5,
+              "nothing set: nothing replaced (not even by a default)");
+    cr_assert_eq(core_config_set(cfg, "bound.rows", "99", "flag", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_config_set(cfg, "bound.other", "9", "flag", eb, sizeof(eb)), CORE_OK);
+    core_cfg_read_explicit(cfg, bound_keys, 1, &o);
+    cr_assert_eq(o.rows, 99u);
+    cr_assert_eq(o.tries, 12u, "group 2's explicit key does not touch group 1");
+    cr_assert_eq(o.window_ms, 11);
+    core_config_free(cfg);
+}
+
 /* A row bound to a field its key type cannot fill is refused when the configuration is
  * built, and its default is refused by core_cfg_defaults (both programmer errors). */
 Test(config, bindings_that_do_not_fit_are_refused)

@@ -151,3 +151,94 @@ Test(admm_config, runner_options_take_only_the_keys_set)
     cr_assert(strstr(eb, "w_sparsify") != NULL, "%s", eb);
     core_config_free(cfg);
 }
+
+static bool declared(const char *key, const struct core_cfg_key **row)
+{
+    for (const struct core_cfg_key *k = lrn_config_keys; k->name; k++)
+        if (strcmp(k->name, key) == 0) {
+            *row = k;
+            return true;
+        }
+    return false;
+}
+
+/* lrn_runner_takes: every row names a key of lrn_config_keys (a misspelt key fails here, not
+ * as a fatal error at run time) and a field inside struct lrn_runner_opts. */
+Test(admm_config, every_runner_take_names_a_declared_key)
+{
+    size_t n = 0;
+
+    for (const struct lrn_take *t = lrn_runner_takes; t->key; t++, n++) {
+        const struct core_cfg_key *row = NULL;
+        cr_assert(declared(t->key, &row), "lrn_runner_takes: '%s' is not a declared key", t->key);
+        cr_assert(t->size > 0 && t->dst + t->size <= sizeof(struct lrn_runner_opts), "%s", t->key);
+    }
+    cr_assert_geq(n, 20, "the table is there");
+}
+
+/* Every learner.* option key maps onto a field of lrn_runner_opts: bound in LRN_KEYS_ADMM or
+ * a row of lrn_runner_takes. Only the keys read elsewhere are exempt (the services', the
+ * thread counts applied directly, learner.dp.enabled which selects a method). */
+Test(admm_config, every_learner_option_key_maps_to_a_field)
+{
+    static const char *const elsewhere[] = {"learner.workers", "learner.blas_threads",
+                                            "learner.dp.enabled"};
+
+    for (const struct core_cfg_key *k = lrn_config_keys; k->name; k++) {
+        bool mapped = k->group == LRN_KEYS_ADMM && k->field != CORE_FIELD_NONE;
+        if (strncmp(k->name, "learner.service.", 16) == 0)
+            continue;
+        for (size_t i = 0; i < sizeof(elsewhere) / sizeof(*elsewhere); i++)
+            mapped = mapped || strcmp(k->name, elsewhere[i]) == 0;
+        for (const struct lrn_take *t = lrn_runner_takes; !mapped && t->key; t++)
+            mapped = strcmp(t->key, k->name) == 0;
+        cr_assert(mapped, "learner key '%s' maps to no field of lrn_runner_opts", k->name);
+    }
+}
+
+/* An explicit enum, bool and pointer key reach their fields through the table. */
+Test(admm_config, table_rows_of_every_type_apply)
+{
+    struct core_config *cfg = cfg_new();
+    struct lrn_runner_opts o = lrn_runner_opts_default(LRN_METHOD_FED_SPARSE, 3);
+    double m[3];
+    char eb[256] = "";
+
+    cr_assert_eq(core_config_set(cfg, "learner.wire", "dense", "flag", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_config_set(cfg, "learner.center", "false", "flag", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_config_set(cfg, "learner.dp.m_source", "public", "flag", eb, sizeof(eb)),
+                 CORE_OK);
+    cr_assert_eq(core_config_set(cfg, "learner.dp.m_public", "[1,2,3]", "flag", eb, sizeof(eb)),
+                 CORE_OK);
+    cr_assert_eq(core_config_set(cfg, "learner.dp.eps", "2.5", "flag", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(core_config_set(cfg, "learner.h_tol", "0.001", "flag", eb, sizeof(eb)), CORE_OK);
+    cr_assert_eq(lrn_runner_opts_from_config(cfg, 3, &o, m, eb, sizeof(eb)), CORE_OK, "%s", eb);
+    cr_assert_eq(o.admm.wire, LRN_WIRE_DENSE);
+    cr_assert(!o.center);
+    cr_assert_eq(o.dppgcd.m_source, LRN_M_PUBLIC);
+    cr_assert(o.dppgcd.m_public == m && m[2] == 3.0);
+    cr_assert_float_eq(o.dppgcd.eps, 2.5, 0.0);
+    cr_assert_float_eq(o.cov_eps, 2.5, 0.0);
+    cr_assert_float_eq(o.admm.h_tol, 0.001, 0.0, "an LRN_KEYS_ADMM row, from the key table");
+    core_config_free(cfg);
+}
+
+/* lrn_runner_opts_override: NAN leaves a field; one value reaches every method's field. */
+Test(admm_config, overrides_reach_every_method)
+{
+    struct lrn_runner_opts o = lrn_runner_opts_default(LRN_METHOD_FED_SPARSE, 3);
+    const struct lrn_runner_opts d = o;
+    struct lrn_runner_overrides v = lrn_runner_overrides_none();
+
+    lrn_runner_opts_override(&o, &v);
+    cr_assert(memcmp(&o, &d, sizeof(o)) == 0, "nothing given: nothing changed");
+    v.rounds = 1e12;
+    v.lambda = 0.7;
+    v.eps = 3.0;
+    lrn_runner_opts_override(&o, &v);
+    cr_assert_eq(o.admm.max_rounds, (size_t)1e9, "clamped, refused later by the checks");
+    cr_assert_eq(o.dppgcd.rounds, (size_t)1e9);
+    cr_assert(o.pgcd.lambda == 0.7 && o.dppgcd.lambda == 0.7 && o.notears.lambda == 0.7);
+    cr_assert(o.dppgcd.eps == 3.0 && o.cov_eps == 3.0);
+    cr_assert_float_eq(o.admm.rho1, d.admm.rho1, 0.0);
+}

@@ -49,6 +49,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <uv.h>
 
@@ -134,5 +135,20 @@ CORE_MUST_CHECK core_err cal_service_request(struct cal_service *s, const char *
 void cal_service_stop(struct cal_service *s);
 void cal_service_stats(const struct cal_service *s, struct cal_service_stats *out);
 void cal_service_free(struct cal_service *s);
+
+/* Private mode's ledger (service_ledger.c): calibrate.ledger.path (relative: under state.dir,
+ * which is created) opened as a JSONL ledger with release's unit scheme and caps
+ * (release.ledger.*, ingest.period_ms); o->ledger, ledger_path, scheme, cap and rng
+ * (core_rng_os) are set from it.
+ *   path  caller storage of n bytes for the path; o->ledger_path points into it.
+ *   led   out: the opened ledger; the caller frees it (core_dp_ledger_free) after the service.
+ * Returns CORE_OK; CORE_ECONFIG (an empty path, state.dir that cannot be created, a path
+ * that does not fit); otherwise the ledger's open error (eb says why). */
+CORE_MUST_CHECK core_err cal_service_ledger_open(const struct core_config *cfg,
+                                                 struct cal_service_opts *o, char *path, size_t n,
+                                                 struct core_dp_ledger **led, char *eb, size_t ebn);
+
+/* The service's one-line JSON summary (status, version, counts by reason) to f, flushed. */
+void cal_service_summary_print(FILE *f, const struct cal_service *s, core_err status);
 
 #endif /* CAL_SERVICE_H */

@@ -51,4 +51,27 @@ const char *core_broker_bootstrap(const struct core_broker *b);
 /* Stop the brokers (clients see the connection drop) and free. NULL-safe. */
 void core_broker_free(struct core_broker *b);
 
+/* The standalone broker (`gcdp broker`, broker_run.c). */
+
+/* The topics.* configuration keys whose topics a standalone broker creates at start. */
+#define CORE_BROKER_N_TOPIC_KEYS 12
+extern const char *const core_broker_topic_keys[CORE_BROKER_N_TOPIC_KEYS];
+
+/* Create the topic of spec "NAME[:P]": P partitions (1..10000), else partitions.
+ * Returns CORE_OK, CORE_EINVAL (an empty or over-long name, a bad P), CORE_EKAFKA. */
+CORE_MUST_CHECK core_err core_broker_topic_create_spec(struct core_broker *b, const char *spec,
+                                                       int partitions);
+
+/* Create the control FIFO at path (replacing any file there) and open it read-write and
+ * non-blocking (so reads never see EOF when no writer is attached).
+ *   fd  out: the descriptor; the caller closes it (and unlinks path).
+ * Returns CORE_OK or CORE_EIO. */
+CORE_MUST_CHECK core_err core_broker_fifo_open(const char *path, int *fd);
+
+/* Block until SIGINT or SIGTERM is pending (the caller has blocked both in every thread,
+ * before the broker's threads were created) and take it; meanwhile apply every complete
+ * line written to the control FIFO fd (-1: none) with core_broker_control, warning about a
+ * refused one and dropping an over-long one. Returns the signal taken. */
+int core_broker_wait_signal(struct core_broker *b, int fd);
+
 #endif /* CORE_BROKER_H */

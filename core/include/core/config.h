@@ -127,6 +127,12 @@ CORE_MUST_CHECK core_err core_cfg_defaults(const struct core_cfg_key *table, uns
 void core_cfg_read(const struct core_config *cfg, const struct core_cfg_key *table, unsigned grp,
                    void *obj);
 
+/* As core_cfg_read, for the keys an operator set explicitly only (file, environment, flag:
+ * core_config_is_explicit); every other bound field keeps its value (e.g. a per-method
+ * default the caller put there). */
+void core_cfg_read_explicit(const struct core_config *cfg, const struct core_cfg_key *table,
+                            unsigned grp, void *obj);
+
 /* New configuration holding the defaults of every key in tables[0..ntables).
  *   tables  borrowed; must outlive the configuration.
  * Returns NULL only when a default does not parse (a programmer error, logged). */

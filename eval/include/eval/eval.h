@@ -137,6 +137,13 @@ enum eval_expo { EVAL_EXPO_MINMAX = 0, EVAL_EXPO_MAXNORM = 1 };
  * node. */
 enum eval_xi { EVAL_XI_LITERAL = 0, EVAL_XI_NEIGHBOUR = 1 };
 
+/* The readings' names ("minmax" | "maxnorm", "literal" | "neighbour": the CLI's values and
+ * run.txt's words; src/svc/names.c). The parsers return CORE_OK or CORE_EINVAL (out kept). */
+const char *eval_expo_name(enum eval_expo e);
+const char *eval_xi_name(enum eval_xi x);
+CORE_MUST_CHECK core_err eval_expo_parse(const char *name, enum eval_expo *out);
+CORE_MUST_CHECK core_err eval_xi_parse(const char *name, enum eval_xi *out);
+
 /* ξ̂ under the neighbour reading for θ's coordinates, from the n x M normalized calibration
  * matrix x (the rows θ was calibrated on) and the mask value. xi: d values in [0, g_max].
  * Returns CORE_OK, CORE_EINVAL, CORE_ENUMERIC. */

@@ -566,10 +566,9 @@ static void write_run_txt(FILE *f, const struct ctx *c, const struct sweep *S,
                 o->eps_cal, o->eps_cal / 3.0);
     else
         fprintf(f, "calibration: public (training split assumed public; eps_cal = 0)\n");
-    fprintf(f, "xi reading: %s\n", o->xi == EVAL_XI_LITERAL ? "literal" : "neighbour");
-    fprintf(f, "exposure reading: %s\nGau-DP delta: %g\nbase seed: %llu\n",
-            o->expo == EVAL_EXPO_MINMAX ? "minmax" : "maxnorm", o->delta,
-            (unsigned long long)o->seed);
+    fprintf(f, "xi reading: %s\n", eval_xi_name(o->xi));
+    fprintf(f, "exposure reading: %s\nGau-DP delta: %g\nbase seed: %llu\n", eval_expo_name(o->expo),
+            o->delta, (unsigned long long)o->seed);
     for (size_t i = 0; i < n_dropped; i++)
         fprintf(f, "dropped duplicate file: %s\n", dropped[i]);
     fprintf(f, "protocol wall time: %.1f s\n", eval_now() - t_start);

@@ -7,6 +7,8 @@
 #ifndef LRN_CONFIG_H
 #define LRN_CONFIG_H
 
+#include <stddef.h>
+
 #include "core/config.h"
 
 /* Terminated by a {NULL} row. */
@@ -49,6 +51,35 @@ struct lrn_runner_opts;
 CORE_MUST_CHECK core_err lrn_runner_opts_from_config(const struct core_config *cfg, size_t d,
                                                      struct lrn_runner_opts *o, double *m_public,
                                                      char *errbuf, size_t errbuf_size);
+
+/* One learner.* key that, set explicitly, replaces the field at offset dst of struct
+ * lrn_runner_opts (size bytes) with the value lrn_config_opts read for it. The keys bound in
+ * LRN_KEYS_ADMM of lrn_config_keys need no row: they fill o->admm from the key table itself
+ * (core_cfg_read_explicit). A key may have several rows (one per method that uses it). */
+struct lrn_take {
+    const char *key;
+    size_t dst, src, size;
+};
+
+/* The rows lrn_runner_opts_from_config applies, in order; terminated by a {NULL} row. Every
+ * key must be declared in lrn_config_keys (tests/learner/test_config_opts.c). */
+extern const struct lrn_take lrn_runner_takes[];
+
+/* Per-run overrides of a method's options (`gcdp learn` flags); NAN: not given. One value
+ * reaches every method's field that means it (as the learner.* keys of lrn_runner_takes do):
+ * rounds (ADMM and DP-PGCD), lambda (PGCD, DP-PGCD, NOTEARS), gamma, steps (PGCD and DP-PGCD
+ * steps), w_threshold (ADMM and NOTEARS), eps and delta (DP-PGCD and DP-Fed-BNSL). */
+struct lrn_runner_overrides {
+    double rounds, rho1, rho2, lambda, gamma, steps, w_threshold, eps, delta, clip, cov_bound,
+        server_iters, pgcd_tol;
+};
+
+/* Every field NAN (nothing given). */
+struct lrn_runner_overrides lrn_runner_overrides_none(void);
+
+/* Apply the given overrides onto o. Integer options above 1e9 become 1e9 (then refused by
+ * the option checks with a message) instead of an out-of-range conversion. */
+void lrn_runner_opts_override(struct lrn_runner_opts *o, const struct lrn_runner_overrides *v);
 
 /* Set OpenBLAS's thread count for the whole process (learner.blas_threads, default 1).
  * The learner's matrices are small (d ≤ a few hundred) and OpenBLAS worker threads

@@ -37,6 +37,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/config.h"
 #include "core/err.h"
@@ -132,5 +133,17 @@ CORE_MUST_CHECK core_err lrn_fedsvc_participant_run(const struct lrn_fedsvc_part
                                                     const atomic_bool *stop,
                                                     struct lrn_fedsvc_participant_progress *prog,
                                                     char *eb, size_t ebn);
+
+/* One process's learner service (fedsvc_run.c): the server (participant NULL) or one
+ * participant, run until *stop (lrn_fedsvc_server_run / lrn_fedsvc_participant_run), then its
+ * closing line to out: "<prog> --server: N sessions completed, last session S at round R
+ * (<status>)" or "<prog> --participant ID: N rows held, K skipped, M replies (<status>)".
+ *   cfg, metrics, participant, devices  as the run functions take them (borrowed).
+ *   max_sessions  server: return after this many published results (0: never).
+ * Returns the run function's status (eb). */
+CORE_MUST_CHECK core_err lrn_fedsvc_run(const struct core_config *cfg, struct core_metrics *metrics,
+                                        const char *participant, const char *devices,
+                                        uint64_t max_sessions, const atomic_bool *stop, FILE *out,
+                                        const char *prog, char *eb, size_t ebn);
 
 #endif /* LRN_FEDSVC_H */

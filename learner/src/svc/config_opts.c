@@ -2,6 +2,7 @@
 #include "lrn/config.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -103,92 +104,129 @@ void lrn_config_apply_blas(const struct core_config *cfg)
     lrn_blas_set_threads(n > 256 ? 256 : (int)n);
 }
 
-/* A learner.* key an operator set (file, env, --set) replaces the method's default. */
-#define TAKE(key, dst, src)                                                                        \
-    do {                                                                                           \
-        if (core_config_is_explicit(cfg, key))                                                     \
-            (dst) = (src);                                                                         \
-    } while (0)
+/* What lrn_config_opts read: the source of every learner.* key's value below. */
+struct lrn_read {
+    struct lrn_admm_opts admm;
+    struct lrn_pgcd_opts pgcd;
+    struct lrn_dppgcd_opts dp;
+    bool cov_by_p, center, standardize, rescale;
+};
 
-// A flat list, one TAKE per key (each a statement with its own branch): read as one table.
-// NOLINTNEXTLINE(readability-function-size)
-static void take_admm(const struct core_config *cfg, struct lrn_admm_opts *o,
-                      const struct lrn_admm_opts *k)
-{
-    TAKE("learner.rounds", o->max_rounds, k->max_rounds);
-    TAKE("learner.rho1", o->rho1, k->rho1);
-    TAKE("learner.rho2", o->rho2, k->rho2);
-    TAKE("learner.rho_schedule", o->schedule, k->schedule);
-    TAKE("learner.rho1_growth", o->rho1_growth, k->rho1_growth);
-    TAKE("learner.rho2_growth", o->rho2_growth, k->rho2_growth);
-    TAKE("learner.rho_max", o->rho_max, k->rho_max);
-    TAKE("learner.h_stall", o->h_stall, k->h_stall);
-    TAKE("learner.rho2_balance", o->rho2_balance, k->rho2_balance);
-    TAKE("learner.rho2_balance_factor", o->rho2_balance_factor, k->rho2_balance_factor);
-    TAKE("learner.rho2_max", o->rho2_max, k->rho2_max);
-    TAKE("learner.h_tol", o->h_tol, k->h_tol);
-    TAKE("learner.primal_tol", o->primal_tol, k->primal_tol);
-    TAKE("learner.dual_tol", o->dual_tol, k->dual_tol);
-    TAKE("learner.stable_rounds", o->stable_rounds, k->stable_rounds);
-    TAKE("learner.rho1_h_floor", o->rho1_h_floor, k->rho1_h_floor);
-    TAKE("learner.w_keep", o->w_keep, k->w_keep);
-    TAKE("learner.down_own_support", o->down_own_support, k->down_own_support);
-    TAKE("learner.w_threshold", o->w_threshold, k->w_threshold);
-    TAKE("learner.w_sparsify", o->w_sparsify, k->w_sparsify);
-    TAKE("learner.b_sparsify", o->b_sparsify, k->b_sparsify);
-    TAKE("learner.enforce_dag", o->enforce_dag, k->enforce_dag);
-    TAKE("learner.refit_threshold", o->refit_threshold, k->refit_threshold);
-    TAKE("learner.search", o->search, k->search);
-    TAKE("learner.wire", o->wire, k->wire);
-    TAKE("learner.lbfgs.max_iter", o->lbfgs_max_iter, k->lbfgs_max_iter);
-    TAKE("learner.lbfgs.epsilon", o->lbfgs_epsilon, k->lbfgs_epsilon);
-    TAKE("learner.lbfgs.wtol", o->lbfgs_wtol, k->lbfgs_wtol);
-}
+/* One row of lrn_runner_takes: field dst of lrn_runner_opts gets the value read at src of
+ * struct lrn_read (equal sizes, checked at compile time). */
+#define TAKE(k, d, s)                                                                              \
+    {                                                                                              \
+        .key = (k), .dst = offsetof(struct lrn_runner_opts, d),                                    \
+        .src = offsetof(struct lrn_read, s),                                                       \
+        .size = sizeof(((struct lrn_runner_opts *)0)->d) +                                         \
+                0 * sizeof(char[sizeof(((struct lrn_runner_opts *)0)->d) ==                        \
+                                        sizeof(((struct lrn_read *)0)->s)                          \
+                                    ? 1                                                            \
+                                    : -1])                                                         \
+    }
 
-// A flat list, one TAKE per key (each a statement with its own branch): read as one table.
-// NOLINTNEXTLINE(readability-function-size)
+const struct lrn_take lrn_runner_takes[] = {
+    TAKE("learner.rho_schedule", admm.schedule, admm.schedule),
+    TAKE("learner.wire", admm.wire, admm.wire),
+    TAKE("learner.rounds", dppgcd.rounds, dp.rounds),
+    TAKE("learner.lambda", pgcd.lambda, pgcd.lambda),
+    TAKE("learner.lambda", dppgcd.lambda, dp.lambda),
+    TAKE("learner.lambda", notears.lambda, pgcd.lambda),
+    TAKE("learner.w_threshold", notears.w_threshold, admm.w_threshold),
+    TAKE("learner.pgcd.gamma", pgcd.gamma, pgcd.gamma),
+    TAKE("learner.pgcd.gamma", dppgcd.gamma, dp.gamma),
+    TAKE("learner.pgcd.max_steps", pgcd.max_steps, pgcd.max_steps),
+    TAKE("learner.pgcd.tol", pgcd.tol, pgcd.tol),
+    TAKE("learner.dp.steps", dppgcd.steps, dp.steps),
+    TAKE("learner.dp.clip", dppgcd.clip, dp.clip),
+    TAKE("learner.dp.eps", dppgcd.eps, dp.eps),
+    TAKE("learner.dp.eps", cov_eps, dp.eps),
+    TAKE("learner.dp.delta", dppgcd.delta, dp.delta),
+    TAKE("learner.dp.delta", cov_delta, dp.delta),
+    TAKE("learner.dp.eps_m", dppgcd.eps_m, dp.eps_m),
+    TAKE("learner.dp.m_bound", dppgcd.m_bound, dp.m_bound),
+    TAKE("learner.dp.m_source", dppgcd.m_source, dp.m_source),
+    TAKE("learner.dp.m_public", dppgcd.m_public, dp.m_public),
+    TAKE("learner.cov_scale", fs_cov_by_p, cov_by_p),
+    TAKE("learner.center", center, center),
+    TAKE("learner.standardize", standardize, standardize),
+    TAKE("learner.rescale", rescale, rescale),
+    {.key = NULL},
+};
+
+#undef TAKE
+
 core_err lrn_runner_opts_from_config(const struct core_config *cfg, size_t d,
                                      struct lrn_runner_opts *o, double *m_public, char *errbuf,
                                      size_t errbuf_size)
 {
-    struct lrn_admm_opts admm;
-    struct lrn_pgcd_opts pgcd;
-    struct lrn_dppgcd_opts dp;
-    bool dp_enabled, cov_by_p;
-    core_err rc = lrn_config_opts(cfg, d, &admm, &pgcd, &dp, m_public, &dp_enabled, &cov_by_p,
-                                  errbuf, errbuf_size);
+    struct lrn_read r;
+    bool dp_enabled;
+    core_err rc = lrn_config_opts(cfg, d, &r.admm, &r.pgcd, &r.dp, m_public, &dp_enabled,
+                                  &r.cov_by_p, errbuf, errbuf_size);
 
     if (rc != CORE_OK)
         return rc;
-    take_admm(cfg, &o->admm, &admm);
-    TAKE("learner.rounds", o->dppgcd.rounds, dp.rounds);
-    TAKE("learner.lambda", o->pgcd.lambda, pgcd.lambda);
-    TAKE("learner.lambda", o->dppgcd.lambda, dp.lambda);
-    TAKE("learner.lambda", o->notears.lambda, pgcd.lambda);
-    TAKE("learner.w_threshold", o->notears.w_threshold, admm.w_threshold);
-    TAKE("learner.pgcd.gamma", o->pgcd.gamma, pgcd.gamma);
-    TAKE("learner.pgcd.gamma", o->dppgcd.gamma, dp.gamma);
-    TAKE("learner.pgcd.max_steps", o->pgcd.max_steps, pgcd.max_steps);
-    TAKE("learner.pgcd.tol", o->pgcd.tol, pgcd.tol);
-    TAKE("learner.dp.steps", o->dppgcd.steps, dp.steps);
-    TAKE("learner.dp.clip", o->dppgcd.clip, dp.clip);
-    TAKE("learner.dp.eps", o->dppgcd.eps, dp.eps);
-    TAKE("learner.dp.eps", o->cov_eps, dp.eps);
-    TAKE("learner.dp.delta", o->dppgcd.delta, dp.delta);
-    TAKE("learner.dp.delta", o->cov_delta, dp.delta);
-    TAKE("learner.dp.eps_m", o->dppgcd.eps_m, dp.eps_m);
-    TAKE("learner.dp.m_bound", o->dppgcd.m_bound, dp.m_bound);
-    TAKE("learner.dp.m_source", o->dppgcd.m_source, dp.m_source);
-    TAKE("learner.dp.m_public", o->dppgcd.m_public, dp.m_public);
-    TAKE("learner.cov_scale", o->fs_cov_by_p, cov_by_p);
-    if (core_config_is_explicit(cfg, "learner.center"))
-        o->center = core_config_bool(cfg, "learner.center");
-    if (core_config_is_explicit(cfg, "learner.standardize"))
-        o->standardize = core_config_bool(cfg, "learner.standardize");
-    if (core_config_is_explicit(cfg, "learner.rescale"))
-        o->rescale = core_config_bool(cfg, "learner.rescale");
+    r.center = core_config_bool(cfg, "learner.center");
+    r.standardize = core_config_bool(cfg, "learner.standardize");
+    r.rescale = core_config_bool(cfg, "learner.rescale");
+    core_cfg_read_explicit(cfg, lrn_config_keys, LRN_KEYS_ADMM, &o->admm);
+    for (const struct lrn_take *t = lrn_runner_takes; t->key; t++)
+        if (core_config_is_explicit(cfg, t->key))
+            memcpy((char *)o + t->dst, (const char *)&r + t->src, t->size);
     if (core_config_is_explicit(cfg, "learner.blas_threads"))
         lrn_config_apply_blas(cfg);
     return CORE_OK;
 }
-#undef TAKE
+
+struct lrn_runner_overrides lrn_runner_overrides_none(void)
+{
+    return (struct lrn_runner_overrides){.rounds = NAN,
+                                         .rho1 = NAN,
+                                         .rho2 = NAN,
+                                         .lambda = NAN,
+                                         .gamma = NAN,
+                                         .steps = NAN,
+                                         .w_threshold = NAN,
+                                         .eps = NAN,
+                                         .delta = NAN,
+                                         .clip = NAN,
+                                         .cov_bound = NAN,
+                                         .server_iters = NAN,
+                                         .pgcd_tol = NAN};
+}
+
+static size_t to_size(double x)
+{
+    return (size_t)(x > 1e9 ? 1e9 : x);
+}
+
+void lrn_runner_opts_override(struct lrn_runner_opts *o, const struct lrn_runner_overrides *v)
+{
+    if (!isnan(v->rounds))
+        o->admm.max_rounds = o->dppgcd.rounds = to_size(v->rounds);
+    if (!isnan(v->rho1))
+        o->admm.rho1 = v->rho1;
+    if (!isnan(v->rho2))
+        o->admm.rho2 = v->rho2;
+    if (!isnan(v->lambda))
+        o->pgcd.lambda = o->dppgcd.lambda = o->notears.lambda = v->lambda;
+    if (!isnan(v->gamma))
+        o->pgcd.gamma = o->dppgcd.gamma = v->gamma;
+    if (!isnan(v->steps))
+        o->pgcd.max_steps = o->dppgcd.steps = to_size(v->steps);
+    if (!isnan(v->w_threshold))
+        o->admm.w_threshold = o->notears.w_threshold = v->w_threshold;
+    if (!isnan(v->eps))
+        o->dppgcd.eps = o->cov_eps = v->eps;
+    if (!isnan(v->delta))
+        o->dppgcd.delta = o->cov_delta = v->delta;
+    if (!isnan(v->clip))
+        o->dppgcd.clip = v->clip;
+    if (!isnan(v->cov_bound))
+        o->cov_bound = v->cov_bound;
+    if (!isnan(v->server_iters))
+        o->admm.lbfgs_max_iter = to_size(v->server_iters);
+    if (!isnan(v->pgcd_tol))
+        o->pgcd.tol = v->pgcd_tol;
+}
