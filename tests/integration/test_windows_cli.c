@@ -67,9 +67,9 @@ static void produce(const struct core_config *cfg, const char *const *vals, cons
 
     cr_assert_eq(core_ksync_new(cfg, &o, &p, eb, sizeof(eb)), CORE_OK, "%s", eb);
     for (size_t i = 0; i < n; i++) /* one key: one partition, in this order */
-        cr_assert_eq(core_ksync_send(p, "room-1", 6, vals[i], lens[i], NULL, NULL, 0, eb,
-                                     sizeof(eb)),
-                     CORE_OK, "%s", eb);
+        cr_assert_eq(
+            core_ksync_send(p, "room-1", 6, vals[i], lens[i], NULL, NULL, 0, eb, sizeof(eb)),
+            CORE_OK, "%s", eb);
     cr_assert_eq(core_ksync_flush(p, 30000, NULL, eb, sizeof(eb)), CORE_OK, "%s", eb);
     core_ksync_free(p);
 }
