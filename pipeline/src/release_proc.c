@@ -26,9 +26,12 @@ struct pipe_release_proc {
 core_err pipe_release_proc_new(const struct core_config *cfg, const char *ledger_path,
                                struct pipe_release_proc **out, char *eb, size_t ebn)
 {
-    struct pipe_release_proc *p = core_xcalloc(1, sizeof(*p));
-    core_err rc = rel_ledger_open(cfg, ledger_path, &p->lo, &p->ledger, eb, ebn);
+    struct pipe_release_proc *p;
+    core_err rc;
 
+    core_mem_tune_service(); /* Kafka buffers reused, not faulted in again (core/mem.h) */
+    p = core_xcalloc(1, sizeof(*p));
+    rc = rel_ledger_open(cfg, ledger_path, &p->lo, &p->ledger, eb, ebn);
     if (rc != CORE_OK) {
         free(p);
         *out = NULL;
