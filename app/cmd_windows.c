@@ -105,7 +105,7 @@ static int cmd_main(struct app_call *call)
         return APP_EXIT_FAILURE;
     }
     core_wrec_init(&r);
-    core_buf_init(&line, CORE_WBIN_MAX_LEN * 4u);
+    core_buf_init(&line, (size_t)CORE_WBIN_MAX_LEN * 4);
     last = core_mono_ms();
     while (a.max == 0 || t.printed + t.refused < a.max) {
         rd_kafka_message_t *m = core_kread_poll(rd, 200);
