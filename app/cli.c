@@ -51,6 +51,15 @@ static void usage(FILE *f)
     fprintf(f, "\n%s", app_common_help);
 }
 
+void app_cli_help(const struct app_command *c, FILE *f)
+{
+    fputs(c->help, f);
+    if (c->sub)
+        app_cli_list(f, c->sub, 10);
+    if (c->run && !(c->flags & APP_CMD_NO_CONFIG))
+        fprintf(f, "\n%s", app_common_help);
+}
+
 static const struct app_command *find(const struct app_command *const *table, const char *name)
 {
     for (; *table; table++)
@@ -66,7 +75,7 @@ static int invoke(const struct app_command *c, const char *name, int argc, char 
     int ret;
 
     if (app_help_requested(argc, argv)) { /* also as a flag's value: help, never a run */
-        c->help(stdout);
+        app_cli_help(c, stdout);
         return APP_EXIT_OK;
     }
     if (!(c->flags & APP_CMD_NO_CONFIG) &&
@@ -86,7 +95,7 @@ static int dispatch(const struct app_command *c, const char *name, int argc, cha
     char sub_name[64];
 
     if ((c->flags & APP_CMD_NEEDS_ARG) && argc < 2) {
-        c->help(stderr);
+        app_cli_help(c, stderr);
         return APP_EXIT_USAGE;
     }
     if (c->sub) {
@@ -96,7 +105,7 @@ static int dispatch(const struct app_command *c, const char *name, int argc, cha
             return dispatch(s, sub_name, argc - 1, argv + 1);
         }
         if (argv[1][0] == '-' && app_help_requested(argc, argv)) {
-            c->help(stdout);
+            app_cli_help(c, stdout);
             return APP_EXIT_OK;
         }
         fprintf(stderr, "gcdp %s: unknown %s '%s'\n", name, c->sub_what, argv[1]);

@@ -25,6 +25,7 @@
 #include "core/err.h"
 
 struct core_config;
+struct app_flag;
 
 /* One invocation as run() sees it. */
 struct app_call {
@@ -42,7 +43,9 @@ struct app_call {
 struct app_command {
     const char *name;                  /* as typed after `gcdp` (or after the parent) */
     const char *summary;               /* one line for the parent's listing */
-    void (*help)(FILE *f);             /* the full --help text */
+    const char *help;                  /* the --help text: docs/cli/<name>.txt (help_texts.h) */
+    const struct app_flag *options;    /* its flag table (flags.h), which tests/app checks the
+                                          help against; NULL: none */
     int (*run)(struct app_call *call); /* exit status; NULL for a pure verb table */
     /* Optional: the entry that handles this argv instead (NULL: this one). */
     const struct app_command *(*mode)(int argc, char **argv);
@@ -63,6 +66,10 @@ int app_cli_main(int argc, char **argv);
  * "gcdp <name>: <eb, or core_strerror(rc) when eb is empty>" on stderr, 2 (usage or
  * configuration) for CORE_ECONFIG and 1 (runtime failure) for everything else. eb may be NULL. */
 int app_exit_status(const char *name, core_err rc, const char *eb);
+
+/* The --help of c: its text, then the listing of its verb table (sub), then, when it reads the
+ * configuration (run and not APP_CMD_NO_CONFIG), the common options (app_common_help). */
+void app_cli_help(const struct app_command *c, FILE *f);
 
 /* The listing of a verb table: "  name  summary" lines, name padded to width. */
 void app_cli_list(FILE *f, const struct app_command *const *table, int width);

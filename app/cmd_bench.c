@@ -4,22 +4,17 @@
 #include <stdio.h>
 
 #include "app.h"
+#include "help_texts.h"
 
 static const struct app_command *const benches[] = {
     &app_bench_ingest, &app_bench_calibrate, &app_bench_release,
     &app_bench_ledger, &app_bench_learner,   NULL,
 };
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: gcdp bench <what> [options]   (gcdp bench <what> --help)\n");
-    app_cli_list(f, benches, 10);
-}
-
 const struct app_command app_cmd_bench = {
     .name = "bench",
     .summary = "benchmarks: ingest | calibrate | release | ledger | learner",
-    .help = usage,
+    .help = app_help_bench,
     .sub = benches,
     .sub_what = "benchmark",
     .flags = APP_CMD_NEEDS_ARG,

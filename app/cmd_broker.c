@@ -20,6 +20,7 @@
 #include "core/kconf.h"
 #include "core/log.h"
 #include "flags.h"
+#include "help_texts.h"
 
 #define MAX_EXTRA_TOPICS 32
 
@@ -34,46 +35,16 @@ struct broker_opts {
 #define AT(f) APP_FLAG_AT(struct broker_opts, f)
 
 static const struct app_flag broker_flags[] = {
-    {"bootstrap-file", APP_FLAG_STR, AT(bootstrap_file), .metavar = "F",
-     .help = "write \"BOOTSTRAP 127.0.0.1:PORT\" to F (default\n"
-             "run/kafka.bootstrap); other commands then use\n"
-             "--set broker.bootstrap=@F. Removed on clean shutdown."},
-    {"port", APP_FLAG_INT, AT(port), .lo = 1, .hi = 65535, .metavar = "P",
-     .help = "listen on 127.0.0.1:P (broker n on P+n); default: a random\n"
-             "free port. Fails if the port is in use."},
-    {"brokers", APP_FLAG_INT, AT(brokers), .lo = 1, .hi = CORE_BROKER_MAX_BROKERS, .metavar = "N",
-     .help = "brokers in the cluster, 1.." APP_STRINGIFY(CORE_BROKER_MAX_BROKERS) " (default 1)"},
-    {"partitions", APP_FLAG_INT, AT(partitions), .lo = 1, .hi = 10000, .metavar = "N",
-     .help = "partitions per topic (default: broker.partitions, 4)"},
-    {"topic", APP_FLAG_STRS, AT(extra), .n_offset = offsetof(struct broker_opts, nextra),
-     .metavar = "NAME[:P]",
-     .help = "create one more topic (repeatable, up to " APP_STRINGIFY(MAX_EXTRA_TOPICS) ")"},
-    {"control", APP_FLAG_STR, AT(control), .metavar = "FIFO",
-     .help = "fault injection for tests: create FIFO and apply the\n"
-             "lines written to it: down | up | rtt MS (all brokers)"},
+    {"bootstrap-file", APP_FLAG_STR, AT(bootstrap_file)},
+    {"port", APP_FLAG_INT, AT(port), .lo = 1, .hi = 65535},
+    {"brokers", APP_FLAG_INT, AT(brokers), .lo = 1, .hi = CORE_BROKER_MAX_BROKERS},
+    {"partitions", APP_FLAG_INT, AT(partitions), .lo = 1, .hi = 10000},
+    {"topic", APP_FLAG_STRS, AT(extra), .n_offset = offsetof(struct broker_opts, nextra)},
+    {"control", APP_FLAG_STR, AT(control)},
     {.name = NULL},
 };
 
 #undef AT
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: gcdp broker [options]\n\n"
-               "Runs the EMBEDDED IN-MEMORY Kafka-protocol broker (librdkafka mock cluster) for\n"
-               "development, demos and tests. It is NOT a production broker: production uses\n"
-               "Apache Kafka (--set broker.bootstrap=HOST:PORT --set broker.profile=production\n"
-               "on every other command). Limits (docs/operations.md): no persistence (a\n"
-               "restart loses every record, offset and group), retention fixed at 5 MiB or\n"
-               "100000 batches PER PARTITION (older data is dropped; a lagging consumer loses it\n"
-               "and gcdp ingest reports the gap), no transactions, no admin API.\n"
-               "Every topics.* topic is created at start with broker.partitions partitions.\n\n"
-               "options:\n");
-    app_flags_help(f, broker_flags, 20, 0);
-    fprintf(f,
-            "  --help              this text\n\n"
-            "Prints BOOTSTRAP 127.0.0.1:PORT on stdout when ready; SIGINT/SIGTERM stop it.\n\n%s",
-            app_common_help);
-}
 
 #define NTOPIC_KEYS CORE_BROKER_N_TOPIC_KEYS
 
@@ -176,7 +147,8 @@ out:
 const struct app_command app_cmd_broker = {
     .name = "broker",
     .summary = "run the embedded in-memory Kafka-protocol broker (dev/test only)",
-    .help = usage,
+    .help = app_help_broker,
+    .options = broker_flags,
     .run = cmd_main,
     .component = "broker",
 };

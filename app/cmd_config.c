@@ -5,6 +5,7 @@
 #include <jansson.h>
 
 #include "app.h"
+#include "help_texts.h"
 
 /* librdkafka properties that hold credentials: shown as "<redacted>" by `config show` (the
  * effective configuration is printed to terminals, logs and bug reports). */
@@ -25,15 +26,6 @@ static void redact_secrets(json_t *dump)
                 break;
             }
     }
-}
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: gcdp config keys | show [common options]\n"
-            "  keys  list every configuration key with type, default, range and meaning\n"
-            "  show  print the effective configuration (defaults < file < env < --set)\n\n%s",
-            app_common_help);
 }
 
 static int cmd_main(struct app_call *call)
@@ -65,6 +57,6 @@ static int cmd_main(struct app_call *call)
 const struct app_command app_cmd_config = {
     .name = "config",
     .summary = "configuration: `config keys` lists every key, `config show`",
-    .help = usage,
+    .help = app_help_config,
     .run = cmd_main,
 };

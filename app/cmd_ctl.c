@@ -12,6 +12,7 @@
 #include "core/kconf.h"
 #include "core/log.h"
 #include "flags.h"
+#include "help_texts.h"
 #include "producer_flags.h"
 
 #define STATUS_WAIT_S 10
@@ -25,48 +26,15 @@ struct ctl_opts {
 #define AT(f) APP_FLAG_AT(struct ctl_opts, f)
 
 static const struct app_flag ctl_flags[] = {
-    {"target", APP_FLAG_STR, AT(target), .metavar = "NAME",
-     .help = "service that should act (calibrate, release, ...); default all"},
-    {"reason", APP_FLAG_STR, AT(reason), .metavar = "TEXT",
-     .help = "why (logged by the services; at most " APP_STRINGIFY(
-         CORE_CTL_MAX_REASON) " bytes, no control\ncharacters)"},
-    {"key", APP_FLAG_STR, AT(key), .metavar = "FILE",
-     .help = "key file (default: control.key_file)"},
-    {"wait", APP_FLAG_INT, AT(wait_s), .lo = 0, .hi = 3600, .metavar = "S",
-     .help = "after the broker acknowledged the command, wait up to S\n"
-             "seconds for replies on topics.status quoting its nonce and\n"
-             "print each as one JSON line (default " APP_STRINGIFY(
-                 STATUS_WAIT_S) " for status, 0 for the\nothers: no wait)"},
-    {"count", APP_FLAG_INT, AT(count), .lo = 0, .hi = 1000000, .metavar = "N",
-     .help = "stop waiting after N replies (default 0: wait the whole S, so\n"
-             "every instance can answer)"},
+    {"target", APP_FLAG_STR, AT(target)},
+    {"reason", APP_FLAG_STR, AT(reason)},
+    {"key", APP_FLAG_STR, AT(key)},
+    {"wait", APP_FLAG_INT, AT(wait_s), .lo = 0, .hi = 3600},
+    {"count", APP_FLAG_INT, AT(count), .lo = 0, .hi = 1000000},
     {.name = NULL},
 };
 
 #undef AT
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: gcdp ctl keygen --out FILE\n"
-               "       gcdp ctl recalibrate|pause|resume|status [--target NAME] [--reason TEXT]\n"
-               "                [--key FILE] [--wait S] [--count N]\n\n"
-               "Operator commands to the gcdp services over topics.control, signed with a shared\n"
-               "key (HMAC-SHA-256; authenticated, NOT encrypted: put no secret in --reason).\n"
-               "Services refuse unsigned, forged, stale, replayed and malformed commands\n"
-               "(docs/operations.md, \"Control topic\").\n\n"
-               "  keygen --out FILE  write a new random key (64 hex digits, mode 0600); never\n"
-               "                     overwrites; prints the key id. Needs no configuration.\n");
-    app_flags_help(f, ctl_flags, 19, 0);
-    fprintf(f,
-            "  -h, --help         this text\n\n"
-            "Keys used: broker.bootstrap, broker.profile, kafka.*, topics.control,\n"
-            "topics.status, control.key_file. The services' side: control.key_file,\n"
-            "control.prev_key_file, control.max_skew_s, control.replay_cache.\n"
-            "Exit: 0 command acknowledged by the broker (and, when waiting, at least one\n"
-            "reply); 1 not acknowledged, or no reply within S; 2 usage, configuration or key\n"
-            "file error.\n\n%s",
-            app_common_help);
-}
 
 struct keygen_args {
     const char *out;
@@ -219,7 +187,8 @@ static int cmd_main(struct app_call *call)
 /* `gcdp ctl keygen` needs no configuration (its help is ctl's). */
 static const struct app_command cmd_keygen = {
     .name = "ctl keygen",
-    .help = usage,
+    .help = app_help_ctl,
+    .options = keygen_flags,
     .run = keygen,
     .flags = APP_CMD_NO_CONFIG,
 };
@@ -232,7 +201,8 @@ static const struct app_command *mode(int argc, char **argv)
 const struct app_command app_cmd_ctl = {
     .name = "ctl",
     .summary = "signed operator commands: recalibrate | pause | resume | status, keygen",
-    .help = usage,
+    .help = app_help_ctl,
+    .options = ctl_flags,
     .run = cmd_main,
     .mode = mode,
     .component = "ctl",

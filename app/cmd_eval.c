@@ -10,42 +10,7 @@
 #include "app.h"
 #include "eval/eval.h"
 #include "flags.h"
-
-static void usage(FILE *f)
-{
-    fprintf(
-        f,
-        "usage: gcdp eval --dataset occupancy|wisdm|sim|smoke [--data DIR] [--out DIR]\n"
-        "       gcdp eval --dataset csv --data DATASET.json [options]\n"
-        "                 [--eps LIST] [--draws N] [--tune-draws N] [--seed S]\n"
-        "                 [--delta D] [--tau-grid LIST] [--exposure minmax|maxnorm]\n"
-        "                 [--xi literal|neighbour] [--eps-cal E --tau-grid T]\n"
-        "                 [--sensor accel|gyro] [--window-min M] [--no-ablations]\n"
-        "                 [--no-runtime] [--no-plots] [--no-tau-sweep] [--quiet]\n"
-        "       gcdp eval --tables-from DIR/draws.csv [--md FILE]\n"
-        "       gcdp eval --figure7 [--m-list LIST] [--windows N] [--reps R] [--out DIR]\n"
-        "                 [--seed S] [--no-plots] [--quiet]\n\n"
-        "Run gc-dp Sec. 5 on one dataset: public calibration on the training split, tau\n"
-        "chosen by GC-DP validation F1 at eps = 1 (ties to the smaller tau), mechanisms\n"
-        "NonPrivate, Lap-DP, Gau-DP (analytic Gaussian, --delta), Ada-DP, Risk-DP, GC-DP and\n"
-        "the Table 11 ablations, one fixed logistic-regression classifier and attacker,\n"
-        "--draws noise draws per setting. Writes OUT/<dataset>/draws.csv (every draw, with\n"
-        "its seed), alloc.csv (B_k, s_k, eps_k per mechanism), runtime.csv, theta.json,\n"
-        "run.txt, tables.md and PNG figures (gnuplot). --tables-from rebuilds tables.md\n"
-        "from a draws.csv. --exposure/--xi select the readings of gc-dp Sec. 4.1/4.3 compared in\n"
-        "docs/evaluation.md (defaults minmax, literal = the calibrate stage's theta).\n"
-        "--eps-cal E: private calibration (gc-dp Sec. 4.2) instead of public, eps_G =\n"
-        "eps_mu = eps_xi = E/3, one fixed tau; run.txt states the total eps_cal + eps_rel.\n"
-        "Defaults: --eps 0.2,0.5,1,2,4 --draws 10 --tune-draws 5\n"
-        "--tau-grid 0.10,0.15,0.20,0.25,0.30 --delta 1e-6 --out bench/results/eval\n"
-        "--data ../shared/data/<dataset> --window-min 15 (occupancy). --dataset csv reads a\n"
-        "window CSV described by a JSON file (docs/evaluation.md, \"Your own dataset\").\n"
-        "--figure7 (alias --runtime-scaling): gc-dp Figure 7, runtime of one calibration-and-\n"
-        "release pass at eps = 1 vs the number of nodes M, measured by the Table 12 code on\n"
-        "synthetic windows of each M; writes OUT/figure7/ (runs.csv, figure7.csv, figure7.md,\n"
-        "fig7_runtime_vs_m.png). Defaults: --m-list 8,16,...,512 --windows 2000\n"
-        "--reps 9. --rebuild-figure7 DIR recomputes figure7.csv/.md from DIR/runs.csv.\n");
-}
+#include "help_texts.h"
 
 /* What one command line asks for: the run options and the alternative modes. */
 struct eval_cli {
@@ -207,7 +172,8 @@ static int cmd_main(struct app_call *call)
 const struct app_command app_cmd_eval = {
     .name = "eval",
     .summary = "evaluation protocol of the GC-DP paper (tables, figures) on a dataset",
-    .help = usage,
+    .help = app_help_eval,
+    .options = eval_flags,
     .run = cmd_main,
     .flags = APP_CMD_NO_CONFIG,
 };

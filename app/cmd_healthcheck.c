@@ -8,6 +8,7 @@
 #include "app.h"
 #include "core/metrics.h"
 #include "flags.h"
+#include "help_texts.h"
 
 struct health_args {
     long port; /* 0: metrics.port */
@@ -18,31 +19,13 @@ struct health_args {
 #define AT(f) APP_FLAG_AT(struct health_args, f)
 
 static const struct app_flag health_flags[] = {
-    {"port", APP_FLAG_INT, AT(port), .lo = 1, .hi = 65535, .metavar = "N",
-     .help = "port to probe (default: metrics.port; 0 there is an error)"},
-    {"host", APP_FLAG_STR, AT(host), .metavar = "A",
-     .help = "IPv4 address (default: metrics.bind, 127.0.0.1 when it is 0.0.0.0)"},
-    {"timeout", APP_FLAG_DBL, AT(timeout), .lo = 0.1, .hi = 60, .metavar = "S",
-     .help = "seconds for connect + answer, 0.1..60 (default 3)"},
+    {"port", APP_FLAG_INT, AT(port), .lo = 1, .hi = 65535},
+    {"host", APP_FLAG_STR, AT(host)},
+    {"timeout", APP_FLAG_DBL, AT(timeout), .lo = 0.1, .hi = 60},
     {.name = NULL},
 };
 
 #undef AT
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: gcdp healthcheck [--port N] [--host A] [--timeout S] [common options]\n\n"
-               "GET /healthz from a running gcdp service on this host and exit 0 when it answers\n"
-               "200, 1 otherwise (503 with its reason, refused, timed out). The container\n"
-               "image's HEALTHCHECK: it reads the same configuration as the service (GCDP_*\n"
-               "environment), so the port is the service's metrics.port.\n\n"
-               "options:\n");
-    app_flags_help(f, health_flags, 13, 0);
-    fprintf(f,
-            "  --help       this text\n\n"
-            "exit status: 0 healthy, 1 unhealthy or unreachable, 2 usage/config.\n\n%s",
-            app_common_help);
-}
 
 static int cmd_main(struct app_call *call)
 {
@@ -82,6 +65,7 @@ static int cmd_main(struct app_call *call)
 const struct app_command app_cmd_healthcheck = {
     .name = "healthcheck",
     .summary = "probe a running service's /healthz (the container image's HEALTHCHECK)",
-    .help = usage,
+    .help = app_help_healthcheck,
+    .options = health_flags,
     .run = cmd_main,
 };

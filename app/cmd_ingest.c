@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "flags.h"
+#include "help_texts.h"
 #include "ing/service.h"
 
 struct ingest_opts {
@@ -27,50 +28,15 @@ struct ingest_opts {
 #define AT(f) APP_FLAG_AT(struct ingest_opts, f)
 
 static const struct app_flag ingest_flags[] = {
-    {"group", APP_FLAG_STR, AT(group), .metavar = "G",
-     .help = "consumer group id (default gcdp-ingest)"},
-    {"commit-interval", APP_FLAG_INT, AT(commit_ms), .lo = 10, .hi = 600000, .metavar = "MS",
-     .help = "how often committable offsets are committed (default 500)"},
-    {"exit-idle", APP_FLAG_DBL, AT(exit_idle_s), .lo = 0, .hi = 86400, .metavar = "S",
-     .help = "stop by itself after S seconds with nothing consumed, once\n"
-             "something was consumed (default 0 = run until a signal);\n"
-             "time while the broker is unreachable or no partition is\n"
-             "assigned does not count (an outage is not the end)"},
-    {"flush-on-idle", APP_FLAG_TRUE, AT(flush_on_idle),
-     .help = "with --exit-idle: close and emit every open window first\n"
-             "(for bounded replays; never use it for a live stream)"},
-    {"check", APP_FLAG_TRUE, AT(check),
-     .help = "validate the configuration (file, env, --set) and the\n"
-             "flags, print \"gcdp ingest: configuration ok\" and exit\n"
-             "0 (2 naming the key otherwise); no network"},
+    {"group", APP_FLAG_STR, AT(group)},
+    {"commit-interval", APP_FLAG_INT, AT(commit_ms), .lo = 10, .hi = 600000},
+    {"exit-idle", APP_FLAG_DBL, AT(exit_idle_s), .lo = 0, .hi = 86400},
+    {"flush-on-idle", APP_FLAG_TRUE, AT(flush_on_idle)},
+    {"check", APP_FLAG_TRUE, AT(check)},
     {.name = NULL},
 };
 
 #undef AT
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: gcdp ingest [options]\n\n"
-            "The ingest stage: consume topics.raw in a consumer group (keyed by device),\n"
-            "validate / dedup / reorder / window (ingest.* keys, docs/ingest.md), produce\n"
-            "window records to topics.windows and dead letters to topics.rejected. Offsets are\n"
-            "committed only after the records derived from them are acknowledged (at-least-once;\n"
-            "window ids are stable, so duplicates after a crash are harmless downstream).\n"
-            "Run several processes with the same --group to scale out.\n\n"
-            "options:\n");
-    app_flags_help(f, ingest_flags, 21, 0);
-    fprintf(f,
-            "  --help               this text\n\n"
-            "broker: --set broker.bootstrap=HOST:PORT or =@FILE; when unset and %s\n"
-            "exists (written by `gcdp broker`), that file is used.\n"
-            "metrics: --set metrics.port=P serves /metrics (Prometheus) and /healthz on\n"
-            "metrics.bind (default 127.0.0.1); 0 (default) disables it.\n"
-            "SIGINT/SIGTERM stop gracefully. Prints a JSON summary line on stdout at exit.\n"
-            "Exit status: 0 clean stop, 1 runtime failure (e.g. a record not acknowledged),\n"
-            "2 usage or configuration error.\n\n%s",
-            APP_BOOTSTRAP_FILE, app_common_help);
-}
 
 static void print_summary(const void *svc, core_err status)
 {
@@ -141,7 +107,8 @@ out:
 const struct app_command app_cmd_ingest = {
     .name = "ingest",
     .summary = "ingest stage: sensors.raw -> gcdp.windows + sensors.rejected",
-    .help = usage,
+    .help = app_help_ingest,
+    .options = ingest_flags,
     .run = cmd_main,
     .component = "ingest",
 };

@@ -6,62 +6,9 @@
 #include "app.h"
 #include "core/dp_ledger_cfg.h"
 #include "flags.h"
+#include "help_texts.h"
 #include "pipe/release.h"
 #include "rel/release.h"
-
-static const char release_help[] =
-    "usage: gcdp release --theta FILE [options] [common options]\n"
-    "       gcdp release --serve [--theta FILE] [--group ID] [--exit-idle S] [--check]\n"
-    "                    [common options]\n"
-    "\n"
-    "Privatize window records (gcdp.window/2 JSON lines from ingest) with the GC-DP parameter\n"
-    "object theta. Each record states its provenance (per node the statistic, real and\n"
-    "imputed samples, longest imputed run; the interpolation gap G, the sampling period and\n"
-    "the clip interval); the plan (Algorithms 2 and 3: certified bounds B_k, budgets eps_k,\n"
-    "checks s_k >= B_k, eps_k > 0, sum eps_k <= eps_rel) is built from the first record's\n"
-    "provenance and the declared policy, never from ingest settings in this configuration,\n"
-    "and every window is certified again from its own provenance before any noise is drawn\n"
-    "(Algorithm 4). Records of another ingest configuration, or without provenance\n"
-    "(gcdp.window/1), are refused by name. Secure noise; a write-ahead ledger: every record\n"
-    "is fsync'd in the ledger before it is written out, and a window already in the ledger\n"
-    "(same window id and theta version) is republished byte-for-byte, never re-noised.\n"
-    "Output: gcdp.released/1 JSON lines (values in normalized units, rounded to 12\n"
-    "decimals), written to a temporary file renamed over --output at the end (a failed run\n"
-    "leaves an existing output untouched). Excluded windows are skipped; a refused window\n"
-    "stops the run after everything before it was committed, unless --skip-refused.\n"
-    "\n"
-    "options:\n";
-
-static const char release_serve_help[] =
-    "service mode (--serve): the same release as a Kafka service. Window records are read\n"
-    "from topics.windows (consumer group --group, default gcdp-release) in either encoding\n"
-    "ingest writes (ingest.output.format: gcdp.window/2 JSON or gcdp.window/3 binary, told\n"
-    "apart by the first byte; the same provenance checks for both), released records\n"
-    "go to topics.released (key = device) once their ledger rows are fsync'd, and a window\n"
-    "that is refused (malformed, not covered by the plan or its own certificate, over a\n"
-    "unit's cap, no plan) is dead-lettered to topics.release_rejected with its reason and\n"
-    "the run goes on. theta: --theta FILE, or the newest version on topics.calibration\n"
-    "(intake waits until one is known; a newer one is swapped in between two windows and\n"
-    "every record names its version). Offsets are committed only after the outputs are\n"
-    "acknowledged; after a crash, windows already in the ledger are republished\n"
-    "byte-for-byte, never re-noised. One instance per ledger (the file is locked);\n"
-    "several instances, each with its own ledger, share one group when\n"
-    "release.service.changelog is true: ledger rows go to topics.ledger_changelog and an\n"
-    "assigned partition is restored from it first (docs/release.md, \"Several instances\").\n"
-    "The ledger's audit log is mirrored to topics.audit, at least once from the offset kept\n"
-    "in <ledger>.mirror (release.audit.mirror, default true).\n";
-
-static const char release_end_help[] =
-    "An output path that is the same file as the input, the ledger or theta is refused\n"
-    "before anything is opened for writing. Other settings are release.* keys (`gcdp config\n"
-    "keys`): delta, beta_r/g/u, eta, eps_min, policy.edges/hops/time_radius,\n"
-    "query.min_samples/max_samples, ledger.slot_ms/cap_eps/cap_delta/batch, threads; the\n"
-    "ledger binds release.ledger.slot_ms, release.policy.time_radius, ingest.period_ms and\n"
-    "the caps in its header and refuses a run with other values.\n"
-    "exit status: 0 ok (with --skip-refused also when records were skipped); 1 runtime\n"
-    "failure or refusal (budget cap, window not covered, ledger I/O); 2 usage,\n"
-    "configuration or theta error (also: no plan for theta and the records' provenance,\n"
-    "a ledger bound to another scheme or caps, an output aliasing an input).\n\n";
 
 #define TAG_OFFLINE 1u /* the tag of the offline-only flags */
 
@@ -107,58 +54,24 @@ static int check_args(int first, int argc, const struct args *a)
 #define AT(f) APP_FLAG_AT(struct args, f)
 
 static const struct app_flag release_flags[] = {
-    {"theta", APP_FLAG_STR, AT(theta), .metavar = "FILE",
-     .help = "theta JSON from `gcdp calibrate` (required)"},
-    {"input", APP_FLAG_STR, AT(input), .tag = TAG_OFFLINE, .metavar = "FILE",
-     .help = "window records (JSON lines); '-' = stdin (default -)"},
+    {"theta", APP_FLAG_STR, AT(theta)},
+    {"input", APP_FLAG_STR, AT(input), .tag = TAG_OFFLINE},
     {"format", APP_FLAG_STR, AT(format), .tag = TAG_OFFLINE},
-    {"output", APP_FLAG_STR, AT(output), .tag = TAG_OFFLINE, .metavar = "FILE",
-     .help = "released records; '-' = stdout, line-buffered (default -)"},
-    {"ledger", APP_FLAG_STR, AT(ledger), .metavar = "FILE",
-     .help = "ledger path (default: release.ledger.path under state.dir)"},
-    {"mechanism", APP_FLAG_STR, AT(mech), .metavar = "M",
-     .help = REL_MECH_CHOICES "\n(default: release.mechanism = gcdp)"},
-    {"eps-rel", APP_FLAG_STR, AT(eps), .metavar = "E",
-     .help = "release budget per window (default: release.eps_rel = 1)"},
-    {"plan", APP_FLAG_TRUE, AT(plan_only), .tag = TAG_OFFLINE,
-     .help = "print the per-coordinate plan (B, s, eps, scale) as JSON for the\n"
-             "first non-excluded record of --input and exit; draws no noise,\n"
-             "opens no ledger"},
-    {"theta-out", APP_FLAG_STR, AT(theta_out), .tag = TAG_OFFLINE, .metavar = "FILE",
-     .help = "also write theta with its release part (B, s, eps) filled"},
-    {"skip-refused", APP_FLAG_TRUE, AT(skip), .tag = TAG_OFFLINE,
-     .help = "report a refused record (malformed, not covered by the plan or its\n"
-             "certificate, over the lifetime cap) with its line number and go on;\n"
-             "the run then exits 0 and prints how many were skipped"},
-    {"serve", APP_FLAG_TRUE, AT(serve), .section = 1,
-     .help = "run as a service until SIGINT/SIGTERM (a one-line JSON summary\n"
-             "goes to stdout at exit); needs broker.bootstrap (or\n"
-             "run/kafka.bootstrap); metrics.port serves /metrics and /healthz"},
-    {"group", APP_FLAG_STR, AT(group), .metavar = "ID", .section = 1,
-     .help = "consumer group of topics.windows (default gcdp-release)"},
-    {"check", APP_FLAG_TRUE, AT(check), .section = 1,
-     .help = "validate the configuration (file, env, --set), --theta, the\n"
-             "ledger's location and the control key file, print \"gcdp release:\n"
-             "configuration ok\" and exit 0 (2 naming the key otherwise); opens\n"
-             "nothing for writing, no network"},
-    {"exit-idle", APP_FLAG_DBL, AT(exit_idle_s), .lo = 0, .hi = 1e6, .metavar = "S", .section = 1,
-     .help = "stop after S seconds with nothing consumed, counted while windows\n"
-             "can be read (theta known, partitions assigned); default 0: until a\n"
-             "signal"},
+    {"output", APP_FLAG_STR, AT(output), .tag = TAG_OFFLINE},
+    {"ledger", APP_FLAG_STR, AT(ledger)},
+    {"mechanism", APP_FLAG_STR, AT(mech)},
+    {"eps-rel", APP_FLAG_STR, AT(eps)},
+    {"plan", APP_FLAG_TRUE, AT(plan_only), .tag = TAG_OFFLINE},
+    {"theta-out", APP_FLAG_STR, AT(theta_out), .tag = TAG_OFFLINE},
+    {"skip-refused", APP_FLAG_TRUE, AT(skip), .tag = TAG_OFFLINE},
+    {"serve", APP_FLAG_TRUE, AT(serve)},
+    {"group", APP_FLAG_STR, AT(group)},
+    {"check", APP_FLAG_TRUE, AT(check)},
+    {"exit-idle", APP_FLAG_DBL, AT(exit_idle_s), .lo = 0, .hi = 1e6},
     {.name = NULL},
 };
 
 #undef AT
-
-static void usage(FILE *f)
-{
-    fputs(release_help, f);
-    app_flags_help(f, release_flags, 18, 0);
-    fputs("  -h, --help        this text\n\n", f);
-    fputs(release_serve_help, f);
-    app_flags_help(f, release_flags, 18, 1);
-    fprintf(f, "\n%s%s", release_end_help, app_common_help);
-}
 
 /* Parse argv into a (defaults first), then check_args. */
 static int parse_args(int argc, char **argv, struct args *a)
@@ -244,7 +157,8 @@ static int cmd_main(struct app_call *call)
 const struct app_command app_cmd_release = {
     .name = "release",
     .summary = "privatize windows with theta and charge the ledger (offline, or --serve)",
-    .help = usage,
+    .help = app_help_release,
+    .options = release_flags,
     .run = cmd_main,
     .component = "release",
 };

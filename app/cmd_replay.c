@@ -7,6 +7,7 @@
 #include "app.h"
 #include "core/log.h"
 #include "flags.h"
+#include "help_texts.h"
 #include "producer_flags.h"
 #include "sim/sim.h"
 
@@ -17,41 +18,6 @@ static void on_signal(int sig)
     (void)sig;
     if (replay_sig_progress)
         atomic_store(&replay_sig_progress->stop, 1); /* lock-free atomic: signal-safe */
-}
-
-static void usage(FILE *f)
-{
-    struct sim_replay_options d;
-    sim_replay_options_default(&d);
-    fprintf(f,
-            "usage: gcdp replay --file F [--format occupancy|jsonl|corpus] [options]\n\n"
-            "Replay a recorded dataset into topics.raw with its own timestamps.\n\n"
-            "  --file F            input file (required)\n"
-            "  --format FMT        occupancy (default): UCI Occupancy CSV (datatraining.txt,\n"
-            "                        datatest.txt, datatest2.txt); each row becomes a\n"
-            "                        gcdp.reading/1 with ts = date as UTC, readings temperature,\n"
-            "                        humidity, light, co2, humidity_ratio, seq = row id\n"
-            "                        (the Occupancy label is not sent)\n"
-            "                      jsonl: one reading JSON per line, sent verbatim, key = its\n"
-            "                        \"device\", order kept\n"
-            "                      corpus (alias jsonl-raw): bad-input corpus lines\n"
-            "                        {kind, expected_reason, payload|payload_hex, key?, pad?};\n"
-            "                        each payload is sent verbatim with headers\n"
-            "                        gcdp-corpus-kind, gcdp-expected-reason\n"
-            "  --device D          occupancy device id (default \"%s\")\n"
-            "  --speed X           X > 0: replay at X times the recorded pace (e.g. 60 = one\n"
-            "                      recorded minute per second); 0 = as fast as --rate and the\n"
-            "                      in-flight cap allow (default %g)\n"
-            "  --rate R            cap in messages/s, token bucket; 0 = none (default %.0f)\n",
-            d.device, d.speed, d.rate);
-    app_prod_flags_help(f, 20, &d.prod);
-    fprintf(f,
-            "  -h, --help          this text\n\n"
-            "Broker: broker.bootstrap (e.g. --set broker.bootstrap=@run/kafka.bootstrap).\n"
-            "A malformed line stops the replay with file:line and the reason (exit 1); lines\n"
-            "before it are delivered. A JSON summary is printed on stdout at the end.\n"
-            "SIGINT/SIGTERM stop cleanly. Exit: 0 all delivered, 1 failure, 2 usage.\n\n%s",
-            app_common_help);
 }
 
 static int take_format(void *args, const char *arg)
@@ -126,7 +92,8 @@ usage_err:
 const struct app_command app_cmd_replay = {
     .name = "replay",
     .summary = "replay a recorded dataset (UCI Occupancy CSV, JSONL) to sensors.raw",
-    .help = usage,
+    .help = app_help_replay,
+    .options = replay_flags,
     .run = cmd_main,
     .component = "replay",
 };

@@ -13,17 +13,9 @@
 #include "core/fsutil.h"
 #include "core/mem.h"
 #include "flags.h"
+#include "help_texts.h"
 #include "lrn/sem.h"
 #include "lrn/semio.h"
-
-static const char semgen_help[] =
-    "usage: gcdp sem-gen --out DIR [options]\n"
-    "Erdos-Renyi DAG with d nodes and an expected E edges in a random topological order,\n"
-    "weights U([-hi,-lo] u [lo,hi]), N(0, noise-sd^2) noise (paper Appendix B.1).\n"
-    "Writes DIR/p1.csv .. DIR/pP.csv (header x0..x{d-1}, one sample per row),\n"
-    "DIR/truth.json + DIR/truth.csv (true weighted DAG), and with --hetero-var also\n"
-    "DIR/truth_p<k>.json (participant weights); DIR/manifest.json records the options.\n"
-    "options:\n";
 
 /* What one command line asks for. */
 struct semgen_cli {
@@ -37,38 +29,22 @@ struct semgen_cli {
 #define ANY(f) APP_FLAG_DBL, AT(f), .lo = -DBL_MAX, .hi = DBL_MAX
 
 static const struct app_flag semgen_flags[] = {
-    {"out", APP_FLAG_STR, AT(dir), .metavar = "DIR",
-     .help = "output directory (created if missing; required)"},
-    {"d", APP_FLAG_UINT, AT(o.d), .hi = DBL_MAX, .metavar = "N",
-     .help = "nodes (default 20; 2..4096)"},
-    {"participants", APP_FLAG_UINT, AT(o.participants), .hi = DBL_MAX, .metavar = "P",
-     .help = "participants (default 8)"},
-    {"n", APP_FLAG_UINT, AT(o.n_per), .hi = DBL_MAX, .metavar = "N",
-     .help = "samples per participant (default 5000)"},
-    {"edges", ANY(edges), .metavar = "E", .help = "expected number of edges (default d)"},
-    {"w-lo", ANY(o.w_lo), .metavar = "X, --w-hi X",
-     .help = "weight magnitude range (default 0.5, 2)"},
+    {"out", APP_FLAG_STR, AT(dir)},
+    {"d", APP_FLAG_UINT, AT(o.d), .lo = 2, .hi = LRN_SEM_MAX_D},
+    {"participants", APP_FLAG_UINT, AT(o.participants), .hi = DBL_MAX},
+    {"n", APP_FLAG_UINT, AT(o.n_per), .hi = DBL_MAX},
+    {"edges", ANY(edges)},
+    {"w-lo", ANY(o.w_lo)},
     {"w-hi", ANY(o.w_hi)},
-    {"noise-sd", ANY(o.noise_sd), .metavar = "X", .help = "noise standard deviation (default 1)"},
-    {"hetero-var", ANY(hetero_var), .metavar = "V",
-     .help = "heterogeneous setting: participant weight ~ N(w, V) on the\n"
-             "true edges (paper B.1.2 uses 0.1; default 0 = homogeneous)"},
-    {"heterogeneous", APP_FLAG_TRUE, AT(heterogeneous), .help = "shorthand for --hetero-var 0.1"},
-    {"seed", APP_FLAG_UINT, AT(o.seed), .hi = DBL_MAX, .metavar = "S",
-     .help = "seed of the generator (default 1)"},
+    {"noise-sd", ANY(o.noise_sd)},
+    {"hetero-var", ANY(hetero_var)},
+    {"heterogeneous", APP_FLAG_TRUE, AT(heterogeneous)},
+    {"seed", APP_FLAG_UINT, AT(o.seed), .hi = DBL_MAX},
     {.name = NULL},
 };
 
 #undef AT
 #undef ANY
-
-static void usage(FILE *f)
-{
-    fputs(semgen_help, f);
-    app_flags_help(f, semgen_flags, 21, 0);
-    fputs("  -h, --help           this text\n", f);
-    fputs(app_common_help, f);
-}
 
 /* Returns 0, or -1 after the message. --edges defaults to d; --heterogeneous means
  * --hetero-var 0.1 unless that is given. */
@@ -142,6 +118,7 @@ out:
 const struct app_command app_cmd_semgen = {
     .name = "sem-gen",
     .summary = "generate linear Gaussian SEM data for the structure learner",
-    .help = usage,
+    .help = app_help_sem_gen,
+    .options = semgen_flags,
     .run = cmd_main,
 };

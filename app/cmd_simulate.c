@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "core/timefmt.h"
 #include "flags.h"
+#include "help_texts.h"
 #include "producer_flags.h"
 #include "sim/encode.h"
 #include "sim/sim.h"
@@ -19,68 +20,6 @@ static void on_signal(int sig)
     (void)sig;
     if (sim_sig_progress)
         atomic_store(&sim_sig_progress->stop, 1); /* lock-free atomic: signal-safe */
-}
-
-static const char *const fault_help[SIM_FAULT_COUNT][2] = {
-#define X(name, str, help) {str, help},
-    SIM_FAULT_MAP(X)
-#undef X
-};
-
-static void usage(FILE *f)
-{
-    struct sim_options d;
-    sim_options_default(&d);
-    fprintf(
-        f,
-        "usage: gcdp simulate [options]\n\n"
-        "Publish live readings of simulated motes (temperature, humidity, light, voltage)\n"
-        "to topics.raw, keyed by device id. Deterministic given --seed.\n"
-        "The flags have sim.* configuration keys (gcdp config keys; --topic is topics.raw,\n"
-        "--fault-rate and --flush-timeout have none); the defaults shown are the keys'\n"
-        "defaults, and a flag wins over its key. --faults/--fault-rate replace sim.faults.\n\n"
-        "  --devices N          number of motes mote-0..mote-(N-1) (default %zu, max %d)\n"
-        "  --seed S             PRNG seed, unsigned 64-bit (default %llu)\n"
-        "  --rate R             messages/s, token bucket; 0 = as fast as the in-flight cap\n"
-        "                       allows (default %.0f; see docs/simulator.md before using 0)\n"
-        "  --ticks N            readings per device, then stop (default 0 = unbounded)\n"
-        "  --duration S         stop after S wall-clock seconds (default 0 = unbounded)\n"
-        "  --start TS           simulated clock start, RFC 3339 UTC or epoch ms\n"
-        "                       (default %lld = 2026-11-01T00:00:00Z)\n"
-        "  --period S           seconds between a device's readings\n"
-        "                       (default: sim.period_ms, else ingest.period_ms; i.e. %g)\n"
-        "  --wall-clock         ts = wall-clock time, one tick per period in real time\n"
-        "                       (default: simulated clock, start + tick*period, paced by --rate)\n"
-        "  --regime-change-at S switch to the second SEM after S seconds of (simulated or\n"
-        "                       wall) time (default: never)\n"
-        "  --hetero-sd X        per-device edge weight sd (default %g)\n"
-        "  --coupling A         spatial coupling to the neighbour mote, [0,1) (default %g)\n"
-        "  --lag K              spatial lag in ticks, 0..%d (default %u)\n"
-        "  --ar PHI             temporal AR(1) coefficient, [0,1) (default %g)\n"
-        "  --truth FILE         write the ground-truth SEM (JSON, gcdp.sim-truth/1)\n"
-        "  --fault-rate P       total fault probability per reading, spread evenly over\n"
-        "                       all kinds (default 0)\n"
-        "  --faults SPEC        kind=rate,... per-kind probabilities (after --fault-rate);\n"
-        "                       (kinds below; \"all=P\" sets every kind); the sum must be <= 1\n"
-        "  --gap-ticks N        readings skipped by one gap fault (default %u)\n"
-        "  --late-s S           how far a late reading goes back (default %g s)\n"
-        "  --oversize-bytes N   an oversize message has N+1 bytes\n"
-        "                       (default: sim.oversize_bytes, else ingest.max_message_bytes;\n"
-        "                       i.e. %zu)\n",
-        d.devices, SIM_MAX_DEVICES, (unsigned long long)d.seed, d.rate, (long long)d.start_ms,
-        d.period_s, d.hetero_sd, d.spatial_coupling, SIM_MAX_LAG, d.spatial_lag, d.ar, d.gap_ticks,
-        d.late_s, d.oversize_bytes);
-    app_prod_flags_help(f, 21, &d.prod);
-    fprintf(f, "  -h, --help           this text\n\n"
-               "Broker: broker.bootstrap (e.g. --set broker.bootstrap=@run/kafka.bootstrap).\n"
-               "Faulty messages carry the Kafka header gcdp-fault: <kind>. On exit a JSON summary\n"
-               "{generated,sent,acked,failed,retries,faults{kind:n}} is printed on stdout.\n"
-               "SIGINT/SIGTERM stop cleanly (in-flight messages are flushed).\n"
-               "Exit: 0 all delivered, 1 runtime failure or any undelivered message, 2 usage.\n\n"
-               "fault kinds:\n");
-    for (size_t k = 0; k < SIM_FAULT_COUNT; k++)
-        fprintf(f, "  %-16s %s\n", fault_help[k][0], fault_help[k][1]);
-    fprintf(f, "\n%s", app_common_help);
 }
 
 static int parse_start(const char *s, int64_t *out)
@@ -195,7 +134,8 @@ static int cmd_main(struct app_call *call)
 const struct app_command app_cmd_simulate = {
     .name = "simulate",
     .summary = "publish live simulated sensor readings to sensors.raw",
-    .help = usage,
+    .help = app_help_simulate,
+    .options = simulate_flags,
     .run = cmd_main,
     .component = "simulate",
 };

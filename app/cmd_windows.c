@@ -13,6 +13,7 @@
 #include "core/ksync.h"
 #include "core/window_bin.h"
 #include "flags.h"
+#include "help_texts.h"
 
 struct windows_args {
     const char *topic; /* NULL: topics.windows */
@@ -24,37 +25,14 @@ struct windows_args {
 #define AT(f) APP_FLAG_AT(struct windows_args, f)
 
 static const struct app_flag windows_flags[] = {
-    {"topic", APP_FLAG_STR, AT(topic), .metavar = "T",
-     .help = "topic to read (default: topics.windows)"},
-    {"end", APP_FLAG_TRUE, AT(at_end),
-     .help = "only records written from now on (default: from the earliest one kept)"},
-    {"max", APP_FLAG_INT, AT(max), .lo = 0, .hi = 1e9, .metavar = "N",
-     .help = "stop after N records (default 0: no limit)"},
-    {"idle", APP_FLAG_DBL, AT(idle), .lo = 0, .hi = 86400, .metavar = "S",
-     .help = "stop when no record came for S seconds (default 5; 0: never, until interrupted)"},
+    {"topic", APP_FLAG_STR, AT(topic)},
+    {"end", APP_FLAG_TRUE, AT(at_end)},
+    {"max", APP_FLAG_INT, AT(max), .lo = 0, .hi = 1e9},
+    {"idle", APP_FLAG_DBL, AT(idle), .lo = 0, .hi = 86400},
     {.name = NULL},
 };
 
 #undef AT
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: gcdp windows [--topic T] [--end] [--max N] [--idle S] [common options]\n\n"
-               "Print the window records on topics.windows as JSON lines on stdout, one record a\n"
-               "line: a gcdp.window/3 (binary) record as the gcdp.window/2 JSON text it encodes,\n"
-               "a gcdp.window/2 record as it is. Window records are protected data (raw sensor\n"
-               "features): this is a tool for the operators of the pipeline, not for consumers.\n"
-               "A record that is neither is reported on stderr with its partition and offset and\n"
-               "skipped. The reader assigns every partition itself and commits nothing, so the\n"
-               "release and calibrate services' positions are not moved.\n\n"
-               "options:\n");
-    app_flags_help(f, windows_flags, 11, 0);
-    fprintf(f,
-            "  --help     this text\n\n"
-            "exit status: 0 every record printed, 1 a record refused or a broker error, 2 "
-            "usage/config.\n\n%s",
-            app_common_help);
-}
 
 struct tally {
     long printed, refused, errors;
@@ -131,6 +109,7 @@ static int cmd_main(struct app_call *call)
 const struct app_command app_cmd_windows = {
     .name = "windows",
     .summary = "print the window records on topics.windows as JSON lines (either encoding)",
-    .help = usage,
+    .help = app_help_windows,
+    .options = windows_flags,
     .run = cmd_main,
 };

@@ -338,35 +338,3 @@ int app_flags_parse_only(const char *cmd, const struct app_flag *rows, int argc,
     }
     return 0;
 }
-
-void app_flags_help(FILE *f, const struct app_flag *rows, int width, int section)
-{
-    bool shorts = false; /* then a long-only name lines up after "-c, " */
-
-    for (const struct app_flag *r = rows; r->name; r++)
-        shorts = shorts || r->short_name;
-    for (const struct app_flag *r = rows; r->name; r++) {
-        char label[96];
-        int n;
-
-        if (!r->help || r->section != section)
-            continue;
-        n = r->short_name ? snprintf(label, sizeof(label), "-%c, --%s", r->short_name, r->name)
-                          : snprintf(label, sizeof(label), "%s--%s", shorts ? "    " : "", r->name);
-        if (r->metavar)
-            n += snprintf(label + n, sizeof(label) - (size_t)n, " %s", r->metavar);
-        if (n >= width && (r->flags & APP_FLAG_HELP_INLINE))
-            fprintf(f, "  %s  ", label);
-        else if (n >= width) /* a long label has the text column to itself on the next line */
-            fprintf(f, "  %s\n  %*s", label, width, "");
-        else
-            fprintf(f, "  %-*s", width, label);
-        for (const char *h = r->help; *h;) {
-            size_t len = strcspn(h, "\n");
-            fprintf(f, "%.*s\n", (int)len, h);
-            h += len + (h[len] == '\n');
-            if (*h)
-                fprintf(f, "  %*s", width, "");
-        }
-    }
-}

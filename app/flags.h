@@ -51,9 +51,6 @@ enum app_flag_kind {
 #define APP_FLAG_OPEN_LO    1u /* the range excludes lo */
 #define APP_FLAG_OPEN_HI    2u /* the range excludes hi */
 #define APP_FLAG_EMPTY_NULL 4u /* APP_FLAG_STR: an empty argument stores NULL */
-#define APP_FLAG_HELP_INLINE                                                                       \
-    8u /* --help: a label longer than the column keeps its text on                                 \
-          its line, after two blanks */
 
 /* A custom flag's parser: arg into args. Returns 0; -1 for the generic "invalid value"
  * message; -2 when it printed its own message ("gcdp <cmd>: ..."). */
@@ -72,15 +69,7 @@ struct app_flag {
     app_flag_fn *fn;         /* APP_FLAG_FN */
     int short_name;          /* 'i' for -i, or 0 */
     unsigned tag;            /* ORed into *tags when the flag is given (e.g. "offline only") */
-    const char *metavar;     /* the value's name in --help ("FILE"), or NULL */
-    const char *help;        /* its --help text ('\n' continues in the text column), or NULL:
-                                not listed by app_flags_help */
-    int section;             /* which app_flags_help call lists it (0 unless the help is split) */
 };
-
-/* A numeric macro as a string literal, for a row's help: "1.." APP_STRINGIFY(MAX). */
-#define APP_STRINGIFY(x)  APP_STRINGIFY_(x)
-#define APP_STRINGIFY_(x) #x
 
 /* .offset and .size of field f of struct type T, for a row: {"out", APP_FLAG_STR,
  * APP_FLAG_AT(struct args, out)}; a range follows as .lo = ..., .hi = ... */
@@ -94,11 +83,6 @@ struct app_flag {
  * stderr (an unknown option, a missing or refused value). */
 int app_flags_parse(const char *cmd, const struct app_flag *rows, int argc, char **argv, void *args,
                     unsigned *tags);
-
-/* The options section of a --help text from the rows of the section that have help: per row
- * "  [-c, ]--name[ METAVAR]" padded to width (a longer one on a line of its own, unless
- * APP_FLAG_HELP_INLINE), then the help, each continuation line indented to the same column. */
-void app_flags_help(FILE *f, const struct app_flag *rows, int width, int section);
 
 /* app_flags_parse for a command that takes no operand: one is refused with "gcdp <cmd>:
  * unexpected argument '<arg>'" (and the --help line). Returns 0, or -1 after the message. */

@@ -14,26 +14,9 @@
 #include "app.h"
 #include "core/metrics.h"
 #include "flags.h"
+#include "help_texts.h"
 #include "lrn/config.h"
 #include "lrn/fedsvc.h"
-
-static const char usage_text[] =
-    "usage: gcdp learn --server [--check] [--sessions N] [--exit-after S] [--set k=v]...\n"
-    "       gcdp learn --participant ID [--devices GLOBS] [--check] [--exit-after S]\n"
-    "\n"
-    "The federated learner as Kafka services (docs/learner.md, \"Learner services\"):\n"
-    "Fed-Sparse-BNSL between one server and participants (sites) over\n"
-    "topics.learner_updates / topics.learner_global; the DAG goes to topics.learner_dag\n"
-    "and to learner.service.out_dir/dag-s<session>.{json,dot,png}.\n"
-    "\n";
-
-static const char usage_end[] =
-    "  -h, --help        this text\n"
-    "\n"
-    "Configuration: learner.* (the ADMM/PGCD options of `gcdp learn`), learner.service.*,\n"
-    "topics.*, broker.* and kafka.* keys via --config FILE, GCDP_* or --set key=value\n"
-    "(`gcdp config keys`). metrics.port serves /metrics and /healthz.\n"
-    "Exit: 0 stopped/done, 1 runtime failure, 2 usage or configuration error.\n";
 
 struct serve_args {
     int server;
@@ -54,23 +37,12 @@ static void on_signal(int sig)
 #define AT(f) APP_FLAG_AT(struct serve_args, f)
 
 static const struct app_flag serve_flags[] = {
-    {"server", APP_FLAG_TRUE, AT(server),
-     .help = "run the server: a session starts once learner.service.participants\n"
-             "sites announced >= learner.service.min_samples rows; checkpoints\n"
-             "every round in learner.service.state_dir and resumes after a restart"},
-    {"participant", APP_FLAG_STR, AT(participant), .metavar = "ID",
-     .help = "run one site ([A-Za-z0-9._-], <= 64): it reads ONLY topics.released\n"
-             "(gcdp.released/1), keeps its devices' rows (<= learner.service.horizon)"},
-    {"devices", APP_FLAG_STR, AT(devices), .metavar = "GLOBS",
-     .help = "the site's devices, comma-separated shell globs (default:\n"
-             "learner.service.devices, \"*\")"},
-    {"check", APP_FLAG_TRUE, AT(check),
-     .help = "validate flags and configuration (no network), print\n"
-             "'gcdp learn: configuration ok' and exit 0 (2 on an error)"},
-    {"sessions", APP_FLAG_DBL, AT(sessions), .hi = DBL_MAX, .metavar = "N",
-     .help = "server: exit after N published DAGs (default: run until a signal)"},
-    {"exit-after", APP_FLAG_DBL, AT(exit_after), .hi = DBL_MAX, .metavar = "S",
-     .help = "stop after S seconds (bounded runs, tests)"},
+    {"server", APP_FLAG_TRUE, AT(server)},
+    {"participant", APP_FLAG_STR, AT(participant)},
+    {"devices", APP_FLAG_STR, AT(devices)},
+    {"check", APP_FLAG_TRUE, AT(check)},
+    {"sessions", APP_FLAG_DBL, AT(sessions), .hi = DBL_MAX},
+    {"exit-after", APP_FLAG_DBL, AT(exit_after), .hi = DBL_MAX},
     {.name = NULL},
 };
 
@@ -100,13 +72,6 @@ static void *stopper(void *arg)
         nanosleep(&ts, NULL);
     atomic_store(&g_stop, true);
     return NULL;
-}
-
-static void usage(FILE *f)
-{
-    fputs(usage_text, f);
-    app_flags_help(f, serve_flags, 18, 0);
-    fputs(usage_end, f);
 }
 
 static int serve_main(struct app_call *call)
@@ -151,7 +116,8 @@ out:
 const struct app_command app_cmd_learn_serve = {
     .name = "learn",
     .summary = "the learner services: --server, --participant ID",
-    .help = usage,
+    .help = app_help_learn_serve,
+    .options = serve_flags,
     .run = serve_main,
 };
 

@@ -1,12 +1,13 @@
 /* producer_flags.h - the five producer flags `gcdp simulate` and `gcdp replay` share:
  * --topic, --max-inflight, --flush-timeout, --lag-group, --max-lag-bytes, which fill a
- * struct sim_producer_opts (sim/sim.h). One flag-table fragment with the ranges, one
- * --help block, so the two commands cannot drift apart.
+ * struct sim_producer_opts (sim/sim.h). One flag-table fragment with the ranges, so the two
+ * commands cannot drift apart (their --help texts, docs/cli/simulate.txt and replay.txt, are
+ * checked against these ranges by tests/app/test_help.c).
  * SPDX-License-Identifier: Apache-2.0
  *
- * Use: put APP_PROD_FLAG_ROWS in the command's flag table (flags.h); print
- * app_prod_flags_help() in --help. Values come as decimal integers (the same syntax as the
- * sim.* integer keys); a value out of range is refused with "gcdp <cmd>: invalid value
+ * Use: put APP_PROD_FLAG_ROWS in the command's flag table (flags.h). Values come as decimal
+ * integers (the same syntax as the sim.* integer keys); a value out of range is refused with "gcdp
+ * <cmd>: invalid value
  * '<v>' for --<flag>: want ..." on stderr.
  */
 #ifndef GCDP_APP_PRODUCER_FLAGS_H
@@ -40,12 +41,5 @@
     {"max-lag-bytes", APP_FLAG_UINT, APP_PROD_AT(base, max_lag_bytes),                             \
      .lo = APP_PROD_MAX_LAG_MIN, .hi = APP_PROD_MAX_LAG_MAX}
 /* clang-format on */
-
-/* Print the five flags' --help lines to f, with their ranges and the defaults of
- * max_inflight, flush_timeout_ms and max_lag_bytes in d (pass the command's own defaults,
- * e.g. &opts.prod after sim_options_default; no default topic or lag group is shown: the
- * topics.raw and sim.lag_group keys give them). The flag names
- * sit in a column `width` characters wide after a two-space indent, the command's own. */
-void app_prod_flags_help(FILE *f, int width, const struct sim_producer_opts *d);
 
 #endif /* GCDP_APP_PRODUCER_FLAGS_H */

@@ -25,6 +25,7 @@
 #include "core/lagcorr.h"
 #include "core/mem.h"
 #include "flags.h"
+#include "help_texts.h"
 #include "ing/engine.h"
 #include "rel/plan.h"
 #include "rel/release.h"
@@ -321,33 +322,16 @@ static int take_sizes(void *args, const char *arg)
 #define AT(f) APP_FLAG_AT(struct bench_args, f)
 
 static const struct app_flag bench_flags[] = {
-    {"threads", APP_FLAG_INT, AT(threads), .lo = 0, .hi = 256, .metavar = "N",
-     .help = "OpenBLAS threads (default 2; 0 = library default)"},
-    {"reps", APP_FLAG_INT, AT(reps), .lo = 1, .hi = 100, .metavar = "R",
-     .help = "repetitions; best time reported (default 3)"},
-    {"n", APP_FLAG_UINT, AT(n), .lo = 16, .hi = 1000000, .metavar = "N",
-     .help = "rows for the M sweep (default 7352)"},
-    {"sizes", APP_FLAG_FN, .fn = take_sizes, .metavar = "LIST",
-     .help = "M values of the sweep, up to 16, each 2..4096 (default 16,64,256,1024)"},
-    {"direct-max", APP_FLAG_UINT, AT(direct_max), .lo = 0, .hi = 1000000, .metavar = "M",
-     .help = "run the direct reference only up to this M (default 561)"},
-    {"no-full", APP_FLAG_FALSE, AT(full), .help = "skip the full calibration + release pass"},
+    {"threads", APP_FLAG_INT, AT(threads), .lo = 0, .hi = 256},
+    {"reps", APP_FLAG_INT, AT(reps), .lo = 1, .hi = 100},
+    {"n", APP_FLAG_UINT, AT(n), .lo = 16, .hi = 1000000},
+    {"sizes", APP_FLAG_FN, .fn = take_sizes},
+    {"direct-max", APP_FLAG_UINT, AT(direct_max), .lo = 0, .hi = 1000000},
+    {"no-full", APP_FLAG_FALSE, AT(full)},
     {.name = NULL},
 };
 
 #undef AT
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: gcdp bench calibrate [--threads N] [--reps R] [--n N] [--direct-max M]\n"
-               "                            [--sizes a,b,...] [--no-full]\n");
-    app_flags_help(f, bench_flags, 16, 0);
-    fprintf(f,
-            "Always runs the UCI-HAR shape M=561 N=7352 L=3 first. The full pass uses the\n"
-            "calibrate.* defaults (Table 5) and the release.* configuration (mechanism,\n"
-            "eps_rel, query bounds), settable with the common options below.\n\n%s",
-            app_common_help);
-}
 
 /* Parse the benchmark's own flags (after app_config_load removed the common ones) into a
  * (defaults first). Returns APP_EXIT_OK or APP_EXIT_USAGE (message printed). */
@@ -418,6 +402,7 @@ out:
 const struct app_command app_bench_calibrate = {
     .name = "calibrate",
     .summary = "Algorithm 1 GFLOP/s vs dgemm and the direct reference",
-    .help = usage,
+    .help = app_help_bench_calibrate,
+    .options = bench_flags,
     .run = bench_main,
 };

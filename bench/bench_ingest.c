@@ -49,6 +49,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "flags.h"
+#include "help_texts.h"
 #include "ing/engine.h"
 #include "ing/service.h"
 
@@ -643,45 +644,15 @@ static pid_t start_broker(const char *dir, const char *file, long partitions, in
 #define AT(f) APP_FLAG_AT(struct bench_opts, f)
 
 static const struct app_flag bench_flags[] = {
-    {"readings", APP_FLAG_INT, AT(readings), .lo = 1, .hi = 100000000, .metavar = "N",
-     .help = "readings preloaded (default 1000000)"},
-    {"devices", APP_FLAG_INT, AT(devices), .lo = 1, .hi = 1000000, .metavar = "D",
-     .help = "simulated devices (default 10000)"},
-    {"partitions", APP_FLAG_INT, AT(partitions), .lo = 1, .hi = 1024, .metavar = "P",
-     .help = "partitions of the topic (default 8)"},
-    {"repeat", APP_FLAG_INT, AT(repeat), .lo = 1, .hi = 15, .metavar = "K",
-     .help = "measure K times, report the median (default 1)"},
-    {"core-only", APP_FLAG_TRUE, AT(core_only), .help = "only the bare consumer and ingest phases"},
+    {"readings", APP_FLAG_INT, AT(readings), .lo = 1, .hi = 100000000},
+    {"devices", APP_FLAG_INT, AT(devices), .lo = 1, .hi = 1000000},
+    {"partitions", APP_FLAG_INT, AT(partitions), .lo = 1, .hi = 1024},
+    {"repeat", APP_FLAG_INT, AT(repeat), .lo = 1, .hi = 15},
+    {"core-only", APP_FLAG_TRUE, AT(core_only)},
     {.name = NULL},
 };
 
 #undef AT
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: gcdp bench ingest [options]\n\n"
-               "Readings/s through the ingest service on the embedded broker, and in the same run\n"
-               "the rate of a bare librdkafka consumer draining the same topic; prints both, the\n"
-               "ratio, and the peak RSS of each (each phase runs in its own process). Further\n"
-               "phases time ing_engine_push alone on the same readings (no Kafka) with the\n"
-               "configured decoder and with the jansson reference (ingest.decoder=jansson), the\n"
-               "decoders alone per reading (ing_engine_decode_only: simdjson vs jansson), and\n"
-               "two ingest services in one consumer group (aggregate rate once both consume,\n"
-               "CPU per reading of each). Each phase also prints the CPU time of\n"
-               "its measuring thread (the loop thread for ingest) over the same interval, the\n"
-               "process CPU time, and voluntary/involuntary context switches, so waiting for\n"
-               "data and losing the CPU to other load can be told apart; RESULT_CPU gives the\n"
-               "rates per CPU-second of that thread.\n\n"
-               "options:\n");
-    app_flags_help(f, bench_flags, 16, 0);
-    fprintf(f,
-            "  --help          this text\n\n"
-            "It starts its own `gcdp broker` child (fresh topics). ingest.* keys apply\n"
-            "(--set ingest.window.size_ms=..., kafka.queued.max.messages.kbytes=...).\n"
-            "Targets: ingest >= 50%% of the bare rate (wall), >= 500k readings per CPU-second\n"
-            "of the loop thread, ingest peak RSS <= 96 MiB with 10,000 devices.\n\n%s",
-            app_common_help);
-}
 
 /* The flags into o (defaults set by the caller). Returns -1 to go on, or an exit status
  * (a refused flag: APP_EXIT_USAGE, message printed). */
@@ -937,6 +908,7 @@ out:
 const struct app_command app_bench_ingest = {
     .name = "ingest",
     .summary = "ingest readings/s vs a bare consumer on the embedded broker",
-    .help = usage,
+    .help = app_help_bench_ingest,
+    .options = bench_flags,
     .run = bench_main,
 };

@@ -23,6 +23,7 @@
 #include "core/mem.h"
 #include "core/pool.h"
 #include "flags.h"
+#include "help_texts.h"
 #include "lrn/csvio.h"
 #include "lrn/metrics.h"
 #include "lrn/runner.h"
@@ -31,15 +32,6 @@
 extern char **environ;
 
 #define BL_MAX_LIST 32
-
-static const char bench_prose[] =
-    "usage: gcdp bench learner [options]\n"
-    "Synthetic data as the paper's Appendix B.1 (ER DAG, expected d edges, P participants x\n"
-    "n samples), seeds first..first+N-1 (paper: 2..11). Prints mean +- sd over seeds and\n"
-    "writes Markdown/CSV tables (and gnuplot PNGs for the sweeps) under --out. No experiment\n"
-    "flag: --table1.\n"
-    "\n"
-    "options:\n";
 
 struct bl_args {
     int table1, fig3, fig4, c4, profile, threads, seeds_given;
@@ -1032,60 +1024,26 @@ static int take_seeds(void *args, const char *arg)
 #define AT(f) APP_FLAG_AT(struct bl_args, f)
 
 static const struct app_flag bl_flags[] = {
-    {"table1", APP_FLAG_TRUE, AT(table1),
-     .help = "Table 1: fed-sparse vs fed-bnsl at --dims (default 20,200)"},
-    {"fig3", APP_FLAG_TRUE, AT(fig3),
-     .help = "Figure 3: dp-fed-sparse at --eps (default 0.5,1,2,5,10,25,50), d = 20,\n"
-             "hyperparameters of Table 5, against non-private fed-sparse"},
-    {"fig4", APP_FLAG_TRUE, AT(fig4),
-     .help = "Figure 4: dp-fed-sparse vs dp-fed-bnsl, eps = 10, --dims (default\n"
-             "20,50,100,200), hyperparameters of Table 7"},
-    {"c4", APP_FLAG_TRUE, AT(c4),
-     .help = "Appendix C.4 / Figure 8: dp-fed-sparse vs dp-fed-sparse-mangold\n"
-             "(Laplace + advanced composition) at --eps (default 1,5,10,50),\n"
-             "d = 20, Table 5 hyperparameters for both, non-private reference"},
-    {"profile", APP_FLAG_TRUE, AT(profile),
-     .help = "where `gcdp learn` spends its time at --dims (default 20), wall\n"
-             "and CPU: process start, CSV parsing, centred covariance, local\n"
-             "PGCD steps (on the worker pool), server step + rest of ADMM, and\n"
-             "the whole `gcdp learn` process (spawned on CSV files written for\n"
-             "each seed); default 5 seeds"},
-    {"methods", APP_FLAG_FN, .fn = take_methods, .metavar = "LIST",
-     .help = "--table1 only: run only these of fed-sparse,fed-bnsl (default both;\n"
-             "without fed-bnsl no fed-bnsl row and no ratios are printed)"},
-    {"dims", APP_FLAG_FN, .fn = take_dims, .metavar = "LIST",
-     .help = "comma-separated dimensions, each 1..4096 (overrides the experiment's\n"
-             "default)"},
+    {"table1", APP_FLAG_TRUE, AT(table1)},
+    {"fig3", APP_FLAG_TRUE, AT(fig3)},
+    {"fig4", APP_FLAG_TRUE, AT(fig4)},
+    {"c4", APP_FLAG_TRUE, AT(c4)},
+    {"profile", APP_FLAG_TRUE, AT(profile)},
+    {"methods", APP_FLAG_FN, .fn = take_methods},
+    {"dims", APP_FLAG_FN, .fn = take_dims},
     {"eps", APP_FLAG_DBLS, AT(eps), .n_offset = offsetof(struct bl_args, neps), .hi = DBL_MAX,
-     .flags = APP_FLAG_OPEN_LO, .metavar = "LIST",
-     .help = "comma-separated privacy budgets for --fig3 and --c4"},
-    {"seeds", APP_FLAG_FN, .fn = take_seeds, .metavar = "N",
-     .help = "seeds per configuration, 1..64 (default 10; --profile: 5)"},
-    {"first-seed", APP_FLAG_UINT, AT(first_seed), .lo = 0, .hi = 1e9, .metavar = "S",
-     .help = "first seed (default 2)"},
-    {"participants", APP_FLAG_UINT, AT(participants), .lo = 1, .hi = 4096, .metavar = "P",
-     .help = "(default 8)"},
-    {"n", APP_FLAG_UINT, AT(n), .lo = 1, .hi = 10000000, .metavar = "N",
-     .help = "samples per participant (default 5000)"},
-    {"fs-steps", APP_FLAG_UINT, AT(fs_steps), .lo = 1, .hi = 1e9, .metavar = "K",
-     .help = "fed-sparse PGCD steps per round (default: lrn_runner default, 1000)"},
-    {"fs-server-iters", APP_FLAG_UINT, AT(fs_iters), .lo = 1, .hi = 1e9, .metavar = "N",
-     .help = "fed-sparse server L-BFGS iterations per round (default: driver's)"},
-    {"fs-pgcd-tol", APP_FLAG_DBL, AT(fs_tol), .hi = DBL_MAX, .flags = APP_FLAG_OPEN_LO,
-     .metavar = "X",
-     .help = "fed-sparse: stop a PGCD call when the best score <= X (default:\n"
-             "lrn_runner default, 1e-6)"},
-    {"dp-clip-scale", APP_FLAG_DBL, AT(clip_scale), .hi = DBL_MAX, .flags = APP_FLAG_OPEN_LO,
-     .metavar = "X",
-     .help = "multiply the paper's DP-PGCD clipping thresholds C (Tables 5, 7)\n"
-             "by X (default 1; see docs/learner.md: our clipping scale differs)"},
-    {"threads", APP_FLAG_INT, AT(threads), .lo = 1, .hi = 256, .metavar = "N",
-     .help = "OpenBLAS threads (default 1: the machine is shared)"},
-    {"workers", APP_FLAG_UINT, AT(workers), .lo = 0, .hi = 64, .metavar = "N",
-     .help = "--profile: pool threads for the in-process stages and gcdp learn's\n"
-             "--workers (default 0: online CPUs, at most 8, as gcdp learn)"},
-    {"out", APP_FLAG_STR, AT(out), .metavar = "DIR",
-     .help = "results directory (default bench/results)"},
+     .flags = APP_FLAG_OPEN_LO},
+    {"seeds", APP_FLAG_FN, .fn = take_seeds},
+    {"first-seed", APP_FLAG_UINT, AT(first_seed), .lo = 0, .hi = 1e9},
+    {"participants", APP_FLAG_UINT, AT(participants), .lo = 1, .hi = 4096},
+    {"n", APP_FLAG_UINT, AT(n), .lo = 1, .hi = 10000000},
+    {"fs-steps", APP_FLAG_UINT, AT(fs_steps), .lo = 1, .hi = 1e9},
+    {"fs-server-iters", APP_FLAG_UINT, AT(fs_iters), .lo = 1, .hi = 1e9},
+    {"fs-pgcd-tol", APP_FLAG_DBL, AT(fs_tol), .hi = DBL_MAX, .flags = APP_FLAG_OPEN_LO},
+    {"dp-clip-scale", APP_FLAG_DBL, AT(clip_scale), .hi = DBL_MAX, .flags = APP_FLAG_OPEN_LO},
+    {"threads", APP_FLAG_INT, AT(threads), .lo = 1, .hi = 256},
+    {"workers", APP_FLAG_UINT, AT(workers), .lo = 0, .hi = 64},
+    {"out", APP_FLAG_STR, AT(out)},
     {.name = NULL},
 };
 
@@ -1155,18 +1113,12 @@ static int bench_main(struct app_call *call)
     return ret;
 }
 
-static void usage(FILE *f)
-{
-    fputs(bench_prose, f);
-    app_flags_help(f, bl_flags, 20, 0);
-    fputs("  --help              this text\n", f);
-}
-
 /* Settings from its flags only: no common options, no configuration. */
 const struct app_command app_bench_learner = {
     .name = "learner",
     .summary = "Fed-Sparse-BNSL vs Fed-BNSL (paper Table 1) and sweeps",
-    .help = usage,
+    .help = app_help_bench_learner,
+    .options = bl_flags,
     .run = bench_main,
     .flags = APP_CMD_NO_CONFIG,
 };

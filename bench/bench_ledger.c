@@ -19,28 +19,8 @@
 #include "core/dp_ledger.h"
 #include "core/dp_rng.h"
 #include "flags.h"
+#include "help_texts.h"
 #include "rel/release.h"
-
-static const char bench_ledger_help[] =
-    "usage: gcdp bench ledger [--devices N] [--minutes M] [--batch B] [--horizon-min H]\n"
-    "                         [--baseline-minutes K] [--release D] [--dir DIR]\n"
-    "\n"
-    "Simulates N devices x M minutes at one window a minute (synthetic timestamps; release\n"
-    "id '<device>|<start ms>|bench' as release names windows, unit '<device>|<minute>' with\n"
-    "slot_ms 60000, time radius 0; a\n"
-    "740-byte output, the size of a d = 10 release record), charged and group-committed B at\n"
-    "a time, on both back ends:\n"
-    "  jsonl  today's path (core_dp_ledger_open): every id and unit in memory; runs the first\n"
-    "         K minutes only (default: all M; its memory grows with history)\n"
-    "  store  core_dp_ledger_open_store (SQLite): core_dp_ledger_advance after every minute,\n"
-    "         replay horizon H minutes (default 60; 0: keep everything, the default of\n"
-    "         release.ledger.replay_horizon_ms)\n"
-    "Prints releases/s over the whole run and over the last simulated hour (steady state: the\n"
-    "replay index full, evictions and compactions running), RSS after the first simulated\n"
-    "hour and at the end, restart-to-ready (open) with one release and with the whole\n"
-    "history, disk bytes per release.\n"
-    "\n"
-    "options:\n";
 
 struct lbench {
     long devices, minutes, batch, horizon_min, base_minutes, release_d;
@@ -349,22 +329,13 @@ static void print_result(const char *name, const struct lbench *b, const struct 
 #define AT(f) APP_FLAG_AT(struct lbench, f)
 
 static const struct app_flag bench_flags[] = {
-    {"devices", APP_FLAG_INT, AT(devices), .lo = 1, .hi = 999999, .metavar = "N",
-     .help = "devices (default 10000)"},
-    {"minutes", APP_FLAG_INT, AT(minutes), .lo = 1, .hi = 100000000, .metavar = "M",
-     .help = "simulated minutes (default 1440)"},
-    {"batch", APP_FLAG_INT, AT(batch), .lo = 1, .hi = 65536, .metavar = "B",
-     .help = "releases per group commit (default 256 = release.ledger.batch)"},
-    {"horizon-min", APP_FLAG_INT, AT(horizon_min), .lo = 0, .hi = 100000000, .metavar = "H",
-     .help = "the store's replay horizon in minutes (default 60; 0: keep everything)"},
-    {"baseline-minutes", APP_FLAG_INT, AT(base_minutes), .lo = 1, .hi = 100000000, .metavar = "K",
-     .help = "minutes the jsonl baseline runs (default: all M)"},
-    {"release", APP_FLAG_INT, AT(release_d), .lo = 1, .hi = 4096, .metavar = "D",
-     .help = "each window is released by the release path instead (rel_releaser:\n"
-             "a d = D window, projection, secure noise, the JSON record, group\n"
-             "commit of B): the ledger's share of a release at that history"},
-    {"dir", APP_FLAG_STR, AT(dir), .metavar = "DIR",
-     .help = "scratch directory (default: a new one under /tmp, removed afterwards)"},
+    {"devices", APP_FLAG_INT, AT(devices), .lo = 1, .hi = 999999},
+    {"minutes", APP_FLAG_INT, AT(minutes), .lo = 1, .hi = 100000000},
+    {"batch", APP_FLAG_INT, AT(batch), .lo = 1, .hi = 65536},
+    {"horizon-min", APP_FLAG_INT, AT(horizon_min), .lo = 0, .hi = 100000000},
+    {"baseline-minutes", APP_FLAG_INT, AT(base_minutes), .lo = 1, .hi = 100000000},
+    {"release", APP_FLAG_INT, AT(release_d), .lo = 1, .hi = 4096},
+    {"dir", APP_FLAG_STR, AT(dir)},
     {.name = NULL},
 };
 
@@ -428,18 +399,12 @@ static int bench_main(struct app_call *call)
     return ex;
 }
 
-static void usage(FILE *f)
-{
-    fputs(bench_ledger_help, f);
-    app_flags_help(f, bench_flags, 22, 0);
-    fputs("  --help                this text\n", f);
-}
-
 /* Settings from its flags only: no common options, no configuration. */
 const struct app_command app_bench_ledger = {
     .name = "ledger",
     .summary = "the ledger over a simulated day: JSONL (baseline) vs store",
-    .help = usage,
+    .help = app_help_bench_ledger,
+    .options = bench_flags,
     .run = bench_main,
     .flags = APP_CMD_NO_CONFIG,
 };

@@ -13,23 +13,9 @@
 #include "core/dp_mech.h"
 #include "core/dp_rng.h"
 #include "flags.h"
+#include "help_texts.h"
 #include "rel/plan.h"
 #include "rel/release.h"
-
-static const char bench_prose[] =
-    "usage: gcdp bench release [--coords N] [--windows W] [--batch B] [--threads T] [--dir DIR]\n"
-    "                          [--service W [--service-runs R] [--window-format F]]\n"
-    "                          [--drift S [--drift-backlog] [--drift-span MS]]\n"
-    "\n"
-    "Releases W synthetic windows of N coordinates each (identity map, d = M = N, mechanism\n"
-    "gcdp, eps_rel = 1) three ways in one run and prints coordinates/s and ratios:\n"
-    "  plain   projection + a constant added (non-secure baseline, no ledger)\n"
-    "  noise   projection + exact secure Laplace from getrandom (no ledger)\n"
-    "  full    rel_releaser_push: projection, ledger charge, secure noise, JSON encoding,\n"
-    "          group commit with one fsync per B releases (the real release path), on the\n"
-    "          JSONL ledger and then on the ledger store (core_dp_ledger_open_store)\n"
-    "\n"
-    "options:\n";
 
 static double now_s(void)
 {
@@ -197,60 +183,21 @@ static int take_format(void *args, const char *arg)
 #define AT(f) APP_FLAG_AT(struct bench, f)
 
 static const struct app_flag bench_flags[] = {
-    {"coords", APP_FLAG_UINT, AT(n), .lo = 1, .hi = CAL_MAX_NODES, .metavar = "N",
-     .help = "coordinates per window (default 1000)"},
-    {"windows", APP_FLAG_UINT, AT(windows), .lo = 1, .hi = 4000000, .metavar = "W",
-     .help = "windows (default 2000)"},
-    {"batch", APP_FLAG_UINT, AT(batch), .lo = 1, .hi = 65536, .metavar = "B",
-     .help = "releases per group commit (default 64)"},
-    {"threads", APP_FLAG_UINT, AT(threads), .lo = 1, .hi = 16, .metavar = "T",
-     .help = "noise workers for the noise and full runs (default 2)"},
-    {"dir", APP_FLAG_STR, AT(dir), .metavar = "DIR",
-     .help = "directory for the ledger files (default: a new directory under\n"
-             "/tmp)"},
-    {"service", APP_FLAG_UINT, AT(service_windows), .lo = 1, .hi = 4000000, .metavar = "W",
-     .help = "also the service phase: W window records of the same N coords\n"
-             "produced to gcdp.windows on an in-process embedded broker and\n"
-             "released by the release service (ledger on disk, group commit\n"
-             "release.ledger.batch) to gcdp.released; windows/s and coords/s\n"
-             "from the first read to the last acknowledgement, and the ratio to\n"
-             "the offline full path above (the records must fit the embedded\n"
-             "broker's 5 MiB per partition, 16 partitions: about W x N <= 800000\n"
-             "for binary records, 300000 for JSON, e.g. --coords 100 --service\n"
-             "3600)"},
-    {"service-runs", APP_FLAG_UINT, AT(service_runs), .lo = 1, .hi = 15, .metavar = "R",
-     .help = "the service phase R times on each ledger (JSONL, store;\n"
-             "interleaved, each by a consumer group of its own on a new ledger)\n"
-             "and the median with the range (default 3): one run lasts a\n"
-             "fraction of a second, so one run on a shared machine says little"},
-    {"window-format", APP_FLAG_FN, .fn = take_format, .metavar = "F",
-     .help = "the service phase's records: binary (gcdp.window/3, default) or\n"
-             "json (gcdp.window/2)"},
-    {"drift", APP_FLAG_UINT, AT(drift_seeds), .lo = 1, .hi = 20, .metavar = "S",
-     .help = "also the drift phase: for S simulator seeds (31, 32, ...), a\n"
-             "regime change at day 1.5 of 5 simulated days (64 motes, 10-minute\n"
-             "windows) through the calibrate and release services\n"
-             "(release.drift.* defaults) on an in-process embedded broker:\n"
-             "windows and seconds from the change to the first record under a\n"
-             "new theta, and the no-change twin's false alarms (about 30-60 s\n"
-             "per seed and twin)"},
-    {"drift-backlog", APP_FLAG_TRUE, AT(drift.backlog),
-     .help = "the drift phase with every window produced before the release\n"
-             "reads (a backlog after an outage) instead of paced"},
-    {"drift-span", APP_FLAG_INT, AT(drift.span), .lo = 0, .hi = 2592000000.0, .metavar = "MS",
-     .help = "release.drift.span_ms for the drift phase (0: horizons in arrival\n"
-             "order; default: the key's default, one day)"},
+    {"coords", APP_FLAG_UINT, AT(n), .lo = 1, .hi = CAL_MAX_NODES},
+    {"windows", APP_FLAG_UINT, AT(windows), .lo = 1, .hi = 4000000},
+    {"batch", APP_FLAG_UINT, AT(batch), .lo = 1, .hi = 65536},
+    {"threads", APP_FLAG_UINT, AT(threads), .lo = 1, .hi = 16},
+    {"dir", APP_FLAG_STR, AT(dir)},
+    {"service", APP_FLAG_UINT, AT(service_windows), .lo = 1, .hi = 4000000},
+    {"service-runs", APP_FLAG_UINT, AT(service_runs), .lo = 1, .hi = 15},
+    {"window-format", APP_FLAG_FN, .fn = take_format},
+    {"drift", APP_FLAG_UINT, AT(drift_seeds), .lo = 1, .hi = 20},
+    {"drift-backlog", APP_FLAG_TRUE, AT(drift.backlog)},
+    {"drift-span", APP_FLAG_INT, AT(drift.span), .lo = 0, .hi = 2592000000.0},
     {.name = NULL},
 };
 
 #undef AT
-
-static void usage(FILE *f)
-{
-    fputs(bench_prose, f);
-    app_flags_help(f, bench_flags, 20, 0);
-    fputs("  --help              this text\n", f);
-}
 
 static void report(const struct bench *b, struct timing tp, struct timing tn, struct timing tf,
                    uint64_t bytes, uint64_t fsyncs)
@@ -372,7 +319,8 @@ static int bench_main(struct app_call *call)
 const struct app_command app_bench_release = {
     .name = "release",
     .summary = "released coordinates/s with secure noise and the ledger",
-    .help = usage,
+    .help = app_help_bench_release,
+    .options = bench_flags,
     .run = bench_main,
     .flags = APP_CMD_NO_CONFIG,
 };

@@ -15,7 +15,7 @@
 
 TestSuite(cli, .timeout = 60);
 
-/* The help text c->help writes (new string, caller frees). */
+/* The help app_cli_help writes for c (new string, caller frees). */
 static char *help_text(const struct app_command *c, const char *dir)
 {
     char path[600];
@@ -24,7 +24,7 @@ static char *help_text(const struct app_command *c, const char *dir)
     snprintf(path, sizeof(path), "%s/expected.txt", dir);
     f = fopen(path, "w");
     cr_assert_not_null(f);
-    c->help(f);
+    app_cli_help(c, f);
     fclose(f);
     return ts_read_file(path, NULL);
 }
