@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "app.h"
+#include "bench.h"
 #include "help_texts.h"
 
 static const struct app_command *const benches[] = {

@@ -104,7 +104,7 @@ static int cmd_main(struct app_call *call)
 {
     const struct core_config *cfg = call->cfg;
     struct core_broker *b = NULL;
-    struct broker_opts o = {"run/kafka.bootstrap", 0, 1, 0, {NULL}, 0, NULL};
+    struct broker_opts o = {APP_BOOTSTRAP_FILE, 0, 1, 0, {NULL}, 0, NULL};
     const char *topics[NTOPIC_KEYS];
     sigset_t set;
     int rc = APP_EXIT_FAILURE, sig, ctl = -1;

@@ -3,7 +3,7 @@
 
 #include <gsl/gsl_errno.h>
 
-#include "cli.h"
+#include "app.h"
 #include "core/jalloc.h"
 
 int main(int argc, char **argv)
@@ -13,5 +13,5 @@ int main(int argc, char **argv)
     /* A file-size limit (or a full quota) must be an error the command reports (EFBIG), not
      * a silent death by SIGXFSZ between a write and its fsync. */
     signal(SIGXFSZ, SIG_IGN);
-    return app_cli_main(argc, argv);
+    return app_cli_main(app_commands, argc, argv);
 }

@@ -26,6 +26,8 @@
  * Rates are measured from the first message received to the last one (group-join time
  * excluded from both), and for ingest until every window produced so far is acknowledged.
  */
+#include "bench.h"
+
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>

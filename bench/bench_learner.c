@@ -2,6 +2,8 @@
  * vs Fed-BNSL: SHD, TPR, FDR, communication, wall time), the privacy-utility sweep of
  * Figure 3 and the dimension sweep of Figure 4, on data from the Appendix B.1 generator.
  * Every figure is printed with the ratio against a baseline measured in the same run. */
+#include "bench.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>

@@ -5,6 +5,8 @@
  * that its peak RSS is its own. Figures: releases/s (charge + group commit, the ledger part
  * of the release path), RSS after the first simulated hour and at the end, restart-to-ready
  * after one release and after the whole history, disk per release. */
+#include "bench.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

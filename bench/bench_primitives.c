@@ -2,6 +2,8 @@
  * printed by `gcdp bench release` after the release figures. Each figure comes with its
  * ratio to a baseline measured in the same run (raw OS CSPRNG words; one fsync per release),
  * because the machines are shared and noisy. */
+#include "bench.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,8 @@
 /* bench_release.c - `gcdp bench release`: released coordinates per second with secure noise
  * and the write-ahead ledger (group commit), against, in the same run, secure noise alone
  * and a plain non-secure loop (same projection, a constant added). Prints ratios. */
+#include "bench.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

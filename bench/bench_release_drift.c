@@ -13,6 +13,8 @@
  * service released them), the same per device and in simulated days, and the seconds from
  * the drift report to the swap; for the twin, the drift versions made (false alarms). The
  * release noise is the service's own (not seeded): figures vary from run to run. */
+#include "bench.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

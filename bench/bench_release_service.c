@@ -3,6 +3,8 @@
  * (rel/service.h, ledger on disk) to gcdp.released; windows/s and released coordinates/s from
  * the first window read to the last release acknowledged, beside the offline path's rate
  * measured in the same run. */
+#include "bench.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

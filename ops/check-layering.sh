@@ -35,7 +35,13 @@ never learner 'core/|lrn/'
 never release 'core/|rel/|cal/theta\.h"'
 never pipeline 'core/|ing/|sim/|cal/|rel/|lrn/|pipe/'
 never eval 'core/|ing/|sim/|cal/|rel/|lrn/|eval/'
-prod=$(find core ingest sim calibrate release learner pipeline eval app -name '*.c' 2>/dev/null || true)
+# The command driver (cli/) knows no command: it includes nothing of app/ or bench/.
+hits=$(grep -HnE '#include "(app|bench|help_texts|producer_flags|broker_bind)\.h"' cli/*.[ch] || true)
+if [ -n "$hits" ]; then
+  echo "$hits"
+  echo "layering: cli/ (the driver) includes a command's or a benchmark's header" >&2; status=1
+fi
+prod=$(find core ingest sim calibrate release learner pipeline eval cli app bench -name '*.c' 2>/dev/null || true)
 if [ -n "$prod" ] && grep -HnE '(^|[^_a-z])(s?rand|random|drand48)\s*\(' $prod; then
   echo "layering: rand()/random()/drand48() in product code: noise must come from the CSPRNG" >&2
   status=1

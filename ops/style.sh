@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-}"
 status=0
-src_dirs=(core ingest sim calibrate release learner pipeline eval app bench)
+src_dirs=(core ingest sim calibrate release learner pipeline eval cli app bench)
 
 # 1. Banned functions (comment lines are prose). Exceptions, each with its reason:
 #    eval/src/svc/report.c, eval/src/svc/scaling.c: system() runs gnuplot on the figure script

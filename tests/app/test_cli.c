@@ -1,4 +1,4 @@
-/* test_cli.c - the command driver (app/cli.h) against the real binary: every command of
+/* test_cli.c - the command driver (cli/cli.h) against the real binary: every command of
  * the driver's table, and every verb of a verb table (`gcdp bench <what>`), prints exactly
  * its entry's help on stdout and exits 0 whatever the configuration (a broken file named by
  * GCDP_CONFIG, or by --config), before anything else runs. A command added to the table is
@@ -9,8 +9,8 @@
 
 #include <criterion/criterion.h>
 
+#include "app.h"
 #include "broker.h"
-#include "cli.h"
 #include "test_support.h"
 
 TestSuite(cli, .timeout = 60);

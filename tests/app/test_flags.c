@@ -1,4 +1,4 @@
-/* test_flags.c - the subcommands' number parsers (app/flags.h): whole argument, finite,
+/* test_flags.c - the subcommands' number parsers (cli/flags.h): whole argument, finite,
  * in range, nothing changed on refusal. */
 #include <float.h>
 #include <limits.h>

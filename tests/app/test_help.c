@@ -1,5 +1,5 @@
-/* test_help.c - the --help texts (the files of docs/cli, compiled in) against the code they describe:
- * every flag a command parses is in its text, every option line of the text is a flag the
+/* test_help.c - the --help texts (the files of docs/cli, compiled in) against the code they
+ * describe: every flag a command parses is in its text, every option line of the text is a flag the
  * command parses, a range the text states is the range the flag table enforces, and the
  * defaults and limits the texts quote are the ones the code uses. A flag added to a table
  * without its help line, or a limit changed without the text, fails here. */
@@ -190,8 +190,7 @@ Test(help, a_range_the_text_states_is_the_range_the_flag_table_enforces)
                 checked++;
             }
             if (r->kind < APP_FLAG_UINT || r->kind > APP_FLAG_DBLS ||
-                !option_block(e[i]->help, r->name, &from, &to) ||
-                !stated_range(from, to, &lo, &hi))
+                !option_block(e[i]->help, r->name, &from, &to) || !stated_range(from, to, &lo, &hi))
                 continue;
             cr_expect(lo == r->lo && hi == r->hi,
                       "gcdp %s --%s: the help says %g..%g, the table enforces %g..%g", e[i]->name,

@@ -1,12 +1,49 @@
-/* serve.c - the process skeleton every `--serve`-style command shares (app.h, app_serve_*):
+/* serve.c - the process skeleton every `--serve`-style command shares (serve.h, app_serve_*):
  * one libuv loop, SIGINT/SIGTERM -> graceful stop with the shutdown watchdog, the service's
- * one-line summary, then its free and a last loop run for the handles it closed. */
+ * one-line summary, then its free and a last loop run for the handles it closed; and the
+ * shutdown watchdog (app_shutdown_begin). */
+#include "serve.h"
+
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "app.h"
+#include "cli.h"
 #include "core/log.h"
+
+static char watchdog_msg[512];
+
+static void watchdog_fire(int sig)
+{
+    (void)sig;
+    ssize_t w = write(STDERR_FILENO, watchdog_msg, strlen(watchdog_msg));
+    (void)w;
+    _exit(APP_EXIT_FAILURE);
+}
+
+void app_shutdown_begin(const struct core_config *cfg, const char *cmd, const char *waiting_for,
+                        uv_signal_t *a, uv_signal_t *b)
+{
+    int64_t deadline = core_config_int(cfg, "shutdown.deadline_s");
+    struct sigaction sa;
+
+    if (a)
+        uv_signal_stop(a); /* the last watcher of the signal: libuv restores SIG_DFL */
+    if (b)
+        uv_signal_stop(b);
+    snprintf(watchdog_msg, sizeof(watchdog_msg),
+             "gcdp %s: graceful shutdown did not finish within %lld s (shutdown.deadline_s) "
+             "while %s; exiting now (uncommitted input is read again on restart)\n",
+             cmd, (long long)deadline, waiting_for);
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = watchdog_fire;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
+    alarm((unsigned)deadline);
+    CORE_INFO("graceful shutdown: a second signal ends the process at once; watchdog %lld s",
+              (long long)deadline);
+}
 
 void app_serve_init(struct app_serve *s, const struct core_config *cfg,
                     const struct app_service_ops *ops)

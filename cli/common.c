@@ -1,16 +1,16 @@
-/* common.c - the options every subcommand shares: --config, --set, --log-level. */
+/* common.c - what every command shares (common.h): the common options --config, --set and
+ * --log-level and the configuration they load; the service commands' shared set-up. */
+#include "common.h"
+
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <uv.h>
-
-#include "app.h"
 #include "cal/config.h"
+#include "cli.h"
 #include "core/dp_ledger.h"
 #include "core/dp_ledger_cfg.h"
 #include "core/fsutil.h"
@@ -201,39 +201,6 @@ int app_paths_distinct(const char *cmd, const char *const *paths, const char *co
                 return -1;
             }
     return 0;
-}
-
-static char watchdog_msg[512];
-
-static void watchdog_fire(int sig)
-{
-    (void)sig;
-    ssize_t w = write(STDERR_FILENO, watchdog_msg, strlen(watchdog_msg));
-    (void)w;
-    _exit(APP_EXIT_FAILURE);
-}
-
-void app_shutdown_begin(const struct core_config *cfg, const char *cmd, const char *waiting_for,
-                        struct uv_signal_s *a, struct uv_signal_s *b)
-{
-    int64_t deadline = core_config_int(cfg, "shutdown.deadline_s");
-    struct sigaction sa;
-
-    if (a)
-        uv_signal_stop(a); /* the last watcher of the signal: libuv restores SIG_DFL */
-    if (b)
-        uv_signal_stop(b);
-    snprintf(watchdog_msg, sizeof(watchdog_msg),
-             "gcdp %s: graceful shutdown did not finish within %lld s (shutdown.deadline_s) "
-             "while %s; exiting now (uncommitted input is read again on restart)\n",
-             cmd, (long long)deadline, waiting_for);
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = watchdog_fire;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGALRM, &sa, NULL);
-    alarm((unsigned)deadline);
-    CORE_INFO("graceful shutdown: a second signal ends the process at once; watchdog %lld s",
-              (long long)deadline);
 }
 
 int app_require_bootstrap(struct core_config *cfg, const char *cmd)

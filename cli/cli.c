@@ -1,31 +1,11 @@
-/* cli.c - the command driver (cli.h) and the table of gcdp's commands. */
+/* cli.c - the command driver (cli.h). */
 #include "cli.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "app.h"
+#include "common.h"
 #include "core/log.h"
-
-const struct app_command *const app_commands[] = {
-    &app_cmd_run,
-    &app_cmd_broker,
-    &app_cmd_simulate,
-    &app_cmd_replay,
-    &app_cmd_ingest,
-    &app_cmd_calibrate,
-    &app_cmd_release,
-    &app_cmd_ledger,
-    &app_cmd_semgen,
-    &app_cmd_learn,
-    &app_cmd_eval,
-    &app_cmd_bench,
-    &app_cmd_ctl,
-    &app_cmd_healthcheck,
-    &app_cmd_config,
-    &app_cmd_windows,
-    NULL,
-};
 
 void app_cli_list(FILE *f, const struct app_command *const *table, int width)
 {
@@ -41,13 +21,13 @@ int app_exit_status(const char *name, core_err rc, const char *eb)
     return rc == CORE_ECONFIG ? APP_EXIT_USAGE : APP_EXIT_FAILURE;
 }
 
-static void usage(FILE *f)
+static void usage(const struct app_command *const *table, FILE *f)
 {
     fprintf(f, "usage: gcdp <command> [options]   (gcdp <command> --help for details)\n\n"
                "gcdp ingests IoT sensor streams from Kafka and releases window analytics under\n"
                "Graph-Calibrated Differential Privacy; a federated structure learner consumes\n"
                "only the privatized output.\n\ncommands:\n");
-    app_cli_list(f, app_commands, 11);
+    app_cli_list(f, table, 11);
     fprintf(f, "\n%s", app_common_help);
 }
 
@@ -116,27 +96,27 @@ static int dispatch(const struct app_command *c, const char *name, int argc, cha
     return invoke(c, name, argc, argv);
 }
 
-int app_cli_main(int argc, char **argv)
+int app_cli_main(const struct app_command *const *table, int argc, char **argv)
 {
     const struct app_command *c;
 
     if (argc < 2) {
-        usage(stderr);
+        usage(table, stderr);
         return APP_EXIT_USAGE;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
-        usage(stdout);
+        usage(table, stdout);
         return APP_EXIT_OK;
     }
     if (strcmp(argv[1], "--version") == 0) {
         printf("gcdp 0.1.0\n");
         return APP_EXIT_OK;
     }
-    c = find(app_commands, argv[1]);
+    c = find(table, argv[1]);
     if (c)
         return dispatch(c, c->name, argc - 1, argv + 1);
     fprintf(stderr, "gcdp: unknown command '%s'\n\n", argv[1]);
-    usage(stderr);
+    usage(table, stderr);
     return APP_EXIT_USAGE;
 }

@@ -17,12 +17,17 @@
  *
  * Thread-safety: main thread only (getopt, the log component).
  */
-#ifndef GCDP_APP_CLI_H
-#define GCDP_APP_CLI_H
+#ifndef GCDP_CLI_CLI_H
+#define GCDP_CLI_CLI_H
 
 #include <stdio.h>
 
 #include "core/err.h"
+
+/* Exit statuses: only the driver and the commands' run functions decide them. */
+#define APP_EXIT_OK      0
+#define APP_EXIT_FAILURE 1
+#define APP_EXIT_USAGE   2
 
 struct core_config;
 struct app_flag;
@@ -55,12 +60,9 @@ struct app_command {
     unsigned flags;                       /* APP_CMD_* */
 };
 
-/* The top-level commands, in `gcdp --help` order; NULL-terminated. */
-extern const struct app_command *const app_commands[];
-
-/* The gcdp process after its process-wide set-up: `gcdp --help|--version|<command> ...`.
- * Returns the exit status. */
-int app_cli_main(int argc, char **argv);
+/* The gcdp process after its process-wide set-up: `gcdp --help|--version|<command> ...` with
+ * the commands of table (NULL-terminated, in `gcdp --help` order). Returns the exit status. */
+int app_cli_main(const struct app_command *const *table, int argc, char **argv);
 
 /* The exit status of a command whose work ended with rc: 0 for CORE_OK; otherwise, after
  * "gcdp <name>: <eb, or core_strerror(rc) when eb is empty>" on stderr, 2 (usage or
@@ -74,4 +76,4 @@ void app_cli_help(const struct app_command *c, FILE *f);
 /* The listing of a verb table: "  name  summary" lines, name padded to width. */
 void app_cli_list(FILE *f, const struct app_command *const *table, int width);
 
-#endif /* GCDP_APP_CLI_H */
+#endif /* GCDP_CLI_CLI_H */

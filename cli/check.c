@@ -1,8 +1,9 @@
-/* check.c - `--check` of the service commands (app.h, app_service_check): the checks are the
+/* check.c - `--check` of the service commands (common.h, app_service_check): the checks are the
  * pipeline library's (pipe/check.h); here the broker requirement and the verdict's words. */
 #include <stdio.h>
 
-#include "app.h"
+#include "cli.h"
+#include "common.h"
 
 int app_service_check(struct core_config *cfg, const struct pipe_check_opts *o)
 {
