@@ -5,6 +5,7 @@
  * without its help line, or a limit changed without the text, fails here. */
 #include <ctype.h>
 #include <float.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,18 +206,26 @@ static void expect_says(const char *text, const char *what, const char *cmd)
     cr_expect_not_null(strstr(text, what), "gcdp %s --help should say \"%s\"", cmd, what);
 }
 
+/* expect_says with the words made by a format. */
+__attribute__((format(printf, 3, 4))) static void expect_saysf(const char *text, const char *cmd,
+                                                               const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    expect_says(text, what, cmd);
+}
+
 /* The producer flags' defaults as the help of simulate and replay states them. */
 static void expect_producer_defaults(const char *text, const char *cmd,
                                      const struct sim_producer_opts *d)
 {
-    char s[160];
-
-    snprintf(s, sizeof(s), "(default %zu)", d->max_inflight);
-    expect_says(text, s, cmd);
-    snprintf(s, sizeof(s), "0..%llu (default %d)", APP_PROD_FLUSH_MS_MAX, d->flush_timeout_ms);
-    expect_says(text, s, cmd);
-    snprintf(s, sizeof(s), "(default sim.max_lag_bytes, %zu)", d->max_lag_bytes);
-    expect_says(text, s, cmd);
+    expect_saysf(text, cmd, "(default %zu)", d->max_inflight);
+    expect_saysf(text, cmd, "0..%llu (default %d)", APP_PROD_FLUSH_MS_MAX, d->flush_timeout_ms);
+    expect_saysf(text, cmd, "(default sim.max_lag_bytes, %zu)", d->max_lag_bytes);
 }
 
 Test(help, simulate_and_replay_state_the_defaults_the_code_uses)
@@ -228,56 +237,41 @@ Test(help, simulate_and_replay_state_the_defaults_the_code_uses)
         SIM_FAULT_MAP(X)
 #undef X
     };
-    char s[256];
 
     sim_options_default(&d);
-    snprintf(s, sizeof(s), "(default %zu, max %d)", d.devices, SIM_MAX_DEVICES);
-    expect_says(app_help_simulate, s, "simulate");
-    snprintf(s, sizeof(s), "unsigned 64-bit (default %llu)", (unsigned long long)d.seed);
-    expect_says(app_help_simulate, s, "simulate");
-    snprintf(s, sizeof(s), "(default %.0f; see docs/simulator.md", d.rate);
-    expect_says(app_help_simulate, s, "simulate");
-    snprintf(s, sizeof(s), "(default %lld = 2026-11-01T00:00:00Z)", (long long)d.start_ms);
-    expect_says(app_help_simulate, s, "simulate");
-    snprintf(s, sizeof(s), "else ingest.period_ms; i.e. %g)", d.period_s);
-    expect_says(app_help_simulate, s, "simulate");
-    snprintf(s, sizeof(s), "per-device edge weight sd (default %g)", d.hetero_sd);
-    expect_says(app_help_simulate, s, "simulate");
-    snprintf(s, sizeof(s), "neighbour mote, [0,1) (default %g)", d.spatial_coupling);
-    expect_says(app_help_simulate, s, "simulate");
-    snprintf(s, sizeof(s), "lag in ticks, 0..%d (default %u)", SIM_MAX_LAG, d.spatial_lag);
-    expect_says(app_help_simulate, s, "simulate");
-    snprintf(s, sizeof(s), "AR(1) coefficient, [0,1) (default %g)", d.ar);
-    expect_says(app_help_simulate, s, "simulate");
-    snprintf(s, sizeof(s), "skipped by one gap fault (default %u)", d.gap_ticks);
-    expect_says(app_help_simulate, s, "simulate");
-    snprintf(s, sizeof(s), "late reading goes back (default %g s)", d.late_s);
-    expect_says(app_help_simulate, s, "simulate");
-    snprintf(s, sizeof(s), "i.e. %zu)", d.oversize_bytes);
-    expect_says(app_help_simulate, s, "simulate");
+    expect_saysf(app_help_simulate, "simulate", "(default %zu, max %d)", d.devices,
+                 SIM_MAX_DEVICES);
+    expect_saysf(app_help_simulate, "simulate", "unsigned 64-bit (default %llu)",
+                 (unsigned long long)d.seed);
+    expect_saysf(app_help_simulate, "simulate", "(default %.0f; see docs/simulator.md", d.rate);
+    expect_saysf(app_help_simulate, "simulate", "(default %lld = 2026-11-01T00:00:00Z)",
+                 (long long)d.start_ms);
+    expect_saysf(app_help_simulate, "simulate", "else ingest.period_ms; i.e. %g)", d.period_s);
+    expect_saysf(app_help_simulate, "simulate", "per-device edge weight sd (default %g)",
+                 d.hetero_sd);
+    expect_saysf(app_help_simulate, "simulate", "neighbour mote, [0,1) (default %g)",
+                 d.spatial_coupling);
+    expect_saysf(app_help_simulate, "simulate", "lag in ticks, 0..%d (default %u)", SIM_MAX_LAG,
+                 d.spatial_lag);
+    expect_saysf(app_help_simulate, "simulate", "AR(1) coefficient, [0,1) (default %g)", d.ar);
+    expect_saysf(app_help_simulate, "simulate", "skipped by one gap fault (default %u)",
+                 d.gap_ticks);
+    expect_saysf(app_help_simulate, "simulate", "late reading goes back (default %g s)", d.late_s);
+    expect_saysf(app_help_simulate, "simulate", "i.e. %zu)", d.oversize_bytes);
     expect_producer_defaults(app_help_simulate, "simulate", &d.prod);
-    for (size_t k = 0; k < sizeof(faults) / sizeof(faults[0]); k++) {
-        snprintf(s, sizeof(s), "\n  %-16s %s\n", faults[k][0], faults[k][1]);
-        expect_says(app_help_simulate, s, "simulate");
-    }
+    for (size_t k = 0; k < sizeof(faults) / sizeof(faults[0]); k++)
+        expect_saysf(app_help_simulate, "simulate", "\n  %-16s %s\n", faults[k][0], faults[k][1]);
 
     sim_replay_options_default(&r);
-    snprintf(s, sizeof(s), "occupancy device id (default \"%s\")", r.device);
-    expect_says(app_help_replay, s, "replay");
-    snprintf(s, sizeof(s), "in-flight cap allow (default %g)", r.speed);
-    expect_says(app_help_replay, s, "replay");
-    snprintf(s, sizeof(s), "token bucket; 0 = none (default %.0f)", r.rate);
-    expect_says(app_help_replay, s, "replay");
+    expect_saysf(app_help_replay, "replay", "occupancy device id (default \"%s\")", r.device);
+    expect_saysf(app_help_replay, "replay", "in-flight cap allow (default %g)", r.speed);
+    expect_saysf(app_help_replay, "replay", "token bucket; 0 = none (default %.0f)", r.rate);
     expect_producer_defaults(app_help_replay, "replay", &r.prod);
 }
 
 Test(help, the_limits_the_texts_quote_are_the_code_s)
 {
-    char s[256];
-
-    snprintf(s, sizeof(s), "at most %d bytes", CORE_CTL_MAX_REASON);
-    expect_says(app_help_ctl, s, "ctl");
+    expect_saysf(app_help_ctl, "ctl", "at most %d bytes", CORE_CTL_MAX_REASON);
     expect_says(app_help_release, REL_MECH_CHOICES, "release");
-    snprintf(s, sizeof(s), "when unset and %s", APP_BOOTSTRAP_FILE);
-    expect_says(app_help_ingest, s, "ingest");
+    expect_saysf(app_help_ingest, "ingest", "when unset and %s", APP_BOOTSTRAP_FILE);
 }
