@@ -49,7 +49,6 @@ int app_ledger_path_resolve(const struct core_config *cfg, const char *flag, cha
 int app_paths_distinct(const char *cmd, const char *const *paths, const char *const *roles,
                        size_t n_out, size_t n);
 
-
 /* Where `gcdp broker` writes its address by default. */
 #define APP_BOOTSTRAP_FILE "run/kafka.bootstrap"
 
