@@ -42,7 +42,6 @@ struct lrn_acyclic_ws {
     size_t *comp, *order, *stk, *call, *idx, *low, *it; /* Tarjan, d each */
     unsigned char *onst;                                /* d */
     size_t *start;                                      /* d + 1: component offsets into order */
-    double ifact[25];                                   /* 1/j!, j = 0..24 (Taylor) */
 };
 
 core_err lrn_acyclic_ws_new(size_t d, struct lrn_acyclic_ws **out)
@@ -78,9 +77,6 @@ core_err lrn_acyclic_ws_new(size_t d, struct lrn_acyclic_ws **out)
     ws->it = ws->low + d;
     ws->start = ws->it + d;
     ws->onst = core_xcalloc(d, 1);
-    ws->ifact[0] = 1.0;
-    for (int j = 1; j < 25; j++)
-        ws->ifact[j] = ws->ifact[j - 1] / j;
     *out = ws;
     return CORE_OK;
 }
@@ -369,15 +365,12 @@ static void scale_powers(struct lrn_acyclic_ws *ws, size_t kk, int s)
 
 /* Degree index and s, A scaled by 2^-s, and A2, A4, A6 of the scaled A. When the powers of
  * the unscaled A overflow, Higham 2005 (Algorithm 2.3): s from ‖A‖₁ against θ13. */
-static core_err prepare(struct lrn_acyclic_ws *ws, size_t k, double nrm, int nonneg, int have_a2a4,
-                        int *ideg, int *s)
+static core_err prepare(struct lrn_acyclic_ws *ws, size_t k, double nrm, int nonneg, int *ideg,
+                        int *s)
 {
     size_t kk = k * k;
 
-    if (have_a2a4)
-        mm((int)k, ws->a4, ws->a2, ws->a6);
-    else
-        powers(ws, (int)k);
+    powers(ws, (int)k);
     *ideg = choose(ws, k, nrm, nonneg, s);
     if (*ideg >= 0) {
         if (*s > 1000)
@@ -396,107 +389,20 @@ static core_err prepare(struct lrn_acyclic_ws *ws, size_t k, double nrm, int non
     return CORE_OK;
 }
 
-/* ---- Taylor polynomial for A ≥ 0 (every call from h(W); issue 9, final speed pass) ----
- *
- * For A ≥ 0 the truncated series T_m(A) = Σ_{j≤m} A^j/j! has only nonnegative terms (no
- * cancellation: each entry is summed to a few ulps) and its remainder exp(A) − T_m(A) =
- * Σ_{j>m} A^j/j! ≥ 0 has an exact, cheap bound from the column sums 1ᵀA^p. With s = 4q + r
- * (r = 1..4), ‖A^(m+s)‖₁ ≤ ‖A^m‖₁‖A⁴‖₁^q‖A^r‖₁ and (m+s)! ≥ (m+r)!(m+1)^(4q), so
- *   ‖exp(A) − T_m(A)‖₁ ≤ ‖A^m‖₁ Σ_{r=1..4} ‖A^r‖₁/(m+r)! / (1 − ‖A⁴‖₁/(m+1)⁴).
- * The smallest m ∈ {8, 12, 16, 20} with this bound ≤ u/2 = 2^-54 (and exp(A) ≥ I, so that is
- * below the unit roundoff relative to ‖exp(A)‖₁) is evaluated by Paterson–Stockmeyer in
- * Y = A⁴: A², A³, A⁴ and m/4 − 1 products, no linear solve. At d = 20 this replaces the
- * Padé degree 7 (4 products and an LU solve with k right-hand sides, which OpenBLAS does
- * in ~6 products' time at k ≈ 19) by m = 16 (6 products). Otherwise Padé as below. */
-
-/* out = 1ᵀM (column sums of the k×k column-major M ≥ 0, as c·M with c = 1) or c·M when c;
- * returns max_j out_j = ‖M‖₁ (or ‖1ᵀ(·)M‖ for the chained products). */
-static double row_times(size_t k, const double *c, const double *M, double *out)
-{
-    double best = 0.0;
-    for (size_t j = 0; j < k; j++) {
-        double acc = 0.0;
-        for (size_t i = 0; i < k; i++)
-            acc += (c ? c[i] : 1.0) * M[j * k + i];
-        out[j] = acc;
-        best = acc > best ? acc : best;
-    }
-    return best;
-}
-
-/* The degree m for the powers A (ws->a), A² (a2), A⁴ (a4), or 0 if none will do. ‖A³‖₁ enters
- * through its bound ‖A‖₁‖A²‖₁ (so that A³ is formed only when the polynomial is used). */
-static int taylor_degree(struct lrn_acyclic_ws *ws, size_t k, double n1)
-{
-    double *c = ws->vec, *c2 = ws->vec + k, *sw, nr[5], nm;
-
-    nr[0] = 1.0;
-    nr[1] = n1;
-    nr[2] = row_times(k, NULL, ws->a2, c2);
-    nr[3] = n1 * nr[2];
-    nr[4] = row_times(k, NULL, ws->a4, c);     /* c = 1ᵀA⁴ */
-    if (!(nr[3] < HUGE_VAL && nr[4] < 6561.0)) /* 6561 = 9⁴ */
-        return 0;
-    for (int m = 8; m <= 20; m += 4) {
-        double tail = 0.0, f = (double)(m + 1);
-        nm = row_times(k, c, ws->a4, c2); /* 1ᵀA^m = (1ᵀA^(m−4))A⁴ */
-        sw = c, c = c2, c2 = sw;
-        for (int r = 1; r <= 4; r++)
-            tail += nr[r] * ws->ifact[m + r];
-        if (nm * tail <= 0x1p-54 * (1.0 - nr[4] / (f * f * f * f)))
-            return m;
-    }
-    return 0;
-}
-
-/* E = Σ_{i<Q} B_i Y^i + Y^Q/m!, Q = m/4, B_i = Σ_{r<4} A^r/(4i+r)!, by Horner in Y = A⁴. */
-static void taylor_eval(struct lrn_acyclic_ws *ws, int k, int m, double *E)
-{
-    size_t kk = (size_t)k * (size_t)k;
-    const double *f = ws->ifact, *a = ws->a, *a2 = ws->a2, *a3 = ws->a6, *y = ws->a4;
-    double *p = ws->u, *q = ws->v, *sw;
-    int Q = m / 4;
-
-    for (size_t x = 0; x < kk; x++) /* P = Y/m! + B_{Q−1} */
-        p[x] = f[m] * y[x] + (f[4 * Q - 3] * a[x] + f[4 * Q - 2] * a2[x] + f[4 * Q - 1] * a3[x]);
-    add_identity((size_t)k, p, f[4 * Q - 4]);
-    for (int i = Q - 2; i >= 0; i--) { /* P = P·Y + B_i */
-        double *out = i == 0 ? E : q;
-        mm(k, p, y, out);
-        for (size_t x = 0; x < kk; x++)
-            out[x] += f[4 * i + 1] * a[x] + f[4 * i + 2] * a2[x] + f[4 * i + 3] * a3[x];
-        add_identity((size_t)k, out, f[4 * i]);
-        sw = p, p = q, q = sw;
-    }
-}
-
-/* exp(A) by the Taylor polynomial when A ≥ 0 and some m ≤ 20 is accurate; 1 if done. */
-static int expm_taylor(struct lrn_acyclic_ws *ws, size_t k, double nrm, double *E)
-{
-    int m, ik = (int)k;
-
-    mm(ik, ws->a, ws->a, ws->a2); /* A² and A⁴ as powers() forms them (Padé reuses them) */
-    mm(ik, ws->a2, ws->a2, ws->a4);
-    m = taylor_degree(ws, k, nrm);
-    if (m == 0)
-        return 0;
-    mm(ik, ws->a2, ws->a, ws->a6); /* A³ in the a6 slot */
-    taylor_eval(ws, ik, m, E);
-    return 1;
-}
-
-/* Padé r_m(A) with scaling and squaring into E; have_a2a4: A² and A⁴ are already in ws
- * (from expm_taylor: the same products as powers() makes, so the same bits). */
-static core_err expm_pade(struct lrn_acyclic_ws *ws, size_t k, double nrm, int nonneg,
-                          int have_a2a4, double *E)
+/* exp of the k×k column-major matrix in ws->a (overwritten) into E (ld k); nonneg: every
+ * entry of A is ≥ 0 (then the norms of its powers are exact). */
+static core_err expm_block(struct lrn_acyclic_ws *ws, size_t k, double *E, int nonneg)
 {
     static const double *const bs[4] = {b3, b5, b7, b9};
     size_t kk = k * k;
+    double nrm = norm1(k, ws->a);
     int s = 0, i = 4, ik = (int)k;
     lapack_int info;
     core_err rc;
 
-    rc = prepare(ws, k, nrm, nonneg, have_a2a4, &i, &s);
+    if (!isfinite(nrm))
+        return CORE_EINVAL;
+    rc = prepare(ws, k, nrm, nonneg, &i, &s);
     if (rc != CORE_OK)
         return rc;
     if (i == 4)
@@ -515,25 +421,6 @@ static core_err expm_pade(struct lrn_acyclic_ws *ws, size_t k, double nrm, int n
     for (int q = 0; q < s; q++) {
         mm(ik, E, E, ws->t);
         memcpy(E, ws->t, kk * sizeof(double));
-    }
-    return CORE_OK;
-}
-
-/* exp of the k×k column-major matrix in ws->a (overwritten) into E (ld k); nonneg: every
- * entry of A is ≥ 0 (then the Taylor polynomial above is tried first, and the norms of the
- * powers are exact). */
-static core_err expm_block(struct lrn_acyclic_ws *ws, size_t k, double *E, int nonneg)
-{
-    size_t kk = k * k;
-    double nrm = norm1(k, ws->a);
-    core_err rc;
-
-    if (!isfinite(nrm))
-        return CORE_EINVAL;
-    if (!nonneg || !expm_taylor(ws, k, nrm, E)) {
-        rc = expm_pade(ws, k, nrm, nonneg, nonneg, E);
-        if (rc != CORE_OK)
-            return rc;
     }
     for (size_t x = 0; x < kk; x++)
         if (!isfinite(E[x]))
