@@ -838,7 +838,8 @@ static int server_progress(void *inst, const lbfgsfloatval_t *x, const lbfgsfloa
     /* Stop once no entry of W moved by more than wtol in 3 consecutive iterations: the
      * gradient norm is a poor test here because the ρ₁h² directions are very stiff. */
     for (int i = 0; i < n; i++) {
-        dmax = fmax(dmax, fabs(x[i] - r->xprev[i]));
+        double a = fabs(x[i] - r->xprev[i]);
+        dmax = a > dmax ? a : dmax; /* fmax's result (a NaN is skipped), without the libm call */
         r->xprev[i] = x[i];
     }
     r->calm = dmax <= r->o->lbfgs_wtol ? r->calm + 1 : 0;
