@@ -171,7 +171,8 @@ struct lrn_admm_progress {
     double h;               /* h(W) of the sent (sparsified) W */
     double h_server;        /* h(W̃) of the server's minimiser before w_sparsify */
     size_t edges;           /* entries of W with |w| ≥ w_threshold (off-diagonal) */
-    size_t nnz_up;          /* entries sent by participants this round (sum over p) */
+    size_t nnz_up;          /* entries of the participants' uploads this round (sum over p;
+                             * the unchanged ones of nnz_up_same included: not re-sent) */
     size_t nnz_up_known;    /* of which at the positions of the participant's previous upload
                              * (zeros included), without an index, when that encoding is
                              * shorter (one flag byte per upload says which) */
