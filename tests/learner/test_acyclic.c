@@ -143,6 +143,54 @@ Test(acyclic, expm_of_nonnegative_near_dag_matches_taylor_series)
     lrn_acyclic_ws_free(ws);
 }
 
+/* Nonnegative A at scales from tiny to ‖A‖₁ ≈ 40: h(W)'s calls take the Taylor polynomial
+ * (m = 8..20, chosen from exact norms of A's powers) when its remainder bound is below u/2,
+ * and Padé with scaling beyond; each must match the series summed in long double. */
+Test(acyclic, expm_of_nonnegative_matrices_matches_the_series_at_every_scale)
+{
+    enum { D = 12 };
+    const double scales[] = {1e-4, 0.02, 0.1, 0.3, 0.6, 1.0, 3.0, 10.0};
+    struct lrn_acyclic_ws *ws = ws_for(D);
+    struct core_prng rng;
+    static double A0[D * D], A[D * D], E[D * D];
+    static long double T[D * D], P[D * D], Q[D * D];
+
+    core_prng_seed(&rng, 5);
+    for (int x = 0; x < D * D; x++)
+        A0[x] = core_prng_uniform(&rng) < 0.3 ? core_prng_uniform(&rng) : 0.0;
+    for (size_t t = 0; t < sizeof(scales) / sizeof(scales[0]); t++) {
+        long double tmax = 0.0L;
+        for (int x = 0; x < D * D; x++) {
+            A[x] = scales[t] * A0[x];
+            T[x] = P[x] = (x / D == x % D) ? 1.0L : 0.0L;
+        }
+        for (int n = 1; n < 400; n++) { /* P = A^n / n!, T = Σ P; no cancellation (A ≥ 0) */
+            long double mx = 0.0L;
+            for (int i = 0; i < D; i++)
+                for (int j = 0; j < D; j++) {
+                    long double acc = 0.0L;
+                    for (int k = 0; k < D; k++)
+                        acc += P[i * D + k] * (long double)A[k * D + j];
+                    Q[i * D + j] = acc / n;
+                }
+            for (int x = 0; x < D * D; x++) {
+                P[x] = Q[x];
+                T[x] += P[x];
+                mx = P[x] > mx ? P[x] : mx;
+            }
+            if (n > 10 && mx < 1e-40L)
+                break;
+        }
+        cr_assert_eq(lrn_expm(ws, A, E), CORE_OK);
+        for (int x = 0; x < D * D; x++)
+            tmax = T[x] > tmax ? T[x] : tmax;
+        for (int x = 0; x < D * D; x++)
+            cr_assert(fabsl((long double)E[x] - T[x]) <= 1e-13L * tmax,
+                      "scale %g entry %d: %g vs %Lg", scales[t], x, E[x], T[x]);
+    }
+    lrn_acyclic_ws_free(ws);
+}
+
 Test(acyclic, expm_rejects_non_finite_input)
 {
     struct lrn_acyclic_ws *ws = ws_for(2);

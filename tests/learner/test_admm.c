@@ -92,6 +92,48 @@ Test(admm, known_support_wire_round_trips_without_indices_on_the_support)
     cr_assert_eq(lrn_wire_encode_known(D, M, K, buf, sizeof(buf), &len, &nk, &np), CORE_EINVAL);
 }
 
+/* The upload against the sender's previous upload K: a change mask over K, only the changed
+ * values, the rest as pairs; the receiver takes K's value where the bit is clear. */
+Test(admm, delta_wire_does_not_resend_unchanged_entries)
+{
+    enum { D = 20 };
+    double M[D * D] = {0}, K[D * D] = {0}, back[D * D];
+    uint8_t buf[4 + D * D * 10];
+    size_t len = 0, nk = 0, nc = 0, np = 0;
+
+    for (int k = 0; k < 10; k++)
+        K[10 + 7 * k] = 0.1 * (k + 1); /* |K| = 10: a 2-byte mask */
+    memcpy(M, K, sizeof(M));
+    M[17] = -0.25;                 /* changed */
+    M[38] = 0.0;                   /* dropped: changed, sent as a zero */
+    M[73] = nextafter(K[73], 2.0); /* one ulp counts as a change */
+    M[2] = 2.0, M[399] = -1e-300;  /* outside K: pairs */
+    cr_assert_eq(lrn_wire_encode_delta(D, M, K, buf, sizeof(buf), &len, &nk, &nc, &np), CORE_OK);
+    cr_assert_eq(nk, 10);
+    cr_assert_eq(nc, 3);
+    cr_assert_eq(np, 2);
+    cr_assert_eq(len, 4 + 2 + 3 * 8 + 2 * (8 + 2));
+    cr_assert_eq(lrn_wire_decode_delta(D, K, buf, len, back), CORE_OK);
+    cr_assert_eq(memcmp(back, M, sizeof(M)), 0, "bit for bit");
+    cr_assert_eq(lrn_wire_decode_delta(D, K, buf, len - 1, back), CORE_EPARSE);
+    buf[5] |= 0x80; /* a mask bit past |K| */
+    cr_assert_eq(lrn_wire_decode_delta(D, K, buf, len, back), CORE_EPARSE);
+    buf[5] &= 0x7f;
+    K[2] = 1.0; /* a different K: a pair index inside K, and the lengths disagree */
+    cr_assert_eq(lrn_wire_decode_delta(D, K, buf, len, back), CORE_EPARSE);
+    K[2] = 0.0;
+    /* nothing changed: the mask alone */
+    cr_assert_eq(lrn_wire_encode_delta(D, K, K, buf, sizeof(buf), &len, &nk, &nc, &np), CORE_OK);
+    cr_assert_eq(len, 4 + 2);
+    cr_assert_eq(lrn_wire_decode_delta(D, K, buf, len, back), CORE_OK);
+    cr_assert_eq(memcmp(back, K, sizeof(K)), 0);
+    cr_assert_eq(lrn_wire_encode_delta(D, M, K, buf, 4 + 2 + 3 * 8 + 9, &len, &nk, &nc, &np),
+                 CORE_ETOOBIG);
+    M[17] = NAN;
+    cr_assert_eq(lrn_wire_encode_delta(D, M, K, buf, sizeof(buf), &len, &nk, &nc, &np),
+                 CORE_EINVAL);
+}
+
 Test(admm, dense_wire_round_trips)
 {
     double M[9] = {1, 2, 3, 4, 0, -6, 7, 8, 9}, back[9];
@@ -362,6 +404,7 @@ struct tally {
     int ok;
     size_t stop_after;
     size_t known_up; /* upload entries sent without an index, all rounds */
+    size_t same_up;  /* of which unchanged, not re-sent */
 };
 
 static bool count_bytes(void *arg, const struct lrn_admm_progress *pr)
@@ -370,15 +413,17 @@ static bool count_bytes(void *arg, const struct lrn_admm_progress *pr)
     uint64_t entry = 8 + lrn_wire_index_bytes(t->d);
 
     /* entries at positions the receiver knows go without an index (8 bytes): downlink on
-     * the participant's own upload, uplink on its previous upload */
+     * the participant's own upload, uplink on its previous upload, where an unchanged entry
+     * costs only its bit in the upload's change mask */
     t->model += (pr->nnz_up - pr->nnz_up_known + pr->nnz_down - pr->nnz_down_known) * entry +
-                (pr->nnz_up_known + pr->nnz_down_known) * 8;
+                (pr->nnz_up_known - pr->nnz_up_same + pr->nnz_down_known) * 8 + pr->up_mask_bytes;
     t->ok &= t->model == pr->bytes_model;
     /* 4-byte count per message, one flag byte per upload */
     t->ok &= pr->bytes_wire ==
              pr->bytes_model + 4 * (t->rounds + 1) * (t->P + t->P) + (t->rounds + 1) * t->P;
     t->ok &= pr->round == t->rounds;
     t->known_up += pr->nnz_up_known;
+    t->same_up += pr->nnz_up_same;
     t->rounds++;
     return t->stop_after == 0 || t->rounds < t->stop_after;
 }
@@ -392,7 +437,7 @@ Test(admm, bytes_follow_the_paper_model_and_the_wire)
     struct lrn_pgcd_opts po = {0.1, 0.5, 1000, 1e-6};
     struct lrn_pgcd_local *l = NULL;
     struct lrn_local_ops ops;
-    struct tally t = {3, 3, 0, 0, 1, 0, 0};
+    struct tally t = {3, 3, 0, 0, 1, 0, 0, 0};
     double W[9];
 
     o.max_rounds = 12;
@@ -427,7 +472,7 @@ Test(admm, progress_callback_can_stop_the_run)
     struct lrn_pgcd_opts po = {0.1, 0.5, 1000, 1e-6};
     struct lrn_pgcd_local *l = NULL;
     struct lrn_local_ops ops;
-    struct tally t = {3, 2, 0, 0, 1, 5, 0};
+    struct tally t = {3, 2, 0, 0, 1, 5, 0, 0};
     double W[9];
 
     problem_make(&pb, truth, 3, 2, 500, 6);
@@ -626,6 +671,35 @@ Test(admm, participants_do_not_send_entries_below_b_sparsify)
     cr_assert_eq(lrn_admm_run(3, P, &ops, &o, count_up, &u, W, raw, &res), CORE_OK);
     cr_assert_eq(u.min_up, 5 * P, "without it the tiny entries are sent too");
     cr_assert_neq(raw[3], 0.0, "W carries the tiny entry once it is sent");
+}
+
+/* A participant whose B_p does not change re-sends none of it: from the second round on its
+ * upload is the one-byte change mask over its three entries (delta encoding). */
+static bool count_same(void *arg, const struct lrn_admm_progress *pr)
+{
+    struct up_count *u = arg;
+    if (pr->round > 0 && (pr->nnz_up_same != u->max_up || pr->up_mask_bytes != u->min_up))
+        u->max_up = SIZE_MAX;
+    return true;
+}
+
+Test(admm, unchanged_uploads_cost_only_their_change_mask)
+{
+    struct lrn_local_ops ops = {tiny_solve, NULL, NULL, NULL, NULL, NULL};
+    struct lrn_admm_opts o = lrn_admm_opts_default();
+    struct lrn_admm_result res, res1;
+    const size_t P = 4;
+    struct up_count u = {3 * P, P};
+    double W[9];
+
+    o.max_rounds = 5;
+    o.primal_tol = 0.0;
+    o.refit_threshold = 0.0;
+    cr_assert_eq(lrn_admm_run(3, P, &ops, &o, count_same, &u, W, NULL, &res), CORE_OK);
+    cr_assert_eq(u.max_up, 3 * P, "every later round: 3 unchanged entries and 1 mask byte each");
+    o.max_rounds = 1;
+    cr_assert_eq(lrn_admm_run(3, P, &ops, &o, NULL, NULL, W, NULL, &res1), CORE_OK);
+    cr_assert_eq(res.bytes_up_model, res1.bytes_up_model + 4 * P, "4 more rounds, 1 byte each");
 }
 
 Test(admm, covariance_is_xtx_over_n_scale)

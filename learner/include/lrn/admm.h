@@ -33,10 +33,11 @@
  *   dense wire:  the d² values, binary64 LE, row-major, no header.
  * bytes_model counts the paper's model (8 + b_idx per sparse entry, 8·d² per dense
  * matrix; 8 for an entry of W_p the participant uploaded itself: the sparse downlink sends
- * those values in index order without indices, lrn_wire_encode_known; likewise 8 for an
- * upload entry at a position of the participant's previous upload when that encoding is
- * shorter); bytes_wire counts the encoded buffers (model + 4-byte count headers + one
- * flag byte per sparse upload).
+ * those values in index order without indices, lrn_wire_encode_known; for an upload, when
+ * shorter, ⌈|K|/8⌉ bytes of change mask over the positions K of the participant's previous
+ * upload, 8 for each changed entry of K and nothing for an unchanged one,
+ * lrn_wire_encode_delta); bytes_wire counts the encoded buffers (model + 4-byte count
+ * headers + one flag byte per sparse upload).
  * Both directions: every participant uploads B_p, the server sends W to each of P.
  *
  * Thread-safety: lrn_admm_run() is reentrant; the local ops are called from the calling
@@ -166,19 +167,23 @@ CORE_MUST_CHECK core_err lrn_admm_opts_check(const struct lrn_admm_opts *o, char
 
 /* Per-round progress, handed to the callback after the dual update of round `round`. */
 struct lrn_admm_progress {
-    size_t round;          /* 0-based */
-    double h;              /* h(W) of the sent (sparsified) W */
-    double h_server;       /* h(W̃) of the server's minimiser before w_sparsify */
-    size_t edges;          /* entries of W with |w| ≥ w_threshold (off-diagonal) */
-    size_t nnz_up;         /* entries sent by participants this round (sum over p) */
-    size_t nnz_up_known;   /* of which sent without an index: values at the positions of the
-                            * participant's previous upload (zeros included), when that
-                            * encoding is shorter (one flag byte per upload says which) */
-    size_t nnz_down;       /* nonzeros of W sent down this round (sum over participants) */
-    size_t nnz_down_known; /* of which sent without an index: the entries the participant
-                            * uploaded itself (lrn_wire_encode_known) */
-    uint64_t bytes_model;  /* cumulative, paper B.2.1 model, both directions */
-    uint64_t bytes_wire;   /* cumulative encoded bytes, both directions */
+    size_t round;           /* 0-based */
+    double h;               /* h(W) of the sent (sparsified) W */
+    double h_server;        /* h(W̃) of the server's minimiser before w_sparsify */
+    size_t edges;           /* entries of W with |w| ≥ w_threshold (off-diagonal) */
+    size_t nnz_up;          /* entries of the participants' uploads this round (sum over p;
+                             * the unchanged ones of nnz_up_same included: not re-sent) */
+    size_t nnz_up_known;    /* of which at the positions of the participant's previous upload
+                             * (zeros included), without an index, when that encoding is
+                             * shorter (one flag byte per upload says which) */
+    size_t nnz_up_same;     /* of those, unchanged since that upload: not re-sent (one clear
+                             * bit each in the change mask, lrn_wire_encode_delta) */
+    uint64_t up_mask_bytes; /* this round's change masks, ⌈|K|/8⌉ per such upload */
+    size_t nnz_down;        /* nonzeros of W sent down this round (sum over participants) */
+    size_t nnz_down_known;  /* of which sent without an index: the entries the participant
+                             * uploaded itself (lrn_wire_encode_known) */
+    uint64_t bytes_model;   /* cumulative, paper B.2.1 model, both directions */
+    uint64_t bytes_wire;    /* cumulative encoded bytes, both directions */
     double rho1, rho2, alpha;
     double primal_residual; /* max_p max_ij |B_p − W| */
     double dual_residual;   /* ρ₂·max_ij |Wᵗ − Wᵗ⁻¹| (sent W) */
@@ -268,6 +273,25 @@ CORE_MUST_CHECK core_err lrn_wire_encode_known(size_t d, const double *M, const 
  * overwritten). Returns CORE_OK, CORE_EPARSE (length, index ≥ d², in K, unordered or
  * duplicate, a zero or non-finite pair value, a non-finite value on K). */
 CORE_MUST_CHECK core_err lrn_wire_decode_known(size_t d, const double *known, const uint8_t *buf,
+                                               size_t len, double *M);
+
+/* Upload to a receiver that holds the sender's previous message K (known[x] != 0: the
+ * server has participant p's previous upload, values included): u32 count c (LE), a change
+ * mask of ⌈|K|/8⌉ bytes (bit k, LSB first, set when M differs from K on the k-th entry of K
+ * in index order; unused high bits 0), the values of M on the changed entries of K in index
+ * order (binary64 LE, zeros included), then c × (index, value) as the sparse wire for the
+ * nonzeros of M outside K. An unchanged entry is not re-sent: the receiver takes K's value,
+ * so the decoded M is bit for bit the sender's. Bytes: 4 + ⌈|K|/8⌉ + 8·changed + c·(8 + b_idx).
+ *   n_known, n_changed, n_pairs  out: |K|, the changed entries of K, c.
+ * Returns CORE_OK, CORE_EINVAL (non-finite value), CORE_ETOOBIG (cap too small; at most
+ * lrn_wire_max_len(d, LRN_WIRE_SPARSE) is needed). */
+CORE_MUST_CHECK core_err lrn_wire_encode_delta(size_t d, const double *M, const double *known,
+                                               uint8_t *buf, size_t cap, size_t *len,
+                                               size_t *n_known, size_t *n_changed, size_t *n_pairs);
+/* Decode a lrn_wire_encode_delta() message with the same `known` into M (fully overwritten).
+ * Returns CORE_OK, CORE_EPARSE (length, mask bits past |K|, a pair index ≥ d², in K,
+ * unordered or duplicate, a zero or non-finite pair value, a non-finite changed value). */
+CORE_MUST_CHECK core_err lrn_wire_decode_delta(size_t d, const double *known, const uint8_t *buf,
                                                size_t len, double *M);
 
 /* ---- the PGCD local solver as lrn_local_ops (Fed-Sparse-BNSL) ---- */

@@ -330,6 +330,82 @@ core_err lrn_wire_decode_known(size_t d, const double *known, const uint8_t *buf
     return get_pairs(buf, pos, np, bi, d2, known, M);
 }
 
+/* Bit k (LSB first) of the mask: the k-th entry of K (index order) changed. */
+static size_t mask_bytes(size_t nk)
+{
+    return (nk + 7) / 8;
+}
+
+core_err lrn_wire_encode_delta(size_t d, const double *M, const double *known, uint8_t *buf,
+                               size_t cap, size_t *len, size_t *n_known, size_t *n_changed,
+                               size_t *n_pairs)
+{
+    size_t d2 = d * d, bi = lrn_wire_index_bytes(d), nk = 0, nc = 0, np = 0, pos, k = 0;
+
+    for (size_t x = 0; x < d2; x++) {
+        if (!isfinite(M[x]))
+            return CORE_EINVAL;
+        nk += known[x] != 0.0;
+        nc += known[x] != 0.0 && M[x] != known[x];
+    }
+    if (cap < 4 || cap - 4 < mask_bytes(nk) || (cap - 4 - mask_bytes(nk)) / 8 < nc)
+        return CORE_ETOOBIG;
+    pos = 4 + mask_bytes(nk);
+    memset(buf + 4, 0, mask_bytes(nk));
+    for (size_t x = 0; x < d2; x++) {
+        if (known[x] == 0.0)
+            continue;
+        if (M[x] != known[x]) { /* both finite and known[x] ≠ 0: equal means the same bits */
+            buf[4 + k / 8] |= (uint8_t)(1u << (k % 8));
+            put_le(buf + pos, dbits(M[x] == 0.0 ? 0.0 : M[x]), 8);
+            pos += 8;
+        }
+        k++;
+    }
+    if (put_pairs(M, known, d2, bi, buf, cap, &pos, &np) != CORE_OK)
+        return CORE_ETOOBIG;
+    put_le(buf, np, 4);
+    *len = pos;
+    *n_known = nk;
+    *n_changed = nc;
+    *n_pairs = np;
+    return CORE_OK;
+}
+
+core_err lrn_wire_decode_delta(size_t d, const double *known, const uint8_t *buf, size_t len,
+                               double *M)
+{
+    size_t d2 = d * d, bi = lrn_wire_index_bytes(d), nk = 0, nc = 0, np, pos, k = 0;
+
+    memset(M, 0, d2 * sizeof(double));
+    for (size_t x = 0; x < d2; x++)
+        nk += known[x] != 0.0;
+    if (len < 4 || len - 4 < mask_bytes(nk))
+        return CORE_EPARSE;
+    for (size_t b = 0; b < mask_bytes(nk); b++)
+        nc += (size_t)__builtin_popcount(buf[4 + b]);
+    if (nk % 8 != 0 && (buf[4 + nk / 8] >> (nk % 8)) != 0)
+        return CORE_EPARSE; /* bits past |K| */
+    np = (size_t)get_le(buf, 4);
+    pos = 4 + mask_bytes(nk);
+    if (np > d2 || (len - pos) / 8 < nc || len - pos - 8 * nc != np * (bi + 8))
+        return CORE_EPARSE;
+    for (size_t x = 0; x < d2; x++) {
+        if (known[x] == 0.0)
+            continue;
+        if (buf[4 + k / 8] & (1u << (k % 8))) {
+            M[x] = bitsd(get_le(buf + pos, 8));
+            pos += 8;
+            if (!isfinite(M[x]))
+                return CORE_EPARSE;
+        } else {
+            M[x] = known[x];
+        }
+        k++;
+    }
+    return get_pairs(buf, pos, np, bi, d2, known, M);
+}
+
 /* ---- covariance ---- */
 
 core_err lrn_covariance(size_t n, size_t d, const double *X, double scale, double *sigma)
@@ -460,7 +536,8 @@ struct run {
     size_t evals, iters, calm;
     double *xprev;
     uint64_t bytes_model, bytes_wire, bytes_up_model;
-    size_t nnz_up, nnz_up_known, nnz_down, nnz_down_known;
+    size_t nnz_up, nnz_up_known, nnz_up_same, nnz_down, nnz_down_known;
+    uint64_t up_mask_bytes; /* this round's change masks (lrn_wire_encode_delta) */
     double *Kup;     /* P·d²: participant p's previous upload (both sides know its support) */
     uint8_t *absent; /* P: participant absent this round (solve returned ENOTFOUND) */
     core_err *rc;    /* P: solve()'s answers of this round (par_run only) */
@@ -561,33 +638,61 @@ static core_err transmit_known(struct run *r, double *M, const double *known)
     return CORE_OK;
 }
 
-/* Participant p's upload (sparse wire): one flag byte, then either the plain sparse message
- * or, when shorter, lrn_wire_encode_known against p's previous upload K (the server has it:
- * values on K in index order, zeros included, then the new entries as pairs). The values
- * are the same either way; K becomes this upload. */
+/* Participant p's upload against K, p's previous upload (the server has it): with the change
+ * mask (lrn_wire_encode_delta: unchanged entries of K are not re-sent) or without it
+ * (lrn_wire_encode_known: every value on K, when nearly all changed the mask costs more). */
+static core_err transmit_up_known(struct run *r, double *Bp, double *K, int delta, size_t *nnz)
+{
+    size_t entry = 8 + lrn_wire_index_bytes(r->d), nk = 0, nc = 0, np = 0, len = 0;
+    core_err rc;
+
+    if (delta)
+        rc = lrn_wire_encode_delta(r->d, Bp, K, r->buf, r->bufcap, &len, &nk, &nc, &np);
+    else
+        rc = lrn_wire_encode_known(r->d, Bp, K, r->buf, r->bufcap, &len, &nk, &np);
+    if (rc != CORE_OK)
+        return rc == CORE_EINVAL ? CORE_ENUMERIC : rc;
+    rc = delta ? lrn_wire_decode_delta(r->d, K, r->buf, len, Bp)
+               : lrn_wire_decode_known(r->d, K, r->buf, len, Bp);
+    if (rc != CORE_OK)
+        return CORE_ENUMERIC;
+    if (!delta)
+        nc = nk;
+    r->bytes_wire += len;
+    r->bytes_model += (delta ? mask_bytes(nk) : 0) + nc * 8 + np * entry;
+    r->up_mask_bytes += delta ? mask_bytes(nk) : 0;
+    r->nnz_up_known += nk;
+    r->nnz_up_same += nk - nc;
+    *nnz = nk + np;
+    return CORE_OK;
+}
+
+/* Participant p's upload (sparse wire): one flag byte, then the shortest of the plain sparse
+ * message and the two encodings against p's previous upload K (transmit_up_known: values on
+ * K in index order, zeros included, with or without a change mask, then the new entries as
+ * pairs). The values are the same either way; K becomes this upload. */
 static core_err transmit_up(struct run *r, double *Bp, double *K, size_t *nnz)
 {
-    size_t entry = 8 + lrn_wire_index_bytes(r->d), nk = 0, np = 0, nz = 0, len = 0;
+    size_t entry = 8 + lrn_wire_index_bytes(r->d), nk = 0, nc = 0, np = 0, nz = 0;
+    size_t plain, known, delta;
     core_err rc;
 
     if (r->o->wire != LRN_WIRE_SPARSE)
         return transmit(r, Bp, 1, nnz);
     for (size_t x = 0; x < r->d2; x++) {
         nk += K[x] != 0.0;
+        nc += K[x] != 0.0 && Bp[x] != K[x];
         np += K[x] == 0.0 && Bp[x] != 0.0;
         nz += Bp[x] != 0.0;
     }
-    r->bytes_wire += 1; /* which of the two encodings */
-    if (8 * nk + entry * np < entry * nz) {
-        rc = lrn_wire_encode_known(r->d, Bp, K, r->buf, r->bufcap, &len, &nk, &np);
+    r->bytes_wire += 1; /* which of the three encodings */
+    plain = entry * nz;
+    known = 8 * nk + entry * np;
+    delta = mask_bytes(nk) + 8 * nc + entry * np;
+    if (delta < plain || known < plain) {
+        rc = transmit_up_known(r, Bp, K, delta < known, nnz);
         if (rc != CORE_OK)
-            return rc == CORE_EINVAL ? CORE_ENUMERIC : rc;
-        if (lrn_wire_decode_known(r->d, K, r->buf, len, Bp) != CORE_OK)
-            return CORE_ENUMERIC;
-        r->bytes_wire += len;
-        r->bytes_model += nk * 8 + np * entry;
-        r->nnz_up_known += nk;
-        *nnz = nk + np;
+            return rc;
     } else {
         rc = transmit(r, Bp, 1, nnz);
         if (rc != CORE_OK)
@@ -619,6 +724,8 @@ static core_err local_round(struct run *r, const struct lrn_local_ops *ops, size
 
     r->nnz_up = 0;
     r->nnz_up_known = 0;
+    r->nnz_up_same = 0;
+    r->up_mask_bytes = 0;
     r->present = 0;
     if (ops->par_run) {
         struct par_round job = {r, ops, t};
@@ -731,7 +838,8 @@ static int server_progress(void *inst, const lbfgsfloatval_t *x, const lbfgsfloa
     /* Stop once no entry of W moved by more than wtol in 3 consecutive iterations: the
      * gradient norm is a poor test here because the ρ₁h² directions are very stiff. */
     for (int i = 0; i < n; i++) {
-        dmax = fmax(dmax, fabs(x[i] - r->xprev[i]));
+        double a = fabs(x[i] - r->xprev[i]);
+        dmax = a > dmax ? a : dmax; /* fmax's result (a NaN is skipped), without the libm call */
         r->xprev[i] = x[i];
     }
     r->calm = dmax <= r->o->lbfgs_wtol ? r->calm + 1 : 0;
@@ -983,6 +1091,8 @@ static core_err run_round(struct run *r, const struct lrn_local_ops *ops, size_t
     pr->edges = count_edges(r->Ws, r->d, r->o->w_threshold);
     pr->nnz_up = r->nnz_up;
     pr->nnz_up_known = r->nnz_up_known;
+    pr->nnz_up_same = r->nnz_up_same;
+    pr->up_mask_bytes = r->up_mask_bytes;
     pr->nnz_down = r->nnz_down;
     pr->nnz_down_known = r->nnz_down_known;
     pr->bytes_model = r->bytes_model;
